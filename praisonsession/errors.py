@@ -1,0 +1,133 @@
+"""Every error praisonsession raises, under one base class.
+
+Each message says what was wrong and what to do next. Errors that correspond to a built-in
+category also subclass that built-in (``ValueError``, ``KeyError``, ``TypeError``) so that code
+written against AgentScope or PraisonAI keeps catching them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ConflictError",
+    "EmbedderMismatchError",
+    "InvalidIdError",
+    "InvalidValueError",
+    "PraisonSessionError",
+    "RemoteError",
+    "SessionCorruptedError",
+    "SessionExpiredError",
+    "SessionNotFoundError",
+    "StateDictError",
+    "StoreUnavailableError",
+    "UnsupportedFormatError",
+]
+
+
+class PraisonSessionError(Exception):
+    """Base class of every praisonsession error."""
+
+
+class InvalidIdError(PraisonSessionError, ValueError):
+    """A session_id, user_id or key that cannot be used as an identifier."""
+
+
+class InvalidValueError(PraisonSessionError, TypeError):
+    """A value that is not JSON data, or of the wrong type for the operation."""
+
+
+class SessionNotFoundError(PraisonSessionError, ValueError):
+    """The session does not exist (it was never saved, or it was deleted)."""
+
+    def __init__(self, session_id: str, user_id: str, hint: str = "") -> None:
+        self.session_id = session_id
+        self.user_id = user_id
+        super().__init__(
+            f"Session {session_id!r} of user {user_id!r} does not exist. "
+            + (hint or "Save it first, or pass allow_not_exist=True to start from empty state.")
+        )
+
+
+class SessionExpiredError(PraisonSessionError):
+    """The session's TTL ran out; its data is gone for every reader."""
+
+    def __init__(self, session_id: str, user_id: str, expired_at: float | None = None) -> None:
+        self.session_id = session_id
+        self.user_id = user_id
+        self.expired_at = expired_at
+        super().__init__(
+            f"Session {session_id!r} of user {user_id!r} has expired. "
+            "Open a new Session(...) with the same id to start it afresh, "
+            "or give it a longer session_ttl."
+        )
+
+
+class SessionCorruptedError(PraisonSessionError):
+    """Stored data could not be decoded. It is left in place, never replaced by empty state."""
+
+    def __init__(self, what: str, detail: str = "") -> None:
+        self.what = what
+        super().__init__(
+            f"Stored data is corrupt: {what}"
+            + (f" ({detail})" if detail else "")
+            + ". Nothing was overwritten; restore it from a backup or delete the session."
+        )
+
+
+class UnsupportedFormatError(SessionCorruptedError):
+    """A record written by a newer praisonsession than this one."""
+
+    def __init__(self, what: str, found: int, supported: int) -> None:
+        self.found = found
+        self.supported = supported
+        PraisonSessionError.__init__(
+            self,
+            f"{what} uses storage format {found}, but this praisonsession reads formats up to "
+            f"{supported}. Upgrade praisonsession (pip install -U praisonsession).",
+        )
+
+
+class ConflictError(PraisonSessionError):
+    """A compare-and-set lost: someone else changed the record first."""
+
+
+class StoreUnavailableError(PraisonSessionError):
+    """The store could not be reached after bounded retries; nothing was assumed or written."""
+
+
+class EmbedderMismatchError(PraisonSessionError):
+    """A vector collection was created with another embedder than the one in use now."""
+
+
+class RemoteError(PraisonSessionError):
+    """A remote agent or LLM endpoint failed or answered with something unusable."""
+
+
+class StateDictError(PraisonSessionError, KeyError):
+    """``load_state_dict`` got a state dict whose keys do not match the module.
+
+    Subclasses ``KeyError`` because AgentScope raised ``KeyError`` for a missing key.
+    """
+
+    def __init__(
+        self,
+        module: str,
+        missing_keys: Sequence[str] = (),
+        unexpected_keys: Sequence[str] = (),
+    ) -> None:
+        self.missing_keys = list(missing_keys)
+        self.unexpected_keys = list(unexpected_keys)
+        parts = []
+        if self.missing_keys:
+            parts.append(f"missing keys {self.missing_keys}")
+        if self.unexpected_keys:
+            parts.append(f"unexpected keys {self.unexpected_keys}")
+        self.message = (
+            f"Cannot load state into {module}: {' and '.join(parts)}. Nothing was changed. "
+            "Pass strict=False to load the keys that match and keep the rest as they are."
+        )
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message

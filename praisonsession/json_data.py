@@ -1,0 +1,88 @@
+"""What counts as JSON data, and one encoding of it that every backend shares.
+
+Values are checked before anything is written, so a bad value never reaches a store. Text is
+always written as valid UTF-8; a string holding a lone surrogate is written with ``\\uXXXX``
+escapes instead, so it comes back exactly as it went in, from every backend.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .errors import InvalidValueError, SessionCorruptedError
+
+# None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]
+JSONValue = Any
+
+_MAX_DEPTH = 200
+
+
+def check_json_data(value: Any, what: str = "value") -> None:
+    """Raise InvalidValueError unless ``value`` is plain JSON data: no tuples, sets, NaN, cycles."""
+    _check(value, what, what, 0, set())
+
+
+def _check(value: Any, what: str, path: str, depth: int, seen: set[int]) -> None:
+    if value is None or isinstance(value, (bool, str)):
+        return
+    if isinstance(value, int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidValueError(
+                f"{path} is {value!r}, which JSON cannot hold. Store None or a string instead."
+            )
+        return
+    if depth >= _MAX_DEPTH:
+        raise InvalidValueError(f"{what} is nested deeper than {_MAX_DEPTH} levels.")
+    if isinstance(value, (list, dict)):
+        if id(value) in seen:
+            raise InvalidValueError(f"{path} contains itself; JSON data cannot be circular.")
+        seen.add(id(value))
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                _check(item, what, f"{path}[{index}]", depth + 1, seen)
+        else:
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise InvalidValueError(
+                        f"{path} has the key {key!r} of type {type(key).__name__}; "
+                        "JSON object keys must be str. Convert the keys with str()."
+                    )
+                _check(item, what, f"{path}[{key!r}]", depth + 1, seen)
+        seen.discard(id(value))
+        return
+    hint = " Convert it to a list." if isinstance(value, (tuple, set, frozenset)) else ""
+    raise InvalidValueError(
+        f"{path} is a {type(value).__name__} ({value!r:.80}), which is not JSON data: "
+        f"use None, bool, int, float, str, list or dict.{hint}"
+    )
+
+
+def copy_json(value: JSONValue) -> JSONValue:
+    """A deep copy of JSON data (faster than copy.deepcopy, which handles any object)."""
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    return value
+
+
+def dumps(value: JSONValue) -> str:
+    """Compact JSON that always encodes to valid UTF-8 and reads back identically."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text
+
+
+def loads(text: str | bytes, what: str) -> JSONValue:
+    """Decode stored JSON, naming what was being read when it is corrupt."""
+    try:
+        return json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SessionCorruptedError(what, f"{type(exc).__name__}: {exc}") from None

@@ -1,0 +1,476 @@
+"""``SessionBase``: the async store interface every backend implements.
+
+The two AgentScope calls, ``save_session_state`` and ``load_session_state``, keep their exact
+signatures. Around them every backend offers, atomically: key-value state (read, replace,
+patch, increment, compare-and-set), append-only message logs, listing, deletion, metadata and
+TTL. This class validates every argument once and turns module trees into stored documents;
+backends implement the underscore methods and never see an unchecked id or value.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConflictError, InvalidValueError, SessionNotFoundError, StateDictError
+from ..identifiers import check_key, check_session_id, check_user_id
+from ..json_data import JSONValue, check_json_data
+from ..state.message_log import MessageLog
+from ..state.module import StateModule, _plan_of, _snapshot_of, detach
+from .record import SessionInfo
+
+__all__ = ["Key", "LogWrite", "SessionBase", "StoredModules"]
+
+logger = logging.getLogger("praisonsession")
+
+UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Key:
+    """A validated (user_id, session_id) pair: the unit of storage and of isolation."""
+
+    user_id: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class LogWrite:
+    """Messages for one log: appended after ``start`` messages, or replacing all when None."""
+
+    path: str
+    messages: list[dict[str, Any]]
+    start: int | None
+
+
+@dataclass(frozen=True)
+class StoredModules:
+    """What ``_load_modules`` returns: module documents and the message logs below them."""
+
+    documents: dict[str, Any]
+    logs: dict[str, list[dict[str, Any]]]
+
+
+class SessionBase(ABC):
+    """Base class of every store. Async; use it from any event loop, or through ``Session``.
+
+    ``default_ttl`` (seconds) applies to sessions created without an explicit TTL;
+    ``sliding_ttl`` makes every read or write of a session restart its TTL.
+    """
+
+    #: A short text naming where the data lives, e.g. ``sqlite:///path/sessions.db``.
+    url: str = "memory://"
+    #: True when every coroutine of the store waits only in ``runtime.pause``, so that the sync
+    #: facade may run it on the caller's thread (see :func:`praisonsession.runtime.run`).
+    runs_inline: bool = False
+
+    def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
+        self.default_ttl = _check_ttl(default_ttl)
+        self.sliding_ttl = bool(sliding_ttl)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    # -- AgentScope's API -----------------------------------------------------------------
+
+    async def save_session_state(
+        self, session_id: str, user_id: str = "", **state_modules: StateModule
+    ) -> None:
+        """Save the named modules. Modules saved earlier under other names are kept.
+
+        Message logs inside the modules are appended to, not rewritten, when the store already
+        holds their earlier messages.
+        """
+        key = self._key(session_id, user_id)
+        documents: dict[str, Any] = {}
+        logs: dict[str, MessageLog] = {}
+        for name, module in state_modules.items():
+            if not isinstance(module, StateModule):
+                raise InvalidValueError(
+                    f"save_session_state({name}=...) got a {type(module).__name__}; "
+                    "pass StateModule instances."
+                )
+            documents[name] = _snapshot_of(module, name, logs)
+        writes = []
+        for path, log in logs.items():
+            done = log._persisted.get(self._place(key, path))
+            start = done if done is not None and done <= len(log) else None
+            writes.append(LogWrite(path, list(log._messages[start or 0 :]), start))
+        try:
+            await self._save_modules(key, documents, writes)
+        except ConflictError:
+            # Someone else changed a log since we last saw it: ours wins, written in full.
+            full = [LogWrite(w.path, list(logs[w.path]._messages), None) for w in writes]
+            await self._save_modules(key, documents, full)
+        for path, log in logs.items():
+            log._persisted[self._place(key, path)] = len(log)
+
+    async def load_session_state(
+        self,
+        session_id: str,
+        user_id: str = "",
+        allow_not_exist: bool = True,
+        **state_modules: StateModule,
+    ) -> None:
+        """Load the named modules; all of them are checked before any of them changes."""
+        key = self._key(session_id, user_id)
+        for name, module in state_modules.items():
+            if not isinstance(module, StateModule):
+                raise InvalidValueError(
+                    f"load_session_state({name}=...) got a {type(module).__name__}; "
+                    "pass StateModule instances."
+                )
+        stored = await self._load_modules(key, list(state_modules))
+        if stored is None:
+            if allow_not_exist:
+                logger.info(
+                    "Session %r of user %r does not exist. Skip loading.",
+                    key.session_id,
+                    key.user_id,
+                )
+                return
+            raise SessionNotFoundError(key.session_id, key.user_id)
+        actions = []
+        missing: list[str] = []
+        unexpected: list[str] = []
+        for name, module in state_modules.items():
+            if name not in stored.documents:
+                continue
+            document = _attach_logs(module, name, stored.documents[name], stored.logs)
+            actions.extend(_plan_of(module, document, True, f"{name}.", missing, unexpected))
+        if missing:
+            raise StateDictError(f"session {key.session_id!r}", missing, unexpected)
+        if unexpected:
+            logger.warning("Ignored stored keys that no module has: %s", unexpected)
+        for apply in actions:
+            apply()
+        for name, module in state_modules.items():
+            for path, sub in module._walk(name).items():
+                if isinstance(sub, MessageLog) and path in stored.logs:
+                    sub._persisted = {self._place(key, path): len(sub)}
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        session_id: str,
+        user_id: str = "",
+        *,
+        ttl: float | None = UNSET,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionInfo:
+        """Open a session: create it (or start it afresh if it expired) and refresh its TTL.
+
+        ``ttl`` replaces the stored TTL when given; otherwise an existing session keeps its own
+        and a new one gets ``default_ttl``.
+        """
+        key = self._key(session_id, user_id)
+        if ttl is not UNSET:
+            ttl = _check_ttl(ttl)
+        if metadata is not None:
+            check_json_data(metadata, "metadata")
+        return await self._create(key, ttl, detach(metadata or {}, "metadata"))
+
+    async def get_info(self, session_id: str, user_id: str = "") -> SessionInfo | None:
+        """The session's metadata, or None if it does not exist or has expired."""
+        return await self._info(self._key(session_id, user_id))
+
+    async def exists(self, session_id: str, user_id: str = "") -> bool:
+        return await self.get_info(session_id, user_id) is not None
+
+    async def set_metadata(
+        self, session_id: str, user_id: str = "", **metadata: JSONValue
+    ) -> SessionInfo:
+        """Merge user metadata (JSON data) into the session's metadata."""
+        check_json_data(metadata, "metadata")
+        return await self._set_metadata(self._key(session_id, user_id), detach(metadata, "m"))
+
+    async def list_sessions(
+        self, user_id: str = "", *, limit: int = 100, after: str | None = None
+    ) -> list[SessionInfo]:
+        """One page of a user's live sessions, ordered by session_id.
+
+        Pass the last session_id of a page as ``after`` to get the next page.
+        """
+        user = check_user_id(user_id)
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
+            raise InvalidValueError(f"limit must be an int from 1 to 10000, got {limit!r}.")
+        if after is not None:
+            check_session_id(after)
+        return await self._list(user, limit, after)
+
+    async def delete_session(self, session_id: str, user_id: str = "") -> bool:
+        """Delete a session and everything in it. True if there was something to delete."""
+        return await self._delete(self._key(session_id, user_id))
+
+    async def touch(
+        self, session_id: str, user_id: str = "", *, ttl: float | None = UNSET
+    ) -> SessionInfo | None:
+        """Restart the session's TTL (optionally a new one); None if it is gone."""
+        if ttl is not UNSET:
+            ttl = _check_ttl(ttl)
+        return await self._touch(self._key(session_id, user_id), ttl)
+
+    async def expire(self, session_id: str, user_id: str = "") -> bool:
+        """End the session now: it is gone for every reader, as if its TTL ran out."""
+        return await self._delete(self._key(session_id, user_id))
+
+    async def purge_expired(self) -> int:
+        """Remove every expired session from storage; returns how many were removed."""
+        return await self._purge()
+
+    # -- key-value state ------------------------------------------------------------------
+
+    async def get_state(
+        self, session_id: str, user_id: str = "", *, must_exist: bool = False
+    ) -> dict[str, JSONValue]:
+        """The whole key-value state ({} for a session that does not exist, unless must_exist)."""
+        return await self._get_state(self._key(session_id, user_id), None, must_exist)
+
+    async def get_value(
+        self,
+        session_id: str,
+        user_id: str,
+        name: str,
+        default: JSONValue = None,
+        *,
+        must_exist: bool = False,
+    ) -> JSONValue:
+        state = await self._get_state(self._key(session_id, user_id), [check_key(name)], must_exist)
+        return state.get(name, default)
+
+    async def patch_state(
+        self,
+        session_id: str,
+        user_id: str = "",
+        updates: dict[str, JSONValue] | None = None,
+        *,
+        delete: Sequence[str] = (),
+        replace: bool = False,
+        expected_version: int | None = None,
+        must_exist: bool = False,
+    ) -> int:
+        """Set (and delete) keys in one atomic step; returns the session's new version.
+
+        ``replace=True`` drops every key not in ``updates``. With ``expected_version`` the
+        change happens only if the session is still at that version, else ConflictError.
+        """
+        key = self._key(session_id, user_id)
+        updates = dict(updates or {})
+        for name in updates:
+            check_key(name)
+        check_json_data(updates, "state")
+        deletes = [check_key(name) for name in delete]
+        if expected_version is not None and (
+            not isinstance(expected_version, int) or isinstance(expected_version, bool)
+        ):
+            raise InvalidValueError(f"expected_version must be an int, got {expected_version!r}")
+        return await self._patch(
+            key, detach(updates, "state"), deletes, replace, expected_version, must_exist
+        )
+
+    async def replace_state(
+        self, session_id: str, user_id: str, state: dict[str, JSONValue], **options: Any
+    ) -> int:
+        return await self.patch_state(session_id, user_id, state, replace=True, **options)
+
+    async def compare_and_set(
+        self,
+        session_id: str,
+        user_id: str,
+        expected_version: int,
+        updates: dict[str, JSONValue],
+    ) -> int:
+        """Patch the state only if nobody changed the session since ``expected_version``."""
+        return await self.patch_state(
+            session_id, user_id, updates, expected_version=expected_version
+        )
+
+    async def increment(
+        self,
+        session_id: str,
+        user_id: str,
+        name: str,
+        amount: int | float = 1,
+        default: int | float = 0,
+        *,
+        must_exist: bool = False,
+    ) -> int | float:
+        """Add ``amount`` to a numeric key atomically (starting from ``default``); the new value."""
+        key = self._key(session_id, user_id)
+        for label, number in (("increment", amount), ("default", default)):
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise InvalidValueError(f"{label} must be an int or float, got {number!r}.")
+        check_json_data(amount, "increment")
+        check_json_data(default, "default")
+        return await self._increment(key, check_key(name), amount, default, must_exist)
+
+    # -- message logs ---------------------------------------------------------------------
+
+    async def append_messages(
+        self,
+        session_id: str,
+        user_id: str,
+        log: str,
+        messages: Sequence[dict[str, Any]],
+        *,
+        expected_length: int | None = None,
+    ) -> int:
+        """Append messages to a named log; returns its new length.
+
+        With ``expected_length`` the append happens only if the log still has that many
+        messages, else ConflictError.
+        """
+        key = self._key(session_id, user_id)
+        items = _check_messages(messages)
+        write = LogWrite(check_key(log, "log name"), items, expected_length or 0)
+        if expected_length is None:
+            write = LogWrite(write.path, items, -1)
+        return await self._append(key, write)
+
+    async def read_messages(
+        self, session_id: str, user_id: str, log: str, start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Messages ``start:stop`` of a named log ([] if it does not exist)."""
+        key = self._key(session_id, user_id)
+        if start < 0 or (stop is not None and stop < start):
+            raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
+        return await self._read_log(key, check_key(log, "log name"), start, stop)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def close(self) -> None:  # noqa: B027 - a store without connections has nothing to do
+        """Release connections. Idempotent; a closed store reopens on next use."""
+
+    async def __aenter__(self) -> SessionBase:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- helpers for backends -------------------------------------------------------------
+
+    def _key(self, session_id: str, user_id: str) -> Key:
+        return Key(check_user_id(user_id), check_session_id(session_id))
+
+    def _place(self, key: Key, path: str) -> tuple[str, str, str, str]:
+        return (self.url, key.user_id, key.session_id, path)
+
+    def _new_ttl(self, ttl: float | None) -> float | None:
+        return self.default_ttl if ttl is UNSET else ttl
+
+    # -- what a backend implements --------------------------------------------------------
+
+    @abstractmethod
+    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo: ...
+
+    @abstractmethod
+    async def _info(self, key: Key) -> SessionInfo | None: ...
+
+    @abstractmethod
+    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo: ...
+
+    @abstractmethod
+    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]: ...
+
+    @abstractmethod
+    async def _delete(self, key: Key) -> bool: ...
+
+    @abstractmethod
+    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None: ...
+
+    @abstractmethod
+    async def _purge(self) -> int: ...
+
+    @abstractmethod
+    async def _get_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]: ...
+
+    @abstractmethod
+    async def _patch(
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
+    ) -> int: ...
+
+    @abstractmethod
+    async def _increment(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float: ...
+
+    @abstractmethod
+    async def _save_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> None:
+        """Store module documents (merged by name) and log writes in one atomic step.
+
+        A write with ``start`` set appends only if the log holds exactly ``start`` messages,
+        else raises ConflictError and changes nothing.
+        """
+
+    @abstractmethod
+    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None: ...
+
+    @abstractmethod
+    async def _append(self, key: Key, write: LogWrite) -> int:
+        """Append; ``write.start == -1`` means append whatever the current length."""
+
+    @abstractmethod
+    async def _read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]: ...
+
+
+def _check_ttl(ttl: Any) -> float | None:
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise InvalidValueError(f"ttl must be a number of seconds or None, got {ttl!r}.")
+    if ttl < 0 or ttl != ttl:
+        raise ValueError(
+            f"Invalid session_ttl={ttl!r}. Use None (no expiry) or a non-negative number of "
+            "seconds."
+        )
+    return float(ttl)
+
+
+def _check_messages(messages: Any) -> list[dict[str, Any]]:
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
+        raise InvalidValueError("messages must be a list of dicts.")
+    items = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise InvalidValueError(
+                f"Message {index} is a {type(message).__name__}; messages are dicts such as "
+                '{"role": "user", "content": "hi"}.'
+            )
+        items.append(detach(message, f"message {index}"))
+    return items
+
+
+def _attach_logs(
+    module: StateModule, name: str, document: Any, logs: dict[str, list[dict[str, Any]]]
+) -> Any:
+    """Put each stored log back where the module tree has a MessageLog placeholder."""
+    for path, sub in module._walk(name).items():
+        if not isinstance(sub, MessageLog):
+            continue
+        parts = path.split(".")[1:]
+        if not parts:
+            if document == {}:
+                document = {"messages": logs.get(path, [])}
+            continue
+        node = document
+        for part in parts[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(parts[-1]) == {}:
+            node[parts[-1]] = {"messages": logs.get(path, [])}
+    return document

@@ -1,0 +1,401 @@
+"""``JSONSession``: human-readable files, one JSON document per session.
+
+Layout under ``save_dir``::
+
+    <user>/<session>.json                the session: metadata, state, module documents
+    <user>/<session>.logs/<log>.<g>.jsonl its message logs, one JSON message per line
+    <user>/<session>.lock                taken (flock) by every operation on the session
+
+``<user>``, ``<session>`` and ``<log>`` are :func:`~praisonsession.identifiers.filename_for`
+encodings, so no id escapes the directory and no two ids share a file. The document is
+replaced atomically (temp file, fsync, rename, fsync of the directory); a log grows by
+appending and fsyncing, and the document records how many bytes of it are acknowledged, so a
+crash mid-append leaves only an ignored tail. A rewritten log goes to a new generation file
+that the document switches to in one rename.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import ConflictError, SessionCorruptedError
+from ..identifiers import filename_for
+from ..json_data import dumps, loads
+from .base import Key, LogWrite, SessionBase, StoredModules
+from .document import SessionDocument, resolve
+from .file_lock import FileLock
+from .record import SessionInfo, now
+
+T = TypeVar("T")
+# Work on the live document (None if there is none) at a time; returns the result and the
+# document to write back, or None when nothing changed.
+Work = Callable[[SessionDocument | None, float], tuple[T, SessionDocument | None]]
+
+
+class JSONSession(SessionBase):
+    """Sessions as JSON files under ``save_dir`` (AgentScope's constructor)."""
+
+    def __init__(
+        self,
+        save_dir: str | os.PathLike[str] = "./",
+        *,
+        default_ttl: float | None = None,
+        sliding_ttl: bool = True,
+    ) -> None:
+        super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
+        self.save_dir = Path(save_dir).expanduser().resolve()
+        self.url = f"json://{self.save_dir}"
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def _user_dir(self, user_id: str) -> Path:
+        return self.save_dir / filename_for(user_id)
+
+    def _doc_path(self, key: Key) -> Path:
+        return self._user_dir(key.user_id) / f"{filename_for(key.session_id)}.json"
+
+    def _logs_dir(self, key: Key) -> Path:
+        return self._user_dir(key.user_id) / f"{filename_for(key.session_id)}.logs"
+
+    # -- documents on disk ----------------------------------------------------------------
+
+    def _read_doc(self, key: Key, at: float) -> SessionDocument | None:
+        path = self._doc_path(key)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        what = f"session file {path}"
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SessionCorruptedError(what, str(exc)) from None
+        try:
+            return SessionDocument.from_json(loads(text, what), key, what, at)
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, SessionCorruptedError):
+                raise
+            raise SessionCorruptedError(what, str(exc)) from None
+
+    def _write_doc(self, key: Key, doc: SessionDocument) -> None:
+        path = self._doc_path(key)
+        _atomic_write(path, dumps(doc.to_json()).encode("utf-8"))
+
+    def _remove(self, key: Key) -> None:
+        path = self._doc_path(key)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        else:
+            _fsync_dir(path.parent)
+        shutil.rmtree(self._logs_dir(key), ignore_errors=True)
+
+    def _update(self, key: Key, work: Work[T], must_exist: bool = False) -> T:
+        """Run ``work`` on the live document under the session's lock; save it if it says so."""
+        user_dir = self._user_dir(key.user_id)
+        user_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(user_dir / f"{filename_for(key.session_id)}.lock"):
+            at = now()
+            stored = self._read_doc(key, at)
+            doc = resolve(stored, key, at, must_exist)
+            if doc is None and (stored is not None or self._logs_dir(key).exists()):
+                self._remove(key)  # expired, or debris of a crashed delete
+            result, changed = work(doc, at)
+            if changed is not None:
+                self._write_doc(key, changed)
+            return result
+
+    def _new_doc(self, key: Key, at: float) -> SessionDocument:
+        return SessionDocument.new(key, self.default_ttl, {}, at)
+
+    async def _run(self, key: Key, work: Work[T], must_exist: bool = False) -> T:
+        return await _in_thread(self._update, key, work, must_exist)
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        def work(doc, at):
+            if doc is None:
+                doc = SessionDocument.new(key, self._new_ttl(ttl), metadata, at)
+            else:
+                doc.merge_metadata(metadata)
+                doc.touch(at, self.sliding_ttl, ttl)
+            return doc.info, doc
+
+        return await self._run(key, work)
+
+    async def _info(self, key: Key) -> SessionInfo | None:
+        def work(doc, at):
+            return (None if doc is None else doc.info), None
+
+        return await self._run(key, work)
+
+    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        def work(doc, at):
+            doc.merge_metadata(metadata)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            return doc.info, doc
+
+        return await self._run(key, work, must_exist=True)
+
+    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        def scan() -> list[SessionInfo]:
+            user_dir = self._user_dir(user_id)
+            if not user_dir.is_dir():
+                return []
+            at = now()
+            infos = []
+            for path in user_dir.glob("*.json"):
+                what = f"session file {path}"
+                try:
+                    data = loads(path.read_bytes(), what)
+                except FileNotFoundError:
+                    continue
+                if not isinstance(data, dict):
+                    raise SessionCorruptedError(what, "not a JSON object")
+                if "format" not in data:  # an AgentScope file: its id is its file name
+                    continue
+                info = SessionInfo.from_json(data)
+                if not info.is_expired(at) and (after is None or info.session_id > after):
+                    infos.append(info)
+            infos.sort(key=lambda info: info.session_id)
+            return infos[:limit]
+
+        return await _in_thread(scan)
+
+    async def _delete(self, key: Key) -> bool:
+        def work(doc, at):
+            if doc is not None:
+                self._remove(key)
+            return doc is not None, None
+
+        return await self._run(key, work)
+
+    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+        def work(doc, at):
+            if doc is None:
+                return None, None
+            doc.touch(at, True, ttl)
+            return doc.info, doc
+
+        return await self._run(key, work)
+
+    async def _purge(self) -> int:
+        def scan() -> list[Key]:
+            at = now()
+            expired = []
+            for path in self.save_dir.glob("*/*.json"):
+                try:
+                    data = loads(path.read_bytes(), f"session file {path}")
+                except (FileNotFoundError, SessionCorruptedError):
+                    continue
+                if isinstance(data, dict) and "format" in data:
+                    info = SessionInfo.from_json(data)
+                    if info.is_expired(at):
+                        expired.append(Key(info.user_id, info.session_id))
+            return expired
+
+        count = 0
+        for key in await _in_thread(scan):
+            count += await self._delete_if_expired(key)
+        return count
+
+    async def _delete_if_expired(self, key: Key) -> bool:
+        def work(doc, at):
+            return doc is None, None  # _update already removed it if it had expired
+
+        return await self._run(key, work)
+
+    # -- key-value state ------------------------------------------------------------------
+
+    def _sliding(self, doc: SessionDocument, at: float) -> SessionDocument | None:
+        """Reads refresh a sliding TTL, which means writing the document."""
+        if doc.info.ttl is None or not self.sliding_ttl:
+            return None
+        doc.touch(at, True)
+        return doc
+
+    async def _get_state(self, key, names, must_exist) -> dict[str, Any]:
+        def work(doc, at):
+            if doc is None:
+                return {}, None
+            state = (
+                doc.state if names is None else {n: doc.state[n] for n in names if n in doc.state}
+            )
+            return dict(state), self._sliding(doc, at)
+
+        return await self._run(key, work, must_exist)
+
+    async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
+        def work(doc, at):
+            if doc is None:
+                if expected_version not in (None, 0):
+                    raise ConflictError(f"Session {key.session_id!r} does not exist any more.")
+                doc = self._new_doc(key, at)
+            doc.patch(updates, deletes, replace, expected_version)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            return doc.info.version, doc
+
+        return await self._run(key, work, must_exist)
+
+    async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+        def work(doc, at):
+            doc = doc or self._new_doc(key, at)
+            value = doc.increment(name, amount, default)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            return value, doc
+
+        return await self._run(key, work, must_exist)
+
+    # -- modules and logs -----------------------------------------------------------------
+
+    def _write_log(self, key: Key, doc: SessionDocument, write: LogWrite) -> Path | None:
+        """Append to (or replace) a log file and record the acknowledged size in ``doc``.
+
+        Returns the file a replaced log used, to delete once ``doc`` no longer points at it.
+        """
+        logs_dir = self._logs_dir(key)
+        ref = doc.logs.get(write.path)
+        count = 0 if ref is None else ref["count"]
+        if write.start is not None and write.start not in (-1, count):
+            raise ConflictError(f"Log {write.path!r} holds {count} messages, not {write.start}.")
+        payload = b"".join(dumps(m).encode("utf-8") + b"\n" for m in write.messages)
+        logs_dir.mkdir(exist_ok=True)
+        if ref is None or write.start is None:
+            name = f"{filename_for(write.path)}.{secrets.token_hex(4)}.jsonl"
+            _atomic_write(logs_dir / name, payload)
+            doc.logs[write.path] = {
+                "file": name,
+                "count": len(write.messages),
+                "bytes": len(payload),
+            }
+            return None if ref is None else logs_dir / ref["file"]
+        fd = os.open(logs_dir / ref["file"], os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, ref["bytes"])  # drop a tail a crashed append left behind
+            os.lseek(fd, ref["bytes"], os.SEEK_SET)
+            os.write(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        doc.logs[write.path] = {
+            **ref,
+            "count": count + len(write.messages),
+            "bytes": ref["bytes"] + len(payload),
+        }
+        return None
+
+    def _read_log_file(self, key: Key, path: str, ref: dict[str, Any]) -> list[dict[str, Any]]:
+        file = self._logs_dir(key) / ref["file"]
+        what = f"message log {path!r} in {file}"
+        try:
+            with open(file, "rb") as handle:
+                data = handle.read(ref["bytes"])
+        except FileNotFoundError:
+            raise SessionCorruptedError(what, "the file is missing") from None
+        if len(data) != ref["bytes"]:
+            raise SessionCorruptedError(what, "the file is shorter than its acknowledged size")
+        lines = data.splitlines()
+        if len(lines) != ref["count"]:
+            raise SessionCorruptedError(what, f"{len(lines)} lines for {ref['count']} messages")
+        return [loads(line, what) for line in lines]
+
+    def _commit_logs(self, key: Key, doc: SessionDocument, writes: list[LogWrite]) -> None:
+        dropped = [self._write_log(key, doc, write) for write in writes]
+        if writes:
+            _fsync_dir(self._logs_dir(key))
+        self._write_doc(key, doc)
+        for path in dropped:
+            if path is not None:
+                path.unlink(missing_ok=True)
+
+    async def _save_modules(self, key, documents, writes) -> None:
+        def work(doc, at):
+            doc = doc or self._new_doc(key, at)
+            for write in writes:
+                held = doc.logs.get(write.path, {}).get("count", 0)
+                if write.start is not None and write.start != held:
+                    raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
+            doc.modules.update(documents)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            self._commit_logs(key, doc, writes)
+            return None, None
+
+        await self._run(key, work)
+
+    async def _load_modules(self, key, names) -> StoredModules | None:
+        def work(doc, at):
+            if doc is None:
+                return None, None
+            wanted = set(names)
+            logs = {
+                path: self._read_log_file(key, path, ref)
+                for path, ref in doc.logs.items()
+                if path.split(".")[0] in wanted
+            }
+            found = StoredModules({n: d for n, d in doc.modules.items() if n in wanted}, logs)
+            return found, self._sliding(doc, at)
+
+        return await self._run(key, work)
+
+    async def _append(self, key: Key, write: LogWrite) -> int:
+        def work(doc, at):
+            doc = doc or self._new_doc(key, at)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            self._commit_logs(key, doc, [write])
+            return doc.logs[write.path]["count"], None
+
+        return await self._run(key, work)
+
+    async def _read_log(self, key, path, start, stop):
+        def work(doc, at):
+            if doc is None or path not in doc.logs:
+                return [], None
+            messages = self._read_log_file(key, path, doc.logs[path])
+            return messages[start:stop], self._sliding(doc, at)
+
+        return await self._run(key, work)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name == "nt":  # pragma: no cover - directories cannot be fsynced on Windows
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+async def _in_thread(function: Callable[..., T], *args: Any) -> T:
+    """File I/O and fsync block, so they run in a worker thread, not on the event loop."""
+    import asyncio  # here, not at the top: ``import praisonsession`` stays fast
+
+    return await asyncio.to_thread(function, *args)

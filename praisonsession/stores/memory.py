@@ -1,0 +1,183 @@
+"""``InMemorySession``: sessions in a dict, for tests and throw-away work. Lost at exit."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..errors import ConflictError
+from ..json_data import copy_json as _copy
+from .base import Key, LogWrite, SessionBase, StoredModules
+from .document import SessionDocument, resolve
+from .record import SessionInfo, now
+
+
+class InMemorySession(SessionBase):
+    """Every operation runs under one lock and never awaits, so each one is atomic."""
+
+    url = "memory://"
+    runs_inline = True
+
+    def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
+        super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
+        self._docs: dict[Key, SessionDocument] = {}
+        self._lock = threading.RLock()
+
+    def _live(self, key: Key, at: float, must_exist: bool = False) -> SessionDocument | None:
+        doc = resolve(self._docs.get(key), key, at, must_exist)
+        if doc is None:
+            self._docs.pop(key, None)
+        return doc
+
+    def _writable(self, key: Key, at: float, must_exist: bool) -> SessionDocument:
+        doc = self._live(key, at, must_exist)
+        if doc is None:
+            doc = self._docs[key] = SessionDocument.new(key, self.default_ttl, {}, at)
+        doc.touch(at, self.sliding_ttl)
+        return doc
+
+    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            if doc is None:
+                doc = self._docs[key] = SessionDocument.new(key, self._new_ttl(ttl), metadata, at)
+            else:
+                doc.merge_metadata(metadata)
+                doc.touch(at, self.sliding_ttl, ttl)
+            return doc.info
+
+    async def _info(self, key: Key) -> SessionInfo | None:
+        with self._lock:
+            doc = self._live(key, now())
+            return None if doc is None else doc.info
+
+    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        with self._lock:
+            at = now()
+            doc = self._writable(key, at, True)
+            doc.merge_metadata(metadata)
+            doc.changed(at)
+            return doc.info
+
+    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        with self._lock:
+            at = now()
+            infos = [
+                doc.info
+                for key, doc in self._docs.items()
+                if key.user_id == user_id
+                and not doc.info.is_expired(at)
+                and (after is None or key.session_id > after)
+            ]
+        return sorted(infos, key=lambda info: info.session_id)[:limit]
+
+    async def _delete(self, key: Key) -> bool:
+        with self._lock:
+            live = self._live(key, now()) is not None
+            self._docs.pop(key, None)
+            return live
+
+    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            if doc is None:
+                return None
+            doc.touch(at, True, ttl)
+            return doc.info
+
+    async def _purge(self) -> int:
+        with self._lock:
+            at = now()
+            gone = [key for key, doc in self._docs.items() if doc.info.is_expired(at)]
+            for key in gone:
+                del self._docs[key]
+            return len(gone)
+
+    async def _get_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at, must_exist)
+            if doc is None:
+                return {}
+            doc.touch(at, self.sliding_ttl)
+            state = (
+                doc.state if names is None else {n: doc.state[n] for n in names if n in doc.state}
+            )
+            return _copy(state)
+
+    async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at, must_exist)
+            if doc is None and expected_version not in (None, 0):
+                raise ConflictError(f"Session {key.session_id!r} does not exist any more.")
+            doc = self._writable(key, at, must_exist)
+            doc.patch(updates, deletes, replace, expected_version)
+            doc.changed(at)
+            return doc.info.version
+
+    async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+        with self._lock:
+            at = now()
+            doc = self._writable(key, at, must_exist)
+            value = doc.increment(name, amount, default)
+            doc.changed(at)
+            return value
+
+    async def _save_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> None:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            for write in writes:
+                held = 0 if doc is None else len(doc.logs.get(write.path, []))
+                if write.start is not None and write.start != held:
+                    raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
+            doc = self._writable(key, at, False)
+            doc.modules.update(_copy(documents))
+            for write in writes:
+                if write.start is None:
+                    doc.logs[write.path] = _copy(write.messages)
+                else:
+                    doc.logs.setdefault(write.path, []).extend(_copy(write.messages))
+            doc.changed(at)
+
+    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            if doc is None:
+                return None
+            doc.touch(at, self.sliding_ttl)
+            wanted = set(names)
+            return StoredModules(
+                {n: _copy(d) for n, d in doc.modules.items() if n in wanted},
+                {p: _copy(m) for p, m in doc.logs.items() if p.split(".")[0] in wanted},
+            )
+
+    async def _append(self, key: Key, write: LogWrite) -> int:
+        with self._lock:
+            at = now()
+            doc = self._writable(key, at, False)
+            log = doc.logs.setdefault(write.path, [])
+            if write.start not in (-1, None) and write.start != len(log):
+                raise ConflictError(
+                    f"Log {write.path!r} holds {len(log)} messages, not {write.start}."
+                )
+            log.extend(_copy(write.messages))
+            doc.changed(at)
+            return len(log)
+
+    async def _read_log(self, key: Key, path: str, start: int, stop: int | None):
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            if doc is None:
+                return []
+            doc.touch(at, self.sliding_ttl)
+            return _copy(doc.logs.get(path, [])[start:stop])

@@ -1,0 +1,113 @@
+"""The stored shape of a session: its metadata, and the format number every record carries."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import SessionExpiredError, SessionNotFoundError, UnsupportedFormatError
+
+FORMAT_VERSION = 1
+"""Bumped whenever the stored layout changes; older records are migrated when read."""
+
+
+def now() -> float:
+    return time.time()
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A session's metadata as the store holds it. Times are Unix seconds (UTC)."""
+
+    session_id: str
+    user_id: str
+    created_at: float
+    updated_at: float
+    expires_at: float | None = None
+    ttl: float | None = None
+    version: int = 0
+    format: int = FORMAT_VERSION
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def is_expired(self, at: float | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now() if at is None else at)
+
+    def time_to_expiry(self, at: float | None = None) -> float | None:
+        if self.expires_at is None:
+            return None
+        return max(0.0, self.expires_at - (now() if at is None else at))
+
+    def touched(self, at: float, sliding: bool) -> SessionInfo:
+        """The metadata after activity at ``at``: a sliding TTL restarts from now."""
+        if self.ttl is None or not sliding:
+            return self
+        return replace(self, expires_at=at + self.ttl)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": self.format,
+            "session_id": self.session_id,
+            "user_id": self.user_id,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "expires_at": self.expires_at,
+            "ttl": self.ttl,
+            "version": self.version,
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionInfo:
+        return cls(
+            session_id=data["session_id"],
+            user_id=data["user_id"],
+            created_at=float(data["created_at"]),
+            updated_at=float(data["updated_at"]),
+            expires_at=None if data.get("expires_at") is None else float(data["expires_at"]),
+            ttl=None if data.get("ttl") is None else float(data["ttl"]),
+            version=int(data.get("version", 0)),
+            format=int(data.get("format", FORMAT_VERSION)),
+            metadata=dict(data.get("metadata") or {}),
+        )
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>"
+            for k, v in (
+                ("session_id", self.session_id),
+                ("user_id", self.user_id),
+                ("created", _stamp(self.created_at)),
+                ("updated", _stamp(self.updated_at)),
+                ("expires", _stamp(self.expires_at) if self.expires_at else "never"),
+                ("version", self.version),
+            )
+        )
+        return f"<table>{rows}</table>"
+
+
+def _stamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds")
+
+
+def check_format(found: int, what: str) -> None:
+    if found > FORMAT_VERSION:
+        raise UnsupportedFormatError(what, found, FORMAT_VERSION)
+
+
+def resolve_info(
+    info: SessionInfo | None, user_id: str, session_id: str, at: float, must_exist: bool
+) -> SessionInfo | None:
+    """The session if it is live, else None; with ``must_exist`` a dead session raises."""
+    if info is not None and info.is_expired(at):
+        if must_exist:
+            raise SessionExpiredError(session_id, user_id, info.expires_at)
+        return None
+    if info is None and must_exist:
+        raise SessionNotFoundError(
+            session_id,
+            user_id,
+            "It was deleted or has expired; open a new Session(...) to start it afresh.",
+        )
+    return info

@@ -1,0 +1,568 @@
+"""``SqliteSession``: the embedded default. One SQLite file, shared safely by many processes.
+
+Why it does not say "database is locked": WAL journal (readers never wait for writers), every
+read-modify-write inside ``BEGIN IMMEDIATE``, and a busy database is waited for cooperatively
+(``await runtime.pause``) up to ``busy_timeout`` seconds, so the event loop is never blocked
+while another process holds the write lock. Each key of the state is its own row, and each
+message its own row, so an increment or an appended message costs the same however big the
+session is.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import (
+    ConflictError,
+    InvalidValueError,
+    SessionCorruptedError,
+    StoreUnavailableError,
+    UnsupportedFormatError,
+)
+from ..json_data import dumps, loads
+from ..runtime import pause
+from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
+from .record import FORMAT_VERSION, SessionInfo, check_format, now, resolve_info
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ps_sessions (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+    format INTEGER NOT NULL, version INTEGER NOT NULL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    expires_at REAL, ttl REAL, metadata TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ps_sessions_expiry ON ps_sessions (expires_at)
+    WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS ps_state (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ps_modules (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, document TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ps_messages (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, log TEXT NOT NULL, seq INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id, log, seq)
+) WITHOUT ROWID;
+"""
+
+_TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")
+_INFO_COLUMNS = "format, version, created_at, updated_at, expires_at, ttl, metadata, session_id"
+
+
+class SqliteSession(SessionBase):
+    """Sessions in one SQLite file (``:memory:`` is not supported: use InMemorySession)."""
+
+    runs_inline = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        default_ttl: float | None = None,
+        sliding_ttl: bool = True,
+        busy_timeout: float = 30.0,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
+        if str(path) in ("", ":memory:"):
+            raise InvalidValueError(
+                "SqliteSession needs a file path; for a throw-away store use InMemorySession()."
+            )
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise InvalidValueError("synchronous must be one of OFF, NORMAL, FULL, EXTRA.")
+        self.path = Path(path).expanduser().resolve()
+        self.url = f"sqlite://{self.path}"
+        self.busy_timeout = float(busy_timeout)
+        self._synchronous = synchronous.upper()
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._schema_ready = False
+
+    # -- connections and transactions -----------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path, timeout=0, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                if _is_busy(exc):
+                    raise
+                raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    async def _transaction(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
+        """Run ``work`` in one transaction, retrying cooperatively while the file is busy."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.0002
+        while True:
+            try:
+                conn = self._connection()
+                if not self._schema_ready:
+                    self._create_schema(conn)
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    result = work(conn)
+                    conn.execute("COMMIT")
+                    return result
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise StoreUnavailableError(f"SQLite error on {self.path}: {exc}") from exc
+                if time.monotonic() > deadline:
+                    raise StoreUnavailableError(
+                        f"{self.path} stayed locked by another writer for {self.busy_timeout:g} s. "
+                        "Another process may be stuck in a transaction; raise busy_timeout or "
+                        "stop that process."
+                    ) from exc
+                await pause(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.02)
+            except sqlite3.DatabaseError as exc:
+                raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        found = conn.execute("PRAGMA user_version").fetchone()[0]
+        if found > SCHEMA_VERSION:
+            raise UnsupportedFormatError(f"SQLite file {self.path}", found, SCHEMA_VERSION)
+        if found < SCHEMA_VERSION:
+            try:  # one script, one transaction; CREATE ... IF NOT EXISTS makes races harmless
+                conn.executescript(
+                    f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version={SCHEMA_VERSION};COMMIT;"
+                )
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        self._schema_ready = True
+
+    async def close(self) -> None:
+        with self._connections_lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+
+    # -- rows -----------------------------------------------------------------------------
+
+    def _fetch_info(self, conn: sqlite3.Connection, key: Key) -> SessionInfo | None:
+        row = conn.execute(
+            f"SELECT {_INFO_COLUMNS} FROM ps_sessions WHERE user_id=? AND session_id=?",
+            (key.user_id, key.session_id),
+        ).fetchone()
+        return None if row is None else self._info_from_row(key.user_id, row)
+
+    def _info_from_row(self, user_id: str, row: tuple[Any, ...]) -> SessionInfo:
+        fmt, version, created, updated, expires, ttl, metadata, session_id = row
+        what = f"session {session_id!r} of user {user_id!r}"
+        check_format(fmt, what)
+        return SessionInfo(
+            session_id=session_id,
+            user_id=user_id,
+            created_at=created,
+            updated_at=updated,
+            expires_at=expires,
+            ttl=ttl,
+            version=version,
+            format=fmt,
+            metadata=loads(metadata, f"metadata of {what}"),
+        )
+
+    def _live_info(
+        self,
+        conn: sqlite3.Connection,
+        key: Key,
+        at: float,
+        must_exist: bool = False,
+        purge: bool = False,
+    ) -> SessionInfo | None:
+        """The session if live; with ``purge`` (in a write) an expired one is deleted."""
+        info = self._fetch_info(conn, key)
+        live = resolve_info(info, key.user_id, key.session_id, at, must_exist)
+        if purge and info is not None and live is None:
+            self._delete_rows(conn, key)
+        return live
+
+    def _delete_rows(self, conn: sqlite3.Connection, key: Key) -> None:
+        for table in _TABLES:
+            conn.execute(
+                f"DELETE FROM {table} WHERE user_id=? AND session_id=?",
+                (key.user_id, key.session_id),
+            )
+
+    def _insert_session(
+        self,
+        conn: sqlite3.Connection,
+        key: Key,
+        ttl: float | None,
+        metadata: dict[str, Any],
+        at: float,
+    ) -> SessionInfo:
+        info = SessionInfo(
+            session_id=key.session_id,
+            user_id=key.user_id,
+            created_at=at,
+            updated_at=at,
+            expires_at=None if ttl is None else at + ttl,
+            ttl=ttl,
+            metadata=metadata,
+        )
+        conn.execute(
+            "INSERT INTO ps_sessions (user_id, session_id, format, version, created_at,"
+            " updated_at, expires_at, ttl, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                key.user_id,
+                key.session_id,
+                FORMAT_VERSION,
+                0,
+                at,
+                at,
+                info.expires_at,
+                ttl,
+                dumps(metadata),
+            ),
+        )
+        return info
+
+    def _writable(
+        self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool
+    ) -> SessionInfo:
+        info = self._live_info(conn, key, at, must_exist, purge=True)
+        if info is None:
+            info = self._insert_session(conn, key, self.default_ttl, {}, at)
+        return info
+
+    def _bump(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> int:
+        """Record a change: new version, updated_at, and a sliding expiry."""
+        info = info.touched(at, self.sliding_ttl)
+        version = info.version + 1
+        conn.execute(
+            "UPDATE ps_sessions SET version=?, updated_at=?, expires_at=? "
+            "WHERE user_id=? AND session_id=?",
+            (version, at, info.expires_at, key.user_id, key.session_id),
+        )
+        return version
+
+    def _slide(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> None:
+        conn.execute(
+            "UPDATE ps_sessions SET expires_at=? WHERE user_id=? AND session_id=?",
+            (at + info.ttl, key.user_id, key.session_id),
+        )
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._transaction(work, write=True)
+
+    async def _read_then_slide(self, key: Key, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Reads run without the write lock; only a session with a sliding TTL pays a write."""
+
+        def read(conn: sqlite3.Connection) -> tuple[SessionInfo | None, T]:
+            return self._fetch_info(conn, key), work(conn)
+
+        info, result = await self._transaction(read, write=False)
+        if info is not None and info.ttl is not None and self.sliding_ttl:
+
+            def slide(conn: sqlite3.Connection) -> None:
+                at = now()
+                live = self._live_info(conn, key, at)
+                if live is not None:
+                    self._slide(conn, key, live, at)
+
+            await self._write(slide)
+        return result
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        def work(conn: sqlite3.Connection) -> SessionInfo:
+            at = now()
+            info = self._live_info(conn, key, at, purge=True)
+            if info is None:
+                return self._insert_session(conn, key, self._new_ttl(ttl), metadata, at)
+            new_ttl = info.ttl if ttl is UNSET else ttl
+            expires = None if new_ttl is None else at + new_ttl
+            if new_ttl is not None and not self.sliding_ttl and ttl is UNSET:
+                expires = info.expires_at
+            merged = {**info.metadata, **metadata}
+            conn.execute(
+                "UPDATE ps_sessions SET ttl=?, expires_at=?, metadata=? "
+                "WHERE user_id=? AND session_id=?",
+                (new_ttl, expires, dumps(merged), key.user_id, key.session_id),
+            )
+            return self._fetch_info(conn, key)  # type: ignore[return-value]
+
+        return await self._write(work)
+
+    async def _info(self, key: Key) -> SessionInfo | None:
+        def work(conn: sqlite3.Connection) -> SessionInfo | None:
+            return self._live_info(conn, key, now())
+
+        return await self._transaction(work, write=False)
+
+    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        def work(conn: sqlite3.Connection) -> SessionInfo:
+            at = now()
+            info = self._writable(conn, key, at, True)
+            conn.execute(
+                "UPDATE ps_sessions SET metadata=? WHERE user_id=? AND session_id=?",
+                (dumps({**info.metadata, **metadata}), key.user_id, key.session_id),
+            )
+            self._bump(conn, key, info, at)
+            return self._fetch_info(conn, key)  # type: ignore[return-value]
+
+        return await self._write(work)
+
+    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        def work(conn: sqlite3.Connection) -> list[SessionInfo]:
+            rows = conn.execute(
+                f"SELECT {_INFO_COLUMNS} FROM ps_sessions WHERE user_id=? AND session_id>? "
+                "AND (expires_at IS NULL OR expires_at>?) ORDER BY session_id LIMIT ?",
+                (user_id, after or "", now(), limit),
+            ).fetchall()
+            return [self._info_from_row(user_id, row) for row in rows]
+
+        return await self._transaction(work, write=False)
+
+    async def _delete(self, key: Key) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            live = self._live_info(conn, key, now()) is not None
+            self._delete_rows(conn, key)
+            return live
+
+        return await self._write(work)
+
+    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+        def work(conn: sqlite3.Connection) -> SessionInfo | None:
+            at = now()
+            info = self._live_info(conn, key, at, purge=True)
+            if info is None:
+                return None
+            new_ttl = info.ttl if ttl is UNSET else ttl
+            conn.execute(
+                "UPDATE ps_sessions SET ttl=?, expires_at=? WHERE user_id=? AND session_id=?",
+                (new_ttl, None if new_ttl is None else at + new_ttl, key.user_id, key.session_id),
+            )
+            return self._fetch_info(conn, key)
+
+        return await self._write(work)
+
+    async def _purge(self) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            expired = conn.execute(
+                "SELECT user_id, session_id FROM ps_sessions WHERE expires_at<=?", (now(),)
+            ).fetchall()
+            for user_id, session_id in expired:
+                self._delete_rows(conn, Key(user_id, session_id))
+            return len(expired)
+
+        return await self._write(work)
+
+    # -- key-value state ------------------------------------------------------------------
+
+    async def _get_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        def work(conn: sqlite3.Connection) -> dict[str, Any]:
+            if self._live_info(conn, key, now(), must_exist) is None:
+                return {}
+            if names is None:
+                rows = conn.execute(
+                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=?",
+                    (key.user_id, key.session_id),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
+                    f"AND name IN ({','.join('?' * len(names))})",
+                    (key.user_id, key.session_id, *names),
+                ).fetchall()
+            return {name: self._decode(value, key, name) for name, value in rows}
+
+        return await self._read_then_slide(key, work)
+
+    def _decode(self, value: str, key: Key, name: str) -> Any:
+        return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.path})")
+
+    async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            at = now()
+            info = self._live_info(conn, key, at, must_exist, purge=True)
+            current = 0 if info is None else info.version
+            if expected_version is not None and expected_version != current:
+                raise ConflictError(
+                    f"Session {key.session_id!r} is at version {current}, not "
+                    f"{expected_version}: someone else changed it. Read it again and retry."
+                )
+            info = self._writable(conn, key, at, must_exist)
+            if replace:
+                conn.execute(
+                    "DELETE FROM ps_state WHERE user_id=? AND session_id=?",
+                    (key.user_id, key.session_id),
+                )
+            conn.executemany(
+                "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
+                [(key.user_id, key.session_id, name) for name in deletes],
+            )
+            conn.executemany(
+                "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
+                "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value",
+                [(key.user_id, key.session_id, n, dumps(v)) for n, v in updates.items()],
+            )
+            return self._bump(conn, key, info, at)
+
+        return await self._write(work)
+
+    async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+        def work(conn: sqlite3.Connection) -> int | float:
+            at = now()
+            info = self._writable(conn, key, at, must_exist)
+            row = conn.execute(
+                "SELECT value FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
+                (key.user_id, key.session_id, name),
+            ).fetchone()
+            current = default if row is None else self._decode(row[0], key, name)
+            if isinstance(current, bool) or not isinstance(current, (int, float)):
+                raise InvalidValueError(
+                    f"State key {name!r} holds {current!r}, not a number, so it cannot be "
+                    "incremented. Set it to a number first."
+                )
+            value = current + amount
+            conn.execute(
+                "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
+                "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value",
+                (key.user_id, key.session_id, name, dumps(value)),
+            )
+            self._bump(conn, key, info, at)
+            return value
+
+        return await self._write(work)
+
+    # -- modules and logs -----------------------------------------------------------------
+
+    def _log_length(self, conn: sqlite3.Connection, key: Key, path: str) -> int:
+        row = conn.execute(
+            "SELECT MAX(seq) FROM ps_messages WHERE user_id=? AND session_id=? AND log=?",
+            (key.user_id, key.session_id, path),
+        ).fetchone()
+        return 0 if row[0] is None else row[0] + 1
+
+    def _write_log(self, conn: sqlite3.Connection, key: Key, write: LogWrite, length: int) -> int:
+        if write.start is None:
+            conn.execute(
+                "DELETE FROM ps_messages WHERE user_id=? AND session_id=? AND log=?",
+                (key.user_id, key.session_id, write.path),
+            )
+            length = 0
+        elif write.start != -1 and write.start != length:
+            raise ConflictError(f"Log {write.path!r} holds {length} messages, not {write.start}.")
+        conn.executemany(
+            "INSERT INTO ps_messages (user_id, session_id, log, seq, message) VALUES (?,?,?,?,?)",
+            [
+                (key.user_id, key.session_id, write.path, length + i, dumps(message))
+                for i, message in enumerate(write.messages)
+            ],
+        )
+        return length + len(write.messages)
+
+    async def _save_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> None:
+        def work(conn: sqlite3.Connection) -> None:
+            at = now()
+            info = self._writable(conn, key, at, False)
+            conn.executemany(
+                "INSERT INTO ps_modules (user_id, session_id, name, document) VALUES (?,?,?,?) "
+                "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document=excluded.document",
+                [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()],
+            )
+            for write in writes:
+                length = 0 if write.start is None else self._log_length(conn, key, write.path)
+                self._write_log(conn, key, write, length)
+            self._bump(conn, key, info, at)
+
+        await self._write(work)
+
+    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        def work(conn: sqlite3.Connection) -> StoredModules | None:
+            if self._live_info(conn, key, now()) is None:
+                return None
+            documents = {}
+            logs: dict[str, list[dict[str, Any]]] = {}
+            for name in names:
+                row = conn.execute(
+                    "SELECT document FROM ps_modules WHERE user_id=? AND session_id=? AND name=?",
+                    (key.user_id, key.session_id, name),
+                ).fetchone()
+                if row is None:
+                    continue
+                documents[name] = loads(row[0], f"module {name!r} of session {key.session_id!r}")
+                rows = conn.execute(
+                    "SELECT log, message FROM ps_messages WHERE user_id=? AND session_id=? "
+                    "AND (log=? OR (log>=? AND log<?)) ORDER BY log, seq",
+                    (key.user_id, key.session_id, name, name + ".", name + "/"),
+                ).fetchall()
+                for path, message in rows:
+                    logs.setdefault(path, []).append(
+                        loads(message, f"message log {path!r} of session {key.session_id!r}")
+                    )
+            return StoredModules(documents, logs)
+
+        return await self._read_then_slide(key, work)
+
+    async def _append(self, key: Key, write: LogWrite) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            at = now()
+            info = self._writable(conn, key, at, False)
+            length = self._write_log(conn, key, write, self._log_length(conn, key, write.path))
+            self._bump(conn, key, info, at)
+            return length
+
+        return await self._write(work)
+
+    async def _read_log(self, key: Key, path: str, start: int, stop: int | None):
+        def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            if self._live_info(conn, key, now()) is None:
+                return []
+            rows = conn.execute(
+                "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
+                "AND seq>=? AND seq<? ORDER BY seq",
+                (key.user_id, key.session_id, path, start, 2**62 if stop is None else stop),
+            ).fetchall()
+            return [
+                loads(m, f"message log {path!r} of session {key.session_id!r}") for (m,) in rows
+            ]
+
+        return await self._read_then_slide(key, work)
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)

@@ -1,0 +1,43 @@
+"""``open_store(url)``: pick a backend by URL, the way database libraries do."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..errors import InvalidValueError
+from .base import SessionBase
+
+SCHEMES = ("memory://", "json:///path/to/dir", "sqlite:///path/to/file.db")
+
+
+def open_store(url: str, **options: Any) -> SessionBase:
+    """A store for ``memory://``, ``json:///dir`` or ``sqlite:///file.db``.
+
+    Relative paths are written with two slashes (``sqlite://sessions.db``) and absolute ones
+    with three (``sqlite:///tmp/sessions.db``). Options go to the backend's constructor.
+    """
+    if not isinstance(url, str) or "://" not in url:
+        raise InvalidValueError(
+            f"Store URL {url!r} is not a URL; use one of: {', '.join(SCHEMES)}."
+        )
+    scheme, rest = url.split("://", 1)
+    scheme = scheme.lower()
+    if scheme == "memory":
+        from .memory import InMemorySession
+
+        return InMemorySession(**options)
+    if scheme in ("json", "sqlite"):
+        path = unquote(urlsplit(url).netloc + urlsplit(url).path) if rest else ""
+        if not path:
+            raise InvalidValueError(f"Store URL {url!r} names no path; e.g. {scheme}:///data.")
+        if scheme == "json":
+            from .json_files import JSONSession
+
+            return JSONSession(path, **options)
+        from .sqlite import SqliteSession
+
+        return SqliteSession(path, **options)
+    raise InvalidValueError(
+        f"Unknown store scheme {scheme!r} in {url!r}; use one of: {', '.join(SCHEMES)}."
+    )
