@@ -96,16 +96,20 @@ class JSONSession(SessionBase):
             _fsync_dir(path.parent)
         shutil.rmtree(self._logs_dir(key), ignore_errors=True)
 
-    def _update(self, key: Key, work: Work[T], must_exist: bool = False) -> T:
-        """Run ``work`` on the live document under the session's lock; save it if it says so."""
+    def _update(self, key: Key, work: Work[T], must_exist: bool, writes: bool) -> T:
+        """Run ``work`` on the live document under the session's lock; save it if it says so.
+
+        Before a write, an expired session (or the debris of a crashed delete) is removed, so
+        the write starts the session afresh; reads leave it for ``purge_expired``.
+        """
         user_dir = self._user_dir(key.user_id)
         user_dir.mkdir(parents=True, exist_ok=True)
         with FileLock(user_dir / f"{filename_for(key.session_id)}.lock"):
             at = now()
             stored = self._read_doc(key, at)
             doc = resolve(stored, key, at, must_exist)
-            if doc is None and (stored is not None or self._logs_dir(key).exists()):
-                self._remove(key)  # expired, or debris of a crashed delete
+            if writes and doc is None and (stored is not None or self._logs_dir(key).exists()):
+                self._remove(key)
             result, changed = work(doc, at)
             if changed is not None:
                 self._write_doc(key, changed)
@@ -114,8 +118,10 @@ class JSONSession(SessionBase):
     def _new_doc(self, key: Key, at: float) -> SessionDocument:
         return SessionDocument.new(key, self.default_ttl, {}, at)
 
-    async def _run(self, key: Key, work: Work[T], must_exist: bool = False) -> T:
-        return await _in_thread(self._update, key, work, must_exist)
+    async def _run(
+        self, key: Key, work: Work[T], must_exist: bool = False, writes: bool = True
+    ) -> T:
+        return await _in_thread(self._update, key, work, must_exist, writes)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -134,7 +140,7 @@ class JSONSession(SessionBase):
         def work(doc, at):
             return (None if doc is None else doc.info), None
 
-        return await self._run(key, work)
+        return await self._run(key, work, writes=False)
 
     async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
         def work(doc, at):
@@ -209,7 +215,7 @@ class JSONSession(SessionBase):
 
     async def _delete_if_expired(self, key: Key) -> bool:
         def work(doc, at):
-            return doc is None, None  # _update already removed it if it had expired
+            return doc is None, None  # _update has removed it if it had expired
 
         return await self._run(key, work)
 
@@ -231,7 +237,7 @@ class JSONSession(SessionBase):
             )
             return dict(state), self._sliding(doc, at)
 
-        return await self._run(key, work, must_exist)
+        return await self._run(key, work, must_exist, writes=False)
 
     async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
         def work(doc, at):
@@ -346,7 +352,7 @@ class JSONSession(SessionBase):
             found = StoredModules({n: d for n, d in doc.modules.items() if n in wanted}, logs)
             return found, self._sliding(doc, at)
 
-        return await self._run(key, work)
+        return await self._run(key, work, writes=False)
 
     async def _append(self, key: Key, write: LogWrite) -> int:
         def work(doc, at):
@@ -365,7 +371,7 @@ class JSONSession(SessionBase):
             messages = self._read_log_file(key, path, doc.logs[path])
             return messages[start:stop], self._sliding(doc, at)
 
-        return await self._run(key, work)
+        return await self._run(key, work, writes=False)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

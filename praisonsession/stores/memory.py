@@ -24,12 +24,10 @@ class InMemorySession(SessionBase):
         self._lock = threading.RLock()
 
     def _live(self, key: Key, at: float, must_exist: bool = False) -> SessionDocument | None:
-        doc = resolve(self._docs.get(key), key, at, must_exist)
-        if doc is None:
-            self._docs.pop(key, None)
-        return doc
+        return resolve(self._docs.get(key), key, at, must_exist)
 
     def _writable(self, key: Key, at: float, must_exist: bool) -> SessionDocument:
+        """The live document, or a new one in place of a missing or expired one."""
         doc = self._live(key, at, must_exist)
         if doc is None:
             doc = self._docs[key] = SessionDocument.new(key, self.default_ttl, {}, at)

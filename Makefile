@@ -1,0 +1,34 @@
+# Two commands: `make demo` and `make test`. Both create .venv and install what they need.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m praisonsession.demo
+
+test: $(STAMP)
+	$(PY) -m ruff check praisonsession tests benchmarks
+	$(PY) -m pytest
+	$(PY) -m mkdocs build --strict --quiet -f docs/mkdocs.yml --site-dir ../$(VENV)/site
+
+lint: $(STAMP)
+	$(PY) -m ruff check praisonsession tests benchmarks
+	$(PY) -m ruff format --check praisonsession tests benchmarks
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_foundation.py
+
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site
+
+clean:
+	rm -rf $(VENV) site .pytest_cache .ruff_cache .praisonsession

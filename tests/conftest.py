@@ -1,0 +1,63 @@
+"""Fixtures shared by the suite: one store per backend, and raw access to what it wrote."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from backends import BACKENDS, PERSISTENT, RawAccess, make_store
+from praisonsession import SessionBase, runtime
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionBase]:
+    """Each backend in turn; the conformance suite runs once per backend."""
+    store = make_store(request.param, tmp_path)
+    yield store
+    runtime.run(store.close())
+
+
+@pytest.fixture(params=PERSISTENT)
+def persistent_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionBase]:
+    """Backends that keep bytes on disk, which can be damaged or come from older versions."""
+    store = make_store(request.param, tmp_path)
+    yield store
+    runtime.run(store.close())
+
+
+@pytest.fixture
+def raw(persistent_store: SessionBase) -> RawAccess:
+    return RawAccess(persistent_store)
+
+
+@pytest.fixture
+def run():
+    """Run a store coroutine to completion, the way the sync facade does."""
+    return runtime.run
+
+
+@pytest.fixture(autouse=True)
+def no_thread_leaks() -> Iterator[None]:
+    """A test may start the runtime's one loop thread, and nothing else that outlives it."""
+    before = {t.ident for t in threading.enumerate()}
+    yield
+    leaked = [
+        t
+        for t in threading.enumerate()
+        if t.ident not in before and t.name != "praisonsession-loop" and t.is_alive()
+    ]
+    for thread in leaked:  # give finishing worker threads (asyncio.to_thread) a moment
+        thread.join(timeout=2)
+    leaked = [t for t in leaked if t.is_alive() and not t.name.startswith("asyncio_")]
+    assert not leaked, f"threads leaked: {leaked}"
+
+
+@pytest.fixture(autouse=True)
+def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default data directory is ./.praisonsession: keep every test's in its tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("PRAISONSESSION_DATA_DIR", "PRAISONSESSION_STORE_URL"):
+        monkeypatch.delenv(name, raising=False)
