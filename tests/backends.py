@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,25 @@ class RawAccess:
                     (found, user_id, session_id),
                 )
 
+    def write_agentscope(self, session_id: str, modules: dict[str, Any]) -> None:
+        """Leave a session where AgentScope 1.0 kept it, in its format (no envelope, no user)."""
+        if isinstance(self.store, JSONSession):
+            path = self.store.save_dir / f"{session_id}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(modules, ensure_ascii=False)
+            path.write_bytes(text.encode("utf-8", "surrogatepass"))  # as AgentScope wrote it
+            return
+        with self._db() as db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS as_session (session_id TEXT, session_data JSON, "
+                "created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, "
+                "updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, PRIMARY KEY (session_id))"
+            )
+            db.execute(
+                "INSERT INTO as_session (session_id, session_data) VALUES (?, json(?))",
+                (session_id, json.dumps(modules)),
+            )
+
     def raw_bytes(self, session_id: str, user_id: str) -> bytes:
         if isinstance(self.store, JSONSession):
             return self._doc_path(session_id, user_id).read_bytes()
@@ -65,9 +86,15 @@ class RawAccess:
         assert isinstance(self.store, JSONSession)
         return self.store.save_dir / filename_for(user_id) / f"{filename_for(session_id)}.json"
 
-    def _db(self) -> sqlite3.Connection:
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
         assert isinstance(self.store, SqliteSession)
-        return sqlite3.connect(self.store.path, isolation_level=None)
+        self.store.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.store.path, isolation_level=None)
+        try:
+            yield db
+        finally:
+            db.close()
 
 
 def make_store(kind: str, root: Path, **options: Any) -> SessionBase:

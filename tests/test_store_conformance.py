@@ -425,6 +425,21 @@ def test_a_newer_format_is_refused_with_a_clear_error(raw: RawAccess, run) -> No
         run(raw.store.get_info("s", "u"))
 
 
+def test_an_agentscope_session_is_migrated_on_first_read(raw: RawAccess, run, tmp_path) -> None:
+    raw.write_agentscope("session_2025-08-08", {"planner": {"steps": ["plan", "act \ud800"]}})
+    migrated = make_store(kind_of(raw.store), tmp_path)  # a store opened after AgentScope's
+    planner = Planner()
+    run(migrated.load_session_state("session_2025-08-08", planner=planner))
+    assert planner.steps == ["plan", "act \ud800"]
+    assert run(migrated.get_info("session_2025-08-08")).format == FORMAT_VERSION
+
+    run(migrated.delete_session("session_2025-08-08"))
+    again = make_store(kind_of(raw.store), tmp_path)
+    assert not run(again.exists("session_2025-08-08"))  # imported once, never resurrected
+    run(again.close())
+    run(migrated.close())
+
+
 # -- sessions, TTL ----------------------------------------------------------------------------
 
 

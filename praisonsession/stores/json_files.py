@@ -6,6 +6,10 @@ Layout under ``save_dir``::
     <user>/<session>.logs/<log>.<g>.jsonl its message logs, one JSON message per line
     <user>/<session>.lock                taken (flock) by every operation on the session
 
+An AgentScope ``JSONSession`` file found where AgentScope kept it (``<session>.json`` or
+``<user>_<session>.json`` directly under ``save_dir``) is migrated on first read, so pointing
+this class at an AgentScope directory just works.
+
 ``<user>``, ``<session>`` and ``<log>`` are :func:`~praisonsession.identifiers.filename_for`
 encodings, so no id escapes the directory and no two ids share a file. The document is
 replaced atomically (temp file, fsync, rename, fsync of the directory); a log grows by
@@ -24,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import ConflictError, SessionCorruptedError
-from ..identifiers import filename_for
+from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
 from .base import Key, LogWrite, SessionBase, StoredModules
 from .document import SessionDocument, resolve
@@ -64,15 +68,40 @@ class JSONSession(SessionBase):
 
     # -- documents on disk ----------------------------------------------------------------
 
+    def _legacy_path(self, key: Key) -> Path | None:
+        """Where AgentScope's JSONSession kept this session, if that name is a safe one."""
+        user = "" if key.user_id == DEFAULT_USER else key.user_id
+        name = f"{user}_{key.session_id}.json" if user else f"{key.session_id}.json"
+        unsafe = os.path.basename(name) != name or name.startswith(".") or "\\" in name
+        if unsafe or len(name.encode("utf-8")) > 255:
+            return None
+        return self.save_dir / name
+
     def _read_doc(self, key: Key, at: float) -> SessionDocument | None:
         path = self._doc_path(key)
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
+            return self._adopt_legacy(key, at)
+        return self._decode_doc(raw, key, at, f"session file {path}")
+
+    def _adopt_legacy(self, key: Key, at: float) -> SessionDocument | None:
+        """Migrate an AgentScope file (format 0) into this layout, keeping it as *.migrated."""
+        legacy = self._legacy_path(key)
+        if legacy is None or not legacy.is_file():
             return None
-        what = f"session file {path}"
+        # AgentScope wrote lone surrogates as invalid UTF-8 (errors="surrogatepass").
+        raw = legacy.read_bytes().decode("utf-8", "surrogatepass").encode("utf-8", "surrogatepass")
+        doc = self._decode_doc(raw, key, at, f"AgentScope session file {legacy}", "surrogatepass")
+        self._write_doc(key, doc)
+        legacy.rename(legacy.with_name(legacy.name + ".migrated"))
+        return doc
+
+    def _decode_doc(
+        self, raw: bytes, key: Key, at: float, what: str, errors: str = "strict"
+    ) -> SessionDocument:
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode("utf-8", errors)
         except UnicodeDecodeError as exc:
             raise SessionCorruptedError(what, str(exc)) from None
         try:

@@ -16,6 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ from ..errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
+from ..identifiers import DEFAULT_USER
 from ..json_data import dumps, loads
 from ..runtime import pause
 from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
@@ -53,6 +55,9 @@ CREATE TABLE IF NOT EXISTS ps_modules (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, document TEXT NOT NULL,
     PRIMARY KEY (user_id, session_id, name)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ps_imported (
+    source TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (source, session_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ps_messages (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, log TEXT NOT NULL, seq INTEGER NOT NULL,
     message TEXT NOT NULL,
@@ -60,7 +65,7 @@ CREATE TABLE IF NOT EXISTS ps_messages (
 ) WITHOUT ROWID;
 """
 
-_TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")
+_TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")  # what one session owns
 _INFO_COLUMNS = "format, version, created_at, updated_at, expires_at, ttl, metadata, session_id"
 
 
@@ -161,7 +166,51 @@ class SqliteSession(SessionBase):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+        if conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='as_session'"
+        ).fetchone():
+            self._import_agentscope(conn)
         self._schema_ready = True
+
+    def _import_agentscope(self, conn: sqlite3.Connection) -> None:
+        """Adopt the sessions of AgentScope's SqliteSession example (table ``as_session``).
+
+        They have no user, so they become the default user's; each is imported once (a session
+        deleted later is not brought back), and AgentScope's table is left untouched.
+        """
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute(
+                "SELECT session_id, session_data, created_at, updated_at FROM as_session "
+                "WHERE session_id NOT IN "
+                "(SELECT session_id FROM ps_imported WHERE source='agentscope')"
+            ).fetchall()
+            for session_id, data, created, updated in rows:
+                key = Key(DEFAULT_USER, str(session_id))
+                what = f"AgentScope session {session_id!r} in {self.path}"
+                modules = loads(data, what)
+                if not isinstance(modules, dict):
+                    raise SessionCorruptedError(what, "not a JSON object")
+                if self._fetch_info(conn, key) is None:
+                    info = self._insert_session(conn, key, None, {}, _sql_time(created))
+                    conn.execute(
+                        "UPDATE ps_sessions SET updated_at=? WHERE user_id=? AND session_id=?",
+                        (max(info.created_at, _sql_time(updated)), key.user_id, key.session_id),
+                    )
+                    conn.executemany(
+                        "INSERT INTO ps_modules (user_id, session_id, name, document) "
+                        "VALUES (?,?,?,?)",
+                        [(key.user_id, key.session_id, n, dumps(d)) for n, d in modules.items()],
+                    )
+                conn.execute(
+                    "INSERT INTO ps_imported (source, session_id) VALUES ('agentscope', ?)",
+                    (key.session_id,),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     async def close(self) -> None:
         with self._connections_lock:
@@ -559,6 +608,15 @@ class SqliteSession(SessionBase):
             ]
 
         return await self._read_then_slide(key, work)
+
+
+def _sql_time(text: Any) -> float:
+    """SQLite's CURRENT_TIMESTAMP text (UTC) as Unix seconds; now() if it is not one."""
+    try:
+        stamp = datetime.strptime(str(text), "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return now()
+    return stamp.replace(tzinfo=timezone.utc).timestamp()
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
