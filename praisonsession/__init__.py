@@ -6,6 +6,8 @@ or in any store you choose. The AgentScope-style async layer (``StateModule``, `
 stores) is exported too, for code that is already async.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConflictError,
     EmbedderMismatchError,
@@ -22,15 +24,12 @@ from .errors import (
 )
 from .session import Session
 from .state import LoadResult, MessageLog, StateModule
-from .stores import (
-    FORMAT_VERSION,
-    InMemorySession,
-    JSONSession,
-    SessionBase,
-    SessionInfo,
-    SqliteSession,
-    open_store,
-)
+from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
+
+if TYPE_CHECKING:
+    from .stores.json_files import JSONSession
+    from .stores.memory import InMemorySession
+    from .stores.sqlite import SqliteSession
 
 __version__ = "0.1.0"
 
@@ -60,3 +59,18 @@ __all__ = [
     "__version__",
     "open_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Store backends load on first use, so that the import stays fast."""
+    if name in ("InMemorySession", "JSONSession", "SqliteSession"):
+        from . import stores
+
+        value = getattr(stores, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

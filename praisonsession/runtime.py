@@ -4,7 +4,7 @@ The synchronous ``Session`` submits coroutines here from any thread, including a
 already runs a loop (a Jupyter cell), where ``asyncio.run`` would fail. After ``fork`` the child
 starts its own loop; at interpreter exit the loop is stopped and its thread joined.
 
-A store whose coroutines never wait on anything but :func:`pause` (SQLite, in-memory) can be
+A store whose coroutines wait only in :func:`pause` or :func:`offload` (every embedded one) can be
 run *inline* instead: driven to completion on the caller's thread when that thread runs no
 loop. That saves two thread switches per call (about 0.2 ms here), which is most of the cost
 of an ``increment_state``.
@@ -16,7 +16,7 @@ import atexit
 import os
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:  # asyncio costs ~80 ms to import; it loads on the first call instead
@@ -55,7 +55,8 @@ def _start() -> asyncio.AbstractEventLoop:
 def run(coro: Coroutine[Any, Any, T], timeout: float | None = None, inline: bool = False) -> T:
     """Run ``coro`` on the private loop and wait for its result, from any thread.
 
-    ``inline=True`` promises that ``coro`` suspends only in :func:`pause`; it then runs on the
+    ``inline=True`` promises that ``coro`` suspends only in :func:`pause` or :func:`offload`; it
+    then runs on the
     calling thread whenever that thread has no running event loop.
     """
     import asyncio
@@ -66,7 +67,7 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None, inline: bool
         except StopIteration as finished:
             return finished.value
         coro.close()
-        raise RuntimeError("an inline coroutine suspended outside praisonsession.runtime.pause")
+        raise RuntimeError("an inline coroutine suspended outside runtime.pause/offload")
     from concurrent.futures import TimeoutError as FutureTimeout
 
     loop = _start()
@@ -92,6 +93,15 @@ async def pause(seconds: float) -> None:
         await asyncio.sleep(seconds)
     else:
         time.sleep(seconds)
+
+
+async def offload(function: Callable[..., T], *args: Any) -> T:
+    """Run blocking work (file I/O, fsync) off a running loop; inline, just call it."""
+    import asyncio
+
+    if _loop_running_here():
+        return await asyncio.to_thread(function, *args)
+    return function(*args)
 
 
 def _loop_running_here() -> bool:

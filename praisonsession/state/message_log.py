@@ -107,6 +107,7 @@ class MessageLog(StateModule):
         prefix: str,
         missing: list[str],
         unexpected: list[str],
+        trusted: bool = False,
     ) -> list[Apply]:
         where = prefix.rstrip(".") or "MessageLog"
         if not isinstance(state, dict):
@@ -120,7 +121,10 @@ class MessageLog(StateModule):
         items = state["messages"]
         if not isinstance(items, list):
             raise InvalidValueError(f"{where}.messages must be a list of dicts.")
-        messages = [_checked(m, i) for i, m in enumerate(items)]
+        if trusted and all(type(m) is dict for m in items):
+            messages = items
+        else:
+            messages = [_checked(m, i) for i, m in enumerate(items)]
         return [lambda: self._replace(messages)]
 
     def _replace(self, messages: list[Message], place: tuple[Any, ...] | None = None) -> None:

@@ -9,7 +9,6 @@ backends implement the underscore methods and never see an unchecked id or value
 
 from __future__ import annotations
 
-import logging
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,8 +22,6 @@ from ..state.module import StateModule, _plan_of, _snapshot_of, detach
 from .record import SessionInfo
 
 __all__ = ["Key", "LogWrite", "SessionBase", "StoredModules"]
-
-logger = logging.getLogger("praisonsession")
 
 UNSET: Any = object()
 
@@ -126,7 +123,7 @@ class SessionBase(ABC):
         stored = await self._load_modules(key, list(state_modules))
         if stored is None:
             if allow_not_exist:
-                logger.info(
+                _logger().info(
                     "Session %r of user %r does not exist. Skip loading.",
                     key.session_id,
                     key.user_id,
@@ -140,11 +137,13 @@ class SessionBase(ABC):
             if name not in stored.documents:
                 continue
             document = _attach_logs(module, name, stored.documents[name], stored.logs)
-            actions.extend(_plan_of(module, document, True, f"{name}.", missing, unexpected))
+            actions.extend(
+                _plan_of(module, document, True, f"{name}.", missing, unexpected, trusted=True)
+            )
         if missing:
             raise StateDictError(f"session {key.session_id!r}", missing, unexpected)
         if unexpected:
-            logger.warning("Ignored stored keys that no module has: %s", unexpected)
+            _logger().warning("Ignored stored keys that no module has: %s", unexpected)
         for apply in actions:
             apply()
         for name, module in state_modules.items():
@@ -427,6 +426,12 @@ class SessionBase(ABC):
     async def _read_log(
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]: ...
+
+
+def _logger() -> Any:
+    import logging  # on first use: ``import praisonsession`` stays fast
+
+    return logging.getLogger("praisonsession")
 
 
 def _check_ttl(ttl: Any) -> float | None:

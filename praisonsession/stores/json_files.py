@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from ..errors import ConflictError, SessionCorruptedError
 from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
+from ..runtime import offload
 from .base import Key, LogWrite, SessionBase, StoredModules
 from .document import SessionDocument, resolve
 from .file_lock import FileLock
@@ -42,7 +43,13 @@ Work = Callable[[SessionDocument | None, float], tuple[T, SessionDocument | None
 
 
 class JSONSession(SessionBase):
-    """Sessions as JSON files under ``save_dir`` (AgentScope's constructor)."""
+    """Sessions as JSON files under ``save_dir`` (AgentScope's constructor).
+
+    File I/O runs in a worker thread when called from a running loop, and directly on the
+    caller's thread when the sync facade runs it inline.
+    """
+
+    runs_inline = True
 
     def __init__(
         self,
@@ -150,7 +157,7 @@ class JSONSession(SessionBase):
     async def _run(
         self, key: Key, work: Work[T], must_exist: bool = False, writes: bool = True
     ) -> T:
-        return await _in_thread(self._update, key, work, must_exist, writes)
+        return await offload(self._update, key, work, must_exist, writes)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -203,7 +210,7 @@ class JSONSession(SessionBase):
             infos.sort(key=lambda info: info.session_id)
             return infos[:limit]
 
-        return await _in_thread(scan)
+        return await offload(scan)
 
     async def _delete(self, key: Key) -> bool:
         def work(doc, at):
@@ -238,7 +245,7 @@ class JSONSession(SessionBase):
             return expired
 
         count = 0
-        for key in await _in_thread(scan):
+        for key in await offload(scan):
             count += await self._delete_if_expired(key)
         return count
 
@@ -345,9 +352,9 @@ class JSONSession(SessionBase):
         return [loads(line, what) for line in lines]
 
     def _commit_logs(self, key: Key, doc: SessionDocument, writes: list[LogWrite]) -> None:
+        # New log files were fsynced with their directory by _atomic_write; appends add no
+        # directory entry. The document's own write then makes the logs directory durable.
         dropped = [self._write_log(key, doc, write) for write in writes]
-        if writes:
-            _fsync_dir(self._logs_dir(key))
         self._write_doc(key, doc)
         for path in dropped:
             if path is not None:
@@ -427,10 +434,3 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-async def _in_thread(function: Callable[..., T], *args: Any) -> T:
-    """File I/O and fsync block, so they run in a worker thread, not on the event loop."""
-    import asyncio  # here, not at the top: ``import praisonsession`` stays fast
-
-    return await asyncio.to_thread(function, *args)
