@@ -44,14 +44,15 @@ def no_thread_leaks() -> Iterator[None]:
     """A test may start the runtime's one loop thread, and nothing else that outlives it."""
     before = {t.ident for t in threading.enumerate()}
     yield
-    leaked = [
-        t
-        for t in threading.enumerate()
-        if t.ident not in before and t.name != "praisonsession-loop" and t.is_alive()
-    ]
-    for thread in leaked:  # give finishing worker threads (asyncio.to_thread) a moment
+
+    def ours(thread: threading.Thread) -> bool:
+        # the runtime's loop and its executor's idle workers (asyncio.to_thread) are reused
+        return thread.name == "praisonsession-loop" or thread.name.startswith("asyncio_")
+
+    leaked = [t for t in threading.enumerate() if t.ident not in before and not ours(t)]
+    for thread in leaked:  # give threads a test just finished with a moment to end
         thread.join(timeout=2)
-    leaked = [t for t in leaked if t.is_alive() and not t.name.startswith("asyncio_")]
+    leaked = [t for t in leaked if t.is_alive()]
     assert not leaked, f"threads leaked: {leaked}"
 
 

@@ -300,10 +300,10 @@ class JSONSession(SessionBase):
 
     # -- modules and logs -----------------------------------------------------------------
 
-    def _write_log(self, key: Key, doc: SessionDocument, write: LogWrite) -> Path | None:
+    def _write_log(self, key: Key, doc: SessionDocument, write: LogWrite) -> bool:
         """Append to (or replace) a log file and record the acknowledged size in ``doc``.
 
-        Returns the file a replaced log used, to delete once ``doc`` no longer points at it.
+        Returns True when it wrote a new file generation (older ones can then be deleted).
         """
         logs_dir = self._logs_dir(key)
         ref = doc.logs.get(write.path)
@@ -320,7 +320,7 @@ class JSONSession(SessionBase):
                 "count": len(write.messages),
                 "bytes": len(payload),
             }
-            return None if ref is None else logs_dir / ref["file"]
+            return True
         fd = os.open(logs_dir / ref["file"], os.O_RDWR | os.O_CREAT, 0o644)
         try:
             os.ftruncate(fd, ref["bytes"])  # drop a tail a crashed append left behind
@@ -354,11 +354,13 @@ class JSONSession(SessionBase):
     def _commit_logs(self, key: Key, doc: SessionDocument, writes: list[LogWrite]) -> None:
         # New log files were fsynced with their directory by _atomic_write; appends add no
         # directory entry. The document's own write then makes the logs directory durable.
-        dropped = [self._write_log(key, doc, write) for write in writes]
+        rewrote = any(self._write_log(key, doc, write) for write in writes)
         self._write_doc(key, doc)
-        for path in dropped:
-            if path is not None:
-                path.unlink(missing_ok=True)
+        if rewrote:  # drop replaced generations, and any a killed writer left behind
+            wanted = {ref["file"] for ref in doc.logs.values()}
+            for path in self._logs_dir(key).iterdir():
+                if path.name not in wanted:
+                    path.unlink(missing_ok=True)
 
     async def _save_modules(self, key, documents, writes) -> None:
         def work(doc, at):
@@ -411,18 +413,19 @@ class JSONSession(SessionBase):
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    """Replace ``path`` with ``data`` or leave it as it was. Call under the session's lock.
+
+    The temp file's name is fixed, so a writer killed mid-write leaves one file that the next
+    write of the same path reuses, never a growing pile.
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         os.write(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    os.replace(tmp, path)
     _fsync_dir(path.parent)
 
 

@@ -1,0 +1,106 @@
+"""Worker processes for ``test_processes.py``: run as ``python process_workers.py <job> ...``.
+
+Every job is a separate OS process that imports praisonsession afresh, as a real second
+program sharing a store would. Jobs:
+
+``increment URL BARRIER NAME COUNT``
+    Open ``Session("shared", "u")`` once, wait at the barrier, call
+    ``increment_state("hits")`` COUNT times and print the returned values as a JSON list.
+``append URL BARRIER NAME COUNT``
+    Open the store, wait at the barrier, append COUNT messages ``{"role": "user", "content":
+    "NAME-i"}`` one call at a time through ``runtime.run(store.append_messages(...))`` and print
+    the returned log lengths as a JSON list.
+``crash-writer URL SESSION_ID ACK_FILE``
+    Open the session, print ``ready``, wait for a line on stdin, then write forever (until the
+    parent kills it). After each call returns it appends one acknowledgement line to ACK_FILE:
+    ``set i`` after ``set_state(f"k{i}", i)``, ``inc n`` after ``increment_state("n")``
+    returned ``n``, and ``save i`` after ``save_modules(agent=...)`` stored turn ``i``.
+
+The barrier is a directory: each worker creates ``ready-NAME`` once it is set up and then
+waits for the parent to create ``go``, so all workers start their loops together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from praisonsession import MessageLog, Session, StateModule, open_store, runtime
+
+BARRIER_TIMEOUT = 60.0
+
+
+def wait_at_barrier(barrier: Path, name: str) -> None:
+    """Announce that this worker is ready, then wait until the parent says go."""
+    (barrier / f"ready-{name}").touch()
+    go = barrier / "go"
+    deadline = time.monotonic() + BARRIER_TIMEOUT
+    while not go.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"worker {name}: no go signal within {BARRIER_TIMEOUT} s")
+        time.sleep(0.001)
+
+
+def increment(url: str, barrier: str, name: str, count: str) -> None:
+    session = Session(session_id="shared", user_id="u", store=url)
+    wait_at_barrier(Path(barrier), name)
+    values = [session.increment_state("hits") for _ in range(int(count))]
+    session.close()
+    print(json.dumps(values))
+
+
+def append(url: str, barrier: str, name: str, count: str) -> None:
+    store = open_store(url)
+    wait_at_barrier(Path(barrier), name)
+    lengths = []
+    for i in range(int(count)):
+        message = {"role": "user", "content": f"{name}-{i}"}
+        lengths.append(runtime.run(store.append_messages("shared", "u", "log", [message])))
+    runtime.run(store.close())
+    print(json.dumps(lengths))
+
+
+class Agent(StateModule):
+    """A StateModule holding a MessageLog (its memory) and a plain counter of turns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory = MessageLog()
+        self.turns = 0
+        self.register_state("turns")
+
+
+def turn_message(i: int) -> dict[str, str]:
+    return {"role": "user", "content": f"turn {i}"}
+
+
+def crash_writer(url: str, session_id: str, ack_file: str) -> None:
+    session = Session(session_id=session_id, user_id="crash", store=url)
+    agent = Agent()
+    acks = os.open(ack_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def ack(line: str) -> None:
+        # One unbuffered write(2) per line: once it returns, the line survives SIGKILL.
+        os.write(acks, f"{line}\n".encode())
+
+    print("ready", flush=True)
+    sys.stdin.readline()
+    i = 0
+    while True:
+        session.set_state(f"k{i}", i)
+        ack(f"set {i}")
+        ack(f"inc {session.increment_state('n')}")
+        agent.memory.append(turn_message(i))
+        agent.turns = i + 1
+        session.save_modules(agent=agent)
+        ack(f"save {i}")
+        i += 1
+
+
+JOBS = {"increment": increment, "append": append, "crash-writer": crash_writer}
+
+if __name__ == "__main__":
+    JOBS[sys.argv[1]](*sys.argv[2:])

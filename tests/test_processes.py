@@ -1,0 +1,287 @@
+"""Many OS processes share one store: nothing is lost, nothing is torn, SIGKILL included.
+
+Every test here starts real Python processes (``tests/process_workers.py``) against a real JSON
+directory or SQLite file; nothing is mocked. They are the evidence behind two promises of
+``Session``: ``increment_state`` and ``append_messages`` are atomic across processes, and a
+write that returned is durable, even if its process is killed the next instant.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from praisonsession import MessageLog, Session, StateModule, open_store, runtime
+
+WORKER_SCRIPT = Path(__file__).with_name("process_workers.py")
+PROCESSES = 4
+INCREMENTS_PER_PROCESS = 500
+APPENDS_PER_PROCESS = 100
+CRASH_TRIALS = 20
+WRITERS_AHEAD = 2  # writers started early, so Python's start-up overlaps a trial
+# Change it (or set the variable) to explore other kill moments; failures print the seed.
+CRASH_SEED = int(os.environ.get("PRAISONSESSION_CRASH_SEED", "20240611"))
+
+
+@pytest.fixture(params=["json", "sqlite"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store of each file-based kind: ``json://<tmp>/j`` and ``sqlite://<tmp>/s.db``."""
+    if request.param == "json":
+        return f"json://{tmp_path}/j"
+    return f"sqlite://{tmp_path}/s.db"
+
+
+def worker_command(*args: str) -> list[str]:
+    return [sys.executable, str(WORKER_SCRIPT), *args]
+
+
+def run_together(job: str, url: str, tmp_path: Path, count: int) -> dict[str, list[int]]:
+    """Run ``job`` in PROCESSES workers released at the same moment; their JSON outputs."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    names = [f"w{n}" for n in range(PROCESSES)]
+    procs = {
+        name: subprocess.Popen(
+            worker_command(job, url, str(barrier), name, str(count)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        for name in names
+    }
+    try:
+        deadline = time.monotonic() + 60
+        while not all((barrier / f"ready-{name}").exists() for name in names):
+            for name, proc in procs.items():
+                if proc.poll() is not None:
+                    pytest.fail(f"worker {name} exited before the barrier:\n{proc.stderr.read()}")
+            if time.monotonic() > deadline:
+                pytest.fail("the workers did not all reach the barrier within 60 s")
+            time.sleep(0.005)
+        (barrier / "go").touch()
+        results = {}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, f"worker {name} failed:\n{err}"
+            results[name] = json.loads(out)
+        return results
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def assert_each_strictly_increasing(results: dict[str, list[int]], count: int) -> None:
+    for name, values in results.items():
+        assert len(values) == count, name
+        assert all(a < b for a, b in itertools.pairwise(values)), f"{name} went backwards"
+
+
+def test_increments_from_four_processes_are_atomic_and_never_lost(
+    store_url: str, tmp_path: Path
+) -> None:
+    """4 processes x 500 ``increment_state`` calls: the counter ends at 2000, and every call
+    got its own new value (1..2000 each handed out exactly once)."""
+    results = run_together("increment", store_url, tmp_path, INCREMENTS_PER_PROCESS)
+
+    total = PROCESSES * INCREMENTS_PER_PROCESS
+    with Session("shared", "u", store=store_url) as session:
+        assert session.get_state("hits") == total
+    assert_each_strictly_increasing(results, INCREMENTS_PER_PROCESS)
+    returned = [value for values in results.values() for value in values]
+    assert sorted(returned) == list(range(1, total + 1))
+
+
+def test_appends_from_four_processes_keep_every_message_in_order(
+    store_url: str, tmp_path: Path
+) -> None:
+    """4 processes x 100 ``append_messages`` calls on one log: 400 messages, none lost or
+    duplicated, each process's messages in the order it sent them, and every append saw a
+    distinct new length."""
+    results = run_together("append", store_url, tmp_path, APPENDS_PER_PROCESS)
+
+    total = PROCESSES * APPENDS_PER_PROCESS
+    store = open_store(store_url)
+    try:
+        log = runtime.run(store.read_messages("shared", "u", "log"))
+    finally:
+        runtime.run(store.close())
+    assert len(log) == total
+    assert all(message["role"] == "user" for message in log)
+    for name in results:
+        mine = [m["content"] for m in log if m["content"].startswith(f"{name}-")]
+        assert mine == [f"{name}-{i}" for i in range(APPENDS_PER_PROCESS)]
+    assert_each_strictly_increasing(results, APPENDS_PER_PROCESS)
+    lengths = [length for values in results.values() for length in values]
+    assert sorted(lengths) == list(range(1, total + 1))
+
+
+# -- crash safety ---------------------------------------------------------------------------
+
+
+class Agent(StateModule):
+    """The same shape as the crash writer's module: a MessageLog and a counter of turns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory = MessageLog()
+        self.turns = 0
+        self.register_state("turns")
+
+
+def turn(i: int) -> dict[str, str]:
+    """The message the crash writer appends in its turn ``i``."""
+    return {"role": "user", "content": f"turn {i}"}
+
+
+@dataclass
+class Writer:
+    """A crash-writer process and the files it leaves behind."""
+
+    proc: subprocess.Popen[str]
+    session_id: str
+    ack_file: Path
+    log_file: Path
+    log: IO[str]
+
+    def stderr(self) -> str:
+        self.log.flush()
+        return self.log_file.read_text()
+
+
+def start_writer(url: str, tmp_path: Path, trial: int) -> Writer:
+    session_id = f"crash-{trial}"
+    ack_file = tmp_path / f"{session_id}.acks"
+    log_file = tmp_path / f"{session_id}.stderr"
+    log = open(log_file, "w")  # noqa: SIM115 - closed by the test once the writer is dead
+    proc = subprocess.Popen(
+        worker_command("crash-writer", url, session_id, str(ack_file)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        cwd=tmp_path,
+    )
+    return Writer(proc, session_id, ack_file, log_file, log)
+
+
+def read_acks(ack_file: Path) -> dict[str, list[int]]:
+    """The acknowledged calls, by kind; a line cut short by the kill was never acknowledged."""
+    acks: dict[str, list[int]] = {"set": [], "inc": [], "save": []}
+    if ack_file.exists():
+        for line in ack_file.read_text().split("\n")[:-1]:
+            kind, number = line.split()
+            acks[kind].append(int(number))
+    return acks
+
+
+def check_crashed_session(url: str, session_id: str, acks: dict[str, list[int]]) -> tuple[int, int]:
+    """Assert that the killed writer's session is intact.
+
+    Returns how many acknowledged calls were checked, and whether the call in flight at the
+    kill was found stored (0 or 1).
+
+    The writer's turn ``i`` is ``set_state(f"k{i}", i)``, ``increment_state("n")`` and
+    ``save_modules(agent=...)`` with turn ``i`` appended; each is acknowledged after it returns,
+    so at most one call (the one in flight at the kill) may be stored without an ack.
+    """
+    sets, incs, saves = acks["set"], acks["inc"], acks["save"]
+    assert sets == list(range(len(sets)))
+    assert incs == list(range(1, len(incs) + 1)), "increment_state returned a wrong value"
+    assert saves == list(range(len(saves)))
+
+    with Session(session_id, "crash", store=url) as session:
+        state = session.restore_state()
+        agent = Agent()
+        session.load_modules(agent=agent)
+
+        lost = [i for i in sets if state.get(f"k{i}") != i]
+        assert not lost, f"acknowledged set_state calls lost: {lost}"
+        written_keys = {key for key in state if key.startswith("k")}
+        acked_keys = {f"k{i}" for i in sets}
+        assert written_keys in (acked_keys, acked_keys | {f"k{len(sets)}"})
+        n = state.get("n", 0)
+        assert len(incs) <= n <= len(incs) + 1
+        stored = agent.memory.to_list()
+        assert len(saves) <= len(stored) <= len(saves) + 1
+        assert stored == [turn(i) for i in range(len(stored))]
+        assert agent.turns == len(stored), "module document and its log saved apart"
+        in_flight = (written_keys != acked_keys) + (n - len(incs)) + (len(stored) - len(saves))
+        assert in_flight <= 1, "more than the one call in flight is stored unacknowledged"
+
+        # The crashed session stays writable: the next turn appends after the stored ones.
+        agent.memory.append(turn(len(stored)))
+        agent.turns = len(stored) + 1
+        session.save_modules(agent=agent)
+        assert session.increment_state("n") == n + 1
+        reloaded = Agent()
+        session.load_modules(agent=reloaded)
+        assert reloaded.memory.to_list() == [turn(i) for i in range(len(stored) + 1)]
+        assert reloaded.turns == len(stored) + 1
+    return len(sets) + len(incs) + len(saves), in_flight
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
+def test_sigkill_at_a_random_moment_never_loses_an_acknowledged_write(
+    store_url: str, tmp_path: Path
+) -> None:
+    """20 writers are killed with SIGKILL 20-300 ms into a write loop (the same store file
+    for all of them, one session each). After every kill the session loads, every
+    acknowledged ``set_state``, ``increment_state`` and ``save_modules`` is there, and the
+    session accepts new writes."""
+    backend = store_url.split(":", 1)[0]
+    rng = random.Random(f"{CRASH_SEED}-{backend}")
+    print(f"\n{backend}: crash seed {CRASH_SEED} (set PRAISONSESSION_CRASH_SEED to change)")
+    checked = stored_unacknowledged = 0
+    writers: list[Writer] = []
+    try:
+        for trial in range(CRASH_TRIALS):
+            while len(writers) < min(trial + 1 + WRITERS_AHEAD, CRASH_TRIALS):
+                writers.append(start_writer(store_url, tmp_path, len(writers)))
+            writer = writers[trial]
+            ready = writer.proc.stdout.readline()
+            assert ready == "ready\n", f"writer {trial} did not start:\n{writer.stderr()}"
+            delay = rng.uniform(0.020, 0.300)
+            writer.proc.stdin.write("go\n")
+            writer.proc.stdin.flush()
+            time.sleep(delay)
+            os.kill(writer.proc.pid, signal.SIGKILL)
+            writer.proc.wait(timeout=30)
+            assert writer.proc.returncode == -signal.SIGKILL, (
+                f"writer {trial} stopped before the kill:\n{writer.stderr()}"
+            )
+            acks = read_acks(writer.ack_file)
+            context = f"seed {CRASH_SEED}, trial {trial}, kill after {delay * 1000:.0f} ms"
+            try:
+                found = check_crashed_session(store_url, writer.session_id, acks)
+            except AssertionError as exc:
+                raise AssertionError(f"{context}: {exc}") from exc
+            checked += found[0]
+            stored_unacknowledged += found[1]
+    finally:
+        for writer in writers:
+            if writer.proc.poll() is None:
+                writer.proc.kill()
+                writer.proc.wait()
+            for stream in (writer.proc.stdin, writer.proc.stdout, writer.log):
+                if stream is not None:
+                    stream.close()
+    print(
+        f"{backend}: {CRASH_TRIALS} trials, {checked} acknowledged writes checked, "
+        f"{stored_unacknowledged} kills landed between a write and its acknowledgement"
+    )
+    assert checked >= CRASH_TRIALS, "the writers were killed before they acknowledged anything"
