@@ -14,6 +14,7 @@ __all__ = [
     "EmbedderMismatchError",
     "InvalidIdError",
     "InvalidValueError",
+    "KnowledgeSourceError",
     "PraisonSessionError",
     "RemoteError",
     "SessionCorruptedError",
@@ -98,6 +99,11 @@ class StoreUnavailableError(PraisonSessionError):
 
 class EmbedderMismatchError(PraisonSessionError):
     """A vector collection was created with another embedder than the one in use now."""
+
+
+class KnowledgeSourceError(PraisonSessionError, ValueError):
+    """A knowledge source that cannot be read: missing, unsupported, empty, binary, or a URL
+    that did not answer with a document. Nothing from it was added."""
 
 
 class RemoteError(PraisonSessionError):

@@ -9,7 +9,10 @@ reads or writes the store, which is what makes it safe to share a session betwee
 from __future__ import annotations
 
 import html
+import os
+import threading
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import runtime
@@ -21,7 +24,11 @@ from .stores.base import UNSET, SessionBase, _check_ttl
 from .stores.record import SessionInfo
 
 if TYPE_CHECKING:
+    from .knowledge.knowledge_base import KnowledgeAdded
+    from .memory.recall import SessionRecall
     from .settings import Settings
+
+MEMORY_TYPES = ("short", "long")
 
 __all__ = ["Session"]
 
@@ -29,7 +36,7 @@ T = TypeVar("T")
 
 
 class Session:
-    """A remembered session: state, TTL and your own StateModules, persisted in a store.
+    """A remembered session: state, TTL, memory, knowledge and your own StateModules.
 
     ``Session()`` with no arguments works offline with zero setup: it stores everything in
     SQLite under ``./.praisonsession/``. ``store=`` takes a store instance or a URL
@@ -77,6 +84,8 @@ class Session:
         self._owns_store = not isinstance(store, SessionBase)
         self.store = _store(store, self.settings)
         self._closed = False
+        self._recall_services: SessionRecall | None = None
+        self._recall_lock = threading.Lock()
         self._run(
             self.store.create_session(
                 self.session_id,
@@ -151,6 +160,95 @@ class Session:
                 self.session_id, self.user_id, allow_not_exist=True, **modules
             )
         )
+
+    # -- memory and knowledge -------------------------------------------------------------
+
+    def _recall(self) -> SessionRecall:
+        """Memory and knowledge, built on first use (that is when chromadb is imported)."""
+        with self._recall_lock:
+            if self._recall_services is None:
+                from .memory.recall import SessionRecall
+
+                self._recall_services = SessionRecall(
+                    self.store,
+                    self.session_id,
+                    self.user_id,
+                    self.settings,
+                    self.memory_config,
+                    self.knowledge_config,
+                )
+            return self._recall_services
+
+    def add_memory(self, text: str, memory_type: str = "long", **metadata: JSONValue) -> str:
+        """Remember ``text``; returns its id.
+
+        ``"long"`` memories belong to the user and are found from any of their sessions;
+        ``"short"`` ones are this session's notes, kept (and expiring) with the session.
+        """
+        text = _check_text(text, "text")
+        memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
+        recall = self._recall()
+        if memory_type == "short":
+            return self._run(recall.short.add(text, metadata))
+        return recall.long.add(text, metadata)
+
+    def search_memory(
+        self, query: str, memory_type: str = "long", limit: int = 5
+    ) -> list[dict[str, Any]]:
+        """Memories closest in meaning to ``query``: dicts with id, text, score and metadata.
+
+        ``memory_type`` is ``"long"``, ``"short"`` or ``"all"`` (both, best first).
+        """
+        query = _check_text(query, "query")
+        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        limit = _check_limit(limit)
+        recall = self._recall()
+        vector = recall.query_vector(query)
+        hits: list[dict[str, Any]] = []
+        if memory_type in ("short", "all"):
+            hits += recall.short.rank(self._run(recall.short.entries()), vector, limit)
+        if memory_type in ("long", "all"):
+            hits += recall.long.search(vector, limit)
+        hits.sort(key=lambda hit: -hit["score"])
+        return hits[:limit]
+
+    def clear_memory(self, memory_type: str = "all") -> int:
+        """Forget this session's memories of a type (``"short"``, ``"long"`` or ``"all"``).
+
+        Long-term memories other sessions of the user added are kept. Returns how many went.
+        """
+        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        recall = self._recall()
+        removed = 0
+        if memory_type in ("short", "all"):
+            removed += self._run(recall.short.clear())
+        if memory_type in ("long", "all"):
+            removed += recall.long.clear()
+        return removed
+
+    def add_knowledge(self, source: str | os.PathLike[str]) -> KnowledgeAdded:
+        """Add a file (txt, md, html, pdf), a folder, a URL or raw text to the knowledge base.
+
+        Content already held is skipped; long additions show a progress bar.
+        """
+        if isinstance(source, os.PathLike):
+            source = Path(source)
+        return self._recall().add_knowledge(source)
+
+    def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Knowledge chunks closest to ``query``: dicts with id, text, score, metadata, source."""
+        query = _check_text(query, "query")
+        return self._recall().search_knowledge(query, _check_limit(limit))
+
+    def get_context(self, query: str, max_items: int = 3) -> str:
+        """Prompt context for ``query``: this session's notes, long-term memory and knowledge,
+        labelled by section, within ``memory_config["context_chars"]`` (4000) characters."""
+        query = _check_text(query, "query")
+        max_items = _check_limit(max_items)
+        recall = self._recall()
+        vector = recall.query_vector(query)
+        short = recall.short.rank(self._run(recall.short.entries()), vector, max_items)
+        return recall.context(vector, short, max_items)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -239,6 +337,26 @@ class Session:
             for k, v in rows
         )
         return f"<table><caption>praisonsession.Session</caption>{body}</table>"
+
+
+def _check_text(text: Any, what: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidValueError(f"{what} must be a str, got {type(text).__name__}.")
+    if not text.strip():
+        raise InvalidValueError(f"{what} is empty; pass some text.")
+    return text
+
+
+def _check_memory_type(memory_type: Any, allowed: tuple[str, ...]) -> str:
+    if memory_type not in allowed:
+        raise InvalidValueError(f"memory_type must be one of {allowed}, got {memory_type!r}.")
+    return memory_type
+
+
+def _check_limit(limit: Any) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise InvalidValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
+    return limit
 
 
 def _settings(settings: Any) -> Settings:

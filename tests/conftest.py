@@ -46,8 +46,11 @@ def no_thread_leaks() -> Iterator[None]:
     yield
 
     def ours(thread: threading.Thread) -> bool:
-        # the runtime's loop and its executor's idle workers (asyncio.to_thread) are reused
-        return thread.name == "praisonsession-loop" or thread.name.startswith("asyncio_")
+        # the runtime's loop and its executor's idle workers (asyncio.to_thread) are reused;
+        # tqdm keeps one monitor thread per process once a progress bar has been shown
+        return thread.name in ("praisonsession-loop", "tqdm_monitor") or thread.name.startswith(
+            "asyncio_"
+        )
 
     leaked = [t for t in threading.enumerate() if t.ident not in before and not ours(t)]
     for thread in leaked:  # give threads a test just finished with a moment to end

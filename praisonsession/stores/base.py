@@ -339,6 +339,15 @@ class SessionBase(ABC):
             raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
         return await self._read_log(key, check_key(log, "log name"), start, stop)
 
+    async def message_count(self, session_id: str, user_id: str, log: str) -> int:
+        """How many messages a named log holds (0 if it does not exist)."""
+        return await self._count_log(self._key(session_id, user_id), check_key(log, "log name"))
+
+    async def clear_messages(self, session_id: str, user_id: str, log: str) -> None:
+        """Empty a named log, in one atomic step."""
+        key = self._key(session_id, user_id)
+        await self._save_modules(key, {}, [LogWrite(check_key(log, "log name"), [], None)])
+
     # -- lifecycle ------------------------------------------------------------------------
 
     async def close(self) -> None:  # noqa: B027 - a store without connections has nothing to do
@@ -426,6 +435,10 @@ class SessionBase(ABC):
     async def _read_log(
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]: ...
+
+    async def _count_log(self, key: Key, path: str) -> int:
+        """Backends override this with a count that does not read the messages."""
+        return len(await self._read_log(key, path, 0, None))
 
 
 def _logger() -> Any:

@@ -412,6 +412,13 @@ class JSONSession(SessionBase):
         return await self._run(key, work, writes=False)
 
 
+    async def _count_log(self, key: Key, path: str) -> int:
+        def work(doc, at):
+            ref = None if doc is None else doc.logs.get(path)
+            return (0 if ref is None else ref["count"]), None
+
+        return await self._run(key, work, writes=False)
+
 def _atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` or leave it as it was. Call under the session's lock.
 

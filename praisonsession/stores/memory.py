@@ -179,3 +179,8 @@ class InMemorySession(SessionBase):
                 return []
             doc.touch(at, self.sliding_ttl)
             return _copy(doc.logs.get(path, [])[start:stop])
+
+    async def _count_log(self, key: Key, path: str) -> int:
+        with self._lock:
+            doc = self._live(key, now())
+            return 0 if doc is None else len(doc.logs.get(path, []))

@@ -610,6 +610,14 @@ class SqliteSession(SessionBase):
         return await self._read_then_slide(key, work)
 
 
+    async def _count_log(self, key: Key, path: str) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            if self._live_info(conn, key, now()) is None:
+                return 0
+            return self._log_length(conn, key, path)
+
+        return await self._transaction(work, write=False)
+
 def _sql_time(text: Any) -> float:
     """SQLite's CURRENT_TIMESTAMP text (UTC) as Unix seconds; now() if it is not one."""
     try:

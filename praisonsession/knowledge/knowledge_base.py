@@ -1,0 +1,201 @@
+"""A knowledge base: documents chunked, embedded and searchable, without duplicates.
+
+Every chunk's id is a hash of its scope and its text, so adding the same file, folder or page
+again adds nothing. All sources are read before anything is written: a bad source in a batch
+adds nothing at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import KnowledgeSourceError
+from ..memory.vector_index import VectorIndex, where_all
+from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
+from .sources import Document, fetch_url, files_in, is_url, looks_like_path, read_file
+
+SCOPES = ("user", "session", "global")
+_BATCH = 64
+_PROGRESS_FROM = 2 * _BATCH  # chunks; smaller additions finish too fast for a bar to help
+
+
+@dataclass(frozen=True)
+class KnowledgeAdded:
+    """What ``add_knowledge`` did: sources read, chunks added, chunks already known."""
+
+    sources: list[str] = field(default_factory=list)
+    chunks_added: int = 0
+    chunks_skipped: int = 0
+
+    @property
+    def files(self) -> int:
+        return sum(1 for source in self.sources if not is_url(source) and source != "<text>")
+
+    def __repr__(self) -> str:
+        return (
+            f"KnowledgeAdded({len(self.sources)} sources, {self.chunks_added} chunks added, "
+            f"{self.chunks_skipped} already known)"
+        )
+
+
+class KnowledgeBase:
+    def __init__(
+        self,
+        index: VectorIndex,
+        user_id: str,
+        session_id: str,
+        scope: str = "user",
+        chunk_size: int = DEFAULT_SIZE,
+        chunk_overlap: int = DEFAULT_OVERLAP,
+        timeout: float = 30.0,
+        progress: bool = True,
+    ) -> None:
+        if scope not in SCOPES:
+            raise KnowledgeSourceError(f"knowledge scope must be one of {SCOPES}, got {scope!r}.")
+        self.index = index
+        self.scope = scope
+        self.user_id = user_id
+        self.session_id = session_id
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+        self.timeout = timeout
+        self.progress = progress
+
+    # -- scope ----------------------------------------------------------------------------
+
+    def _scope_fields(self) -> dict[str, str]:
+        if self.scope == "global":
+            return {"scope": "global"}
+        if self.scope == "user":
+            return {"scope": "user", "user_id": self.user_id}
+        return {"scope": "session", "user_id": self.user_id, "session_id": self.session_id}
+
+    def _scope_key(self) -> str:
+        return "\x1f".join(self._scope_fields().values())
+
+    # -- reading --------------------------------------------------------------------------
+
+    def read(self, source: str | Path) -> list[Document]:
+        if isinstance(source, Path):
+            return self._read_path(source)
+        if not isinstance(source, str):
+            raise KnowledgeSourceError(
+                f"add_knowledge takes a path, a folder, a URL or text, got {type(source).__name__}."
+            )
+        if not source.strip():
+            raise KnowledgeSourceError("add_knowledge got empty text; pass some content.")
+        if is_url(source):
+            return [fetch_url(source, self.timeout)]
+        if looks_like_path(source) or _is_existing_path(source):
+            return self._read_path(Path(source))
+        return [Document(source, "<text>", "raw")]
+
+    def _read_path(self, path: Path) -> list[Document]:
+        path = path.expanduser()
+        if path.is_dir():
+            files = files_in(path)
+            if not files:
+                raise KnowledgeSourceError(
+                    f"The folder {path} holds no text, Markdown, HTML or PDF files."
+                )
+            return [read_file(file) for file in files]
+        if not path.exists():
+            raise KnowledgeSourceError(f"{path} does not exist. Check the path.")
+        return [read_file(path)]
+
+    # -- adding ---------------------------------------------------------------------------
+
+    def add(self, source: str | Path) -> KnowledgeAdded:
+        documents = self.read(source)
+        pieces: list[tuple[str, str, dict[str, Any]]] = []
+        for document in documents:
+            chunks = chunk_text(document.text, self.chunk_size, self.chunk_overlap)
+            if not chunks and len(documents) == 1:
+                raise KnowledgeSourceError(f"{document.source} holds no text; nothing was added.")
+            for number, chunk in enumerate(chunks):
+                pieces.append((self._chunk_id(chunk), chunk, self._metadata(document, number)))
+        unique = list({piece[0]: piece for piece in pieces}.values())
+        known = self.index.existing([piece[0] for piece in unique])
+        new = [piece for piece in unique if piece[0] not in known]
+        with _progress(len(new), self.progress and len(new) >= _PROGRESS_FROM) as bar:
+            for start in range(0, len(new), _BATCH):
+                batch = new[start : start + _BATCH]
+                self.index.add(
+                    [piece[0] for piece in batch],
+                    [piece[1] for piece in batch],
+                    [piece[2] for piece in batch],
+                )
+                bar.update(len(batch))
+        return KnowledgeAdded(
+            sources=[document.source for document in documents],
+            chunks_added=len(new),
+            chunks_skipped=len(pieces) - len(new),
+        )
+
+    def _chunk_id(self, chunk: str) -> str:
+        digest = hashlib.sha256(f"{self._scope_key()}\x1e{chunk}".encode("utf-8", "replace"))
+        return "k" + digest.hexdigest()[:40]
+
+    def _metadata(self, document: Document, number: int) -> dict[str, Any]:
+        return {
+            **self._scope_fields(),
+            "source": document.source,
+            "kind": document.kind,
+            "chunk": number,
+        }
+
+    # -- searching ------------------------------------------------------------------------
+
+    def search(self, vector: list[float], limit: int) -> list[dict[str, Any]]:
+        hits = self.index.query(vector, where_all(**self._scope_fields()), limit)
+        return [
+            {
+                "id": hit.id,
+                "text": hit.text,
+                "score": hit.score,
+                "metadata": hit.metadata,
+                "source": hit.metadata.get("source"),
+            }
+            for hit in hits
+        ]
+
+    def count(self) -> int:
+        return self.index.count(where_all(**self._scope_fields()))
+
+    def clear(self) -> int:
+        return self.index.delete(where_all(**self._scope_fields()))
+
+
+def _is_existing_path(text: str) -> bool:
+    if "\n" in text or len(text) > 4096:
+        return False
+    try:
+        return Path(text).expanduser().exists()
+    except (OSError, ValueError):  # too long for a file name, or a NUL inside
+        return False
+
+
+class _Silent:
+    def __enter__(self) -> _Silent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+    def update(self, count: int) -> None:
+        pass
+
+
+def _progress(total: int, show: bool) -> Any:
+    """tqdm's notebook-aware bar when the work is long enough to watch, else nothing at all."""
+    if not show:
+        return _Silent()
+    from tqdm.auto import tqdm
+
+    with warnings.catch_warnings():  # tqdm warns when a notebook lacks ipywidgets; text is fine
+        warnings.simplefilter("ignore")
+        return tqdm(total=total, unit="chunk", desc="Adding knowledge")

@@ -1,0 +1,154 @@
+"""One ChromaDB collection, embedded by one embedder that it remembers.
+
+Long-term memory and knowledge both keep vectors here. The collection records the embedder's
+name and dimension when it is created; opening it later with another embedder raises
+``EmbedderMismatchError`` instead of silently comparing vectors from different spaces.
+Vectors are computed by our embedder and handed to Chroma, so Chroma never downloads a model.
+chromadb is imported on first use only.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..embeddings import Embedder, as_chroma_embedding_function
+from ..errors import EmbedderMismatchError, InvalidValueError, StoreUnavailableError
+
+_clients: dict[str, Any] = {}
+_clients_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    text: str
+    score: float
+    metadata: dict[str, Any]
+
+
+def chroma_client(location: str | Path) -> Any:
+    """A Chroma client for a directory (embedded) or an ``http(s)://host:port`` server URL.
+
+    Clients are shared per location within a process, as Chroma itself expects.
+    """
+    key = str(location)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = _new_client(key)
+        return client
+
+
+def _new_client(location: str) -> Any:
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    settings = ChromaSettings(anonymized_telemetry=False)  # no traffic anywhere but to us
+    if location.startswith(("http://", "https://")):
+        url = urlsplit(location)
+        if not url.hostname:
+            raise InvalidValueError(f"Vector store URL {location!r} names no host.")
+        try:
+            return chromadb.HttpClient(
+                host=url.hostname,
+                port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https",
+                settings=settings,
+            )
+        except Exception as exc:
+            raise StoreUnavailableError(
+                f"Cannot reach the Chroma server at {location}: {exc}. Start it (chroma run) "
+                "or unset PRAISONSESSION_VECTOR_STORE_URL to use the embedded store."
+            ) from exc
+    Path(location).mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=location, settings=settings)
+
+
+class VectorIndex:
+    """A named collection of texts with vectors and flat metadata."""
+
+    def __init__(self, client: Any, name: str, embedder: Embedder) -> None:
+        self.name = name
+        self.embedder = embedder
+        function = as_chroma_embedding_function(embedder)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                collection = client.get_or_create_collection(
+                    name,
+                    metadata={"embedder": embedder.name, "dimension": embedder.dimension},
+                    configuration={"hnsw": {"space": "cosine"}},
+                    embedding_function=function,
+                )
+        except ValueError as exc:  # Chroma's own check of the recorded embedding function
+            if "conflict" not in str(exc).lower():
+                raise
+            raise self._mismatch(str(exc).rsplit("persisted:", 1)[-1].strip(), None) from None
+        found = collection.metadata or {}
+        if (found.get("embedder"), found.get("dimension")) != (embedder.name, embedder.dimension):
+            raise self._mismatch(found.get("embedder"), found.get("dimension"))
+        self._collection = collection
+
+    def _mismatch(self, found: Any, dimension: Any) -> EmbedderMismatchError:
+        size = f" ({dimension} dimensions)" if dimension else ""
+        return EmbedderMismatchError(
+            f"The collection {self.name!r} was built with the embedder {found!r}{size}, but "
+            f"{self.embedder.name!r} ({self.embedder.dimension} dimensions) is in use now. "
+            "Use the same embedder, or another data directory for the new one."
+        )
+
+    def add(
+        self,
+        ids: list[str],
+        texts: list[str],
+        metadatas: list[dict[str, Any]],
+        vectors: list[list[float]] | None = None,
+    ) -> None:
+        if not ids:
+            return
+        if vectors is None:
+            vectors = self.embedder.embed(texts)
+        self._collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
+
+    def existing(self, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        return set(self._collection.get(ids=ids, include=[])["ids"])
+
+    def query(self, vector: list[float], where: dict[str, Any], limit: int) -> list[Hit]:
+        found = self._collection.query(
+            query_embeddings=[vector],
+            n_results=limit,
+            where=where,
+            include=["documents", "metadatas", "distances"],
+        )
+        return [
+            Hit(id=i, text=text or "", score=round(1.0 - float(distance), 6), metadata=meta or {})
+            for i, text, meta, distance in zip(
+                found["ids"][0],
+                found["documents"][0],
+                found["metadatas"][0],
+                found["distances"][0],
+                strict=True,
+            )
+        ]
+
+    def count(self, where: dict[str, Any]) -> int:
+        return len(self._collection.get(where=where, include=[])["ids"])
+
+    def delete(self, where: dict[str, Any]) -> int:
+        ids = self._collection.get(where=where, include=[])["ids"]
+        if ids:
+            self._collection.delete(ids=ids)
+        return len(ids)
+
+
+def where_all(**fields: Any) -> dict[str, Any]:
+    """A Chroma filter requiring every field (Chroma wants $and for more than one)."""
+    clauses = [{key: value} for key, value in fields.items()]
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}

@@ -1,0 +1,181 @@
+"""Memory: offline, semantic, scoped to its user and session, across processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from praisonsession import EmbedderMismatchError, InvalidValueError, Session
+
+
+@pytest.fixture
+def open_session(tmp_path: Path):
+    """Sessions sharing one SQLite store and one Chroma directory under tmp_path."""
+
+    def open_(session_id: str = "s", user_id: str = "ada", **options) -> Session:
+        return Session(
+            session_id,
+            user_id,
+            store=f"sqlite://{tmp_path}/sessions.db",
+            settings={"data_dir": str(tmp_path / "data")},
+            **options,
+        )
+
+    return open_
+
+
+def test_a_paraphrase_finds_a_memory_from_another_process(open_session, tmp_path: Path) -> None:
+    code = (
+        "from praisonsession import Session\n"
+        f"s = Session('s1', 'ada', store='sqlite://{tmp_path}/sessions.db',"
+        f" settings={{'data_dir': {str(tmp_path / 'data')!r}}})\n"
+        "s.add_memory('I would like a refund for the broken blender', topic='orders')\n"
+        "s.add_memory('My daughter Mia starts primary school in September')\n"
+        "s.add_memory('I go running every morning before work')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    hits = open_session("s2").search_memory("getting my money back", limit=3)
+    assert hits[0]["text"] == "I would like a refund for the broken blender"
+    assert hits[0]["metadata"]["topic"] == "orders"
+    assert hits[0]["metadata"]["session_id"] == "s1"
+    assert hits[0]["score"] > hits[1]["score"]
+    assert set(hits[0]) >= {"id", "text", "score", "metadata"}
+
+
+def test_long_term_memory_is_the_users_and_nobody_elses(open_session) -> None:
+    open_session("s1", "ada").add_memory("Ada prefers green tea")
+    open_session("s1", "bob").add_memory("Bob prefers black coffee")
+    assert [h["text"] for h in open_session("s9", "ada").search_memory("drink")] == [
+        "Ada prefers green tea"
+    ]
+    assert [h["text"] for h in open_session("s1", "bob").search_memory("drink")] == [
+        "Bob prefers black coffee"
+    ]
+
+
+def test_short_term_memory_belongs_to_its_session(open_session) -> None:
+    first = open_session("s1")
+    first.add_memory("the user asked to call back at 5pm", memory_type="short")
+    assert first.search_memory("phone call", memory_type="short")[0]["text"] == (
+        "the user asked to call back at 5pm"
+    )
+    assert open_session("s2").search_memory("phone call", memory_type="short") == []
+    assert open_session("s1", "bob").search_memory("phone call", memory_type="short") == []
+
+
+def test_clearing_short_term_memory_keeps_long_term_memory(open_session) -> None:
+    session = open_session()
+    session.add_memory("User prefers concise answers")
+    session.add_memory("draft reply mentions pricing", memory_type="short")
+    assert session.clear_memory("short") == 1
+    assert session.search_memory("pricing", memory_type="short") == []
+    assert session.search_memory("preferences")[0]["text"] == "User prefers concise answers"
+
+
+def test_clearing_removes_only_this_sessions_long_term_memories(open_session) -> None:
+    mine, other = open_session("s1"), open_session("s2")
+    mine.add_memory("likes sailing")
+    other.add_memory("likes climbing")
+    open_session("s1", "bob").add_memory("likes sailing too")
+    assert mine.clear_memory("long") == 1
+    texts = [h["text"] for h in other.search_memory("hobby", limit=5)]
+    assert texts == ["likes climbing"]
+    assert [h["text"] for h in open_session("s1", "bob").search_memory("hobby")] == [
+        "likes sailing too"
+    ]
+
+
+def test_all_searches_both_kinds_best_first(open_session) -> None:
+    session = open_session()
+    session.add_memory("allergic to peanuts")
+    session.add_memory("ordered pad thai tonight", memory_type="short")
+    hits = session.search_memory("food allergy", memory_type="all", limit=2)
+    assert {h["metadata"]["memory_type"] for h in hits} == {"long", "short"}
+    assert hits[0]["text"] == "allergic to peanuts"
+    assert hits[0]["score"] >= hits[1]["score"]
+
+
+def test_short_term_memory_expires_with_its_session(open_session) -> None:
+    import time
+
+    session = open_session("brief", session_ttl=0.3)
+    session.add_memory("temporary note", memory_type="short")
+    time.sleep(0.45)
+    fresh = open_session("brief", session_ttl=10)
+    assert fresh.search_memory("note", memory_type="short") == []
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda s: s.add_memory(""), "empty"),
+        (lambda s: s.add_memory(42), "str"),
+        (lambda s: s.add_memory("x", memory_type="medium"), "memory_type"),
+        (lambda s: s.add_memory("x", session_id="other"), "may not set"),
+        (lambda s: s.add_memory("x", when=object()), "JSON"),
+        (lambda s: s.search_memory("x", limit=0), "limit"),
+        (lambda s: s.search_memory("   "), "empty"),
+        (lambda s: s.clear_memory("everything"), "memory_type"),
+    ],
+    ids=[
+        "empty",
+        "not-text",
+        "bad-type",
+        "reserved-key",
+        "bad-metadata",
+        "limit",
+        "blank",
+        "clear",
+    ],
+)
+def test_bad_input_is_refused_and_nothing_is_stored(open_session, call, error: str) -> None:
+    session = open_session()
+    with pytest.raises(InvalidValueError, match=error):
+        call(session)
+    assert session.search_memory("x", memory_type="all") == []
+
+
+def test_another_embedder_cannot_reopen_the_collection(open_session) -> None:
+    open_session().add_memory("stored with MiniLM")
+
+    class Tiny:
+        name = "tiny-test-embedder"
+        dimension = 3
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0, float(len(t)), 0.0] for t in texts]
+
+        def embed_query(self, text: str) -> list[float]:
+            return self.embed([text])[0]
+
+    session = open_session(memory_config={"embedder": Tiny()})
+    with pytest.raises(EmbedderMismatchError, match="all-MiniLM-L6-v2"):
+        session.search_memory("anything")
+
+
+def test_session_creation_does_not_import_chromadb(tmp_path: Path) -> None:
+    code = (
+        "import sys\nfrom praisonsession import Session\n"
+        f"s = Session('s', store='sqlite://{tmp_path}/s.db')\n"
+        "s.set_state('a', 1)\n"
+        "print(sorted(m for m in ('chromadb', 'onnxruntime', 'numpy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_get_context_labels_sections_and_keeps_the_budget(open_session, tmp_path: Path) -> None:
+    session = open_session(memory_config={"context_chars": 300})
+    session.add_memory("The user is vegetarian")
+    session.add_memory("asked about dinner recipes", memory_type="short")
+    (tmp_path / "menu.md").write_text("Our lentil curry is vegetarian and ready in 30 minutes.")
+    session.add_knowledge(str(tmp_path / "menu.md"))
+    context = session.get_context("what should I cook for a vegetarian dinner")
+    assert "## Long-term memory\n- The user is vegetarian" in context
+    assert "## Knowledge\n- Our lentil curry" in context
+    assert "## Recent notes from this session\n- asked about dinner recipes" in context
+    assert len(context) <= 300
+    assert session.get_context("quantum chromodynamics lecture") == ""
