@@ -37,6 +37,11 @@ class Settings(BaseSettings):
     vector_store_url: str | None = Field(
         None, description="Chroma server URL for memory and knowledge; default: embedded."
     )
+    vector_namespace: str = Field(
+        "praisonsession",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{1,200}[A-Za-z0-9]$",
+        description="Prefix of the Chroma collections, to keep apps apart on one server.",
+    )
     embedder: str = Field("minilm", description="Embedder for memory and knowledge.")
     llm_base_url: str | None = Field(None, description="OpenAI-compatible base URL.")
     llm_model: str = Field("gpt-4o-mini", description="Chat model name.")

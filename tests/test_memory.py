@@ -4,26 +4,36 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
+from chroma_server import chroma_url  # noqa: F401 - a fixture
 
 from praisonsession import EmbedderMismatchError, InvalidValueError, Session
 
 
-@pytest.fixture
-def open_session(tmp_path: Path):
-    """Sessions sharing one SQLite store and one Chroma directory under tmp_path."""
+@pytest.fixture(params=["embedded", "chroma-server"])
+def open_session(request: pytest.FixtureRequest, tmp_path: Path):
+    """Sessions sharing one SQLite store, with vectors in embedded Chroma or a Chroma server.
+
+    The server is shared by the whole test run, so each test gets its own collections.
+    """
+    settings = {"data_dir": str(tmp_path / "data")}
+    if request.param == "chroma-server":
+        settings["vector_store_url"] = request.getfixturevalue("chroma_url")
+        settings["vector_namespace"] = f"t{uuid.uuid4().hex}"
 
     def open_(session_id: str = "s", user_id: str = "ada", **options) -> Session:
         return Session(
             session_id,
             user_id,
             store=f"sqlite://{tmp_path}/sessions.db",
-            settings={"data_dir": str(tmp_path / "data")},
+            settings=settings,
             **options,
         )
 
+    open_.settings = settings
     return open_
 
 
@@ -31,7 +41,7 @@ def test_a_paraphrase_finds_a_memory_from_another_process(open_session, tmp_path
     code = (
         "from praisonsession import Session\n"
         f"s = Session('s1', 'ada', store='sqlite://{tmp_path}/sessions.db',"
-        f" settings={{'data_dir': {str(tmp_path / 'data')!r}}})\n"
+        f" settings={open_session.settings!r})\n"
         "s.add_memory('I would like a refund for the broken blender', topic='orders')\n"
         "s.add_memory('My daughter Mia starts primary school in September')\n"
         "s.add_memory('I go running every morning before work')\n"

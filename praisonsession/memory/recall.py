@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from ..stores.base import SessionBase
 
 MEMORY_TYPES = ("short", "long")
-MEMORY_COLLECTION = "praisonsession_memory"
-KNOWLEDGE_COLLECTION = "praisonsession_knowledge"
 
 _embedders: dict[str, Embedder] = {}
 _embedders_lock = threading.Lock()
@@ -66,12 +64,13 @@ class SessionRecall:
             or Path(settings.data_dir).expanduser().resolve() / "chroma"
         )
         client = chroma_client(location)
+        namespace = settings.vector_namespace
         self.long = LongTermMemory(
-            VectorIndex(client, MEMORY_COLLECTION, self.embedder), user_id, session_id
+            VectorIndex(client, f"{namespace}_memory", self.embedder), user_id, session_id
         )
         self.short = ShortTermMemory(store, session_id, user_id, self.embedder)
         self.knowledge = KnowledgeBase(
-            VectorIndex(client, KNOWLEDGE_COLLECTION, self.embedder),
+            VectorIndex(client, f"{namespace}_knowledge", self.embedder),
             user_id,
             session_id,
             scope=knowledge_config.get("scope", "user"),
