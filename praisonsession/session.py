@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import os
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,7 +24,9 @@ from .stores.base import UNSET, SessionBase, _check_ttl
 from .stores.record import SessionInfo
 
 if TYPE_CHECKING:
+    from .agents import Agent
     from .knowledge.knowledge_base import KnowledgeAdded
+    from .llm import LLMConfig
     from .memory.recall import SessionRecall
     from .settings import Settings
 
@@ -85,6 +87,7 @@ class Session:
         self.store = _store(store, self.settings)
         self._closed = False
         self._recall_services: SessionRecall | None = None
+        self._agents: dict[str, Agent] = {}
         self._recall_lock = threading.Lock()
         self._run(
             self.store.create_session(
@@ -250,6 +253,31 @@ class Session:
         short = recall.short.rank(self._run(recall.short.entries()), vector, max_items)
         return recall.context(vector, short, max_items)
 
+    # -- agents ---------------------------------------------------------------------------
+
+    def Agent(
+        self,
+        name: str,
+        role: str = "Assistant",
+        instructions: str | None = None,
+        tools: list[Callable[..., Any]] | None = None,
+        memory: bool = True,
+        knowledge: list[str] | None = None,
+        llm: str | dict[str, Any] | LLMConfig | None = None,
+        **kwargs: Any,
+    ) -> Agent:
+        """An agent whose conversation is kept in this session and restored when it is reopened.
+
+        ``llm`` is a model name, a dict with ``model``, ``base_url`` and ``api_key``, or None for
+        the settings (``PRAISONSESSION_LLM_*``, then ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``).
+        Asking again for the same name returns the same live agent.
+        """
+        from .agents import create_agent
+
+        return create_agent(self, name, role, instructions, tools, memory, knowledge, llm, **kwargs)
+
+    create_agent = Agent
+
     # -- lifecycle ------------------------------------------------------------------------
 
     @property
@@ -294,6 +322,8 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        for agent in self._agents.values():
+            agent.close()  # releases HTTP connections; the agent reconnects if used again
         if self._owns_store:
             self._run(self.store.close())
 

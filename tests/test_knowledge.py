@@ -7,9 +7,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from chroma_server import chroma_url  # noqa: F401 - a fixture
 from documents import make_pdf, serve
-
 from praisonsession import KnowledgeSourceError, Session
 from praisonsession.knowledge.chunking import chunk_text
 

@@ -8,8 +8,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from chroma_server import chroma_url  # noqa: F401 - a fixture
 
+from chroma_server import chroma_url  # noqa: F401 - a fixture
 from praisonsession import EmbedderMismatchError, InvalidValueError, Session
 
 

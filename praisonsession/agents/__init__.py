@@ -1,0 +1,10 @@
+"""Agents that remember: ``session.Agent(...)`` and the pieces behind it.
+
+Importing this package does not import ``requests`` or ``tenacity``; an agent's first chat does.
+"""
+
+from .agent import Agent, module_key
+from .factory import create_agent
+from .tools import Toolbox, function_schema
+
+__all__ = ["Agent", "Toolbox", "create_agent", "function_schema", "module_key"]

@@ -1,0 +1,314 @@
+"""``Agent``: an LLM agent whose conversation belongs to the session it was created in.
+
+Its history is a :class:`~praisonsession.state.MessageLog`, saved to the session's store after
+every turn (an append of the new messages, so a turn costs the same at 10 or 10,000
+messages) and loaded when the same session creates the same agent again, in any process.
+A turn is appended only once it has succeeded: a failed LLM call leaves the history as it
+was, so no half-turn (a question without an answer, a tool call without its result) can
+break the next request. Before each turn the agent takes in the turns another process saved
+for it meanwhile (one indexed read), so processes that take turns share one conversation.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .. import runtime
+from ..errors import InvalidValueError
+from ..identifiers import check_key, filename_for
+from ..llm.config import LLMConfig, resolve_llm
+from ..state.message_log import MessageLog
+from ..state.module import StateModule
+from .prompt import recent_turns, system_prompt
+from .tools import Toolbox
+
+if TYPE_CHECKING:
+    from ..llm.client import ChatClient
+    from ..session import Session
+
+__all__ = ["Agent", "module_key"]
+
+Message = dict[str, Any]
+
+
+def module_key(name: str) -> str:
+    """The store's module name for an agent: injective, and free of the "." path separator."""
+    return "agent:" + filename_for(name)
+
+
+class Agent(StateModule):
+    """An agent that remembers: ``chat`` sends instructions, context and recent history.
+
+    Create it with ``session.Agent(...)`` (or :func:`~praisonsession.agents.create_agent`),
+    which restores the saved history and returns the live agent if the session has one.
+
+    Options beyond PraisonAI's: ``history_window`` (turns of history sent, None for all),
+    ``max_tool_rounds`` (tool-call rounds per turn), ``context_items`` (``max_items`` for the
+    session's ``get_context``), ``goal`` and ``backstory`` (added to the system message).
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        name: str,
+        role: str = "Assistant",
+        instructions: str | None = None,
+        tools: Iterable[Callable[..., Any]] | None = None,
+        memory: bool = True,
+        knowledge: Iterable[str] | bool | None = None,
+        llm: str | Mapping[str, Any] | LLMConfig | None = None,
+        *,
+        goal: str | None = None,
+        backstory: str | None = None,
+        history_window: int | None = 20,
+        max_tool_rounds: int = 5,
+        context_items: int = 3,
+    ) -> None:
+        super().__init__()
+        self.session = session
+        self.name = check_key(name, "agent name")
+        self.key = module_key(self.name)
+        self.history = MessageLog()
+        #: How many messages the store held, all equal to ours, after our last save or load.
+        self._stored = 0
+        self._lock = threading.RLock()
+        self._client: ChatClient | None = None
+        self.configure(
+            role=role,
+            instructions=instructions,
+            tools=tools,
+            memory=memory,
+            knowledge=knowledge,
+            llm=llm,
+            goal=goal,
+            backstory=backstory,
+            history_window=history_window,
+            max_tool_rounds=max_tool_rounds,
+            context_items=context_items,
+        )
+
+    def configure(
+        self,
+        role: str = "Assistant",
+        instructions: str | None = None,
+        tools: Iterable[Callable[..., Any]] | None = None,
+        memory: bool = True,
+        knowledge: Iterable[str] | bool | None = None,
+        llm: str | Mapping[str, Any] | LLMConfig | None = None,
+        *,
+        goal: str | None = None,
+        backstory: str | None = None,
+        history_window: int | None = 20,
+        max_tool_rounds: int = 5,
+        context_items: int = 3,
+    ) -> None:
+        """Set everything but the name and the history (what a repeated ``Agent(...)`` does)."""
+        for label, text in (
+            ("role", role),
+            ("instructions", instructions),
+            ("goal", goal),
+            ("backstory", backstory),
+        ):
+            if text is not None and not isinstance(text, str):
+                raise InvalidValueError(f"{label} must be a str, got {type(text).__name__}.")
+        for label, count, low in (
+            ("history_window", history_window, 0),
+            ("max_tool_rounds", max_tool_rounds, 0),
+            ("context_items", context_items, 1),
+        ):
+            if count is None and label == "history_window":
+                continue
+            if isinstance(count, bool) or not isinstance(count, int) or count < low:
+                raise InvalidValueError(f"{label} must be an int >= {low}, got {count!r}.")
+        config = resolve_llm(llm, getattr(self.session, "settings", None))
+        toolbox = Toolbox(tools or ())
+        self.role = role
+        self.instructions = instructions
+        self.goal = goal
+        self.backstory = backstory
+        self.memory = bool(memory)
+        self.knowledge = _sources(knowledge)
+        self.tools = toolbox
+        self.history_window = history_window
+        self.max_tool_rounds = max_tool_rounds
+        self.context_items = context_items
+        if self._client is not None and self._client.config != config:
+            self._client.close()
+            self._client = None
+        self.llm = config
+
+    # -- chatting -------------------------------------------------------------------------
+
+    def chat(self, message: str) -> str:
+        """Send a message and return the reply; the turn is saved before this returns."""
+        with self._lock:
+            return runtime.run(self.achat(message), inline=self._runs_inline())
+
+    start = chat  # PraisonAI's name for the same call
+
+    async def achat(self, message: str) -> str:
+        """``chat`` for async code: the HTTP call and tools run off the event loop."""
+        if not isinstance(message, str):
+            raise InvalidValueError(f"chat takes a str, got {type(message).__name__}.")
+        client = self._client or self._connect()
+        await self._catch_up()
+        context = await self._context(message)
+        system = system_prompt(
+            self.name, self.role, self.instructions, self.goal, self.backstory, context
+        )
+        prefix: list[Message] = [{"role": "system", "content": system}]
+        prefix += recent_turns(self.history, self.history_window)
+        turn = await self._turn(client, prefix, message)
+        self.history.extend(turn)
+        await self._save()
+        return turn[-1]["content"]
+
+    async def _turn(self, client: ChatClient, prefix: list[Message], message: str) -> list[Message]:
+        """The new messages of one turn: the user's, tool calls and results, the answer.
+
+        At most ``max_tool_rounds`` rounds of tool calls; the request after the last round says
+        ``tool_choice="none"``, so the model has to answer in text.
+        """
+        turn: list[Message] = [{"role": "user", "content": message}]
+        rounds = 0
+        while True:
+            choice = "none" if self.tools and rounds >= self.max_tool_rounds else None
+            reply = await runtime.offload(
+                client.complete, prefix + turn, self.tools.schemas, choice
+            )
+            if reply.tool_calls and choice is None:
+                turn.append(reply.to_message())
+                for call in reply.tool_calls:
+                    result = await self.tools.run(call.name, call.arguments)
+                    turn.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                rounds += 1
+                continue
+            text = reply.content or ""
+            if reply.tool_calls and not text:  # it ignored tool_choice="none"
+                text = (
+                    f"(I stopped after {rounds} rounds of tool calls, the limit for one "
+                    "message. Ask me to continue.)"
+                )
+            turn.append({"role": "assistant", "content": text})
+            return turn
+
+    def clear_history(self) -> None:
+        """Forget the conversation, here and in the store."""
+        with self._lock:
+            self.history.clear()
+            runtime.run(self._save(), inline=self._runs_inline())
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _connect(self) -> ChatClient:
+        from ..llm.client import ChatClient  # requests and tenacity load here, on first use
+
+        self._client = ChatClient(self.llm)
+        return self._client
+
+    def _runs_inline(self) -> bool:
+        return bool(self.session.store.runs_inline) and not self.tools.has_async
+
+    async def _context(self, query: str) -> str:
+        """Memory and knowledge for this message, from the session (when it offers them)."""
+        session = self.session
+        if self.memory and hasattr(session, "get_context"):
+            text = await runtime.offload(session.get_context, query, self.context_items)
+            return str(text or "").strip()
+        if self.knowledge is not None and hasattr(session, "search_knowledge"):
+            hits = await runtime.offload(session.search_knowledge, query, self.context_items)
+            return "\n".join(f"• {hit['text']}" for hit in hits or ())
+        return ""
+
+    async def _catch_up(self) -> None:
+        """Take in turns another process (or Session object) saved since we last synced.
+
+        One indexed read of the messages past ours; nothing when our history was edited.
+        """
+        if self._stored != len(self.history):
+            return
+        session = self.session
+        newer = await session.store.read_messages(
+            session.session_id, session.user_id, f"{self.key}.history", start=self._stored
+        )
+        if newer:
+            self.history.extend(newer)
+            self._stored = len(self.history)
+
+    async def _save(self) -> None:
+        session = self.session
+        await session.store.save_session_state(
+            session.session_id, session.user_id, **{self.key: self}
+        )
+        self._stored = len(self.history)
+
+    async def _load(self) -> None:
+        session = self.session
+        await session.store.load_session_state(
+            session.session_id, session.user_id, allow_not_exist=True, **{self.key: self}
+        )
+        self._stored = len(self.history)
+
+    def close(self) -> None:
+        """Release the HTTP connections (the agent reconnects if used again)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # -- reading --------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        return self.llm.model
+
+    @property
+    def chat_history(self) -> MessageLog:
+        """The live history (PraisonAI's name)."""
+        return self.history
+
+    @property
+    def turns(self) -> int:
+        """How many user messages the history holds."""
+        return sum(1 for message in self.history if message.get("role") == "user")
+
+    def __repr__(self) -> str:
+        return f"Agent(name={self.name!r}, model={self.model!r}, turns={self.turns})"
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        rows = [
+            ("name", self.name),
+            ("role", self.role),
+            ("model", self.model),
+            ("endpoint", self.llm.base_url),
+            ("turns", self.turns),
+            ("tools", ", ".join(self.tools.tools) or "none"),
+        ]
+        last = [m for m in self.history[-4:] if m.get("role") in ("user", "assistant")]
+        rows += [(m["role"], _short(m.get("content"))) for m in last]
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+            f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+            for k, v in rows
+        )
+        return f"<table><caption>praisonsession Agent</caption>{body}</table>"
+
+
+def _sources(knowledge: Iterable[str] | bool | None) -> list[str] | None:
+    """PraisonAI takes a list of sources, or True for "use the session's knowledge"."""
+    if knowledge is None or knowledge is False:
+        return None
+    if knowledge is True:
+        return []
+    if isinstance(knowledge, str):
+        return [knowledge]
+    return [str(source) for source in knowledge]
+
+
+def _short(content: Any, limit: int = 120) -> str:
+    text = "" if content is None else str(content)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,50 @@
+"""Errors from an OpenAI-compatible endpoint, all under :class:`~praisonsession.errors.RemoteError`.
+
+Each says which endpoint failed, how, and what to change; none ever contains the API key.
+"""
+
+from __future__ import annotations
+
+from ..errors import RemoteError
+
+__all__ = [
+    "LLMAuthError",
+    "LLMError",
+    "LLMRequestError",
+    "LLMResponseError",
+    "LLMUnavailableError",
+]
+
+
+class LLMError(RemoteError):
+    """An LLM endpoint failed. ``status`` is the HTTP status when there was a response."""
+
+    def __init__(self, message: str, *, url: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+
+
+class LLMAuthError(LLMError):
+    """HTTP 401 or 403: the API key is missing, wrong, or not allowed to use the model.
+
+    Never retried: the same key would be refused again.
+    """
+
+
+class LLMRequestError(LLMError):
+    """Another 4xx: the endpoint understood the request and refused it (bad model, bad URL…)."""
+
+
+class LLMResponseError(LLMError):
+    """The endpoint answered, but not with a chat completion this client can read."""
+
+
+class LLMUnavailableError(LLMError):
+    """No usable answer within the retry bounds (rate limits, 5xx, timeouts, no connection)."""
+
+    def __init__(
+        self, message: str, *, url: str = "", status: int | None = None, attempts: int = 0
+    ) -> None:
+        super().__init__(message, url=url, status=status)
+        self.attempts = attempts

@@ -1,0 +1,181 @@
+"""Bounded retries for LLM calls, with ``tenacity``.
+
+What is retried: HTTP 408, 409, 429 and 5xx, timeouts and refused or dropped connections.
+What bounds it: ``max_retries`` attempts after the first, and ``max_retry_wait`` seconds of
+waiting in total. Waits follow the server's ``Retry-After`` (seconds or an HTTP date; OpenAI's
+``retry-after-ms`` too) when it sends one, else exponential backoff with jitter. A server that
+asks for a longer wait than the budget has left is not waited for: the call fails at once.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+
+import requests
+import tenacity
+
+from .config import LLMConfig
+from .errors import LLMUnavailableError
+
+__all__ = ["TransientError", "call_with_retries", "retry_after_seconds"]
+
+T = TypeVar("T")
+
+#: Longest backoff between two attempts when the server gives no Retry-After.
+MAX_BACKOFF = 8.0
+RETRY_STATUSES = frozenset({408, 409, 429})
+
+
+class TransientError(Exception):
+    """An HTTP answer worth retrying. Internal: callers see LLMUnavailableError."""
+
+    def __init__(self, status: int, detail: str, retry_after: float | None) -> None:
+        super().__init__(f"HTTP {status}: {detail}" if detail else f"HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+
+
+def is_retry_status(status: int) -> bool:
+    return status in RETRY_STATUSES or status >= 500
+
+
+def retry_after_seconds(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds the server asks us to wait, or None when it does not say (or says nonsense)."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    value = lower.get("retry-after-ms")
+    if value is not None:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, TransientError):
+        return True
+    if isinstance(exc, requests.exceptions.SSLError):
+        return False
+    return isinstance(
+        exc,
+        (
+            requests.exceptions.Timeout,
+            requests.exceptions.ConnectionError,
+            requests.exceptions.ChunkedEncodingError,
+        ),
+    )
+
+
+class _Budget:
+    """tenacity's wait and stop, sharing one decision per attempt.
+
+    tenacity 8.2 asks ``stop`` before ``wait`` and later versions the other way round, so the
+    delay is computed once per attempt by whichever asks first.
+    """
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
+        self._decided: tuple[int, float] | None = None
+        self.refused_wait: float | None = None
+
+    def delay(self, state: tenacity.RetryCallState) -> float:
+        if self._decided is None or self._decided[0] != state.attempt_number:
+            self._decided = (state.attempt_number, self._compute(state))
+        return self._decided[1]
+
+    def _compute(self, state: tenacity.RetryCallState) -> float:
+        outcome = state.outcome
+        exc = outcome.exception() if outcome is not None else None
+        asked = getattr(exc, "retry_after", None)
+        if asked is not None:
+            return float(asked)
+        backoff = self.config.retry_backoff * 2 ** (state.attempt_number - 1)
+        backoff = min(MAX_BACKOFF, backoff) * (0.5 + random.random() / 2)
+        # idle_for: seconds slept before earlier attempts (not yet this one, in every version)
+        return min(backoff, max(0.0, self.config.max_retry_wait - state.idle_for))
+
+    def wait(self, state: tenacity.RetryCallState) -> float:
+        return self.delay(state)
+
+    def stop(self, state: tenacity.RetryCallState) -> bool:
+        if state.attempt_number > self.config.max_retries:
+            return True
+        seconds = self.delay(state)
+        if state.idle_for + seconds > self.config.max_retry_wait + 1e-9:
+            self.refused_wait = seconds
+            return True
+        return False
+
+
+def call_with_retries(
+    attempt: Callable[[], T], config: LLMConfig, sleep: Callable[[float], Any] = time.sleep
+) -> T:
+    """Call ``attempt`` until it succeeds, fails for good, or the retry budget is spent."""
+    budget = _Budget(config)
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception(_is_transient),
+        wait=budget.wait,
+        stop=budget.stop,
+        sleep=sleep,
+        reraise=True,
+    )
+    started = time.monotonic()
+    attempts = 0
+
+    def counted() -> T:
+        nonlocal attempts
+        attempts += 1
+        return attempt()
+
+    try:
+        return retrying(counted)
+    except (TransientError, requests.exceptions.RequestException) as exc:
+        raise _unavailable(exc, config, attempts, time.monotonic() - started, budget) from exc
+
+
+def _unavailable(
+    exc: BaseException, config: LLMConfig, attempts: int, elapsed: float, budget: _Budget
+) -> LLMUnavailableError:
+    url = config.endpoint
+    if isinstance(exc, TransientError):
+        last = str(exc)
+    elif isinstance(exc, requests.exceptions.Timeout):
+        last = f"no answer within timeout={config.timeout:g} s"
+    elif isinstance(exc, requests.exceptions.ConnectionError):
+        last = f"could not connect ({type(exc).__name__})"
+    else:
+        last = f"{type(exc).__name__}: {exc}"
+    tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
+    message = f"{url} gave no usable answer after {tries} in {elapsed:.1f} s (last: {last})."
+    if budget.refused_wait is not None:
+        message += (
+            f" The server asked to retry after {budget.refused_wait:g} s, more than the retry "
+            f"budget allows (max_retry_wait={config.max_retry_wait:g} s)."
+        )
+    if isinstance(exc, TransientError) and exc.status == 429:
+        hint = "You are rate limited: wait and try again, or raise max_retry_wait in llm={...}."
+    elif isinstance(exc, requests.exceptions.Timeout):
+        hint = "Raise timeout in llm={...} (or PRAISONSESSION_TIMEOUT) for slow models."
+    elif isinstance(exc, requests.exceptions.ConnectionError):
+        hint = "Check that the server is running and that base_url is right."
+    else:
+        hint = "Try again later, or raise max_retries / max_retry_wait in llm={...}."
+    status = exc.status if isinstance(exc, TransientError) else None
+    return LLMUnavailableError(f"{message} {hint}", url=url, status=status, attempts=attempts)

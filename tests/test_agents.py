@@ -1,0 +1,737 @@
+"""Agents that remember, against a real chat-completions server on 127.0.0.1.
+
+Each test reads as a usage story: what the user calls, what the endpoint received (exact
+bodies), and what the session's store holds afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import pytest
+
+from llm_server import Reply, ScriptedChatServer, isolate_llm_env, serving
+from praisonsession import InvalidValueError, Session, SessionBase, runtime
+from praisonsession.agents import Agent, create_agent, function_schema, module_key
+from praisonsession.agents.prompt import recent_turns
+from praisonsession.llm import LLMAuthError, LLMUnavailableError
+
+SYSTEM = "You are Tutor. Your role: Assistant."
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def system(text: str = SYSTEM) -> dict[str, Any]:
+    return {"role": "system", "content": text}
+
+
+class RememberingSession(Session):
+    """A Session whose memory and knowledge are a fixed, inspectable stand-in.
+
+    It overrides the real ``add_memory``, ``add_knowledge``, ``search_knowledge`` and
+    ``get_context`` (same signatures) so that tests can assert the exact prompt and how the
+    agent called them. The real layer is tested end to end in ``test_real_memory_*`` below.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.memories: list[str] = []
+        self.sources: list[str] = []
+        self.context_calls: list[tuple[str, int]] = []
+
+    def add_memory(self, text: str, memory_type: str = "long", **metadata: Any) -> None:
+        self.memories.append(text)
+
+    def add_knowledge(self, source: str) -> None:
+        self.sources.append(source)
+
+    def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        return [
+            {"id": str(i), "text": s, "score": 1.0, "metadata": {}, "source": s}
+            for i, s in enumerate(self.sources[:limit])
+        ]
+
+    def get_context(self, query: str, max_items: int = 3) -> str:
+        self.context_calls.append((query, max_items))
+        found = self.memories[:max_items] + self.sources[:max_items]
+        return "\n".join(f"• {text}" for text in found)
+
+
+@pytest.fixture(autouse=True)
+def local_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_llm_env(monkeypatch)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedChatServer]:
+    with serving() as server:
+        yield server
+
+
+@pytest.fixture
+def store_url(tmp_path: Path) -> str:
+    return f"sqlite://{tmp_path}/s.db"
+
+
+@pytest.fixture
+def open_session(store_url: str) -> Iterator[Callable[..., Session]]:
+    """Open Session objects on one SQLite store (each call is like another program)."""
+    opened: list[Session] = []
+
+    def open_(session_id: str = "chat", cls: type[Session] = Session, **kw: Any) -> Session:
+        session = cls(session_id, store=store_url, **kw)
+        opened.append(session)
+        return session
+
+    yield open_
+    for session in opened:
+        for agent in getattr(session, "_agents", {}).values():
+            agent.close()
+        session.close()
+
+
+def tutor(session: Session, server: ScriptedChatServer, name: str = "Tutor", **kw: Any) -> Agent:
+    llm = {"base_url": server.url, "model": "test-model", "retry_backoff": 0.01}
+    return create_agent(session, name, llm=kw.pop("llm", llm), **kw)
+
+
+def stored(session: Session, agent: Agent) -> list[dict[str, Any]]:
+    """The agent's history as the store holds it."""
+    log = f"{agent.key}.history"
+    return runtime.run(session.store.read_messages(session.session_id, session.user_id, log))
+
+
+# -- one conversation ----------------------------------------------------------------------
+
+
+def test_a_turn_sends_instructions_and_message_and_saves_both(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    agent = tutor(session, server, instructions="Remember our conversation history")
+    server.say("Nice to meet you, Ada.")
+
+    assert agent.chat("My name is Ada") == "Nice to meet you, Ada."
+
+    (request,) = server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.body == {
+        "model": "test-model",
+        "messages": [
+            system(f"{SYSTEM}\n\nRemember our conversation history"),
+            user("My name is Ada"),
+        ],
+    }
+    assert agent.history == [user("My name is Ada"), assistant("Nice to meet you, Ada.")]
+    assert stored(session, agent) == agent.history
+
+
+def test_the_next_turn_carries_the_conversation(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    agent = tutor(open_session(), server)
+    server.say("Hello Ada.", "Your name is Ada.")
+    agent.chat("My name is Ada")
+    agent.chat("What is my name?")
+    assert server.last_messages() == [
+        system(),
+        user("My name is Ada"),
+        assistant("Hello Ada."),
+        user("What is my name?"),
+    ]
+
+
+CHILD = """
+import sys
+from praisonsession import Session
+from praisonsession.agents import create_agent
+
+store_url, base_url = sys.argv[1:3]
+session = Session("chat", store=store_url)
+agent = create_agent(session, "Tutor", llm={"base_url": base_url, "model": "test-model"})
+print(agent.turns)
+print(agent.chat("What is my name?"))
+"""
+
+
+def test_the_conversation_survives_a_new_process_and_continues(
+    open_session: Callable[..., Session],
+    server: ScriptedChatServer,
+    store_url: str,
+    tmp_path: Path,
+) -> None:
+    tutor(open_session(), server).chat("My name is Ada")  # scripted: "You said: ..."
+    server.say("Your name is Ada.")
+
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, store_url, server.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == ["1", "Your name is Ada."]
+    first, second = server.requests
+    assert second.body["messages"] == [
+        system(),
+        user("My name is Ada"),
+        assistant("You said: My name is Ada"),
+        user("What is my name?"),
+    ]
+    assert first.client_port != second.client_port  # really another program
+    reopened = tutor(open_session(), server)
+    assert reopened.turns == 2
+    assert reopened.history[-1] == assistant("Your name is Ada.")
+
+
+def test_history_with_tool_calls_round_trips_through_every_store(
+    store: SessionBase, server: ScriptedChatServer
+) -> None:
+    agent = tutor(Session("chat", store=store), server, tools=[get_weather])
+    server.call(("get_weather", {"city": "Oslo"}))
+    server.say("7 C in Oslo.")
+    agent.chat("Weather in Oslo?")
+    agent.chat("Thanks")
+
+    again = tutor(Session("chat", store=store), server, tools=[get_weather])
+
+    assert again is not agent and again.history == agent.history
+    assert [m["role"] for m in again.history] == [
+        "user", "assistant", "tool", "assistant", "user", "assistant"
+    ]  # fmt: skip
+    again.chat("More")
+    assert server.last_messages() == [system(), *agent.history, user("More")]
+
+
+def test_the_same_name_in_the_same_session_is_the_same_live_agent(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    first = tutor(session, server, instructions="Be brief.")
+    first.chat("one")
+
+    again = tutor(session, server, instructions="Be very brief.")
+
+    assert again is first
+    assert again.instructions == "Be very brief."  # the latest settings apply
+    assert again.history == [user("one"), assistant("You said: one")]  # never a stale copy
+
+
+@pytest.mark.skipif(not hasattr(Session, "Agent"), reason="Session.Agent is not wired in yet")
+def test_session_agent_and_create_agent_are_the_factory(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    llm = {"base_url": server.url, "model": "test-model"}
+    agent = session.Agent("Tutor", instructions="Be brief.", llm=llm)
+    assert session.create_agent("Tutor", llm=llm) is agent
+    assert create_agent(session, "Tutor", llm=llm) is agent
+    agent.chat("Hi")
+    assert server.last_messages() == [system(), user("Hi")]
+
+
+def test_two_programs_taking_turns_share_one_conversation(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    here = tutor(open_session(), server)
+    there = tutor(open_session(), server)  # another Session object: as another process would
+    here.chat("one")
+    there.chat("two")
+    here.chat("three")
+
+    expected = [
+        user("one"),
+        assistant("You said: one"),
+        user("two"),
+        assistant("You said: two"),
+        user("three"),
+        assistant("You said: three"),
+    ]
+    assert server.last_messages() == [system(), *expected[:-1]]
+    assert here.history == expected
+    assert stored(here.session, here) == expected
+
+
+def test_two_agents_in_one_session_keep_separate_histories(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    lead = tutor(session, server, name="team.lead")
+    other = tutor(session, server, name="team lead")
+    lead.chat("to lead 1")
+    other.chat("to other 1")
+    lead.chat("to lead 2")
+
+    assert server.last_messages() == [
+        system("You are team.lead. Your role: Assistant."),
+        user("to lead 1"),
+        assistant("You said: to lead 1"),
+        user("to lead 2"),
+    ]
+    assert (lead.key, other.key) == ("agent:team%2Elead", "agent:team%20lead")
+    assert stored(session, lead) == lead.history and len(lead.history) == 4
+    assert stored(session, other) == [user("to other 1"), assistant("You said: to other 1")]
+    reopened = open_session()
+    assert tutor(reopened, server, name="team lead").history == other.history
+    assert tutor(reopened, server, name="team.lead").history == lead.history
+
+
+def test_agent_names_map_to_distinct_store_keys() -> None:
+    names = ["a.b", "a b", "a%2Eb", "A.b", "a:b", "a/b", "ü"]
+    keys = [module_key(n) for n in names]
+    assert len(set(keys)) == len(names)
+    assert all("." not in key for key in keys)
+
+
+def test_a_failed_llm_call_leaves_no_half_turn(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    agent = tutor(session, server)
+    server.fail(401, "Incorrect API key provided.")
+    with pytest.raises(LLMAuthError):
+        agent.chat("first try")
+
+    assert agent.history == [] and stored(session, agent) == []
+    server.say("ok")
+    assert agent.chat("second try") == "ok"
+    assert server.last_messages() == [system(), user("second try")]
+
+
+def test_history_window_counts_turns(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    agent = tutor(open_session(), server, history_window=2)
+    for i in range(5):
+        agent.chat(f"q{i}")
+    assert server.last_messages() == [
+        system(),
+        user("q2"),
+        assistant("You said: q2"),
+        user("q3"),
+        assistant("You said: q3"),
+        user("q4"),
+    ]
+    assert len(agent.history) == 10  # the window limits what is sent, not what is kept
+
+
+def test_the_window_never_separates_tool_calls_from_their_results() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    history = [
+        user("q1"),
+        assistant("a1"),
+        user("q2"),
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+        assistant("a2"),
+    ]
+    assert recent_turns(history, 1) == history[2:]
+    assert recent_turns(history, 2) == history
+    assert recent_turns(history, 9) == history
+    assert recent_turns(history, 0) == []
+    assert recent_turns(history, None) == history
+
+
+# -- tools ---------------------------------------------------------------------------------
+
+
+class Unit(enum.Enum):
+    CELSIUS = "C"
+    FAHRENHEIT = "F"
+
+
+def get_weather(city: str, unit: Unit = Unit.CELSIUS) -> str:
+    """Current weather in a city.
+
+    Looks it up in a tiny table.
+
+    Args:
+        city: The city name,
+            in English.
+        unit: Temperature unit.
+    """
+    degrees = {"Paris": 18, "Oslo": 7}[city]
+    if unit is Unit.FAHRENHEIT:
+        degrees = degrees * 9 // 5 + 32
+    return f"{degrees} degrees {unit.value} in {city}"
+
+
+def divide(a: float, b: float) -> float:
+    """Divide a by b."""
+    return a / b
+
+
+WEATHER_SCHEMA = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "The city name, in English."},
+                "unit": {"type": "string", "enum": ["C", "F"], "description": "Temperature unit."},
+            },
+            "required": ["city"],
+        },
+    },
+}
+
+
+def test_type_hints_become_an_openai_tool_schema() -> None:
+    def search(
+        query: str,
+        limit: int = 5,
+        score: float = 0.5,
+        exact: bool = False,
+        tags: list[str] | None = None,
+        filters: Optional[dict[str, int]] = None,  # noqa: UP045 - the typing spelling works too
+        order: Literal["new", "old"] = "new",
+        anything: Any = None,
+        untyped=None,
+    ) -> list[str]:
+        """Search the notes."""
+        return []
+
+    assert function_schema(get_weather) == WEATHER_SCHEMA
+    assert function_schema(search)["function"]["parameters"] == {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "limit": {"type": "integer"},
+            "score": {"type": "number"},
+            "exact": {"type": "boolean"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "filters": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "order": {"type": "string", "enum": ["new", "old"]},
+            "anything": {},
+            "untyped": {"type": "string"},
+        },
+        "required": ["query"],
+    }
+
+
+def test_tools_that_cannot_be_described_are_refused_up_front() -> None:
+    def takes_a_set_of_bytes(data: bytes) -> None:
+        """No JSON schema for bytes."""
+
+    def takes_kwargs(**options: str) -> None:
+        """The model could not know the names."""
+
+    with pytest.raises(InvalidValueError, match=r"takes_a_set_of_bytes\(data\)"):
+        function_schema(takes_a_set_of_bytes)
+    with pytest.raises(InvalidValueError, match=r"\*options"):
+        function_schema(takes_kwargs)
+    with pytest.raises(InvalidValueError, match="lambda"):
+        function_schema(lambda x: x)
+
+
+def test_tool_calls_round_trip_and_are_kept_in_the_history(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    agent = tutor(session, server, tools=[get_weather])
+    server.call(("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo", "unit": "F"}))
+    server.say("Paris 18 C, Oslo 44 F.")
+
+    assert agent.chat("Weather in Paris and Oslo?") == "Paris 18 C, Oslo 44 F."
+
+    first, second = server.requests
+    assert first.body["tools"] == [WEATHER_SCHEMA] and "tool_choice" not in first.body
+    calls = [
+        {"id": "call_1_0", "type": "function", "function": {"name": "get_weather",
+                                                             "arguments": '{"city": "Paris"}'}},
+        {"id": "call_1_1", "type": "function", "function": {
+            "name": "get_weather", "arguments": '{"city": "Oslo", "unit": "F"}'}},
+    ]  # fmt: skip
+    turn = [
+        user("Weather in Paris and Oslo?"),
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "call_1_0", "content": "18 degrees C in Paris"},
+        {"role": "tool", "tool_call_id": "call_1_1", "content": "44 degrees F in Oslo"},
+    ]
+    assert second.body["messages"] == [system(), *turn]
+    assert agent.history == [*turn, assistant("Paris 18 C, Oslo 44 F.")]
+    assert stored(session, agent) == agent.history
+
+    agent.chat("Thanks!")  # the next turn re-sends the calls and their results
+    assert server.last_messages() == [system(), *agent.history[:5], user("Thanks!")]
+    assert tutor(open_session(), server, tools=[get_weather]).history == agent.history
+
+
+def test_a_failing_tool_is_reported_to_the_model_not_raised(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    agent = tutor(open_session(), server, tools=[divide])
+    server.call(("divide", {"a": 1, "b": 0}))
+    server.say("You cannot divide by zero.")
+
+    assert agent.chat("What is 1/0?") == "You cannot divide by zero."
+    result = server.last_messages()[-1]
+    assert (result["role"], result["tool_call_id"]) == ("tool", "call_1_0")
+    assert result["content"].startswith("Error: the tool 'divide' raised ZeroDivisionError: ")
+    assert result["content"].endswith("division by zero")
+
+
+def test_unknown_tools_and_bad_arguments_are_reported_to_the_model(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    agent = tutor(open_session(), server, tools=[divide])
+    bad_json = {"id": "c2", "type": "function", "function": {"name": "divide", "arguments": "{"}}
+    server.queue(Reply.tool_calls(("launch_rockets", {}), bad_json, ("divide", {"a": 1})))
+    server.say("Sorry.")
+    agent.chat("Go")
+    results = [m["content"] for m in server.last_messages() if m["role"] == "tool"]
+    assert results[0] == "Error: there is no tool named 'launch_rockets'. Available tools: divide."
+    assert results[1].startswith("Error: the arguments for 'divide' are not valid JSON")
+    assert results[2].startswith("Error: the tool 'divide' raised TypeError:")
+    assert "missing 1 required positional argument: 'b'" in results[2]
+
+
+def test_tool_rounds_are_bounded(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    agent = tutor(open_session(), server, tools=[divide], max_tool_rounds=2)
+    for _ in range(3):  # a model that never stops calling tools, even when told not to
+        server.call(("divide", {"a": 4, "b": 2}))
+
+    reply = agent.chat("Divide forever")
+
+    assert len(server.requests) == 3
+    assert [r.body.get("tool_choice") for r in server.requests] == [None, None, "none"]
+    assert reply.startswith("(I stopped after 2 rounds of tool calls")
+    roles = [m["role"] for m in agent.history]
+    assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert "tool_calls" not in agent.history[-1]  # no call is left without its result
+
+
+def test_a_failure_during_tool_rounds_keeps_nothing_of_the_turn(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    llm = {"base_url": server.url, "model": "test-model", "max_retries": 0}
+    agent = tutor(open_session(), server, tools=[divide], llm=llm)
+    server.call(("divide", {"a": 4, "b": 2}))
+    server.fail(503, "overloaded")
+    with pytest.raises(LLMUnavailableError):
+        agent.chat("Divide")
+    assert agent.history == []
+    server.say("ok")
+    agent.chat("Again")
+    assert server.last_messages() == [system(), user("Again")]
+
+
+async def double(n: int) -> int:
+    """Double a number, asynchronously."""
+    await asyncio.sleep(0)
+    return n * 2
+
+
+def test_async_tools_work_from_sync_chat(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    agent = tutor(open_session(), server, tools=[double])
+    server.call(("double", {"n": 21}))
+    server.say("42")
+    assert agent.chat("Double 21") == "42"
+    assert server.last_messages()[-1]["content"] == "42"
+
+
+# -- memory and knowledge ------------------------------------------------------------------
+
+
+def test_memory_puts_the_sessions_context_into_the_prompt(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session(cls=RememberingSession)
+    session.add_memory("The user's cat is called Miso.")
+    agent = tutor(session, server)
+    server.say("Miso!")
+
+    agent.chat("What is my cat called?")
+
+    assert session.context_calls == [("What is my cat called?", 3)]
+    assert server.last_messages() == [
+        system(f"{SYSTEM}\n\nRelevant context:\n• The user's cat is called Miso."),
+        user("What is my cat called?"),
+    ]
+
+
+def test_memory_false_leaves_the_context_out(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session(cls=RememberingSession)
+    session.add_memory("The user's cat is called Miso.")
+    tutor(session, server, memory=False).chat("Hi")
+    assert session.context_calls == []
+    assert server.last_messages()[0] == system()
+
+
+def test_knowledge_is_added_to_the_session_and_reaches_the_prompt(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session(cls=RememberingSession)
+    agent = tutor(session, server, knowledge=["The office opens at 9."], context_items=2)
+    tutor(session, server, knowledge=["The office opens at 9."], context_items=2)
+
+    agent.chat("When does the office open?")
+
+    assert session.sources == ["The office opens at 9."]  # added once
+    assert session.context_calls == [("When does the office open?", 2)]
+    assert server.last_messages()[0] == system(
+        f"{SYSTEM}\n\nRelevant context:\n• The office opens at 9."
+    )
+
+
+def test_knowledge_without_memory_is_searched_directly(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session(cls=RememberingSession)
+    agent = tutor(session, server, memory=False, knowledge=["Parking is free."])
+    agent.chat("Is parking free?")
+    assert session.context_calls == []
+    assert server.last_messages()[0] == system(f"{SYSTEM}\n\nRelevant context:\n• Parking is free.")
+
+
+def test_real_memory_a_stored_memory_reaches_the_prompt(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    session.add_memory("The user's cat is called Miso.")
+    tutor(session, server).chat("What is my cat called?")
+    prompt = server.last_messages()[0]["content"]
+    assert prompt.startswith(f"{SYSTEM}\n\nRelevant context:\n")
+    assert "The user's cat is called Miso." in prompt
+
+
+def test_real_memory_knowledge_added_to_the_session_reaches_the_prompt(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    agent = tutor(session, server, knowledge=["The office opens at 9 every weekday."])
+    agent.chat("When does the office open?")
+    prompt = server.last_messages()[0]["content"]
+    assert prompt.startswith(f"{SYSTEM}\n\nRelevant context:\n")
+    assert "The office opens at 9 every weekday." in prompt
+    assert session.search_knowledge("office hours")[0]["text"] == (
+        "The office opens at 9 every weekday."
+    )
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def test_settings_choose_the_endpoint_and_model(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    settings = {"llm_base_url": server.url, "llm_model": "from-settings", "llm_api_key": "sk-s"}
+    session = open_session(settings=settings)
+    create_agent(session, "Plain").chat("Hi")
+    create_agent(session, "Named", llm="gpt-4o").chat("Hi")
+    plain, named = server.requests
+    assert plain.body["model"] == "from-settings"
+    assert named.body["model"] == "gpt-4o"
+    assert plain.headers["authorization"] == named.headers["authorization"] == "Bearer sk-s"
+
+
+def test_a_dict_llm_sets_endpoint_key_and_request_fields(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    llm = {"model": "llama3.2", "base_url": server.url, "api_key": "sk-d", "temperature": 0}
+    agent = create_agent(open_session(), "Tutor", llm=llm)
+    agent.chat("Hi")
+    (request,) = server.requests
+    assert request.headers["authorization"] == "Bearer sk-d"
+    assert request.body == {
+        "model": "llama3.2",
+        "messages": [system(), user("Hi")],
+        "temperature": 0,
+    }
+    assert agent.model == "llama3.2"
+
+
+def test_the_environment_is_the_fallback(
+    open_session: Callable[..., Session],
+    server: ScriptedChatServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    create_agent(open_session(), "Tutor").chat("Hi")
+    (request,) = server.requests
+    assert request.headers["authorization"] == "Bearer sk-env"
+    assert request.body["model"] == "gpt-4o-mini"
+
+
+def test_unknown_options_are_refused_and_praisonai_ones_accepted(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    with pytest.raises(TypeError, match=r"\['histroy_window'\]"):
+        tutor(session, server, histroy_window=3)
+    agent = tutor(session, server, verbose=True, goal="Teach maths", backstory="A patient tutor.")
+    agent.chat("Hi")
+    expected = f"{SYSTEM}\n\nYour goal: Teach maths\n\nA patient tutor."
+    assert server.last_messages()[0] == system(expected)
+
+
+# -- async, display, housekeeping ----------------------------------------------------------
+
+
+def test_achat_in_async_code(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    agent = tutor(open_session(), server)
+
+    async def main() -> list[str]:
+        return [await agent.achat("one"), await agent.achat("two")]
+
+    assert asyncio.run(main()) == ["You said: one", "You said: two"]
+    assert agent.turns == 2
+
+
+def test_sync_chat_inside_a_running_loop_as_in_jupyter(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    agent = tutor(open_session(), server)
+
+    async def cell() -> str:
+        return agent.chat("from a notebook cell")
+
+    assert asyncio.run(cell()) == "You said: from a notebook cell"
+    assert stored(agent.session, agent)[-1] == assistant("You said: from a notebook cell")
+
+
+def test_repr_shows_name_model_and_turns(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    agent = tutor(open_session(), server)
+    agent.chat("Hi <there>")
+    assert repr(agent) == "Agent(name='Tutor', model='test-model', turns=1)"
+    page = agent._repr_html_()
+    assert "<td style='text-align:left'>Tutor</td>" in page
+    assert "test-model" in page and "Hi &lt;there&gt;" in page
+
+
+def test_clear_history_forgets_in_the_store_too(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    agent = tutor(session, server)
+    agent.chat("secret")
+    agent.clear_history()
+    assert agent.history == [] and stored(session, agent) == []
+    assert tutor(open_session(), server).history == []

@@ -1,0 +1,394 @@
+"""The LLM client against a real chat-completions server on 127.0.0.1.
+
+Every test asserts on what the server received: the exact URL, headers and body, and how many
+attempts arrived and when. No request ever leaves the machine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from llm_server import Reply, ScriptedChatServer, gaps, http_date, isolate_llm_env, serving
+from praisonsession import RemoteError
+from praisonsession.errors import InvalidValueError
+from praisonsession.llm import (
+    DEFAULT_BASE_URL,
+    OLLAMA_BASE_URL,
+    ChatClient,
+    LLMAuthError,
+    LLMConfig,
+    LLMRequestError,
+    LLMResponseError,
+    LLMUnavailableError,
+    ToolCall,
+    resolve_llm,
+)
+from praisonsession.llm.retry import retry_after_seconds
+from praisonsession.settings import Settings
+
+HELLO = [{"role": "user", "content": "Hello"}]
+
+
+@pytest.fixture(autouse=True)
+def local_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_llm_env(monkeypatch)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedChatServer]:
+    with serving() as server:
+        yield server
+
+
+def client_for(server: ScriptedChatServer, **options) -> ChatClient:
+    """A client with fast retries, so that retry tests take milliseconds."""
+    fields = {"model": "test-model", "base_url": server.url, "retry_backoff": 0.01}
+    return ChatClient(LLMConfig(**{**fields, **options}))
+
+
+# -- the request ---------------------------------------------------------------------------
+
+
+def test_the_request_is_exactly_the_openai_protocol(server: ScriptedChatServer) -> None:
+    server.say("Hi there")
+    with client_for(server, api_key="sk-test", params={"temperature": 0.2}) as client:
+        reply = client.complete(HELLO)
+
+    assert reply.content == "Hi there"
+    assert reply.tool_calls == []
+    (request,) = server.requests
+    assert request.method == "POST"
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer sk-test"
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["user-agent"].startswith("praisonsession/")
+    assert request.body == {"model": "test-model", "messages": HELLO, "temperature": 0.2}
+
+
+def test_a_local_server_needs_no_key_and_gets_no_authorization_header(
+    server: ScriptedChatServer,
+) -> None:
+    server.say("ok")
+    with client_for(server) as client:
+        client.complete(HELLO)
+    assert "authorization" not in server.requests[0].headers
+
+
+def test_tools_are_sent_only_when_there_are_some(server: ScriptedChatServer) -> None:
+    schema = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    server.say("a", "b")
+    with client_for(server) as client:
+        client.complete(HELLO, tools=[])
+        client.complete(HELLO, tools=[schema], tool_choice="none")
+    assert "tools" not in server.requests[0].body
+    assert server.requests[1].body["tools"] == [schema]
+    assert server.requests[1].body["tool_choice"] == "none"
+
+
+def test_tool_calls_in_the_reply_are_parsed(server: ScriptedChatServer) -> None:
+    server.call(("add", {"a": 1, "b": 2}), ("shout", {"text": "hi"}))
+    with client_for(server) as client:
+        reply = client.complete(HELLO)
+    assert reply.content is None
+    assert reply.tool_calls == [
+        ToolCall("call_1_0", "add", '{"a": 1, "b": 2}'),
+        ToolCall("call_1_1", "shout", '{"text": "hi"}'),
+    ]
+    assert reply.to_message()["tool_calls"][0] == {
+        "id": "call_1_0",
+        "type": "function",
+        "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'},
+    }
+
+
+def test_ollama_style_object_arguments_and_missing_ids_are_normalised(
+    server: ScriptedChatServer,
+) -> None:
+    call = {"function": {"name": "add", "arguments": {"a": 1}}}
+    server.queue(Reply(payload={"message": {"role": "assistant", "tool_calls": [call]}}))
+    # the scripted server fills in missing ids; strip it to see the client's fallback
+    server.queue(
+        Reply(
+            raw=b'{"choices": [{"message": {"tool_calls": [{"function": '
+            b'{"name": "add", "arguments": {"a": 1}}}]}}]}'
+        )
+    )
+    with client_for(server) as client:
+        first = client.complete(HELLO)
+        second = client.complete(HELLO)
+    assert first.tool_calls == [ToolCall("call_1_0", "add", '{"a": 1}')]
+    assert second.tool_calls == [ToolCall("call_0", "add", '{"a": 1}')]
+
+
+def test_one_client_reuses_its_connection(server: ScriptedChatServer) -> None:
+    server.say("1", "2", "3")
+    with client_for(server) as client:
+        for _ in range(3):
+            client.complete(HELLO)
+    assert len({r.client_port for r in server.requests}) == 1
+
+
+# -- retries -------------------------------------------------------------------------------
+
+
+def test_429_is_retried_until_it_succeeds(server: ScriptedChatServer) -> None:
+    server.fail(429, "Rate limit reached", times=2)
+    server.say("finally")
+    with client_for(server) as client:
+        assert client.complete(HELLO).content == "finally"
+    assert len(server.requests) == 3
+    assert all(r.body == server.requests[0].body for r in server.requests)
+
+
+def test_500_is_retried_and_the_retries_stop_at_the_bound(server: ScriptedChatServer) -> None:
+    server.fail(500, "upstream exploded", times=3)
+    with client_for(server, max_retries=2) as client, pytest.raises(LLMUnavailableError) as err:
+        client.complete(HELLO)
+
+    assert len(server.requests) == 3  # the first attempt and exactly two retries
+    assert err.value.attempts == 3
+    assert err.value.status == 500
+    assert "after 3 attempts" in str(err.value)
+    assert "HTTP 500: upstream exploded" in str(err.value)
+    assert isinstance(err.value, RemoteError)
+
+
+def test_no_retries_at_all_with_max_retries_zero(server: ScriptedChatServer) -> None:
+    server.fail(503)
+    with client_for(server, max_retries=0) as client, pytest.raises(LLMUnavailableError):
+        client.complete(HELLO)
+    assert len(server.requests) == 1
+
+
+def test_the_total_wait_is_bounded_too(server: ScriptedChatServer) -> None:
+    server.fail(503, retry_after=0.3, times=3)
+    started = time.monotonic()
+    client = client_for(server, max_retries=10, max_retry_wait=0.7)
+    with client, pytest.raises(LLMUnavailableError) as err:
+        client.complete(HELLO)
+    # two waits of 0.3 s fit in 0.7 s; a third would not, so it gives up after 3 attempts
+    assert len(server.requests) == 3
+    assert time.monotonic() - started < 1.5
+    assert "more than the retry budget" in str(err.value)
+
+
+def test_retry_after_in_seconds_is_honoured(server: ScriptedChatServer) -> None:
+    server.fail(429, retry_after=1)
+    server.say("ok")
+    with client_for(server) as client:
+        client.complete(HELLO)
+    (gap,) = gaps(server.requests)
+    assert 1.0 <= gap < 1.5
+
+
+def test_retry_after_as_an_http_date_is_honoured(server: ScriptedChatServer) -> None:
+    server.fail(429, retry_after=http_date(2))
+    server.say("ok")
+    with client_for(server) as client:
+        client.complete(HELLO)
+    (gap,) = gaps(server.requests)
+    assert 0.9 <= gap < 2.5  # an HTTP date has one-second resolution
+
+
+def test_retry_after_longer_than_the_budget_fails_at_once(server: ScriptedChatServer) -> None:
+    server.fail(429, retry_after=120)
+    started = time.monotonic()
+    with client_for(server, max_retry_wait=5) as client, pytest.raises(LLMUnavailableError) as err:
+        client.complete(HELLO)
+    assert time.monotonic() - started < 1.0
+    assert len(server.requests) == 1
+    assert "asked to retry after 120 s" in str(err.value)
+    assert "rate limited" in str(err.value)
+
+
+def test_retry_after_header_forms() -> None:
+    now = 1_700_000_000.0
+    assert retry_after_seconds({"Retry-After": "3"}, now) == 3.0
+    assert retry_after_seconds({"retry-after": "0.25"}, now) == 0.25
+    assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}, now) == 1.5
+    assert retry_after_seconds({"Retry-After": "Tue, 14 Nov 2023 22:13:25 GMT"}, now) == 5.0
+    assert retry_after_seconds({"Retry-After": "Tue, 14 Nov 2023 22:13:10 GMT"}, now) == 0.0
+    assert retry_after_seconds({"Retry-After": "-4"}, now) == 0.0
+    assert retry_after_seconds({"Retry-After": "soon"}, now) is None
+    assert retry_after_seconds({}, now) is None
+
+
+def test_a_timeout_is_retried_then_reported_as_unavailable(server: ScriptedChatServer) -> None:
+    server.queue(Reply.text("too late", delay=2), Reply.text("too late", delay=2))
+    started = time.monotonic()
+    client = client_for(server, timeout=0.2, max_retries=1)
+    with client, pytest.raises(LLMUnavailableError) as err:
+        client.complete(HELLO)
+    assert len(server.requests) == 2
+    assert time.monotonic() - started < 1.5
+    assert "no answer within timeout=0.2 s" in str(err.value)
+    assert "Raise timeout" in str(err.value)
+
+
+def test_a_server_that_is_down_is_retried_then_unavailable() -> None:
+    with ScriptedChatServer() as gone:
+        url = gone.url
+    client = ChatClient(LLMConfig(model="m", base_url=url, retry_backoff=0.01, max_retries=2))
+    with client, pytest.raises(LLMUnavailableError) as err:
+        client.complete(HELLO)
+    assert err.value.attempts == 3
+    assert "could not connect" in str(err.value)
+    assert "Check that the server is running" in str(err.value)
+
+
+# -- errors that are not retried -----------------------------------------------------------
+
+
+def test_401_raises_a_clear_auth_error_without_retrying() -> None:
+    with serving(api_key="right-key") as server:
+        with client_for(server, api_key="wrong-key") as client, pytest.raises(LLMAuthError) as err:
+            client.complete(HELLO)
+        assert len(server.requests) == 1
+    message = str(err.value)
+    assert err.value.status == 401
+    assert "HTTP 401 (Incorrect API key provided.)" in message
+    assert "an API key was sent" in message
+    assert "OPENAI_API_KEY" in message
+    assert "wrong-key" not in message
+
+
+def test_403_without_a_key_says_no_key_was_sent(server: ScriptedChatServer) -> None:
+    server.fail(403, "Project does not have access to model")
+    with client_for(server) as client, pytest.raises(LLMAuthError) as err:
+        client.complete(HELLO)
+    assert "no API key was sent" in str(err.value)
+    assert "Project does not have access to model" in str(err.value)
+
+
+def test_404_points_at_the_base_url(server: ScriptedChatServer) -> None:
+    server.fail(404, "model 'llama9' not found")
+    with client_for(server) as client, pytest.raises(LLMRequestError) as err:
+        client.complete(HELLO)
+    assert len(server.requests) == 1
+    assert "model 'llama9' not found" in str(err.value)
+    assert "http://localhost:11434/v1" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b"<html>Sign in</html>", "not JSON ('<html>Sign in</html>')"),
+        (b'{"choices": [', "not JSON"),
+        (b"[1, 2]", "JSON list, not an object"),
+        (b'{"choices": []}', "no 'choices' list"),
+        (b'{"choices": [{"text": "legacy completion"}]}', "no 'message' object"),
+        (b'{"error": {"message": "overloaded"}}', "answered with an error: overloaded"),
+        (b'{"choices": [{"message": {"tool_calls": [{"id": "x"}]}}]}', "no function name"),
+    ],
+)
+def test_a_malformed_response_raises_a_typed_error(
+    server: ScriptedChatServer, body: bytes, says: str
+) -> None:
+    server.queue(Reply.malformed(body))
+    with client_for(server) as client, pytest.raises(LLMResponseError) as err:
+        client.complete(HELLO)
+    assert says in str(err.value)
+    assert len(server.requests) == 1
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def test_resolution_defaults_to_openai() -> None:
+    config = resolve_llm(None, None, environ={})
+    assert (config.model, config.base_url, config.api_key) == (
+        "gpt-4o-mini",
+        DEFAULT_BASE_URL,
+        None,
+    )
+    assert config.endpoint == "https://api.openai.com/v1/chat/completions"
+
+
+def test_resolution_order_argument_then_settings_then_environment() -> None:
+    env = {"OPENAI_BASE_URL": "http://env:1/v1", "OPENAI_API_KEY": "env-key"}
+    settings = Settings(llm_base_url="http://settings:2/v1", llm_model="s-model")
+
+    assert resolve_llm(None, None, env).base_url == "http://env:1/v1"
+    assert resolve_llm(None, None, env).api_key == "env-key"
+    from_settings = resolve_llm(None, settings, env)
+    assert (from_settings.model, from_settings.base_url) == ("s-model", "http://settings:2/v1")
+    assert from_settings.api_key == "env-key"  # settings has none, so the environment's
+    named = resolve_llm("gpt-4o", settings, env)
+    assert (named.model, named.base_url) == ("gpt-4o", "http://settings:2/v1")
+    full = resolve_llm(
+        {"model": "llama3.2", "base_url": "http://arg:3/v1", "api_key": "arg-key"}, settings, env
+    )
+    assert (full.model, full.base_url, full.api_key) == ("llama3.2", "http://arg:3/v1", "arg-key")
+
+
+def test_resolution_accepts_praisonai_and_litellm_spellings() -> None:
+    assert resolve_llm({"api_base": "http://h:1/v1/"}, None, {}).base_url == "http://h:1/v1"
+    pasted = resolve_llm({"base_url": "http://h:1/v1/chat/completions"}, None, {})
+    assert pasted.base_url == "http://h:1/v1"
+    assert resolve_llm(None, None, {"OPENAI_API_BASE": "http://y/v1"}).base_url == "http://y/v1"
+    ollama = resolve_llm("ollama/llama3.2", None, {})
+    assert (ollama.model, ollama.base_url) == ("llama3.2", OLLAMA_BASE_URL)
+    assert resolve_llm("ollama/qwen", None, {"OPENAI_BASE_URL": "http://gpu:8/v1"}).base_url == (
+        "http://gpu:8/v1"
+    )
+    options = resolve_llm({"temperature": 0, "max_tokens": 50, "timeout": 5, "max_retries": 1})
+    assert options.params == {"temperature": 0, "max_tokens": 50}
+    assert (options.timeout, options.max_retries) == (5, 1)
+
+
+def test_resolution_refuses_what_it_cannot_use() -> None:
+    with pytest.raises(InvalidValueError, match=r"unknown keys \['temprature'\]"):
+        resolve_llm({"temprature": 0.1})
+    with pytest.raises(InvalidValueError, match="http"):
+        resolve_llm({"base_url": "localhost:11434"})
+    with pytest.raises(InvalidValueError, match="model name"):
+        resolve_llm(42)  # type: ignore[arg-type]
+
+
+def test_the_config_repr_never_shows_the_key() -> None:
+    config = LLMConfig(model="m", api_key="sk-secret")
+    assert "sk-secret" not in repr(config)
+    assert "api_key=set" in repr(config)
+
+
+def test_environment_endpoint_and_key_reach_the_server(
+    server: ScriptedChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    server.say("ok")
+    with ChatClient(resolve_llm("env-model")) as client:
+        client.complete(HELLO)
+    (request,) = server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer sk-from-env"
+    assert request.body["model"] == "env-model"
+
+
+def test_settings_win_over_the_environment_on_the_wire(monkeypatch: pytest.MonkeyPatch) -> None:
+    with serving() as from_env, serving() as from_settings:
+        monkeypatch.setenv("OPENAI_BASE_URL", from_env.url)
+        settings = Settings(llm_base_url=from_settings.url, llm_api_key="sk-settings")
+        from_settings.say("ok")
+        with ChatClient(resolve_llm(None, settings)) as client:
+            client.complete(HELLO)
+        assert from_env.requests == []
+        (request,) = from_settings.requests
+        assert request.headers["authorization"] == "Bearer sk-settings"
+        assert request.body["model"] == "gpt-4o-mini"
+
+
+def test_importing_praisonsession_loads_no_http_stack() -> None:
+    code = (
+        "import sys, praisonsession, praisonsession.llm, praisonsession.agents\n"
+        "print(sorted(m for m in ('requests', 'tenacity', 'urllib3') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
