@@ -26,6 +26,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py
+	$(PY) benchmarks/bench_memory.py
+	$(PY) benchmarks/bench_agents.py
+	$(PY) benchmarks/bench_redis.py
 
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site

@@ -30,6 +30,7 @@ from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 if TYPE_CHECKING:
     from .stores.json_files import JSONSession
     from .stores.memory import InMemorySession
+    from .stores.redis import RedisSession
     from .stores.sqlite import SqliteSession
 
 __version__ = "0.1.0"
@@ -46,6 +47,7 @@ __all__ = [
     "LoadResult",
     "MessageLog",
     "PraisonSessionError",
+    "RedisSession",
     "RemoteError",
     "Session",
     "SessionBase",
@@ -65,7 +67,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Store backends load on first use, so that the import stays fast."""
-    if name in ("InMemorySession", "JSONSession", "SqliteSession"):
+    if name in ("InMemorySession", "JSONSession", "RedisSession", "SqliteSession"):
         from . import stores
 
         value = getattr(stores, name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -10,10 +11,27 @@ from pathlib import Path
 from typing import Any
 
 from praisonsession import InMemorySession, JSONSession, SessionBase, SqliteSession
-from praisonsession.identifiers import filename_for
+from praisonsession.identifiers import DEFAULT_USER, filename_for
+from praisonsession.stores.base import Key
 
-BACKENDS = ["memory", "json", "sqlite"]
-PERSISTENT = ["json", "sqlite"]
+BACKENDS = ["memory", "json", "sqlite"]  # the facade tests (test_session.py) run on these
+STORE_BACKENDS = [*BACKENDS, "redis"]  # the store conformance suite runs on every backend
+PERSISTENT = ["json", "sqlite", "redis"]
+
+#: The test session's redis-server (``redis://127.0.0.1:PORT/0``), set by the ``redis_url``
+#: fixture in conftest.py before any redis store is made.
+REDIS_URL: str | None = None
+
+
+def redis_prefix(root: Path) -> str:
+    """A key prefix of its own for every test directory, so tests never see each other."""
+    return "t-" + hashlib.sha1(str(root).encode()).hexdigest()[:16] + ":"
+
+
+def redis_store_url(root: Path) -> str:
+    if REDIS_URL is None:
+        raise RuntimeError("no redis-server: request the redis_url fixture first")
+    return f"{REDIS_URL}?key_prefix={redis_prefix(root)}"
 
 
 class RawAccess:
@@ -23,7 +41,10 @@ class RawAccess:
         self.store = store
 
     def corrupt_state(self, session_id: str, user_id: str) -> None:
-        if isinstance(self.store, JSONSession):
+        if _is_redis(self.store):
+            with self._redis() as client:
+                client.hset(self._redis_keys(session_id, user_id)[1], "a", "{broken")
+        elif isinstance(self.store, JSONSession):
             self._doc_path(session_id, user_id).write_bytes(b'{"format": 1, "state": {"a": ')
         elif isinstance(self.store, SqliteSession):
             with self._db() as db:
@@ -35,7 +56,10 @@ class RawAccess:
             raise AssertionError("an in-memory store holds objects, not bytes")
 
     def set_format(self, session_id: str, user_id: str, found: int) -> None:
-        if isinstance(self.store, JSONSession):
+        if _is_redis(self.store):
+            with self._redis() as client:
+                client.hset(self._redis_keys(session_id, user_id)[0], "format", found)
+        elif isinstance(self.store, JSONSession):
             path = self._doc_path(session_id, user_id)
             data = json.loads(path.read_text("utf-8"))
             data["format"] = found
@@ -49,6 +73,12 @@ class RawAccess:
 
     def write_agentscope(self, session_id: str, modules: dict[str, Any]) -> None:
         """Leave a session where AgentScope 1.0 kept it, in its format (no envelope, no user)."""
+        if _is_redis(self.store):
+            # AgentScope's RedisSession: one JSON string per (user, session), no envelope
+            key = Key(DEFAULT_USER, session_id)
+            with self._redis() as client:
+                client.set(self.store._agentscope_key(key), json.dumps(modules))
+            return
         if isinstance(self.store, JSONSession):
             path = self.store.save_dir / f"{session_id}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,6 +97,10 @@ class RawAccess:
             )
 
     def raw_bytes(self, session_id: str, user_id: str) -> bytes:
+        if _is_redis(self.store):
+            with self._redis() as client:
+                state = client.hgetall(self._redis_keys(session_id, user_id)[1])
+            return b"".join(name + b"=" + value + b"\n" for name, value in sorted(state.items()))
         if isinstance(self.store, JSONSession):
             return self._doc_path(session_id, user_id).read_bytes()
         with self._db() as db:
@@ -86,6 +120,22 @@ class RawAccess:
         assert isinstance(self.store, JSONSession)
         return self.store.save_dir / filename_for(user_id) / f"{filename_for(session_id)}.json"
 
+    def _redis_keys(self, session_id: str, user_id: str) -> list[str]:
+        return self.store._keys(Key(user_id or DEFAULT_USER, session_id))
+
+    @contextmanager
+    def _redis(self) -> Iterator[Any]:
+        import redis
+
+        options = self.store._options
+        client = redis.Redis(
+            host=options["host"], port=options["port"], db=options["db"], password=None
+        )
+        try:
+            yield client
+        finally:
+            client.close()
+
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
         assert isinstance(self.store, SqliteSession)
@@ -102,10 +152,21 @@ def make_store(kind: str, root: Path, **options: Any) -> SessionBase:
         return InMemorySession(**options)
     if kind == "json":
         return JSONSession(root / "json-store", **options)
+    if kind == "redis":
+        from praisonsession import open_store
+
+        return open_store(redis_store_url(root), **options)
     return SqliteSession(root / "sqlite-store" / "sessions.db", **options)
 
 
 def kind_of(store: SessionBase) -> str:
-    return {"InMemorySession": "memory", "JSONSession": "json", "SqliteSession": "sqlite"}[
-        type(store).__name__
-    ]
+    return {
+        "InMemorySession": "memory",
+        "JSONSession": "json",
+        "SqliteSession": "sqlite",
+        "RedisSession": "redis",
+    }[type(store).__name__]
+
+
+def _is_redis(store: SessionBase) -> bool:
+    return type(store).__name__ == "RedisSession"

@@ -7,23 +7,52 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from redis_server import RedisServer
 
-from backends import BACKENDS, PERSISTENT, RawAccess, make_store
+import backends
+from backends import PERSISTENT, STORE_BACKENDS, RawAccess, make_store
 from praisonsession import SessionBase, runtime
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """One redis-server (127.0.0.1, free port, no persistence) for the whole test session.
+
+    Started only when a test needs it. Tests share it safely: each store gets a key prefix
+    of its own (see ``backends.redis_prefix``).
+    """
+    server = RedisServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_server: RedisServer) -> str:
+    """``redis://127.0.0.1:PORT/0`` of the test session's server (no key prefix)."""
+    backends.REDIS_URL = redis_server.url
+    return redis_server.url
+
+
+def _open(kind: str, request: pytest.FixtureRequest, root: Path) -> SessionBase:
+    if kind == "redis":
+        request.getfixturevalue("redis_url")
+    return make_store(kind, root)
+
+
+@pytest.fixture(params=STORE_BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionBase]:
     """Each backend in turn; the conformance suite runs once per backend."""
-    store = make_store(request.param, tmp_path)
+    store = _open(request.param, request, tmp_path)
     yield store
     runtime.run(store.close())
 
 
 @pytest.fixture(params=PERSISTENT)
 def persistent_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionBase]:
-    """Backends that keep bytes on disk, which can be damaged or come from older versions."""
-    store = make_store(request.param, tmp_path)
+    """Backends whose stored bytes can be damaged or come from older versions."""
+    store = _open(request.param, request, tmp_path)
     yield store
     runtime.run(store.close())
 

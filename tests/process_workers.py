@@ -28,7 +28,14 @@ import sys
 import time
 from pathlib import Path
 
-from praisonsession import MessageLog, Session, StateModule, open_store, runtime
+from praisonsession import (
+    MessageLog,
+    Session,
+    SessionExpiredError,
+    StateModule,
+    open_store,
+    runtime,
+)
 
 BARRIER_TIMEOUT = 60.0
 
@@ -100,7 +107,56 @@ def crash_writer(url: str, session_id: str, ack_file: str) -> None:
         i += 1
 
 
-JOBS = {"increment": increment, "append": append, "crash-writer": crash_writer}
+def write_session(url: str, session_id: str) -> None:
+    with Session(session_id, "u", store=url) as session:
+        session.set_state("writer", os.getpid())
+        session.save_state({"title": "written elsewhere", "nested": {"list": [1, 2.5, None]}})
+        for _ in range(3):
+            session.increment_state("count")
+        agent = Agent()
+        for i in range(3):
+            agent.memory.append(turn_message(i))
+        agent.turns = 3
+        session.save_modules(agent=agent)
+        print(json.dumps({"state": session.restore_state(), "messages": agent.memory.to_list()}))
+
+
+def read_session(url: str, session_id: str) -> None:
+    with Session(session_id, "u", store=url) as session:
+        agent = Agent()
+        session.load_modules(agent=agent)
+        out = {"state": session.restore_state(), "messages": agent.memory.to_list()}
+        print(json.dumps({**out, "turns": agent.turns, "reader": os.getpid()}))
+
+
+def watch_expiry(url: str, barrier: str, name: str, session_id: str) -> None:
+    store = open_store(url)
+    wait_at_barrier(Path(barrier), name)
+    info = runtime.run(store.get_info(session_id, "u"))  # reads metadata, slides nothing
+    seen: dict[str, object] = {"live_before": info is not None}
+    if info is not None:
+        time.sleep(max(0.0, info.expires_at - time.time()) + 0.3)
+    seen["exists_after"] = runtime.run(store.exists(session_id, "u"))
+    seen["state_after"] = runtime.run(store.get_state(session_id, "u"))
+    listed = runtime.run(store.list_sessions("u"))
+    seen["listed_after"] = [i.session_id for i in listed]
+    try:
+        runtime.run(store.get_state(session_id, "u", must_exist=True))
+        seen["must_exist"] = "no error"
+    except SessionExpiredError:
+        seen["must_exist"] = "SessionExpiredError"
+    runtime.run(store.close())
+    print(json.dumps(seen))
+
+
+JOBS = {
+    "increment": increment,
+    "append": append,
+    "crash-writer": crash_writer,
+    "write-session": write_session,
+    "read-session": read_session,
+    "watch-expiry": watch_expiry,
+}
 
 if __name__ == "__main__":
     JOBS[sys.argv[1]](*sys.argv[2:])

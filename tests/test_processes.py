@@ -1,9 +1,9 @@
 """Many OS processes share one store: nothing is lost, nothing is torn, SIGKILL included.
 
 Every test here starts real Python processes (``tests/process_workers.py``) against a real JSON
-directory or SQLite file; nothing is mocked. They are the evidence behind two promises of
-``Session``: ``increment_state`` and ``append_messages`` are atomic across processes, and a
-write that returned is durable, even if its process is killed the next instant.
+directory, SQLite file or redis-server; nothing is mocked. They are the evidence behind two
+promises of ``Session``: ``increment_state`` and ``append_messages`` are atomic across
+processes, and a write that returned is durable, even if its process is killed the next instant.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import pytest
 
+from backends import redis_prefix
 from praisonsession import MessageLog, Session, StateModule, open_store, runtime
 
 WORKER_SCRIPT = Path(__file__).with_name("process_workers.py")
@@ -34,11 +36,14 @@ WRITERS_AHEAD = 2  # writers started early, so Python's start-up overlaps a tria
 CRASH_SEED = int(os.environ.get("PRAISONSESSION_CRASH_SEED", "20240611"))
 
 
-@pytest.fixture(params=["json", "sqlite"])
+@pytest.fixture(params=["json", "sqlite", "redis"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh store of each file-based kind: ``json://<tmp>/j`` and ``sqlite://<tmp>/s.db``."""
+    """A fresh store of each shareable kind: ``json://<tmp>/j``, ``sqlite://<tmp>/s.db``, and
+    the test session's redis-server under a key prefix of this test's own."""
     if request.param == "json":
         return f"json://{tmp_path}/j"
+    if request.param == "redis":
+        return f"{request.getfixturevalue('redis_url')}?key_prefix={redis_prefix(tmp_path)}"
     return f"sqlite://{tmp_path}/s.db"
 
 
@@ -46,8 +51,17 @@ def worker_command(*args: str) -> list[str]:
     return [sys.executable, str(WORKER_SCRIPT), *args]
 
 
-def run_together(job: str, url: str, tmp_path: Path, count: int) -> dict[str, list[int]]:
-    """Run ``job`` in PROCESSES workers released at the same moment; their JSON outputs."""
+def run_together(
+    job: str,
+    url: str,
+    tmp_path: Path,
+    count: int | str,
+    before_go: Callable[[], object] | None = None,
+) -> dict[str, list[int]]:
+    """Run ``job`` in PROCESSES workers released at the same moment; their JSON outputs.
+
+    ``before_go`` runs once every worker is ready, just before they are released.
+    """
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     names = [f"w{n}" for n in range(PROCESSES)]
@@ -70,6 +84,8 @@ def run_together(job: str, url: str, tmp_path: Path, count: int) -> dict[str, li
             if time.monotonic() > deadline:
                 pytest.fail("the workers did not all reach the barrier within 60 s")
             time.sleep(0.005)
+        if before_go is not None:
+            before_go()
         (barrier / "go").touch()
         results = {}
         for name, proc in procs.items():
@@ -127,6 +143,63 @@ def test_appends_from_four_processes_keep_every_message_in_order(
     assert_each_strictly_increasing(results, APPENDS_PER_PROCESS)
     lengths = [length for values in results.values() for length in values]
     assert sorted(lengths) == list(range(1, total + 1))
+
+
+def test_a_session_written_by_one_process_is_read_by_another(
+    store_url: str, tmp_path: Path
+) -> None:
+    """One process writes state and an agent's conversation; a second, started afterwards,
+    reads back exactly that."""
+    written = subprocess.run(
+        worker_command("write-session", store_url, "handover"),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert written.returncode == 0, written.stderr
+    read = subprocess.run(
+        worker_command("read-session", store_url, "handover"),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert read.returncode == 0, read.stderr
+    wrote, got = json.loads(written.stdout), json.loads(read.stdout)
+    assert got["reader"] != wrote["state"]["writer"]  # really another process
+    assert got["state"] == wrote["state"]
+    assert got["state"]["count"] == 3 and got["state"]["nested"] == {"list": [1, 2.5, None]}
+    assert (
+        got["messages"]
+        == wrote["messages"]
+        == [{"role": "user", "content": f"turn {i}"} for i in range(3)]
+    )
+    assert got["turns"] == 3
+
+
+def test_ttl_expiry_is_seen_by_every_process(store_url: str, tmp_path: Path) -> None:
+    """A session with a 1.5 s TTL, created once 4 watcher processes are ready: each sees it
+    live, then, just after its expiry, gone (no state, not listed, SessionExpiredError)."""
+    store = open_store(store_url)
+
+    def create() -> None:
+        runtime.run(store.create_session("ephemeral", "u", ttl=1.5))
+        runtime.run(store.patch_state("ephemeral", "u", {"a": 1}))
+
+    try:
+        results = run_together("watch-expiry", store_url, tmp_path, "ephemeral", before_go=create)
+    finally:
+        runtime.run(store.close())
+    assert len(results) == PROCESSES
+    for name, seen in results.items():
+        assert seen == {
+            "live_before": True,
+            "exists_after": False,
+            "state_after": {},
+            "listed_after": [],
+            "must_exist": "SessionExpiredError",
+        }, name
 
 
 # -- crash safety ---------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from backends import BACKENDS, make_store
+from backends import STORE_BACKENDS, make_store, redis_store_url
 from praisonsession import (
     InMemorySession,
     InvalidIdError,
@@ -26,8 +26,11 @@ from praisonsession import (
 from praisonsession.settings import Settings
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=STORE_BACKENDS)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "redis":
+        request.getfixturevalue("redis_url")  # starts the test session's redis-server
+        return redis_store_url(tmp_path)
     return {
         "memory": "memory://",
         "json": f"json://{tmp_path}/json-store",

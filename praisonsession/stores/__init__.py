@@ -17,11 +17,13 @@ from .urls import open_store
 if TYPE_CHECKING:
     from .json_files import JSONSession
     from .memory import InMemorySession
+    from .redis import RedisSession
     from .sqlite import SqliteSession
 
 _BACKENDS = {
     "InMemorySession": ".memory",
     "JSONSession": ".json_files",
+    "RedisSession": ".redis",
     "SqliteSession": ".sqlite",
 }
 
@@ -29,6 +31,7 @@ __all__ = [
     "FORMAT_VERSION",
     "InMemorySession",
     "JSONSession",
+    "RedisSession",
     "SessionBase",
     "SessionInfo",
     "SqliteSession",

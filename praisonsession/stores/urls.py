@@ -8,14 +8,21 @@ from urllib.parse import unquote, urlsplit
 from ..errors import InvalidValueError
 from .base import SessionBase
 
-SCHEMES = ("memory://", "json:///path/to/dir", "sqlite:///path/to/file.db")
+SCHEMES = (
+    "memory://",
+    "json:///path/to/dir",
+    "sqlite:///path/to/file.db",
+    "redis://host:6379/0",
+)
 
 
 def open_store(url: str, **options: Any) -> SessionBase:
-    """A store for ``memory://``, ``json:///dir`` or ``sqlite:///file.db``.
+    """A store for ``memory://``, ``json:///dir``, ``sqlite:///file.db`` or ``redis://...``.
 
     Relative paths are written with two slashes (``sqlite://sessions.db``) and absolute ones
-    with three (``sqlite:///tmp/sessions.db``). Options go to the backend's constructor.
+    with three (``sqlite:///tmp/sessions.db``). Redis URLs are
+    ``redis://[[user]:password@]host[:port][/db][?key_prefix=app:]`` (``rediss://`` for TLS).
+    Options go to the backend's constructor.
     """
     if not isinstance(url, str) or "://" not in url:
         raise InvalidValueError(
@@ -38,6 +45,10 @@ def open_store(url: str, **options: Any) -> SessionBase:
         from .sqlite import SqliteSession
 
         return SqliteSession(path, **options)
+    if scheme in ("redis", "rediss"):
+        from .redis import RedisSession
+
+        return RedisSession.from_url(url, **options)
     raise InvalidValueError(
         f"Unknown store scheme {scheme!r} in {url!r}; use one of: {', '.join(SCHEMES)}."
     )

