@@ -11,6 +11,7 @@ import textwrap
 import time
 
 from . import Session
+from .llm import ScriptedChatServer
 
 SECOND_PROCESS = textwrap.dedent(
     """
@@ -26,7 +27,8 @@ SECOND_PROCESS = textwrap.dedent(
 def main() -> None:
     print("1. A session with state, in this process")
     session = Session(session_id="demo_chat", user_id="ada")
-    session.clear_state()
+    session.delete()  # start the demo afresh each run
+    session = Session(session_id="demo_chat", user_id="ada")
     session.set_state("score", 10)
     print(
         "   set score=10, increment_state('score', increment=5) ->",
@@ -52,9 +54,40 @@ def main() -> None:
     print("4. Listing ada's live sessions")
     for info in session.list_sessions():
         print(f"   - {info.session_id} (version {info.version})")
+
+    print("5. Memory and knowledge, offline (the embedding model loads on first use)")
+    session.clear_memory()
+    session.add_memory("I would like a refund for the broken blender")
+    session.add_memory("My daughter Mia starts primary school in September")
+    session.add_knowledge("Refunds are paid within 14 days of the item reaching our warehouse.")
+    best = session.search_memory("getting my money back", limit=1)[0]
+    print(f"   search_memory('getting my money back') -> {best['text']!r} ({best['score']:.2f})")
+    print("   get_context('refund') ->")
+    for line in session.get_context("refund").splitlines():
+        print("     " + line)
+
+    print("6. An agent whose conversation is kept in the session")
+    print("   (a local stand-in model on 127.0.0.1; with a real one, only llm= changes)")
+    with ScriptedChatServer(_stand_in_model) as model:
+        llm = {"model": "stand-in", "base_url": model.url}
+        agent = session.Agent("Assistant", instructions="Be brief.", llm=llm, memory=False)
+        print("   chat('My name is Ada.') ->", repr(agent.chat("My name is Ada.")))
+        reopened = Session(session_id="demo_chat", user_id="ada").Agent("Assistant", llm=llm)
+        print(
+            "   in a new Session: chat('What is my name?') ->",
+            repr(reopened.chat("What is my name?")),
+        )
     print(f"Stored in {session.store.url}")
     session.close()
     short.close()
+
+
+def _stand_in_model(request: dict) -> str:
+    """Answers from the conversation it is sent, so it only knows what the history holds."""
+    said = " ".join(m["content"] for m in request["messages"] if m["role"] == "user")
+    if request["messages"][-1]["content"].endswith("?"):
+        return "Your name is Ada." if "name is Ada" in said else "I don't know yet."
+    return "Nice to meet you."
 
 
 if __name__ == "__main__":
