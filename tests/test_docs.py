@@ -30,3 +30,20 @@ def test_example_runs(code: str, tmp_path: Path) -> None:
 
 def test_every_page_has_been_found() -> None:
     assert len(PAGES) >= 6 and len(EXAMPLES) >= 6
+
+
+def test_the_demo_runs_and_shows_what_it_promises(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "praisonsession.demo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "increment_state('score', increment=5) -> 15" in out
+    assert "[process 2] increment_state('turns') -> 2" in out
+    assert "after 1.2 s: is_expired() -> True" in out
+    assert "-> 'I would like a refund for the broken blender'" in out
+    assert "in a new Session: chat('What is my name?') -> 'Your name is Ada.'" in out
