@@ -130,7 +130,13 @@ def fmt_ratio(value: float | None) -> str:
 
 def bench_increment(backend: str, n: int) -> dict[str, Any]:
     """N calls of ``Session.increment_state("hits")``: ops/s, p50/p99 µs, final value."""
-    with fresh_store(backend) as url, Session(store=url) as session:
+    with fresh_store(backend) as url:
+        return time_increments(url, n)
+
+
+def time_increments(store: str | SessionBase, n: int) -> dict[str, Any]:
+    """Time N facade increments on one session of ``store``, and check the count they reach."""
+    with Session(store=store) as session:
         session.increment_state("warm-up")
         latencies: list[float] = []
         start = time.perf_counter()

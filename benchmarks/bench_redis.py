@@ -41,7 +41,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the redis-server helper of the test suite
 
-from bench_foundation import AGENTSCOPE_SETUP, BenchAgent, make_message, percentile  # noqa: E402
+from bench_foundation import (  # noqa: E402
+    AGENTSCOPE_SETUP,
+    BenchAgent,
+    make_message,
+    time_increments,
+)
 from redis_server import RedisServer  # noqa: E402
 
 from praisonsession import Session  # noqa: E402
@@ -65,27 +70,6 @@ def store_url(backend: str, redis_url: str) -> Iterator[str]:
 
 
 # -- figure 1: one process ----------------------------------------------------------------
-
-
-def bench_increment(url: str, n: int) -> dict[str, Any]:
-    with Session("one", "bench", store=url) as session:
-        session.increment_state("warm-up")
-        latencies = []
-        start = time.perf_counter()
-        for _ in range(n):
-            t0 = time.perf_counter()
-            session.increment_state("hits")
-            latencies.append(time.perf_counter() - t0)
-        elapsed = time.perf_counter() - start
-        final = session.get_state("hits")
-    latencies.sort()
-    return {
-        "n": n,
-        "ops_per_s": n / elapsed,
-        "p50_us": percentile(latencies, 0.5) * 1e6,
-        "p99_us": percentile(latencies, 0.99) * 1e6,
-        "correct": final == n,
-    }
 
 
 # -- figure 2: four processes -------------------------------------------------------------
@@ -215,7 +199,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for backend in BACKENDS:
             figures: dict[str, Any] = {}
             with store_url(backend, server.url) as url:
-                figures["increment_1"] = bench_increment(url, args.n)
+                figures["increment_1"] = time_increments(url, args.n)
             with store_url(backend, server.url) as url:
                 figures["increment_4"] = bench_processes(url, args.processes, args.n_each)
             with store_url(backend, server.url) as url:

@@ -1,4 +1,5 @@
-"""Fixtures shared by the suite: one store per backend, and raw access to what it wrote."""
+"""Fixtures shared by the suite: stores per backend, real servers (Redis, Chroma, an LLM
+stand-in), and the isolation every test gets (its own working directory, loopback only)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from redis_server import RedisServer
 
 import backends
 from backends import PERSISTENT, STORE_BACKENDS, RawAccess, make_store
+from chroma_server import chroma_url  # noqa: F401 - shared fixture
+from llm_server import ScriptedChatServer, isolate_llm_env, serving
 from praisonsession import SessionBase, runtime
+from redis_server import RedisServer
+from sessions import open_session  # noqa: F401 - shared fixture
 
 
 @pytest.fixture(scope="session")
@@ -90,7 +94,16 @@ def no_thread_leaks() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default data directory is ./.praisonsession: keep every test's in its tmp_path."""
+    """Each test in its own working directory (the default data directory is relative), with
+    no LLM key or endpoint from the environment, and no HTTP request off this machine."""
     monkeypatch.chdir(tmp_path)
+    isolate_llm_env(monkeypatch)
     for name in ("PRAISONSESSION_DATA_DIR", "PRAISONSESSION_STORE_URL"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedChatServer]:
+    """A strict chat-completions stand-in on 127.0.0.1: scripted replies must all be used."""
+    with serving() as server:
+        yield server

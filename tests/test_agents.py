@@ -16,7 +16,7 @@ from typing import Any, Literal, Optional
 
 import pytest
 
-from llm_server import Reply, ScriptedChatServer, isolate_llm_env, serving
+from llm_server import Reply, ScriptedChatServer
 from praisonsession import InvalidValueError, Session, SessionBase, runtime
 from praisonsession.agents import Agent, create_agent, function_schema, module_key
 from praisonsession.agents.prompt import recent_turns
@@ -67,17 +67,6 @@ class RememberingSession(Session):
         self.context_calls.append((query, max_items))
         found = self.memories[:max_items] + self.sources[:max_items]
         return "\n".join(f"• {text}" for text in found)
-
-
-@pytest.fixture(autouse=True)
-def local_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    isolate_llm_env(monkeypatch)
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedChatServer]:
-    with serving() as server:
-        yield server
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from llm_server import Reply, ScriptedChatServer, gaps, http_date, isolate_llm_env, serving
+from llm_server import Reply, ScriptedChatServer, gaps, http_date, serving
 from praisonsession import RemoteError
 from praisonsession.errors import InvalidValueError
 from praisonsession.llm import (
@@ -32,17 +31,6 @@ from praisonsession.llm.retry import retry_after_seconds
 from praisonsession.settings import Settings
 
 HELLO = [{"role": "user", "content": "Hello"}]
-
-
-@pytest.fixture(autouse=True)
-def local_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    isolate_llm_env(monkeypatch)
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedChatServer]:
-    with serving() as server:
-        yield server
 
 
 def client_for(server: ScriptedChatServer, **options) -> ChatClient:

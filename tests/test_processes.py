@@ -24,7 +24,8 @@ from typing import IO
 import pytest
 
 from backends import redis_prefix
-from praisonsession import MessageLog, Session, StateModule, open_store, runtime
+from praisonsession import Session, open_store, runtime
+from process_workers import Agent, turn_message
 
 WORKER_SCRIPT = Path(__file__).with_name("process_workers.py")
 PROCESSES = 4
@@ -205,21 +206,6 @@ def test_ttl_expiry_is_seen_by_every_process(store_url: str, tmp_path: Path) -> 
 # -- crash safety ---------------------------------------------------------------------------
 
 
-class Agent(StateModule):
-    """The same shape as the crash writer's module: a MessageLog and a counter of turns."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.memory = MessageLog()
-        self.turns = 0
-        self.register_state("turns")
-
-
-def turn(i: int) -> dict[str, str]:
-    """The message the crash writer appends in its turn ``i``."""
-    return {"role": "user", "content": f"turn {i}"}
-
-
 @dataclass
 class Writer:
     """A crash-writer process and the files it leaves behind."""
@@ -290,19 +276,19 @@ def check_crashed_session(url: str, session_id: str, acks: dict[str, list[int]])
         assert len(incs) <= n <= len(incs) + 1
         stored = agent.memory.to_list()
         assert len(saves) <= len(stored) <= len(saves) + 1
-        assert stored == [turn(i) for i in range(len(stored))]
+        assert stored == [turn_message(i) for i in range(len(stored))]
         assert agent.turns == len(stored), "module document and its log saved apart"
         in_flight = (written_keys != acked_keys) + (n - len(incs)) + (len(stored) - len(saves))
         assert in_flight <= 1, "more than the one call in flight is stored unacknowledged"
 
         # The crashed session stays writable: the next turn appends after the stored ones.
-        agent.memory.append(turn(len(stored)))
+        agent.memory.append(turn_message(len(stored)))
         agent.turns = len(stored) + 1
         session.save_modules(agent=agent)
         assert session.increment_state("n") == n + 1
         reloaded = Agent()
         session.load_modules(agent=reloaded)
-        assert reloaded.memory.to_list() == [turn(i) for i in range(len(stored) + 1)]
+        assert reloaded.memory.to_list() == [turn_message(i) for i in range(len(stored) + 1)]
         assert reloaded.turns == len(stored) + 1
     return len(sets) + len(incs) + len(saves), in_flight
 

@@ -22,13 +22,11 @@ from typing import Any
 
 import pytest
 import redis
-from redis_server import RedisServer, _free_port, find_redis_server
 
 from backends import redis_prefix
 from praisonsession import (
     InMemorySession,
     InvalidValueError,
-    MessageLog,
     RedisSession,
     Session,
     SessionExpiredError,
@@ -39,14 +37,8 @@ from praisonsession import (
 )
 from praisonsession.stores.base import Key
 from praisonsession.stores.redis import _enc
-
-
-class Agent(StateModule):
-    def __init__(self) -> None:
-        super().__init__()
-        self.memory = MessageLog()
-        self.turns = 0
-        self.register_state("turns")
+from process_workers import Agent
+from redis_server import RedisServer, _free_port, find_redis_server
 
 
 class Counter(StateModule):

@@ -26,17 +26,7 @@ class SessionDocument:
     def new(
         cls, key: Key, ttl: float | None, metadata: dict[str, Any], at: float
     ) -> SessionDocument:
-        info = SessionInfo(
-            session_id=key.session_id,
-            user_id=key.user_id,
-            created_at=at,
-            updated_at=at,
-            expires_at=None if ttl is None else at + ttl,
-            ttl=ttl,
-            version=0,
-            metadata=metadata,
-        )
-        return cls(info)
+        return cls(SessionInfo.new(key.user_id, key.session_id, ttl, metadata, at))
 
     # -- lifecycle ------------------------------------------------------------------------
 

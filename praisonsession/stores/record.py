@@ -31,6 +31,21 @@ class SessionInfo:
     format: int = FORMAT_VERSION
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def new(
+        cls, user_id: str, session_id: str, ttl: float | None, metadata: dict[str, Any], at: float
+    ) -> SessionInfo:
+        """A session created at ``at``: version 0, expiring ``ttl`` seconds later (if any)."""
+        return cls(
+            session_id=session_id,
+            user_id=user_id,
+            created_at=at,
+            updated_at=at,
+            expires_at=None if ttl is None else at + ttl,
+            ttl=ttl,
+            metadata=metadata,
+        )
+
     def is_expired(self, at: float | None = None) -> bool:
         return self.expires_at is not None and self.expires_at <= (now() if at is None else at)
 

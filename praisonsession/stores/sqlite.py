@@ -274,15 +274,7 @@ class SqliteSession(SessionBase):
         metadata: dict[str, Any],
         at: float,
     ) -> SessionInfo:
-        info = SessionInfo(
-            session_id=key.session_id,
-            user_id=key.user_id,
-            created_at=at,
-            updated_at=at,
-            expires_at=None if ttl is None else at + ttl,
-            ttl=ttl,
-            metadata=metadata,
-        )
+        info = SessionInfo.new(key.user_id, key.session_id, ttl, metadata, at)
         conn.execute(
             "INSERT INTO ps_sessions (user_id, session_id, format, version, created_at,"
             " updated_at, expires_at, ttl, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
