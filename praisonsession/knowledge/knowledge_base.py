@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..embeddings import Embedder
 from ..errors import KnowledgeSourceError
-from ..memory.vector_index import VectorIndex, where_all
+from ..memory.vector_index import VectorIndex, collection_name
 from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
 from .sources import Document, fetch_url, files_in, is_url, looks_like_path, read_file
 
@@ -43,9 +44,13 @@ class KnowledgeAdded:
 
 
 class KnowledgeBase:
+    """One scope's knowledge, in its own collection (see ``vector_index.collection_name``)."""
+
     def __init__(
         self,
-        index: VectorIndex,
+        client: Any,
+        namespace: str,
+        embedder: Embedder,
         user_id: str,
         session_id: str,
         scope: str = "user",
@@ -56,10 +61,11 @@ class KnowledgeBase:
     ) -> None:
         if scope not in SCOPES:
             raise KnowledgeSourceError(f"knowledge scope must be one of {SCOPES}, got {scope!r}.")
-        self.index = index
         self.scope = scope
         self.user_id = user_id
         self.session_id = session_id
+        name = collection_name(namespace, "knowledge", *self._scope_fields().values())
+        self.index = VectorIndex(client, name, embedder)
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.timeout = timeout
@@ -151,7 +157,7 @@ class KnowledgeBase:
     # -- searching ------------------------------------------------------------------------
 
     def search(self, vector: list[float], limit: int) -> list[dict[str, Any]]:
-        hits = self.index.query(vector, where_all(**self._scope_fields()), limit)
+        hits = self.index.query(vector, limit)
         return [
             {
                 "id": hit.id,
@@ -164,10 +170,10 @@ class KnowledgeBase:
         ]
 
     def count(self) -> int:
-        return self.index.count(where_all(**self._scope_fields()))
+        return self.index.count()
 
     def clear(self) -> int:
-        return self.index.delete(where_all(**self._scope_fields()))
+        return self.index.delete()
 
 
 def _is_existing_path(text: str) -> bool:

@@ -1,7 +1,8 @@
 """Long-term memory: what a user told any of their sessions, searchable by meaning.
 
-Every memory carries its user and session. Searches see the user's memories from all their
-sessions; clearing removes only the current session's. No call can reach another user's.
+The index is the user's own collection, and every memory also carries its user and session.
+Searches see the user's memories from all their sessions; clearing removes only the current
+session's. No call can reach another user's.
 """
 
 from __future__ import annotations
@@ -10,16 +11,19 @@ import time
 import uuid
 from typing import Any
 
+from ..embeddings import Embedder
 from ..errors import InvalidValueError
 from ..json_data import check_json_data, dumps, loads
-from .vector_index import Hit, VectorIndex, where_all
+from .vector_index import Hit, VectorIndex, collection_name
 
 RESERVED = frozenset({"user_id", "session_id", "memory_type", "created_at"})
 
 
 class LongTermMemory:
-    def __init__(self, index: VectorIndex, user_id: str, session_id: str) -> None:
-        self.index = index
+    def __init__(
+        self, client: Any, namespace: str, embedder: Embedder, user_id: str, session_id: str
+    ) -> None:
+        self.index = VectorIndex(client, collection_name(namespace, "memory", user_id), embedder)
         self.user_id = user_id
         self.session_id = session_id
 
@@ -42,11 +46,11 @@ class LongTermMemory:
         return memory_id
 
     def search(self, vector: list[float], limit: int) -> list[dict[str, Any]]:
-        hits = self.index.query(vector, where_all(user_id=self.user_id), limit)
+        hits = self.index.query(vector, limit)
         return [as_result(hit) for hit in hits]
 
     def clear(self) -> int:
-        return self.index.delete(where_all(user_id=self.user_id, session_id=self.session_id))
+        return self.index.delete({"session_id": self.session_id})
 
 
 def check_metadata(metadata: dict[str, Any]) -> None:

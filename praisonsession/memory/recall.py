@@ -17,7 +17,7 @@ from ..knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
 from .context import DEFAULT_BUDGET, build_context
 from .long_term import LongTermMemory
 from .short_term import ShortTermMemory
-from .vector_index import VectorIndex, chroma_client
+from .vector_index import chroma_client
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -65,12 +65,12 @@ class SessionRecall:
         )
         client = chroma_client(location)
         namespace = settings.vector_namespace
-        self.long = LongTermMemory(
-            VectorIndex(client, f"{namespace}_memory", self.embedder), user_id, session_id
-        )
+        self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id)
         self.short = ShortTermMemory(store, session_id, user_id, self.embedder)
         self.knowledge = KnowledgeBase(
-            VectorIndex(client, f"{namespace}_knowledge", self.embedder),
+            client,
+            namespace,
+            self.embedder,
             user_id,
             session_id,
             scope=knowledge_config.get("scope", "user"),
@@ -95,9 +95,7 @@ class SessionRecall:
     def search_knowledge(self, query: str, limit: int) -> list[dict[str, Any]]:
         return self.knowledge.search(self.query_vector(query), limit)
 
-    def context(
-        self, vector: list[float], short_hits: list[dict[str, Any]], max_items: int
-    ) -> str:
+    def context(self, vector: list[float], short_hits: list[dict[str, Any]], max_items: int) -> str:
         sections = [
             ("Recent notes from this session", short_hits),
             ("Long-term memory", self.long.search(vector, max_items)),

@@ -1,14 +1,20 @@
 """One ChromaDB collection, embedded by one embedder that it remembers.
 
-Long-term memory and knowledge both keep vectors here. The collection records the embedder's
-name and dimension when it is created; opening it later with another embedder raises
-``EmbedderMismatchError`` instead of silently comparing vectors from different spaces.
+Long-term memory and knowledge both keep vectors here, one collection per scope (a user's
+memories, a user's knowledge): a search then needs no metadata filter, which keeps it on
+Chroma's fast index path (at 10,000 memories a filtered query took ~66 ms, an unfiltered one
+~2.5 ms) and makes one user's data unreachable from another's queries by construction.
+
+Each collection records the embedder's name and dimension when it is created; opening it
+later with another embedder raises ``EmbedderMismatchError`` instead of silently comparing
+vectors from different spaces.
 Vectors are computed by our embedder and handed to Chroma, so Chroma never downloads a model.
 chromadb is imported on first use only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import warnings
 from dataclasses import dataclass
@@ -69,6 +75,14 @@ def _new_client(location: str) -> Any:
     return chromadb.PersistentClient(path=location, settings=settings)
 
 
+def collection_name(namespace: str, kind: str, *scope: str) -> str:
+    """A valid Chroma name per scope; ids can hold any text, so they go in as a digest."""
+    if not scope:
+        return f"{namespace}_{kind}"
+    digest = hashlib.sha256("\x1f".join(scope).encode("utf-8")).hexdigest()[:32]
+    return f"{namespace}_{kind}_{digest}"
+
+
 class VectorIndex:
     """A named collection of texts with vectors and flat metadata."""
 
@@ -120,11 +134,10 @@ class VectorIndex:
             return set()
         return set(self._collection.get(ids=ids, include=[])["ids"])
 
-    def query(self, vector: list[float], where: dict[str, Any], limit: int) -> list[Hit]:
+    def query(self, vector: list[float], limit: int) -> list[Hit]:
         found = self._collection.query(
             query_embeddings=[vector],
             n_results=limit,
-            where=where,
             include=["documents", "metadatas", "distances"],
         )
         return [
@@ -138,17 +151,12 @@ class VectorIndex:
             )
         ]
 
-    def count(self, where: dict[str, Any]) -> int:
-        return len(self._collection.get(where=where, include=[])["ids"])
+    def count(self) -> int:
+        return self._collection.count()
 
-    def delete(self, where: dict[str, Any]) -> int:
+    def delete(self, where: dict[str, Any] | None = None) -> int:
+        """Delete the entries matching ``where`` (all of them without it); how many went."""
         ids = self._collection.get(where=where, include=[])["ids"]
         if ids:
             self._collection.delete(ids=ids)
         return len(ids)
-
-
-def where_all(**fields: Any) -> dict[str, Any]:
-    """A Chroma filter requiring every field (Chroma wants $and for more than one)."""
-    clauses = [{key: value} for key, value in fields.items()]
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
