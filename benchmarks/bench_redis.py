@@ -47,9 +47,9 @@ from bench_foundation import (  # noqa: E402
     make_message,
     time_increments,
 )
-from redis_server import RedisServer  # noqa: E402
 
 from praisonsession import Session  # noqa: E402
+from redis_server import RedisServer  # noqa: E402
 
 BACKENDS = ("sqlite", "redis")
 FLAT_TARGET = 2.0

@@ -83,6 +83,12 @@ def test_overlap_repeats_the_end_of_each_chunk_at_the_start_of_the_next() -> Non
         assert tail in after, (before, after)
 
 
+def test_a_sentence_that_mentions_a_file_is_text_not_a_path(open_session) -> None:
+    session = open_session()
+    assert session.add_knowledge("Our install guide is in README.md").sources == ["<text>"]
+    assert "install guide" in top(session, "where are the setup instructions")
+
+
 def test_a_url_is_fetched_from_a_local_server(open_session) -> None:
     pages = {
         "/faq": (

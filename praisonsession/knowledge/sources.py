@@ -36,11 +36,12 @@ def is_url(source: str) -> bool:
 
 
 def looks_like_path(source: str) -> bool:
-    """A one-line string with a file suffix or a path separator is meant as a path."""
-    if "\n" in source or len(source) > 4096:
+    """One word with a file suffix or a path separator is meant as a path (so a missing file
+    is an error, not text to remember); a sentence that mentions "README.md" is text."""
+    word = source.strip()
+    if not word or any(ch.isspace() for ch in word) or len(word) > 4096:
         return False
-    suffix = Path(source).suffix.lower()
-    return suffix in SUPPORTED or (os.sep in source and " " not in source.strip())
+    return Path(word).suffix.lower() in SUPPORTED or os.sep in word
 
 
 def files_in(folder: Path) -> list[Path]:
