@@ -183,6 +183,7 @@ end
 
 -- The reply for a session that is not live, or nil when the caller may go on.
 local function dead(status, m, must_exist)
+  if status == 'live' then return nil end
   if status == 'import' then return {'import'} end
   if status == 'format' then return {'format', m.format} end
   if status == 'corrupt' then return {'corrupt', 'its metadata hash'} end
@@ -352,10 +353,8 @@ _LUA_BODIES = {
 return once(function()
   local now = clock()
   local status, m = resolve(now)
-  if status ~= 'live' then
-    local err = dead(status, m, false)
-    if err then return err end
-  end
+  local err = dead(status, m, false)
+  if err then return err end
   local mode, ttl = ARGV[6], ARGV[7]
   local had_ttl = false
   if status ~= 'live' then
@@ -458,10 +457,8 @@ return {'ok', out}
 return once(function()
   local now = clock()
   local status, m = resolve(now)
-  if status ~= 'live' then
-    local err = dead(status, m, ARGV[6] == '1')
-    if err then return err end
-  end
+  local err = dead(status, m, ARGV[6] == '1')
+  if err then return err end
   local current = 0
   if status == 'live' then current = tonumber(m.version) end
   if ARGV[8] ~= '' and tonumber(ARGV[8]) ~= current then
@@ -483,10 +480,8 @@ end)
 return once(function()
   local now = clock()
   local status, m = resolve(now)
-  if status ~= 'live' then
-    local err = dead(status, m, ARGV[6] == '1')
-    if err then return err end
-  end
+  local err = dead(status, m, ARGV[6] == '1')
+  if err then return err end
   local name = ARGV[7]
   local current = false
   if status == 'live' then current = redis.call('HGET', K_STATE, name) end
@@ -512,10 +507,8 @@ end)
 return once(function()
   local now = clock()
   local status, m = resolve(now)
-  if status ~= 'live' then
-    local err = dead(status, m, false)
-    if err then return err end
-  end
+  local err = dead(status, m, false)
+  if err then return err end
   local i = 6
   local ndocs = tonumber(ARGV[i])
   local docs_first = i + 1
@@ -586,10 +579,8 @@ return {'ok', docs, logs}
 return once(function()
   local now = clock()
   local status, m = resolve(now)
-  if status ~= 'live' then
-    local err = dead(status, m, false)
-    if err then return err end
-  end
+  local err = dead(status, m, false)
+  if err then return err end
   local key = log_key(ARGV[6])
   local held = 0
   if status == 'live' then held = redis.call('LLEN', key) end
