@@ -321,6 +321,14 @@ def test_compare_and_set_wins_only_on_the_expected_version(store: SessionBase, r
     assert run(store.get_value("s", "u", "n")) == 2
 
 
+def test_compare_and_set_on_a_missing_session_expects_version_zero(store: SessionBase, run) -> None:
+    with pytest.raises(ConflictError, match="version 0"):
+        run(store.compare_and_set("new", "u", 3, {"n": 1}))
+    assert not run(store.exists("new", "u"))
+    assert run(store.compare_and_set("new", "u", 0, {"n": 1})) >= 1
+    assert run(store.get_value("new", "u", "n")) == 1
+
+
 def test_every_write_bumps_the_version(store: SessionBase, run) -> None:
     v1 = run(store.patch_state("s", "u", {"n": 1}))
     run(store.increment("s", "u", "n"))

@@ -325,10 +325,8 @@ class SessionBase(ABC):
         """
         key = self._key(session_id, user_id)
         items = _check_messages(messages)
-        write = LogWrite(check_key(log, "log name"), items, expected_length or 0)
-        if expected_length is None:
-            write = LogWrite(write.path, items, -1)
-        return await self._append(key, write)
+        start = -1 if expected_length is None else expected_length
+        return await self._append(key, LogWrite(check_key(log, "log name"), items, start))
 
     async def read_messages(
         self, session_id: str, user_id: str, log: str, start: int = 0, stop: int | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import ConflictError, InvalidValueError
+from ..errors import InvalidValueError
 from .base import UNSET, Key
 from .record import FORMAT_VERSION, SessionInfo, check_format, resolve_info
 
@@ -43,18 +43,7 @@ class SessionDocument:
 
     # -- state ----------------------------------------------------------------------------
 
-    def patch(
-        self,
-        updates: dict[str, Any],
-        deletes: list[str],
-        replace_all: bool,
-        expected_version: int | None,
-    ) -> None:
-        if expected_version is not None and expected_version != self.info.version:
-            raise ConflictError(
-                f"Session {self.info.session_id!r} is at version {self.info.version}, not "
-                f"{expected_version}: someone else changed it. Read it again and retry."
-            )
+    def patch(self, updates: dict[str, Any], deletes: list[str], replace_all: bool) -> None:
         if replace_all:
             self.state = {}
         for name in deletes:

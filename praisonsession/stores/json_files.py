@@ -34,7 +34,7 @@ from ..runtime import offload
 from .base import Key, LogWrite, SessionBase, StoredModules
 from .document import SessionDocument, resolve
 from .file_lock import FileLock
-from .record import SessionInfo, now
+from .record import SessionInfo, check_version, now
 
 T = TypeVar("T")
 # Work on the live document (None if there is none) at a time; returns the result and the
@@ -277,11 +277,9 @@ class JSONSession(SessionBase):
 
     async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
         def work(doc, at):
-            if doc is None:
-                if expected_version not in (None, 0):
-                    raise ConflictError(f"Session {key.session_id!r} does not exist any more.")
-                doc = self._new_doc(key, at)
-            doc.patch(updates, deletes, replace, expected_version)
+            doc = doc or self._new_doc(key, at)
+            check_version(key.session_id, doc.info.version, expected_version)
+            doc.patch(updates, deletes, replace)
             doc.touch(at, self.sliding_ttl)
             doc.changed(at)
             return doc.info.version, doc
@@ -411,13 +409,13 @@ class JSONSession(SessionBase):
 
         return await self._run(key, work, writes=False)
 
-
     async def _count_log(self, key: Key, path: str) -> int:
         def work(doc, at):
             ref = None if doc is None else doc.logs.get(path)
             return (0 if ref is None else ref["count"]), None
 
         return await self._run(key, work, writes=False)
+
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` or leave it as it was. Call under the session's lock.

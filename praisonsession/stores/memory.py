@@ -9,7 +9,7 @@ from ..errors import ConflictError
 from ..json_data import copy_json as _copy
 from .base import Key, LogWrite, SessionBase, StoredModules
 from .document import SessionDocument, resolve
-from .record import SessionInfo, now
+from .record import SessionInfo, check_version, now
 
 
 class InMemorySession(SessionBase):
@@ -110,11 +110,12 @@ class InMemorySession(SessionBase):
     async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
         with self._lock:
             at = now()
-            doc = self._live(key, at, must_exist)
-            if doc is None and expected_version not in (None, 0):
-                raise ConflictError(f"Session {key.session_id!r} does not exist any more.")
+            live = self._live(key, at, must_exist)
+            check_version(
+                key.session_id, 0 if live is None else live.info.version, expected_version
+            )
             doc = self._writable(key, at, must_exist)
-            doc.patch(updates, deletes, replace, expected_version)
+            doc.patch(updates, deletes, replace)
             doc.changed(at)
             return doc.info.version
 

@@ -7,7 +7,12 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from ..errors import SessionExpiredError, SessionNotFoundError, UnsupportedFormatError
+from ..errors import (
+    ConflictError,
+    SessionExpiredError,
+    SessionNotFoundError,
+    UnsupportedFormatError,
+)
 
 FORMAT_VERSION = 1
 """Bumped whenever the stored layout changes; older records are migrated when read."""
@@ -126,3 +131,12 @@ def resolve_info(
             "It was deleted or has expired; open a new Session(...) to start it afresh.",
         )
     return info
+
+
+def check_version(session_id: str, current: int, expected: int | None) -> None:
+    """Compare-and-set's test: ``current`` is 0 for a session that does not exist (yet)."""
+    if expected is not None and expected != current:
+        raise ConflictError(
+            f"Session {session_id!r} is at version {current}, not {expected}: someone else "
+            "changed it. Read it again and retry."
+        )

@@ -31,7 +31,7 @@ from ..identifiers import DEFAULT_USER
 from ..json_data import dumps, loads
 from ..runtime import pause
 from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
-from .record import FORMAT_VERSION, SessionInfo, check_format, now, resolve_info
+from .record import FORMAT_VERSION, SessionInfo, check_format, check_version, now, resolve_info
 
 T = TypeVar("T")
 
@@ -453,14 +453,8 @@ class SqliteSession(SessionBase):
     async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
         def work(conn: sqlite3.Connection) -> int:
             at = now()
-            info = self._live_info(conn, key, at, must_exist, purge=True)
-            current = 0 if info is None else info.version
-            if expected_version is not None and expected_version != current:
-                raise ConflictError(
-                    f"Session {key.session_id!r} is at version {current}, not "
-                    f"{expected_version}: someone else changed it. Read it again and retry."
-                )
-            info = self._writable(conn, key, at, must_exist)
+            info = self._writable(conn, key, at, must_exist)  # a new one is at version 0
+            check_version(key.session_id, info.version, expected_version)  # else: rolled back
             if replace:
                 conn.execute(
                     "DELETE FROM ps_state WHERE user_id=? AND session_id=?",
@@ -601,7 +595,6 @@ class SqliteSession(SessionBase):
 
         return await self._read_then_slide(key, work)
 
-
     async def _count_log(self, key: Key, path: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
             if self._live_info(conn, key, now()) is None:
@@ -609,6 +602,7 @@ class SqliteSession(SessionBase):
             return self._log_length(conn, key, path)
 
         return await self._transaction(work, write=False)
+
 
 def _sql_time(text: Any) -> float:
     """SQLite's CURRENT_TIMESTAMP text (UTC) as Unix seconds; now() if it is not one."""
