@@ -220,7 +220,6 @@ def test_the_same_name_in_the_same_session_is_the_same_live_agent(
     assert again.history == [user("one"), assistant("You said: one")]  # never a stale copy
 
 
-@pytest.mark.skipif(not hasattr(Session, "Agent"), reason="Session.Agent is not wired in yet")
 def test_session_agent_and_create_agent_are_the_factory(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
