@@ -37,7 +37,6 @@ from typing import Any
 import requests
 
 from praisonsession import Session
-from praisonsession.agents import create_agent
 from praisonsession.llm import ScriptedChatServer
 
 TARGET_MS = 5.0
@@ -92,7 +91,7 @@ def bench(sizes: list[int], timed: int, workdir: Path) -> dict[str, Any]:
         llm = {"base_url": server.url, "model": "bench"}
         session = Session("bench", store=store_url, settings=settings)
         for size in sizes:  # one agent per size, grown to exactly that many turns
-            agent = create_agent(session, f"Bench {size}", memory=False, llm=llm)
+            agent = session.Agent(f"Bench {size}", memory=False, llm=llm)
             grow(agent, size)
             figures = time_turns(agent, server, timed)
             figures["history_turns"] = [size, agent.turns]
@@ -101,11 +100,11 @@ def bench(sizes: list[int], timed: int, workdir: Path) -> dict[str, Any]:
 
         started = time.perf_counter()
         reopened = Session("bench", store=store_url, settings=settings)
-        loaded = create_agent(reopened, f"Bench {sizes[-1]}", memory=False, llm=llm)
+        loaded = reopened.Agent(f"Bench {sizes[-1]}", memory=False, llm=llm)
         results["load_ms"] = ms(time.perf_counter() - started)
         results["load_turns"] = loaded.turns
 
-        remembering = create_agent(session, "Remembering", memory=True, llm=llm)
+        remembering = session.Agent("Remembering", memory=True, llm=llm)
         session.add_memory("The user's cat is called Miso.")
         remembering.chat("warm up")  # loads the embedding model once per process
         started = time.perf_counter()
@@ -113,9 +112,7 @@ def bench(sizes: list[int], timed: int, workdir: Path) -> dict[str, Any]:
             remembering.chat(f"What is my cat called? ({i})")
         results["memory_turn_ms"] = ms((time.perf_counter() - started) / 20)
         for s in (session, reopened):
-            for a in s._agents.values():
-                a.close()
-            s.close()
+            s.close()  # closes the agents' HTTP connections too
     return results
 
 

@@ -2,20 +2,24 @@
 
 ``from praisonsession import Session`` gives one synchronous object that owns a conversation's
 identity, state and TTL, persisted offline with zero setup (SQLite under ``./.praisonsession``),
-or in any store you choose. The AgentScope-style async layer (``StateModule``, ``SessionBase``
-stores) is exported too, for code that is already async.
+or in any store you choose. ``AsyncSession`` is the same API as coroutines, for async code; the
+AgentScope-style layer (``StateModule``, ``SessionBase`` stores) is exported too.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__
+from .async_session import AsyncSession
 from .errors import (
     ConflictError,
     EmbedderMismatchError,
     InvalidIdError,
     InvalidValueError,
     KnowledgeSourceError,
+    OperationTimeoutError,
     PraisonSessionError,
     RemoteError,
+    RuntimeShutdownError,
     SessionCorruptedError,
     SessionExpiredError,
     SessionNotFoundError,
@@ -33,10 +37,10 @@ if TYPE_CHECKING:
     from .stores.redis import RedisSession
     from .stores.sqlite import SqliteSession
 
-__version__ = "0.1.0"
 
 __all__ = [
     "FORMAT_VERSION",
+    "AsyncSession",
     "ConflictError",
     "EmbedderMismatchError",
     "InMemorySession",
@@ -46,9 +50,11 @@ __all__ = [
     "KnowledgeSourceError",
     "LoadResult",
     "MessageLog",
+    "OperationTimeoutError",
     "PraisonSessionError",
     "RedisSession",
     "RemoteError",
+    "RuntimeShutdownError",
     "Session",
     "SessionBase",
     "SessionCorruptedError",

@@ -10,8 +10,8 @@ import sys
 import textwrap
 import time
 
-from . import Session
 from .llm import ScriptedChatServer
+from .session import Session
 
 SECOND_PROCESS = textwrap.dedent(
     """

@@ -15,8 +15,10 @@ __all__ = [
     "InvalidIdError",
     "InvalidValueError",
     "KnowledgeSourceError",
+    "OperationTimeoutError",
     "PraisonSessionError",
     "RemoteError",
+    "RuntimeShutdownError",
     "SessionCorruptedError",
     "SessionExpiredError",
     "SessionNotFoundError",
@@ -95,6 +97,34 @@ class ConflictError(PraisonSessionError):
 
 class StoreUnavailableError(PraisonSessionError):
     """The store could not be reached after bounded retries; nothing was assumed or written."""
+
+
+class OperationTimeoutError(PraisonSessionError, TimeoutError):
+    """A call did not finish within the session's ``timeout``; it was abandoned, not retried.
+
+    Subclasses ``TimeoutError`` so that code catching the built-in keeps working.
+    """
+
+    def __init__(self, what: str, seconds: float | None) -> None:
+        self.what = what
+        self.seconds = seconds
+        limit = "its deadline" if seconds is None else f"timeout={seconds:g} s"
+        super().__init__(
+            f"{what} did not finish within {limit}. Pass a larger timeout= to Session(...) if "
+            "the work is legitimately slow; otherwise check what it waited for (a store locked "
+            "by another process or down, a slow vector store or LLM endpoint)."
+        )
+
+
+class RuntimeShutdownError(PraisonSessionError):
+    """The background event loop was shut down while the call was waiting for it."""
+
+    def __init__(self, what: str = "The call") -> None:
+        super().__init__(
+            f"{what} was cancelled because praisonsession's background loop is shutting down "
+            "(runtime.shutdown() or interpreter exit). Nothing more will run; if this was not "
+            "the end of the program, make the call again: the loop restarts on demand."
+        )
 
 
 class EmbedderMismatchError(PraisonSessionError):

@@ -1,36 +1,31 @@
-"""``Session``: the one synchronous object users hold.
+"""``Session``: the one synchronous object notebooks and scripts hold.
 
-It owns the session's identity (session_id, user_id, TTL) and forwards every operation to an
-async store on the private background loop (:mod:`praisonsession.runtime`), so it works the
-same in a script, a thread pool or a running Jupyter kernel. It caches nothing: every call
-reads or writes the store, which is what makes it safe to share a session between processes.
+A thin shell over :class:`~praisonsession.async_session.AsyncSession`: every method submits the
+``AsyncSession`` coroutine of the same name to the runtime and returns its result, and nothing
+else. So it works the same in a script, a thread pool or a running Jupyter kernel, and there is
+one implementation of every operation. Store operations of an embedded store run inline on the
+caller's thread (no loop hop); memory, knowledge and agents run on the background loop, where a
+call that outlives ``timeout`` can be abandoned.
 """
 
 from __future__ import annotations
 
-import html
 import os
-import threading
-from collections.abc import Callable, Coroutine
-from pathlib import Path
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import runtime
-from .errors import InvalidValueError
-from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
+from .async_session import AsyncSession
 from .json_data import JSONValue
 from .state.module import StateModule
-from .stores.base import UNSET, SessionBase, _check_ttl
+from .stores.base import UNSET, SessionBase
 from .stores.record import SessionInfo
 
 if TYPE_CHECKING:
     from .agents import Agent
     from .knowledge.knowledge_base import KnowledgeAdded
     from .llm import LLMConfig
-    from .memory.recall import SessionRecall
     from .settings import Settings
-
-MEMORY_TYPES = ("short", "long")
 
 __all__ = ["Session"]
 
@@ -38,12 +33,14 @@ T = TypeVar("T")
 
 
 class Session:
-    """A remembered session: state, TTL, memory, knowledge and your own StateModules.
+    """A remembered session: state, TTL, memory, knowledge, agents and your own StateModules.
 
     ``Session()`` with no arguments works offline with zero setup: it stores everything in
     SQLite under ``./.praisonsession/``. ``store=`` takes a store instance or a URL
-    (``memory://``, ``json:///dir``, ``sqlite:///file.db``); ``settings=`` a
-    :class:`~praisonsession.settings.Settings` or a dict of its fields.
+    (``memory://``, ``json:///dir``, ``sqlite:///file.db``, ``redis://host:6379/0``);
+    ``settings=`` a :class:`~praisonsession.settings.Settings` or a dict of its fields.
+    ``timeout`` (seconds) bounds each call. For async code use :class:`AsyncSession`, which
+    has the same methods as coroutines.
     """
 
     def __init__(
@@ -59,128 +56,146 @@ class Session:
         store: SessionBase | str | None = None,
         settings: Settings | dict[str, Any] | None = None,
     ) -> None:
-        self.session_id = new_session_id() if session_id is None else check_session_id(session_id)
-        self.user_id = DEFAULT_USER if user_id is None else check_user_id(user_id)
-        if agent_url is not None:
-            raise NotImplementedError(
-                "Remote sessions (agent_url=...) are not available in this release yet; "
-                "use a local Session and session.Agent(...) instead."
-            )
-        self.agent_url = None
-        self.is_remote = False
-        for name, config in (
-            ("memory_config", memory_config),
-            ("knowledge_config", knowledge_config),
-        ):
-            if config is not None and not isinstance(config, dict):
-                raise InvalidValueError(f"{name} must be a dict or None, got {config!r}.")
-        self.memory_config = dict(memory_config or {})
-        self.knowledge_config = dict(knowledge_config or {})
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise InvalidValueError(
-                f"timeout must be a positive number of seconds, got {timeout!r}."
-            )
-        self.timeout = timeout
-        self.session_ttl = _check_ttl(session_ttl)
-        self.settings = _settings(settings)
-        self._owns_store = not isinstance(store, SessionBase)
-        self.store = _store(store, self.settings)
-        self._closed = False
-        self._recall_services: SessionRecall | None = None
-        self._agents: dict[str, Agent] = {}
-        self._recall_lock = threading.Lock()
-        self._run(
-            self.store.create_session(
-                self.session_id,
-                self.user_id,
-                ttl=UNSET if self.session_ttl is None else self.session_ttl,
-            )
+        self._core = AsyncSession(
+            session_id,
+            user_id,
+            agent_url,
+            memory_config,
+            knowledge_config,
+            timeout,
+            session_ttl,
+            store=store,
+            settings=settings,
         )
+        self.open()
 
-    # -- plumbing -------------------------------------------------------------------------
+    # -- plumbing: submit the core's coroutine, nothing else --------------------------------
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return runtime.run(coro, inline=self.store.runs_inline)
+        """A store operation: inline on this thread when the store allows it."""
+        core = self._core
+        return runtime.run(coro, timeout=core.timeout, inline=core.runs_inline)
+
+    def _on_loop(self, coro: Coroutine[Any, Any, T], bounded: bool = True) -> T:
+        """Memory, knowledge and agents: on the background loop, where a call that outlives
+        the timeout can be abandoned."""
+        return runtime.run(coro, timeout=self._core.timeout if bounded else None)
+
+    # -- identity (the core's) ------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self._core.session_id
+
+    @property
+    def user_id(self) -> str:
+        return self._core.user_id
+
+    @property
+    def agent_url(self) -> str | None:
+        return self._core.agent_url
+
+    @property
+    def is_remote(self) -> bool:
+        return self._core.is_remote
+
+    @property
+    def memory_config(self) -> dict[str, Any]:
+        return self._core.memory_config
+
+    @property
+    def knowledge_config(self) -> dict[str, Any]:
+        return self._core.knowledge_config
+
+    @property
+    def timeout(self) -> float:
+        return self._core.timeout
+
+    @property
+    def session_ttl(self) -> float | None:
+        return self._core.session_ttl
+
+    @property
+    def settings(self) -> Settings:
+        return self._core.settings
+
+    @property
+    def store(self) -> SessionBase:
+        return self._core.store
+
+    @property
+    def runs_inline(self) -> bool:
+        return self._core.runs_inline
+
+    def open(self) -> SessionInfo:
+        """Create the stored session, or start it afresh if it expired, and refresh its TTL."""
+        return self._run(self._core.open())
 
     # -- key-value state ------------------------------------------------------------------
 
     def set_state(self, key: str, value: JSONValue) -> None:
         """Store one value (JSON data). Durable when it returns."""
-        self._run(
-            self.store.patch_state(self.session_id, self.user_id, {key: value}, must_exist=True)
-        )
+        return self._run(self._core.set_state(key, value))
 
     def get_state(self, key: str, default: JSONValue = None) -> JSONValue:
-        return self._run(
-            self.store.get_value(self.session_id, self.user_id, key, default, must_exist=True)
-        )
+        return self._run(self._core.get_state(key, default))
 
     def increment_state(
         self, key: str, increment: int | float = 1, default: int | float = 0
     ) -> int | float:
         """Add to a number atomically, across threads and processes; returns the new value."""
-        return self._run(
-            self.store.increment(
-                self.session_id, self.user_id, key, increment, default, must_exist=True
-            )
-        )
+        return self._run(self._core.increment_state(key, increment, default))
 
     def save_state(self, state_data: dict[str, JSONValue]) -> None:
         """Merge ``state_data`` into the state, all keys in one atomic step."""
-        if not isinstance(state_data, dict):
-            raise InvalidValueError(f"save_state takes a dict, got {type(state_data).__name__}.")
-        self._run(
-            self.store.patch_state(self.session_id, self.user_id, state_data, must_exist=True)
-        )
+        return self._run(self._core.save_state(state_data))
 
     def restore_state(self) -> dict[str, JSONValue]:
         """The whole state as a dict (a copy: changing it changes nothing stored)."""
-        return self._run(self.store.get_state(self.session_id, self.user_id, must_exist=True))
+        return self._run(self._core.restore_state())
 
     def delete_state(self, *keys: str) -> None:
         """Remove keys from the state (missing keys are ignored)."""
-        self._run(
-            self.store.patch_state(
-                self.session_id, self.user_id, delete=list(keys), must_exist=True
-            )
-        )
+        return self._run(self._core.delete_state(*keys))
 
     def clear_state(self) -> None:
-        self._run(
-            self.store.patch_state(self.session_id, self.user_id, replace=True, must_exist=True)
-        )
+        return self._run(self._core.clear_state())
 
     # -- your own state modules -----------------------------------------------------------
 
     def save_modules(self, **modules: StateModule) -> None:
         """Persist StateModules (agents, memories, your classes) with this session."""
-        self._run(self.store.save_session_state(self.session_id, self.user_id, **modules))
+        return self._run(self._core.save_modules(**modules))
 
     def load_modules(self, **modules: StateModule) -> None:
         """Load StateModules saved under the same names; names never saved are left as they are."""
-        self._run(
-            self.store.load_session_state(
-                self.session_id, self.user_id, allow_not_exist=True, **modules
-            )
-        )
+        return self._run(self._core.load_modules(**modules))
+
+    def refresh_modules(self, **modules: StateModule) -> int:
+        """Take in the messages other processes appended to the modules' logs meanwhile."""
+        return self._run(self._core.refresh_modules(**modules))
+
+    # -- message logs ---------------------------------------------------------------------
+
+    def append_messages(self, log: str, messages: Sequence[dict[str, Any]]) -> int:
+        """Append messages to a named log of this session; returns its new length."""
+        return self._run(self._core.append_messages(log, messages))
+
+    def read_messages(
+        self, log: str, start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Messages ``start:stop`` of a named log ([] if it does not exist)."""
+        return self._run(self._core.read_messages(log, start, stop))
+
+    def message_count(self, log: str) -> int:
+        """How many messages a named log holds."""
+        return self._run(self._core.message_count(log))
+
+    def clear_messages(self, log: str) -> None:
+        """Empty a named log."""
+        return self._run(self._core.clear_messages(log))
 
     # -- memory and knowledge -------------------------------------------------------------
-
-    def _recall(self) -> SessionRecall:
-        """Memory and knowledge, built on first use (that is when chromadb is imported)."""
-        with self._recall_lock:
-            if self._recall_services is None:
-                from .memory.recall import SessionRecall
-
-                self._recall_services = SessionRecall(
-                    self.store,
-                    self.session_id,
-                    self.user_id,
-                    self.settings,
-                    self.memory_config,
-                    self.knowledge_config,
-                )
-            return self._recall_services
 
     def add_memory(self, text: str, memory_type: str = "long", **metadata: JSONValue) -> str:
         """Remember ``text``; returns its id.
@@ -188,12 +203,7 @@ class Session:
         ``"long"`` memories belong to the user and are found from any of their sessions;
         ``"short"`` ones are this session's notes, kept (and expiring) with the session.
         """
-        text = _check_text(text, "text")
-        memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
-        recall = self._recall()
-        if memory_type == "short":
-            return self._run(recall.short.add(text, metadata))
-        return recall.long.add(text, metadata)
+        return self._on_loop(self._core.add_memory(text, memory_type, **metadata))
 
     def search_memory(
         self, query: str, memory_type: str = "long", limit: int = 5
@@ -202,56 +212,26 @@ class Session:
 
         ``memory_type`` is ``"long"``, ``"short"`` or ``"all"`` (both, best first).
         """
-        query = _check_text(query, "query")
-        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
-        limit = _check_limit(limit)
-        recall = self._recall()
-        vector = recall.query_vector(query)
-        hits: list[dict[str, Any]] = []
-        if memory_type in ("short", "all"):
-            hits += recall.short.rank(self._run(recall.short.entries()), vector, limit)
-        if memory_type in ("long", "all"):
-            hits += recall.long.search(vector, limit)
-        hits.sort(key=lambda hit: -hit["score"])
-        return hits[:limit]
+        return self._on_loop(self._core.search_memory(query, memory_type, limit))
 
     def clear_memory(self, memory_type: str = "all") -> int:
-        """Forget this session's memories of a type (``"short"``, ``"long"`` or ``"all"``).
-
-        Long-term memories other sessions of the user added are kept. Returns how many went.
-        """
-        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
-        recall = self._recall()
-        removed = 0
-        if memory_type in ("short", "all"):
-            removed += self._run(recall.short.clear())
-        if memory_type in ("long", "all"):
-            removed += recall.long.clear()
-        return removed
+        """Forget this session's memories of a type (``"short"``, ``"long"`` or ``"all"``)."""
+        return self._on_loop(self._core.clear_memory(memory_type))
 
     def add_knowledge(self, source: str | os.PathLike[str]) -> KnowledgeAdded:
         """Add a file (txt, md, html, pdf), a folder, a URL or raw text to the knowledge base.
 
         Content already held is skipped; long additions show a progress bar.
         """
-        if isinstance(source, os.PathLike):
-            source = Path(source)
-        return self._recall().add_knowledge(source)
+        return self._on_loop(self._core.add_knowledge(source), bounded=False)
 
     def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         """Knowledge chunks closest to ``query``: dicts with id, text, score, metadata, source."""
-        query = _check_text(query, "query")
-        return self._recall().search_knowledge(query, _check_limit(limit))
+        return self._on_loop(self._core.search_knowledge(query, limit))
 
     def get_context(self, query: str, max_items: int = 3) -> str:
-        """Prompt context for ``query``: this session's notes, long-term memory and knowledge,
-        labelled by section, within ``memory_config["context_chars"]`` (4000) characters."""
-        query = _check_text(query, "query")
-        max_items = _check_limit(max_items)
-        recall = self._recall()
-        vector = recall.query_vector(query)
-        short = recall.short.rank(self._run(recall.short.entries()), vector, max_items)
-        return recall.context(vector, short, max_items)
+        """Prompt context for ``query``: this session's notes, long-term memory and knowledge."""
+        return self._on_loop(self._core.get_context(query, max_items))
 
     # -- agents ---------------------------------------------------------------------------
 
@@ -272,60 +252,50 @@ class Session:
         the settings (``PRAISONSESSION_LLM_*``, then ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``).
         Asking again for the same name returns the same live agent.
         """
-        from .agents import create_agent
-
-        return create_agent(self, name, role, instructions, tools, memory, knowledge, llm, **kwargs)
+        return self._on_loop(
+            self._core.Agent(name, role, instructions, tools, memory, knowledge, llm, **kwargs),
+            bounded=False,
+        )
 
     create_agent = Agent
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    @property
-    def info(self) -> SessionInfo | None:
+    def get_info(self) -> SessionInfo | None:
         """The stored metadata (created, updated, expiry, version), or None once it is gone."""
-        return self._run(self.store.get_info(self.session_id, self.user_id))
+        return self._run(self._core.get_info())
 
     def is_expired(self) -> bool:
         """True once the stored session has expired (or was ended with expire() or delete())."""
-        info = self.info
-        return info is None or info.is_expired()
+        return self._run(self._core.is_expired())
 
     def time_to_expiry(self) -> float | None:
         """Seconds left before the session expires; None if it has no TTL."""
-        info = self.info
-        if info is None:
-            return 0.0
-        return info.time_to_expiry()
+        return self._run(self._core.time_to_expiry())
 
     def touch(self, ttl: float | None = UNSET) -> None:
         """Restart the TTL now (optionally with a new TTL in seconds, or None for no expiry)."""
-        self._run(self.store.touch(self.session_id, self.user_id, ttl=ttl))
+        return self._run(self._core.touch(ttl))
 
     def expire(self) -> None:
         """End the session now, for every reader."""
-        self._run(self.store.expire(self.session_id, self.user_id))
+        return self._run(self._core.expire())
 
     def delete(self) -> bool:
         """Delete this session and everything in it."""
-        return self._run(self.store.delete_session(self.session_id, self.user_id))
+        return self._run(self._core.delete())
 
     def list_sessions(self, limit: int = 100, after: str | None = None) -> list[SessionInfo]:
         """This user's live sessions, one page ordered by id (pass ``after`` for the next)."""
-        return self._run(self.store.list_sessions(self.user_id, limit=limit, after=after))
+        return self._run(self._core.list_sessions(limit, after))
 
     def delete_session(self, session_id: str) -> bool:
         """Delete another session of this user."""
-        return self._run(self.store.delete_session(session_id, self.user_id))
+        return self._run(self._core.delete_session(session_id))
 
     def close(self) -> None:
-        """Release the store's connections. Idempotent; the session stays usable."""
-        if self._closed:
-            return
-        self._closed = True
-        for agent in self._agents.values():
-            agent.close()  # releases HTTP connections; the agent reconnects if used again
-        if self._owns_store:
-            self._run(self.store.close())
+        """Release connections. Idempotent; the session stays usable and reconnects."""
+        return self._run(self._core.close())
 
     def __enter__(self) -> Session:
         return self
@@ -336,85 +306,9 @@ class Session:
     # -- display --------------------------------------------------------------------------
 
     def __repr__(self) -> str:
-        return f"Session(id={self.session_id!r}, user={self.user_id!r}, store={self.store.url!r})"
+        return repr(self._core).replace("AsyncSession(", "Session(", 1)
 
     __str__ = __repr__
 
     def _repr_html_(self) -> str:
-        info = self.info
-        state = self.restore_state() if info is not None else {}
-        if info is None:
-            expiry = "gone (expired or deleted)"
-        elif info.expires_at is None:
-            expiry = "never"
-        else:
-            expiry = f"in {info.time_to_expiry():.0f} s"
-        rows = [
-            ("session_id", self.session_id),
-            ("user_id", self.user_id),
-            ("store", self.store.url),
-            ("expires", expiry),
-            (
-                "state",
-                ", ".join(f"{k}={v!r}" for k, v in list(state.items())[:8])
-                + (" …" if len(state) > 8 else "")
-                or "(empty)",
-            ),
-        ]
-        body = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-            f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
-            for k, v in rows
-        )
-        return f"<table><caption>praisonsession.Session</caption>{body}</table>"
-
-
-def _check_text(text: Any, what: str) -> str:
-    if not isinstance(text, str):
-        raise InvalidValueError(f"{what} must be a str, got {type(text).__name__}.")
-    if not text.strip():
-        raise InvalidValueError(f"{what} is empty; pass some text.")
-    return text
-
-
-def _check_memory_type(memory_type: Any, allowed: tuple[str, ...]) -> str:
-    if memory_type not in allowed:
-        raise InvalidValueError(f"memory_type must be one of {allowed}, got {memory_type!r}.")
-    return memory_type
-
-
-def _check_limit(limit: Any) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-        raise InvalidValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
-    return limit
-
-
-def _settings(settings: Any) -> Settings:
-    from .settings import Settings
-
-    if settings is None:
-        return Settings()
-    if isinstance(settings, Settings):
-        return settings
-    if isinstance(settings, dict):
-        return Settings(**settings)
-    raise InvalidValueError(f"settings must be a Settings, a dict or None, got {settings!r}.")
-
-
-def _store(store: Any, settings: Settings) -> SessionBase:
-    if isinstance(store, SessionBase):
-        return store
-    if store is not None and not isinstance(store, str):
-        raise InvalidValueError(
-            f"store must be a SessionBase instance or a URL string, got {store!r}."
-        )
-    from .stores.urls import open_store
-
-    url = store or settings.resolved_store_url()
-    options: dict[str, Any] = {
-        "default_ttl": settings.default_ttl,
-        "sliding_ttl": settings.sliding_ttl,
-    }
-    if url.lower().startswith("sqlite:"):
-        options["busy_timeout"] = settings.sqlite_busy_timeout
-    return open_store(url, **options)
+        return self._run(self._core._html_with_state())

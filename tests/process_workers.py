@@ -10,6 +10,9 @@ program sharing a store would. Jobs:
     Open the store, wait at the barrier, append COUNT messages ``{"role": "user", "content":
     "NAME-i"}`` one call at a time through ``runtime.run(store.append_messages(...))`` and print
     the returned log lengths as a JSON list.
+``chat URL BARRIER NAME COUNT LLM_URL``
+    Open ``Session("shared", "u")`` and its agent ``Tutor`` (LLM at LLM_URL), wait at the
+    barrier, then chat COUNT turns ``"NAME-i"``; print the agent's history length at the end.
 ``crash-writer URL SESSION_ID ACK_FILE``
     Open the session, print ``ready``, wait for a line on stdin, then write forever (until the
     parent kills it). After each call returns it appends one acknowledgement line to ACK_FILE:
@@ -68,6 +71,16 @@ def append(url: str, barrier: str, name: str, count: str) -> None:
         lengths.append(runtime.run(store.append_messages("shared", "u", "log", [message])))
     runtime.run(store.close())
     print(json.dumps(lengths))
+
+
+def chat(url: str, barrier: str, name: str, count: str, llm_url: str) -> None:
+    session = Session(session_id="shared", user_id="u", store=url)
+    agent = session.Agent("Tutor", memory=False, llm={"base_url": llm_url, "model": "m"})
+    wait_at_barrier(Path(barrier), name)
+    for i in range(int(count)):
+        agent.chat(f"{name}-{i}")
+    session.close()
+    print(json.dumps(len(agent.history)))
 
 
 class Agent(StateModule):
@@ -152,6 +165,7 @@ def watch_expiry(url: str, barrier: str, name: str, session_id: str) -> None:
 JOBS = {
     "increment": increment,
     "append": append,
+    "chat": chat,
     "crash-writer": crash_writer,
     "write-session": write_session,
     "read-session": read_session,

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import inspect
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -17,8 +19,8 @@ from typing import Any, Literal, Optional
 import pytest
 
 from llm_server import Reply, ScriptedChatServer
-from praisonsession import InvalidValueError, Session, SessionBase, runtime
-from praisonsession.agents import Agent, create_agent, function_schema, module_key
+from praisonsession import AsyncSession, InvalidValueError, Session, SessionBase, runtime
+from praisonsession.agents import Agent, function_schema, module_key
 from praisonsession.agents.prompt import recent_turns
 from praisonsession.llm import LLMAuthError, LLMUnavailableError
 
@@ -37,12 +39,13 @@ def system(text: str = SYSTEM) -> dict[str, Any]:
     return {"role": "system", "content": text}
 
 
-class RememberingSession(Session):
-    """A Session whose memory and knowledge are a fixed, inspectable stand-in.
+class RememberingSession(AsyncSession):
+    """A session whose memory and knowledge are a fixed, inspectable stand-in.
 
     It overrides the real ``add_memory``, ``add_knowledge``, ``search_knowledge`` and
     ``get_context`` (same signatures) so that tests can assert the exact prompt and how the
-    agent called them. The real layer is tested end to end in ``test_real_memory_*`` below.
+    agent called them. Agents stand on an ``AsyncSession``, so that is what it extends. The
+    real layer is tested end to end in ``test_real_memory_*`` below.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -51,22 +54,27 @@ class RememberingSession(Session):
         self.sources: list[str] = []
         self.context_calls: list[tuple[str, int]] = []
 
-    def add_memory(self, text: str, memory_type: str = "long", **metadata: Any) -> None:
+    async def add_memory(self, text: str, memory_type: str = "long", **metadata: Any) -> None:
         self.memories.append(text)
 
-    def add_knowledge(self, source: str) -> None:
+    async def add_knowledge(self, source: str) -> None:
         self.sources.append(source)
 
-    def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+    async def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         return [
             {"id": str(i), "text": s, "score": 1.0, "metadata": {}, "source": s}
             for i, s in enumerate(self.sources[:limit])
         ]
 
-    def get_context(self, query: str, max_items: int = 3) -> str:
+    async def get_context(self, query: str, max_items: int = 3) -> str:
         self.context_calls.append((query, max_items))
         found = self.memories[:max_items] + self.sources[:max_items]
         return "\n".join(f"• {text}" for text in found)
+
+
+def done(result: Any) -> Any:
+    """A sync Session's result as it is, an AsyncSession's coroutine run to its result."""
+    return runtime.run(result) if inspect.isawaitable(result) else result
 
 
 @pytest.fixture
@@ -86,14 +94,12 @@ def open_session(store_url: str) -> Iterator[Callable[..., Session]]:
 
     yield open_
     for session in opened:
-        for agent in getattr(session, "_agents", {}).values():
-            agent.close()
-        session.close()
+        done(session.close())
 
 
 def tutor(session: Session, server: ScriptedChatServer, name: str = "Tutor", **kw: Any) -> Agent:
     llm = {"base_url": server.url, "model": "test-model", "retry_backoff": 0.01}
-    return create_agent(session, name, llm=kw.pop("llm", llm), **kw)
+    return done(session.create_agent(name, llm=kw.pop("llm", llm), **kw))
 
 
 def stored(session: Session, agent: Agent) -> list[dict[str, Any]]:
@@ -145,11 +151,10 @@ def test_the_next_turn_carries_the_conversation(
 CHILD = """
 import sys
 from praisonsession import Session
-from praisonsession.agents import create_agent
 
 store_url, base_url = sys.argv[1:3]
 session = Session("chat", store=store_url)
-agent = create_agent(session, "Tutor", llm={"base_url": base_url, "model": "test-model"})
+agent = session.Agent("Tutor", llm={"base_url": base_url, "model": "test-model"})
 print(agent.turns)
 print(agent.chat("What is my name?"))
 """
@@ -227,7 +232,6 @@ def test_session_agent_and_create_agent_are_the_factory(
     llm = {"base_url": server.url, "model": "test-model"}
     agent = session.Agent("Tutor", instructions="Be brief.", llm=llm)
     assert session.create_agent("Tutor", llm=llm) is agent
-    assert create_agent(session, "Tutor", llm=llm) is agent
     agent.chat("Hi")
     assert server.last_messages() == [system(), user("Hi")]
 
@@ -252,6 +256,33 @@ def test_two_programs_taking_turns_share_one_conversation(
     assert server.last_messages() == [system(), *expected[:-1]]
     assert here.history == expected
     assert stored(here.session, here) == expected
+
+
+def test_two_programs_chatting_at_the_same_instant_keep_every_turn(
+    store: SessionBase, server: ScriptedChatServer
+) -> None:
+    """Two Session objects on one store (as two processes would be), each with its live agent
+    of the same name, chatting from two threads at once: no turn is lost or split."""
+    turns = 60
+
+    def converse(name: str) -> None:
+        agent = tutor(Session("chat", store=store), server)
+        for i in range(turns):
+            agent.chat(f"{name}-{i}")
+
+    threads = [threading.Thread(target=converse, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    history = tutor(Session("chat", store=store), server).history.to_list()
+    assert len(history) == 4 * turns
+    questions = history[0::2]
+    assert history[1::2] == [assistant(f"You said: {q['content']}") for q in questions]
+    for name in ("a", "b"):
+        mine = [q["content"] for q in questions if q["content"].startswith(f"{name}-")]
+        assert mine == [f"{name}-{i}" for i in range(turns)]
 
 
 def test_two_agents_in_one_session_keep_separate_histories(
@@ -545,7 +576,7 @@ def test_memory_puts_the_sessions_context_into_the_prompt(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
     session = open_session(cls=RememberingSession)
-    session.add_memory("The user's cat is called Miso.")
+    done(session.add_memory("The user's cat is called Miso."))
     agent = tutor(session, server)
     server.say("Miso!")
 
@@ -562,7 +593,7 @@ def test_memory_false_leaves_the_context_out(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
     session = open_session(cls=RememberingSession)
-    session.add_memory("The user's cat is called Miso.")
+    done(session.add_memory("The user's cat is called Miso."))
     tutor(session, server, memory=False).chat("Hi")
     assert session.context_calls == []
     assert server.last_messages()[0] == system()
@@ -598,7 +629,7 @@ def test_real_memory_a_stored_memory_reaches_the_prompt(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
     session = open_session()
-    session.add_memory("The user's cat is called Miso.")
+    done(session.add_memory("The user's cat is called Miso."))
     tutor(session, server).chat("What is my cat called?")
     prompt = server.last_messages()[0]["content"]
     assert prompt.startswith(f"{SYSTEM}\n\nRelevant context:\n")
@@ -627,8 +658,8 @@ def test_settings_choose_the_endpoint_and_model(
 ) -> None:
     settings = {"llm_base_url": server.url, "llm_model": "from-settings", "llm_api_key": "sk-s"}
     session = open_session(settings=settings)
-    create_agent(session, "Plain").chat("Hi")
-    create_agent(session, "Named", llm="gpt-4o").chat("Hi")
+    session.Agent("Plain").chat("Hi")
+    session.Agent("Named", llm="gpt-4o").chat("Hi")
     plain, named = server.requests
     assert plain.body["model"] == "from-settings"
     assert named.body["model"] == "gpt-4o"
@@ -639,7 +670,7 @@ def test_a_dict_llm_sets_endpoint_key_and_request_fields(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
     llm = {"model": "llama3.2", "base_url": server.url, "api_key": "sk-d", "temperature": 0}
-    agent = create_agent(open_session(), "Tutor", llm=llm)
+    agent = open_session().Agent("Tutor", llm=llm)
     agent.chat("Hi")
     (request,) = server.requests
     assert request.headers["authorization"] == "Bearer sk-d"
@@ -658,7 +689,7 @@ def test_the_environment_is_the_fallback(
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
-    create_agent(open_session(), "Tutor").chat("Hi")
+    open_session().Agent("Tutor").chat("Hi")
     (request,) = server.requests
     assert request.headers["authorization"] == "Bearer sk-env"
     assert request.body["model"] == "gpt-4o-mini"

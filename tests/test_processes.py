@@ -58,17 +58,20 @@ def run_together(
     tmp_path: Path,
     count: int | str,
     before_go: Callable[[], object] | None = None,
+    *extra: str,
+    processes: int = PROCESSES,
 ) -> dict[str, list[int]]:
-    """Run ``job`` in PROCESSES workers released at the same moment; their JSON outputs.
+    """Run ``job`` in ``processes`` workers released at the same moment; their JSON outputs.
 
-    ``before_go`` runs once every worker is ready, just before they are released.
+    ``before_go`` runs once every worker is ready, just before they are released; ``extra``
+    arguments follow the count on each worker's command line.
     """
     barrier = tmp_path / "barrier"
     barrier.mkdir()
-    names = [f"w{n}" for n in range(PROCESSES)]
+    names = [f"w{n}" for n in range(processes)]
     procs = {
         name: subprocess.Popen(
-            worker_command(job, url, str(barrier), name, str(count)),
+            worker_command(job, url, str(barrier), name, str(count), *extra),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -144,6 +147,36 @@ def test_appends_from_four_processes_keep_every_message_in_order(
     assert_each_strictly_increasing(results, APPENDS_PER_PROCESS)
     lengths = [length for values in results.values() for length in values]
     assert sorted(lengths) == list(range(1, total + 1))
+
+
+TURNS_PER_PROCESS = 200
+
+
+def test_two_processes_chatting_with_one_agent_keep_every_turn(
+    store_url: str, tmp_path: Path, server
+) -> None:
+    """2 processes x 200 turns with the same agent of the same session, at the same time:
+    800 messages, every turn whole (its question right before its answer), each process's
+    turns in the order it took them, and each process's history the store's, as far as it
+    read."""
+    results = run_together(
+        "chat", store_url, tmp_path, TURNS_PER_PROCESS, None, server.url, processes=2
+    )
+
+    with Session("shared", "u", store=store_url) as session:
+        agent = session.Agent("Tutor", memory=False, llm={"base_url": server.url, "model": "m"})
+        history = agent.history.to_list()
+    assert len(history) == 2 * 2 * TURNS_PER_PROCESS
+    questions = history[0::2]
+    assert [m["role"] for m in questions] == ["user"] * (2 * TURNS_PER_PROCESS)
+    assert history[1::2] == [
+        {"role": "assistant", "content": f"You said: {m['content']}"} for m in questions
+    ]
+    for name in results:
+        mine = [m["content"] for m in questions if m["content"].startswith(f"{name}-")]
+        assert mine == [f"{name}-{i}" for i in range(TURNS_PER_PROCESS)]
+    assert all(2 * TURNS_PER_PROCESS <= length <= len(history) for length in results.values())
+    assert len(server.chat_requests) == 2 * TURNS_PER_PROCESS
 
 
 def test_a_session_written_by_one_process_is_read_by_another(

@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
+import socket
+import sqlite3
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from praisonsession import Session, runtime
+from llm_server import Reply
+from praisonsession import (
+    AsyncSession,
+    OperationTimeoutError,
+    PraisonSessionError,
+    RuntimeShutdownError,
+    Session,
+    SqliteSession,
+    execution,
+    runtime,
+)
 
 
 async def where() -> str:
@@ -60,7 +75,7 @@ def test_inline_stores_run_on_the_callers_thread(tmp_path) -> None:
     seen: list[str] = []
 
     async def probe() -> None:
-        await runtime.pause(0)
+        await execution.pause(0)
         seen.append(threading.current_thread().name)
 
     runtime.run(probe(), inline=True)
@@ -115,3 +130,212 @@ def test_a_forked_child_gets_its_own_loop(tmp_path) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.read(reader, 100).decode() == "praisonsession-loop 2"
     assert status == 0
+
+
+# -- timeouts: every call is bounded, and says what timed out --------------------------------
+
+
+def elapsed(call) -> tuple[BaseException, float]:
+    """Run ``call``, which must raise; the error and how long it took."""
+    started = time.monotonic()
+    with pytest.raises(PraisonSessionError) as raised:
+        call()
+    return raised.value, time.monotonic() - started
+
+
+@pytest.fixture
+def sqlite_lock(tmp_path) -> Iterator[tuple[str, Callable[[], None]]]:
+    """A SQLite store, and a way to make another connection hold its write lock (as a stuck
+    process would) until the test ends."""
+    url = f"sqlite://{tmp_path}/s.db"
+    Session("s", store=url).set_state("n", 0)  # schema, WAL and the session exist
+    holder = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    yield url, lambda: holder.execute("BEGIN IMMEDIATE")
+    if holder.in_transaction:
+        holder.execute("ROLLBACK")
+    holder.close()
+
+
+def test_a_write_to_a_locked_sqlite_file_fails_typed_within_the_timeout(sqlite_lock) -> None:
+    url, lock = sqlite_lock
+    session = Session("s", store=url, timeout=1)
+    lock()
+    error, took = elapsed(lambda: session.increment_state("n"))
+    assert isinstance(error, OperationTimeoutError) and isinstance(error, TimeoutError)
+    assert "increment_state on session 's'" in str(error) and "timeout=1 s" in str(error)
+    assert 0.9 < took < 3
+    assert session.get_state("n") == 0  # reads go on (WAL), and nothing was written
+
+
+def test_opening_a_session_on_a_locked_sqlite_file_is_bounded_too(sqlite_lock) -> None:
+    url, lock = sqlite_lock
+    lock()
+    error, took = elapsed(lambda: Session("new", store=url, timeout=1))
+    assert isinstance(error, OperationTimeoutError) and took < 3
+
+
+def test_the_async_core_is_bounded_on_the_callers_loop(sqlite_lock) -> None:
+    url, lock = sqlite_lock
+    lock()
+    session = AsyncSession("s", store=url, timeout=1)
+    error, took = elapsed(lambda: asyncio.run(session.increment_state("n")))
+    assert isinstance(error, OperationTimeoutError) and took < 3
+
+
+def test_a_json_session_locked_by_another_process_fails_typed(tmp_path) -> None:
+    url = f"json://{tmp_path}/j"
+    Session("s", store=url).set_state("n", 0)
+    lock = next((tmp_path / "j").rglob("*.lock"))
+    with open(lock, "rb+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another open file description: another "process"
+        error, took = elapsed(lambda: Session("s", store=url, timeout=1).set_state("n", 1))
+    assert isinstance(error, OperationTimeoutError) and took < 3
+    assert Session("s", store=url).get_state("n") == 0  # nothing was written
+
+
+def test_a_redis_server_that_never_answers_fails_typed_within_the_timeout() -> None:
+    with socket.socket() as black_hole:  # accepts connections, never says a word
+        black_hole.bind(("127.0.0.1", 0))
+        black_hole.listen(8)
+        url = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
+        error, took = elapsed(lambda: Session("s", store=url, timeout=1))
+    assert isinstance(error, OperationTimeoutError) and took < 3
+
+
+class SlowEmbedder:
+    """An embedder that takes 3 s per call: a stand-in for a stuck model or vector server."""
+
+    name = "slow-test-embedder"
+    dimension = 4
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        time.sleep(3)
+        return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed([text])[0]
+
+
+def test_memory_calls_are_bounded_by_the_timeout(tmp_path) -> None:
+    session = Session(
+        "s",
+        store=f"sqlite://{tmp_path}/s.db",
+        timeout=1,
+        memory_config={"embedder": SlowEmbedder()},
+        settings={"data_dir": str(tmp_path / "data")},
+    )
+    error, took = elapsed(lambda: session.add_memory("a fact"))
+    assert isinstance(error, OperationTimeoutError) and "add_memory" in str(error)
+    assert took < 2.5
+    error, took = elapsed(lambda: session.search_memory("a fact"))
+    assert isinstance(error, OperationTimeoutError) and took < 2.5
+
+
+def test_an_agent_waits_for_a_slow_llm_no_longer_than_the_timeout(tmp_path, server) -> None:
+    session = Session("s", store=f"sqlite://{tmp_path}/s.db", timeout=1)
+    agent = session.Agent("Tutor", memory=False, llm={"base_url": server.url, "model": "m"})
+    server.queue(Reply.text("late", delay=5), Reply.text("late again", delay=5))
+    error, took = elapsed(lambda: agent.chat("hello?"))
+    assert took < 2.5, error
+    assert agent.history == []  # no half turn
+    server.reset()  # the abandoned request may not have taken its reply yet
+
+
+# -- shutdown: nothing hangs -----------------------------------------------------------------
+
+
+def test_a_call_in_flight_during_shutdown_returns_within_a_second() -> None:
+    outcome: list[BaseException] = []
+    started = threading.Event()
+
+    async def forever() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    def caller() -> None:
+        try:
+            runtime.run(forever())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    assert started.wait(5)
+    begun = time.monotonic()
+    runtime.shutdown()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert time.monotonic() - begun < 1
+    assert len(outcome) == 1 and isinstance(outcome[0], RuntimeShutdownError)
+    assert runtime.run(where()) == "praisonsession-loop"  # and it starts again on demand
+
+
+def test_shutdown_cancels_the_loops_tasks() -> None:
+    cancelled = threading.Event()
+
+    async def worker() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def spawn() -> None:
+        asyncio.get_running_loop().create_task(worker())
+        await asyncio.sleep(0)
+
+    runtime.run(spawn())
+    runtime.shutdown()
+    assert cancelled.is_set()
+
+
+def test_a_session_call_in_flight_during_shutdown_gets_a_typed_error() -> None:
+    with socket.socket() as black_hole:
+        black_hole.bind(("127.0.0.1", 0))
+        black_hole.listen(8)
+        url = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
+        outcome: list[BaseException] = []
+
+        def caller() -> None:
+            try:
+                Session("s", store=url, timeout=30)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=caller)
+        thread.start()
+        time.sleep(0.5)  # connected and waiting for an answer that never comes
+        begun = time.monotonic()
+        runtime.shutdown()
+        thread.join(5)
+    assert time.monotonic() - begun < 1
+    assert len(outcome) == 1 and isinstance(outcome[0], RuntimeShutdownError)
+
+
+# -- fork: a child never uses its parent's loop or connections -------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork exists on POSIX only")
+def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None:
+    store = SqliteSession(tmp_path / "s.db")
+    session = Session("s", store=store)
+    session.set_state("n", 0)
+    parents = store._local.conn
+    children = []
+    for _ in range(2):
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            try:
+                value = session.increment_state("n")
+                own = store._local.conn is not parents and store._local.conn is not None
+                os.write(writer, f"{value} {own}".encode())
+            finally:
+                os._exit(0)
+        os.close(writer)
+        os.waitpid(pid, 0)
+        children.append(os.read(reader, 100).decode())
+        os.close(reader)
+    assert children == ["1 True", "2 True"]
+    assert store._local.conn is parents  # the parent goes on with its own
+    assert session.increment_state("n") == 3

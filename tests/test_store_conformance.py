@@ -208,7 +208,7 @@ def test_an_edited_or_cleared_log_is_rewritten(store: SessionBase, run) -> None:
     assert run(store.read_messages("s", "", "agent.memory")) == [say("fresh")]
 
 
-def test_a_log_changed_by_someone_else_is_overwritten_by_the_full_log(
+def test_messages_someone_else_appended_meanwhile_are_kept_before_ours(
     store: SessionBase, run
 ) -> None:
     agent = Friday()
@@ -217,7 +217,87 @@ def test_a_log_changed_by_someone_else_is_overwritten_by_the_full_log(
     run(store.append_messages("s", "", "agent.memory", [say("theirs")]))
     agent.memory.append(say("mine again"))
     run(store.save_session_state("s", agent=agent))
-    assert run(store.read_messages("s", "", "agent.memory")) == [say("mine"), say("mine again")]
+    both = [say("mine"), say("theirs"), say("mine again")]
+    assert run(store.read_messages("s", "", "agent.memory")) == both
+    assert agent.memory == both  # the log now reads as the store does
+    agent.memory.append(say("and more"))  # ... and goes on appending from there
+    run(store.save_session_state("s", agent=agent))
+    assert run(store.read_messages("s", "", "agent.memory")) == [*both, say("and more")]
+
+
+def test_refresh_takes_in_what_others_appended(store: SessionBase, run) -> None:
+    agent = Friday()
+    agent.memory.append(say("one"))
+    run(store.save_session_state("s", agent=agent))
+    assert run(store.refresh_session_state("s", agent=agent)) == 0
+    run(store.append_messages("s", "", "agent.memory", [say("two"), say("three")]))
+    assert run(store.refresh_session_state("s", agent=agent)) == 2
+    assert agent.memory == [say("one"), say("two"), say("three")]
+    agent.memory.append(say("four"))
+    run(store.save_session_state("s", agent=agent))
+    assert run(store.read_messages("s", "", "agent.memory")) == [
+        say("one"),
+        say("two"),
+        say("three"),
+        say("four"),
+    ]
+
+
+def test_refresh_leaves_a_log_edited_here_for_its_next_save(store: SessionBase, run) -> None:
+    agent = Friday()
+    agent.memory.extend([say("a"), say("b")])
+    run(store.save_session_state("s", agent=agent))
+    run(store.append_messages("s", "", "agent.memory", [say("theirs")]))
+    del agent.memory[0]
+    assert run(store.refresh_session_state("s", agent=agent)) == 0
+    run(store.save_session_state("s", agent=agent))
+    assert run(store.read_messages("s", "", "agent.memory")) == [say("b")]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda log: log[0].__setitem__("content", "EDITED"), id="item-in-place"),
+        pytest.param(lambda log: log[1]["tags"].append("new"), id="nested-list-in-place"),
+        pytest.param(lambda log: log[0].update(content="EDITED"), id="update-in-place"),
+        pytest.param(lambda log: log[1].pop("tags"), id="key-removed-in-place"),
+        pytest.param(lambda log: next(iter(log)).clear(), id="through-iteration"),
+        pytest.param(lambda log: log.pop(0), id="pop"),
+        pytest.param(lambda log: log.insert(1, say("inserted")), id="insert"),
+        pytest.param(lambda log: log.__setitem__(0, say("replaced")), id="replace-item"),
+        pytest.param(lambda log: log.__delitem__(slice(0, 2)), id="delete-slice"),
+        pytest.param(lambda log: log.remove(log[2]), id="remove"),
+    ],
+)
+def test_any_edit_of_a_saved_log_is_saved_exactly(store: SessionBase, run, edit) -> None:
+    agent = Friday()
+    agent.memory.extend([say("a"), {"role": "user", "content": "b", "tags": ["x"]}, say("c")])
+    run(store.save_session_state("s", agent=agent))
+    edit(agent.memory)
+    run(store.save_session_state("s", agent=agent))
+    assert run(store.read_messages("s", "", "agent.memory")) == agent.memory.to_list()
+    reloaded = Friday()
+    run(store.load_session_state("s", agent=reloaded))
+    assert reloaded.memory == agent.memory.to_list()
+
+
+def test_an_edit_of_a_loaded_log_is_saved_exactly(store: SessionBase, run) -> None:
+    run(store.save_session_state("s", agent=_with_messages(Friday(), "a", "b")))
+    loaded = Friday()
+    run(store.load_session_state("s", agent=loaded))
+    loaded.memory[0]["content"] = "EDITED"
+    loaded.memory.append(say("c"))
+    run(store.save_session_state("s", agent=loaded))
+    assert run(store.read_messages("s", "", "agent.memory")) == [
+        say("EDITED"),
+        say("b"),
+        say("c"),
+    ]
+
+
+def _with_messages(agent: Friday, *texts: str) -> Friday:
+    agent.memory.extend(say(text) for text in texts)
+    return agent
 
 
 def test_append_with_an_expected_length_detects_a_conflict(store: SessionBase, run) -> None:

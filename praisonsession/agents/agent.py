@@ -1,23 +1,30 @@
 """``Agent``: an LLM agent whose conversation belongs to the session it was created in.
 
-Its history is a :class:`~praisonsession.state.MessageLog`, saved to the session's store after
-every turn (an append of the new messages, so a turn costs the same at 10 or 10,000
-messages) and loaded when the same session creates the same agent again, in any process.
-A turn is appended only once it has succeeded: a failed LLM call leaves the history as it
-was, so no half-turn (a question without an answer, a tool call without its result) can
-break the next request. Before each turn the agent takes in the turns another process saved
-for it meanwhile (one indexed read), so processes that take turns share one conversation.
+Its history is a :class:`~praisonsession.state.MessageLog`, saved with the session after every
+turn (an append of the new messages, so a turn costs the same at 10 or 10,000 messages) and
+loaded when the same session creates the same agent again, in any process. A turn is saved
+only once it has succeeded: a failed LLM call leaves the history as it was, so no half-turn (a
+question without an answer, a tool call without its result) can break the next request.
+
+Processes that chat with the same agent share one conversation: before each turn the agent
+takes in the turns others saved meanwhile, and a turn saved at the same instant as another's
+is appended after it, never over it (see ``SessionBase.save_session_state``).
+
+The agent stands on an :class:`~praisonsession.agents.host.AgentHost` (an ``AsyncSession``):
+``achat`` is the core; ``chat`` runs it on the background loop for synchronous code.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
-import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import runtime
 from ..errors import InvalidValueError
+from ..execution import bounded, offload
 from ..identifiers import check_key, filename_for
 from ..llm.config import LLMConfig, resolve_llm
 from ..state.message_log import MessageLog
@@ -27,7 +34,7 @@ from .tools import Toolbox
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
-    from ..session import Session
+    from .host import AgentHost
 
 __all__ = ["Agent", "module_key"]
 
@@ -52,7 +59,7 @@ class Agent(StateModule):
 
     def __init__(
         self,
-        session: Session,
+        session: AgentHost,
         name: str,
         role: str = "Assistant",
         instructions: str | None = None,
@@ -72,9 +79,8 @@ class Agent(StateModule):
         self.name = check_key(name, "agent name")
         self.key = module_key(self.name)
         self.history = MessageLog()
-        #: How many messages the store held, all equal to ours, after our last save or load.
-        self._stored = 0
-        self._lock = threading.RLock()
+        # one turn at a time per event loop (the sync chat and async users may use two loops)
+        self._turn_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._client: ChatClient | None = None
         self.configure(
             role=role,
@@ -123,7 +129,7 @@ class Agent(StateModule):
                 continue
             if isinstance(count, bool) or not isinstance(count, int) or count < low:
                 raise InvalidValueError(f"{label} must be an int >= {low}, got {count!r}.")
-        config = resolve_llm(llm, getattr(self.session, "settings", None))
+        config = resolve_llm(llm, self.session.settings, timeout=self.session.timeout)
         toolbox = Toolbox(tools or ())
         self.role = role
         self.instructions = instructions
@@ -144,8 +150,7 @@ class Agent(StateModule):
 
     def chat(self, message: str) -> str:
         """Send a message and return the reply; the turn is saved before this returns."""
-        with self._lock:
-            return runtime.run(self.achat(message), inline=self._runs_inline())
+        return runtime.run(self.achat(message), what=f"agent {self.name!r}: chat")
 
     start = chat  # PraisonAI's name for the same call
 
@@ -154,16 +159,17 @@ class Agent(StateModule):
         if not isinstance(message, str):
             raise InvalidValueError(f"chat takes a str, got {type(message).__name__}.")
         client = self._client or self._connect()
-        await self._catch_up()
-        context = await self._context(message)
-        system = system_prompt(
-            self.name, self.role, self.instructions, self.goal, self.backstory, context
-        )
-        prefix: list[Message] = [{"role": "system", "content": system}]
-        prefix += recent_turns(self.history, self.history_window)
-        turn = await self._turn(client, prefix, message)
-        self.history.extend(turn)
-        await self._save()
+        async with self._turn_lock():
+            await self.session.refresh_modules(**{self.key: self})
+            context = await self._context(message)
+            system = system_prompt(
+                self.name, self.role, self.instructions, self.goal, self.backstory, context
+            )
+            prefix: list[Message] = [{"role": "system", "content": system}]
+            prefix += recent_turns(self.history.messages_since(0), self.history_window)
+            turn = await self._turn(client, prefix, message)
+            self.history.extend(turn)
+            await self._save()
         return turn[-1]["content"]
 
     async def _turn(self, client: ChatClient, prefix: list[Message], message: str) -> list[Message]:
@@ -176,8 +182,10 @@ class Agent(StateModule):
         rounds = 0
         while True:
             choice = "none" if self.tools and rounds >= self.max_tool_rounds else None
-            reply = await runtime.offload(
-                client.complete, prefix + turn, self.tools.schemas, choice
+            reply = await bounded(
+                offload(client.complete, prefix + turn, self.tools.schemas, choice),
+                self.session.timeout,
+                f"agent {self.name!r}: one LLM request (model {self.llm.model!r})",
             )
             if reply.tool_calls and choice is None:
                 turn.append(reply.to_message())
@@ -197,11 +205,22 @@ class Agent(StateModule):
 
     def clear_history(self) -> None:
         """Forget the conversation, here and in the store."""
-        with self._lock:
+        runtime.run(self.aclear_history(), what=f"agent {self.name!r}: clear_history")
+
+    async def aclear_history(self) -> None:
+        """``clear_history`` for async code."""
+        async with self._turn_lock():
             self.history.clear()
-            runtime.run(self._save(), inline=self._runs_inline())
+            await self._save()
 
     # -- plumbing -------------------------------------------------------------------------
+
+    def _turn_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        lock = self._turn_locks.get(loop)
+        if lock is None:
+            lock = self._turn_locks.setdefault(loop, asyncio.Lock())
+        return lock
 
     def _connect(self) -> ChatClient:
         from ..llm.client import ChatClient  # requests and tenacity load here, on first use
@@ -209,48 +228,20 @@ class Agent(StateModule):
         self._client = ChatClient(self.llm)
         return self._client
 
-    def _runs_inline(self) -> bool:
-        return bool(self.session.store.runs_inline) and not self.tools.has_async
-
     async def _context(self, query: str) -> str:
-        """Memory and knowledge for this message, from the session (when it offers them)."""
-        session = self.session
-        if self.memory and hasattr(session, "get_context"):
-            text = await runtime.offload(session.get_context, query, self.context_items)
-            return str(text or "").strip()
-        if self.knowledge is not None and hasattr(session, "search_knowledge"):
-            hits = await runtime.offload(session.search_knowledge, query, self.context_items)
-            return "\n".join(f"• {hit['text']}" for hit in hits or ())
+        """Memory and knowledge for this message, from the session."""
+        if self.memory:
+            return (await self.session.get_context(query, self.context_items)).strip()
+        if self.knowledge is not None:
+            hits = await self.session.search_knowledge(query, self.context_items)
+            return "\n".join(f"• {hit['text']}" for hit in hits)
         return ""
 
-    async def _catch_up(self) -> None:
-        """Take in turns another process (or Session object) saved since we last synced.
-
-        One indexed read of the messages past ours; nothing when our history was edited.
-        """
-        if self._stored != len(self.history):
-            return
-        session = self.session
-        newer = await session.store.read_messages(
-            session.session_id, session.user_id, f"{self.key}.history", start=self._stored
-        )
-        if newer:
-            self.history.extend(newer)
-            self._stored = len(self.history)
-
     async def _save(self) -> None:
-        session = self.session
-        await session.store.save_session_state(
-            session.session_id, session.user_id, **{self.key: self}
-        )
-        self._stored = len(self.history)
+        await self.session.save_modules(**{self.key: self})
 
     async def _load(self) -> None:
-        session = self.session
-        await session.store.load_session_state(
-            session.session_id, session.user_id, allow_not_exist=True, **{self.key: self}
-        )
-        self._stored = len(self.history)
+        await self.session.load_modules(**{self.key: self})
 
     def close(self) -> None:
         """Release the HTTP connections (the agent reconnects if used again)."""

@@ -1,6 +1,6 @@
 """``create_agent``: what ``session.Agent(...)`` does.
 
-One live ``Agent`` per (Session object, agent name): asking again returns the same object,
+One live ``Agent`` per (session object, agent name): asking again returns the same object,
 reconfigured with the new arguments and keeping its history, so nothing can ever replace a
 live conversation with an older stored copy (PraisonAI's ``restore_state`` detached live
 agents that way). The first time, the agent's saved history is loaded from the store, so a
@@ -9,23 +9,15 @@ new process that opens the same session and creates the same agent continues the
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .. import runtime
 from ..identifiers import check_key
 from ..llm.config import LLMConfig
 from .agent import Agent
+from .host import AgentHost
 
-if TYPE_CHECKING:
-    from ..session import Session
-
-__all__ = ["create_agent"]
-
-_lock = threading.RLock()
-_knowledge_added: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+__all__ = ["AGENT_OPTIONS", "AgentRegistry", "create_agent"]
 
 #: Options accepted besides PraisonAI's named parameters.
 AGENT_OPTIONS = frozenset(
@@ -35,8 +27,21 @@ AGENT_OPTIONS = frozenset(
 IGNORED_OPTIONS = frozenset({"verbose", "user_id", "markdown"})
 
 
-def create_agent(
-    session: Session,
+class AgentRegistry:
+    """A session's live agents, and the knowledge sources their creation already added."""
+
+    def __init__(self) -> None:
+        self.agents: dict[str, Agent] = {}
+        self.knowledge_added: set[str] = set()
+
+    def close(self) -> None:
+        for agent in self.agents.values():
+            agent.close()  # releases HTTP connections; the agent reconnects if used again
+
+
+async def create_agent(
+    host: AgentHost,
+    registry: AgentRegistry,
     name: str,
     role: str = "Assistant",
     instructions: str | None = None,
@@ -46,10 +51,10 @@ def create_agent(
     llm: str | Mapping[str, Any] | LLMConfig | None = None,
     **kwargs: Any,
 ) -> Agent:
-    """The session's agent called ``name``: the live one, or a new one with its saved history.
+    """The host's agent called ``name``: the live one, or a new one with its saved history.
 
-    ``knowledge`` sources are added to the session (``session.add_knowledge``) and reach the
-    prompt through ``session.get_context``, with the session's memory, when ``memory=True``.
+    ``knowledge`` sources are added to the session (``add_knowledge``) and reach the prompt
+    through ``get_context``, with the session's memory, when ``memory=True``.
     """
     unknown = sorted(set(kwargs) - AGENT_OPTIONS - IGNORED_OPTIONS)
     if unknown:
@@ -59,42 +64,15 @@ def create_agent(
         )
     options = {k: v for k, v in kwargs.items() if k in AGENT_OPTIONS}
     name = check_key(name, "agent name")
-    with _lock:
-        agents = _agents_of(session)
-        agent = agents.get(name)
-        if agent is not None:
-            agent.configure(role, instructions, tools, memory, knowledge, llm, **options)
-        else:
-            agent = Agent(
-                session, name, role, instructions, tools, memory, knowledge, llm, **options
-            )
-            runtime.run(agent._load(), inline=session.store.runs_inline)
-            agents[name] = agent
-        _add_knowledge(session, agent)
+    agent = registry.agents.get(name)
+    if agent is not None:
+        agent.configure(role, instructions, tools, memory, knowledge, llm, **options)
+    else:
+        agent = Agent(host, name, role, instructions, tools, memory, knowledge, llm, **options)
+        await agent._load()
+        agent = registry.agents.setdefault(name, agent)  # a concurrent creation may have won
+    for source in agent.knowledge or ():
+        if source not in registry.knowledge_added:
+            await host.add_knowledge(source)
+            registry.knowledge_added.add(source)
     return agent
-
-
-def _agents_of(session: Session) -> dict[str, Agent]:
-    """The session's live agents (``Session._agents``; created here if the Session lacks it)."""
-    agents = getattr(session, "_agents", None)
-    if agents is None:
-        agents = {}
-        session._agents = agents  # type: ignore[attr-defined]
-    return agents
-
-
-def _add_knowledge(session: Session, agent: Agent) -> None:
-    """Add the agent's knowledge sources to the session, each once per Session object."""
-    if not agent.knowledge:
-        return
-    add = getattr(session, "add_knowledge", None)
-    if add is None:
-        raise NotImplementedError(
-            f"Agent {agent.name!r} was given knowledge={agent.knowledge!r}, but this Session "
-            "has no add_knowledge(); add the sources with a Session that supports knowledge."
-        )
-    added = _knowledge_added.setdefault(session, set())
-    for source in agent.knowledge:
-        if source not in added:
-            add(source)
-            added.add(source)

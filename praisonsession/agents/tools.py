@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import runtime
 from ..errors import InvalidValueError
+from ..execution import offload
 
 __all__ = ["Tool", "Toolbox", "function_schema"]
 
@@ -221,7 +221,7 @@ class Toolbox:
             if tool.is_async:
                 result = await tool.function(**kwargs)
             else:
-                result = await runtime.offload(functools.partial(tool.function, **kwargs))
+                result = await offload(functools.partial(tool.function, **kwargs))
         except Exception as exc:
             _logger().warning("Tool %r raised %s: %s", name, type(exc).__name__, exc)
             return f"Error: the tool {name!r} raised {type(exc).__name__}: {exc}"

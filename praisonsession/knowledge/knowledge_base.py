@@ -15,7 +15,7 @@ from typing import Any
 
 from ..embeddings import Embedder
 from ..errors import KnowledgeSourceError
-from ..memory.vector_index import VectorIndex, collection_name
+from ..vectors import VectorIndex, collection_name
 from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
 from .sources import Document, fetch_url, files_in, is_url, looks_like_path, read_file
 
@@ -44,7 +44,7 @@ class KnowledgeAdded:
 
 
 class KnowledgeBase:
-    """One scope's knowledge, in its own collection (see ``vector_index.collection_name``)."""
+    """One scope's knowledge, in its own collection (see ``vectors.collection_name``)."""
 
     def __init__(
         self,

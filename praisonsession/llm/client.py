@@ -1,6 +1,6 @@
 """``ChatClient``: POST ``{base_url}/chat/completions`` over one pooled ``requests.Session``.
 
-Blocking on purpose: agents call it through :func:`praisonsession.runtime.offload`, which runs
+Blocking on purpose: agents call it through :func:`praisonsession.execution.offload`, which runs
 it on the caller's thread in sync code and in a worker thread under a running event loop.
 This module imports ``requests`` and ``tenacity``; nothing imports it until an agent first chats.
 """
@@ -13,6 +13,7 @@ from typing import Any
 
 import requests
 
+from ..execution import remaining
 from .config import LLMConfig
 from .errors import LLMAuthError, LLMRequestError
 from .replies import ChatReply, parse_reply
@@ -29,7 +30,7 @@ class ChatClient:
     """
 
     def __init__(self, config: LLMConfig) -> None:
-        from .. import __version__
+        from .._version import __version__
 
         self.config = config
         self._http = requests.Session()
@@ -63,7 +64,9 @@ class ChatClient:
     def _post(self, data: bytes) -> ChatReply:
         url = self.config.endpoint
         try:
-            response = self._http.post(url, data=data, timeout=self.config.timeout)
+            # never wait past the calling session's deadline (execution.bounded)
+            timeout = max(0.001, remaining(self.config.timeout))
+            response = self._http.post(url, data=data, timeout=timeout)
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
             raise LLMRequestError(f"Cannot send to {url}: {exc}. Fix base_url.", url=url) from exc
         status = response.status_code

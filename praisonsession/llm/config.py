@@ -119,8 +119,12 @@ def resolve_llm(
     llm: str | Mapping[str, Any] | LLMConfig | None = None,
     settings: Settings | None = None,
     environ: Mapping[str, str] | None = None,
+    timeout: float | None = None,
 ) -> LLMConfig:
-    """The configuration for ``llm=`` (see the module docstring for the order of precedence)."""
+    """The configuration for ``llm=`` (see the module docstring for the order of precedence).
+
+    ``timeout`` (the session's) bounds each HTTP request unless ``llm`` sets its own.
+    """
     if isinstance(llm, LLMConfig):
         return llm
     if llm is None:
@@ -165,6 +169,8 @@ def resolve_llm(
     options: dict[str, Any] = {}
     if "timeout" in given:
         options["timeout"] = given["timeout"]
+    elif timeout is not None:
+        options["timeout"] = timeout
     elif settings is not None:
         options["timeout"] = settings.timeout
     for name in ("max_retries", "max_retry_wait", "retry_backoff"):

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import requests
 import tenacity
 
+from ..execution import remaining
 from .config import LLMConfig
 from .errors import LLMUnavailableError
 
@@ -118,6 +119,8 @@ class _Budget:
         if state.attempt_number > self.config.max_retries:
             return True
         seconds = self.delay(state)
+        if seconds >= remaining(float("inf")):  # the calling session's deadline comes first
+            return True
         if state.idle_for + seconds > self.config.max_retry_wait + 1e-9:
             self.refused_wait = seconds
             return True

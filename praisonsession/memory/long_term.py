@@ -14,7 +14,7 @@ from typing import Any
 from ..embeddings import Embedder
 from ..errors import InvalidValueError
 from ..json_data import check_json_data, dumps, loads
-from .vector_index import Hit, VectorIndex, collection_name
+from ..vectors import Hit, VectorIndex, collection_name
 
 RESERVED = frozenset({"user_id", "session_id", "memory_type", "created_at"})
 

@@ -7,13 +7,13 @@ only what is new.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Protocol
 
 from ..embeddings import Embedder
-from ..stores.base import SessionBase
 from .long_term import check_metadata
 
 LOG = "$memory/short_term"
@@ -21,14 +21,25 @@ SEARCH_WINDOW = 2000
 _CACHE_SIZE = 10_000
 
 
+class SessionLogs(Protocol):
+    """The part of a session that short-term memory needs: its named message logs."""
+
+    async def append_messages(self, log: str, messages: list[dict[str, Any]]) -> int: ...
+
+    async def read_messages(
+        self, log: str, start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    async def message_count(self, log: str) -> int: ...
+
+    async def clear_messages(self, log: str) -> None: ...
+
+
 class ShortTermMemory:
-    def __init__(
-        self, store: SessionBase, session_id: str, user_id: str, embedder: Embedder
-    ) -> None:
-        self.store = store
-        self.session_id = session_id
-        self.user_id = user_id
+    def __init__(self, logs: SessionLogs, embedder: Embedder) -> None:
+        self.logs = logs
         self.embedder = embedder
+        self._vectors_lock = threading.Lock()  # rank() runs in worker threads
         self._vectors: OrderedDict[str, list[float]] = OrderedDict()
 
     async def add(self, text: str, metadata: dict[str, Any]) -> str:
@@ -41,28 +52,30 @@ class ShortTermMemory:
             "metadata": metadata,
             "created_at": time.time(),
         }
-        await self.store.append_messages(self.session_id, self.user_id, LOG, [entry])
+        await self.logs.append_messages(LOG, [entry])
         return memory_id
 
     async def entries(self) -> list[dict[str, Any]]:
-        count = await self.store.message_count(self.session_id, self.user_id, LOG)
-        start = max(0, count - SEARCH_WINDOW)
-        return await self.store.read_messages(self.session_id, self.user_id, LOG, start)
+        count = await self.logs.message_count(LOG)
+        return await self.logs.read_messages(LOG, max(0, count - SEARCH_WINDOW))
 
     def rank(
         self, entries: list[dict[str, Any]], vector: list[float], limit: int
     ) -> list[dict[str, Any]]:
+        """The ``limit`` entries closest to ``vector`` (blocking: it may embed entries)."""
         texts = [str(entry.get("content", "")) for entry in entries]
-        missing = [text for text in dict.fromkeys(texts) if text not in self._vectors]
-        for text, embedded in zip(missing, self.embedder.embed(missing), strict=True):
-            self._vectors[text] = embedded
-        while len(self._vectors) > _CACHE_SIZE:
-            self._vectors.popitem(last=False)
+        with self._vectors_lock:
+            missing = [text for text in dict.fromkeys(texts) if text not in self._vectors]
+            for text, embedded in zip(missing, self.embedder.embed(missing), strict=True):
+                self._vectors[text] = embedded
+            vectors = [self._vectors[text] for text in texts]
+            while len(self._vectors) > _CACHE_SIZE:
+                self._vectors.popitem(last=False)
         if not entries:
             return []
         import numpy as np  # installed with the memory extra (onnxruntime needs it)
 
-        matrix = np.asarray([self._vectors[text] for text in texts], dtype=np.float32)
+        matrix = np.asarray(vectors, dtype=np.float32)
         query = np.asarray(vector, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
         scores = (matrix @ query) / np.maximum(norms, 1e-12)
@@ -70,8 +83,8 @@ class ShortTermMemory:
         return [_result(entries[i], float(scores[i])) for i in order]
 
     async def clear(self) -> int:
-        count = await self.store.message_count(self.session_id, self.user_id, LOG)
-        await self.store.clear_messages(self.session_id, self.user_id, LOG)
+        count = await self.logs.message_count(LOG)
+        await self.logs.clear_messages(LOG)
         return count
 
 

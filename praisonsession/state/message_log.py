@@ -1,9 +1,11 @@
-"""``MessageLog``: a conversation as an append-only list of JSON dicts.
+"""``MessageLog``: a conversation as a list of JSON dicts that stores can append to cheaply.
 
-Stores persist a log by appending only the messages they have not seen yet, so saving one new
-turn costs the same at 10,000 messages as at 10. The log remembers, per place it was saved to,
-how many of its messages are already there; any edit other than an append forgets that, and
-the next save rewrites the log in full.
+A store saves a log by appending only the messages it has not acknowledged yet, so saving one
+new turn costs the same at 10,000 messages as at 10. What each store has acknowledged is the
+store's business (see ``stores/acks.py``); the log only says whether it was changed other than
+by appending, through :attr:`MessageLog.revision`. Every such change, including an edit made
+in place to a message it handed out (``log[0]["content"] = "EDITED"``), moves the revision,
+and the next save then writes the log exactly as it is.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, overload
 
 from ..errors import InvalidValueError
 from .module import Apply, StateModule, detach
+from .tracked import TrackedDict, track
 
 __all__ = ["MessageLog"]
 
@@ -20,14 +23,46 @@ Message = dict[str, Any]
 
 
 class MessageLog(StateModule):
-    """A list of messages (JSON dicts such as ``{"role": "user", "content": "hi"}``)."""
+    """A list of messages (JSON dicts such as ``{"role": "user", "content": "hi"}``).
+
+    It holds its own copies: appending copies the message, and changes made through the dicts
+    it hands out are seen by the next save.
+    """
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         super().__init__()
+        # plain dicts until handed out; then tracked ones that report in-place edits
         self._messages: list[Message] = []
-        # place (store, user_id, session_id, path) -> how many leading messages it holds
-        self._persisted: dict[tuple[Any, ...], int] = {}
+        self._revision = 0
         self.extend(messages)
+
+    # -- what stores read ---------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """A number that changes whenever the log changes other than by appending."""
+        return self._revision
+
+    def messages_since(self, start: int) -> list[Message]:
+        """The messages from index ``start`` on, for a store to write (read them, never change
+        them)."""
+        return self._messages[start:]
+
+    def absorb(self, start: int, messages: list[Message]) -> None:
+        """Insert messages another writer stored at ``start``, before this log's unsaved tail.
+
+        A store calls this to bring the log into the order the store holds; it is not an edit
+        (the revision stays), since the store already has these messages there.
+        """
+        self._messages[start:start] = messages
+
+    def reset(self, messages: list[Message]) -> None:
+        """Replace every message with ``messages`` as a store holds them (trusted JSON data)."""
+        self._messages = messages
+        self._revision += 1
+
+    def _edited(self) -> None:
+        self._revision += 1
 
     # -- list behaviour -------------------------------------------------------------------
 
@@ -41,40 +76,61 @@ class MessageLog(StateModule):
 
     def clear(self) -> None:
         self._messages.clear()
-        self._persisted.clear()
+        self._edited()
 
     def insert(self, index: int, message: Message) -> None:
         self._messages.insert(index, _checked(message, index))
-        self._persisted.clear()
+        self._edited()
 
     def pop(self, index: int = -1) -> Message:
         message = self._messages.pop(index)
-        self._persisted.clear()
+        self._edited()
         return message
+
+    def remove(self, message: Message) -> None:
+        self._messages.remove(message)
+        self._edited()
 
     def index(self, message: Message, start: int = 0, stop: int | None = None) -> int:
         return self._messages.index(message, start, len(self) if stop is None else stop)
+
+    def count(self, message: Message) -> int:
+        return self._messages.count(message)
+
+    def __contains__(self, message: object) -> bool:
+        return message in self._messages
 
     def __len__(self) -> int:
         return len(self._messages)
 
     def __iter__(self) -> Iterator[Message]:
-        return iter(self._messages)
+        for index in range(len(self._messages)):
+            yield self._handed_out(index)
+
+    def __reversed__(self) -> Iterator[Message]:
+        for index in range(len(self._messages) - 1, -1, -1):
+            yield self._handed_out(index)
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
     @overload
     def __getitem__(self, index: slice) -> list[Message]: ...
     def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        return self._messages[index]
+        if isinstance(index, slice):
+            return [self._handed_out(i) for i in range(*index.indices(len(self._messages)))]
+        if index < 0:
+            index += len(self._messages)
+        if not 0 <= index < len(self._messages):
+            raise IndexError("MessageLog index out of range")
+        return self._handed_out(index)
 
     def __setitem__(self, index: int, message: Message) -> None:
         self._messages[index] = _checked(message, index)
-        self._persisted.clear()
+        self._edited()
 
     def __delitem__(self, index: int | slice) -> None:
         del self._messages[index]
-        self._persisted.clear()
+        self._edited()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, MessageLog):
@@ -91,6 +147,13 @@ class MessageLog(StateModule):
     def to_list(self) -> list[Message]:
         """A detached copy of the messages."""
         return detach(self._messages, "MessageLog")
+
+    def _handed_out(self, index: int) -> Message:
+        """The message at ``index``, tracked, so that an edit made through it is seen."""
+        message = self._messages[index]
+        if type(message) is not TrackedDict or message._owner is not self:
+            message = self._messages[index] = track(message, self)
+        return message
 
     # -- state ----------------------------------------------------------------------------
 
@@ -125,13 +188,7 @@ class MessageLog(StateModule):
             messages = items
         else:
             messages = [_checked(m, i) for i, m in enumerate(items)]
-        return [lambda: self._replace(messages)]
-
-    def _replace(self, messages: list[Message], place: tuple[Any, ...] | None = None) -> None:
-        self._messages = messages
-        self._persisted.clear()
-        if place is not None:
-            self._persisted[place] = len(messages)
+        return [lambda: self.reset(messages)]
 
 
 def _checked(message: Any, index: int) -> Message:

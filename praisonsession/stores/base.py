@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConflictError, InvalidValueError, SessionNotFoundError, StateDictError
+from ..errors import InvalidValueError, SessionNotFoundError, StateDictError
 from ..identifiers import check_key, check_session_id, check_user_id
 from ..json_data import JSONValue, check_json_data
 from ..state.message_log import MessageLog
 from ..state.module import StateModule, _plan_of, _snapshot_of, detach
-from .record import SessionInfo
+from .acks import LogAcks
+from .record import Key, SessionInfo
 
 __all__ = ["Key", "LogWrite", "SessionBase", "StoredModules"]
 
@@ -27,16 +28,9 @@ UNSET: Any = object()
 
 
 @dataclass(frozen=True)
-class Key:
-    """A validated (user_id, session_id) pair: the unit of storage and of isolation."""
-
-    user_id: str
-    session_id: str
-
-
-@dataclass(frozen=True)
 class LogWrite:
-    """Messages for one log: appended after ``start`` messages, or replacing all when None."""
+    """Messages for one log: replacing it (``start`` None), appended at its end (-1), or
+    appended only if it holds exactly ``start`` messages."""
 
     path: str
     messages: list[dict[str, Any]]
@@ -67,6 +61,7 @@ class SessionBase(ABC):
     def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
         self.default_ttl = _check_ttl(default_ttl)
         self.sliding_ttl = bool(sliding_ttl)
+        self._acks = LogAcks()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
@@ -78,8 +73,9 @@ class SessionBase(ABC):
     ) -> None:
         """Save the named modules. Modules saved earlier under other names are kept.
 
-        Message logs inside the modules are appended to, not rewritten, when the store already
-        holds their earlier messages.
+        A message log this store already holds is appended to, not rewritten, when it was only
+        appended to since; messages other writers appended meanwhile are kept, before ours, and
+        taken into the log so that it reads as the store does. An edited log is written in full.
         """
         key = self._key(session_id, user_id)
         documents: dict[str, Any] = {}
@@ -92,18 +88,33 @@ class SessionBase(ABC):
                 )
             documents[name] = _snapshot_of(module, name, logs)
         writes = []
+        synced: dict[str, int] = {}
         for path, log in logs.items():
-            done = log._persisted.get(self._place(key, path))
-            start = done if done is not None and done <= len(log) else None
-            writes.append(LogWrite(path, list(log._messages[start or 0 :]), start))
-        try:
-            await self._save_modules(key, documents, writes)
-        except ConflictError:
-            # Someone else changed a log since we last saw it: ours wins, written in full.
-            full = [LogWrite(w.path, list(logs[w.path]._messages), None) for w in writes]
-            await self._save_modules(key, documents, full)
-        for path, log in logs.items():
-            log._persisted[self._place(key, path)] = len(log)
+            start = self._acks.synced_length(key, path, log)
+            if start is None:
+                messages = log.messages_since(0)
+                check_json_data(messages, f"message log {path!r}")  # edited in place, maybe
+                writes.append(LogWrite(path, messages, None))
+            else:
+                synced[path] = start
+                writes.append(LogWrite(path, log.messages_since(start), -1))
+        lengths = await self._save_modules(key, documents, writes)
+        for write in writes:
+            log, length = logs[write.path], lengths[write.path]
+            start = synced.get(write.path)
+            if start is not None:
+                ours_at = length - len(write.messages)
+                await self._take_in_others(key, write.path, log, start, ours_at)
+            self._acks.record(key, write.path, log, length)
+
+    async def _take_in_others(
+        self, key: Key, path: str, log: MessageLog, start: int, ours_at: int
+    ) -> None:
+        """Our appended messages landed at ``ours_at``; bring in what others stored before."""
+        if ours_at > start:  # other writers appended between our last sync and our append
+            log.absorb(start, await self._read_log(key, path, start, ours_at))
+        elif ours_at < start:  # someone rewrote the log meanwhile: take it as stored
+            log.reset(await self._read_log(key, path, 0, None))
 
     async def load_session_state(
         self,
@@ -122,6 +133,7 @@ class SessionBase(ABC):
                 )
         stored = await self._load_modules(key, list(state_modules))
         if stored is None:
+            self._nothing_stored_for(key, state_modules)
             if allow_not_exist:
                 _logger().info(
                     "Session %r of user %r does not exist. Skip loading.",
@@ -147,9 +159,56 @@ class SessionBase(ABC):
         for apply in actions:
             apply()
         for name, module in state_modules.items():
-            for path, sub in module._walk(name).items():
-                if isinstance(sub, MessageLog) and path in stored.logs:
-                    sub._persisted = {self._place(key, path): len(sub)}
+            if name in stored.documents:
+                for path, log in _logs_of(module, name).items():
+                    self._acks.record(key, path, log, len(log))
+        self._nothing_stored_for(
+            key, {n: m for n, m in state_modules.items() if n not in stored.documents}
+        )
+
+    def _nothing_stored_for(self, key: Key, modules: dict[str, StateModule]) -> None:
+        """Modules the store does not hold: their logs are synced at length 0, so that their
+        first save appends after whatever another writer stores there meanwhile."""
+        for name, module in modules.items():
+            for path, log in _logs_of(module, name).items():
+                self._acks.record(key, path, log, 0)
+
+    async def refresh_session_state(
+        self, session_id: str, user_id: str = "", **state_modules: StateModule
+    ) -> int:
+        """Take into the modules' message logs what other writers appended since they were last
+        saved or loaded here; returns how many messages came in.
+
+        One count per log when nothing is new. A log edited here since is left alone: its next
+        save writes it as it is.
+        """
+        key = self._key(session_id, user_id)
+        taken = 0
+        for name, module in state_modules.items():
+            if not isinstance(module, StateModule):
+                raise InvalidValueError(
+                    f"refresh_session_state({name}=...) got a {type(module).__name__}; "
+                    "pass StateModule instances."
+                )
+            for path, log in _logs_of(module, name).items():
+                start = self._acks.synced_length(key, path, log)
+                if start is None:
+                    continue
+                held = await self._count_log(key, path)
+                if held == start:
+                    continue
+                if held > start:
+                    newer = await self._read_log(key, path, start, held)
+                    log.absorb(start, newer)
+                    taken += len(newer)
+                    held = start + len(newer)
+                else:  # rewritten by someone else: ours had nothing unsaved, so take theirs
+                    stored = await self._read_log(key, path, 0, None)
+                    log.reset(stored)
+                    taken += len(stored)
+                    held = len(stored)
+                self._acks.record(key, path, log, held)
+        return taken
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -203,7 +262,9 @@ class SessionBase(ABC):
 
     async def delete_session(self, session_id: str, user_id: str = "") -> bool:
         """Delete a session and everything in it. True if there was something to delete."""
-        return await self._delete(self._key(session_id, user_id))
+        key = self._key(session_id, user_id)
+        self._acks.forget(key)
+        return await self._delete(key)
 
     async def touch(
         self, session_id: str, user_id: str = "", *, ttl: float | None = UNSET
@@ -215,7 +276,9 @@ class SessionBase(ABC):
 
     async def expire(self, session_id: str, user_id: str = "") -> bool:
         """End the session now: it is gone for every reader, as if its TTL ran out."""
-        return await self._delete(self._key(session_id, user_id))
+        key = self._key(session_id, user_id)
+        self._acks.forget(key)
+        return await self._delete(key)
 
     async def purge_expired(self) -> int:
         """Remove every expired session from storage; returns how many were removed."""
@@ -362,9 +425,6 @@ class SessionBase(ABC):
     def _key(self, session_id: str, user_id: str) -> Key:
         return Key(check_user_id(user_id), check_session_id(session_id))
 
-    def _place(self, key: Key, path: str) -> tuple[str, str, str, str]:
-        return (self.url, key.user_id, key.session_id, path)
-
     def _new_ttl(self, ttl: float | None) -> float | None:
         return self.default_ttl if ttl is UNSET else ttl
 
@@ -415,11 +475,12 @@ class SessionBase(ABC):
     @abstractmethod
     async def _save_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
-    ) -> None:
-        """Store module documents (merged by name) and log writes in one atomic step.
+    ) -> dict[str, int]:
+        """Store module documents (merged by name) and log writes in one atomic step; return
+        each written log's length afterwards, by path.
 
-        A write with ``start`` set appends only if the log holds exactly ``start`` messages,
-        else raises ConflictError and changes nothing.
+        ``start`` None replaces the log, -1 appends at its end, and a number appends only if the
+        log holds exactly that many messages, else raises ConflictError and changes nothing.
         """
 
     @abstractmethod
@@ -470,6 +531,11 @@ def _check_messages(messages: Any) -> list[dict[str, Any]]:
             )
         items.append(detach(message, f"message {index}"))
     return items
+
+
+def _logs_of(module: StateModule, name: str) -> dict[str, MessageLog]:
+    """The message logs in a module tree, by dotted path."""
+    return {path: sub for path, sub in module._walk(name).items() if isinstance(sub, MessageLog)}
 
 
 def _attach_logs(

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import ConflictError, SessionCorruptedError
+from ..execution import offload
 from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
-from ..runtime import offload
 from .base import Key, LogWrite, SessionBase, StoredModules
 from .document import SessionDocument, resolve
 from .file_lock import FileLock
@@ -57,9 +57,11 @@ class JSONSession(SessionBase):
         *,
         default_ttl: float | None = None,
         sliding_ttl: bool = True,
+        lock_timeout: float = 30.0,
     ) -> None:
         super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         self.save_dir = Path(save_dir).expanduser().resolve()
+        self.lock_timeout = float(lock_timeout)
         self.url = f"json://{self.save_dir}"
 
     # -- paths ----------------------------------------------------------------------------
@@ -140,7 +142,7 @@ class JSONSession(SessionBase):
         """
         user_dir = self._user_dir(key.user_id)
         user_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(user_dir / f"{filename_for(key.session_id)}.lock"):
+        with FileLock(user_dir / f"{filename_for(key.session_id)}.lock", self.lock_timeout):
             at = now()
             stored = self._read_doc(key, at)
             doc = resolve(stored, key, at, must_exist)
@@ -352,7 +354,7 @@ class JSONSession(SessionBase):
     def _commit_logs(self, key: Key, doc: SessionDocument, writes: list[LogWrite]) -> None:
         # New log files were fsynced with their directory by _atomic_write; appends add no
         # directory entry. The document's own write then makes the logs directory durable.
-        rewrote = any(self._write_log(key, doc, write) for write in writes)
+        rewrote = any([self._write_log(key, doc, write) for write in writes])  # all, not lazily
         self._write_doc(key, doc)
         if rewrote:  # drop replaced generations, and any a killed writer left behind
             wanted = {ref["file"] for ref in doc.logs.values()}
@@ -360,20 +362,20 @@ class JSONSession(SessionBase):
                 if path.name not in wanted:
                     path.unlink(missing_ok=True)
 
-    async def _save_modules(self, key, documents, writes) -> None:
+    async def _save_modules(self, key, documents, writes) -> dict[str, int]:
         def work(doc, at):
             doc = doc or self._new_doc(key, at)
             for write in writes:
                 held = doc.logs.get(write.path, {}).get("count", 0)
-                if write.start is not None and write.start != held:
+                if write.start not in (None, -1) and write.start != held:
                     raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
             doc.modules.update(documents)
             doc.touch(at, self.sliding_ttl)
             doc.changed(at)
             self._commit_logs(key, doc, writes)
-            return None, None
+            return {write.path: doc.logs[write.path]["count"] for write in writes}, None
 
-        await self._run(key, work)
+        return await self._run(key, work)
 
     async def _load_modules(self, key, names) -> StoredModules | None:
         def work(doc, at):

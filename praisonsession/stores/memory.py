@@ -129,22 +129,25 @@ class InMemorySession(SessionBase):
 
     async def _save_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
-    ) -> None:
+    ) -> dict[str, int]:
         with self._lock:
             at = now()
             doc = self._live(key, at)
             for write in writes:
                 held = 0 if doc is None else len(doc.logs.get(write.path, []))
-                if write.start is not None and write.start != held:
+                if write.start not in (None, -1) and write.start != held:
                     raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
             doc = self._writable(key, at, False)
             doc.modules.update(_copy(documents))
+            lengths = {}
             for write in writes:
                 if write.start is None:
                     doc.logs[write.path] = _copy(write.messages)
                 else:
                     doc.logs.setdefault(write.path, []).extend(_copy(write.messages))
+                lengths[write.path] = len(doc.logs[write.path])
             doc.changed(at)
+            return lengths
 
     async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         with self._lock:

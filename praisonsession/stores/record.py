@@ -23,6 +23,14 @@ def now() -> float:
 
 
 @dataclass(frozen=True)
+class Key:
+    """A validated (user_id, session_id) pair: the unit of storage and of isolation."""
+
+    user_id: str
+    session_id: str
+
+
+@dataclass(frozen=True)
 class SessionInfo:
     """A session's metadata as the store holds it. Times are Unix seconds (UTC)."""
 

@@ -532,14 +532,16 @@ return once(function()
   end
   m = writable(status, m, now)
   chunked('HSET', K_MODS, docs_first, docs_first + 2 * ndocs - 1, 2)
+  local lengths = {'ok'}
   for _, w in ipairs(writes) do
     local key = log_key(w.path)
     if w.start == '' then redis.call('DEL', key) end
     push(key, w.first, w.count)
+    lengths[#lengths + 1] = tostring(redis.call('LLEN', key))
     redis.call('SADD', K_LOGS, w.path)
   end
   bump(m, now)
-  return {'ok'}
+  return lengths
 end)
 """,
     # ARGV 6..: module names
@@ -1264,7 +1266,7 @@ class RedisSession(SessionBase):
 
     async def _save_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
-    ) -> None:
+    ) -> dict[str, int]:
         args: list[Any] = [len(documents)]
         for name, document in documents.items():
             args += [name, dumps(document)]
@@ -1277,6 +1279,7 @@ class RedisSession(SessionBase):
             raise ConflictError(
                 f"Log {_text(reply[1])!r} holds {_text(reply[2])} messages, not {_text(reply[3])}."
             )
+        return {write.path: int(length) for write, length in zip(writes, reply[1:], strict=True)}
 
     async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         reply = await self._session("load_modules", key, list(names))

@@ -2,10 +2,10 @@
 
 Why it does not say "database is locked": WAL journal (readers never wait for writers), every
 read-modify-write inside ``BEGIN IMMEDIATE``, and a busy database is waited for cooperatively
-(``await runtime.pause``) up to ``busy_timeout`` seconds, so the event loop is never blocked
-while another process holds the write lock. Each key of the state is its own row, and each
-message its own row, so an increment or an appended message costs the same however big the
-session is.
+(``await execution.pause``) up to ``busy_timeout`` seconds or the call's own deadline, so the
+event loop is never blocked while another process holds the write lock. Each key of the state
+is its own row, and each message its own row, so an increment or an appended message costs the
+same however big the session is. A forked child never uses its parent's connections.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import random
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,9 +28,9 @@ from ..errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
+from ..execution import expired, pause, remaining
 from ..identifiers import DEFAULT_USER
 from ..json_data import dumps, loads
-from ..runtime import pause
 from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
 from .record import FORMAT_VERSION, SessionInfo, check_format, check_version, now, resolve_info
 
@@ -66,6 +67,12 @@ CREATE TABLE IF NOT EXISTS ps_messages (
 """
 
 _TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")  # what one session owns
+
+# Every store of the process, so that a forked child can drop the connections it inherited.
+_stores: weakref.WeakSet[SqliteSession] = weakref.WeakSet()
+# Connections inherited through fork: SQLite forbids using them in the child, and closing one
+# there could checkpoint or unlock the parent's database, so they are kept, never touched.
+_inherited: list[sqlite3.Connection] = []
 _INFO_COLUMNS = "format, version, created_at, updated_at, expires_at, ttl, metadata, session_id"
 
 
@@ -98,6 +105,13 @@ class SqliteSession(SessionBase):
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._schema_ready = False
+        _stores.add(self)
+
+    def _forget_connections_after_fork(self) -> None:
+        _inherited.extend(self._connections)
+        self._connections = []
+        self._connections_lock = threading.Lock()
+        self._local = threading.local()
 
     # -- connections and transactions -----------------------------------------------------
 
@@ -123,7 +137,7 @@ class SqliteSession(SessionBase):
 
     async def _transaction(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
         """Run ``work`` in one transaction, retrying cooperatively while the file is busy."""
-        deadline = time.monotonic() + self.busy_timeout
+        started = patience = 0.0  # set when the file is first found busy
         delay = 0.0002
         while True:
             try:
@@ -142,13 +156,20 @@ class SqliteSession(SessionBase):
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
                     raise StoreUnavailableError(f"SQLite error on {self.path}: {exc}") from exc
-                if time.monotonic() > deadline:
+                if not started:
+                    started = time.monotonic()
+                    patience = remaining(self.busy_timeout)  # the call's deadline may end sooner
+                waited = time.monotonic() - started
+                if waited > patience and patience < self.busy_timeout:
+                    waiting = f"waiting {waited:.1f} s for the write lock of {self.path}"
+                    raise expired(waiting) from None
+                if waited > patience:
                     raise StoreUnavailableError(
                         f"{self.path} stayed locked by another writer for {self.busy_timeout:g} s. "
                         "Another process may be stuck in a transaction; raise busy_timeout or "
                         "stop that process."
                     ) from exc
-                await pause(delay * (0.5 + random.random()))
+                await pause(min(delay * (0.5 + random.random()), patience - waited + 0.001))
                 delay = min(delay * 2, 0.02)
             except sqlite3.DatabaseError as exc:
                 raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
@@ -527,8 +548,8 @@ class SqliteSession(SessionBase):
 
     async def _save_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
-    ) -> None:
-        def work(conn: sqlite3.Connection) -> None:
+    ) -> dict[str, int]:
+        def work(conn: sqlite3.Connection) -> dict[str, int]:
             at = now()
             info = self._writable(conn, key, at, False)
             conn.executemany(
@@ -536,12 +557,14 @@ class SqliteSession(SessionBase):
                 "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document=excluded.document",
                 [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()],
             )
+            lengths = {}
             for write in writes:
                 length = 0 if write.start is None else self._log_length(conn, key, write.path)
-                self._write_log(conn, key, write, length)
+                lengths[write.path] = self._write_log(conn, key, write, length)
             self._bump(conn, key, info, at)
+            return lengths
 
-        await self._write(work)
+        return await self._write(work)
 
     async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         def work(conn: sqlite3.Connection) -> StoredModules | None:
@@ -602,6 +625,15 @@ class SqliteSession(SessionBase):
             return self._log_length(conn, key, path)
 
         return await self._transaction(work, write=False)
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_stores):
+        store._forget_connections_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _sql_time(text: Any) -> float:

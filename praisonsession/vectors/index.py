@@ -15,6 +15,7 @@ chromadb is imported on first use only.
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -48,6 +49,20 @@ def chroma_client(location: str | Path) -> Any:
         if client is None:
             client = _clients[key] = _new_client(key)
         return client
+
+
+def _forget_clients_after_fork() -> None:
+    """A forked child must not use the parent's Chroma clients (their SQLite connections and
+    threads belong to the parent); it opens its own. The old ones are kept, never used."""
+    global _clients_lock
+    _inherited.extend(_clients.values())
+    _clients.clear()
+    _clients_lock = threading.Lock()
+
+
+_inherited: list[Any] = []
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_clients_after_fork)
 
 
 def _new_client(location: str) -> Any:

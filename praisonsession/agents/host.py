@@ -1,0 +1,35 @@
+"""``AgentHost``: the part of a session an agent stands on.
+
+``AsyncSession`` is the host in practice; agents import only this port, never the session
+classes or a store, so the agent floor sits below the session floor with no arrow back up.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..state.module import StateModule
+
+
+class AgentHost(Protocol):
+    session_id: str
+    user_id: str
+    timeout: float
+
+    @property
+    def settings(self) -> Settings: ...
+
+    async def load_modules(self, **modules: StateModule) -> None: ...
+
+    async def save_modules(self, **modules: StateModule) -> None: ...
+
+    async def refresh_modules(self, **modules: StateModule) -> int: ...
+
+    async def get_context(self, query: str, max_items: int = 3) -> str: ...
+
+    async def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]: ...
+
+    async def add_knowledge(self, source: str | Path) -> Any: ...

@@ -1,0 +1,607 @@
+"""``AsyncSession``: the core every other part stands on.
+
+It is key-bound: one store, one (user_id, session_id), a TTL, and the session's memory,
+knowledge and agents. Every operation is a coroutine that validates its arguments once,
+runs within the session's ``timeout`` and returns plain data. Async code uses it directly
+(``async with AsyncSession(...) as session``, on any event loop); the synchronous
+:class:`~praisonsession.session.Session` runs these same coroutines through the runtime; agents
+and memory see it through narrow ports (``agents.host.AgentHost``, ``memory.short_term
+.SessionLogs``). Constructing one does no I/O: the stored session is opened by the first
+operation, by :meth:`AsyncSession.open`, or on entering ``async with``.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .errors import InvalidValueError
+from .execution import bounded
+from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
+from .json_data import JSONValue
+from .state.module import StateModule
+from .stores.base import UNSET, SessionBase, _check_ttl
+from .stores.record import SessionInfo
+
+if TYPE_CHECKING:
+    from .agents import Agent
+    from .agents.factory import AgentRegistry
+    from .knowledge.knowledge_base import KnowledgeAdded
+    from .llm import LLMConfig
+    from .recall import Recall
+    from .settings import Settings
+
+__all__ = ["MEMORY_TYPES", "AsyncSession"]
+
+T = TypeVar("T")
+
+MEMORY_TYPES = ("short", "long")
+
+
+class AsyncSession:
+    """A remembered session for async code: state, TTL, memory, knowledge and agents.
+
+    The same constructor and operations as :class:`~praisonsession.Session`, as coroutines.
+    ``AsyncSession()`` with no arguments works offline with zero setup (SQLite under
+    ``./.praisonsession/``); ``store=`` takes a store instance or a URL (``memory://``,
+    ``json:///dir``, ``sqlite:///file.db``, ``redis://host:6379/0``); ``settings=`` a
+    :class:`~praisonsession.settings.Settings` or a dict of its fields. ``timeout`` (seconds)
+    bounds each operation; when it runs out the operation raises ``OperationTimeoutError``.
+    """
+
+    def __init__(
+        self,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        agent_url: str | None = None,
+        memory_config: dict[str, Any] | None = None,
+        knowledge_config: dict[str, Any] | None = None,
+        timeout: float = 30,
+        session_ttl: float | None = None,
+        *,
+        store: SessionBase | str | None = None,
+        settings: Settings | dict[str, Any] | None = None,
+    ) -> None:
+        self._session_id = new_session_id() if session_id is None else check_session_id(session_id)
+        self._user_id = DEFAULT_USER if user_id is None else check_user_id(user_id)
+        if agent_url is not None:
+            raise NotImplementedError(
+                "Remote sessions (agent_url=...) are not available in this release yet; "
+                "use a local Session and session.Agent(...) instead."
+            )
+        self._agent_url = None
+        self._is_remote = False
+        for name, config in (
+            ("memory_config", memory_config),
+            ("knowledge_config", knowledge_config),
+        ):
+            if config is not None and not isinstance(config, dict):
+                raise InvalidValueError(f"{name} must be a dict or None, got {config!r}.")
+        self._memory_config = dict(memory_config or {})
+        self._knowledge_config = dict(knowledge_config or {})
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise InvalidValueError(
+                f"timeout must be a positive number of seconds, got {timeout!r}."
+            )
+        self._timeout = timeout
+        self._session_ttl = _check_ttl(session_ttl)
+        self._settings = _resolve_settings(settings)
+        self._owns_store = not isinstance(store, SessionBase)
+        self._store = _resolve_store(store, self._settings)
+        self._opened = False
+        self._recall: Recall | None = None
+        self._recall_opening: Future[Recall] | None = None
+        self._opening_lock = threading.Lock()
+        self._registry: AgentRegistry | None = None
+
+    # -- identity -----------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        return self._session_id
+
+    @property
+    def user_id(self) -> str:
+        return self._user_id
+
+    @property
+    def agent_url(self) -> str | None:
+        return self._agent_url
+
+    @property
+    def is_remote(self) -> bool:
+        return self._is_remote
+
+    @property
+    def memory_config(self) -> dict[str, Any]:
+        return self._memory_config
+
+    @property
+    def knowledge_config(self) -> dict[str, Any]:
+        return self._knowledge_config
+
+    @property
+    def timeout(self) -> float:
+        """Seconds each operation may take before it raises ``OperationTimeoutError``."""
+        return self._timeout
+
+    @property
+    def session_ttl(self) -> float | None:
+        return self._session_ttl
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    @property
+    def store(self) -> SessionBase:
+        return self._store
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @property
+    def runs_inline(self) -> bool:
+        """True when the store's operations may be driven on the caller's thread (see
+        ``praisonsession.runtime``); the sync facade uses this to skip the loop hop."""
+        return self._store.runs_inline
+
+    async def _call(self, what: str, work: Awaitable[T]) -> T:
+        """An operation on the stored session: opened first if need be, within ``timeout``."""
+        if not self._opened:
+            try:
+                await self.open()
+            except BaseException:
+                if hasattr(work, "close"):
+                    work.close()  # never started: close it, so Python does not warn
+                raise
+        return await bounded(work, self._timeout, f"{what} on session {self._session_id!r}")
+
+    async def open(self) -> SessionInfo:
+        """Create the stored session, or start it afresh if it expired, and refresh its TTL.
+
+        Operations do this on first use; call it to do it now (``Session()`` does).
+        """
+        ttl = UNSET if self._session_ttl is None else self._session_ttl
+        info = await bounded(
+            self._store.create_session(self._session_id, self._user_id, ttl=ttl),
+            self._timeout,
+            f"opening session {self._session_id!r}",
+        )
+        self._opened = True
+        return info
+
+    # -- key-value state ------------------------------------------------------------------
+
+    async def set_state(self, key: str, value: JSONValue) -> None:
+        """Store one value (JSON data). Durable when it returns."""
+        await self._call(
+            "set_state",
+            self._store.patch_state(self._session_id, self._user_id, {key: value}, must_exist=True),
+        )
+
+    async def get_state(self, key: str, default: JSONValue = None) -> JSONValue:
+        return await self._call(
+            "get_state",
+            self._store.get_value(self._session_id, self._user_id, key, default, must_exist=True),
+        )
+
+    async def increment_state(
+        self, key: str, increment: int | float = 1, default: int | float = 0
+    ) -> int | float:
+        """Add to a number atomically, across threads and processes; returns the new value."""
+        return await self._call(
+            "increment_state",
+            self._store.increment(
+                self._session_id, self._user_id, key, increment, default, must_exist=True
+            ),
+        )
+
+    async def save_state(self, state_data: dict[str, JSONValue]) -> None:
+        """Merge ``state_data`` into the state, all keys in one atomic step."""
+        if not isinstance(state_data, dict):
+            raise InvalidValueError(f"save_state takes a dict, got {type(state_data).__name__}.")
+        await self._call(
+            "save_state",
+            self._store.patch_state(self._session_id, self._user_id, state_data, must_exist=True),
+        )
+
+    async def restore_state(self) -> dict[str, JSONValue]:
+        """The whole state as a dict (a copy: changing it changes nothing stored)."""
+        return await self._call(
+            "restore_state", self._store.get_state(self._session_id, self._user_id, must_exist=True)
+        )
+
+    async def delete_state(self, *keys: str) -> None:
+        """Remove keys from the state (missing keys are ignored)."""
+        await self._call(
+            "delete_state",
+            self._store.patch_state(
+                self._session_id, self._user_id, delete=list(keys), must_exist=True
+            ),
+        )
+
+    async def clear_state(self) -> None:
+        await self._call(
+            "clear_state",
+            self._store.patch_state(self._session_id, self._user_id, replace=True, must_exist=True),
+        )
+
+    # -- your own state modules -----------------------------------------------------------
+
+    async def save_modules(self, **modules: StateModule) -> None:
+        """Persist StateModules (agents, memories, your classes) with this session.
+
+        Message logs inside them are appended to, not rewritten, when only appended to.
+        """
+        await self._call(
+            "save_modules",
+            self._store.save_session_state(self._session_id, self._user_id, **modules),
+        )
+
+    async def load_modules(self, **modules: StateModule) -> None:
+        """Load StateModules saved under the same names; names never saved are left as they are."""
+        await self._call(
+            "load_modules",
+            self._store.load_session_state(
+                self._session_id, self._user_id, allow_not_exist=True, **modules
+            ),
+        )
+
+    async def refresh_modules(self, **modules: StateModule) -> int:
+        """Take into the modules' message logs the messages other processes appended since they
+        were saved or loaded here; returns how many came in."""
+        return await self._call(
+            "refresh_modules",
+            self._store.refresh_session_state(self._session_id, self._user_id, **modules),
+        )
+
+    # -- message logs ---------------------------------------------------------------------
+
+    async def append_messages(self, log: str, messages: Sequence[dict[str, Any]]) -> int:
+        """Append messages to a named log of this session; returns its new length."""
+        return await self._call(
+            "append_messages",
+            self._store.append_messages(self._session_id, self._user_id, log, messages),
+        )
+
+    async def read_messages(
+        self, log: str, start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Messages ``start:stop`` of a named log ([] if it does not exist)."""
+        return await self._call(
+            "read_messages",
+            self._store.read_messages(self._session_id, self._user_id, log, start, stop),
+        )
+
+    async def message_count(self, log: str) -> int:
+        """How many messages a named log holds."""
+        return await self._call(
+            "message_count", self._store.message_count(self._session_id, self._user_id, log)
+        )
+
+    async def clear_messages(self, log: str) -> None:
+        """Empty a named log."""
+        await self._call(
+            "clear_messages", self._store.clear_messages(self._session_id, self._user_id, log)
+        )
+
+    # -- memory and knowledge -------------------------------------------------------------
+
+    async def _memory(self) -> Recall:
+        """Memory and knowledge, opened on first use (that is when chromadb is imported).
+
+        Opening (Chroma, the model) runs once, in a thread of its own that finishes even if
+        the first caller's timeout runs out, so a later call finds it ready.
+        """
+        if self._recall is not None:
+            return self._recall
+        import asyncio
+
+        with self._opening_lock:
+            if self._recall_opening is None:
+                self._recall_opening = _in_thread(
+                    "praisonsession-memory-open",
+                    self._open_recall,
+                )
+            opening = self._recall_opening
+        try:
+            self._recall = await asyncio.wrap_future(opening)
+        except Exception:
+            with self._opening_lock:
+                if self._recall_opening is opening:
+                    self._recall_opening = None  # the next call tries again
+            raise
+        return self._recall
+
+    def _open_recall(self) -> Recall:
+        from .recall import Recall
+
+        return Recall(
+            self,
+            self._session_id,
+            self._user_id,
+            self._settings,
+            self._memory_config,
+            self._knowledge_config,
+        )
+
+    async def _recalling(self, what: str, use: Callable[[Recall], Awaitable[T]]) -> T:
+        """A memory or knowledge operation, opening included, within ``timeout``."""
+
+        async def opened_then_used() -> T:
+            return await use(await self._memory())
+
+        return await self._call(what, opened_then_used())
+
+    async def add_memory(self, text: str, memory_type: str = "long", **metadata: JSONValue) -> str:
+        """Remember ``text``; returns its id.
+
+        ``"long"`` memories belong to the user and are found from any of their sessions;
+        ``"short"`` ones are this session's notes, kept (and expiring) with the session.
+        """
+        text = _check_text(text, "text")
+        memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
+        return await self._recalling(
+            "add_memory", lambda recall: recall.add_memory(text, memory_type, metadata)
+        )
+
+    async def search_memory(
+        self, query: str, memory_type: str = "long", limit: int = 5
+    ) -> list[dict[str, Any]]:
+        """Memories closest in meaning to ``query``: dicts with id, text, score and metadata.
+
+        ``memory_type`` is ``"long"``, ``"short"`` or ``"all"`` (both, best first).
+        """
+        query = _check_text(query, "query")
+        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        limit = _check_limit(limit)
+        return await self._recalling(
+            "search_memory", lambda recall: recall.search_memory(query, memory_type, limit)
+        )
+
+    async def clear_memory(self, memory_type: str = "all") -> int:
+        """Forget this session's memories of a type (``"short"``, ``"long"`` or ``"all"``).
+
+        Long-term memories other sessions of the user added are kept. Returns how many went.
+        """
+        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        return await self._recalling(
+            "clear_memory", lambda recall: recall.clear_memory(memory_type)
+        )
+
+    async def add_knowledge(self, source: str | os.PathLike[str]) -> KnowledgeAdded:
+        """Add a file (txt, md, html, pdf), a folder, a URL or raw text to the knowledge base.
+
+        Content already held is skipped; long additions show a progress bar. Not bounded by
+        ``timeout`` as a whole (a large folder takes minutes); each URL fetch is.
+        """
+        if isinstance(source, os.PathLike):
+            source = Path(source)
+        if not self._opened:
+            await self.open()
+        return await (await self._memory()).add_knowledge(source)
+
+    async def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """Knowledge chunks closest to ``query``: dicts with id, text, score, metadata, source."""
+        query = _check_text(query, "query")
+        limit = _check_limit(limit)
+        return await self._recalling(
+            "search_knowledge", lambda recall: recall.search_knowledge(query, limit)
+        )
+
+    async def get_context(self, query: str, max_items: int = 3) -> str:
+        """Prompt context for ``query``: this session's notes, long-term memory and knowledge,
+        labelled by section, within ``memory_config["context_chars"]`` (4000) characters."""
+        query = _check_text(query, "query")
+        max_items = _check_limit(max_items)
+        return await self._recalling(
+            "get_context", lambda recall: recall.get_context(query, max_items)
+        )
+
+    # -- agents ---------------------------------------------------------------------------
+
+    async def Agent(
+        self,
+        name: str,
+        role: str = "Assistant",
+        instructions: str | None = None,
+        tools: list[Callable[..., Any]] | None = None,
+        memory: bool = True,
+        knowledge: list[str] | None = None,
+        llm: str | dict[str, Any] | LLMConfig | None = None,
+        **kwargs: Any,
+    ) -> Agent:
+        """An agent whose conversation is kept in this session and restored when it is reopened.
+
+        ``llm`` is a model name, a dict with ``model``, ``base_url`` and ``api_key``, or None for
+        the settings (``PRAISONSESSION_LLM_*``, then ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``).
+        Asking again for the same name returns the same live agent. Chat with ``await
+        agent.achat(...)`` (or ``agent.chat(...)`` from synchronous code).
+        """
+        from .agents.factory import AgentRegistry, create_agent
+
+        if self._registry is None:
+            self._registry = AgentRegistry()
+        return await create_agent(
+            self, self._registry, name, role, instructions, tools, memory, knowledge, llm, **kwargs
+        )
+
+    create_agent = Agent
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def get_info(self) -> SessionInfo | None:
+        """The stored metadata (created, updated, expiry, version), or None once it is gone."""
+        return await self._call("get_info", self._store.get_info(self._session_id, self._user_id))
+
+    async def is_expired(self) -> bool:
+        """True once the stored session has expired (or was ended with expire() or delete())."""
+        info = await self.get_info()
+        return info is None or info.is_expired()
+
+    async def time_to_expiry(self) -> float | None:
+        """Seconds left before the session expires; None if it has no TTL."""
+        info = await self.get_info()
+        if info is None:
+            return 0.0
+        return info.time_to_expiry()
+
+    async def touch(self, ttl: float | None = UNSET) -> None:
+        """Restart the TTL now (optionally with a new TTL in seconds, or None for no expiry)."""
+        await self._call("touch", self._store.touch(self._session_id, self._user_id, ttl=ttl))
+
+    async def expire(self) -> None:
+        """End the session now, for every reader."""
+        await self._call("expire", self._store.expire(self._session_id, self._user_id))
+
+    async def delete(self) -> bool:
+        """Delete this session and everything in it."""
+        return await self._call(
+            "delete", self._store.delete_session(self._session_id, self._user_id)
+        )
+
+    async def list_sessions(self, limit: int = 100, after: str | None = None) -> list[SessionInfo]:
+        """This user's live sessions, one page ordered by id (pass ``after`` for the next)."""
+        return await self._call(
+            "list_sessions", self._store.list_sessions(self._user_id, limit=limit, after=after)
+        )
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Delete another session of this user."""
+        return await self._call(
+            "delete_session", self._store.delete_session(session_id, self._user_id)
+        )
+
+    async def close(self) -> None:
+        """Release connections (the store's, if this session opened it, and the agents').
+        Idempotent; the session stays usable and reconnects on next use."""
+        if self._registry is not None:
+            self._registry.close()
+        if self._owns_store:
+            await self._store.close()
+
+    async def __aenter__(self) -> AsyncSession:
+        if not self._opened:
+            await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- display --------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(id={self._session_id!r}, user={self._user_id!r}, "
+            f"store={self._store.url!r})"
+        )
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        """Identity only: rendering must not do I/O on a running loop (``Session`` shows the
+        stored state too)."""
+        return _html_table(type(self).__name__, self._identity_rows())
+
+    async def _html_with_state(self) -> str:
+        info = await self.get_info()
+        state = await self.restore_state() if info is not None else {}
+        if info is None:
+            expiry = "gone (expired or deleted)"
+        elif info.expires_at is None:
+            expiry = "never"
+        else:
+            expiry = f"in {info.time_to_expiry():.0f} s"
+        shown = ", ".join(f"{k}={v!r}" for k, v in list(state.items())[:8])
+        rows = [
+            *self._identity_rows(),
+            ("expires", expiry),
+            ("state", (shown + (" …" if len(state) > 8 else "")) or "(empty)"),
+        ]
+        return _html_table("Session", rows)
+
+    def _identity_rows(self) -> list[tuple[str, str]]:
+        return [
+            ("session_id", self._session_id),
+            ("user_id", self._user_id),
+            ("store", self._store.url),
+        ]
+
+
+def _in_thread(name: str, work: Callable[[], T]) -> Future[T]:
+    """Start ``work`` in a daemon thread; its outcome, awaitable from any event loop."""
+    future: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
+
+
+def _html_table(caption: str, rows: list[tuple[str, str]]) -> str:
+    body = "".join(
+        f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+        f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+        for k, v in rows
+    )
+    return f"<table><caption>praisonsession.{caption}</caption>{body}</table>"
+
+
+def _check_text(text: Any, what: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidValueError(f"{what} must be a str, got {type(text).__name__}.")
+    if not text.strip():
+        raise InvalidValueError(f"{what} is empty; pass some text.")
+    return text
+
+
+def _check_memory_type(memory_type: Any, allowed: tuple[str, ...]) -> str:
+    if memory_type not in allowed:
+        raise InvalidValueError(f"memory_type must be one of {allowed}, got {memory_type!r}.")
+    return memory_type
+
+
+def _check_limit(limit: Any) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise InvalidValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
+    return limit
+
+
+def _resolve_settings(settings: Any) -> Settings:
+    from .settings import Settings
+
+    if settings is None:
+        return Settings()
+    if isinstance(settings, Settings):
+        return settings
+    if isinstance(settings, dict):
+        return Settings(**settings)
+    raise InvalidValueError(f"settings must be a Settings, a dict or None, got {settings!r}.")
+
+
+def _resolve_store(store: Any, settings: Settings) -> SessionBase:
+    if isinstance(store, SessionBase):
+        return store
+    if store is not None and not isinstance(store, str):
+        raise InvalidValueError(
+            f"store must be a SessionBase instance or a URL string, got {store!r}."
+        )
+    from .stores.urls import open_store
+
+    url = store or settings.resolved_store_url()
+    options: dict[str, Any] = {
+        "default_ttl": settings.default_ttl,
+        "sliding_ttl": settings.sliding_ttl,
+    }
+    if url.lower().startswith("sqlite:"):
+        options["busy_timeout"] = settings.sqlite_busy_timeout
+    return open_store(url, **options)

@@ -1,0 +1,155 @@
+"""Memory and knowledge for one session: what ``AsyncSession.add_memory`` and friends call.
+
+Built on first use, so a session that never uses memory never imports chromadb or loads the
+model. Everything that blocks (opening Chroma, embedding with ONNX, Chroma queries and writes,
+reading files and URLs) runs through :func:`~praisonsession.execution.offload`: in a worker
+thread when an event loop is running, so the loop is never blocked. The embedder and the Chroma
+client are shared by every session of the process that uses the same ones.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .embeddings import Embedder, MiniLMEmbedder, coerce_embedder
+from .errors import InvalidValueError
+from .execution import offload
+from .knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
+from .memory.context import DEFAULT_BUDGET, build_context
+from .memory.long_term import LongTermMemory
+from .memory.short_term import SessionLogs, ShortTermMemory
+from .vectors import chroma_client
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+__all__ = ["Recall", "default_embedder"]
+
+_embedders: dict[str, Embedder] = {}
+_embedders_lock = threading.Lock()
+
+
+def default_embedder(name: str) -> Embedder:
+    """The process-wide embedder for a settings name (the model loads once per process)."""
+    with _embedders_lock:
+        if name not in _embedders:
+            if name not in ("minilm", MiniLMEmbedder.name):
+                raise InvalidValueError(
+                    f"Unknown embedder {name!r} in settings; use 'minilm', or pass an "
+                    "Embedder or a chromadb embedding function as memory_config['embedder']."
+                )
+            _embedders[name] = MiniLMEmbedder()
+        return _embedders[name]
+
+
+def _forget_embedders_after_fork() -> None:
+    """An ONNX session does not survive fork (its thread pool stays in the parent)."""
+    global _embedders_lock
+    _embedders.clear()
+    _embedders_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_embedders_after_fork)
+
+
+class Recall:
+    """One session's memory (short- and long-term) and knowledge, and the context built from
+    them. Constructing it is blocking work (Chroma, the model): do it off the loop."""
+
+    def __init__(
+        self,
+        logs: SessionLogs,
+        session_id: str,
+        user_id: str,
+        settings: Settings,
+        memory_config: dict[str, Any],
+        knowledge_config: dict[str, Any],
+    ) -> None:
+        embedder_choice = memory_config.get("embedder") or knowledge_config.get("embedder")
+        self.embedder = (
+            coerce_embedder(embedder_choice)
+            if embedder_choice is not None
+            else default_embedder(settings.embedder)
+        )
+        location = (
+            memory_config.get("vector_store_url")
+            or settings.vector_store_url
+            or Path(settings.data_dir).expanduser().resolve() / "chroma"
+        )
+        client = chroma_client(location)
+        namespace = settings.vector_namespace
+        self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id)
+        self.short = ShortTermMemory(logs, self.embedder)
+        self.knowledge = KnowledgeBase(
+            client,
+            namespace,
+            self.embedder,
+            user_id,
+            session_id,
+            scope=knowledge_config.get("scope", "user"),
+            chunk_size=int(knowledge_config.get("chunk_size", 800)),
+            chunk_overlap=int(knowledge_config.get("chunk_overlap", 120)),
+            timeout=settings.timeout,
+            progress=bool(knowledge_config.get("progress", True)),
+        )
+        self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
+        # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).
+        self.context_min_score = float(memory_config.get("context_min_score", 0.25))
+
+    # -- memory ---------------------------------------------------------------------------
+
+    async def add_memory(self, text: str, memory_type: str, metadata: dict[str, Any]) -> str:
+        if memory_type == "short":
+            return await self.short.add(text, metadata)
+        return await offload(self.long.add, text, metadata)
+
+    async def search_memory(self, query: str, memory_type: str, limit: int) -> list[dict]:
+        vector = await offload(self.embedder.embed_query, query)
+        hits: list[dict[str, Any]] = []
+        if memory_type in ("short", "all"):
+            entries = await self.short.entries()
+            hits += await offload(self.short.rank, entries, vector, limit)
+        if memory_type in ("long", "all"):
+            hits += await offload(self.long.search, vector, limit)
+        hits.sort(key=lambda hit: -hit["score"])
+        return hits[:limit]
+
+    async def clear_memory(self, memory_type: str) -> int:
+        removed = 0
+        if memory_type in ("short", "all"):
+            removed += await self.short.clear()
+        if memory_type in ("long", "all"):
+            removed += await offload(self.long.clear)
+        return removed
+
+    # -- knowledge ------------------------------------------------------------------------
+
+    async def add_knowledge(self, source: str | Path) -> KnowledgeAdded:
+        return await offload(self.knowledge.add, source)
+
+    async def search_knowledge(self, query: str, limit: int) -> list[dict[str, Any]]:
+        vector = await offload(self.embedder.embed_query, query)
+        return await offload(self.knowledge.search, vector, limit)
+
+    # -- context --------------------------------------------------------------------------
+
+    async def get_context(self, query: str, max_items: int) -> str:
+        vector = await offload(self.embedder.embed_query, query)
+        entries = await self.short.entries()
+        return await offload(self._context, entries, vector, max_items)
+
+    def _context(self, entries: list[dict[str, Any]], vector: list[float], max_items: int) -> str:
+        sections = [
+            ("Recent notes from this session", self.short.rank(entries, vector, max_items)),
+            ("Long-term memory", self.long.search(vector, max_items)),
+            ("Knowledge", self.knowledge.search(vector, max_items)),
+        ]
+        relevant = [
+            (title, [hit for hit in hits if hit["score"] >= self.context_min_score])
+            for title, hits in sections
+        ]
+        return build_context(relevant, self.context_budget)
