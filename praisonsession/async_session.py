@@ -159,7 +159,7 @@ class AsyncSession:
                 if hasattr(work, "close"):
                     work.close()  # never started: close it, so Python does not warn
                 raise
-        return await bounded(work, self._timeout, f"{what} on session {self._session_id!r}")
+        return await bounded(work, self._timeout, (what, self._session_id))
 
     async def open(self) -> SessionInfo:
         """Create the stored session, or start it afresh if it expired, and refresh its TTL.

@@ -25,17 +25,21 @@ T = TypeVar("T")
 
 __all__ = ["bounded", "loop_running_here", "offload", "pause", "remaining"]
 
-# monotonic time at which the current call must have finished, and what the call is
-_deadline: ContextVar[tuple[float, float, str] | None] = ContextVar("deadline", default=None)
+# monotonic time at which the current call must have finished, its length, and what it is
+_deadline: ContextVar[tuple[float, float, Any] | None] = ContextVar("deadline", default=None)
+_running_loop: Callable[[], Any] | None = None
 
 
 def loop_running_here() -> bool:
     """True when the current thread is running an event loop (a Jupyter cell, a handler)."""
-    if "asyncio" not in sys.modules:  # nothing can run a loop before asyncio is imported
-        return False
-    from asyncio import events
+    global _running_loop
+    if _running_loop is None:
+        if "asyncio" not in sys.modules:  # nothing can run a loop before asyncio is imported
+            return False
+        from asyncio import events
 
-    return events._get_running_loop() is not None
+        _running_loop = events._get_running_loop
+    return _running_loop() is not None
 
 
 async def pause(seconds: float) -> None:
@@ -71,11 +75,19 @@ def expired(what: str) -> OperationTimeoutError:
     bound = _deadline.get()
     if bound is None:
         return OperationTimeoutError(what, None)
-    return OperationTimeoutError(f"{bound[2]} ({what})", bound[1])
+    return OperationTimeoutError(f"{_describe(bound[2])} ({what})", bound[1])
 
 
-async def bounded(work: Awaitable[T], seconds: float | None, what: str) -> T:
-    """Await ``work`` within ``seconds`` or raise :class:`OperationTimeoutError` naming ``what``.
+def _describe(what: Any) -> str:
+    """``what`` is text, or (operation, session_id) formatted only when an error needs it."""
+    if isinstance(what, tuple):
+        return f"{what[0]} on session {what[1]!r}"
+    return str(what)
+
+
+async def bounded(work: Awaitable[T], seconds: float | None, what: Any) -> T:
+    """Await ``work`` within ``seconds`` or raise :class:`OperationTimeoutError` naming ``what``
+    (a text, or an (operation, session_id) pair).
 
     On a loop the wait is cancelled when time is up; inline, nothing can be pre-empted, so the
     deadline is enforced by the cooperative waits inside (see :func:`remaining`).
@@ -93,7 +105,7 @@ async def bounded(work: Awaitable[T], seconds: float | None, what: str) -> T:
         _deadline.reset(token)
 
 
-async def _within(work: Awaitable[T], seconds: float, what: str) -> T:
+async def _within(work: Awaitable[T], seconds: float, what: Any) -> T:
     import asyncio
 
     if sys.version_info >= (3, 11):
@@ -103,12 +115,12 @@ async def _within(work: Awaitable[T], seconds: float, what: str) -> T:
                 return await work
         except TimeoutError:
             if scope.expired():
-                raise OperationTimeoutError(what, seconds) from None
+                raise OperationTimeoutError(_describe(what), seconds) from None
             raise
     try:  # pragma: no cover - Python 3.10
         return await asyncio.wait_for(_as_coroutine(work), seconds)
     except asyncio.TimeoutError:  # pragma: no cover - Python 3.10
-        raise OperationTimeoutError(what, seconds) from None
+        raise OperationTimeoutError(_describe(what), seconds) from None
 
 
 async def _as_coroutine(work: Awaitable[T]) -> T:  # pragma: no cover - Python 3.10
