@@ -3,6 +3,11 @@
 Values are checked before anything is written, so a bad value never reaches a store. Text is
 always written as valid UTF-8; a string holding a lone surrogate is written with ``\\uXXXX``
 escapes instead, so it comes back exactly as it went in, from every backend.
+
+Numbers follow one rule on every backend: floats must be finite (no NaN or infinity), and
+integers may have at most :data:`MAX_INT_DIGITS` digits (Python itself refuses to print longer
+ones). :func:`add_numbers` is the one addition every backend's ``increment`` uses, so an
+increment that would leave those bounds fails the same way everywhere, changing nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +22,10 @@ from .errors import InvalidValueError, SessionCorruptedError
 JSONValue = Any
 
 _MAX_DEPTH = 200
+#: The most digits an integer may have (Python's own limit for printing one is 4,300).
+MAX_INT_DIGITS = 4000
+_INT_LIMIT = 10**MAX_INT_DIGITS
+_INT_CHECK_BITS = 13_000  # below this many bits an int has fewer than 4,000 digits
 
 
 def check_json_data(value: Any, what: str = "value") -> None:
@@ -28,6 +37,11 @@ def _check(value: Any, what: str, path: str, depth: int, seen: set[int]) -> None
     if value is None or isinstance(value, (bool, str)):
         return
     if isinstance(value, int):
+        if value.bit_length() > _INT_CHECK_BITS and abs(value) >= _INT_LIMIT:
+            raise InvalidValueError(
+                f"{path} is an integer of more than {MAX_INT_DIGITS:,} digits, which cannot be "
+                "stored. Store it as a string instead."
+            )
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -59,6 +73,32 @@ def _check(value: Any, what: str, path: str, depth: int, seen: set[int]) -> None
         f"{path} is a {type(value).__name__} ({value!r:.80}), which is not JSON data: "
         f"use None, bool, int, float, str, list or dict.{hint}"
     )
+
+
+def add_numbers(current: Any, amount: int | float, key: str) -> int | float:
+    """``current + amount`` for ``increment_state``, under the one rule for numbers.
+
+    ``current`` is what the key holds (or the default); a non-number, a float result that is
+    not finite and an integer result past :data:`MAX_INT_DIGITS` digits are refused.
+    """
+    if isinstance(current, bool) or not isinstance(current, (int, float)):
+        raise InvalidValueError(
+            f"State key {key!r} holds {current!r:.80}, not a number, so it cannot be "
+            "incremented. Set it to a number first."
+        )
+    value = current + amount
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidValueError(
+                f"Incrementing state key {key!r} by {amount!r} would give {value!r}, which JSON "
+                "cannot hold; the key was left as it was."
+            )
+    elif value.bit_length() > _INT_CHECK_BITS and abs(value) >= _INT_LIMIT:
+        raise InvalidValueError(
+            f"Incrementing state key {key!r} would give an integer of more than "
+            f"{MAX_INT_DIGITS:,} digits, which cannot be stored; the key was left as it was."
+        )
+    return value
 
 
 def copy_json(value: JSONValue) -> JSONValue:

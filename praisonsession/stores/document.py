@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import InvalidValueError
+from ..json_data import add_numbers
 from .base import UNSET, Key
 from .record import FORMAT_VERSION, SessionInfo, check_format, resolve_info
 
@@ -51,13 +51,7 @@ class SessionDocument:
         self.state.update(updates)
 
     def increment(self, name: str, amount: int | float, default: int | float) -> int | float:
-        current = self.state.get(name, default)
-        if isinstance(current, bool) or not isinstance(current, (int, float)):
-            raise InvalidValueError(
-                f"State key {name!r} holds {current!r}, not a number, so it cannot be "
-                "incremented. Set it to a number first."
-            )
-        value = current + amount
+        value = add_numbers(self.state.get(name, default), amount, name)
         self.state[name] = value
         return value
 

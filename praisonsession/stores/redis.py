@@ -44,7 +44,6 @@ import asyncio
 import contextlib
 import hashlib
 import itertools
-import math
 import os
 import secrets
 import threading
@@ -62,7 +61,7 @@ from ..errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
-from ..json_data import dumps, loads
+from ..json_data import add_numbers, dumps, loads
 from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
 from .record import FORMAT_VERSION, SessionInfo, check_format
 
@@ -1248,14 +1247,7 @@ class RedisSession(SessionBase):
             # the result is written only if the key still holds what was read.
             held = reply[1]
             current = default if held is None else self._decode(held, what)
-            if isinstance(current, bool) or not isinstance(current, (int, float)):
-                raise InvalidValueError(
-                    f"State key {name!r} holds {current!r}, not a number, so it cannot be "
-                    "incremented. Set it to a number first."
-                )
-            value = current + amount
-            if isinstance(value, float) and not math.isfinite(value):
-                raise InvalidValueError(f"{current!r} + {amount!r} is {value!r}, not JSON data.")
+            value = add_numbers(current, amount, name)
             cas = ["cas", "0" if held is None else "1", "" if held is None else held, dumps(value)]
             reply = await self._session("increment", key, [*common, *cas], must_exist)
             if reply[0] == "ok":

@@ -30,7 +30,7 @@ from ..errors import (
 )
 from ..execution import expired, pause, remaining
 from ..identifiers import DEFAULT_USER
-from ..json_data import dumps, loads
+from ..json_data import add_numbers, dumps, loads
 from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
 from .record import FORMAT_VERSION, SessionInfo, check_format, check_version, now, resolve_info
 
@@ -503,12 +503,7 @@ class SqliteSession(SessionBase):
                 (key.user_id, key.session_id, name),
             ).fetchone()
             current = default if row is None else self._decode(row[0], key, name)
-            if isinstance(current, bool) or not isinstance(current, (int, float)):
-                raise InvalidValueError(
-                    f"State key {name!r} holds {current!r}, not a number, so it cannot be "
-                    "incremented. Set it to a number first."
-                )
-            value = current + amount
+            value = add_numbers(current, amount, name)
             conn.execute(
                 "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
                 "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value",
