@@ -30,6 +30,14 @@ class Settings(BaseSettings):
         None, ge=0, description="TTL in seconds for sessions created without session_ttl."
     )
     sliding_ttl: bool = Field(True, description="Whether activity restarts a session's TTL.")
+    durability: str = Field(
+        "process",
+        pattern=r"^(process|power)$",
+        description=(
+            "What an acknowledged write survives: 'process' (a crash of the process) or "
+            "'power' (a power loss or OS crash, at the cost of an fsync per write)."
+        ),
+    )
     timeout: float = Field(30.0, gt=0, description="Seconds to wait for a store or endpoint.")
     sqlite_busy_timeout: float = Field(
         30.0, gt=0, description="Seconds a SQLite write waits for another process's write."
