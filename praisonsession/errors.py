@@ -13,6 +13,7 @@ __all__ = [
     "ConflictError",
     "EmbedderMismatchError",
     "InvalidIdError",
+    "InvalidSettingError",
     "InvalidValueError",
     "KnowledgeSourceError",
     "OperationTimeoutError",
@@ -38,6 +39,16 @@ class InvalidIdError(PraisonSessionError, ValueError):
 
 class InvalidValueError(PraisonSessionError, TypeError):
     """A value that is not JSON data, or of the wrong type for the operation."""
+
+
+class InvalidSettingError(PraisonSessionError, ValueError):
+    """A setting that does not exist, or a value that does not fit it. ``name`` is the setting,
+    ``source`` where the value came from: "argument", "environment" or ".env"."""
+
+    def __init__(self, message: str, *, name: str = "", source: str = "") -> None:
+        super().__init__(message)
+        self.name = name
+        self.source = source
 
 
 class SessionNotFoundError(PraisonSessionError, ValueError):

@@ -34,7 +34,7 @@ APPENDS_PER_PROCESS = 100
 CRASH_TRIALS = 20
 WRITERS_AHEAD = 2  # writers started early, so Python's start-up overlaps a trial
 # Change it (or set the variable) to explore other kill moments; failures print the seed.
-CRASH_SEED = int(os.environ.get("PRAISONSESSION_CRASH_SEED", "20240611"))
+CRASH_SEED = int(os.environ.get("PS_TEST_CRASH_SEED", "20240611"))
 
 
 @pytest.fixture(params=["json", "sqlite", "redis"])
@@ -337,7 +337,7 @@ def test_sigkill_at_a_random_moment_never_loses_an_acknowledged_write(
     session accepts new writes."""
     backend = store_url.split(":", 1)[0]
     rng = random.Random(f"{CRASH_SEED}-{backend}")
-    print(f"\n{backend}: crash seed {CRASH_SEED} (set PRAISONSESSION_CRASH_SEED to change)")
+    print(f"\n{backend}: crash seed {CRASH_SEED} (set PS_TEST_CRASH_SEED to change)")
     checked = stored_unacknowledged = 0
     writers: list[Writer] = []
     try:
