@@ -36,7 +36,7 @@ from praisonsession import (
     open_store,
 )
 from praisonsession.stores.base import Key
-from praisonsession.stores.redis import _enc
+from praisonsession.stores.redis.store import _enc
 from process_workers import Agent
 from redis_server import RedisServer, _free_port, find_redis_server
 
