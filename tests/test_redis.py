@@ -133,7 +133,8 @@ def test_ttl_is_set_on_every_key_of_the_session_and_slides(
     keys = session_keys(raw, rstore, "s", "u")
     assert len(keys) == 6  # meta, state, modules, logs, and the two message lists
     ttls = [raw.pttl(k) for k in keys]
-    assert all(29_000 < t <= 30_000 for t in ttls) and max(ttls) - min(ttls) < 50, ttls
+    # the expiry is rounded up to the next ms, so a PTTL read at once can exceed the TTL by 1
+    assert all(29_000 < t <= 30_001 for t in ttls) and max(ttls) - min(ttls) < 50, ttls
     expiry = rstore._keys(Key("u", "s"))[5]
     assert raw.zscore(expiry, "u\0s") == pytest.approx(time.time() + 30, abs=1)
 
@@ -147,7 +148,7 @@ def test_ttl_is_set_on_every_key_of_the_session_and_slides(
     assert [raw.pttl(k) for k in keys] == [-1] * len(keys)
     assert raw.zscore(expiry, "u\0s") is None
     run(rstore.touch("s", "u", ttl=60))
-    assert all(59_000 < raw.pttl(k) <= 60_000 for k in keys)
+    assert all(59_000 < raw.pttl(k) <= 60_001 for k in keys)
 
 
 def test_an_expired_session_leaves_no_key_and_no_index_entry(
