@@ -36,7 +36,7 @@ from praisonsession import (
     open_store,
 )
 from praisonsession.stores.base import Key
-from praisonsession.stores.redis.store import _enc
+from praisonsession.stores.redis.keys import key_segment
 from process_workers import Agent
 from redis_server import RedisServer, _free_port, find_redis_server
 
@@ -77,7 +77,7 @@ def session_keys(raw: redis.Redis, store: RedisSession, session_id: str, user_id
 
 def test_lua_and_python_write_ids_into_keys_the_same_way(rstore: RedisSession, run) -> None:
     ids = ["plain", "a:b", "100%", "%3A", "{tag}", "*?[x]\\", "日本語:🎉", "a b"]
-    encoded = [_enc(text) for text in ids]
+    encoded = [key_segment(text) for text in ids]
     assert len(set(encoded)) == len(ids)  # injective
     assert all(not set(":*?[]{}\\") & set(e) for e in encoded)
     for text, mine in zip(ids, encoded, strict=True):
@@ -437,7 +437,7 @@ def test_one_store_serves_the_facade_and_the_users_own_event_loops(
         assert session.increment_state("n") == 4
         assert asyncio.run(rstore.get_value("s", "u", "n")) == 4
         asyncio.run(rstore.close())  # from a user loop: closes the runtime loop's client too
-        assert rstore._clients == {}
+        assert len(rstore._clients) == 0
         assert session.get_state("n") == 4  # and the store reopens
         gc.collect()
     leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]

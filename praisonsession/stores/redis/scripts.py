@@ -2,19 +2,23 @@
 
 A per-session script is ``prelude.lua`` (what every such script shares), the libraries it
 needs, then its own body; the scripts over many sessions start with ``enc_function.lua``.
-They are read on first use, so ``import praisonsession`` reads no file and imports no redis.
+They are read when the first ``RedisSession`` is made, so ``import praisonsession`` reads no
+file (and imports no redis).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
+import os
+import secrets
 from importlib.resources import files
 from typing import Any
 
 from ..record import FORMAT_VERSION
 
-__all__ = ["PUSH_CHUNK", "Script", "load_scripts"]
+__all__ = ["PUSH_CHUNK", "OpTokens", "Script", "load_scripts"]
 
 # Values per RPUSH/HSET/HDEL call inside a script (Lua's unpack() fails beyond ~8000).
 PUSH_CHUNK = 1000
@@ -40,6 +44,8 @@ WRITES = frozenset(
 )
 # Lua a script needs between the prelude and its body.
 _LIBRARIES = {"increment": ("numbers",)}
+# Seconds the server keeps a write's reply under its op token, at least.
+_TOKEN_TTL_MIN = 60.0
 
 
 class Script:
@@ -68,6 +74,26 @@ class Script:
 
     def __repr__(self) -> str:
         return f"Script({self.name!r}, sha={self.sha[:12]!r})"
+
+
+class OpTokens:
+    """The op tokens of one store, which make a retried write run once.
+
+    A write runs with a new token; the server keeps its reply under the token (``once`` in
+    ``prelude.lua``), and a retry with the same token gets that reply instead of writing
+    again. ``ttl_ms`` outlasts every retry: twice ``retry_window`` seconds, at least a minute.
+    """
+
+    __slots__ = ("_base", "_count", "ttl_ms")
+
+    def __init__(self, retry_window: float) -> None:
+        self.ttl_ms = int(1000 * max(_TOKEN_TTL_MIN, 2 * retry_window))
+        self._base = secrets.token_hex(8)
+        self._count = itertools.count()
+
+    def new(self) -> str:
+        # unique per store object, process and call; cheaper than os.urandom on every write
+        return f"{self._base}.{os.getpid()}.{next(self._count)}"
 
 
 @functools.cache
