@@ -25,6 +25,7 @@ import redis
 
 from backends import redis_prefix
 from praisonsession import (
+    ConflictError,
     InMemorySession,
     InvalidValueError,
     RedisSession,
@@ -35,7 +36,7 @@ from praisonsession import (
     StoreUnavailableError,
     open_store,
 )
-from praisonsession.stores.base import Key
+from praisonsession.stores.base import Key, LogWrite
 from praisonsession.stores.redis.keys import key_segment
 from process_workers import Agent
 from redis_server import RedisServer, _free_port, find_redis_server
@@ -168,6 +169,33 @@ def test_an_expired_session_leaves_no_key_and_no_index_entry(
     assert raw.zcard(keys[5]) == 0
     with pytest.raises(SessionNotFoundError):  # purged: no trace that it ever existed
         run(rstore.get_state("s", "u", must_exist=True))
+
+
+# -- message logs -----------------------------------------------------------------------------
+
+
+def test_save_modules_answers_each_logs_length_after_the_write(rstore: RedisSession, run):
+    key = Key("u", "s")
+    documents = {"agent": {"turns": 1}}
+
+    def save(*writes: LogWrite) -> dict[str, int]:
+        return run(rstore._save_modules(key, documents, list(writes)))
+
+    replaced = save(LogWrite("agent.a", [turn(0), turn(1)], None), LogWrite("agent.b", [], None))
+    assert replaced == {"agent.a": 2, "agent.b": 0}
+    assert run(rstore._append(key, LogWrite("agent.a", [turn(2)], -1))) == 3  # another writer
+    # -1 appends at the end whatever the log holds (3 here, not the 2 this writer last saw)
+    assert save(LogWrite("agent.a", [turn(3), turn(4)], -1)) == {"agent.a": 5}
+    assert save(LogWrite("agent.a", [], -1), LogWrite("agent.b", [turn(0)], 0)) == {
+        "agent.a": 5,
+        "agent.b": 1,
+    }
+    assert save(LogWrite("agent.b", [turn(1), turn(2)], 1)) == {"agent.b": 3}  # start + len
+    assert save(LogWrite("agent.a", [turn(9)], None)) == {"agent.a": 1}  # replace: len(messages)
+    with pytest.raises(ConflictError):
+        save(LogWrite("agent.b", [turn(3)], 2))  # it holds 3
+    assert run(rstore._read_log(key, "agent.a", 0, None)) == [turn(9)]
+    assert run(rstore._read_log(key, "agent.b", 0, None)) == [turn(0), turn(1), turn(2)]
 
 
 # -- numbers ----------------------------------------------------------------------------------

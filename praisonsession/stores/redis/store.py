@@ -355,7 +355,9 @@ class RedisSession(SessionBase):
 
     async def _save_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
-    ) -> None:
+    ) -> dict[str, int]:
+        """Returns each written log's length afterwards, by path: with ``start`` -1 the
+        append lands wherever the log ends, which only the server knows."""
         args: list[Any] = [len(documents)]
         for name, document in documents.items():
             args += [name, dumps(document)]
@@ -369,6 +371,7 @@ class RedisSession(SessionBase):
                 f"Log {as_text(reply[1])!r} holds {as_text(reply[2])} messages, "
                 f"not {as_text(reply[3])}."
             )
+        return {write.path: int(length) for write, length in zip(writes, reply[1:], strict=True)}
 
     async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         reply = await self._session("load_modules", key, list(names))

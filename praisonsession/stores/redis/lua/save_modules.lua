@@ -1,6 +1,8 @@
--- Store module documents and message log writes in one step.
+-- Store module documents and message log writes in one step; reply: {'ok', length of each
+-- written log afterwards, in write order}.
 -- ARGV 6: n documents, then (name, JSON) pairs, then n writes, each:
--- path, start ("" = replace the log, "-1" = append, N = append if it holds N), count, msgs
+-- path, start ("" = replace the log, "-1" = append at its end whatever its length,
+-- N = append if it holds N), count, msgs
 
 return once(function()
   local now = clock()
@@ -30,12 +32,15 @@ return once(function()
   end
   m = writable(status, m, now)
   chunked('HSET', K_MODS, docs_first, docs_first + 2 * ndocs - 1, 2)
+  local reply = {'ok'}
   for _, w in ipairs(writes) do
     local key = log_key(w.path)
     if w.start == '' then redis.call('DEL', key) end
-    push(key, w.first, w.count)
+    local length = push(key, w.first, w.count)
+    if w.count == 0 then length = redis.call('LLEN', key) end
+    reply[#reply + 1] = tostring(length)
     redis.call('SADD', K_LOGS, w.path)
   end
   bump(m, now)
-  return {'ok'}
+  return reply
 end)
