@@ -25,6 +25,7 @@ import redis
 
 from backends import redis_prefix
 from praisonsession import (
+    ConflictError,
     InMemorySession,
     InvalidValueError,
     RedisSession,
@@ -35,8 +36,8 @@ from praisonsession import (
     StoreUnavailableError,
     open_store,
 )
-from praisonsession.stores.base import Key
-from praisonsession.stores.redis import _enc
+from praisonsession.stores.base import Key, LogWrite
+from praisonsession.stores.redis.keys import key_segment
 from process_workers import Agent
 from redis_server import RedisServer, _free_port, find_redis_server
 
@@ -77,7 +78,7 @@ def session_keys(raw: redis.Redis, store: RedisSession, session_id: str, user_id
 
 def test_lua_and_python_write_ids_into_keys_the_same_way(rstore: RedisSession, run) -> None:
     ids = ["plain", "a:b", "100%", "%3A", "{tag}", "*?[x]\\", "日本語:🎉", "a b"]
-    encoded = [_enc(text) for text in ids]
+    encoded = [key_segment(text) for text in ids]
     assert len(set(encoded)) == len(ids)  # injective
     assert all(not set(":*?[]{}\\") & set(e) for e in encoded)
     for text, mine in zip(ids, encoded, strict=True):
@@ -133,7 +134,8 @@ def test_ttl_is_set_on_every_key_of_the_session_and_slides(
     keys = session_keys(raw, rstore, "s", "u")
     assert len(keys) == 6  # meta, state, modules, logs, and the two message lists
     ttls = [raw.pttl(k) for k in keys]
-    assert all(29_000 < t <= 30_000 for t in ttls) and max(ttls) - min(ttls) < 50, ttls
+    # the expiry is rounded up to the next ms, so a PTTL read at once can exceed the TTL by 1
+    assert all(29_000 < t <= 30_001 for t in ttls) and max(ttls) - min(ttls) < 50, ttls
     expiry = rstore._keys(Key("u", "s"))[5]
     assert raw.zscore(expiry, "u\0s") == pytest.approx(time.time() + 30, abs=1)
 
@@ -147,7 +149,7 @@ def test_ttl_is_set_on_every_key_of_the_session_and_slides(
     assert [raw.pttl(k) for k in keys] == [-1] * len(keys)
     assert raw.zscore(expiry, "u\0s") is None
     run(rstore.touch("s", "u", ttl=60))
-    assert all(59_000 < raw.pttl(k) <= 60_000 for k in keys)
+    assert all(59_000 < raw.pttl(k) <= 60_001 for k in keys)
 
 
 def test_an_expired_session_leaves_no_key_and_no_index_entry(
@@ -167,6 +169,33 @@ def test_an_expired_session_leaves_no_key_and_no_index_entry(
     assert raw.zcard(keys[5]) == 0
     with pytest.raises(SessionNotFoundError):  # purged: no trace that it ever existed
         run(rstore.get_state("s", "u", must_exist=True))
+
+
+# -- message logs -----------------------------------------------------------------------------
+
+
+def test_save_modules_answers_each_logs_length_after_the_write(rstore: RedisSession, run):
+    key = Key("u", "s")
+    documents = {"agent": {"turns": 1}}
+
+    def save(*writes: LogWrite) -> dict[str, int]:
+        return run(rstore._save_modules(key, documents, list(writes)))
+
+    replaced = save(LogWrite("agent.a", [turn(0), turn(1)], None), LogWrite("agent.b", [], None))
+    assert replaced == {"agent.a": 2, "agent.b": 0}
+    assert run(rstore._append(key, LogWrite("agent.a", [turn(2)], -1))) == 3  # another writer
+    # -1 appends at the end whatever the log holds (3 here, not the 2 this writer last saw)
+    assert save(LogWrite("agent.a", [turn(3), turn(4)], -1)) == {"agent.a": 5}
+    assert save(LogWrite("agent.a", [], -1), LogWrite("agent.b", [turn(0)], 0)) == {
+        "agent.a": 5,
+        "agent.b": 1,
+    }
+    assert save(LogWrite("agent.b", [turn(1), turn(2)], 1)) == {"agent.b": 3}  # start + len
+    assert save(LogWrite("agent.a", [turn(9)], None)) == {"agent.a": 1}  # replace: len(messages)
+    with pytest.raises(ConflictError):
+        save(LogWrite("agent.b", [turn(3)], 2))  # it holds 3
+    assert run(rstore._read_log(key, "agent.a", 0, None)) == [turn(9)]
+    assert run(rstore._read_log(key, "agent.b", 0, None)) == [turn(0), turn(1), turn(2)]
 
 
 # -- numbers ----------------------------------------------------------------------------------
@@ -436,7 +465,7 @@ def test_one_store_serves_the_facade_and_the_users_own_event_loops(
         assert session.increment_state("n") == 4
         assert asyncio.run(rstore.get_value("s", "u", "n")) == 4
         asyncio.run(rstore.close())  # from a user loop: closes the runtime loop's client too
-        assert rstore._clients == {}
+        assert len(rstore._clients) == 0
         assert session.get_state("n") == 4  # and the store reopens
         gc.collect()
     leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]

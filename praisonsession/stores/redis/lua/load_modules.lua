@@ -1,0 +1,32 @@
+-- The named module documents and the message logs below them.
+-- ARGV 6..: module names
+
+local now = clock()
+local status, m = resolve(now)
+if status ~= 'live' then
+  local err = dead(status, m, false)
+  if err then return err end
+  return {'none'}
+end
+local docs = {}
+local present = {}
+if #ARGV >= 6 then
+  local values = redis.call('HMGET', K_MODS, unpack(ARGV, 6))
+  for i = 6, #ARGV do
+    local v = values[i - 5]
+    if v then
+      docs[#docs + 1] = ARGV[i]
+      docs[#docs + 1] = v
+      present[ARGV[i]] = true
+    end
+  end
+end
+local logs = {}
+for _, path in ipairs(redis.call('SMEMBERS', K_LOGS)) do
+  if present[string.match(path, '^[^%.]*')] then
+    logs[#logs + 1] = path
+    logs[#logs + 1] = redis.call('LRANGE', log_key(path), 0, -1)
+  end
+end
+slide(m, now)
+return {'ok', docs, logs}

@@ -1,0 +1,402 @@
+"""``RedisSession``: the store's API, each operation one script call (see the package doc)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from ...errors import ConflictError, InvalidValueError, SessionCorruptedError
+from ...json_data import add_numbers, dumps
+from ..base import Key, LogWrite, SessionBase, StoredModules
+from ..record import SessionInfo
+from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
+from .clients import LoopClients
+from .keys import KeyLayout
+from .replies import as_text, error_for, json_value, session_info, utf8
+from .retries import call_with_retries
+from .scripts import OpTokens, load_scripts
+from .url import display_url, parse_url
+
+__all__ = ["RedisSession"]
+
+T = TypeVar("T")
+
+_PURGE_BATCH = 500
+_MAX_INCREMENT_RETRIES = 1000
+# Statuses a caller handles itself; any other is raised (replies.error_for).
+_ANSWERS = frozenset({"ok", "none", "slow", "retry", "conflict"})
+
+
+def _import_redis() -> Any:
+    try:
+        import redis.asyncio
+        import redis.exceptions
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "RedisSession needs the 'redis' package (redis-py 5 or newer). Install it with: "
+            'pip install "praisonsession[redis]"'
+        ) from exc
+    return redis
+
+
+class RedisSession(SessionBase):
+    """Sessions in Redis: every operation is one atomic server-side step.
+
+    ``host``, ``port``, ``db``, ``password``, ``connection_pool``, ``key_ttl`` and
+    ``key_prefix`` are AgentScope's; ``key_ttl`` (seconds) is this library's ``default_ttl``.
+    ``client`` is a ready ``redis.asyncio.Redis`` (never closed here: its owner closes it).
+    Other keyword arguments go to ``redis.asyncio.Redis``.
+
+    A call that cannot reach the server is retried (exponential backoff 0.05, 0.1, 0.2 ... s,
+    at most ``retry_attempts`` attempts, no wait ending later than ``retry_max_delay`` seconds
+    after the first attempt) and then raises ``StoreUnavailableError``: a dead server (refused
+    connections) fails within about ``retry_max_delay``; a hung one within that plus one
+    ``socket_timeout``. A retried write is never applied twice: each write carries a token,
+    and the server answers a retry with the first attempt's reply. An injected ``client`` or
+    ``connection_pool`` keeps its own redis-py retry settings, which add to these.
+
+    The store can be used from any event loop: each loop gets its own client (redis-py's
+    clients are bound to the loop they first ran in). ``close()`` closes them all.
+    """
+
+    runs_inline = False
+
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        password: str | None = None,
+        connection_pool: Any = None,
+        key_ttl: float | None = None,
+        key_prefix: str = "",
+        *,
+        client: Any = None,
+        default_ttl: float | None = None,
+        sliding_ttl: bool = True,
+        retry_attempts: int = 6,
+        retry_max_delay: float = 2.0,
+        socket_timeout: float | None = 5.0,
+        socket_connect_timeout: float | None = 2.0,
+        **kwargs: Any,
+    ) -> None:
+        if key_ttl is not None and default_ttl is not None and key_ttl != default_ttl:
+            raise InvalidValueError(
+                f"key_ttl={key_ttl!r} and default_ttl={default_ttl!r} disagree; key_ttl is "
+                "AgentScope's name for default_ttl, so pass only one of them."
+            )
+        super().__init__(
+            default_ttl=default_ttl if default_ttl is not None else key_ttl,
+            sliding_ttl=sliding_ttl,
+        )
+        if not isinstance(key_prefix, str) or "\0" in key_prefix:
+            raise InvalidValueError(f"key_prefix must be a str without NUL, got {key_prefix!r}.")
+        if isinstance(retry_attempts, bool) or not isinstance(retry_attempts, int):
+            raise InvalidValueError(f"retry_attempts must be an int, got {retry_attempts!r}.")
+        if retry_attempts < 1 or not retry_max_delay >= 0:
+            raise InvalidValueError("retry_attempts must be >= 1 and retry_max_delay >= 0.")
+        _import_redis()
+        self._scripts = load_scripts()
+        self.key_prefix = key_prefix
+        self._layout = KeyLayout(key_prefix)
+        self.retry_attempts = retry_attempts
+        self.retry_max_delay = float(retry_max_delay)
+        self._options: dict[str, Any] = {
+            "host": host,
+            "port": int(port),
+            "db": int(db),
+            "password": password,
+            "socket_timeout": socket_timeout,
+            "socket_connect_timeout": socket_connect_timeout,
+            **kwargs,
+        }
+        if "retry" not in kwargs:  # tenacity retries here; redis-py's own would stack up
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
+
+            self._options["retry"] = Retry(NoBackoff(), 0)
+        timeout = max(socket_timeout or 0.0, socket_connect_timeout or 0.0)
+        self._tokens = OpTokens(self.retry_max_delay + retry_attempts * timeout)
+        given_pool = connection_pool or (client.connection_pool if client is not None else None)
+        self.url = display_url(
+            host,
+            port,
+            db,
+            password,
+            ssl=bool(self._options.get("ssl")),
+            key_prefix=key_prefix,
+            pool=given_pool,
+        )
+        self._clients = LoopClients(self._options, client=client, pool=connection_pool)
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisSession:
+        """``redis://[[user]:password@]host[:port][/db][?key_prefix=...]``; ``rediss://`` = TLS.
+
+        Query parameters other than ``key_prefix`` are passed on as numbers when they look
+        like numbers (``socket_timeout=5``), ``true``/``false`` as booleans.
+        """
+        settings = parse_url(url)
+        # Session() passes default_ttl=None etc. from its settings: the URL's own value wins
+        given = {k: v for k, v in options.items() if v is not None or k not in settings}
+        return cls(**{**settings, **given})
+
+    # -- clients ----------------------------------------------------------------------------
+
+    def get_client(self) -> Any:
+        """The ``redis.asyncio.Redis`` client of the running event loop (AgentScope's call).
+
+        Call it inside a coroutine. It is closed by ``close()`` unless it was passed in.
+        """
+        return self._clients.get_nowait()
+
+    async def close(self) -> None:
+        """Close the clients this store created, in every loop; an injected client stays open.
+
+        The store stays usable: the next call connects again.
+        """
+        await self._clients.close()
+
+    async def _client(self) -> Any:
+        return await self._clients.get()
+
+    # -- calling the scripts ----------------------------------------------------------------
+
+    def _keys(self, key: Key) -> list[str]:
+        """Where the scripts keep a session (``KeyLayout.session_keys``), for tests and
+        inspection."""
+        return self._layout.session_keys(key)
+
+    def _agentscope_key(self, key: Key) -> str:
+        return self._layout.agentscope(key)
+
+    def _settings(self) -> str:
+        """ARGV[1] of the per-session scripts (read on every call: the TTL knobs may change)."""
+        layout, ttl = self._layout, seconds(self.default_ttl)
+        sliding = flag(self.sliding_ttl)
+        return f"{layout.namespace}\0{layout.raw_prefix}\0{sliding}\0{ttl}\0{self._tokens.ttl_ms}"
+
+    def _common_args(self, key: Key, token: str) -> list[Any]:
+        """ARGV 1-5 of a per-session script: settings, ids, op token, "check the token"."""
+        return [self._settings(), key.user_id, key.session_id, token, "0"]
+
+    async def _retrying(self, work: Callable[[Any, int], Awaitable[T]]) -> T:
+        """``work(client, attempt)`` with this store's retry bounds (``call_with_retries``)."""
+        return await call_with_retries(
+            work,
+            self._client,
+            attempts=self.retry_attempts,
+            max_delay=self.retry_max_delay,
+            url=self.url,
+        )
+
+    async def _call(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run one of the scripts (EVALSHA, or EVAL when the server does not have it yet).
+
+        The arguments of a write hold an op token (positions 3 and 4: token, check). The
+        first attempt records the token with its reply; a retry asks the server for that
+        reply instead of applying the write again, since a lost connection may have dropped
+        only the answer.
+        """
+        script = self._scripts[name]
+
+        async def work(client: Any, attempt: int) -> Any:
+            if attempt > 1 and script.writes:
+                args[4] = "1"
+            return await script.run(client, keys, args)
+
+        return await self._retrying(work)
+
+    async def _session(
+        self, name: str, key: Key, args: list[Any], must_exist: bool = False
+    ) -> list[Any]:
+        """Run a per-session script; import the AgentScope key first when the script asks."""
+        meta = [self._layout.meta(key)]
+        writes = self._scripts[name].writes
+        for _ in range(3):
+            token = self._tokens.new() if writes else ""
+            reply = await self._call(name, meta, [*self._common_args(key, token), *args])
+            status = as_text(reply[0])
+            if status == "import":
+                await self._import_agentscope(key)
+                continue
+            if status in _ANSWERS:
+                return [status, *reply[1:]]
+            raise error_for(status, reply, key, self.url)
+        raise AssertionError(f"AgentScope session {key.session_id!r} could not be imported")
+
+    async def _import_agentscope(self, key: Key) -> None:
+        """Adopt the session AgentScope's RedisSession left under its own key (format 0)."""
+        as_key = self._layout.agentscope(key)
+
+        async def fetch(client: Any, attempt: int) -> Any:
+            return await client.get(as_key)
+
+        value = await self._retrying(fetch)
+        if value is None:
+            return
+        what = f"AgentScope session {key.session_id!r} of user {key.user_id!r} ({as_key!r})"
+        modules = json_value(value, what)
+        if not isinstance(modules, dict):
+            raise SessionCorruptedError(what, "not a JSON object")
+        args = self._common_args(key, "")
+        for name, document in modules.items():
+            if not valid_text(name):
+                raise SessionCorruptedError(what, f"the module name {name!r} is not valid text")
+            args += [name, dumps(document)]
+        await self._call("import", [self._layout.meta(key)], args)
+
+    def _info_or_none(self, flat: list[Any] | None, key: Key) -> SessionInfo | None:
+        return None if flat is None else session_info(flat, key.user_id, key.session_id, self.url)
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        reply = await self._session("create", key, ttl_args(ttl) + metadata_args(metadata))
+        return session_info(reply[1], key.user_id, key.session_id, self.url)
+
+    async def _info(self, key: Key) -> SessionInfo | None:
+        reply = await self._session("info", key, [])
+        return self._info_or_none(reply[1], key)
+
+    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        reply = await self._session("set_metadata", key, metadata_args(metadata), True)
+        return session_info(reply[1], key.user_id, key.session_id, self.url)
+
+    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        namespace = self._layout.namespace
+        index = self._layout.user_index(user_id)
+        reply = await self._call("list", [index], [namespace, user_id, after or "", limit])
+        flat = reply[1]
+        return [
+            session_info(flat[i + 1], user_id, utf8(flat[i], "a session id"), self.url)
+            for i in range(0, len(flat), 2)
+        ]
+
+    async def _delete(self, key: Key) -> bool:
+        reply = await self._session("delete", key, [])
+        return as_text(reply[1]) == "1"
+
+    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+        reply = await self._session("touch", key, ttl_args(ttl))
+        return self._info_or_none(reply[1], key)
+
+    async def _purge(self) -> int:
+        removed = 0
+        expiry, args = self._layout.expiry, [self._layout.namespace, _PURGE_BATCH]
+        while True:
+            reply = await self._call("purge", [expiry], args)
+            removed += int(reply[1])
+            if int(reply[2]) < _PURGE_BATCH:
+                return removed
+
+    # -- key-value state --------------------------------------------------------------------
+
+    async def _get_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        args = [flag(must_exist), flag(names is None), *(names or [])]
+        reply = await self._session("get_state", key, args, must_exist)
+        flat = reply[1]
+        state = {}
+        for i in range(0, len(flat), 2):
+            name = utf8(flat[i], "a state key")
+            state[name] = json_value(flat[i + 1], self._describe_state_key(key, name))
+        return state
+
+    async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
+        args: list[Any] = [
+            flag(must_exist),
+            flag(replace),
+            "" if expected_version is None else str(expected_version),
+            len(updates),
+        ]
+        for name, value in updates.items():
+            args += [name, dumps(value)]
+        args += deletes
+        reply = await self._session("patch", key, args, must_exist)
+        if reply[0] == "conflict":
+            raise ConflictError(
+                f"Session {key.session_id!r} is at version {as_text(reply[1])}, not "
+                f"{expected_version}: someone else changed it. Read it again and retry."
+            )
+        return int(reply[1])
+
+    async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+        what = self._describe_state_key(key, name)
+        common = [flag(must_exist), name, json_number(amount), json_number(default)]
+        for _ in range(_MAX_INCREMENT_RETRIES):
+            reply = await self._session("increment", key, [*common, "add"], must_exist)
+            if reply[0] == "ok":
+                return json_value(reply[1], what)
+            # "slow": not a number, or too big for exact arithmetic in Lua: Python adds, and
+            # the result is written only if the key still holds what was read.
+            held = reply[1]
+            current = default if held is None else json_value(held, what)
+            value = add_numbers(current, amount, name)
+            cas = ["cas", flag(held is not None), "" if held is None else held, dumps(value)]
+            reply = await self._session("increment", key, [*common, *cas], must_exist)
+            if reply[0] == "ok":
+                return value
+        raise ConflictError(f"State key {name!r} kept changing; the increment was not applied.")
+
+    def _describe_state_key(self, key: Key, name: str) -> str:
+        return f"state key {name!r} of session {key.session_id!r} ({self.url})"
+
+    # -- modules and logs -------------------------------------------------------------------
+
+    async def _save_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        """Returns each written log's length afterwards, by path: with ``start`` -1 the
+        append lands wherever the log ends, which only the server knows."""
+        args: list[Any] = [len(documents)]
+        for name, document in documents.items():
+            args += [name, dumps(document)]
+        args.append(len(writes))
+        for write in writes:
+            start = "" if write.start is None else str(write.start)
+            args += [write.path, start, len(write.messages), *map(dumps, write.messages)]
+        reply = await self._session("save_modules", key, args)
+        if reply[0] == "conflict":
+            raise ConflictError(
+                f"Log {as_text(reply[1])!r} holds {as_text(reply[2])} messages, "
+                f"not {as_text(reply[3])}."
+            )
+        return {write.path: int(length) for write, length in zip(writes, reply[1:], strict=True)}
+
+    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        reply = await self._session("load_modules", key, list(names))
+        if reply[0] == "none":
+            return None
+        docs, flat_logs = reply[1], reply[2]
+        documents = {}
+        for i in range(0, len(docs), 2):
+            name = utf8(docs[i], "a module name")
+            what = f"module {name!r} of session {key.session_id!r}"
+            documents[name] = json_value(docs[i + 1], what)
+        logs: dict[str, list[dict[str, Any]]] = {}
+        for i in range(0, len(flat_logs), 2):
+            path = utf8(flat_logs[i], "a log name")
+            what = self._describe_log(key, path)
+            logs[path] = [json_value(m, what) for m in flat_logs[i + 1]]
+        return StoredModules(documents, logs)
+
+    async def _append(self, key: Key, write: LogWrite) -> int:
+        start = -1 if write.start is None else write.start
+        args = [write.path, start, *map(dumps, write.messages)]
+        reply = await self._session("append", key, args)
+        if reply[0] == "conflict":
+            raise ConflictError(
+                f"Log {write.path!r} holds {as_text(reply[2])} messages, not {write.start}."
+            )
+        return int(reply[1])
+
+    async def _read_log(self, key: Key, path: str, start: int, stop: int | None):
+        args = [path, start, "" if stop is None else stop]
+        reply = await self._session("read_log", key, args)
+        what = self._describe_log(key, path)
+        return [json_value(m, what) for m in reply[1]]
+
+    def _describe_log(self, key: Key, path: str) -> str:
+        return f"message log {path!r} of session {key.session_id!r}"

@@ -1,0 +1,80 @@
+"""The wheel ships the files the code reads at run time.
+
+The Redis Lua scripts, ``py.typed`` and the embedding model's data files are package data: a
+glob missing from ``[tool.setuptools.package-data]`` drops them from the wheel without an
+error, and only an installed copy would notice.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from praisonsession.stores.redis.scripts import load_scripts
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "praisonsession"
+
+
+def builds_wheels_offline() -> bool:
+    """Whether this environment's setuptools builds a wheel with nothing to fetch: by itself
+    from 70.1 on, with the ``wheel`` package before that."""
+    try:
+        major, minor = (int(part) for part in version("setuptools").split(".")[:2])
+    except (PackageNotFoundError, ValueError):
+        return False
+    return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
+
+
+def build_wheel(tmp_path: Path) -> Path:
+    """Build from a copy of the tree, so the build leaves nothing in the checkout."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.cfg", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(
+        PACKAGE, source / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    out = tmp_path / "dist"
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out)]
+    if builds_wheels_offline():
+        command.append("--no-build-isolation")  # else pip fetches setuptools from its index
+    done = subprocess.run([*command, str(source)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    [wheel] = out.glob("*.whl")
+    return wheel
+
+
+def test_the_wheel_holds_the_lua_scripts_and_the_other_package_data(tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    wanted = [
+        *PACKAGE.rglob("*.lua"),
+        PACKAGE / "py.typed",
+        *(path for path in PACKAGE.glob("embeddings/data/*/*") if path.is_file()),
+    ]
+    assert PACKAGE / "stores" / "redis" / "lua" / "prelude.lua" in wanted
+    assert any("embeddings" in path.parts for path in wanted)
+    missing = {path.relative_to(ROOT).as_posix() for path in wanted} - names
+    assert not missing, f"not in {wheel.name}: {sorted(missing)}"
+
+    # importlib.resources finds the scripts inside the installed (here: zipped) package too,
+    # and they are the ones the source tree assembles
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1])\n"
+        "from praisonsession.stores.redis import scripts\n"
+        "assert scripts.__file__.startswith(sys.argv[1]), scripts.__file__\n"
+        "print(json.dumps({name: s.sha for name, s in scripts.load_scripts().items()}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(wheel)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {name: s.sha for name, s in load_scripts().items()}
