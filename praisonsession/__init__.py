@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .async_session import AsyncSession
 from .errors import (
+    AmbiguousLegacyDataError,
     ConflictError,
     EmbedderMismatchError,
     InvalidIdError,
+    InvalidSettingError,
     InvalidValueError,
     KnowledgeSourceError,
     OperationTimeoutError,
@@ -40,11 +42,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_VERSION",
+    "AmbiguousLegacyDataError",
     "AsyncSession",
     "ConflictError",
     "EmbedderMismatchError",
     "InMemorySession",
     "InvalidIdError",
+    "InvalidSettingError",
     "InvalidValueError",
     "JSONSession",
     "KnowledgeSourceError",

@@ -24,6 +24,7 @@ from .errors import InvalidValueError
 from .execution import bounded
 from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
 from .json_data import JSONValue
+from .recall_options import check_knowledge_config, check_memory_config
 from .state.module import StateModule
 from .stores.base import UNSET, SessionBase, _check_ttl
 from .stores.record import SessionInfo
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from .agents.factory import AgentRegistry
     from .knowledge.knowledge_base import KnowledgeAdded
     from .llm import LLMConfig
+    from .praisonai_views import AsyncKnowledgeView, AsyncMemoryView
     from .recall import Recall
     from .settings import Settings
 
@@ -76,14 +78,8 @@ class AsyncSession:
             )
         self._agent_url = None
         self._is_remote = False
-        for name, config in (
-            ("memory_config", memory_config),
-            ("knowledge_config", knowledge_config),
-        ):
-            if config is not None and not isinstance(config, dict):
-                raise InvalidValueError(f"{name} must be a dict or None, got {config!r}.")
-        self._memory_config = dict(memory_config or {})
-        self._knowledge_config = dict(knowledge_config or {})
+        self._memory_config = check_memory_config(memory_config)
+        self._knowledge_config = check_knowledge_config(knowledge_config)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise InvalidValueError(
                 f"timeout must be a positive number of seconds, got {timeout!r}."
@@ -141,6 +137,20 @@ class AsyncSession:
     @property
     def store(self) -> SessionBase:
         return self._store
+
+    @property
+    def memory(self) -> AsyncMemoryView:
+        """PraisonAI's ``session.memory``: ``await session.memory.search_long_term(...)``."""
+        from .praisonai_views import AsyncMemoryView
+
+        return AsyncMemoryView(self)
+
+    @property
+    def knowledge(self) -> AsyncKnowledgeView:
+        """PraisonAI's ``session.knowledge``: ``await session.knowledge.search(...)``."""
+        from .praisonai_views import AsyncKnowledgeView
+
+        return AsyncKnowledgeView(self)
 
     # -- plumbing -------------------------------------------------------------------------
 

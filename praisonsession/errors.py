@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "AmbiguousLegacyDataError",
     "ConflictError",
     "EmbedderMismatchError",
     "InvalidIdError",
@@ -37,8 +38,13 @@ class InvalidIdError(PraisonSessionError, ValueError):
     """A session_id, user_id or key that cannot be used as an identifier."""
 
 
-class InvalidValueError(PraisonSessionError, TypeError):
-    """A value that is not JSON data, or of the wrong type for the operation."""
+class InvalidValueError(PraisonSessionError, TypeError, ValueError):
+    """A value that is not JSON data, of the wrong type, or out of range for the operation.
+
+    Both a ``TypeError`` and a ``ValueError``: code written against AgentScope or PraisonAI
+    catches one or the other for the same mistakes (PraisonAI raises ValueError for a negative
+    TTL, Python raises TypeError for a value it cannot serialise).
+    """
 
 
 class InvalidSettingError(PraisonSessionError, ValueError):
@@ -100,6 +106,12 @@ class UnsupportedFormatError(SessionCorruptedError):
             f"{what} uses storage format {found}, but this praisonsession reads formats up to "
             f"{supported}. Upgrade praisonsession (pip install -U praisonsession).",
         )
+
+
+class AmbiguousLegacyDataError(PraisonSessionError):
+    """Data an older library (AgentScope) stored under a name that more than one (user,
+    session) pair maps to. It is never handed to any of them automatically; the message says
+    how to import it for the right one."""
 
 
 class ConflictError(PraisonSessionError):

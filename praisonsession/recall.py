@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 from .embeddings import Embedder, MiniLMEmbedder, coerce_embedder
 from .errors import InvalidValueError
 from .execution import offload
+from .knowledge.chunking import DEFAULT_SIZE
 from .knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
 from .memory.context import DEFAULT_BUDGET, build_context
 from .memory.long_term import LongTermMemory
 from .memory.short_term import SessionLogs, ShortTermMemory
+from .recall_options import EMBEDDER_NAMES, default_overlap
 from .vectors import chroma_client
 
 if TYPE_CHECKING:
@@ -36,7 +38,7 @@ def default_embedder(name: str) -> Embedder:
     """The process-wide embedder for a settings name (the model loads once per process)."""
     with _embedders_lock:
         if name not in _embedders:
-            if name not in ("minilm", MiniLMEmbedder.name):
+            if name not in EMBEDDER_NAMES:
                 raise InvalidValueError(
                     f"Unknown embedder {name!r} in settings; use 'minilm', or pass an "
                     "Embedder or a chromadb embedding function as memory_config['embedder']."
@@ -69,19 +71,20 @@ class Recall:
         memory_config: dict[str, Any],
         knowledge_config: dict[str, Any],
     ) -> None:
-        embedder_choice = memory_config.get("embedder") or knowledge_config.get("embedder")
-        self.embedder = (
-            coerce_embedder(embedder_choice)
-            if embedder_choice is not None
-            else default_embedder(settings.embedder)
-        )
+        choice = memory_config.get("embedder") or knowledge_config.get("embedder")
+        if choice is None or isinstance(choice, str):
+            self.embedder = default_embedder(choice or settings.embedder)
+        else:
+            self.embedder = coerce_embedder(choice)
         location = (
             memory_config.get("vector_store_url")
+            or knowledge_config.get("vector_store_url")
             or settings.vector_store_url
             or Path(settings.data_dir).expanduser().resolve() / "chroma"
         )
         client = chroma_client(location)
         namespace = settings.vector_namespace
+        size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
         self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id)
         self.short = ShortTermMemory(logs, self.embedder)
         self.knowledge = KnowledgeBase(
@@ -91,8 +94,8 @@ class Recall:
             user_id,
             session_id,
             scope=knowledge_config.get("scope", "user"),
-            chunk_size=int(knowledge_config.get("chunk_size", 800)),
-            chunk_overlap=int(knowledge_config.get("chunk_overlap", 120)),
+            chunk_size=size,
+            chunk_overlap=knowledge_config.get("chunk_overlap", default_overlap(size)),
             timeout=settings.timeout,
             progress=bool(knowledge_config.get("progress", True)),
         )

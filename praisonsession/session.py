@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .agents import Agent
     from .knowledge.knowledge_base import KnowledgeAdded
     from .llm import LLMConfig
+    from .praisonai_views import KnowledgeView, MemoryView
     from .settings import Settings
 
 __all__ = ["Session"]
@@ -126,6 +127,20 @@ class Session:
     @property
     def runs_inline(self) -> bool:
         return self._core.runs_inline
+
+    @property
+    def memory(self) -> MemoryView:
+        """PraisonAI's ``session.memory``: ``session.memory.search_long_term("tea")``."""
+        from .praisonai_views import MemoryView
+
+        return MemoryView(self)
+
+    @property
+    def knowledge(self) -> KnowledgeView:
+        """PraisonAI's ``session.knowledge``: ``session.knowledge.search("office hours")``."""
+        from .praisonai_views import KnowledgeView
+
+        return KnowledgeView(self)
 
     def open(self) -> SessionInfo:
         """Create the stored session, or start it afresh if it expired, and refresh its TTL."""

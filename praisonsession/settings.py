@@ -80,7 +80,12 @@ KNOBS: dict[str, Knob] = {
         "Prefix of the Chroma collections, to keep apps apart on one server.",
         {"pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{1,200}[A-Za-z0-9]$"},
     ),
-    "embedder": Knob("minilm", str, "Embedder for memory and knowledge."),
+    "embedder": Knob(
+        "minilm",
+        str,
+        "Embedder for memory and knowledge: 'minilm' (all-MiniLM-L6-v2, offline).",
+        {"pattern": r"^(minilm|all-MiniLM-L6-v2(-int8)?)$"},
+    ),
     "llm_base_url": Knob(None, "str | None", "OpenAI-compatible base URL."),
     "llm_model": Knob("gpt-4o-mini", str, "Chat model name.", {"min_length": 1}),
     "llm_api_key": Knob(None, "str | None", "API key for the LLM endpoint.", secret=True),

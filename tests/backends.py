@@ -71,20 +71,26 @@ class RawAccess:
                     (found, user_id, session_id),
                 )
 
-    def write_agentscope(self, session_id: str, modules: dict[str, Any]) -> None:
-        """Leave a session where AgentScope 1.0 kept it, in its format (no envelope, no user)."""
+    def write_agentscope(
+        self, session_id: str, modules: dict[str, Any], user_id: str = DEFAULT_USER
+    ) -> str:
+        """Leave a session where AgentScope 1.0 kept it, in its format (no envelope); returns
+        the file name or key AgentScope used."""
         if _is_redis(self.store):
             # AgentScope's RedisSession: one JSON string per (user, session), no envelope
-            key = Key(DEFAULT_USER, session_id)
+            key = self.store._agentscope_key(Key(user_id, session_id))
             with self._redis() as client:
-                client.set(self.store._agentscope_key(key), json.dumps(modules))
-            return
+                client.set(key, json.dumps(modules))
+            return key
         if isinstance(self.store, JSONSession):
-            path = self.store.save_dir / f"{session_id}.json"
+            user = "" if user_id == DEFAULT_USER else user_id
+            name = f"{user}_{session_id}.json" if user else f"{session_id}.json"
+            path = self.store.save_dir / name
             path.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps(modules, ensure_ascii=False)
             path.write_bytes(text.encode("utf-8", "surrogatepass"))  # as AgentScope wrote it
-            return
+            return name
+        assert user_id == DEFAULT_USER, "AgentScope's SqliteSession example has no users"
         with self._db() as db:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS as_session (session_id TEXT, session_data JSON, "
@@ -95,6 +101,7 @@ class RawAccess:
                 "INSERT INTO as_session (session_id, session_data) VALUES (?, json(?))",
                 (session_id, json.dumps(modules)),
             )
+        return session_id
 
     def raw_bytes(self, session_id: str, user_id: str) -> bytes:
         if _is_redis(self.store):

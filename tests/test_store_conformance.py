@@ -15,10 +15,12 @@ import pytest
 from backends import RawAccess, kind_of, make_store
 from praisonsession import (
     FORMAT_VERSION,
+    AmbiguousLegacyDataError,
     ConflictError,
     InvalidIdError,
     InvalidValueError,
     MessageLog,
+    Session,
     SessionBase,
     SessionCorruptedError,
     SessionExpiredError,
@@ -514,18 +516,57 @@ def test_a_newer_format_is_refused_with_a_clear_error(raw: RawAccess, run) -> No
 
 
 def test_an_agentscope_session_is_migrated_on_first_read(raw: RawAccess, run, tmp_path) -> None:
-    raw.write_agentscope("session_2025-08-08", {"planner": {"steps": ["plan", "act \ud800"]}})
+    raw.write_agentscope("planning-2025-08-08", {"planner": {"steps": ["plan", "act \ud800"]}})
     migrated = make_store(kind_of(raw.store), tmp_path)  # a store opened after AgentScope's
     planner = Planner()
-    run(migrated.load_session_state("session_2025-08-08", planner=planner))
+    run(migrated.load_session_state("planning-2025-08-08", planner=planner))
     assert planner.steps == ["plan", "act \ud800"]
-    assert run(migrated.get_info("session_2025-08-08")).format == FORMAT_VERSION
+    assert run(migrated.get_info("planning-2025-08-08")).format == FORMAT_VERSION
 
-    run(migrated.delete_session("session_2025-08-08"))
+    run(migrated.delete_session("planning-2025-08-08"))
     again = make_store(kind_of(raw.store), tmp_path)
-    assert not run(again.exists("session_2025-08-08"))  # imported once, never resurrected
+    assert not run(again.exists("planning-2025-08-08"))  # imported once, never resurrected
     run(again.close())
     run(migrated.close())
+
+
+#: Two (user_id, session_id) pairs that AgentScope stored under one file name or key.
+AMBIGUOUS = {
+    "json": [("bob", "notes"), (DEFAULT_USER, "bob_notes")],
+    "redis": [("a", "b:session:c"), ("a:session:b", "c")],
+}
+
+
+@pytest.mark.parametrize("backend", sorted(AMBIGUOUS))
+def test_agentscope_data_whose_owner_is_ambiguous_goes_to_nobody(
+    backend: str, request: pytest.FixtureRequest, tmp_path, run
+) -> None:
+    """AgentScope's names are not injective: data that may be either pair's is refused for
+    both (never handed to the first to ask), stays where it is, and imports explicitly."""
+    if backend == "redis":
+        request.getfixturevalue("redis_url")
+    store = make_store(backend, tmp_path)
+    owner, other = AMBIGUOUS[backend]
+    legacy = RawAccess(store).write_agentscope(
+        owner[1], {"planner": {"steps": ["bob's"]}}, owner[0]
+    )
+    for user_id, session_id in (other, owner):
+        with pytest.raises(AmbiguousLegacyDataError, match="import_agentscope"):
+            run(store.load_session_state(session_id, user_id, planner=Planner()))
+        with pytest.raises(AmbiguousLegacyDataError):
+            Session(session_id, user_id, store=store)
+        with pytest.raises(AmbiguousLegacyDataError):
+            run(store.exists(session_id, user_id))
+
+    run(store.import_agentscope(legacy, session_id=owner[1], user_id=owner[0]))
+    with pytest.raises(AmbiguousLegacyDataError):  # still nobody else's
+        run(store.exists(other[1], other[0]))
+    planner = Planner()
+    run(store.load_session_state(owner[1], owner[0], planner=planner))
+    assert planner.steps == ["bob's"]
+    with pytest.raises(ConflictError):  # importing over a session that exists is refused
+        run(store.import_agentscope(legacy, session_id=owner[1], user_id=owner[0]))
+    run(store.close())
 
 
 # -- sessions, TTL ----------------------------------------------------------------------------

@@ -27,6 +27,8 @@ from ..errors import InvalidValueError
 from ..execution import bounded, offload
 from ..identifiers import check_key, filename_for
 from ..llm.config import LLMConfig, resolve_llm
+from ..llm.errors import LLMNotConfiguredError
+from ..redaction import redact_url
 from ..state.message_log import MessageLog
 from ..state.module import StateModule
 from .prompt import recent_turns, system_prompt
@@ -223,6 +225,8 @@ class Agent(StateModule):
         return lock
 
     def _connect(self) -> ChatClient:
+        if not self.llm.configured:
+            raise LLMNotConfiguredError(self.name) from None
         from ..llm.client import ChatClient  # requests and tenacity load here, on first use
 
         self._client = ChatClient(self.llm)
@@ -275,7 +279,7 @@ class Agent(StateModule):
             ("name", self.name),
             ("role", self.role),
             ("model", self.model),
-            ("endpoint", self.llm.base_url),
+            ("endpoint", redact_url(self.llm.base_url)),
             ("turns", self.turns),
             ("tools", ", ".join(self.tools.tools) or "none"),
         ]

@@ -14,6 +14,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from ..errors import KnowledgeSourceError
+from ..redaction import redact_text, redact_url
 
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text", ".csv", ".json"})
 HTML_SUFFIXES = frozenset({".html", ".htm"})
@@ -151,23 +152,26 @@ def html_text(html: str) -> str:
 def fetch_url(url: str, timeout: float) -> Document:
     import requests
 
+    shown = redact_url(url)  # what messages and the stored source show: no password
+
     try:
         response = requests.get(url, timeout=timeout, stream=True)
     except requests.RequestException as exc:
-        raise KnowledgeSourceError(f"Could not fetch {url}: {exc}.") from None
+        raise KnowledgeSourceError(f"Could not fetch {shown}: {redact_text(str(exc))}.") from None
     with response:
         if response.status_code >= 400:
             raise KnowledgeSourceError(
-                f"{url} answered HTTP {response.status_code} {response.reason}; nothing was added."
+                f"{shown} answered HTTP {response.status_code} {response.reason}; "
+                "nothing was added."
             )
-        data = b"".join(_limited(response.iter_content(65536), url))
+        data = b"".join(_limited(response.iter_content(65536), shown))
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
     if content_type == "application/pdf" or url.lower().endswith(".pdf"):
-        return Document(pdf_text(data, url), url, "url")
-    text = decode_text(data, url)
+        return Document(pdf_text(data, shown), shown, "url")
+    text = decode_text(data, shown)
     if "html" in content_type or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
         text = html_text(text)
-    return Document(text, url, "url")
+    return Document(text, shown, "url")
 
 
 def _limited(chunks: Iterator[bytes], url: str) -> Iterator[bytes]:

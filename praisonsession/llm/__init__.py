@@ -12,6 +12,7 @@ from .config import DEFAULT_BASE_URL, OLLAMA_BASE_URL, LLMConfig, resolve_llm
 from .errors import (
     LLMAuthError,
     LLMError,
+    LLMNotConfiguredError,
     LLMRequestError,
     LLMResponseError,
     LLMUnavailableError,
@@ -30,6 +31,7 @@ __all__ = [
     "LLMAuthError",
     "LLMConfig",
     "LLMError",
+    "LLMNotConfiguredError",
     "LLMRequestError",
     "LLMResponseError",
     "LLMUnavailableError",

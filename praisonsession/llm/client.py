@@ -14,6 +14,7 @@ from typing import Any
 import requests
 
 from ..execution import remaining
+from ..redaction import redact_text
 from .config import LLMConfig
 from .errors import LLMAuthError, LLMRequestError
 from .replies import ChatReply, parse_reply
@@ -62,13 +63,16 @@ class ChatClient:
         return call_with_retries(lambda: self._post(data), self.config)
 
     def _post(self, data: bytes) -> ChatReply:
-        url = self.config.endpoint
+        url = self.config.shown_endpoint  # what messages show: no password
         try:
             # never wait past the calling session's deadline (execution.bounded)
             timeout = max(0.001, remaining(self.config.timeout))
-            response = self._http.post(url, data=data, timeout=timeout)
+            response = self._http.post(self.config.endpoint, data=data, timeout=timeout)
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
-            raise LLMRequestError(f"Cannot send to {url}: {exc}. Fix base_url.", url=url) from exc
+            reason = redact_text(str(exc), self.config.api_key)
+            raise LLMRequestError(
+                f"Cannot send to {url}: {reason}. Fix base_url.", url=url
+            ) from None
         status = response.status_code
         if 200 <= status < 300:
             return parse_reply(response.content, url)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
+from ..redaction import redact_url
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -107,10 +108,21 @@ class LLMConfig:
     def endpoint(self) -> str:
         return f"{self.base_url}/chat/completions"
 
+    @property
+    def configured(self) -> bool:
+        """False for the default: OpenAI's hosted endpoint with no key (it cannot answer)."""
+        return bool(self.api_key) or self.base_url != DEFAULT_BASE_URL
+
+    @property
+    def shown_endpoint(self) -> str:
+        """The endpoint as errors and reprs show it: a password in the URL is masked."""
+        return redact_url(self.endpoint)
+
     def __repr__(self) -> str:
         key = "set" if self.api_key else None
         return (
-            f"LLMConfig(model={self.model!r}, base_url={self.base_url!r}, api_key={key}, "
+            f"LLMConfig(model={self.model!r}, base_url={redact_url(self.base_url)!r}, "
+            f"api_key={key}, "
             f"timeout={self.timeout:g}, max_retries={self.max_retries})"
         )
 
@@ -149,6 +161,12 @@ def resolve_llm(
         given.setdefault("base_url", given.pop("api_base"))
     env = os.environ if environ is None else environ
 
+    for name in ("model", "base_url"):
+        if name in given and not (isinstance(given[name], str) and given[name].strip()):
+            raise InvalidValueError(
+                f"llm[{name!r}] is {'set but empty' if given[name] == '' else 'not a str'}; "
+                f"give a value, or leave {name!r} out to use the settings and the environment."
+            )
     model = given.get("model") or (settings.llm_model if settings is not None else None)
     model = model or DEFAULT_MODEL
     base_url = (

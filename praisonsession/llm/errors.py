@@ -10,6 +10,7 @@ from ..errors import RemoteError
 __all__ = [
     "LLMAuthError",
     "LLMError",
+    "LLMNotConfiguredError",
     "LLMRequestError",
     "LLMResponseError",
     "LLMUnavailableError",
@@ -30,6 +31,23 @@ class LLMAuthError(LLMError):
 
     Never retried: the same key would be refused again.
     """
+
+
+class LLMNotConfiguredError(LLMError):
+    """No LLM endpoint was configured: no base URL and no API key anywhere.
+
+    Raised at the first ``chat``, before anything is sent (the default endpoint is OpenAI's,
+    which refuses a request without a key anyway).
+    """
+
+    def __init__(self, agent: str) -> None:
+        super().__init__(
+            f"Agent {agent!r} has no LLM to talk to: no endpoint or API key is configured. "
+            "Configure one of: the OPENAI_API_KEY environment variable (OpenAI); "
+            "llm={'model': 'llama3.2', 'base_url': 'http://localhost:11434/v1'} for a local "
+            "Ollama (or any OpenAI-compatible server); or PRAISONSESSION_LLM_BASE_URL and "
+            "PRAISONSESSION_LLM_API_KEY in the environment or a .env file."
+        )
 
 
 class LLMRequestError(LLMError):

@@ -19,6 +19,7 @@ import requests
 import tenacity
 
 from ..execution import remaining
+from ..redaction import redact_text
 from .config import LLMConfig
 from .errors import LLMUnavailableError
 
@@ -150,13 +151,15 @@ def call_with_retries(
     try:
         return retrying(counted)
     except (TransientError, requests.exceptions.RequestException) as exc:
-        raise _unavailable(exc, config, attempts, time.monotonic() - started, budget) from exc
+        # from None: the message says what happened; the chained urllib3 traceback (dozens of
+        # lines, the endpoint's URL in it) says nothing more that a user can act on
+        raise _unavailable(exc, config, attempts, time.monotonic() - started, budget) from None
 
 
 def _unavailable(
     exc: BaseException, config: LLMConfig, attempts: int, elapsed: float, budget: _Budget
 ) -> LLMUnavailableError:
-    url = config.endpoint
+    url = config.shown_endpoint
     if isinstance(exc, TransientError):
         last = str(exc)
     elif isinstance(exc, requests.exceptions.Timeout):
@@ -164,7 +167,7 @@ def _unavailable(
     elif isinstance(exc, requests.exceptions.ConnectionError):
         last = f"could not connect ({type(exc).__name__})"
     else:
-        last = f"{type(exc).__name__}: {exc}"
+        last = redact_text(f"{type(exc).__name__}: {exc}", config.api_key)
     tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
     message = f"{url} gave no usable answer after {tries} in {elapsed:.1f} s (last: {last})."
     if budget.refused_wait is not None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidValueError, SessionNotFoundError, StateDictError
+from ..errors import InvalidIdError, InvalidValueError, SessionNotFoundError, StateDictError
 from ..identifiers import check_key, check_session_id, check_user_id
 from ..json_data import JSONValue, check_json_data
 from ..state.message_log import MessageLog
@@ -58,7 +58,16 @@ class SessionBase(ABC):
     #: facade may run it on the caller's thread (see :func:`praisonsession.runtime.run`).
     runs_inline: bool = False
 
-    def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
+    def __init__(
+        self,
+        session_id: str | None = None,
+        *,
+        default_ttl: float | None = None,
+        sliding_ttl: bool = True,
+    ) -> None:
+        #: AgentScope's older API bound a store to one session: its ``save_session_state`` and
+        #: ``load_session_state`` then take no session id. None for an unbound store.
+        self.session_id = None if session_id is None else check_session_id(session_id)
         self.default_ttl = _check_ttl(default_ttl)
         self.sliding_ttl = bool(sliding_ttl)
         self._acks = LogAcks()
@@ -69,7 +78,7 @@ class SessionBase(ABC):
     # -- AgentScope's API -----------------------------------------------------------------
 
     async def save_session_state(
-        self, session_id: str, user_id: str = "", **state_modules: StateModule
+        self, session_id: str | None = None, user_id: str = "", **state_modules: StateModule
     ) -> None:
         """Save the named modules. Modules saved earlier under other names are kept.
 
@@ -77,7 +86,7 @@ class SessionBase(ABC):
         appended to since; messages other writers appended meanwhile are kept, before ours, and
         taken into the log so that it reads as the store does. An edited log is written in full.
         """
-        key = self._key(session_id, user_id)
+        key = self._key(self._bound_id(session_id), user_id)
         documents: dict[str, Any] = {}
         logs: dict[str, MessageLog] = {}
         for name, module in state_modules.items():
@@ -118,13 +127,13 @@ class SessionBase(ABC):
 
     async def load_session_state(
         self,
-        session_id: str,
+        session_id: str | None = None,
         user_id: str = "",
         allow_not_exist: bool = True,
         **state_modules: StateModule,
     ) -> None:
         """Load the named modules; all of them are checked before any of them changes."""
-        key = self._key(session_id, user_id)
+        key = self._key(self._bound_id(session_id), user_id)
         for name, module in state_modules.items():
             if not isinstance(module, StateModule):
                 raise InvalidValueError(
@@ -142,22 +151,12 @@ class SessionBase(ABC):
                 )
                 return
             raise SessionNotFoundError(key.session_id, key.user_id)
-        actions = []
-        missing: list[str] = []
-        unexpected: list[str] = []
-        for name, module in state_modules.items():
-            if name not in stored.documents:
-                continue
-            document = _attach_logs(module, name, stored.documents[name], stored.logs)
-            actions.extend(
-                _plan_of(module, document, True, f"{name}.", missing, unexpected, trusted=True)
-            )
-        if missing:
-            raise StateDictError(f"session {key.session_id!r}", missing, unexpected)
-        if unexpected:
-            _logger().warning("Ignored stored keys that no module has: %s", unexpected)
-        for apply in actions:
-            apply()
+        documents = {
+            name: _attach_logs(module, name, stored.documents[name], stored.logs)
+            for name, module in state_modules.items()
+            if name in stored.documents
+        }
+        load_states(state_modules, documents, f"session {key.session_id!r}", trusted=True)
         for name, module in state_modules.items():
             if name in stored.documents:
                 for path, log in _logs_of(module, name).items():
@@ -275,10 +274,12 @@ class SessionBase(ABC):
         return await self._touch(self._key(session_id, user_id), ttl)
 
     async def expire(self, session_id: str, user_id: str = "") -> bool:
-        """End the session now: it is gone for every reader, as if its TTL ran out."""
+        """End the session now: it is gone for every reader exactly as if its TTL ran out
+        (reads that need it raise ``SessionExpiredError``; ``purge_expired`` removes it, and
+        opening it again starts it afresh). True if it was live."""
         key = self._key(session_id, user_id)
         self._acks.forget(key)
-        return await self._delete(key)
+        return await self._touch(key, 0.0) is not None
 
     async def purge_expired(self) -> int:
         """Remove every expired session from storage; returns how many were removed."""
@@ -422,6 +423,18 @@ class SessionBase(ABC):
 
     # -- helpers for backends -------------------------------------------------------------
 
+    def _bound_id(self, session_id: str | None) -> str:
+        """The session id given, or the one the store is bound to (AgentScope's older API)."""
+        if session_id is not None:
+            return session_id
+        if self.session_id is None:
+            raise InvalidIdError(
+                "No session_id was given and this store is not bound to one. Pass it first: "
+                "save_session_state('chat_123', agent=agent), or bind the store to a session "
+                f"as AgentScope's older API did: {type(self).__name__}(session_id=..., ...)."
+            )
+        return self.session_id
+
     def _key(self, session_id: str, user_id: str) -> Key:
         return Key(check_user_id(user_id), check_session_id(session_id))
 
@@ -510,11 +523,13 @@ def _check_ttl(ttl: Any) -> float | None:
     if ttl is None:
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise InvalidValueError(f"ttl must be a number of seconds or None, got {ttl!r}.")
-    if ttl < 0 or ttl != ttl:
-        raise ValueError(
-            f"Invalid session_ttl={ttl!r}. Use None (no expiry) or a non-negative number of "
-            "seconds."
+        raise InvalidValueError(
+            f"ttl must be a number of seconds or None (no expiry), got {type(ttl).__name__}."
+        )
+    if not ttl >= 0 or ttl == float("inf"):  # NaN fails the first test
+        raise InvalidValueError(
+            f"Invalid session_ttl={ttl!r}. Use None (no expiry) or a finite, non-negative "
+            "number of seconds."
         )
     return float(ttl)
 
@@ -531,6 +546,30 @@ def _check_messages(messages: Any) -> list[dict[str, Any]]:
             )
         items.append(detach(message, f"message {index}"))
     return items
+
+
+def load_states(
+    modules: dict[str, StateModule], states: dict[str, Any], where: str, trusted: bool = False
+) -> None:
+    """Load ``states[name]`` into each module that has one: all are checked, then all are
+    applied, or none is. A missing key raises; a stored key no module has is logged.
+
+    ``trusted`` states were just decoded from a store, so they are neither checked nor copied.
+    """
+    actions = []
+    missing: list[str] = []
+    unexpected: list[str] = []
+    for name, module in modules.items():
+        if name in states:
+            actions.extend(
+                _plan_of(module, states[name], True, f"{name}.", missing, unexpected, trusted)
+            )
+    if missing:
+        raise StateDictError(where, missing, unexpected)
+    if unexpected:
+        _logger().warning("Ignored stored keys that no module has: %s", unexpected)
+    for apply in actions:
+        apply()
 
 
 def _logs_of(module: StateModule, name: str) -> dict[str, MessageLog]:

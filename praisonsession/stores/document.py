@@ -12,7 +12,7 @@ from typing import Any
 
 from ..json_data import add_numbers
 from .base import UNSET, Key
-from .record import FORMAT_VERSION, SessionInfo, check_format, resolve_info
+from .record import FORMAT_VERSION, SessionInfo, resolve_info
 
 
 @dataclass
@@ -75,8 +75,7 @@ class SessionDocument:
             doc = cls.new(key, None, {}, at)
             doc.modules = data
             return doc
-        check_format(int(data["format"]), what)
-        info = SessionInfo.from_json(data)
+        info = SessionInfo.from_json(data, what)
         if (info.user_id, info.session_id) != (key.user_id, key.session_id):
             raise ValueError(f"it belongs to session {info.session_id!r} of user {info.user_id!r}")
         return cls(

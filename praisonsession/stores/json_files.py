@@ -27,23 +27,46 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import ConflictError, SessionCorruptedError
+from ..errors import (
+    ConflictError,
+    InvalidValueError,
+    PraisonSessionError,
+    SessionCorruptedError,
+    SessionNotFoundError,
+    StoreUnavailableError,
+)
 from ..execution import offload
 from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
-from .base import Key, LogWrite, SessionBase, StoredModules
+from ..state.module import StateModule
+from .agentscope_files import adoptable, bound_file, read_modules, serialise_modules
+from .base import Key, LogWrite, SessionBase, StoredModules, load_states
 from .document import SessionDocument, resolve
 from .file_lock import FileLock
 from .record import SessionInfo, check_version, now
 
 T = TypeVar("T")
+
+
+def _logger() -> Any:
+    import logging
+
+    return logging.getLogger("praisonsession")
+
+
 # Work on the live document (None if there is none) at a time; returns the result and the
 # document to write back, or None when nothing changed.
 Work = Callable[[SessionDocument | None, float], tuple[T, SessionDocument | None]]
 
 
 class JSONSession(SessionBase):
-    """Sessions as JSON files under ``save_dir`` (AgentScope's constructor).
+    """Sessions as JSON files under ``save_dir``, with AgentScope's constructors.
+
+    ``JSONSession(save_dir)`` is AgentScope 1.0's form: pass the session id to each call.
+    ``JSONSession(session_id, save_dir)`` (or ``session_id=`` by keyword) is its older, bound
+    form: ``save_session_state(agent=...)`` and ``load_session_state(agent=...)`` then take no
+    session id and read and write AgentScope's own file at :attr:`save_path`
+    (``{save_dir}/{session_id}.json``, ``{"agent": {...}}``), which AgentScope itself reads.
 
     File I/O runs in a worker thread when called from a running loop, and directly on the
     caller's thread when the sync facade runs it inline.
@@ -53,16 +76,111 @@ class JSONSession(SessionBase):
 
     def __init__(
         self,
-        save_dir: str | os.PathLike[str] = "./",
-        *,
+        *args: str | os.PathLike[str],
+        save_dir: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
         default_ttl: float | None = None,
         sliding_ttl: bool = True,
         lock_timeout: float = 30.0,
     ) -> None:
-        super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
+        session_id, save_dir = _constructor_arguments(args, session_id, save_dir)
+        super().__init__(session_id, default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         self.save_dir = Path(save_dir).expanduser().resolve()
         self.lock_timeout = float(lock_timeout)
         self.url = f"json://{self.save_dir}"
+
+    @property
+    def save_path(self) -> str:
+        """AgentScope's bound API: the file of the session this store is bound to."""
+        return str(bound_file(self.save_dir, self._bound_id(None)))
+
+    # -- AgentScope's bound API: its own file format, at save_path ---------------------------
+
+    async def save_session_state(
+        self, session_id: str | None = None, user_id: str = "", **state_modules: StateModule
+    ) -> None:
+        if session_id is None and self.session_id is not None and not user_id:
+            return await self._save_bound(state_modules)
+        return await super().save_session_state(session_id, user_id, **state_modules)
+
+    async def load_session_state(
+        self,
+        session_id: str | None = None,
+        user_id: str = "",
+        allow_not_exist: bool = True,
+        **state_modules: StateModule,
+    ) -> None:
+        if session_id is None and self.session_id is not None and not user_id:
+            return await self._load_bound(allow_not_exist, state_modules)
+        return await super().load_session_state(
+            session_id, user_id, allow_not_exist, **state_modules
+        )
+
+    async def _save_bound(self, modules: dict[str, StateModule]) -> None:
+        for name, module in modules.items():
+            if not isinstance(module, StateModule):
+                raise InvalidValueError(
+                    f"save_session_state({name}=...) got a {type(module).__name__}; "
+                    "pass StateModule instances."
+                )
+        states = {name: module.state_dict() for name, module in modules.items()}
+        path = Path(self.save_path)
+
+        def write() -> None:
+            self.save_dir.mkdir(parents=True, exist_ok=True)
+            with FileLock(self.save_dir / f".{path.name}.lock", self.lock_timeout):
+                # modules saved earlier under other names are kept (AgentScope dropped them)
+                held = read_modules(path) if path.is_file() else {}
+                _atomic_write(path, serialise_modules({**held, **states}))
+
+        await offload(self._guarded, write)
+
+    async def _load_bound(self, allow_not_exist: bool, modules: dict[str, StateModule]) -> None:
+        path = Path(self.save_path)
+        for name, module in modules.items():
+            if not isinstance(module, StateModule):
+                raise InvalidValueError(
+                    f"load_session_state({name}=...) got a {type(module).__name__}; "
+                    "pass StateModule instances."
+                )
+
+        def read() -> dict[str, Any] | None:
+            return read_modules(path) if path.is_file() else None
+
+        states = await offload(self._guarded, read)
+        if states is None:
+            if allow_not_exist:
+                return
+            raise SessionNotFoundError(
+                self._bound_id(None), DEFAULT_USER, f"There is no session file {path}."
+            )
+        load_states(modules, states, f"AgentScope session file {path}")
+
+    async def import_agentscope(
+        self, file: str | os.PathLike[str], session_id: str, user_id: str = ""
+    ) -> SessionInfo:
+        """Import an AgentScope session file into this store as session ``session_id`` of
+        ``user_id``: the way to bring in a file whose name alone does not say whose it is.
+
+        ``file`` is a path, or a file name under ``save_dir``. The file is left where it is.
+        """
+        key = self._key(session_id, user_id)
+        source = Path(file)
+        if not source.is_absolute() and not source.exists():
+            source = self.save_dir / source
+
+        def work(doc, at):
+            if doc is not None:
+                raise ConflictError(
+                    f"Session {key.session_id!r} of user {key.user_id!r} already exists here; "
+                    "delete it first, or import under another session_id."
+                )
+            doc = self._new_doc(key, at)
+            doc.modules = read_modules(source)
+            doc.changed(at)
+            return doc.info, doc
+
+        return await self._run(key, work, adopt=False)
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -77,31 +195,22 @@ class JSONSession(SessionBase):
 
     # -- documents on disk ----------------------------------------------------------------
 
-    def _legacy_path(self, key: Key) -> Path | None:
-        """Where AgentScope's JSONSession kept this session, if that name is a safe one."""
-        user = "" if key.user_id == DEFAULT_USER else key.user_id
-        name = f"{user}_{key.session_id}.json" if user else f"{key.session_id}.json"
-        unsafe = os.path.basename(name) != name or name.startswith(".") or "\\" in name
-        if unsafe or len(name.encode("utf-8")) > 255:
-            return None
-        return self.save_dir / name
-
-    def _read_doc(self, key: Key, at: float) -> SessionDocument | None:
+    def _read_doc(self, key: Key, at: float, adopt: bool = True) -> SessionDocument | None:
         path = self._doc_path(key)
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            return self._adopt_legacy(key, at)
+            return self._adopt_legacy(key, at) if adopt else None
         return self._decode_doc(raw, key, at, f"session file {path}")
 
     def _adopt_legacy(self, key: Key, at: float) -> SessionDocument | None:
-        """Migrate an AgentScope file (format 0) into this layout, keeping it as *.migrated."""
-        legacy = self._legacy_path(key)
-        if legacy is None or not legacy.is_file():
+        """Migrate the AgentScope file of this session, if only this session can own it,
+        into this layout, keeping the original as *.migrated."""
+        legacy = adoptable(self.save_dir, key)
+        if legacy is None:
             return None
-        # AgentScope wrote lone surrogates as invalid UTF-8 (errors="surrogatepass").
-        raw = legacy.read_bytes().decode("utf-8", "surrogatepass").encode("utf-8", "surrogatepass")
-        doc = self._decode_doc(raw, key, at, f"AgentScope session file {legacy}", "surrogatepass")
+        doc = SessionDocument.new(key, None, {}, at)
+        doc.modules = read_modules(legacy)
         self._write_doc(key, doc)
         legacy.rename(legacy.with_name(legacy.name + ".migrated"))
         return doc
@@ -134,7 +243,9 @@ class JSONSession(SessionBase):
             _fsync_dir(path.parent)
         shutil.rmtree(self._logs_dir(key), ignore_errors=True)
 
-    def _update(self, key: Key, work: Work[T], must_exist: bool, writes: bool) -> T:
+    def _update(
+        self, key: Key, work: Work[T], must_exist: bool, writes: bool, adopt: bool = True
+    ) -> T:
         """Run ``work`` on the live document under the session's lock; save it if it says so.
 
         Before a write, an expired session (or the debris of a crashed delete) is removed, so
@@ -144,7 +255,7 @@ class JSONSession(SessionBase):
         user_dir.mkdir(parents=True, exist_ok=True)
         with FileLock(user_dir / f"{filename_for(key.session_id)}.lock", self.lock_timeout):
             at = now()
-            stored = self._read_doc(key, at)
+            stored = self._read_doc(key, at, adopt)
             doc = resolve(stored, key, at, must_exist)
             if writes and doc is None and (stored is not None or self._logs_dir(key).exists()):
                 self._remove(key)
@@ -157,9 +268,27 @@ class JSONSession(SessionBase):
         return SessionDocument.new(key, self.default_ttl, {}, at)
 
     async def _run(
-        self, key: Key, work: Work[T], must_exist: bool = False, writes: bool = True
+        self,
+        key: Key,
+        work: Work[T],
+        must_exist: bool = False,
+        writes: bool = True,
+        adopt: bool = True,
     ) -> T:
-        return await offload(self._update, key, work, must_exist, writes)
+        return await offload(self._guarded, self._update, key, work, must_exist, writes, adopt)
+
+    def _guarded(self, function: Callable[..., T], *args: Any) -> T:
+        """File-system failures as a typed error that says where and what to do."""
+        try:
+            return function(*args)
+        except PraisonSessionError:
+            raise  # already typed (OperationTimeoutError is an OSError, via TimeoutError)
+        except OSError as exc:
+            raise StoreUnavailableError(
+                f"Cannot use the JSON store directory {self.save_dir}: "
+                f"{exc.strerror or exc} ({exc.filename or self.save_dir}). Choose a directory "
+                "you can write to (store='json:///path/to/dir')."
+            ) from None
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -200,19 +329,24 @@ class JSONSession(SessionBase):
                 what = f"session file {path}"
                 try:
                     data = loads(path.read_bytes(), what)
+                    if isinstance(data, dict) and "format" not in data:
+                        continue  # an AgentScope file, adopted when its session is opened
+                    info = SessionInfo.from_json(data, what)
                 except FileNotFoundError:
+                    continue  # deleted while we listed
+                except SessionCorruptedError as exc:
+                    # one damaged file must not hide the user's other sessions; reading that
+                    # session still raises, so nothing is ever taken for empty
+                    _logger().warning("Listing skipped a damaged session file: %s", exc)
                     continue
-                if not isinstance(data, dict):
-                    raise SessionCorruptedError(what, "not a JSON object")
-                if "format" not in data:  # an AgentScope file: its id is its file name
+                if info.user_id != user_id:
                     continue
-                info = SessionInfo.from_json(data)
                 if not info.is_expired(at) and (after is None or info.session_id > after):
                     infos.append(info)
             infos.sort(key=lambda info: info.session_id)
             return infos[:limit]
 
-        return await offload(scan)
+        return await offload(self._guarded, scan)
 
     async def _delete(self, key: Key) -> bool:
         def work(doc, at):
@@ -241,13 +375,16 @@ class JSONSession(SessionBase):
                 except (FileNotFoundError, SessionCorruptedError):
                     continue
                 if isinstance(data, dict) and "format" in data:
-                    info = SessionInfo.from_json(data)
+                    try:
+                        info = SessionInfo.from_json(data, f"session file {path}")
+                    except SessionCorruptedError:
+                        continue  # purging only removes what it can read as expired
                     if info.is_expired(at):
                         expired.append(Key(info.user_id, info.session_id))
             return expired
 
         count = 0
-        for key in await offload(scan):
+        for key in await offload(self._guarded, scan):
             count += await self._delete_if_expired(key)
         return count
 
@@ -417,6 +554,38 @@ class JSONSession(SessionBase):
             return (0 if ref is None else ref["count"]), None
 
         return await self._run(key, work, writes=False)
+
+
+def _constructor_arguments(
+    args: tuple[Any, ...], session_id: str | None, save_dir: Any
+) -> tuple[str | None, Any]:
+    """AgentScope 1.0's ``JSONSession(save_dir)`` and its older ``JSONSession(session_id,
+    save_dir)``: one positional argument is the directory, two are the id and the directory."""
+    if len(args) > 2:
+        raise InvalidValueError(
+            "JSONSession takes at most two positional arguments: (save_dir) or "
+            "(session_id, save_dir)."
+        )
+    if len(args) == 2:
+        if session_id is not None or save_dir is not None:
+            raise InvalidValueError("session_id and save_dir were given twice.")
+        session_id, save_dir = args
+    elif len(args) == 1:
+        if save_dir is not None:  # JSONSession("id", save_dir="dir"): the older form
+            if session_id is not None:
+                raise InvalidValueError("session_id was given twice.")
+            session_id = args[0]
+        else:
+            save_dir = args[0]
+    if session_id is not None and not isinstance(session_id, str):
+        raise InvalidValueError(f"session_id must be a str, got {type(session_id).__name__}.")
+    if save_dir is None:
+        save_dir = "./"
+    if not isinstance(save_dir, (str, os.PathLike)):
+        raise InvalidValueError(
+            f"save_dir must be a path (str or os.PathLike), got {type(save_dir).__name__}."
+        )
+    return session_id, save_dir
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -9,6 +10,7 @@ from typing import Any
 
 from ..errors import (
     ConflictError,
+    SessionCorruptedError,
     SessionExpiredError,
     SessionNotFoundError,
     UnsupportedFormatError,
@@ -87,17 +89,72 @@ class SessionInfo:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SessionInfo:
+    def from_json(cls, data: Any, what: str = "a session record") -> SessionInfo:
+        """Decode stored metadata; anything missing or of the wrong kind is corruption."""
+        if not isinstance(data, dict):
+            raise SessionCorruptedError(what, "not a JSON object")
+        return cls.from_fields(
+            data.get("session_id"),
+            data.get("user_id"),
+            data.get("format", FORMAT_VERSION),
+            data.get("version", 0),
+            data.get("created_at"),
+            data.get("updated_at"),
+            data.get("expires_at"),
+            data.get("ttl"),
+            data.get("metadata") or {},
+            what,
+        )
+
+    @classmethod
+    def from_fields(
+        cls,
+        session_id: Any,
+        user_id: Any,
+        fmt: Any,
+        version: Any,
+        created_at: Any,
+        updated_at: Any,
+        expires_at: Any,
+        ttl: Any,
+        metadata: Any,
+        what: str,
+    ) -> SessionInfo:
+        """Metadata as a backend stored it, checked field by field (a hand-edited row with
+        ``expires_at='x'`` is corruption, not a ``TypeError`` later)."""
+        for name, value in (("session_id", session_id), ("user_id", user_id)):
+            if not isinstance(value, str):
+                raise SessionCorruptedError(what, f"{name} is {value!r:.40}, not a str")
+        for name, value in (("format", fmt), ("version", version)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise SessionCorruptedError(what, f"{name} is {value!r:.40}, not a count")
+        check_format(fmt, what)
+        times = {}
+        for name, value in (
+            ("created_at", created_at),
+            ("updated_at", updated_at),
+            ("expires_at", expires_at),
+            ("ttl", ttl),
+        ):
+            if value is None and name in ("expires_at", "ttl"):
+                times[name] = None
+                continue
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                raise SessionCorruptedError(what, f"{name} is {value!r:.40}, not a number")
+            times[name] = float(value)
+        if not isinstance(metadata, dict):
+            raise SessionCorruptedError(what, "its metadata is not a JSON object")
         return cls(
-            session_id=data["session_id"],
-            user_id=data["user_id"],
-            created_at=float(data["created_at"]),
-            updated_at=float(data["updated_at"]),
-            expires_at=None if data.get("expires_at") is None else float(data["expires_at"]),
-            ttl=None if data.get("ttl") is None else float(data["ttl"]),
-            version=int(data.get("version", 0)),
-            format=int(data.get("format", FORMAT_VERSION)),
-            metadata=dict(data.get("metadata") or {}),
+            session_id=session_id,
+            user_id=user_id,
+            version=version,
+            format=fmt,
+            metadata=dict(metadata),
+            **times,
         )
 
     def _repr_html_(self) -> str:

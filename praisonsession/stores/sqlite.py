@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from ..errors import (
     ConflictError,
     InvalidValueError,
+    PraisonSessionError,
     SessionCorruptedError,
     StoreUnavailableError,
     UnsupportedFormatError,
@@ -32,7 +33,7 @@ from ..execution import expired, pause, remaining
 from ..identifiers import DEFAULT_USER
 from ..json_data import add_numbers, dumps, loads
 from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
-from .record import FORMAT_VERSION, SessionInfo, check_format, check_version, now, resolve_info
+from .record import FORMAT_VERSION, SessionInfo, check_version, now, resolve_info
 
 T = TypeVar("T")
 
@@ -83,14 +84,23 @@ class SqliteSession(SessionBase):
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None = None,
         *,
+        sqlite_path: str | os.PathLike[str] | None = None,
         default_ttl: float | None = None,
         sliding_ttl: bool = True,
         busy_timeout: float = 30.0,
         synchronous: str = "NORMAL",
     ) -> None:
         super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
+        if sqlite_path is not None:  # the name AgentScope's SqliteSession example uses
+            if path is not None:
+                raise InvalidValueError("Pass the file as path or as sqlite_path, not both.")
+            path = sqlite_path
+        if path is None or not isinstance(path, (str, os.PathLike)):
+            raise InvalidValueError(
+                f"SqliteSession needs a file path (str or os.PathLike), got {path!r}."
+            )
         if str(path) in ("", ":memory:"):
             raise InvalidValueError(
                 "SqliteSession needs a file path; for a throw-away store use InMemorySession()."
@@ -173,6 +183,13 @@ class SqliteSession(SessionBase):
                 delay = min(delay * 2, 0.02)
             except sqlite3.DatabaseError as exc:
                 raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
+            except PraisonSessionError:
+                raise  # already typed (OperationTimeoutError is an OSError, via TimeoutError)
+            except OSError as exc:  # the directory cannot be made or used
+                raise StoreUnavailableError(
+                    f"Cannot open the SQLite file {self.path}: {exc.strerror or exc}. Choose a "
+                    "path in a directory you can write to (store='sqlite:///path/to/file.db')."
+                ) from None
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
         found = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -251,18 +268,20 @@ class SqliteSession(SessionBase):
 
     def _info_from_row(self, user_id: str, row: tuple[Any, ...]) -> SessionInfo:
         fmt, version, created, updated, expires, ttl, metadata, session_id = row
-        what = f"session {session_id!r} of user {user_id!r}"
-        check_format(fmt, what)
-        return SessionInfo(
-            session_id=session_id,
-            user_id=user_id,
-            created_at=created,
-            updated_at=updated,
-            expires_at=expires,
-            ttl=ttl,
-            version=version,
-            format=fmt,
-            metadata=loads(metadata, f"metadata of {what}"),
+        what = f"session {session_id!r} of user {user_id!r} in {self.path}"
+        if not isinstance(metadata, str):
+            raise SessionCorruptedError(what, "its metadata is not JSON text")
+        return SessionInfo.from_fields(
+            session_id,
+            user_id,
+            fmt,
+            version,
+            created,
+            updated,
+            expires,
+            ttl,
+            loads(metadata, f"metadata of {what}"),
+            what,
         )
 
     def _live_info(

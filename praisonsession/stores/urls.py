@@ -6,6 +6,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import InvalidValueError
+from ..redaction import redact_url
 from .base import SessionBase
 
 SCHEMES = (
@@ -26,7 +27,7 @@ def open_store(url: str, **options: Any) -> SessionBase:
     """
     if not isinstance(url, str) or "://" not in url:
         raise InvalidValueError(
-            f"Store URL {url!r} is not a URL; use one of: {', '.join(SCHEMES)}."
+            f"Store URL {_shown(url)} is not a URL; use one of: {', '.join(SCHEMES)}."
         )
     scheme, rest = url.split("://", 1)
     scheme = scheme.lower()
@@ -37,7 +38,9 @@ def open_store(url: str, **options: Any) -> SessionBase:
     if scheme in ("json", "sqlite"):
         path = unquote(urlsplit(url).netloc + urlsplit(url).path) if rest else ""
         if not path:
-            raise InvalidValueError(f"Store URL {url!r} names no path; e.g. {scheme}:///data.")
+            raise InvalidValueError(
+                f"Store URL {_shown(url)} names no path; e.g. {scheme}:///data."
+            )
         if scheme == "json":
             from .json_files import JSONSession
 
@@ -50,5 +53,10 @@ def open_store(url: str, **options: Any) -> SessionBase:
 
         return RedisSession.from_url(url, **options)
     raise InvalidValueError(
-        f"Unknown store scheme {scheme!r} in {url!r}; use one of: {', '.join(SCHEMES)}."
+        f"Unknown store scheme {scheme!r} in {_shown(url)}; use one of: {', '.join(SCHEMES)}."
     )
+
+
+def _shown(url: Any) -> str:
+    """The URL as an error shows it: quoted, with any password masked."""
+    return repr(redact_url(url)) if isinstance(url, str) else repr(url)

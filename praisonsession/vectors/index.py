@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from ..embeddings import Embedder, as_chroma_embedding_function
 from ..errors import EmbedderMismatchError, InvalidValueError, StoreUnavailableError
+from ..redaction import redact_text, redact_url
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
@@ -73,7 +74,7 @@ def _new_client(location: str) -> Any:
     if location.startswith(("http://", "https://")):
         url = urlsplit(location)
         if not url.hostname:
-            raise InvalidValueError(f"Vector store URL {location!r} names no host.")
+            raise InvalidValueError(f"Vector store URL {redact_url(location)!r} names no host.")
         try:
             return chromadb.HttpClient(
                 host=url.hostname,
@@ -83,9 +84,10 @@ def _new_client(location: str) -> Any:
             )
         except Exception as exc:
             raise StoreUnavailableError(
-                f"Cannot reach the Chroma server at {location}: {exc}. Start it (chroma run) "
-                "or unset PRAISONSESSION_VECTOR_STORE_URL to use the embedded store."
-            ) from exc
+                f"Cannot reach the Chroma server at {redact_url(location)}: "
+                f"{redact_text(str(exc))}. Start it (chroma run) or unset "
+                "PRAISONSESSION_VECTOR_STORE_URL to use the embedded store."
+            ) from None
     Path(location).mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=location, settings=settings)
 

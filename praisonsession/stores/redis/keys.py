@@ -82,3 +82,19 @@ class KeyLayout:
     def agentscope(self, key: Key) -> str:
         """The key AgentScope's RedisSession keeps this session under."""
         return f"{self.raw_prefix}user_id:{key.user_id}:session:{key.session_id}:state"
+
+
+def agentscope_owners(user_id: str, session_id: str) -> list[tuple[str, str]]:
+    """Every (user, session) pair whose AgentScope key is the one of ``(user_id, session_id)``:
+    AgentScope joins them as ``user_id:U:session:S:state``, so each ``:session:`` inside
+    ``U:session:S`` (overlaps included) is a place it could have been split."""
+    joined = f"{user_id}:session:{session_id}"
+    separator = ":session:"
+    owners = []
+    start = joined.find(separator)
+    while start != -1:
+        user, session = joined[:start], joined[start + len(separator) :]
+        if user and session:
+            owners.append((user, session))
+        start = joined.find(separator, start + 1)
+    return owners

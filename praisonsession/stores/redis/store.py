@@ -5,13 +5,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ...errors import ConflictError, InvalidValueError, SessionCorruptedError
+from ...errors import (
+    AmbiguousLegacyDataError,
+    ConflictError,
+    InvalidValueError,
+    SessionCorruptedError,
+    SessionNotFoundError,
+)
 from ...json_data import add_numbers, dumps
 from ..base import Key, LogWrite, SessionBase, StoredModules
 from ..record import SessionInfo
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
-from .keys import KeyLayout
+from .keys import KeyLayout, agentscope_owners
 from .replies import as_text, error_for, json_value, session_info, utf8
 from .retries import call_with_retries
 from .scripts import OpTokens, load_scripts
@@ -208,7 +214,7 @@ class RedisSession(SessionBase):
         return await self._retrying(work)
 
     async def _session(
-        self, name: str, key: Key, args: list[Any], must_exist: bool = False
+        self, name: str, key: Key, args: list[Any], must_exist: bool = False, adopt: bool = True
     ) -> list[Any]:
         """Run a per-session script; import the AgentScope key first when the script asks."""
         meta = [self._layout.meta(key)]
@@ -218,6 +224,8 @@ class RedisSession(SessionBase):
             reply = await self._call(name, meta, [*self._common_args(key, token), *args])
             status = as_text(reply[0])
             if status == "import":
+                if not adopt:  # the session is not here (yet): say so, import nothing
+                    return ["ok", None]
                 await self._import_agentscope(key)
                 continue
             if status in _ANSWERS:
@@ -225,9 +233,23 @@ class RedisSession(SessionBase):
             raise error_for(status, reply, key, self.url)
         raise AssertionError(f"AgentScope session {key.session_id!r} could not be imported")
 
-    async def _import_agentscope(self, key: Key) -> None:
-        """Adopt the session AgentScope's RedisSession left under its own key (format 0)."""
-        as_key = self._layout.agentscope(key)
+    async def _import_agentscope(self, key: Key, as_key: str | None = None) -> None:
+        """Adopt the session AgentScope's RedisSession left under its own key (format 0).
+
+        Its key ``user_id:U:session:S:state`` names more than one (user, session) pair when the
+        ids themselves contain ``:session:``; such a key is never adopted automatically.
+        """
+        if as_key is None:
+            owners = agentscope_owners(key.user_id, key.session_id)
+            as_key = self._layout.agentscope(key)
+            if len(owners) > 1:
+                raise AmbiguousLegacyDataError(
+                    f"The AgentScope key {as_key!r} may belong to any of "
+                    + ", ".join(f"session {s!r} of user {u!r}" for u, s in owners)
+                    + " (AgentScope's keys do not tell them apart), so it was not imported. "
+                    "Import it for the right one explicitly: "
+                    "store.import_agentscope(key, session_id=..., user_id=...)."
+                )
 
         async def fetch(client: Any, attempt: int) -> Any:
             return await client.get(as_key)
@@ -245,6 +267,27 @@ class RedisSession(SessionBase):
                 raise SessionCorruptedError(what, f"the module name {name!r} is not valid text")
             args += [name, dumps(document)]
         await self._call("import", [self._layout.meta(key)], args)
+
+    async def import_agentscope(self, key: str, session_id: str, user_id: str = "") -> SessionInfo:
+        """Import the session AgentScope's RedisSession stored under ``key`` (the full key, as
+        AgentScope wrote it) as session ``session_id`` of ``user_id``. The key is left in place.
+        """
+        target = self._key(session_id, user_id)
+        if not isinstance(key, str) or not key:
+            raise InvalidValueError(f"key must be the AgentScope key as a str, got {key!r}.")
+        reply = await self._session("info", target, [], adopt=False)
+        if self._info_or_none(reply[1], target) is not None:
+            raise ConflictError(
+                f"Session {target.session_id!r} of user {target.user_id!r} already exists here; "
+                "delete it first, or import under another session_id."
+            )
+        await self._import_agentscope(target, key)
+        info = await self._info(target)
+        if info is None:
+            raise SessionNotFoundError(
+                target.session_id, target.user_id, f"There is no AgentScope key {key!r}."
+            )
+        return info
 
     def _info_or_none(self, flat: list[Any] | None, key: Key) -> SessionInfo | None:
         return None if flat is None else session_info(flat, key.user_id, key.session_id, self.url)

@@ -6,6 +6,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from ...errors import InvalidValueError
+from ...redaction import redact_url
 
 __all__ = ["display_url", "parse_url"]
 
@@ -19,14 +20,16 @@ def parse_url(url: str) -> dict[str, Any]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("redis", "rediss"):
-        raise InvalidValueError(f"{url!r} is not a redis:// or rediss:// URL.")
+        raise InvalidValueError(f"{redact_url(url)!r} is not a redis:// or rediss:// URL.")
     try:
         port = parts.port or 6379
     except ValueError:
-        raise InvalidValueError(f"Store URL {url!r} has an invalid port.") from None
+        raise InvalidValueError(f"Store URL {redact_url(url)!r} has an invalid port.") from None
     path = parts.path.strip("/")
     if path and not path.isdigit():
-        raise InvalidValueError(f"Store URL {url!r}: the path must be a db number, e.g. /0.")
+        raise InvalidValueError(
+            f"Store URL {redact_url(url)!r}: the path must be a db number, e.g. /0."
+        )
     settings: dict[str, Any] = {
         "host": unquote(parts.hostname or "localhost"),
         "port": port,

@@ -1,0 +1,120 @@
+"""``session.memory`` and ``session.knowledge``: PraisonAI's objects, over this session.
+
+PraisonAI code reaches past ``Session`` into ``session.memory.store_long_term(...)`` or
+``session.knowledge.search(...)``. These views give those calls (the ones PraisonAI's ``Session``
+itself makes, and its ``Memory``/``Knowledge`` search and reset calls) on top of the session's
+own memory and knowledge, scoped as they are there: to this user, and this session where the
+session's methods say so. Each view has an async twin for ``AsyncSession``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["AsyncKnowledgeView", "AsyncMemoryView", "KnowledgeView", "MemoryView"]
+
+
+class MemoryView:
+    """PraisonAI's ``Memory`` calls on a ``Session``'s memory."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def store_short_term(self, text: str, metadata: dict[str, Any] | None = None, **_: Any) -> str:
+        return self._session.add_memory(text, "short", **(metadata or {}))
+
+    def store_long_term(self, text: str, metadata: dict[str, Any] | None = None, **_: Any) -> str:
+        return self._session.add_memory(text, "long", **(metadata or {}))
+
+    def search_short_term(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
+        return self._session.search_memory(query, "short", limit)
+
+    def search_long_term(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
+        return self._session.search_memory(query, "long", limit)
+
+    def search(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
+        return self._session.search_memory(query, "all", limit)
+
+    def reset_short_term(self) -> int:
+        return self._session.clear_memory("short")
+
+    def reset_long_term(self) -> int:
+        return self._session.clear_memory("long")
+
+    def build_context_for_task(self, task_descr: str, max_items: int = 3, **_: Any) -> str:
+        return self._session.get_context(task_descr, max_items)
+
+    def __repr__(self) -> str:
+        return f"MemoryView({self._session!r})"
+
+
+class KnowledgeView:
+    """PraisonAI's ``Knowledge`` calls on a ``Session``'s knowledge base."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def add(self, source: Any, **_: Any) -> Any:
+        return self._session.add_knowledge(source)
+
+    def search(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
+        return self._session.search_knowledge(query, limit)
+
+    def __repr__(self) -> str:
+        return f"KnowledgeView({self._session!r})"
+
+
+class AsyncMemoryView:
+    """:class:`MemoryView` for an ``AsyncSession``: the same calls, as coroutines."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    async def store_short_term(
+        self, text: str, metadata: dict[str, Any] | None = None, **_: Any
+    ) -> str:
+        return await self._session.add_memory(text, "short", **(metadata or {}))
+
+    async def store_long_term(
+        self, text: str, metadata: dict[str, Any] | None = None, **_: Any
+    ) -> str:
+        return await self._session.add_memory(text, "long", **(metadata or {}))
+
+    async def search_short_term(
+        self, query: str, limit: int = 5, **_: Any
+    ) -> list[dict[str, Any]]:
+        return await self._session.search_memory(query, "short", limit)
+
+    async def search_long_term(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
+        return await self._session.search_memory(query, "long", limit)
+
+    async def search(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
+        return await self._session.search_memory(query, "all", limit)
+
+    async def reset_short_term(self) -> int:
+        return await self._session.clear_memory("short")
+
+    async def reset_long_term(self) -> int:
+        return await self._session.clear_memory("long")
+
+    async def build_context_for_task(self, task_descr: str, max_items: int = 3, **_: Any) -> str:
+        return await self._session.get_context(task_descr, max_items)
+
+    def __repr__(self) -> str:
+        return f"AsyncMemoryView({self._session!r})"
+
+
+class AsyncKnowledgeView:
+    """:class:`KnowledgeView` for an ``AsyncSession``."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    async def add(self, source: Any, **_: Any) -> Any:
+        return await self._session.add_knowledge(source)
+
+    async def search(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
+        return await self._session.search_knowledge(query, limit)
+
+    def __repr__(self) -> str:
+        return f"AsyncKnowledgeView({self._session!r})"

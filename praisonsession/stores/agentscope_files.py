@@ -1,0 +1,104 @@
+"""AgentScope's JSON session files: where AgentScope put them, and what is in them.
+
+AgentScope 1.0's ``JSONSession`` writes ``{save_dir}/{session_id}.json`` for the default user
+and ``{save_dir}/{user_id}_{session_id}.json`` otherwise: one JSON object mapping each module
+name to its full state dict. Its older, bound API (``JSONSession(session_id, save_dir)``) wrote
+``{save_dir}/{session_id}.json``, found through ``save_path``.
+
+That naming is not injective: ``bob_notes.json`` is session ``notes`` of user ``bob`` and also
+session ``bob_notes`` of the default user. So a file is adopted automatically only when exactly
+one (user, session) pair could have written it; any other is refused with
+:class:`~praisonsession.errors.AmbiguousLegacyDataError`, which says how to import it
+explicitly (``JSONSession.import_agentscope``). No user's file ever reaches another user.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import AmbiguousLegacyDataError, InvalidIdError, SessionCorruptedError
+from ..identifiers import DEFAULT_USER
+from ..json_data import dumps, loads
+from .record import Key
+
+__all__ = ["agentscope_name", "owners_of", "read_modules", "safe_file", "serialise_modules"]
+
+
+def agentscope_name(key: Key) -> str:
+    """The file name AgentScope 1.0 gives (user_id, session_id); its default user is ours."""
+    user = "" if key.user_id == DEFAULT_USER else key.user_id
+    return f"{user}_{key.session_id}.json" if user else f"{key.session_id}.json"
+
+
+def owners_of(name: str) -> list[Key]:
+    """Every (user, session) pair AgentScope would have written the file ``name`` for."""
+    stem = name[: -len(".json")]
+    owners = [Key(DEFAULT_USER, stem)]
+    for index, char in enumerate(stem):
+        if char == "_" and 0 < index < len(stem) - 1:
+            owners.append(Key(stem[:index], stem[index + 1 :]))
+    return owners
+
+
+def safe_file(save_dir: Path, name: str) -> Path | None:
+    """``save_dir / name`` if ``name`` is a plain file name (no directory, no dot-file)."""
+    unsafe = os.path.basename(name) != name or name.startswith(".") or "\\" in name
+    if unsafe or "\0" in name or len(name.encode("utf-8")) > 255:
+        return None
+    return save_dir / name
+
+
+def adoptable(save_dir: Path, key: Key) -> Path | None:
+    """The AgentScope file of ``key``, if there is one and only ``key`` can own it.
+
+    Raises :class:`AmbiguousLegacyDataError` when the file exists but its name could also
+    belong to another (user, session) pair.
+    """
+    name = agentscope_name(key)
+    path = safe_file(save_dir, name)
+    if path is None or not path.is_file():
+        return None
+    owners = owners_of(name)
+    if len(owners) > 1:
+        raise AmbiguousLegacyDataError(
+            f"The AgentScope session file {path} may belong to any of "
+            f"{', '.join(f'session {o.session_id!r} of user {o.user_id!r}' for o in owners)}"
+            " (AgentScope's file names do not tell them apart), so it was not imported. Import "
+            "it for the right one explicitly: JSONSession(save_dir).import_agentscope("
+            f"{name!r}, session_id=..., user_id=...), then move the file away."
+        )
+    return path
+
+
+def bound_file(save_dir: Path, session_id: str) -> Path:
+    """``save_path`` of AgentScope's bound ``JSONSession(session_id, save_dir)``."""
+    path = safe_file(save_dir, f"{session_id}.json")
+    if path is None:
+        raise InvalidIdError(
+            f"session_id {session_id!r} cannot name an AgentScope session file (it would leave "
+            "save_dir, or is too long); use a plain name such as 'session_2025-08-08'."
+        )
+    return path
+
+
+def read_modules(path: Path) -> dict[str, Any]:
+    """The module states in an AgentScope file (which wrote lone surrogates as invalid UTF-8
+    through ``errors="surrogatepass"``)."""
+    what = f"AgentScope session file {path}"
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as exc:
+        raise SessionCorruptedError(what, str(exc)) from None
+    modules = loads(text, what)
+    if not isinstance(modules, dict) or not all(isinstance(v, dict) for v in modules.values()):
+        raise SessionCorruptedError(what, "not a JSON object of module states")
+    return modules
+
+
+def serialise_modules(modules: dict[str, Any]) -> bytes:
+    """The bytes of an AgentScope file: exactly ``{name: state_dict}``, nothing else, so that
+    ``json.load`` shows what AgentScope's tutorial shows and AgentScope reads it back."""
+    return dumps(modules).encode("utf-8")
