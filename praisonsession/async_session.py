@@ -80,9 +80,13 @@ class AsyncSession:
         self._is_remote = False
         self._memory_config = check_memory_config(memory_config)
         self._knowledge_config = check_knowledge_config(knowledge_config)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not 0 < timeout < float("inf")  # NaN fails this too
+        ):
             raise InvalidValueError(
-                f"timeout must be a positive number of seconds, got {timeout!r}."
+                f"timeout must be a positive, finite number of seconds, got {timeout!r}."
             )
         self._timeout = timeout
         self._session_ttl = _check_ttl(session_ttl)

@@ -17,6 +17,7 @@ __all__ = [
     "InvalidSettingError",
     "InvalidValueError",
     "KnowledgeSourceError",
+    "MissingDependencyError",
     "OperationTimeoutError",
     "PraisonSessionError",
     "RemoteError",
@@ -120,6 +121,13 @@ class ConflictError(PraisonSessionError):
 
 class StoreUnavailableError(PraisonSessionError):
     """The store could not be reached after bounded retries; nothing was assumed or written."""
+
+
+class MissingDependencyError(PraisonSessionError, ImportError):
+    """A feature needs a package that is not installed; the message gives the install line.
+
+    Subclasses ``ImportError``, which is what code that probes for optional features catches.
+    """
 
 
 class OperationTimeoutError(PraisonSessionError, TimeoutError):

@@ -80,9 +80,7 @@ class AsyncMemoryView:
     ) -> str:
         return await self._session.add_memory(text, "long", **(metadata or {}))
 
-    async def search_short_term(
-        self, query: str, limit: int = 5, **_: Any
-    ) -> list[dict[str, Any]]:
+    async def search_short_term(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
         return await self._session.search_memory(query, "short", limit)
 
     async def search_long_term(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidSettingError
+from .redaction import redact_url
 
 __all__ = ["ENV_PREFIX", "Settings"]
 
@@ -150,7 +151,11 @@ class Settings:
         for name, knob in KNOBS.items():
             value = getattr(self, name)
             if value != knob.default:
-                shown.append(f"{name}={'***' if knob.secret and value else repr(value)}")
+                if knob.secret and value:
+                    value = "***"
+                elif isinstance(value, str):
+                    value = redact_url(value)  # URLs may hold a password
+                shown.append(f"{name}={value if value == '***' else repr(value)}")
         return f"Settings({', '.join(shown)})"
 
 
@@ -223,7 +228,11 @@ def _explain(exc: Any, values: dict[str, Any], environment: dict[str, str]) -> I
     error = exc.errors()[0]
     name = str(error["loc"][0]) if error.get("loc") else "?"
     knob = KNOBS.get(name)
-    shown = "***" if knob is not None and knob.secret else repr(error.get("input"))
+    value = error.get("input")
+    if knob is not None and knob.secret:
+        shown = "***"
+    else:
+        shown = repr(redact_url(value) if isinstance(value, str) else value)
     if name in values:
         where, source = f"settings[{name!r}]={shown}", "argument"
     elif name in environment:

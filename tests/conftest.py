@@ -13,7 +13,7 @@ import backends
 from backends import PERSISTENT, STORE_BACKENDS, RawAccess, make_store
 from chroma_server import chroma_url  # noqa: F401 - shared fixture
 from llm_server import ScriptedChatServer, isolate_llm_env, serving
-from praisonsession import SessionBase, runtime
+from praisonsession import SessionBase, clock, runtime
 from redis_server import RedisServer
 from sessions import open_session  # noqa: F401 - shared fixture
 
@@ -64,6 +64,14 @@ def persistent_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
 @pytest.fixture
 def raw(persistent_store: SessionBase) -> RawAccess:
     return RawAccess(persistent_store)
+
+
+@pytest.fixture
+def frozen_clock() -> Iterator[clock.ManualClock]:
+    """Time that moves only when the test says so: TTL tests advance it instead of sleeping
+    (every store reads it, Redis included: the scripts take its time with each call)."""
+    with clock.frozen() as now:
+        yield now
 
 
 @pytest.fixture

@@ -290,7 +290,7 @@ def test_an_unreachable_server_raises_within_the_retry_bound(tmp_path: Path, run
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX SIGSTOP")
-def test_a_hung_server_raises_within_the_bound_plus_one_socket_timeout(run) -> None:
+def test_a_hung_server_raises_within_max_delay_plus_one_socket_timeout(run) -> None:
     with RedisServer() as server:
         store = open_store(f"{server.url}?socket_timeout=0.3&retry_max_delay=0.5")
         run(store.patch_state("s", "u", {"a": 1}))
@@ -299,7 +299,10 @@ def test_a_hung_server_raises_within_the_bound_plus_one_socket_timeout(run) -> N
             started = time.monotonic()
             with pytest.raises(StoreUnavailableError, match="TimeoutError"):
                 run(store.get_state("s", "u"))
-            assert time.monotonic() - started < 2 * (0.5 + 0.3)
+            took = time.monotonic() - started
+            # the documented bound: retry_max_delay + one socket_timeout (a retry never starts
+            # after retry_max_delay), with a little room for scheduling
+            assert 0.25 < took < 0.5 + 0.3 + 0.25, took
         finally:
             server.proc.send_signal(signal.SIGCONT)
         assert run(store.get_value("s", "u", "a")) == 1  # answers again once resumed

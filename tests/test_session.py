@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -162,10 +161,12 @@ def test_ttl_is_persisted_and_read_by_other_session_objects(url: str) -> None:
     assert Session("other", store=same_store).time_to_expiry() is None
 
 
-def test_an_expired_session_refuses_work_and_a_new_one_starts_afresh(url: str) -> None:
+def test_an_expired_session_refuses_work_and_a_new_one_starts_afresh(
+    url: str, frozen_clock
+) -> None:
     session = Session("s", store=url, session_ttl=0.3)
     session.set_state("a", 1)
-    time.sleep(0.45)
+    frozen_clock.advance(0.45)
     assert session.is_expired() is True
     assert session.time_to_expiry() == 0.0
     with pytest.raises(SessionExpiredError, match="Session"):
@@ -178,10 +179,10 @@ def test_an_expired_session_refuses_work_and_a_new_one_starts_afresh(url: str) -
     assert again.restore_state() == {"b": 2}
 
 
-def test_activity_through_the_facade_slides_the_ttl(url: str) -> None:
+def test_activity_through_the_facade_slides_the_ttl(url: str, frozen_clock) -> None:
     session = Session("s", store=url, session_ttl=0.6)
     for _ in range(4):
-        time.sleep(0.25)
+        frozen_clock.advance(0.25)
         session.increment_state("n")
     assert session.is_expired() is False
     assert session.get_state("n") == 4

@@ -612,10 +612,10 @@ def test_keys_are_checked_like_ids(store: SessionBase, run) -> None:
     assert run(store.get_state("s", "u")) == {}
 
 
-def test_an_expired_session_is_gone_for_every_reader(store: SessionBase, run) -> None:
+def test_an_expired_session_is_gone_for_every_reader(store: SessionBase, run, frozen_clock) -> None:
     run(store.create_session("s", "u", ttl=0.2))
     run(store.patch_state("s", "u", {"a": 1}))
-    time.sleep(0.35)
+    frozen_clock.advance(0.35)
     assert run(store.get_info("s", "u")) is None
     assert not run(store.exists("s", "u"))
     assert run(store.get_state("s", "u")) == {}
@@ -624,28 +624,32 @@ def test_an_expired_session_is_gone_for_every_reader(store: SessionBase, run) ->
         run(store.get_state("s", "u", must_exist=True))
 
 
-def test_writing_to_an_expired_session_starts_it_afresh(store: SessionBase, run) -> None:
+def test_writing_to_an_expired_session_starts_it_afresh(
+    store: SessionBase, run, frozen_clock
+) -> None:
     run(store.create_session("s", "u", ttl=0.2))
     run(store.patch_state("s", "u", {"old": 1}))
-    time.sleep(0.35)
+    frozen_clock.advance(0.35)
     run(store.patch_state("s", "u", {"new": 2}))
     assert run(store.get_state("s", "u")) == {"new": 2}
 
 
-def test_activity_slides_the_ttl(store: SessionBase, run) -> None:
+def test_activity_slides_the_ttl(store: SessionBase, run, frozen_clock) -> None:
     run(store.create_session("s", "u", ttl=0.6))
     for _ in range(4):
-        time.sleep(0.25)
+        frozen_clock.advance(0.25)
         run(store.get_state("s", "u"))  # a read is activity too
     assert run(store.exists("s", "u"))  # 1.0 s after creation, alive thanks to activity
 
 
-def test_without_sliding_the_ttl_counts_from_creation(tmp_path, run, store: SessionBase) -> None:
+def test_without_sliding_the_ttl_counts_from_creation(
+    tmp_path, run, store: SessionBase, frozen_clock
+) -> None:
     fixed = make_store(kind_of(store), tmp_path / "fixed", sliding_ttl=False)
     run(fixed.create_session("s", "u", ttl=0.5))
-    time.sleep(0.3)
+    frozen_clock.advance(0.3)
     run(fixed.patch_state("s", "u", {"a": 1}))
-    time.sleep(0.3)
+    frozen_clock.advance(0.3)
     assert not run(fixed.exists("s", "u"))
     run(fixed.close())
 
@@ -666,11 +670,11 @@ def test_touch_renews_and_expire_ends(store: SessionBase, run) -> None:
     assert run(store.touch("s", "u")) is None
 
 
-def test_purge_removes_only_expired_sessions(store: SessionBase, run) -> None:
+def test_purge_removes_only_expired_sessions(store: SessionBase, run, frozen_clock) -> None:
     run(store.create_session("short1", "u", ttl=0.1))
     run(store.create_session("short2", "v", ttl=0.1))
     run(store.create_session("long", "u", ttl=100))
-    time.sleep(0.25)
+    frozen_clock.advance(0.25)
     assert run(store.purge_expired()) == 2
     assert [i.session_id for i in run(store.list_sessions("u"))] == ["long"]
 
@@ -695,3 +699,39 @@ def test_async_with_closes_the_store(store: SessionBase, run) -> None:
             return await store.get_value("s", "u", "a")
 
     assert run(use()) == 1
+
+
+def test_expire_ends_a_session_the_way_its_ttl_would(store: SessionBase, run) -> None:
+    run(store.patch_state("s", "u", {"a": 1}))
+    assert run(store.expire("s", "u")) is True
+    with pytest.raises(SessionExpiredError):
+        run(store.get_state("s", "u", must_exist=True))
+    assert run(store.get_info("s", "u")) is None
+    assert run(store.purge_expired()) == 1
+    run(store.patch_state("d", "u", {"a": 1}))
+    run(store.delete_session("d", "u"))
+    with pytest.raises(SessionNotFoundError):  # deleted is not expired: it never was, now
+        run(store.get_state("d", "u", must_exist=True))
+
+
+def test_a_damaged_json_file_does_not_hide_the_users_other_sessions(tmp_path, run) -> None:
+    store = make_store("json", tmp_path)
+    for name in ("fine", "truncated", "envelope-only"):
+        run(store.patch_state(name, "u", {"a": 1}))
+    raw = RawAccess(store)
+    raw._doc_path("truncated", "u").write_bytes(b'{"format": 1, "session_id": "trunc')
+    raw._doc_path("envelope-only", "u").write_bytes(b'{"format": 1}')
+    assert [i.session_id for i in run(store.list_sessions("u"))] == ["fine"]
+    for name in ("truncated", "envelope-only"):  # reading one still says it is damaged
+        with pytest.raises(SessionCorruptedError):
+            run(store.get_state(name, "u"))
+
+
+def test_a_hand_edited_sqlite_row_is_corruption_not_a_crash(tmp_path, run) -> None:
+    store = make_store("sqlite", tmp_path)
+    run(store.patch_state("s", "u", {"a": 1}))
+    with RawAccess(store)._db() as db:
+        db.execute("UPDATE ps_sessions SET expires_at='x' WHERE session_id='s'")
+    with pytest.raises(SessionCorruptedError, match="expires_at"):
+        run(store.get_state("s", "u"))
+    run(store.close())

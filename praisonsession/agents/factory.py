@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..errors import InvalidValueError
 from ..identifiers import check_key
 from ..llm.config import LLMConfig
 from .agent import Agent
@@ -58,7 +59,7 @@ async def create_agent(
     """
     unknown = sorted(set(kwargs) - AGENT_OPTIONS - IGNORED_OPTIONS)
     if unknown:
-        raise TypeError(
+        raise InvalidValueError(
             f"Agent() got unexpected keyword arguments {unknown}; it accepts name, role, "
             f"instructions, tools, memory, knowledge, llm and {sorted(AGENT_OPTIONS)}."
         )

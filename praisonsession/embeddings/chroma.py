@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..errors import InvalidValueError
 from .coerce import ChromaFunctionEmbedder, coerce_embedder, is_embedder
 from .protocol import Embedder
 
@@ -97,7 +98,7 @@ def _make_adapter_class(registered_name: str) -> Any:
         def build_from_config(config: dict[str, Any]) -> PraisonsessionEmbeddingFunction:
             embedder = PraisonsessionEmbeddingFunction.latest
             if embedder is None:
-                raise ValueError(
+                raise InvalidValueError(
                     f"no embedder registered as {registered_name!r} in this process; pass "
                     "embedding_function=as_chroma_embedding_function(...) when opening it"
                 )
@@ -114,7 +115,7 @@ def _make_adapter_class(registered_name: str) -> Any:
         ) -> None:
             for key in ("embedder", "dimension"):
                 if key in new_config and new_config[key] != old_config.get(key):
-                    raise ValueError(f"cannot change the {key} of an embedded collection")
+                    raise InvalidValueError(f"cannot change the {key} of an embedded collection")
 
     PraisonsessionEmbeddingFunction.__qualname__ = (
         f"PraisonsessionEmbeddingFunction[{registered_name}]"

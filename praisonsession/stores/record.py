@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from ..clock import now as _clock_now
 from ..errors import (
     ConflictError,
     SessionCorruptedError,
@@ -21,7 +21,8 @@ FORMAT_VERSION = 1
 
 
 def now() -> float:
-    return time.time()
+    """The time TTL decisions use (``praisonsession.clock``: wall time unless a test set one)."""
+    return _clock_now()
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..embeddings import Embedder, as_chroma_embedding_function
-from ..errors import EmbedderMismatchError, InvalidValueError, StoreUnavailableError
+from ..errors import (
+    EmbedderMismatchError,
+    InvalidValueError,
+    MissingDependencyError,
+    StoreUnavailableError,
+)
 from ..redaction import redact_text, redact_url
 
 _clients: dict[str, Any] = {}
@@ -67,8 +72,14 @@ if hasattr(os, "register_at_fork"):
 
 
 def _new_client(location: str) -> Any:
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
+    try:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+    except ImportError:
+        raise MissingDependencyError(
+            "Memory and knowledge keep their vectors in ChromaDB, which is not installed. "
+            'Install it with: pip install "praisonsession[memory]"'
+        ) from None
 
     settings = ChromaSettings(anonymized_telemetry=False)  # no traffic anywhere but to us
     if location.startswith(("http://", "https://")):

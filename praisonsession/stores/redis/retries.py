@@ -34,7 +34,8 @@ async def call_with_retries(
     thousands of calls a second); after a connection error, tenacity retries with
     exponential backoff (0.05, 0.1, 0.2, ... s, at most 1 s), and stops after ``attempts``
     attempts or before a wait that would end more than ``max_delay`` seconds after the
-    first attempt started.
+    first attempt started. No attempt starts later than ``max_delay``, so the whole call
+    takes at most ``max_delay`` plus one attempt (a hung server: one ``socket_timeout``).
     """
     import redis.exceptions as errors
 
@@ -44,7 +45,8 @@ async def call_with_retries(
         try:
             return await work(await connect(), 1)
         except Exception as exc:
-            if not _retryable(exc) or attempts < 2 or max_delay < _FIRST_WAIT:
+            late = time.monotonic() - started + _FIRST_WAIT > max_delay
+            if not _retryable(exc) or attempts < 2 or late:
                 raise
         from tenacity import AsyncRetrying, retry_if_exception, wait_exponential
 

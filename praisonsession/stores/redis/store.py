@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from ... import clock
 from ...errors import (
     AmbiguousLegacyDataError,
     ConflictError,
@@ -55,10 +56,13 @@ class RedisSession(SessionBase):
 
     A call that cannot reach the server is retried (exponential backoff 0.05, 0.1, 0.2 ... s,
     at most ``retry_attempts`` attempts, no wait ending later than ``retry_max_delay`` seconds
-    after the first attempt) and then raises ``StoreUnavailableError``: a dead server (refused
-    connections) fails within about ``retry_max_delay``; a hung one within that plus one
-    ``socket_timeout``. A retried write is never applied twice: each write carries a token,
-    and the server answers a retry with the first attempt's reply. An injected ``client`` or
+    after the first attempt, none starting after it) and then raises ``StoreUnavailableError``:
+    a dead server (refused connections) fails within about ``retry_max_delay``; a hung one
+    (it accepts connections and never answers) within ``retry_max_delay + socket_timeout`` at
+    most: 7 s with the defaults, and sooner if the session's ``timeout`` ends first (a hang
+    right from the first call fails after one ``socket_timeout``). A retried write is never
+    applied twice: each write carries a token, and the server answers a retry with the first
+    attempt's reply. An injected ``client`` or
     ``connection_pool`` keeps its own redis-py retry settings, which add to these.
 
     The store can be used from any event loop: each loop gets its own client (redis-py's
@@ -180,7 +184,15 @@ class RedisSession(SessionBase):
         """ARGV[1] of the per-session scripts (read on every call: the TTL knobs may change)."""
         layout, ttl = self._layout, seconds(self.default_ttl)
         sliding = flag(self.sliding_ttl)
-        return f"{layout.namespace}\0{layout.raw_prefix}\0{sliding}\0{ttl}\0{self._tokens.ttl_ms}"
+        return (
+            f"{layout.namespace}\0{layout.raw_prefix}\0{sliding}\0{ttl}\0"
+            f"{self._tokens.ttl_ms}\0{self._clock_override()}"
+        )
+
+    def _clock_override(self) -> str:
+        """The server's clock decides expiry, unless a test installed one
+        (``praisonsession.clock``): then its time goes with the call."""
+        return f"{clock.now():.6f}" if clock.installed() else ""
 
     def _common_args(self, key: Key, token: str) -> list[Any]:
         """ARGV 1-5 of a per-session script: settings, ids, op token, "check the token"."""
@@ -309,7 +321,8 @@ class RedisSession(SessionBase):
     async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         namespace = self._layout.namespace
         index = self._layout.user_index(user_id)
-        reply = await self._call("list", [index], [namespace, user_id, after or "", limit])
+        args = [namespace, user_id, after or "", limit, self._clock_override()]
+        reply = await self._call("list", [index], args)
         flat = reply[1]
         return [
             session_info(flat[i + 1], user_id, utf8(flat[i], "a session id"), self.url)
@@ -326,7 +339,8 @@ class RedisSession(SessionBase):
 
     async def _purge(self) -> int:
         removed = 0
-        expiry, args = self._layout.expiry, [self._layout.namespace, _PURGE_BATCH]
+        expiry = self._layout.expiry
+        args = [self._layout.namespace, _PURGE_BATCH, self._clock_override()]
         while True:
             reply = await self._call("purge", [expiry], args)
             removed += int(reply[1])

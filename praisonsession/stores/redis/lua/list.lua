@@ -1,11 +1,14 @@
 -- A page of a user's live sessions, dropping index entries whose session is gone.
 -- Follows enc_function.lua.
 -- KEYS: 1 the user's index. ARGV: 1 namespace, 2 user_id, 3 list after this session id
--- ("" = from the first), 4 limit
+-- ("" = from the first), 4 limit, 5 the time now ("" = the server's clock; set by tests)
 
 local NS, UID, AFTER, LIMIT = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local now = tonumber(ARGV[5] or '')
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
 local prefix = NS .. 's:' .. enc(UID) .. ':'
 local out = {}
 local found = 0

@@ -4,7 +4,8 @@
 --   KEYS: 1 the session's meta hash; its other keys are derived from it (and the index, expiry
 --         and imported keys from the namespace), so the scripts are not for Redis Cluster.
 --   ARGV: 1 the store's settings, NUL-separated: namespace, raw key prefix, sliding "1"/"0",
---         default ttl ("" = none), op token ttl (ms); 2 user_id, 3 session_id,
+--         default ttl ("" = none), op token ttl (ms), the time now ("" = the server's clock;
+--         a test's clock otherwise); 2 user_id, 3 session_id,
 --         4 op token ("" = none), 5 check the token "1"/"0"; 6.. the operation's own
 -- (Few arguments on purpose: redis-py spends ~4 µs encoding each one.)
 -- Every script returns {status, ...}: "ok", or an error the client raises ("notfound",
@@ -35,6 +36,7 @@ local MEMBER = UID .. '\0' .. SID
 
 local function fmt_time(t) return string.format('%.6f', t) end
 local function clock()
+  if C[6] and C[6] ~= '' then return tonumber(C[6]) end  -- a test's clock (praisonsession.clock)
   local t = redis.call('TIME')
   return tonumber(t[1]) + tonumber(t[2]) / 1000000
 end

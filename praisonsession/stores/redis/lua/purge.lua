@@ -1,10 +1,14 @@
 -- Delete up to a batch of expired sessions; reply: how many were removed, how many looked at.
 -- Follows enc_function.lua.
--- KEYS: 1 the expiry set. ARGV: 1 namespace, 2 batch size
+-- KEYS: 1 the expiry set. ARGV: 1 namespace, 2 batch size, 3 the time now ("" = the
+-- server's clock; set by tests)
 
 local NS = ARGV[1]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local now = tonumber(ARGV[3] or '')
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
 local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.6f', now),
                            'LIMIT', 0, tonumber(ARGV[2]))
 local removed = 0
