@@ -16,13 +16,13 @@ demo: $(STAMP)
 	$(PY) -m praisonsession.demo
 
 test: $(STAMP)
-	$(PY) -m ruff check praisonsession tests benchmarks
+	$(PY) -m ruff check praisonsession tests benchmarks examples
 	$(PY) -m pytest
 	$(PY) -m mkdocs build --strict --quiet -f docs/mkdocs.yml --site-dir ../$(VENV)/site
 
 lint: $(STAMP)
-	$(PY) -m ruff check praisonsession tests benchmarks
-	$(PY) -m ruff format --check praisonsession tests benchmarks
+	$(PY) -m ruff check praisonsession tests benchmarks examples
+	$(PY) -m ruff format --check praisonsession tests benchmarks examples
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py
