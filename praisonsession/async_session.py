@@ -602,6 +602,8 @@ def _resolve_store(store: Any, settings: Settings) -> SessionBase:
         "default_ttl": settings.default_ttl,
         "sliding_ttl": settings.sliding_ttl,
     }
+    if not url.lower().startswith("memory:"):  # a URL's own ?durability= wins
+        options["durability"] = settings.durability
     if url.lower().startswith("sqlite:"):
         options["busy_timeout"] = settings.sqlite_busy_timeout
     return open_store(url, **options)

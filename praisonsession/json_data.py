@@ -110,13 +110,20 @@ def copy_json(value: JSONValue) -> JSONValue:
     return value
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_COMPACT_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value: JSONValue) -> str:
     """Compact JSON that always encodes to valid UTF-8 and reads back identically."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    if type(value) is int:  # what json writes for an int (the encoders' fast path, inlined)
+        return int.__repr__(value)
+    text = _COMPACT.encode(value)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = _COMPACT_ASCII.encode(value)
     return text
 
 

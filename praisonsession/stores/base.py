@@ -25,6 +25,7 @@ from .record import Key, SessionInfo
 __all__ = ["Key", "LogWrite", "SessionBase", "StoredModules"]
 
 UNSET: Any = object()
+_KEYS_REMEMBERED = 1024  # validated (session_id, user_id) pairs a store remembers
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class SessionBase(ABC):
         self.default_ttl = _check_ttl(default_ttl)
         self.sliding_ttl = bool(sliding_ttl)
         self._acks = LogAcks()
+        self._keys_seen: dict[tuple[str, str], Key] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
@@ -363,11 +365,8 @@ class SessionBase(ABC):
     ) -> int | float:
         """Add ``amount`` to a numeric key atomically (starting from ``default``); the new value."""
         key = self._key(session_id, user_id)
-        for label, number in (("increment", amount), ("default", default)):
-            if isinstance(number, bool) or not isinstance(number, (int, float)):
-                raise InvalidValueError(f"{label} must be an int or float, got {number!r}.")
-        check_json_data(amount, "increment")
-        check_json_data(default, "default")
+        _check_number(amount, "increment")
+        _check_number(default, "default")
         return await self._increment(key, check_key(name), amount, default, must_exist)
 
     # -- message logs ---------------------------------------------------------------------
@@ -423,7 +422,17 @@ class SessionBase(ABC):
     # -- helpers for backends -------------------------------------------------------------
 
     def _key(self, session_id: str, user_id: str) -> Key:
-        return Key(check_user_id(user_id), check_session_id(session_id))
+        """The validated key; a pair seen before is not checked again (ids are immutable)."""
+        if type(session_id) is str and type(user_id) is str:
+            key = self._keys_seen.get((session_id, user_id))
+            if key is not None:
+                return key
+        key = Key(check_user_id(user_id), check_session_id(session_id))
+        if type(session_id) is str and type(user_id) is str:
+            if len(self._keys_seen) >= _KEYS_REMEMBERED:
+                self._keys_seen.clear()
+            self._keys_seen[session_id, user_id] = key
+        return key
 
     def _new_ttl(self, ttl: float | None) -> float | None:
         return self.default_ttl if ttl is UNSET else ttl
@@ -517,6 +526,15 @@ def _check_ttl(ttl: Any) -> float | None:
             "seconds."
         )
     return float(ttl)
+
+
+def _check_number(number: Any, label: str) -> None:
+    """An int or float that JSON can hold (the common small int is checked in one step)."""
+    if type(number) is int and -(2**62) < number < 2**62:
+        return
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        raise InvalidValueError(f"{label} must be an int or float, got {number!r}.")
+    check_json_data(number, label)
 
 
 def _check_messages(messages: Any) -> list[dict[str, Any]]:
