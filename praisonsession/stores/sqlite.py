@@ -83,6 +83,7 @@ _stores: weakref.WeakSet[SqliteSession] = weakref.WeakSet()
 # Connections inherited through fork: SQLite forbids using them in the child, and closing one
 # there could checkpoint or unlock the parent's database, so they are kept, never touched.
 _inherited: list[sqlite3.Connection] = []
+_GET_VALUE = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
 _UPSERT_STATE = (
     "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value"
@@ -127,7 +128,9 @@ class SqliteSession(SessionBase):
                 "SqliteSession needs a file path; for a throw-away store use InMemorySession()."
             )
         if synchronous is None:
-            synchronous = SYNCHRONOUS[check_durability(durability or "process")]
+            synchronous = SYNCHRONOUS[
+                check_durability("process" if durability is None else durability)
+            ]
         elif durability is not None:
             check_durability(durability)
         if not isinstance(synchronous, str) or synchronous.upper() not in _DURABILITY_OF:
@@ -191,10 +194,11 @@ class SqliteSession(SessionBase):
                 conn = self._connection()
                 if not self._schema_ready:
                     self._create_schema(conn)
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                cursor = self._local.cursor
+                cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     result = work(conn)
-                    conn.execute("COMMIT")
+                    cursor.execute("COMMIT")
                     return result
                 except BaseException:
                     if conn.in_transaction:
@@ -561,14 +565,8 @@ class SqliteSession(SessionBase):
                     (key.user_id, key.session_id),
                 ).fetchall()
             elif len(names) == 1:
-                rows = (
-                    self._cursor()
-                    .execute(
-                        "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
-                        (key.user_id, key.session_id, names[0]),
-                    )
-                    .fetchall()
-                )
+                ids = (key.user_id, key.session_id, names[0])
+                rows = self._cursor().execute(_GET_VALUE, ids).fetchall()
             else:
                 rows = conn.execute(
                     "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "

@@ -47,9 +47,11 @@ class InlineClient:
     async def get(self, name: str) -> Any:
         return self._command("GET", name)
 
-    async def config_get(self, *patterns: str) -> dict[Any, Any]:
-        flat = self._command("CONFIG", "GET", *patterns)
-        return dict(zip(flat[0::2], flat[1::2], strict=True))
+    async def config_get(self, pattern: str) -> dict[Any, Any]:
+        found = self._command("CONFIG", "GET", pattern)
+        if isinstance(found, dict):  # RESP3 answers a map
+            return found
+        return dict(zip(found[0::2], found[1::2], strict=True))
 
     def _command(self, *args: Any) -> Any:
         """Send one command and read its reply, within the socket timeout and the deadline."""

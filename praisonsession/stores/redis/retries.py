@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ...errors import SessionCorruptedError, StoreUnavailableError
+from ...errors import OperationTimeoutError, SessionCorruptedError, StoreUnavailableError
 from ...execution import expired, pause, remaining
 
 __all__ = ["call_with_retries"]
@@ -58,6 +58,8 @@ async def call_with_retries(
             await pause(wait)
             made += 1
             wait = min(wait * 2, _LONGEST_WAIT)
+    except OperationTimeoutError:  # the call's deadline (a TimeoutError, so an OSError too)
+        raise
     except (errors.AuthenticationError, errors.AuthorizationError) as exc:
         raise StoreUnavailableError(
             f"Redis at {url} refused the credentials ({exc}). Check the password "
@@ -85,6 +87,8 @@ def _retryable(exc: BaseException) -> bool:
     import redis.exceptions as errors
 
     if isinstance(exc, (errors.AuthenticationError, errors.AuthorizationError)):
+        return False
+    if isinstance(exc, OperationTimeoutError):  # the call ran out of time: retrying cannot help
         return False
     if isinstance(exc, errors.ResponseError):
         return isinstance(exc, errors.ReadOnlyError)

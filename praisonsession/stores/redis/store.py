@@ -198,8 +198,12 @@ class RedisSession(SessionBase):
         return await _server_durability(client)
 
     async def _check_server_durability(self, client: Any) -> None:
-        self._server_checked = True
-        found = await _server_durability(client)
+        self._server_checked = True  # once, even when several threads connect at once
+        try:
+            found = await _server_durability(client)
+        except BaseException:
+            self._server_checked = False  # unreachable now: the next connection checks
+            raise
         if found is not None and found["durability"] != "power":
             import logging
 
@@ -482,7 +486,7 @@ async def _server_durability(client: Any) -> dict[str, str] | None:
     import redis.exceptions
 
     try:
-        found = await client.config_get("appendonly", "appendfsync")
+        found = await client.config_get("append*")  # one pattern: Redis 6 takes no more
     except redis.exceptions.ResponseError:  # CONFIG renamed or refused
         return None
     config = {as_text(k): as_text(v) for k, v in found.items()}
