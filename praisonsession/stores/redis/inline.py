@@ -37,6 +37,7 @@ class InlineClient:
         self._local = threading.local()
         self._pool: Any = None
         self._pid = os.getpid()
+        self._connections: list[Any] = []
 
     async def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
         return self._command("EVALSHA", sha, numkeys, *keys_and_args)
@@ -60,19 +61,22 @@ class InlineClient:
         left = remaining(limit)
         if left <= 0:
             raise expired("waiting for Redis")
+        if not connection.is_connected:
+            _connect_within(connection, left)
         connection.send_command(*args, check_health=False)
-        if left < limit:  # the call's deadline comes first: wait no longer than that
-            from redis.exceptions import TimeoutError as ReplyTimeout
+        if left >= limit:
+            return connection.read_response()
+        from redis.exceptions import TimeoutError as ReplyTimeout
 
-            try:
-                return connection.read_response(timeout=left)
-            except ReplyTimeout:
-                if remaining(limit) <= 0:
-                    raise expired("waiting for a reply from Redis") from None
-                raise
-        return connection.read_response()
+        try:  # the call's deadline comes first: wait no longer than that
+            return connection.read_response(timeout=left)
+        except ReplyTimeout:
+            if remaining(limit) <= 0:
+                raise expired("waiting for a reply from Redis") from None
+            raise
 
     def _connection(self) -> Any:
+        """This thread's connection (made, not yet connected, on first use here)."""
         connection = getattr(self._local, "connection", None)
         if connection is not None and connection.pid == os.getpid():
             return connection
@@ -80,19 +84,46 @@ class InlineClient:
             if self._pool is None or self._pid != os.getpid():
                 self._pool = _new_pool(self._options)  # a forked child's own
                 self._pid = os.getpid()
+                self._connections = []
             pool = self._pool
-        # Held by this thread for good: no pool lock per call. close() disconnects it; the
-        # next command reconnects.
-        connection = pool.get_connection()
-        self._local.connection = connection
+            connection = pool.connection_class(**pool.connection_kwargs)
+            self._connections.append(connection)
+        self._local.connection = connection  # this thread's for good: no lock per call
         return connection
 
     def close(self) -> None:
         """Disconnect every connection this process opened here (they reconnect on next use)."""
         with self._lock:
-            pool = self._pool if self._pid == os.getpid() else None
-        if pool is not None:
-            pool.disconnect(inuse_connections=True)
+            connections = self._connections if self._pid == os.getpid() else []
+        for connection in connections:
+            connection.disconnect()
+
+
+def _connect_within(connection: Any, seconds: float) -> None:
+    """Connect (and say hello: redis-py reads the server's answers) within ``seconds``.
+
+    When the deadline is sooner than the socket timeouts, a first connection is made with
+    timeouts cut to it; redis-py keeps a connection's read timeout from when it connected, so
+    once the server has answered that one is dropped and the connection made again as usual.
+    """
+    timeout, connect_timeout = connection.socket_timeout, connection.socket_connect_timeout
+    if seconds >= (timeout or math.inf) and seconds >= (connect_timeout or math.inf):
+        connection.connect()
+        return
+    connection.socket_timeout = min(timeout or math.inf, seconds)
+    connection.socket_connect_timeout = min(connect_timeout or math.inf, seconds)
+    try:
+        connection.connect()
+    except Exception as exc:
+        from redis.exceptions import TimeoutError as ConnectTimeout
+
+        if isinstance(exc, ConnectTimeout) and remaining(math.inf) <= 0:
+            raise expired("connecting to Redis") from None
+        raise
+    finally:
+        connection.socket_timeout, connection.socket_connect_timeout = timeout, connect_timeout
+    connection.disconnect()
+    connection.connect()
 
 
 def _new_pool(options: dict[str, Any]) -> Any:
