@@ -12,11 +12,9 @@ operation, by :meth:`AsyncSession.open`, or on entering ``async with``.
 
 from __future__ import annotations
 
-import html
 import os
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,17 +22,19 @@ from .errors import InvalidValueError
 from .execution import bounded
 from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
 from .json_data import JSONValue
-from .state.module import StateModule
 from .stores.base import UNSET, SessionBase, _check_ttl
 from .stores.record import SessionInfo
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from .agents import Agent
     from .agents.factory import AgentRegistry
     from .knowledge.knowledge_base import KnowledgeAdded
     from .llm import LLMConfig
     from .recall import Recall
     from .settings import Settings
+    from .state.module import StateModule
 
 __all__ = ["MEMORY_TYPES", "AsyncSession"]
 
@@ -535,6 +535,8 @@ class AsyncSession:
 
 def _in_thread(name: str, work: Callable[[], T]) -> Future[T]:
     """Start ``work`` in a daemon thread; its outcome, awaitable from any event loop."""
+    from concurrent.futures import Future  # on first use of memory: a cold start skips it
+
     future: Future[T] = Future()
 
     def run() -> None:
@@ -548,6 +550,8 @@ def _in_thread(name: str, work: Callable[[], T]) -> Future[T]:
 
 
 def _html_table(caption: str, rows: list[tuple[str, str]]) -> str:
+    import html
+
     body = "".join(
         f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
         f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"

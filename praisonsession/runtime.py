@@ -24,17 +24,15 @@ import contextlib
 import os
 import threading
 from collections.abc import Coroutine
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import OperationTimeoutError, RuntimeShutdownError
 from .execution import drive, loop_running_here
 
-if TYPE_CHECKING:  # asyncio loads on the first call that needs the loop, not at import
+if TYPE_CHECKING:  # asyncio and futures load on the first call that needs the loop
     import asyncio
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["is_running", "run", "shutdown"]
 
@@ -121,6 +119,8 @@ def run(
     if inline and not loop_running_here():
         return drive(coro)
     import asyncio
+    from concurrent.futures import Future
+    from concurrent.futures import TimeoutError as FutureTimeout
 
     current = _start()
     if threading.current_thread() is current.thread:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import runtime
 from .async_session import AsyncSession
 from .json_data import JSONValue
-from .state.module import StateModule
 from .stores.base import UNSET, SessionBase
 from .stores.record import SessionInfo
 
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from .knowledge.knowledge_base import KnowledgeAdded
     from .llm import LLMConfig
     from .settings import Settings
+    from .state.module import StateModule
 
 __all__ = ["Session"]
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..state.message_log import MessageLog
 from .record import Key
+
+if TYPE_CHECKING:
+    from ..state.message_log import MessageLog
 
 _PRUNE_EVERY = 1024
 

@@ -12,15 +12,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError, SessionNotFoundError, StateDictError
 from ..identifiers import check_key, check_session_id, check_user_id
-from ..json_data import JSONValue, check_json_data
-from ..state.message_log import MessageLog
-from ..state.module import StateModule, _plan_of, _snapshot_of, detach
+from ..json_data import JSONValue, check_json_data, detach
 from .acks import LogAcks
 from .record import Key, SessionInfo
+
+if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start skips them
+    from ..state.message_log import MessageLog
+    from ..state.module import StateModule
 
 __all__ = ["Key", "LogWrite", "SessionBase", "StoredModules"]
 
@@ -79,6 +81,8 @@ class SessionBase(ABC):
         appended to since; messages other writers appended meanwhile are kept, before ours, and
         taken into the log so that it reads as the store does. An edited log is written in full.
         """
+        from ..state.module import StateModule, _snapshot_of
+
         key = self._key(session_id, user_id)
         documents: dict[str, Any] = {}
         logs: dict[str, MessageLog] = {}
@@ -126,6 +130,8 @@ class SessionBase(ABC):
         **state_modules: StateModule,
     ) -> None:
         """Load the named modules; all of them are checked before any of them changes."""
+        from ..state.module import StateModule, _plan_of
+
         key = self._key(session_id, user_id)
         for name, module in state_modules.items():
             if not isinstance(module, StateModule):
@@ -184,6 +190,8 @@ class SessionBase(ABC):
         One count per log when nothing is new. A log edited here since is left alone: its next
         save writes it as it is.
         """
+        from ..state.module import StateModule
+
         key = self._key(session_id, user_id)
         taken = 0
         for name, module in state_modules.items():
@@ -553,6 +561,8 @@ def _check_messages(messages: Any) -> list[dict[str, Any]]:
 
 def _logs_of(module: StateModule, name: str) -> dict[str, MessageLog]:
     """The message logs in a module tree, by dotted path."""
+    from ..state.message_log import MessageLog
+
     return {path: sub for path, sub in module._walk(name).items() if isinstance(sub, MessageLog)}
 
 
@@ -560,6 +570,8 @@ def _attach_logs(
     module: StateModule, name: str, document: Any, logs: dict[str, list[dict[str, Any]]]
 ) -> Any:
     """Put each stored log back where the module tree has a MessageLog placeholder."""
+    from ..state.message_log import MessageLog
+
     for path, sub in module._walk(name).items():
         if not isinstance(sub, MessageLog):
             continue

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import (
@@ -116,6 +115,8 @@ class SessionInfo:
 
 
 def _stamp(seconds: float) -> str:
+    from datetime import datetime, timezone  # for display only: not at import
+
     return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds")
 
 
