@@ -350,6 +350,28 @@ class AsyncSession:
             "add_memory", lambda recall: recall.add_memory(text, memory_type, metadata)
         )
 
+    async def add_memories(
+        self, texts: Sequence[str], memory_type: str = "long", **metadata: JSONValue
+    ) -> list[str]:
+        """Remember many texts at once (the same metadata for each); their ids, in order.
+
+        Embedded and stored in batches, several times faster than one ``add_memory`` each;
+        a long list shows a progress bar. Not bounded by ``timeout`` as a whole.
+        """
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
+            raise InvalidValueError(
+                f"add_memories takes a list of texts, got {type(texts).__name__}; "
+                "for one text use add_memory."
+            )
+        texts = [_check_text(text, f"texts[{i}]") for i, text in enumerate(texts)]
+        memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
+        if not texts:
+            return []
+        if not self._opened:
+            await self.open()
+        recall = await bounded(self._memory(), self._timeout, "opening memory")
+        return await recall.add_memories(texts, memory_type, metadata)
+
     async def search_memory(
         self, query: str, memory_type: str = "long", limit: int = 5
     ) -> list[dict[str, Any]]:

@@ -96,6 +96,7 @@ class Recall:
             timeout=settings.timeout,
             progress=bool(knowledge_config.get("progress", True)),
         )
+        self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).
         self.context_min_score = float(memory_config.get("context_min_score", 0.25))
@@ -106,6 +107,13 @@ class Recall:
         if memory_type == "short":
             return await self.short.add(text, metadata)
         return await offload(self.long.add, text, metadata)
+
+    async def add_memories(
+        self, texts: list[str], memory_type: str, metadata: dict[str, Any]
+    ) -> list[str]:
+        if memory_type == "short":
+            return await self.short.add_many(texts, metadata)
+        return await offload(self.long.add_many, texts, metadata, self.progress)
 
     async def search_memory(self, query: str, memory_type: str, limit: int) -> list[dict]:
         vector = await offload(self.embedder.embed_query, query)

@@ -205,6 +205,16 @@ class Session:
         """
         return self._on_loop(self._core.add_memory(text, memory_type, **metadata))
 
+    def add_memories(
+        self, texts: Sequence[str], memory_type: str = "long", **metadata: JSONValue
+    ) -> list[str]:
+        """Remember many texts at once (the same metadata for each); their ids, in order.
+
+        Embedded and stored in batches, several times faster than one ``add_memory`` each;
+        a long list shows a progress bar.
+        """
+        return self._on_loop(self._core.add_memories(texts, memory_type, **metadata), bounded=False)
+
     def search_memory(
         self, query: str, memory_type: str = "long", limit: int = 5
     ) -> list[dict[str, Any]]:

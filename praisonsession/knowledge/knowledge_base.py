@@ -8,13 +8,13 @@ adds nothing at all.
 from __future__ import annotations
 
 import hashlib
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..embeddings import Embedder
 from ..errors import KnowledgeSourceError
+from ..progress import progress_bar
 from ..vectors import VectorIndex, collection_name
 from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
 from .sources import Document, fetch_url, files_in, is_url, looks_like_path, read_file
@@ -129,7 +129,8 @@ class KnowledgeBase:
         new = [piece for piece in unique if piece[0] not in known]
         # Similar lengths batch together, so the model pads less (about 1.3x faster here).
         new.sort(key=lambda piece: len(piece[1]))
-        with _progress(len(new), self.progress and len(new) >= _PROGRESS_FROM) as bar:
+        show = self.progress and len(new) >= _PROGRESS_FROM
+        with progress_bar(len(new), show, "chunk", "Adding knowledge") as bar:
             for start in range(0, len(new), _BATCH):
                 batch = new[start : start + _BATCH]
                 self.index.add(
@@ -185,25 +186,3 @@ def _is_existing_path(text: str) -> bool:
         return Path(text).expanduser().exists()
     except (OSError, ValueError):  # too long for a file name, or a NUL inside
         return False
-
-
-class _Silent:
-    def __enter__(self) -> _Silent:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        pass
-
-    def update(self, count: int) -> None:
-        pass
-
-
-def _progress(total: int, show: bool) -> Any:
-    """tqdm's notebook-aware bar when the work is long enough to watch, else nothing at all."""
-    if not show:
-        return _Silent()
-    from tqdm.auto import tqdm
-
-    with warnings.catch_warnings():  # tqdm warns when a notebook lacks ipywidgets; text is fine
-        warnings.simplefilter("ignore")
-        return tqdm(total=total, unit="chunk", desc="Adding knowledge")
