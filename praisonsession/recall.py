@@ -56,6 +56,14 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_embedders_after_fork)
 
 
+def _load_meanwhile(embedder: Embedder) -> None:
+    """Have the embedder load its model in the background, if it can: the model loads in native
+    code while chromadb imports, and the first search stops paying for both in turn."""
+    load_in_background = getattr(embedder, "load_in_background", None)
+    if load_in_background is not None:
+        load_in_background()
+
+
 class Recall:
     """One session's memory (short- and long-term) and knowledge, and the context built from
     them. Constructing it is blocking work (Chroma, the model): do it off the loop."""
@@ -75,6 +83,7 @@ class Recall:
             if embedder_choice is not None
             else default_embedder(settings.embedder)
         )
+        _load_meanwhile(self.embedder)  # the model loads while chromadb imports and opens
         location = (
             memory_config.get("vector_store_url")
             or settings.vector_store_url
