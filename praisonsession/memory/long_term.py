@@ -40,27 +40,20 @@ class LongTermMemory:
         """Remember ``texts`` (with the same metadata), embedding and upserting them in batches
         of :data:`BATCH`; their ids, in order. A batch is stored whole or not at all."""
         check_metadata(metadata)
-        extra = dumps(metadata)
+        stored = {
+            "user_id": self.user_id,
+            "session_id": self.session_id,
+            "memory_type": "long",
+            "created_at": time.time(),
+            "extra": dumps(metadata),
+        }
         ids = [uuid.uuid4().hex for _ in texts]
-        at = time.time()
         show = progress and len(texts) > BATCH
         with progress_bar(len(texts), show, "memory", "Adding memories") as bar:
             for start in range(0, len(texts), BATCH):
                 batch = texts[start : start + BATCH]
-                self.index.add(
-                    ids[start : start + BATCH],
-                    batch,
-                    [
-                        {
-                            "user_id": self.user_id,
-                            "session_id": self.session_id,
-                            "memory_type": "long",
-                            "created_at": at,
-                            "extra": extra,
-                        }
-                        for _ in batch
-                    ],
-                )
+                metadatas = [dict(stored) for _ in batch]
+                self.index.add(ids[start : start + BATCH], batch, metadatas)
                 bar.update(len(batch))
         return ids
 
