@@ -39,6 +39,16 @@ class InlineClient:
         self._pid = os.getpid()
         self._connections: list[Any] = []
 
+    def run_script(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        """A script of ``scripts.py``, called directly: EVALSHA, or EVAL when the server does
+        not have it yet (its ``run`` does the same through the awaitable calls)."""
+        from redis.exceptions import NoScriptError
+
+        try:
+            return self._command("EVALSHA", script.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return self._command("EVAL", script.source, len(keys), *keys, *args)
+
     async def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
         return self._command("EVALSHA", sha, numkeys, *keys_and_args)
 

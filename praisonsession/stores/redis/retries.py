@@ -31,21 +31,28 @@ async def call_with_retries(
     attempts: int,
     max_delay: float,
     url: str,
+    failed: Exception | None = None,
+    started: float = 0.0,
 ) -> T:
     """``work(await connect(), attempt)`` with bounded retries; StoreUnavailableError at the end.
 
     After a connection error it waits 0.05, 0.1, 0.2, ... s (at most 1 s) between attempts,
     and stops after ``attempts`` attempts or before a wait that would end more than
     ``max_delay`` seconds after the first attempt started, or after the call's deadline.
+    ``failed`` is how a first attempt made by the caller (begun at ``started``) failed: the
+    retries then go on from the second.
     """
     import redis.exceptions as errors
 
-    started = time.monotonic()
+    started = started or time.monotonic()
     made = 1
     wait = _FIRST_WAIT
     try:
         while True:
             try:
+                if failed is not None:
+                    first, failed = failed, None
+                    raise first
                 return await work(await connect(), made)
             except Exception as exc:
                 if not _retryable(exc):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -271,13 +272,30 @@ class RedisSession(SessionBase):
         only the answer.
         """
         script = self._scripts[name]
+        failed: Exception | None = None
+        started = 0.0
+        inline = self._inline
+        if inline is not None and self._server_checked and not loop_running_here():
+            started = time.monotonic()
+            try:  # the first attempt, straight through: most calls are just this
+                return inline.run_script(script, keys, args)
+            except Exception as exc:  # the retries below decide what it means
+                failed = exc
 
         async def work(client: Any, attempt: int) -> Any:
             if attempt > 1 and script.writes:
                 args[4] = "1"
             return await script.run(client, keys, args)
 
-        return await self._retrying(work)
+        return await call_with_retries(
+            work,
+            self._client,
+            attempts=self.retry_attempts,
+            max_delay=self.retry_max_delay,
+            url=self.url,
+            failed=failed,
+            started=started,
+        )
 
     async def _session(
         self, name: str, key: Key, args: list[Any], must_exist: bool = False
