@@ -50,6 +50,7 @@ from raw_engines import (
     SQLITE_SYNCHRONOUS,
     redis_round_trips,
     redis_server_durability,
+    sqlite_increment_statements,
     sqlite_update_commit,
 )
 
@@ -89,7 +90,10 @@ def rounds(count: int, *measures: Callable[[], float]) -> list[float]:
 # -- 1. SQLite ----------------------------------------------------------------------------
 
 
-def sqlite_rows(args: argparse.Namespace, praisonai: dict[str, Any] | None) -> list[Row]:
+def sqlite_rows(
+    args: argparse.Namespace, praisonai: dict[str, Any] | None, floors: dict[str, Any]
+) -> list[Row]:
+    """Ours, the bare UPDATE+COMMIT, and (in ``floors``) our own statements run bare."""
     rows = []
     for durability, n in (("process", args.n_sqlite), ("power", args.n_sqlite_power)):
         synchronous = SQLITE_SYNCHRONOUS[durability]
@@ -104,10 +108,18 @@ def sqlite_rows(args: argparse.Namespace, praisonai: dict[str, Any] | None) -> l
                 raise RuntimeError(f"increment_state counted {figures['final']}, not {n}")
             return figures["ops_per_s"]
 
-        mine, raw = rounds(
-            args.rounds, ours, lambda s=synchronous, n=n: sqlite_update_commit(s, n)
+        mine, raw, floor = rounds(
+            args.rounds,
+            ours,
+            lambda s=synchronous, n=n: sqlite_update_commit(s, n),
+            lambda s=synchronous, n=n: sqlite_increment_statements(s, n),
         )
         share = mine / raw
+        floors[durability] = {
+            "ops_per_s": floor,
+            "of_raw": floor / raw,
+            "ours_of_floor": mine / floor,
+        }
         theirs = praisonai["increments_per_s"] if praisonai else None
         rows.append(
             Row(
@@ -226,7 +238,10 @@ def memory_rows(args: argparse.Namespace) -> tuple[list[Row], dict[str, Any]]:
         shutil.rmtree(root, ignore_errors=True)
     rows = [
         Row(
-            measure=f"add_memories, {batch['memories']:,} short texts (memories/s)",
+            measure=(
+                f"add_memories, {batch['memories']:,} short texts of "
+                f"~{batch['avg_tokens']:.0f} tokens (memories/s)"
+            ),
             durability="-",
             ours=f"{batch['memories_per_s']:,.0f}",
             raw=f"{batch['model_texts_per_s']:,.0f} (the model alone)",
@@ -306,8 +321,15 @@ def main() -> None:
     figures: dict[str, Any] = {}
     praisonai = None if args.no_peers else run_peer(PRAISONAI)
     figures["praisonai"] = praisonai
-    rows = sqlite_rows(args, praisonai)
-    print("1. SQLite measured")
+    floors: dict[str, Any] = {}
+    rows = sqlite_rows(args, praisonai, floors)
+    figures["sqlite_floor"] = floors
+    print("1. SQLite measured; the statements of our increment, run bare (no Python around):")
+    for durability, floor in floors.items():
+        print(
+            f"   {durability}: {floor['ops_per_s']:,.0f}/s = {floor['of_raw']:.0%} of the bare "
+            f"UPDATE+COMMIT; our facade runs at {floor['ours_of_floor']:.0%} of them"
+        )
     redis, figures["redis_server"] = redis_rows(args)
     rows += redis
     print("2-3. Redis measured")

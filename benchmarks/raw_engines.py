@@ -47,6 +47,42 @@ def sqlite_update_commit(synchronous: str, n: int) -> float:
     return n / elapsed
 
 
+def sqlite_increment_statements(synchronous: str, n: int) -> float:
+    """The statements of our ``increment_state`` on SQLite, run bare: the floor under it.
+
+    BEGIN IMMEDIATE; the version bump that also checks the session is live (one row of
+    ``ps_sessions``); read the value; write it (one row of ``ps_state``); COMMIT. Two rows in
+    two tables are two WAL frames where the bare UPDATE writes one. Our facade's figure over
+    this one is what the Python around the SQL costs.
+    """
+    from praisonsession import SqliteSession, runtime
+    from praisonsession.stores.sqlite import _BUMP_LIVE
+
+    with tempfile.TemporaryDirectory(prefix="ps-floor-sqlite-") as folder:
+        store = SqliteSession(os.path.join(folder, "s.db"), synchronous=synchronous)
+        runtime.run(store.increment("floor", "bench", "hits"), inline=True)  # schema, session
+        cursor = store._cursor()
+        ids = ("bench", "floor", "hits")
+        start = time.perf_counter()
+        for _ in range(n):
+            cursor.execute("BEGIN IMMEDIATE")
+            cursor.execute(_BUMP_LIVE, (time.time(), True, "bench", "floor"))
+            (value,) = cursor.execute(
+                "SELECT value FROM ps_state WHERE user_id=? AND session_id=? AND name=?", ids
+            ).fetchone()
+            cursor.execute(
+                "UPDATE ps_state SET value=? WHERE user_id=? AND session_id=? AND name=?",
+                (str(int(value) + 1), *ids),
+            )
+            cursor.execute("COMMIT")
+        elapsed = time.perf_counter() - start
+        final = runtime.run(store.get_value("floor", "bench", "hits"), inline=True)
+        runtime.run(store.close(), inline=True)
+    if final != n + 1:
+        raise RuntimeError(f"the bare statements counted {final}, not {n + 1}")
+    return n / elapsed
+
+
 INCR_SCRIPT = "return redis.call('INCRBY', KEYS[1], ARGV[1])"
 
 
