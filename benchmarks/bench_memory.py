@@ -1001,7 +1001,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if env["load_average"]:
         print(f"load average at start: {', '.join(f'{x:.2f}' for x in env['load_average'])}")
-    print(f"data (session store + Chroma) under {root}")
+    print(
+        f"data (session store + Chroma) under {root}; the session store is SQLite at durability "
+        "'process' (synchronous=NORMAL), Chroma keeps its own"
+    )
     try:
         # d first: its parent writes only a small collection, and nothing is warm in children.
         figures["cold"] = cold = bench_cold(root, args.cold_runs)
