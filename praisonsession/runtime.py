@@ -24,7 +24,6 @@ import contextlib
 import os
 import threading
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import OperationTimeoutError, RuntimeShutdownError
@@ -45,13 +44,22 @@ BACKSTOP_GRACE = 1.0
 CANCEL_GRACE = 2.0
 
 
-@dataclass
 class _Loop:
-    loop: asyncio.AbstractEventLoop
-    thread: threading.Thread
-    executor: ThreadPoolExecutor
-    pid: int = field(default_factory=os.getpid)
-    waiting: set[Future[Any]] = field(default_factory=set)
+    """The loop of this process, its thread and executor, and the callers waiting on it."""
+
+    __slots__ = ("executor", "loop", "pid", "thread", "waiting")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        thread: threading.Thread,
+        executor: ThreadPoolExecutor,
+    ) -> None:
+        self.loop = loop
+        self.thread = thread
+        self.executor = executor
+        self.pid = os.getpid()
+        self.waiting: set[Future[Any]] = set()
 
 
 _lock = threading.Lock()

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .record import Key
 
@@ -23,8 +22,7 @@ if TYPE_CHECKING:
 _PRUNE_EVERY = 1024
 
 
-@dataclass(frozen=True)
-class _Ack:
+class _Ack(NamedTuple):
     log: weakref.ref[MessageLog]
     length: int
     revision: int

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidValueError, SessionNotFoundError, StateDictError
 from ..identifiers import check_key, check_session_id, check_user_id
@@ -30,8 +29,7 @@ UNSET: Any = object()
 _KEYS_REMEMBERED = 1024  # validated (session_id, user_id) pairs a store remembers
 
 
-@dataclass(frozen=True)
-class LogWrite:
+class LogWrite(NamedTuple):
     """Messages for one log: replacing it (``start`` None), appended at its end (-1), or
     appended only if it holds exactly ``start`` messages."""
 
@@ -40,8 +38,7 @@ class LogWrite:
     start: int | None
 
 
-@dataclass(frozen=True)
-class StoredModules:
+class StoredModules(NamedTuple):
     """What ``_load_modules`` returns: module documents and the message logs below them."""
 
     documents: dict[str, Any]

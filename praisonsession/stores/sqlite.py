@@ -32,8 +32,6 @@ from ..errors import (
     ConflictError,
     InvalidValueError,
     SessionCorruptedError,
-    SessionExpiredError,
-    SessionNotFoundError,
     StoreUnavailableError,
     UnsupportedFormatError,
 )
@@ -84,6 +82,8 @@ _stores: weakref.WeakSet[SqliteSession] = weakref.WeakSet()
 # there could checkpoint or unlock the parent's database, so they are kept, never touched.
 _inherited: list[sqlite3.Connection] = []
 _GET_VALUE = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
+_LIVENESS = "SELECT format, expires_at, ttl FROM ps_sessions WHERE user_id=? AND session_id=?"
+_VERSION = "SELECT version FROM ps_sessions WHERE user_id=? AND session_id=?"
 _UPSERT_STATE = (
     "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value"
@@ -304,30 +304,18 @@ class SqliteSession(SessionBase):
     def _live_ttl(
         self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool = False
     ) -> tuple[bool, float | None]:
-        """Whether the session is live, and its TTL: what a read needs, metadata not decoded."""
-        row = (
-            self._cursor()
-            .execute(
-                "SELECT format, expires_at, ttl FROM ps_sessions WHERE user_id=? AND session_id=?",
-                (key.user_id, key.session_id),
-            )
-            .fetchone()
-        )
-        if row is None:
-            if must_exist:
-                raise SessionNotFoundError(
-                    key.session_id,
-                    key.user_id,
-                    "It was deleted or has expired; open a new Session(...) to start it afresh.",
-                )
-            return False, None
-        fmt, expires, ttl = row
-        check_format(fmt, f"session {key.session_id!r} of user {key.user_id!r}")
-        if expires is not None and expires <= at:
-            if must_exist:
-                raise SessionExpiredError(key.session_id, key.user_id, expires)
-            return False, None
-        return True, ttl
+        """Whether the session is live, and its TTL: what a read needs, metadata not decoded.
+
+        A session that is not live as it is (missing, expired, newer) goes the full way, which
+        says why, or raises with ``must_exist``.
+        """
+        row = self._cursor().execute(_LIVENESS, (key.user_id, key.session_id)).fetchone()
+        if row is not None:
+            fmt, expires, ttl = row
+            if fmt <= FORMAT_VERSION and (expires is None or expires > at):
+                return True, ttl
+        live = self._live_info(conn, key, at, must_exist)
+        return live is not None, None if live is None else live.ttl
 
     def _info_from_row(self, user_id: str, row: tuple[Any, ...]) -> SessionInfo:
         fmt, version, created, updated, expires, ttl, metadata, session_id = row
@@ -414,14 +402,7 @@ class SqliteSession(SessionBase):
             self._bump(conn, key, self._writable(conn, key, at, must_exist), at)
 
     def _version(self, key: Key) -> int:
-        return (
-            self._cursor()
-            .execute(
-                "SELECT version FROM ps_sessions WHERE user_id=? AND session_id=?",
-                (key.user_id, key.session_id),
-            )
-            .fetchone()[0]
-        )
+        return self._cursor().execute(_VERSION, (key.user_id, key.session_id)).fetchone()[0]
 
     def _bump(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> int:
         """Record a change: new version, updated_at, and a sliding expiry."""

@@ -195,7 +195,8 @@ class RedisSession(SessionBase):
         """The server's ``appendonly`` and ``appendfsync``, and what a write acknowledged
         there survives (``durability``: "power", "process" or "memory"); None when the server
         refuses ``CONFIG GET`` (managed services often do)."""
-        client = self._inline if not loop_running_here() else await self._clients.get()
+        inline = self._inline is not None and not loop_running_here()
+        client = self._inline if inline else await self._clients.get()
         return await _server_durability(client)
 
     async def _check_server_durability(self, client: Any) -> None:
@@ -210,12 +211,12 @@ class RedisSession(SessionBase):
 
             logging.getLogger("praisonsession").warning(
                 "durability='power' was asked of %s, but that server runs appendonly=%s, "
-                "appendfsync=%s: an acknowledged write survives %s only. Set appendonly yes "
-                "and appendfsync always in redis.conf for writes that survive a power loss.",
+                "appendfsync=%s, so a write it acknowledged does not survive %s. Set appendonly "
+                "yes and appendfsync always in redis.conf for writes that survive a power loss.",
                 self.url,
                 found["appendonly"],
                 found["appendfsync"],
-                "a crash of redis-server" if found["durability"] == "process" else "no restart",
+                "a power loss" if found["durability"] == "process" else "a restart of the server",
             )
 
     # -- calling the scripts ----------------------------------------------------------------
