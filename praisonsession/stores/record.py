@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import (
     ConflictError,
@@ -21,9 +21,11 @@ def now() -> float:
     return time.time()
 
 
-@dataclass(frozen=True)
-class Key:
-    """A validated (user_id, session_id) pair: the unit of storage and of isolation."""
+class Key(NamedTuple):
+    """A validated (user_id, session_id) pair: the unit of storage and of isolation.
+
+    A named tuple: cheap to make and to hash, and stores use it as a dict key on every call.
+    """
 
     user_id: str
     session_id: str
