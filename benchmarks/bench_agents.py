@@ -40,6 +40,7 @@ from praisonsession import Session
 from praisonsession.llm import ScriptedChatServer
 
 TARGET_MS = 5.0
+DURABILITY = "process"  # the default: a crash of the process loses no acknowledged turn
 
 
 def ms(seconds: float) -> float:
@@ -85,7 +86,7 @@ def time_turns(agent: Any, server: ScriptedChatServer, timed: int) -> dict[str, 
 
 def bench(sizes: list[int], timed: int, workdir: Path) -> dict[str, Any]:
     results: dict[str, Any] = {"sizes": {}}
-    store_url = f"sqlite://{workdir / 'sessions.db'}"
+    store_url = f"sqlite://{workdir / 'sessions.db'}?durability={DURABILITY}"
     settings = {"data_dir": str(workdir / "data")}
     with ScriptedChatServer(lambda request: "ok") as server:
         llm = {"base_url": server.url, "model": "bench"}
@@ -118,7 +119,10 @@ def bench(sizes: list[int], timed: int, workdir: Path) -> dict[str, Any]:
 
 def report(results: dict[str, Any], timed: int) -> bool:
     print("praisonsession agents: per-turn overhead on top of the LLM call")
-    print(f"(sync agent.chat, SQLite store, local server answering instantly, {timed} turns each)")
+    print(
+        f"(sync agent.chat, SQLite store at durability {DURABILITY!r} (synchronous=NORMAL), "
+        f"local server answering instantly, {timed} turns each)"
+    )
     print()
     header = (
         f"{'history (turns)':>17} {'msgs sent':>9} {'chat()':>9} {'p90':>8} {'bare post':>10} "

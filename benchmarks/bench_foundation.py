@@ -7,16 +7,23 @@ Run from the repository root (``make bench`` does the same)::
 One run measures, through the synchronous ``praisonsession.Session`` facade (what users hold):
 
 1. ``increment_state`` throughput (ops/s) and per-call latency (p50/p99, µs) for the
-   ``memory://``, ``sqlite://`` and ``json://`` stores, checking the final value equals N.
+   ``memory://`` store and the ``sqlite://`` and ``json://`` stores at each durability
+   ("process": survives a crash of the process; "power": survives a power loss too), checking
+   the final value equals N; beside SQLite, the raw engine in the same run: bare ``sqlite3``
+   ``UPDATE`` + ``COMMIT`` with the same ``synchronous`` (``raw_engines.py``), and our ratio.
 2. The cost of saving one new message (``Session.save_modules(agent=...)``) when the agent's
    ``MessageLog`` already holds 10, 1,000 and 10,000 messages; only the save is timed. The
    ratio cost@10,000 / cost@10 should stay within 2x (saving is an append, not a rewrite).
 3. The time to load a 10,000-message session into a fresh agent (``Session.load_modules``).
 4. ``import praisonsession`` time (median of fresh subprocesses) and whether the import pulled
-   in chromadb, redis, pydantic_settings or asyncio.
+   in chromadb, redis, pydantic_settings or asyncio; and the cold start of a fresh process:
+   ``import`` + ``Session()`` + the first ``set_state`` (median), compiling the package from
+   source as this environment makes Python do (``PYTHONDONTWRITEBYTECODE``), and with a
+   bytecode cache (``PYTHONPYCACHEPREFIX`` in a temporary directory), Python's usual case.
 5. The peers, each in its own virtualenv (see ``benchmarks/README.md``): AgentScope 1.0.21's
-   ``JSONSession`` save/load workload and praisonaiagents 1.7.17's ``Session.increment_state``,
-   printed next to our figures with the ratios. A missing peer venv is skipped, with the
+   ``JSONSession`` save/load workload and praisonaiagents 1.7.17's ``Session.increment_state``
+   (which fsyncs every write), printed next to our figures with the ratios, ours at both
+   durability levels. A missing peer venv is skipped, with the
    commands that create it.
 6. A table of targets: measured value and PASS/MISS.
 
@@ -40,11 +47,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from raw_engines import SQLITE_SYNCHRONOUS, sqlite_update_commit
+
 from praisonsession import MessageLog, Session, SessionBase, StateModule, open_store
 
 HERE = Path(__file__).resolve().parent
 PEERS = HERE / "peers"
 BACKENDS = ("memory", "sqlite", "json")
+DURABILITIES = ("process", "power")
+DEFAULT_DURABILITY = "process"  # what figures 2 and 3 run with (the default)
 HEAVY_MODULES = ("chromadb", "redis", "pydantic_settings", "asyncio")
 
 AGENTSCOPE_SETUP = (
@@ -57,6 +68,8 @@ PRAISONAI_SETUP = (
 
 # Targets
 IMPORT_TARGET_MS = 150.0
+COLD_START_TARGET_MS = 40.0
+RAW_SQLITE_TARGET = 0.60  # our SQLite increment_state / bare UPDATE+COMMIT, at each durability
 FLAT_SAVE_TARGET = 2.0
 PRAISONAI_SPEEDUP_TARGET = 20.0
 AGENTSCOPE_SPEEDUP_TARGET = 50.0
@@ -87,8 +100,8 @@ def make_message(i: int) -> dict[str, Any]:
 
 
 @contextmanager
-def fresh_store(backend: str) -> Iterator[str | SessionBase]:
-    """A fresh store for ``backend``: a URL, its files removed on exit.
+def fresh_store(backend: str, durability: str = DEFAULT_DURABILITY) -> Iterator[str | SessionBase]:
+    """A fresh store for ``backend`` at ``durability``: a URL, its files removed on exit.
 
     For ``memory://`` it is one store opened from that URL and shared by every ``Session`` of
     the figure, since each ``Session(store="memory://")`` would otherwise get an empty store.
@@ -98,9 +111,19 @@ def fresh_store(backend: str) -> Iterator[str | SessionBase]:
         return
     tmp = tempfile.mkdtemp(prefix=f"ps-bench-{backend}-")
     try:
-        yield f"sqlite://{tmp}/s.db" if backend == "sqlite" else f"json://{tmp}/j"
+        path = f"{tmp}/s.db" if backend == "sqlite" else f"{tmp}/j"
+        yield f"{backend}://{path}?durability={durability}"
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def increment_stores() -> list[tuple[str, str | None]]:
+    """(backend, durability) of figure 1; memory:// has no durability to speak of."""
+    return [("memory", None)] + [(b, d) for b in ("sqlite", "json") for d in DURABILITIES]
+
+
+def label(backend: str, durability: str | None) -> str:
+    return backend if durability is None else f"{backend}@{durability}"
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -128,10 +151,18 @@ def fmt_ratio(value: float | None) -> str:
 # -- figure 1: increment_state ------------------------------------------------------------
 
 
-def bench_increment(backend: str, n: int) -> dict[str, Any]:
-    """N calls of ``Session.increment_state("hits")``: ops/s, p50/p99 µs, final value."""
-    with fresh_store(backend) as url:
-        return time_increments(url, n)
+def bench_increment(backend: str, durability: str | None, n: int) -> dict[str, Any]:
+    """N calls of ``Session.increment_state("hits")``: ops/s, p50/p99 µs, final value; for
+    SQLite also the raw engine at the same durability, measured right after, and the ratio."""
+    with fresh_store(backend, durability or DEFAULT_DURABILITY) as url:
+        figures = time_increments(url, n)
+    figures["durability"] = durability
+    if backend == "sqlite":
+        synchronous = SQLITE_SYNCHRONOUS[durability or DEFAULT_DURABILITY]
+        figures["raw_ops_per_s"] = sqlite_update_commit(synchronous, n)
+        figures["raw_engine"] = f"sqlite3 UPDATE+COMMIT, WAL, synchronous={synchronous}"
+        figures["raw_ratio"] = figures["ops_per_s"] / figures["raw_ops_per_s"]
+    return figures
 
 
 def time_increments(store: str | SessionBase, n: int) -> dict[str, Any]:
@@ -236,6 +267,78 @@ def bench_import(runs: int) -> dict[str, Any]:
     }
 
 
+COLD_PROBE = """
+import json, time
+start = time.perf_counter()
+from praisonsession import Session
+session = Session()
+session.set_state("greeting", "hello")
+print(json.dumps({"ms": (time.perf_counter() - start) * 1000}))
+"""
+
+
+def bench_cold_start(runs: int) -> dict[str, Any]:
+    """``import`` + ``Session()`` + the first ``set_state`` in fresh processes (median), each
+    in a new working directory (so a new default SQLite file), in two ways:
+
+    - ``as_is``: the environment as it is. Here ``PYTHONDONTWRITEBYTECODE`` is set, so Python
+      compiles every module of the package from source in every process.
+    - ``cached``: bytecode cached in a temporary ``PYTHONPYCACHEPREFIX`` (filled by one run
+      first), as Python does by default.
+    """
+    results: dict[str, Any] = {
+        "dont_write_bytecode": bool(os.environ.get("PYTHONDONTWRITEBYTECODE")),
+    }
+    for mode in ("as_is", "cached"):
+        with tempfile.TemporaryDirectory(prefix="ps-bench-cold-") as tmp:
+            env = dict(os.environ)
+            if mode == "cached":
+                env.pop("PYTHONDONTWRITEBYTECODE", None)
+                env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
+            times, walls = [], []
+            for run in range(runs + (mode == "cached")):
+                cwd = os.path.join(tmp, f"run{run}")
+                os.mkdir(cwd)
+                started = time.perf_counter()
+                done = subprocess.run(
+                    [sys.executable, "-c", COLD_PROBE],
+                    cwd=cwd,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                wall = (time.perf_counter() - started) * 1000
+                if mode == "cached" and run == 0:
+                    continue  # the run that fills the cache
+                times.append(json.loads(done.stdout.strip().splitlines()[-1])["ms"])
+                walls.append(wall)
+        results[mode] = {
+            "median_ms": statistics.median(times),
+            "runs_ms": times,
+            "process_median_ms": statistics.median(walls),
+        }
+    return results
+
+
+def print_cold_start(result: dict[str, Any]) -> None:
+    print("\n4b. Cold start: import + Session() + first set_state in a fresh process (median)")
+    as_is, cached = result["as_is"], result["cached"]
+    how = (
+        "PYTHONDONTWRITEBYTECODE is set: every module compiled from source"
+        if result["dont_write_bytecode"]
+        else "this environment as it is"
+    )
+    print(
+        f"  {as_is['median_ms']:.1f} ms ({how}; whole process with interpreter start "
+        f"{as_is['process_median_ms']:.0f} ms)"
+    )
+    print(
+        f"  {cached['median_ms']:.1f} ms with bytecode cached (whole process "
+        f"{cached['process_median_ms']:.0f} ms)"
+    )
+
+
 # -- figure 5: peers ----------------------------------------------------------------------
 
 
@@ -288,14 +391,21 @@ def run_peer(peer: Peer, *extra: str) -> dict[str, Any] | None:
 
 
 def print_increment(results: dict[str, dict[str, Any]]) -> None:
-    print("\n1. increment_state through Session (sync facade)")
-    print(f"  {'store':<8}{'N':>7}{'ops/s':>11}{'p50 µs':>9}{'p99 µs':>9}  final value")
-    for backend, r in results.items():
+    print("\n1. increment_state through Session (sync facade), by store and durability")
+    print(f"  {'store':<16}{'N':>7}{'ops/s':>11}{'p50 µs':>9}{'p99 µs':>9}  final value")
+    for name, r in results.items():
         verdict = "correct" if r["correct"] else f"WRONG (expected {r['n']})"
         print(
-            f"  {backend:<8}{r['n']:>7}{r['ops_per_s']:>11,.0f}{r['p50_us']:>9.1f}"
+            f"  {name:<16}{r['n']:>7}{r['ops_per_s']:>11,.0f}{r['p50_us']:>9.1f}"
             f"{r['p99_us']:>9.1f}  {r['final']} ({verdict})"
         )
+    print("  raw engine in the same run (bare sqlite3, one row, WAL):")
+    for name, r in results.items():
+        if "raw_ops_per_s" in r:
+            print(
+                f"    {name:<14} ours {r['ops_per_s']:>9,.0f}/s  {r['raw_engine']}: "
+                f"{r['raw_ops_per_s']:>9,.0f}/s  -> ours = {r['raw_ratio']:.0%} of raw"
+            )
 
 
 def print_save(results: dict[str, dict[str, Any]], sizes: list[int]) -> None:
@@ -325,20 +435,27 @@ def print_import(result: dict[str, Any]) -> None:
         print(f"  {name:<18} {'IMPORTED' if imported else 'not imported'}")
 
 
-def print_praisonai(peer: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
-    speedup = ratio(ours["ops_per_s"], peer["increments_per_s"])
-    print(f"\n  praisonaiagents {peer['version']} (storage {peer.get('storage')})")
-    print(
-        f"    increment_state: {peer['increments_per_s']:,.1f} ops/s; "
-        f"ours (sqlite) {ours['ops_per_s']:,.0f} ops/s -> {fmt_ratio(speedup)}"
-    )
+def print_praisonai(peer: dict[str, Any], increments: dict[str, Any]) -> dict[str, Any]:
+    """PraisonAI's SQLite memory fsyncs every write (about 4 fdatasync per increment), so
+    ours at durability "power" is the like-for-like figure; "process" is shown too."""
+    ours = increments["sqlite@process"]
+    print(f"\n  praisonaiagents {peer['version']} (storage {peer.get('storage')}, fsync per write)")
+    speedups = {}
+    for durability in DURABILITIES:
+        mine = increments[f"sqlite@{durability}"]
+        speedups[durability] = ratio(mine["ops_per_s"], peer["increments_per_s"])
+        print(
+            f"    increment_state: {peer['increments_per_s']:,.1f} ops/s; ours (sqlite, "
+            f"durability {durability}) {mine['ops_per_s']:,.0f} ops/s -> "
+            f"{fmt_ratio(speedups[durability])}"
+        )
     print(
         f"    read-backs: set 10 + increment 5 -> {peer['score_after_increment']!r} (expected 15); "
         f"{peer['increments']} increments -> {peer['hits_read_back']!r} "
         f"(expected {peer['increments']}); nested -> {peer['nested_read_back']!r}"
     )
     print(f"    ours: {ours['n']} increments -> {ours['final']} (correct: {ours['correct']})")
-    return {"increment_speedup": speedup}
+    return {"increment_speedup": speedups["process"], "increment_speedup_power": speedups["power"]}
 
 
 def print_agentscope(
@@ -381,8 +498,17 @@ def _ms(value: float | None) -> str:
 def targets(figures: dict[str, Any], sizes: list[int]) -> list[tuple[str, str, bool | None]]:
     """(target, measured, passed) rows; passed is None when the figure could not be measured."""
     rows: list[tuple[str, str, bool | None]] = []
-    for backend, r in figures["increment"].items():
-        rows.append((f"increment_state final == N ({backend})", str(r["final"]), r["correct"]))
+    for name, r in figures["increment"].items():
+        rows.append((f"increment_state final == N ({name})", str(r["final"]), r["correct"]))
+    for name, r in figures["increment"].items():
+        if "raw_ratio" in r:
+            rows.append(
+                (
+                    f"{name} increment >= {RAW_SQLITE_TARGET:.0%} of raw UPDATE+COMMIT",
+                    f"{r['raw_ratio']:.0%}",
+                    r["raw_ratio"] >= RAW_SQLITE_TARGET,
+                )
+            )
     for backend, r in figures["save"].items():
         rows.append(
             (
@@ -411,13 +537,30 @@ def targets(figures: dict[str, Any], sizes: list[int]) -> list[tuple[str, str, b
     rows.append(
         ("import pulls no " + "/".join(HEAVY_MODULES), ",".join(pulled) or "none", not pulled)
     )
+    cold = figures["cold_start"]
+    for mode, how in (("as_is", "as this environment runs"), ("cached", "bytecode cached")):
+        rows.append(
+            (
+                f"Session() cold start < {COLD_START_TARGET_MS:g} ms ({how})",
+                f"{cold[mode]['median_ms']:.1f} ms",
+                cold[mode]["median_ms"] < COLD_START_TARGET_MS,
+            )
+        )
     peers = figures["peers"]
     speedup = peers.get("praisonai_ratios", {}).get("increment_speedup")
     rows.append(
         (
-            f"sqlite increments/s vs PraisonAI >= {PRAISONAI_SPEEDUP_TARGET:g}x",
+            f"sqlite@process increments/s vs PraisonAI >= {PRAISONAI_SPEEDUP_TARGET:g}x",
             fmt_ratio(speedup),
             None if speedup is None else speedup >= PRAISONAI_SPEEDUP_TARGET,
+        )
+    )
+    power = peers.get("praisonai_ratios", {}).get("increment_speedup_power")
+    rows.append(
+        (
+            "sqlite@power increments/s vs PraisonAI (same durability)",
+            fmt_ratio(power),
+            None if power is None else power > 1,
         )
     )
     big = str(sizes[-1])
@@ -451,12 +594,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
     parser.add_argument("--n-memory", type=int, default=5000, help="increments, memory://")
     parser.add_argument("--n-sqlite", type=int, default=5000, help="increments, sqlite://")
+    parser.add_argument(
+        "--n-sqlite-power", type=int, default=1000, help="increments, sqlite:// at power"
+    )
     parser.add_argument("--n-json", type=int, default=500, help="increments, json://")
+    parser.add_argument(
+        "--n-json-power", type=int, default=200, help="increments, json:// at power"
+    )
     parser.add_argument("--sizes", default="10,1000,10000", help="history sizes for figure 2")
     parser.add_argument("--turns", type=int, default=20, help="saves timed per history size")
     parser.add_argument("--load-size", type=int, default=10_000)
     parser.add_argument("--load-repeats", type=int, default=3)
     parser.add_argument("--import-runs", type=int, default=5)
+    parser.add_argument("--cold-runs", type=int, default=7, help="fresh processes per cold mode")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer workloads")
     return parser.parse_args()
 
@@ -464,11 +614,24 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    counts = {"memory": args.n_memory, "sqlite": args.n_sqlite, "json": args.n_json}
+    counts = {
+        ("memory", None): args.n_memory,
+        ("sqlite", "process"): args.n_sqlite,
+        ("sqlite", "power"): args.n_sqlite_power,
+        ("json", "process"): args.n_json,
+        ("json", "power"): args.n_json_power,
+    }
     print(f"praisonsession foundation benchmark (Python {sys.version.split()[0]}, {sys.platform})")
+    print(
+        "durability: figure 1 runs each file store at both levels (process: SQLite "
+        "synchronous=NORMAL, JSON without fsync; power: FULL, fsync of file and directory); "
+        f"figures 2 and 3 run at {DEFAULT_DURABILITY!r}"
+    )
 
     figures: dict[str, Any] = {"python": sys.version.split()[0]}
-    figures["increment"] = {b: bench_increment(b, counts[b]) for b in BACKENDS}
+    figures["increment"] = {
+        label(b, d): bench_increment(b, d, counts[b, d]) for b, d in increment_stores()
+    }
     print_increment(figures["increment"])
     figures["save"] = {b: bench_save(b, sizes, args.turns) for b in BACKENDS}
     print_save(figures["save"], sizes)
@@ -476,6 +639,8 @@ def main() -> None:
     print_load(figures["load"])
     figures["import"] = bench_import(args.import_runs)
     print_import(figures["import"])
+    figures["cold_start"] = bench_cold_start(args.cold_runs)
+    print_cold_start(figures["cold_start"])
 
     print("\n5. Peers (each in its own virtualenv)")
     peers: dict[str, Any] = {}
@@ -485,7 +650,7 @@ def main() -> None:
         praisonai = run_peer(PRAISONAI)
         if praisonai is not None:
             peers["praisonai"] = praisonai
-            peers["praisonai_ratios"] = print_praisonai(praisonai, figures["increment"]["sqlite"])
+            peers["praisonai_ratios"] = print_praisonai(praisonai, figures["increment"])
         agentscope = run_peer(AGENTSCOPE, "--sizes", ",".join(map(str, sizes)))
         if agentscope is not None:
             peers["agentscope"] = agentscope

@@ -31,10 +31,10 @@ from .errors import (
     UnsupportedFormatError,
 )
 from .session import Session
-from .state import LoadResult, MessageLog, StateModule
 from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 
 if TYPE_CHECKING:
+    from .state import LoadResult, MessageLog, StateModule
     from .stores.json_files import JSONSession
     from .stores.memory import InMemorySession
     from .stores.redis import RedisSession
@@ -78,11 +78,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Store backends load on first use, so that the import stays fast."""
+    """Store backends and state modules load on first use, so that the import stays fast."""
     if name in ("InMemorySession", "JSONSession", "RedisSession", "SqliteSession"):
         from . import stores
 
         value = getattr(stores, name)
+        globals()[name] = value
+        return value
+    if name in ("LoadResult", "MessageLog", "StateModule"):
+        from . import state
+
+        value = getattr(state, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

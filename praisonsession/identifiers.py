@@ -3,12 +3,14 @@
 An id is any printable text of 1 to 256 characters. It never becomes a path as it is: the
 JSON store maps it through :func:`filename_for`, which is injective, case-safe and cannot climb
 out of its directory.
+
+Checking an id walks its characters, and a session checks the same few ids on every call: the
+texts that passed are remembered (a bounded set per limit), so each is walked once.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
+import os
 
 from .errors import InvalidIdError
 
@@ -18,14 +20,28 @@ MAX_KEY_LENGTH = 1024
 
 _SAFE_FILENAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _MAX_FILENAME_LENGTH = 120
+_REMEMBERED = 4096  # texts remembered as valid, per length limit, before starting afresh
+_valid: dict[int, set[str]] = {MAX_ID_LENGTH: set(), MAX_KEY_LENGTH: set()}
 
 
 def new_session_id() -> str:
     """A fresh id with 128 bits of entropy (PraisonAI's 8 hex characters collide at ~77k ids)."""
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()  # what secrets.token_hex does, without importing secrets
 
 
 def _check_text(value: object, what: str, max_length: int) -> str:
+    valid = _valid[max_length]
+    if type(value) is str and value in valid:  # exactly str: a subclass could change equality
+        return value
+    _walk(value, what, max_length)
+    if type(value) is str:
+        if len(valid) >= _REMEMBERED:
+            valid.clear()
+        valid.add(value)
+    return value  # type: ignore[return-value]
+
+
+def _walk(value: object, what: str, max_length: int) -> None:
     if not isinstance(value, str):
         raise InvalidIdError(f"{what} must be a str, got {type(value).__name__}: {value!r}.")
     if not value:
@@ -46,7 +62,6 @@ def _check_text(value: object, what: str, max_length: int) -> str:
             raise InvalidIdError(
                 f"{what} {value!r} contains a lone surrogate ({ch!r}); ids must be valid Unicode."
             )
-    return value
 
 
 def check_session_id(session_id: object) -> str:
@@ -77,5 +92,7 @@ def filename_for(identifier: str) -> str:
         parts.append(ch if ch in _SAFE_FILENAME_CHARS else f"%{byte:02X}")
     name = "".join(parts)
     if len(name) > _MAX_FILENAME_LENGTH:
+        import hashlib  # rarely needed: ``import praisonsession`` stays fast
+
         name = "~" + hashlib.sha256(identifier.encode("utf-8")).hexdigest()
     return name

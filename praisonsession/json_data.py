@@ -101,6 +101,12 @@ def add_numbers(current: Any, amount: int | float, key: str) -> int | float:
     return value
 
 
+def detach(value: Any, what: str) -> Any:
+    """A validated deep copy of JSON data, sharing nothing with the caller's objects."""
+    check_json_data(value, what)
+    return copy_json(value)
+
+
 def copy_json(value: JSONValue) -> JSONValue:
     """A deep copy of JSON data (faster than copy.deepcopy, which handles any object)."""
     if isinstance(value, dict):
@@ -110,18 +116,33 @@ def copy_json(value: JSONValue) -> JSONValue:
     return value
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_COMPACT_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value: JSONValue) -> str:
     """Compact JSON that always encodes to valid UTF-8 and reads back identically."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    if type(value) is int:  # what json writes for an int (the encoders' fast path, inlined)
+        return int.__repr__(value)
+    text = _COMPACT.encode(value)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = _COMPACT_ASCII.encode(value)
     return text
 
 
 def loads(text: str | bytes, what: str) -> JSONValue:
     """Decode stored JSON, naming what was being read when it is corrupt."""
+    if (
+        type(text) is str
+        and len(text) < 19
+        and text.isdigit()
+        and text.isascii()
+        and (text[0] != "0" or len(text) == 1)
+    ):  # a counter's value: read as json reads it, sooner
+        return int(text)
     try:
         return json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -58,6 +58,14 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_embedders_after_fork)
 
 
+def _load_meanwhile(embedder: Embedder) -> None:
+    """Have the embedder load its model in the background, if it can: the model loads in native
+    code while chromadb imports, and the first search stops paying for both in turn."""
+    load_in_background = getattr(embedder, "load_in_background", None)
+    if load_in_background is not None:
+        load_in_background()
+
+
 class Recall:
     """One session's memory (short- and long-term) and knowledge, and the context built from
     them. Constructing it is blocking work (Chroma, the model): do it off the loop."""
@@ -76,6 +84,7 @@ class Recall:
             self.embedder = default_embedder(choice or settings.embedder)
         else:
             self.embedder = coerce_embedder(choice)
+        _load_meanwhile(self.embedder)  # the model loads while chromadb imports and opens
         location = (
             memory_config.get("vector_store_url")
             or knowledge_config.get("vector_store_url")
@@ -99,6 +108,7 @@ class Recall:
             timeout=settings.timeout,
             progress=bool(knowledge_config.get("progress", True)),
         )
+        self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).
         self.context_min_score = float(memory_config.get("context_min_score", 0.25))
@@ -109,6 +119,13 @@ class Recall:
         if memory_type == "short":
             return await self.short.add(text, metadata)
         return await offload(self.long.add, text, metadata)
+
+    async def add_memories(
+        self, texts: list[str], memory_type: str, metadata: dict[str, Any]
+    ) -> list[str]:
+        if memory_type == "short":
+            return await self.short.add_many(texts, metadata)
+        return await offload(self.long.add_many, texts, metadata, self.progress)
 
     async def search_memory(self, query: str, memory_type: str, limit: int) -> list[dict]:
         vector = await offload(self.embedder.embed_query, query)

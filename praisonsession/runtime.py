@@ -24,17 +24,14 @@ import contextlib
 import os
 import threading
 from collections.abc import Coroutine
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import OperationTimeoutError, RuntimeShutdownError
 from .execution import drive, loop_running_here
 
-if TYPE_CHECKING:  # asyncio loads on the first call that needs the loop, not at import
+if TYPE_CHECKING:  # asyncio and futures load on the first call that needs the loop
     import asyncio
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["is_running", "run", "shutdown"]
 
@@ -47,13 +44,22 @@ BACKSTOP_GRACE = 1.0
 CANCEL_GRACE = 2.0
 
 
-@dataclass
 class _Loop:
-    loop: asyncio.AbstractEventLoop
-    thread: threading.Thread
-    executor: ThreadPoolExecutor
-    pid: int = field(default_factory=os.getpid)
-    waiting: set[Future[Any]] = field(default_factory=set)
+    """The loop of this process, its thread and executor, and the callers waiting on it."""
+
+    __slots__ = ("executor", "loop", "pid", "thread", "waiting")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        thread: threading.Thread,
+        executor: ThreadPoolExecutor,
+    ) -> None:
+        self.loop = loop
+        self.thread = thread
+        self.executor = executor
+        self.pid = os.getpid()
+        self.waiting: set[Future[Any]] = set()
 
 
 _lock = threading.Lock()
@@ -121,6 +127,8 @@ def run(
     if inline and not loop_running_here():
         return drive(coro)
     import asyncio
+    from concurrent.futures import Future
+    from concurrent.futures import TimeoutError as FutureTimeout
 
     current = _start()
     if threading.current_thread() is current.thread:

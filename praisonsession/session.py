@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import runtime
 from .async_session import AsyncSession
 from .json_data import JSONValue
-from .state.module import StateModule
 from .stores.base import UNSET, SessionBase
 from .stores.record import SessionInfo
 
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     from .llm import LLMConfig
     from .praisonai_views import KnowledgeView, MemoryView
     from .settings import Settings
+    from .state.module import StateModule
 
 __all__ = ["Session"]
 
@@ -219,6 +219,16 @@ class Session:
         ``"short"`` ones are this session's notes, kept (and expiring) with the session.
         """
         return self._on_loop(self._core.add_memory(text, memory_type, **metadata))
+
+    def add_memories(
+        self, texts: Sequence[str], memory_type: str = "long", **metadata: JSONValue
+    ) -> list[str]:
+        """Remember many texts at once (the same metadata for each); their ids, in order.
+
+        Embedded and stored in batches, several times faster than one ``add_memory`` each;
+        a long list shows a progress bar.
+        """
+        return self._on_loop(self._core.add_memories(texts, memory_type, **metadata), bounded=False)
 
     def search_memory(
         self, query: str, memory_type: str = "long", limit: int = 5

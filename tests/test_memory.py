@@ -103,6 +103,12 @@ def test_short_term_memory_expires_with_its_session(open_session) -> None:
         (lambda s: s.search_memory("x", limit=0), "limit"),
         (lambda s: s.search_memory("   "), "empty"),
         (lambda s: s.clear_memory("everything"), "memory_type"),
+        (lambda s: s.add_memories("x is one text"), "list of texts"),
+        (lambda s: s.add_memories(["x", "  "]), r"texts\[1\] is empty"),
+        (lambda s: s.add_memories(["x", 5]), r"texts\[1\] must be a str"),
+        (lambda s: s.add_memories(["x"], memory_type="medium"), "memory_type"),
+        (lambda s: s.add_memories(["x"], user_id="bob"), "may not set"),
+        (lambda s: s.add_memories(["x"], memory_type="short", when={1, 2}), "JSON"),
     ],
     ids=[
         "empty",
@@ -113,6 +119,12 @@ def test_short_term_memory_expires_with_its_session(open_session) -> None:
         "limit",
         "blank",
         "clear",
+        "many-not-a-list",
+        "many-one-blank",
+        "many-one-not-text",
+        "many-bad-type",
+        "many-reserved-key",
+        "many-bad-metadata",
     ],
 )
 def test_bad_input_is_refused_and_nothing_is_stored(open_session, call, error: str) -> None:
@@ -120,6 +132,41 @@ def test_bad_input_is_refused_and_nothing_is_stored(open_session, call, error: s
     with pytest.raises(InvalidValueError, match=error):
         call(session)
     assert session.search_memory("x", memory_type="all") == []
+
+
+def test_add_memories_remembers_each_text_with_the_same_metadata(open_session) -> None:
+    session = open_session("s1")
+    texts = ["I fly to Lisbon in May", "My sister lives in Osaka", "I am allergic to peanuts"]
+    ids = session.add_memories(texts, topic="profile")
+    assert len(set(ids)) == 3
+    for text, memory_id in zip(texts, ids, strict=True):
+        hit = session.search_memory(text, limit=1)[0]
+        assert (hit["id"], hit["text"]) == (memory_id, text)
+        assert hit["metadata"]["topic"] == "profile"
+        assert hit["metadata"]["session_id"] == "s1"
+    other = open_session("s2")  # long-term: the user's, from any session
+    assert other.search_memory("food allergy", limit=1)[0]["id"] == ids[2]
+    assert session.add_memories([]) == []
+
+
+def test_add_memories_in_more_than_one_batch_stores_every_one_once(open_session) -> None:
+    texts = [f"note number {i} about topic {i % 7}" for i in range(600)]  # 3 batches of 256
+    session = open_session()
+    ids = session.add_memories(texts)
+    assert len(ids) == len(set(ids)) == 600
+    hit = session.search_memory("note number 512 about topic 1", limit=1)[0]
+    assert (hit["id"], hit["text"]) == (ids[512], texts[512])
+    assert session.clear_memory("long") == 600
+
+
+def test_add_memories_of_short_notes_appends_them_in_one_step(open_session) -> None:
+    session = open_session("notes")
+    ids = session.add_memories(["asked about refunds", "prefers email"], memory_type="short")
+    assert session.message_count("$memory/short_term") == 2
+    hits = session.search_memory("contact by email", memory_type="short", limit=2)
+    assert hits[0]["id"] == ids[1] and hits[0]["text"] == "prefers email"
+    assert open_session("elsewhere").search_memory("email", memory_type="short") == []
+    assert session.clear_memory("short") == 2
 
 
 def test_another_embedder_cannot_reopen_the_collection(open_session) -> None:

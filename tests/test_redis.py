@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib.util
+import os
 import signal
 import subprocess
 import sys
@@ -25,9 +26,11 @@ import redis
 
 from backends import redis_prefix
 from praisonsession import (
+    AsyncSession,
     ConflictError,
     InMemorySession,
     InvalidValueError,
+    OperationTimeoutError,
     RedisSession,
     Session,
     SessionExpiredError,
@@ -451,7 +454,7 @@ def test_one_store_serves_the_facade_and_the_users_own_event_loops(
 ) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
-        session = Session("s", "u", store=rstore)  # the runtime's private loop
+        session = Session("s", "u", store=rstore)  # on this thread, no loop (inline)
         session.set_state("n", 0)
         assert asyncio.run(rstore.increment("s", "u", "n")) == 1  # a loop of the caller's
         assert asyncio.run(rstore.increment("s", "u", "n")) == 2  # and another one
@@ -473,6 +476,144 @@ def test_one_store_serves_the_facade_and_the_users_own_event_loops(
         gc.collect()
     leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
     assert not leaks, [str(w.message) for w in leaks]
+
+
+# -- the inline path: Session on a thread that runs no loop ----------------------------------
+
+
+def test_session_talks_to_redis_on_the_callers_thread_when_it_runs_no_loop(
+    rstore: RedisSession,
+) -> None:
+    """No event loop and no asyncio client are involved: one blocking connection here."""
+    assert rstore.runs_inline
+    with Session("s", "u", store=rstore) as session:
+        assert session.runs_inline
+        session.set_state("a", {"b": [1, 2.5]})
+        assert session.increment_state("n", 3) == 3
+        assert session.append_messages("log", [turn(0), turn(1)]) == 2
+        assert session.get_state("a") == {"b": [1, 2.5]}
+        assert session.read_messages("log", 1) == [turn(1)]
+        assert len(rstore._clients) == 0  # no loop asked for a client
+
+
+def test_an_injected_asyncio_client_is_always_used_through_the_loop(redis_url: str) -> None:
+    client = redis.asyncio.Redis.from_url(redis_url)
+    store = RedisSession(client=client, key_prefix="injected:")
+    assert not store.runs_inline
+    with Session("s", "u", store=store) as session:
+        assert session.increment_state("n") == 1
+    assert len(store._clients) == 1  # the runtime's loop used the client given
+
+
+def test_inline_and_loop_increments_on_one_session_are_exact_together(
+    rstore: RedisSession,
+) -> None:
+    """6 threads through Session (inline, each with its own connection) and 2 through
+    AsyncSession on loops of their own, 300 increments each: 2,400, every value once."""
+    per_thread, values, errors = 300, [], []
+    lock = threading.Lock()
+
+    def sync_worker() -> None:
+        try:
+            with Session("shared", "u", store=rstore) as session:
+                got = [session.increment_state("hits") for _ in range(per_thread)]
+            with lock:
+                values.extend(got)
+        except Exception as exc:  # reported below, with the values
+            errors.append(exc)
+
+    def async_worker() -> None:
+        async def main() -> list[int]:
+            async with AsyncSession("shared", "u", store=rstore) as session:
+                return [await session.increment_state("hits") for _ in range(per_thread)]
+
+        try:
+            got = asyncio.run(main())
+            with lock:
+                values.extend(got)
+        except Exception as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=sync_worker) for _ in range(6)]
+    threads += [threading.Thread(target=async_worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert sorted(values) == list(range(1, 8 * per_thread + 1))
+    with Session("shared", "u", store=rstore) as session:
+        assert session.get_state("hits") == 8 * per_thread
+
+
+def test_an_inline_write_whose_reply_was_lost_is_applied_once_on_retry(
+    rstore: RedisSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server applies the write, the connection drops before the reply is read, the
+    inline client retries with the same op token: the retry gets the first reply."""
+    session = Session("s", "u", store=rstore)
+    assert session.increment_state("n") == 1
+    real = rstore._inline._command
+    lost = {"replies": 0, "evalsha": 0}
+
+    def loses_one_reply(*args: Any) -> Any:
+        reply = real(*args)
+        if args[0] == "EVALSHA":
+            lost["evalsha"] += 1
+            if lost["replies"] == 0:
+                lost["replies"] = 1
+                raise redis.exceptions.ConnectionError("connection lost (simulated)")
+        return reply
+
+    monkeypatch.setattr(rstore._inline, "_command", loses_one_reply)
+    assert session.increment_state("n") == 2
+    assert lost == {"replies": 1, "evalsha": 2}
+    lost["replies"] = 0
+    assert session.append_messages("log", [turn(0)]) == 1
+    monkeypatch.undo()
+    assert session.get_state("n") == 2
+    assert session.read_messages("log") == [turn(0)]
+    session.close()
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX SIGSTOP")
+def test_an_inline_call_to_a_hung_server_ends_at_the_sessions_timeout() -> None:
+    """socket_timeout is 5 s and the retries could take 2 s more; the session's timeout of
+    0.5 s ends the call first, with the same error the loop would give."""
+    with RedisServer() as server:
+        session = Session("s", "u", timeout=0.5, store=server.url)
+        session.set_state("a", 1)
+        server.proc.send_signal(signal.SIGSTOP)  # accepts connections, never answers
+        try:
+            started = time.monotonic()
+            with pytest.raises(OperationTimeoutError, match="get_state"):
+                session.get_state("a")
+            assert time.monotonic() - started < 1.5
+        finally:
+            server.proc.send_signal(signal.SIGCONT)
+        assert session.get_state("a") == 1  # the connection is made afresh
+        session.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_opens_its_own_inline_connection(rstore: RedisSession) -> None:
+    session = Session("s", "u", store=rstore)
+    assert session.increment_state("n") == 1
+    pid = os.fork()
+    if pid == 0:  # the child: same Session object, a connection of its own
+        code = 0
+        try:
+            for _ in range(50):
+                session.increment_state("n")
+        except BaseException:
+            code = 1
+        os._exit(code)
+    for _ in range(50):
+        session.increment_state("n")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert session.get_state("n") == 101
+    session.close()
 
 
 # -- AgentScope ---------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from praisonsession import (
     AsyncSession,
     OperationTimeoutError,
     PraisonSessionError,
+    RedisSession,
     RuntimeShutdownError,
     Session,
     SqliteSession,
@@ -290,6 +291,11 @@ def test_shutdown_cancels_the_loops_tasks() -> None:
 
 
 def test_a_session_call_in_flight_during_shutdown_gets_a_typed_error() -> None:
+    """A call waiting on the loop is woken by shutdown. (A Redis store given an asyncio pool
+    runs its calls there; one made from a URL runs them on the caller's thread instead, where
+    they end at their own timeout: see the next test.)"""
+    import redis.asyncio
+
     with socket.socket() as black_hole:
         black_hole.bind(("127.0.0.1", 0))
         black_hole.listen(8)
@@ -298,7 +304,8 @@ def test_a_session_call_in_flight_during_shutdown_gets_a_typed_error() -> None:
 
         def caller() -> None:
             try:
-                Session("s", store=url, timeout=30)
+                pool = redis.asyncio.ConnectionPool.from_url(url)
+                Session("s", store=RedisSession(connection_pool=pool), timeout=30)
             except BaseException as exc:
                 outcome.append(exc)
 
@@ -310,6 +317,32 @@ def test_a_session_call_in_flight_during_shutdown_gets_a_typed_error() -> None:
         thread.join(5)
     assert time.monotonic() - begun < 1
     assert len(outcome) == 1 and isinstance(outcome[0], RuntimeShutdownError)
+
+
+def test_an_inline_call_in_flight_during_shutdown_ends_at_its_own_timeout() -> None:
+    """Run on the caller's thread, the call does not wait on the loop: shutdown returns at
+    once, and the call still ends, typed, within its timeout."""
+    with socket.socket() as black_hole:
+        black_hole.bind(("127.0.0.1", 0))
+        black_hole.listen(8)
+        url = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
+        outcome: list[BaseException] = []
+
+        def caller() -> None:
+            try:
+                Session("s", store=url, timeout=1)
+            except BaseException as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=caller)
+        begun = time.monotonic()
+        thread.start()
+        time.sleep(0.3)  # connected and waiting for an answer that never comes
+        runtime.shutdown()
+        assert time.monotonic() - begun < 0.6
+        thread.join(5)
+    assert time.monotonic() - begun < 2
+    assert len(outcome) == 1 and isinstance(outcome[0], OperationTimeoutError)
 
 
 # -- fork: a child never uses its parent's loop or connections -------------------------------

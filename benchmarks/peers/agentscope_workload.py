@@ -11,8 +11,9 @@ Runs in its own virtualenv, never in the project's:
 
 Workload, per history size N: an agent-like StateModule holds an InMemoryMemory pre-filled
 with N messages; it is saved once (warm-up), then each turn adds one Msg and saves the whole
-session again (only the save is timed). Finally the session is loaded into a fresh agent
-(mean of 3 loads). Prints one JSON object on stdout; everything else goes to stderr.
+session again (only the save is timed: mean and median per turn). Finally the session is
+loaded into a fresh agent (mean of 3 loads). Prints one JSON object on stdout; everything
+else goes to stderr.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import contextlib
 import json
 import logging
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -64,12 +66,13 @@ async def bench_size(session: SessionBase, size: int, turns: int) -> dict[str, A
     await agent.memory.add([make_msg(i) for i in range(size)])
     await session.save_session_state(session_id=session_id, user_id=USER_ID, agent=agent)
 
-    save_s = 0.0
+    saves: list[float] = []
     for turn in range(turns):
         await agent.memory.add(make_msg(size + turn))
         start = time.perf_counter()
         await session.save_session_state(session_id=session_id, user_id=USER_ID, agent=agent)
-        save_s += time.perf_counter() - start
+        saves.append(time.perf_counter() - start)
+    save_s = sum(saves)
 
     load_s = 0.0
     for _ in range(LOAD_REPEATS):
@@ -83,6 +86,7 @@ async def bench_size(session: SessionBase, size: int, turns: int) -> dict[str, A
 
     return {
         "save_ms_per_turn": round(save_s * 1000 / turns, 3),
+        "save_ms_median": round(statistics.median(saves) * 1000, 3),
         "load_ms": round(load_s * 1000 / LOAD_REPEATS, 3),
         "turns": turns,
     }

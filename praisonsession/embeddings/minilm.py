@@ -7,6 +7,7 @@ the first call to ``embed``: constructing one is cheap and safe at import or ses
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from typing import TYPE_CHECKING
@@ -79,6 +80,28 @@ class MiniLMEmbedder:
     def load(self) -> None:
         """Load the model now instead of on first use, e.g. to keep it off a request's latency."""
         self._get_encoder()
+
+    def load_in_background(self) -> None:
+        """Start loading the model in a thread of its own; ``embed`` waits for it.
+
+        The libraries are imported here first (two threads importing numpy at once can see it
+        half-initialized); then the model loads in native code while this thread goes on, e.g.
+        importing chromadb. A failure is left for the first ``embed`` to raise.
+        """
+        if self._encoder is not None:
+            return
+        try:
+            from importlib import resources  # noqa: F401 - imported here, not in the thread
+
+            from . import _encoder  # noqa: F401 - numpy, onnxruntime, tokenizers
+        except ImportError:
+            return  # the first embed says what to install
+
+        def run() -> None:
+            with contextlib.suppress(Exception):  # the first embed loads again, and raises
+                self._get_encoder()
+
+        threading.Thread(target=run, name="praisonsession-model-load", daemon=True).start()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embed documents; returns one unit-length 384-d vector per text, in input order."""

@@ -8,20 +8,23 @@ adds nothing at all.
 from __future__ import annotations
 
 import hashlib
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..embeddings import Embedder
 from ..errors import KnowledgeSourceError
+from ..progress import progress_bar
 from ..vectors import VectorIndex, collection_name
 from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
 from .sources import Document, fetch_url, files_in, is_url, looks_like_path, read_file
 
 SCOPES = ("user", "session", "global")
-_BATCH = 64
-_PROGRESS_FROM = 2 * _BATCH  # chunks; smaller additions finish too fast for a bar to help
+#: Chunks embedded and upserted together. The embedder sorts each call's texts by token count
+#: before padding them into model batches, so a call of many similar-length chunks wastes
+#: almost nothing on padding (64 per call ran ~1.3 model positions per real token here).
+BATCH = 256
+_PROGRESS_FROM = 128  # chunks; smaller additions finish too fast for a bar to help
 
 
 @dataclass(frozen=True)
@@ -127,11 +130,12 @@ class KnowledgeBase:
         unique = list({piece[0]: piece for piece in pieces}.values())
         known = self.index.existing([piece[0] for piece in unique])
         new = [piece for piece in unique if piece[0] not in known]
-        # Similar lengths batch together, so the model pads less (about 1.3x faster here).
+        # Similar lengths batch together, so the model pads less.
         new.sort(key=lambda piece: len(piece[1]))
-        with _progress(len(new), self.progress and len(new) >= _PROGRESS_FROM) as bar:
-            for start in range(0, len(new), _BATCH):
-                batch = new[start : start + _BATCH]
+        show = self.progress and len(new) >= _PROGRESS_FROM
+        with progress_bar(len(new), show, "chunk", "Adding knowledge") as bar:
+            for start in range(0, len(new), BATCH):
+                batch = new[start : start + BATCH]
                 self.index.add(
                     [piece[0] for piece in batch],
                     [piece[1] for piece in batch],
@@ -185,25 +189,3 @@ def _is_existing_path(text: str) -> bool:
         return Path(text).expanduser().exists()
     except (OSError, ValueError):  # too long for a file name, or a NUL inside
         return False
-
-
-class _Silent:
-    def __enter__(self) -> _Silent:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        pass
-
-    def update(self, count: int) -> None:
-        pass
-
-
-def _progress(total: int, show: bool) -> Any:
-    """tqdm's notebook-aware bar when the work is long enough to watch, else nothing at all."""
-    if not show:
-        return _Silent()
-    from tqdm.auto import tqdm
-
-    with warnings.catch_warnings():  # tqdm warns when a notebook lacks ipywidgets; text is fine
-        warnings.simplefilter("ignore")
-        return tqdm(total=total, unit="chunk", desc="Adding knowledge")

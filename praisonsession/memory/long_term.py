@@ -14,9 +14,13 @@ from typing import Any
 from ..embeddings import Embedder
 from ..errors import InvalidValueError
 from ..json_data import check_json_data, dumps, loads
+from ..progress import progress_bar
 from ..vectors import Hit, VectorIndex, collection_name
 
 RESERVED = frozenset({"user_id", "session_id", "memory_type", "created_at"})
+#: Memories embedded and upserted together by ``add_many``: large enough that the model and
+#: Chroma work on whole batches, small enough that a progress bar moves.
+BATCH = 256
 
 
 class LongTermMemory:
@@ -28,22 +32,30 @@ class LongTermMemory:
         self.session_id = session_id
 
     def add(self, text: str, metadata: dict[str, Any]) -> str:
+        return self.add_many([text], metadata)[0]
+
+    def add_many(
+        self, texts: list[str], metadata: dict[str, Any], progress: bool = False
+    ) -> list[str]:
+        """Remember ``texts`` (with the same metadata), embedding and upserting them in batches
+        of :data:`BATCH`; their ids, in order. A batch is stored whole or not at all."""
         check_metadata(metadata)
-        memory_id = uuid.uuid4().hex
-        self.index.add(
-            [memory_id],
-            [text],
-            [
-                {
-                    "user_id": self.user_id,
-                    "session_id": self.session_id,
-                    "memory_type": "long",
-                    "created_at": time.time(),
-                    "extra": dumps(metadata),
-                }
-            ],
-        )
-        return memory_id
+        stored = {
+            "user_id": self.user_id,
+            "session_id": self.session_id,
+            "memory_type": "long",
+            "created_at": time.time(),
+            "extra": dumps(metadata),
+        }
+        ids = [uuid.uuid4().hex for _ in texts]
+        show = progress and len(texts) > BATCH
+        with progress_bar(len(texts), show, "memory", "Adding memories") as bar:
+            for start in range(0, len(texts), BATCH):
+                batch = texts[start : start + BATCH]
+                metadatas = [dict(stored) for _ in batch]
+                self.index.add(ids[start : start + BATCH], batch, metadatas)
+                bar.update(len(batch))
+        return ids
 
     def search(self, vector: list[float], limit: int) -> list[dict[str, Any]]:
         hits = self.index.query(vector, limit)

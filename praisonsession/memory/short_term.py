@@ -43,17 +43,24 @@ class ShortTermMemory:
         self._vectors: OrderedDict[str, list[float]] = OrderedDict()
 
     async def add(self, text: str, metadata: dict[str, Any]) -> str:
+        return (await self.add_many([text], metadata))[0]
+
+    async def add_many(self, texts: list[str], metadata: dict[str, Any]) -> list[str]:
+        """Append the notes in one atomic step (embedded when first searched); their ids."""
         check_metadata(metadata)
-        memory_id = uuid.uuid4().hex
-        entry = {
-            "id": memory_id,
-            "role": "memory",
-            "content": text,
-            "metadata": metadata,
-            "created_at": time.time(),
-        }
-        await self.logs.append_messages(LOG, [entry])
-        return memory_id
+        at = time.time()
+        entries = [
+            {
+                "id": uuid.uuid4().hex,
+                "role": "memory",
+                "content": text,
+                "metadata": metadata,
+                "created_at": at,
+            }
+            for text in texts
+        ]
+        await self.logs.append_messages(LOG, entries)
+        return [entry["id"] for entry in entries]
 
     async def entries(self) -> list[dict[str, Any]]:
         count = await self.logs.message_count(LOG)

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ..errors import InvalidValueError, StateDictError
-from ..json_data import check_json_data, copy_json
+from ..json_data import check_json_data, detach
 
-__all__ = ["LoadResult", "StateModule"]
+__all__ = ["LoadResult", "StateModule", "detach"]
 
 Apply = Callable[[], None]
 
@@ -33,12 +33,6 @@ class LoadResult(NamedTuple):
 
     missing_keys: list[str]
     unexpected_keys: list[str]
-
-
-def detach(value: Any, what: str) -> Any:
-    """A validated deep copy of JSON data, sharing nothing with the caller's objects."""
-    check_json_data(value, what)
-    return copy_json(value)
 
 
 class StateModule:

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
-from ..state.message_log import MessageLog
 from .record import Key
+
+if TYPE_CHECKING:
+    from ..state.message_log import MessageLog
 
 _PRUNE_EVERY = 1024
 
 
-@dataclass(frozen=True)
-class _Ack:
+class _Ack(NamedTuple):
     log: weakref.ref[MessageLog]
     length: int
     revision: int

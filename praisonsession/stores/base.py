@@ -11,24 +11,25 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import InvalidIdError, InvalidValueError, SessionNotFoundError, StateDictError
 from ..identifiers import check_key, check_session_id, check_user_id
-from ..json_data import JSONValue, check_json_data
-from ..state.message_log import MessageLog
-from ..state.module import StateModule, _plan_of, _snapshot_of, detach
+from ..json_data import JSONValue, check_json_data, detach
 from .acks import LogAcks
 from .record import Key, SessionInfo
+
+if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start skips them
+    from ..state.message_log import MessageLog
+    from ..state.module import StateModule
 
 __all__ = ["Key", "LogWrite", "SessionBase", "StoredModules"]
 
 UNSET: Any = object()
+_KEYS_REMEMBERED = 1024  # validated (session_id, user_id) pairs a store remembers
 
 
-@dataclass(frozen=True)
-class LogWrite:
+class LogWrite(NamedTuple):
     """Messages for one log: replacing it (``start`` None), appended at its end (-1), or
     appended only if it holds exactly ``start`` messages."""
 
@@ -37,8 +38,7 @@ class LogWrite:
     start: int | None
 
 
-@dataclass(frozen=True)
-class StoredModules:
+class StoredModules(NamedTuple):
     """What ``_load_modules`` returns: module documents and the message logs below them."""
 
     documents: dict[str, Any]
@@ -71,6 +71,7 @@ class SessionBase(ABC):
         self.default_ttl = _check_ttl(default_ttl)
         self.sliding_ttl = bool(sliding_ttl)
         self._acks = LogAcks()
+        self._keys_seen: dict[tuple[str, str], Key] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
@@ -86,6 +87,8 @@ class SessionBase(ABC):
         appended to since; messages other writers appended meanwhile are kept, before ours, and
         taken into the log so that it reads as the store does. An edited log is written in full.
         """
+        from ..state.module import StateModule, _snapshot_of
+
         key = self._key(self._bound_id(session_id), user_id)
         documents: dict[str, Any] = {}
         logs: dict[str, MessageLog] = {}
@@ -133,6 +136,8 @@ class SessionBase(ABC):
         **state_modules: StateModule,
     ) -> None:
         """Load the named modules; all of them are checked before any of them changes."""
+        from ..state.module import StateModule
+
         key = self._key(self._bound_id(session_id), user_id)
         for name, module in state_modules.items():
             if not isinstance(module, StateModule):
@@ -181,6 +186,8 @@ class SessionBase(ABC):
         One count per log when nothing is new. A log edited here since is left alone: its next
         save writes it as it is.
         """
+        from ..state.module import StateModule
+
         key = self._key(session_id, user_id)
         taken = 0
         for name, module in state_modules.items():
@@ -364,11 +371,8 @@ class SessionBase(ABC):
     ) -> int | float:
         """Add ``amount`` to a numeric key atomically (starting from ``default``); the new value."""
         key = self._key(session_id, user_id)
-        for label, number in (("increment", amount), ("default", default)):
-            if isinstance(number, bool) or not isinstance(number, (int, float)):
-                raise InvalidValueError(f"{label} must be an int or float, got {number!r}.")
-        check_json_data(amount, "increment")
-        check_json_data(default, "default")
+        _check_number(amount, "increment")
+        _check_number(default, "default")
         return await self._increment(key, check_key(name), amount, default, must_exist)
 
     # -- message logs ---------------------------------------------------------------------
@@ -436,7 +440,17 @@ class SessionBase(ABC):
         return self.session_id
 
     def _key(self, session_id: str, user_id: str) -> Key:
-        return Key(check_user_id(user_id), check_session_id(session_id))
+        """The validated key; a pair seen before is not checked again (ids are immutable)."""
+        if type(session_id) is str and type(user_id) is str:
+            key = self._keys_seen.get((session_id, user_id))
+            if key is not None:
+                return key
+        key = Key(check_user_id(user_id), check_session_id(session_id))
+        if type(session_id) is str and type(user_id) is str:
+            if len(self._keys_seen) >= _KEYS_REMEMBERED:
+                self._keys_seen.clear()
+            self._keys_seen[session_id, user_id] = key
+        return key
 
     def _new_ttl(self, ttl: float | None) -> float | None:
         return self.default_ttl if ttl is UNSET else ttl
@@ -534,6 +548,15 @@ def _check_ttl(ttl: Any) -> float | None:
     return float(ttl)
 
 
+def _check_number(number: Any, label: str) -> None:
+    """An int or float that JSON can hold (the common small int is checked in one step)."""
+    if type(number) is int and -(2**62) < number < 2**62:
+        return
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        raise InvalidValueError(f"{label} must be an int or float, got {number!r}.")
+    check_json_data(number, label)
+
+
 def _check_messages(messages: Any) -> list[dict[str, Any]]:
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
         raise InvalidValueError("messages must be a list of dicts.")
@@ -556,6 +579,8 @@ def load_states(
 
     ``trusted`` states were just decoded from a store, so they are neither checked nor copied.
     """
+    from ..state.module import _plan_of
+
     actions = []
     missing: list[str] = []
     unexpected: list[str] = []
@@ -574,6 +599,8 @@ def load_states(
 
 def _logs_of(module: StateModule, name: str) -> dict[str, MessageLog]:
     """The message logs in a module tree, by dotted path."""
+    from ..state.message_log import MessageLog
+
     return {path: sub for path, sub in module._walk(name).items() if isinstance(sub, MessageLog)}
 
 
@@ -581,6 +608,8 @@ def _attach_logs(
     module: StateModule, name: str, document: Any, logs: dict[str, list[dict[str, Any]]]
 ) -> Any:
     """Put each stored log back where the module tree has a MessageLog placeholder."""
+    from ..state.message_log import MessageLog
+
     for path, sub in module._walk(name).items():
         if not isinstance(sub, MessageLog):
             continue

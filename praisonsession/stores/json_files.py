@@ -12,10 +12,13 @@ this class at an AgentScope directory just works.
 
 ``<user>``, ``<session>`` and ``<log>`` are :func:`~praisonsession.identifiers.filename_for`
 encodings, so no id escapes the directory and no two ids share a file. The document is
-replaced atomically (temp file, fsync, rename, fsync of the directory); a log grows by
-appending and fsyncing, and the document records how many bytes of it are acknowledged, so a
-crash mid-append leaves only an ignored tail. A rewritten log goes to a new generation file
-that the document switches to in one rename.
+replaced atomically (temp file, rename); a log grows by appending, and the document records
+how many bytes of it are acknowledged, so a crash mid-append leaves only an ignored tail. A
+rewritten log goes to a new generation file that the document switches to in one rename.
+
+Durability: at ``durability="process"`` (the default) a write is in the operating system's page
+cache when it returns, which a crash of the process cannot take away. At ``"power"`` every file
+written is fsynced before its rename, and its directory after, so the write is on the disk.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from ..state.module import StateModule
 from .agentscope_files import adoptable, bound_file, read_modules, serialise_modules
 from .base import Key, LogWrite, SessionBase, StoredModules, load_states
 from .document import SessionDocument, resolve
+from .durability import check_durability
 from .file_lock import FileLock
 from .record import SessionInfo, check_version, now
 
@@ -82,12 +86,16 @@ class JSONSession(SessionBase):
         default_ttl: float | None = None,
         sliding_ttl: bool = True,
         lock_timeout: float = 30.0,
+        durability: str = "process",
     ) -> None:
         session_id, save_dir = _constructor_arguments(args, session_id, save_dir)
         super().__init__(session_id, default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         self.save_dir = Path(save_dir).expanduser().resolve()
         self.lock_timeout = float(lock_timeout)
         self.url = f"json://{self.save_dir}"
+        #: "process" or "power": whether each write is fsynced (file and directory).
+        self.durability = check_durability(durability)
+        self._fsync = self.durability == "power"
 
     @property
     def save_path(self) -> str:
@@ -131,7 +139,7 @@ class JSONSession(SessionBase):
             with FileLock(self.save_dir / f".{path.name}.lock", self.lock_timeout):
                 # modules saved earlier under other names are kept (AgentScope dropped them)
                 held = read_modules(path) if path.is_file() else {}
-                _atomic_write(path, serialise_modules({**held, **states}))
+                _atomic_write(path, serialise_modules({**held, **states}), self._fsync)
 
         await offload(self._guarded, write)
 
@@ -231,7 +239,7 @@ class JSONSession(SessionBase):
 
     def _write_doc(self, key: Key, doc: SessionDocument) -> None:
         path = self._doc_path(key)
-        _atomic_write(path, dumps(doc.to_json()).encode("utf-8"))
+        _atomic_write(path, dumps(doc.to_json()).encode("utf-8"), self._fsync)
 
     def _remove(self, key: Key) -> None:
         path = self._doc_path(key)
@@ -240,7 +248,8 @@ class JSONSession(SessionBase):
         except FileNotFoundError:
             pass
         else:
-            _fsync_dir(path.parent)
+            if self._fsync:
+                _fsync_dir(path.parent)
         shutil.rmtree(self._logs_dir(key), ignore_errors=True)
 
     def _update(
@@ -451,7 +460,7 @@ class JSONSession(SessionBase):
         logs_dir.mkdir(exist_ok=True)
         if ref is None or write.start is None:
             name = f"{filename_for(write.path)}.{secrets.token_hex(4)}.jsonl"
-            _atomic_write(logs_dir / name, payload)
+            _atomic_write(logs_dir / name, payload, self._fsync)
             doc.logs[write.path] = {
                 "file": name,
                 "count": len(write.messages),
@@ -462,8 +471,9 @@ class JSONSession(SessionBase):
         try:
             os.ftruncate(fd, ref["bytes"])  # drop a tail a crashed append left behind
             os.lseek(fd, ref["bytes"], os.SEEK_SET)
-            os.write(fd, payload)
-            os.fsync(fd)
+            _write_all(fd, payload)
+            if self._fsync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         doc.logs[write.path] = {
@@ -489,8 +499,8 @@ class JSONSession(SessionBase):
         return [loads(line, what) for line in lines]
 
     def _commit_logs(self, key: Key, doc: SessionDocument, writes: list[LogWrite]) -> None:
-        # New log files were fsynced with their directory by _atomic_write; appends add no
-        # directory entry. The document's own write then makes the logs directory durable.
+        # At durability "power", new log files were fsynced with their directory by
+        # _atomic_write; appends add no directory entry. The document's write comes last.
         rewrote = any([self._write_log(key, doc, write) for write in writes])  # all, not lazily
         self._write_doc(key, doc)
         if rewrote:  # drop replaced generations, and any a killed writer left behind
@@ -588,21 +598,30 @@ def _constructor_arguments(
     return session_id, save_dir
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
     """Replace ``path`` with ``data`` or leave it as it was. Call under the session's lock.
 
+    With ``fsync`` the data is on the disk before the rename, and the rename after it.
     The temp file's name is fixed, so a writer killed mid-write leaves one file that the next
     write of the same path reuses, never a growing pile.
     """
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
+        _write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if fsync:
+        _fsync_dir(path.parent)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:  # os.write may write less than asked (a signal, a nearly full disk)
+        view = view[os.write(fd, view) :]
 
 
 def _fsync_dir(path: Path) -> None:

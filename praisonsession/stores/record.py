@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..clock import now as _clock_now
 from ..errors import (
@@ -25,9 +24,11 @@ def now() -> float:
     return _clock_now()
 
 
-@dataclass(frozen=True)
-class Key:
-    """A validated (user_id, session_id) pair: the unit of storage and of isolation."""
+class Key(NamedTuple):
+    """A validated (user_id, session_id) pair: the unit of storage and of isolation.
+
+    A named tuple: cheap to make and to hash, and stores use it as a dict key on every call.
+    """
 
     user_id: str
     session_id: str
@@ -174,6 +175,8 @@ class SessionInfo:
 
 
 def _stamp(seconds: float) -> str:
+    from datetime import datetime, timezone  # for display only: not at import
+
     return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds")
 
 

@@ -6,18 +6,25 @@ read-modify-write inside ``BEGIN IMMEDIATE``, and a busy database is waited for 
 event loop is never blocked while another process holds the write lock. Each key of the state
 is its own row, and each message its own row, so an increment or an appended message costs the
 same however big the session is. A forked child never uses its parent's connections.
+
+Durability is SQLite's own ``synchronous``: ``durability="process"`` is ``NORMAL`` (a commit
+survives a crash of the process; the WAL is fsynced at checkpoints), ``"power"`` is ``FULL``
+(the WAL is fsynced at every commit, so it survives a power loss too).
+
+The hot path of a write is short: the session's version bump is one ``UPDATE`` whose ``WHERE``
+also checks that the session is live and of a format this version reads; only when it is not
+(missing, expired, newer) does the write take the full path that reads the session row.
+Reads check liveness without decoding the session's metadata.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import sqlite3
 import threading
 import time
 import weakref
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,6 +40,7 @@ from ..execution import expired, pause, remaining
 from ..identifiers import DEFAULT_USER
 from ..json_data import add_numbers, dumps, loads
 from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
+from .durability import check_durability
 from .record import FORMAT_VERSION, SessionInfo, check_version, now, resolve_info
 
 T = TypeVar("T")
@@ -74,11 +82,36 @@ _stores: weakref.WeakSet[SqliteSession] = weakref.WeakSet()
 # Connections inherited through fork: SQLite forbids using them in the child, and closing one
 # there could checkpoint or unlock the parent's database, so they are kept, never touched.
 _inherited: list[sqlite3.Connection] = []
+_GET_VALUE = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
+_LIVENESS = "SELECT format, expires_at, ttl FROM ps_sessions WHERE user_id=? AND session_id=?"
+_VERSION = "SELECT version FROM ps_sessions WHERE user_id=? AND session_id=?"
+_UPSERT_STATE = (
+    "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value"
+)
 _INFO_COLUMNS = "format, version, created_at, updated_at, expires_at, ttl, metadata, session_id"
+#: ``durability`` -> ``PRAGMA synchronous``, and back.
+SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
+_DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
+# A write's version bump, done only if the session is live and of a format this version reads
+# (?1 now, ?2 sliding TTL, ?3 user_id, ?4 session_id); no row changed: take the full path.
+_BUMP_LIVE = (
+    "UPDATE ps_sessions SET version=version+1, updated_at=?1, "
+    "expires_at=CASE WHEN ttl IS NULL OR ?2=0 THEN expires_at ELSE ?1+ttl END "
+    f"WHERE user_id=?3 AND session_id=?4 AND format<={FORMAT_VERSION} "
+    # a hand-edited row (expires_at='x') takes the full path, which reports the corruption
+    "AND (expires_at IS NULL OR (expires_at>?1 AND typeof(expires_at) IN ('real','integer'))) "
+    "AND typeof(ttl) IN ('real','integer','null')"
+)
 
 
 class SqliteSession(SessionBase):
-    """Sessions in one SQLite file (``:memory:`` is not supported: use InMemorySession)."""
+    """Sessions in one SQLite file (``:memory:`` is not supported: use InMemorySession).
+
+    ``durability`` is ``"process"`` (``PRAGMA synchronous=NORMAL``, the default) or
+    ``"power"`` (``FULL``); ``synchronous`` sets the pragma itself (OFF, NORMAL, FULL, EXTRA)
+    and wins over ``durability`` when both are given.
+    """
 
     runs_inline = True
 
@@ -90,7 +123,8 @@ class SqliteSession(SessionBase):
         default_ttl: float | None = None,
         sliding_ttl: bool = True,
         busy_timeout: float = 30.0,
-        synchronous: str = "NORMAL",
+        synchronous: str | None = None,
+        durability: str | None = None,
     ) -> None:
         super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         if sqlite_path is not None:  # the name AgentScope's SqliteSession example uses
@@ -105,12 +139,21 @@ class SqliteSession(SessionBase):
             raise InvalidValueError(
                 "SqliteSession needs a file path; for a throw-away store use InMemorySession()."
             )
-        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+        if synchronous is None:
+            synchronous = SYNCHRONOUS[
+                check_durability("process" if durability is None else durability)
+            ]
+        elif durability is not None:
+            check_durability(durability)
+        if not isinstance(synchronous, str) or synchronous.upper() not in _DURABILITY_OF:
             raise InvalidValueError("synchronous must be one of OFF, NORMAL, FULL, EXTRA.")
         self.path = Path(path).expanduser().resolve()
         self.url = f"sqlite://{self.path}"
         self.busy_timeout = float(busy_timeout)
         self._synchronous = synchronous.upper()
+        #: What an acknowledged write survives: "process" (a crash of the process) or
+        #: "power" (a power loss too), from the ``synchronous`` in use.
+        self.durability = _DURABILITY_OF[self._synchronous]
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
@@ -141,9 +184,18 @@ class SqliteSession(SessionBase):
                     raise
                 raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
             self._local.conn = conn
+            self._local.cursor = conn.cursor()
             with self._connections_lock:
                 self._connections.append(conn)
         return conn
+
+    def _cursor(self) -> sqlite3.Cursor:
+        """This thread's cursor, reused by the hot paths (a cursor per statement costs more)."""
+        cursor = getattr(self._local, "cursor", None)
+        if cursor is None:
+            self._connection()
+            cursor = self._local.cursor
+        return cursor
 
     async def _transaction(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
         """Run ``work`` in one transaction, retrying cooperatively while the file is busy."""
@@ -154,10 +206,11 @@ class SqliteSession(SessionBase):
                 conn = self._connection()
                 if not self._schema_ready:
                     self._create_schema(conn)
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                cursor = self._local.cursor
+                cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     result = work(conn)
-                    conn.execute("COMMIT")
+                    cursor.execute("COMMIT")
                     return result
                 except BaseException:
                     if conn.in_transaction:
@@ -179,7 +232,8 @@ class SqliteSession(SessionBase):
                         "Another process may be stuck in a transaction; raise busy_timeout or "
                         "stop that process."
                     ) from exc
-                await pause(min(delay * (0.5 + random.random()), patience - waited + 0.001))
+                jitter = 0.5 + (time.perf_counter_ns() % 1009) / 1009  # spread the retries
+                await pause(min(delay * jitter, patience - waited + 0.001))
                 delay = min(delay * 2, 0.02)
             except sqlite3.DatabaseError as exc:
                 raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
@@ -266,6 +320,27 @@ class SqliteSession(SessionBase):
         ).fetchone()
         return None if row is None else self._info_from_row(key.user_id, row)
 
+    def _live_ttl(
+        self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool = False
+    ) -> tuple[bool, float | None]:
+        """Whether the session is live, and its TTL: what a read needs, metadata not decoded.
+
+        A session that is not live as it is (missing, expired, newer) goes the full way, which
+        says why, or raises with ``must_exist``.
+        """
+        row = self._cursor().execute(_LIVENESS, (key.user_id, key.session_id)).fetchone()
+        if row is not None:
+            fmt, expires, ttl = row
+            if (
+                type(fmt) is int
+                and fmt <= FORMAT_VERSION
+                and (expires is None or (type(expires) is float and expires > at))
+                and (ttl is None or type(ttl) is float)
+            ):
+                return True, ttl
+        live = self._live_info(conn, key, at, must_exist)
+        return live is not None, None if live is None else live.ttl
+
     def _info_from_row(self, user_id: str, row: tuple[Any, ...]) -> SessionInfo:
         fmt, version, created, updated, expires, ttl, metadata, session_id = row
         what = f"session {session_id!r} of user {user_id!r} in {self.path}"
@@ -340,6 +415,21 @@ class SqliteSession(SessionBase):
             info = self._insert_session(conn, key, self.default_ttl, {}, at)
         return info
 
+    def _begin_write(self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool) -> None:
+        """Bump the version of the session a write changes (a new one starts at 1).
+
+        One UPDATE when the session is live; else the full path: an expired session is purged,
+        a missing one created (or, with ``must_exist``, refused), a newer format refused.
+        """
+        bumped = self._cursor().execute(
+            _BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id)
+        )
+        if bumped.rowcount != 1:
+            self._bump(conn, key, self._writable(conn, key, at, must_exist), at)
+
+    def _version(self, key: Key) -> int:
+        return self._cursor().execute(_VERSION, (key.user_id, key.session_id)).fetchone()[0]
+
     def _bump(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> int:
         """Record a change: new version, updated_at, and a sliding expiry."""
         info = info.touched(at, self.sliding_ttl)
@@ -360,14 +450,20 @@ class SqliteSession(SessionBase):
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self._transaction(work, write=True)
 
-    async def _read_then_slide(self, key: Key, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Reads run without the write lock; only a session with a sliding TTL pays a write."""
+    async def _read_then_slide(
+        self, key: Key, work: Callable[[sqlite3.Connection], T], must_exist: bool = False
+    ) -> T | None:
+        """Reads run without the write lock; only a session with a sliding TTL pays a write.
 
-        def read(conn: sqlite3.Connection) -> tuple[SessionInfo | None, T]:
-            return self._fetch_info(conn, key), work(conn)
+        ``work`` runs only on a live session; on any other the result is None.
+        """
 
-        info, result = await self._transaction(read, write=False)
-        if info is not None and info.ttl is not None and self.sliding_ttl:
+        def read(conn: sqlite3.Connection) -> tuple[float | None, T | None]:
+            live, ttl = self._live_ttl(conn, key, now(), must_exist)
+            return ttl, (work(conn) if live else None)
+
+        ttl, result = await self._transaction(read, write=False)
+        if ttl is not None and self.sliding_ttl:
 
             def slide(conn: sqlite3.Connection) -> None:
                 at = now()
@@ -470,13 +566,14 @@ class SqliteSession(SessionBase):
         self, key: Key, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         def work(conn: sqlite3.Connection) -> dict[str, Any]:
-            if self._live_info(conn, key, now(), must_exist) is None:
-                return {}
             if names is None:
                 rows = conn.execute(
                     "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=?",
                     (key.user_id, key.session_id),
                 ).fetchall()
+            elif len(names) == 1:
+                ids = (key.user_id, key.session_id, names[0])
+                rows = self._cursor().execute(_GET_VALUE, ids).fetchall()
             else:
                 rows = conn.execute(
                     "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
@@ -485,50 +582,58 @@ class SqliteSession(SessionBase):
                 ).fetchall()
             return {name: self._decode(value, key, name) for name, value in rows}
 
-        return await self._read_then_slide(key, work)
+        return await self._read_then_slide(key, work, must_exist) or {}
 
     def _decode(self, value: str, key: Key, name: str) -> Any:
         return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.path})")
 
     async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
         def work(conn: sqlite3.Connection) -> int:
-            at = now()
-            info = self._writable(conn, key, at, must_exist)  # a new one is at version 0
-            check_version(key.session_id, info.version, expected_version)  # else: rolled back
+            self._begin_write(conn, key, now(), must_exist)
+            version = self._version(key)
+            # a new session is at version 0 before this write; a conflict rolls it all back
+            check_version(key.session_id, version - 1, expected_version)
             if replace:
                 conn.execute(
                     "DELETE FROM ps_state WHERE user_id=? AND session_id=?",
                     (key.user_id, key.session_id),
                 )
-            conn.executemany(
-                "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
-                [(key.user_id, key.session_id, name) for name in deletes],
-            )
-            conn.executemany(
-                "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
-                "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value",
-                [(key.user_id, key.session_id, n, dumps(v)) for n, v in updates.items()],
-            )
-            return self._bump(conn, key, info, at)
+            if deletes:
+                conn.executemany(
+                    "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
+                    [(key.user_id, key.session_id, name) for name in deletes],
+                )
+            rows = [(key.user_id, key.session_id, n, dumps(v)) for n, v in updates.items()]
+            if len(rows) == 1:
+                self._cursor().execute(_UPSERT_STATE, rows[0])
+            elif rows:
+                conn.executemany(_UPSERT_STATE, rows)
+            return version
 
         return await self._write(work)
 
     async def _increment(self, key, name, amount, default, must_exist) -> int | float:
         def work(conn: sqlite3.Connection) -> int | float:
-            at = now()
-            info = self._writable(conn, key, at, must_exist)
-            row = conn.execute(
-                "SELECT value FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
-                (key.user_id, key.session_id, name),
+            # Under the write lock: bump, read, add with Python's rule (exact for every int and
+            # float), write. A refused sum raises, and the transaction rolls the bump back.
+            self._begin_write(conn, key, now(), must_exist)
+            cursor = self._cursor()
+            ids = (key.user_id, key.session_id, name)
+            row = cursor.execute(
+                "SELECT value FROM ps_state WHERE user_id=? AND session_id=? AND name=?", ids
             ).fetchone()
-            current = default if row is None else self._decode(row[0], key, name)
-            value = add_numbers(current, amount, name)
-            conn.execute(
-                "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
-                "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value",
-                (key.user_id, key.session_id, name, dumps(value)),
-            )
-            self._bump(conn, key, info, at)
+            if row is None:
+                value = add_numbers(default, amount, name)
+                cursor.execute(
+                    "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?)",
+                    (*ids, dumps(value)),
+                )
+            else:
+                value = add_numbers(self._decode(row[0], key, name), amount, name)
+                cursor.execute(
+                    "UPDATE ps_state SET value=? WHERE user_id=? AND session_id=? AND name=?",
+                    (dumps(value), *ids),
+                )
             return value
 
         return await self._write(work)
@@ -564,8 +669,7 @@ class SqliteSession(SessionBase):
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         def work(conn: sqlite3.Connection) -> dict[str, int]:
-            at = now()
-            info = self._writable(conn, key, at, False)
+            self._begin_write(conn, key, now(), False)
             conn.executemany(
                 "INSERT INTO ps_modules (user_id, session_id, name, document) VALUES (?,?,?,?) "
                 "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document=excluded.document",
@@ -575,15 +679,12 @@ class SqliteSession(SessionBase):
             for write in writes:
                 length = 0 if write.start is None else self._log_length(conn, key, write.path)
                 lengths[write.path] = self._write_log(conn, key, write, length)
-            self._bump(conn, key, info, at)
             return lengths
 
         return await self._write(work)
 
     async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
-        def work(conn: sqlite3.Connection) -> StoredModules | None:
-            if self._live_info(conn, key, now()) is None:
-                return None
+        def work(conn: sqlite3.Connection) -> StoredModules:
             documents = {}
             logs: dict[str, list[dict[str, Any]]] = {}
             for name in names:
@@ -609,18 +710,13 @@ class SqliteSession(SessionBase):
 
     async def _append(self, key: Key, write: LogWrite) -> int:
         def work(conn: sqlite3.Connection) -> int:
-            at = now()
-            info = self._writable(conn, key, at, False)
-            length = self._write_log(conn, key, write, self._log_length(conn, key, write.path))
-            self._bump(conn, key, info, at)
-            return length
+            self._begin_write(conn, key, now(), False)
+            return self._write_log(conn, key, write, self._log_length(conn, key, write.path))
 
         return await self._write(work)
 
     async def _read_log(self, key: Key, path: str, start: int, stop: int | None):
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-            if self._live_info(conn, key, now()) is None:
-                return []
             rows = conn.execute(
                 "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
                 "AND seq>=? AND seq<? ORDER BY seq",
@@ -630,11 +726,11 @@ class SqliteSession(SessionBase):
                 loads(m, f"message log {path!r} of session {key.session_id!r}") for (m,) in rows
             ]
 
-        return await self._read_then_slide(key, work)
+        return await self._read_then_slide(key, work) or []
 
     async def _count_log(self, key: Key, path: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
-            if self._live_info(conn, key, now()) is None:
+            if not self._live_ttl(conn, key, now())[0]:
                 return 0
             return self._log_length(conn, key, path)
 
@@ -652,6 +748,8 @@ if hasattr(os, "register_at_fork"):
 
 def _sql_time(text: Any) -> float:
     """SQLite's CURRENT_TIMESTAMP text (UTC) as Unix seconds; now() if it is not one."""
+    from datetime import datetime, timezone  # only for AgentScope's table, seldom met
+
     try:
         stamp = datetime.strptime(str(text), "%Y-%m-%d %H:%M:%S")
     except ValueError:

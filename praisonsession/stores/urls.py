@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ..errors import InvalidValueError
 from ..redaction import redact_url
 from .base import SessionBase
+
+#: Query parameters the file stores take in their URL, and how each is read.
+FILE_OPTIONS: dict[str, dict[str, type]] = {
+    "sqlite": {"durability": str, "synchronous": str, "busy_timeout": float},
+    "json": {"durability": str, "lock_timeout": float},
+}
 
 SCHEMES = (
     "memory://",
@@ -23,7 +29,8 @@ def open_store(url: str, **options: Any) -> SessionBase:
     Relative paths are written with two slashes (``sqlite://sessions.db``) and absolute ones
     with three (``sqlite:///tmp/sessions.db``). Redis URLs are
     ``redis://[[user]:password@]host[:port][/db][?key_prefix=app:]`` (``rediss://`` for TLS).
-    Options go to the backend's constructor.
+    Options go to the backend's constructor; the file stores also take some in the URL's query
+    (``sqlite:///s.db?durability=power``, see :data:`FILE_OPTIONS`), which win over them.
     """
     if not isinstance(url, str) or "://" not in url:
         raise InvalidValueError(
@@ -36,11 +43,13 @@ def open_store(url: str, **options: Any) -> SessionBase:
 
         return InMemorySession(**options)
     if scheme in ("json", "sqlite"):
-        path = unquote(urlsplit(url).netloc + urlsplit(url).path) if rest else ""
+        parts = urlsplit(url)
+        path = unquote(parts.netloc + parts.path) if rest else ""
         if not path:
             raise InvalidValueError(
                 f"Store URL {_shown(url)} names no path; e.g. {scheme}:///data."
             )
+        options = {**options, **_file_options(url, scheme, parts.query)}  # the URL's own win
         if scheme == "json":
             from .json_files import JSONSession
 
@@ -60,3 +69,24 @@ def open_store(url: str, **options: Any) -> SessionBase:
 def _shown(url: Any) -> str:
     """The URL as an error shows it: quoted, with any password masked."""
     return repr(redact_url(url)) if isinstance(url, str) else repr(url)
+
+
+def _file_options(url: str, scheme: str, query: str) -> dict[str, Any]:
+    """``?durability=power&...`` of a sqlite:// or json:// URL, as constructor arguments."""
+    if not query:
+        return {}
+    known = FILE_OPTIONS[scheme]
+    found: dict[str, Any] = {}
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if name not in known:
+            raise InvalidValueError(
+                f"Store URL {_shown(url)}: {name!r} is not an option of {scheme}:// URLs; "
+                f"use {', '.join(known)}."
+            )
+        try:
+            found[name] = known[name](value)
+        except ValueError:
+            raise InvalidValueError(
+                f"Store URL {_shown(url)}: {name}={value!r} is not valid."
+            ) from None
+    return found

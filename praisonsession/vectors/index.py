@@ -112,17 +112,38 @@ def collection_name(namespace: str, kind: str, *scope: str) -> str:
 
 
 class VectorIndex:
-    """A named collection of texts with vectors and flat metadata."""
+    """A named collection of texts with vectors and flat metadata.
+
+    The collection is opened (created if need be, its embedder checked) on first use, so a
+    session that searches its memories never pays for opening its knowledge, and vice versa.
+    """
 
     def __init__(self, client: Any, name: str, embedder: Embedder) -> None:
         self.name = name
         self.embedder = embedder
-        function = as_chroma_embedding_function(embedder)
+        self._client = client
+        self._opened: Any = None
+        self._opening = threading.Lock()
+
+    @property
+    def collection(self) -> Any:
+        """The Chroma collection, opened on first use (``EmbedderMismatchError`` then)."""
+        collection = self._opened
+        if collection is None:
+            with self._opening:
+                if self._opened is None:
+                    self._opened = self._open()
+                collection = self._opened
+        return collection
+
+    def _open(self) -> Any:
+        function = as_chroma_embedding_function(self.embedder)
+        embedder = self.embedder
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
-                collection = client.get_or_create_collection(
-                    name,
+                collection = self._client.get_or_create_collection(
+                    self.name,
                     metadata={"embedder": embedder.name, "dimension": embedder.dimension},
                     configuration={"hnsw": {"space": "cosine"}},
                     embedding_function=function,
@@ -134,7 +155,7 @@ class VectorIndex:
         found = collection.metadata or {}
         if (found.get("embedder"), found.get("dimension")) != (embedder.name, embedder.dimension):
             raise self._mismatch(found.get("embedder"), found.get("dimension"))
-        self._collection = collection
+        return collection
 
     def _mismatch(self, found: Any, dimension: Any) -> EmbedderMismatchError:
         size = f" ({dimension} dimensions)" if dimension else ""
@@ -155,15 +176,15 @@ class VectorIndex:
             return
         if vectors is None:
             vectors = self.embedder.embed(texts)
-        self._collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
+        self.collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
 
     def existing(self, ids: list[str]) -> set[str]:
         if not ids:
             return set()
-        return set(self._collection.get(ids=ids, include=[])["ids"])
+        return set(self.collection.get(ids=ids, include=[])["ids"])
 
     def query(self, vector: list[float], limit: int) -> list[Hit]:
-        found = self._collection.query(
+        found = self.collection.query(
             query_embeddings=[vector],
             n_results=limit,
             include=["documents", "metadatas", "distances"],
@@ -180,11 +201,11 @@ class VectorIndex:
         ]
 
     def count(self) -> int:
-        return self._collection.count()
+        return self.collection.count()
 
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""
-        ids = self._collection.get(where=where, include=[])["ids"]
+        ids = self.collection.get(where=where, include=[])["ids"]
         if ids:
-            self._collection.delete(ids=ids)
+            self.collection.delete(ids=ids)
         return len(ids)

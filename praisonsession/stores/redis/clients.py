@@ -56,11 +56,18 @@ class LoopClients:
         return self._bound_to(asyncio.get_running_loop())[0].client
 
     async def close(self) -> None:
-        """Close the clients made here, in every loop; a given client or pool stays open."""
+        """Close the clients made here, in every loop; a given client or pool stays open.
+
+        Also callable with no loop running on this thread (run inline by ``Session``): the
+        clients of loops running elsewhere are closed there, waited for here.
+        """
         with self._lock:
             by_loop, self._by_loop = self._by_loop, {}
             self._given_in_use = False
-        here = asyncio.get_running_loop()
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
         for loop, bound in by_loop.items():
             if not bound.owned or bound.pid != os.getpid():
                 continue
@@ -69,8 +76,11 @@ class LoopClients:
             elif not loop.is_closed() and loop.is_running():
                 future = asyncio.run_coroutine_threadsafe(bound.close(), loop)
                 try:
-                    await asyncio.wait_for(asyncio.wrap_future(future), 5.0)
-                except (asyncio.TimeoutError, RuntimeError):
+                    if here is None:
+                        future.result(5.0)
+                    else:
+                        await asyncio.wait_for(asyncio.wrap_future(future), 5.0)
+                except Exception:  # timed out, or the loop stopped meanwhile
                     _drop_connections(bound.client)
             else:
                 _drop_connections(bound.client)

@@ -2,22 +2,26 @@
 
 A server that restarts, fails over or drops a connection is retried for a bounded time; a
 refused password or a rejected command is not, since trying again cannot change the answer.
+The waits go through ``execution.pause``, so the same retries serve a call on an event loop
+and a call run inline on the caller's thread; neither waits past the call's deadline.
 """
 
 from __future__ import annotations
 
-import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ...errors import SessionCorruptedError, StoreUnavailableError
+from ...errors import OperationTimeoutError, SessionCorruptedError, StoreUnavailableError
+from ...execution import expired, pause, remaining
 
 __all__ = ["call_with_retries"]
 
 T = TypeVar("T")
 
-_FIRST_WAIT = 0.05  # seconds before the second attempt; tenacity doubles it from there
+_FIRST_WAIT = 0.05  # seconds before the second attempt; doubled after each further one
+_LONGEST_WAIT = 1.0
 
 
 async def call_with_retries(
@@ -27,46 +31,42 @@ async def call_with_retries(
     attempts: int,
     max_delay: float,
     url: str,
+    failed: Exception | None = None,
+    started: float = 0.0,
 ) -> T:
     """``work(await connect(), attempt)`` with bounded retries; StoreUnavailableError at the end.
 
-    The first attempt runs directly (tenacity costs tens of µs a call, which matters at
-    thousands of calls a second); after a connection error, tenacity retries with
-    exponential backoff (0.05, 0.1, 0.2, ... s, at most 1 s), and stops after ``attempts``
-    attempts or before a wait that would end more than ``max_delay`` seconds after the
-    first attempt started. No attempt starts later than ``max_delay``, so the whole call
-    takes at most ``max_delay`` plus one attempt (a hung server: one ``socket_timeout``).
+    After a connection error it waits 0.05, 0.1, 0.2, ... s (at most 1 s) between attempts,
+    and stops after ``attempts`` attempts or before a wait that would end more than
+    ``max_delay`` seconds after the first attempt started, or after the call's deadline.
+    ``failed`` is how a first attempt made by the caller (begun at ``started``) failed: the
+    retries then go on from the second.
     """
     import redis.exceptions as errors
 
-    started = time.monotonic()
+    started = started or time.monotonic()
     made = 1
+    wait = _FIRST_WAIT
     try:
-        try:
-            return await work(await connect(), 1)
-        except Exception as exc:
-            late = time.monotonic() - started + _FIRST_WAIT > max_delay
-            if not _retryable(exc) or attempts < 2 or late:
-                raise
-        from tenacity import AsyncRetrying, retry_if_exception, wait_exponential
-
-        def stop(state: Any) -> bool:
-            if state.attempt_number + 1 >= attempts:
-                return True
-            upcoming = getattr(state, "upcoming_sleep", 0.0) or 0.0
-            return time.monotonic() - started + upcoming > max_delay
-
-        await asyncio.sleep(_FIRST_WAIT)
-        retrying = AsyncRetrying(
-            stop=stop,
-            wait=wait_exponential(multiplier=0.1, max=1.0),
-            retry=retry_if_exception(_retryable),
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                made += 1
+        while True:
+            try:
+                if failed is not None:
+                    first, failed = failed, None
+                    raise first
                 return await work(await connect(), made)
+            except Exception as exc:
+                if not _retryable(exc):
+                    raise
+                elapsed = time.monotonic() - started
+                if made >= attempts or elapsed + wait > max_delay:
+                    raise
+                if remaining(math.inf) <= wait:
+                    raise expired(f"retrying Redis after {type(exc).__name__}: {exc}") from exc
+            await pause(wait)
+            made += 1
+            wait = min(wait * 2, _LONGEST_WAIT)
+    except OperationTimeoutError:  # the call's deadline (a TimeoutError, so an OSError too)
+        raise
     except (errors.AuthenticationError, errors.AuthorizationError) as exc:
         raise StoreUnavailableError(
             f"Redis at {url} refused the credentials ({exc}). Check the password "
@@ -87,7 +87,6 @@ async def call_with_retries(
                 "it holds another Redis type than this library writes",
             ) from None
         raise StoreUnavailableError(f"Redis at {url} refused the command: {exc}") from exc
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -95,6 +94,8 @@ def _retryable(exc: BaseException) -> bool:
     import redis.exceptions as errors
 
     if isinstance(exc, (errors.AuthenticationError, errors.AuthorizationError)):
+        return False
+    if isinstance(exc, OperationTimeoutError):  # the call ran out of time: retrying cannot help
         return False
     if isinstance(exc, errors.ResponseError):
         return isinstance(exc, errors.ReadOnlyError)

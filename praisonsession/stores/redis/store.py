@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -13,11 +14,14 @@ from ...errors import (
     SessionCorruptedError,
     SessionNotFoundError,
 )
+from ...execution import loop_running_here
 from ...json_data import add_numbers, dumps
 from ..base import Key, LogWrite, SessionBase, StoredModules
+from ..durability import check_durability
 from ..record import SessionInfo
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
+from .inline import InlineClient
 from .keys import KeyLayout, agentscope_owners
 from .replies import as_text, error_for, json_value, session_info, utf8
 from .retries import call_with_retries
@@ -29,6 +33,7 @@ __all__ = ["RedisSession"]
 T = TypeVar("T")
 
 _PURGE_BATCH = 500
+_KEYS_REMEMBERED = 1024  # meta key names a store remembers, by session
 _MAX_INCREMENT_RETRIES = 1000
 # Statuses a caller handles itself; any other is raised (replies.error_for).
 _ANSWERS = frozenset({"ok", "none", "slow", "retry", "conflict"})
@@ -66,10 +71,16 @@ class RedisSession(SessionBase):
     ``connection_pool`` keeps its own redis-py retry settings, which add to these.
 
     The store can be used from any event loop: each loop gets its own client (redis-py's
-    clients are bound to the loop they first ran in). ``close()`` closes them all.
+    clients are bound to the loop they first ran in). Called from a thread that runs no loop
+    (``Session`` in a script), it talks to Redis on that thread with a blocking connection
+    of its own, with the same scripts, retries and deadline. ``close()`` closes them all.
+
+    ``durability`` is what the application asks for ("process" or "power"). The server alone
+    decides what a write survives (``appendonly`` and ``appendfsync``): at "power" the store
+    checks the server's settings on first use and logs a warning when they fall short.
     """
 
-    runs_inline = False
+    runs_inline = True
 
     def __init__(
         self,
@@ -88,6 +99,7 @@ class RedisSession(SessionBase):
         retry_max_delay: float = 2.0,
         socket_timeout: float | None = 5.0,
         socket_connect_timeout: float | None = 2.0,
+        durability: str = "process",
         **kwargs: Any,
     ) -> None:
         if key_ttl is not None and default_ttl is not None and key_ttl != default_ttl:
@@ -106,6 +118,8 @@ class RedisSession(SessionBase):
         if retry_attempts < 1 or not retry_max_delay >= 0:
             raise InvalidValueError("retry_attempts must be >= 1 and retry_max_delay >= 0.")
         _import_redis()
+        self.durability = check_durability(durability)
+        self._server_checked = durability != "power"
         self._scripts = load_scripts()
         self.key_prefix = key_prefix
         self._layout = KeyLayout(key_prefix)
@@ -138,6 +152,12 @@ class RedisSession(SessionBase):
             pool=given_pool,
         )
         self._clients = LoopClients(self._options, client=client, pool=connection_pool)
+        # An injected client or pool is an asyncio one: its calls go through the event loop.
+        self._inline = None if given_pool is not None else InlineClient(self._options)
+        self.runs_inline = self._inline is not None
+        self._meta_keys: dict[Key, str] = {}
+        self._settings_for: tuple[Any, ...] = ()
+        self._settings_text = ""
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisSession:
@@ -149,6 +169,8 @@ class RedisSession(SessionBase):
         settings = parse_url(url)
         # Session() passes default_ttl=None etc. from its settings: the URL's own value wins
         given = {k: v for k, v in options.items() if v is not None or k not in settings}
+        if "durability" in settings:  # and so does its ?durability= over the settings' one
+            given.pop("durability", None)
         return cls(**{**settings, **given})
 
     # -- clients ----------------------------------------------------------------------------
@@ -165,10 +187,47 @@ class RedisSession(SessionBase):
 
         The store stays usable: the next call connects again.
         """
+        if self._inline is not None:
+            self._inline.close()
         await self._clients.close()
 
     async def _client(self) -> Any:
-        return await self._clients.get()
+        """The running loop's client; with no loop on this thread, the blocking one."""
+        if self._inline is not None and not loop_running_here():
+            client = self._inline
+        else:
+            client = await self._clients.get()
+        if not self._server_checked:
+            await self._check_server_durability(client)
+        return client
+
+    async def server_durability(self) -> dict[str, str] | None:
+        """The server's ``appendonly`` and ``appendfsync``, and what a write acknowledged
+        there survives (``durability``: "power", "process" or "memory"); None when the server
+        refuses ``CONFIG GET`` (managed services often do)."""
+        inline = self._inline is not None and not loop_running_here()
+        client = self._inline if inline else await self._clients.get()
+        return await _server_durability(client)
+
+    async def _check_server_durability(self, client: Any) -> None:
+        self._server_checked = True  # once, even when several threads connect at once
+        try:
+            found = await _server_durability(client)
+        except BaseException:
+            self._server_checked = False  # unreachable now: the next connection checks
+            raise
+        if found is not None and found["durability"] != "power":
+            import logging
+
+            logging.getLogger("praisonsession").warning(
+                "durability='power' was asked of %s, but that server runs appendonly=%s, "
+                "appendfsync=%s, so a write it acknowledged does not survive %s. Set appendonly "
+                "yes and appendfsync always in redis.conf for writes that survive a power loss.",
+                self.url,
+                found["appendonly"],
+                found["appendfsync"],
+                "a power loss" if found["durability"] == "process" else "a restart of the server",
+            )
 
     # -- calling the scripts ----------------------------------------------------------------
 
@@ -181,13 +240,21 @@ class RedisSession(SessionBase):
         return self._layout.agentscope(key)
 
     def _settings(self) -> str:
-        """ARGV[1] of the per-session scripts (read on every call: the TTL knobs may change)."""
-        layout, ttl = self._layout, seconds(self.default_ttl)
-        sliding = flag(self.sliding_ttl)
-        return (
-            f"{layout.namespace}\0{layout.raw_prefix}\0{sliding}\0{ttl}\0"
-            f"{self._tokens.ttl_ms}\0{self._clock_override()}"
-        )
+        """ARGV[1] of the per-session scripts (checked on every call: the TTL knobs may
+        change; written out again only when they did). Its last field is the time now when a
+        test installed a clock (``praisonsession.clock``), else empty: the server's clock."""
+        knobs = (self.default_ttl, self.sliding_ttl)
+        if knobs != self._settings_for:
+            layout, ttl = self._layout, seconds(self.default_ttl)
+            sliding = flag(self.sliding_ttl)
+            self._settings_text = (
+                f"{layout.namespace}\0{layout.raw_prefix}\0{sliding}\0{ttl}\0"
+                f"{self._tokens.ttl_ms}\0"
+            )
+            self._settings_for = knobs
+        if clock.installed():
+            return self._settings_text + self._clock_override()
+        return self._settings_text
 
     def _clock_override(self) -> str:
         """The server's clock decides expiry, unless a test installed one
@@ -197,6 +264,14 @@ class RedisSession(SessionBase):
     def _common_args(self, key: Key, token: str) -> list[Any]:
         """ARGV 1-5 of a per-session script: settings, ids, op token, "check the token"."""
         return [self._settings(), key.user_id, key.session_id, token, "0"]
+
+    def _meta_key(self, key: Key) -> str:
+        meta = self._meta_keys.get(key)
+        if meta is None:
+            if len(self._meta_keys) >= _KEYS_REMEMBERED:
+                self._meta_keys.clear()
+            meta = self._meta_keys[key] = self._layout.meta(key)
+        return meta
 
     async def _retrying(self, work: Callable[[Any, int], Awaitable[T]]) -> T:
         """``work(client, attempt)`` with this store's retry bounds (``call_with_retries``)."""
@@ -217,19 +292,36 @@ class RedisSession(SessionBase):
         only the answer.
         """
         script = self._scripts[name]
+        failed: Exception | None = None
+        started = 0.0
+        inline = self._inline
+        if inline is not None and self._server_checked and not loop_running_here():
+            started = time.monotonic()
+            try:  # the first attempt, straight through: most calls are just this
+                return inline.run_script(script, keys, args)
+            except Exception as exc:  # the retries below decide what it means
+                failed = exc
 
         async def work(client: Any, attempt: int) -> Any:
             if attempt > 1 and script.writes:
                 args[4] = "1"
             return await script.run(client, keys, args)
 
-        return await self._retrying(work)
+        return await call_with_retries(
+            work,
+            self._client,
+            attempts=self.retry_attempts,
+            max_delay=self.retry_max_delay,
+            url=self.url,
+            failed=failed,
+            started=started,
+        )
 
     async def _session(
         self, name: str, key: Key, args: list[Any], must_exist: bool = False, adopt: bool = True
     ) -> list[Any]:
         """Run a per-session script; import the AgentScope key first when the script asks."""
-        meta = [self._layout.meta(key)]
+        meta = [self._meta_key(key)]
         writes = self._scripts[name].writes
         for _ in range(3):
             token = self._tokens.new() if writes else ""
@@ -380,15 +472,15 @@ class RedisSession(SessionBase):
         return int(reply[1])
 
     async def _increment(self, key, name, amount, default, must_exist) -> int | float:
-        what = self._describe_state_key(key, name)
         common = [flag(must_exist), name, json_number(amount), json_number(default)]
         for _ in range(_MAX_INCREMENT_RETRIES):
             reply = await self._session("increment", key, [*common, "add"], must_exist)
             if reply[0] == "ok":
-                return json_value(reply[1], what)
+                return _number(reply[1], self, key, name)
             # "slow": not a number, or too big for exact arithmetic in Lua: Python adds, and
             # the result is written only if the key still holds what was read.
             held = reply[1]
+            what = self._describe_state_key(key, name)
             current = default if held is None else json_value(held, what)
             value = add_numbers(current, amount, name)
             cas = ["cas", flag(held is not None), "" if held is None else held, dumps(value)]
@@ -457,3 +549,26 @@ class RedisSession(SessionBase):
 
     def _describe_log(self, key: Key, path: str) -> str:
         return f"message log {path!r} of session {key.session_id!r}"
+
+
+def _number(text: Any, store: RedisSession, key: Key, name: str) -> int | float:
+    """An increment's result, as the script wrote it (named in the error if it is corrupt)."""
+    if isinstance(text, bytes) and text.isdigit() and (text[0] != 48 or len(text) == 1):
+        # the common case, a non-negative int (and never JSON's forbidden leading zero)
+        return int(text)
+    return json_value(text, store._describe_state_key(key, name))
+
+
+async def _server_durability(client: Any) -> dict[str, str] | None:
+    import redis.exceptions
+
+    try:
+        found = await client.config_get("append*")  # one pattern: Redis 6 takes no more
+    except redis.exceptions.ResponseError:  # CONFIG renamed or refused
+        return None
+    config = {as_text(k): as_text(v) for k, v in found.items()}
+    appendonly, appendfsync = config.get("appendonly", "?"), config.get("appendfsync", "?")
+    level = "power" if appendfsync == "always" else "process"  # a crash of redis-server
+    if appendonly != "yes":
+        level = "memory"  # a restart loses what came after the last snapshot
+    return {"appendonly": appendonly, "appendfsync": appendfsync, "durability": level}

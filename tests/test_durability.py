@@ -1,0 +1,196 @@
+"""``durability``: what an acknowledged write survives, and how each backend is told.
+
+"process" (the default) survives a crash of the process; "power" survives a power loss too.
+Each backend's own mechanism is observed directly: SQLite's ``PRAGMA synchronous``, the JSON
+store's ``fsync`` calls, the Redis server's ``appendonly`` / ``appendfsync``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+from backends import redis_prefix
+from praisonsession import (
+    InvalidValueError,
+    JSONSession,
+    RedisSession,
+    Session,
+    SqliteSession,
+    open_store,
+)
+from redis_server import RedisServer
+
+NORMAL, FULL = 1, 2  # what PRAGMA synchronous reads back
+
+
+def synchronous(store: SqliteSession) -> int:
+    return store._connection().execute("PRAGMA synchronous").fetchone()[0]
+
+
+# -- SQLite: synchronous ---------------------------------------------------------------------
+
+
+def test_sqlite_process_is_synchronous_normal_and_power_is_full(tmp_path: Path, run) -> None:
+    default = SqliteSession(tmp_path / "default.db")
+    process = SqliteSession(tmp_path / "process.db", durability="process")
+    power = SqliteSession(tmp_path / "power.db", durability="power")
+    assert (default.durability, synchronous(default)) == ("process", NORMAL)
+    assert (process.durability, synchronous(process)) == ("process", NORMAL)
+    assert (power.durability, synchronous(power)) == ("power", FULL)
+    for store in (default, process, power):
+        assert run(store.increment("s", "u", "n")) == 1  # and they work
+        run(store.close())
+
+
+def test_sqlite_synchronous_still_works_and_wins_over_durability(tmp_path: Path, run) -> None:
+    full = SqliteSession(tmp_path / "a.db", synchronous="FULL")
+    assert (full.durability, synchronous(full)) == ("power", FULL)
+    both = SqliteSession(tmp_path / "b.db", synchronous="normal", durability="power")
+    assert (both.durability, synchronous(both)) == ("process", NORMAL)
+    for store in (full, both):
+        run(store.close())
+    with pytest.raises(InvalidValueError, match="synchronous"):
+        SqliteSession(tmp_path / "c.db", synchronous="SOMETIMES")
+
+
+@pytest.mark.parametrize("bad", ["Power", "disk", "", None, 1])
+def test_a_durability_that_is_not_one_of_the_two_is_refused_naming_both(
+    tmp_path: Path, bad: object
+) -> None:
+    for make in (
+        lambda: JSONSession(tmp_path / "j", durability=bad),
+        lambda: RedisSession(durability=bad),
+    ):
+        with pytest.raises(InvalidValueError, match=r"'process'.*'power'"):
+            make()
+    if bad is not None:  # None means "not given" to SqliteSession, whose default is process
+        with pytest.raises(InvalidValueError, match=r"'process'.*'power'"):
+            SqliteSession(tmp_path / "s.db", durability=bad)
+
+
+def test_session_takes_the_durability_of_its_settings_and_a_urls_own_wins(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite://{tmp_path}/s.db"
+    with Session(store=url, settings={"durability": "power"}) as session:
+        assert (session.store.durability, synchronous(session.store)) == ("power", FULL)
+    with Session(store=url + "?durability=power") as session:
+        assert synchronous(session.store) == FULL
+    with Session(store=url + "?durability=process", settings={"durability": "power"}) as session:
+        assert synchronous(session.store) == NORMAL
+    with Session(settings={"durability": "power", "data_dir": str(tmp_path / "d")}) as session:
+        assert synchronous(session.store) == FULL  # the default store too
+        session.set_state("a", 1)
+
+
+def test_file_store_urls_take_their_options_and_refuse_unknown_ones(tmp_path: Path, run) -> None:
+    store = open_store(f"sqlite://{tmp_path}/s.db?durability=power&busy_timeout=2.5")
+    assert (store.durability, store.busy_timeout) == ("power", 2.5)
+    run(store.close())
+    store = open_store(f"json://{tmp_path}/j?durability=power&lock_timeout=3")
+    assert (store.durability, store.lock_timeout) == ("power", 3.0)
+    with pytest.raises(InvalidValueError, match="'fsync' is not an option"):
+        open_store(f"sqlite://{tmp_path}/s.db?fsync=1")
+    with pytest.raises(InvalidValueError, match="busy_timeout='soon' is not valid"):
+        open_store(f"sqlite://{tmp_path}/s.db?busy_timeout=soon")
+    with pytest.raises(InvalidValueError, match="durability"):
+        open_store(f"json://{tmp_path}/j?durability=always")
+
+
+# -- JSON: fsync ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every os.fsync call made while the test runs (the call still happens)."""
+    calls: list[int] = []
+    real = os.fsync
+
+    def counting(fd: int) -> None:
+        calls.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return calls
+
+
+def test_json_at_process_writes_without_fsync_and_at_power_fsyncs_file_and_directory(
+    tmp_path: Path, fsyncs: list[int]
+) -> None:
+    with Session("s", store=f"json://{tmp_path}/p?durability=process") as session:
+        fsyncs.clear()
+        session.set_state("a", 1)
+        session.append_messages("log", [{"role": "user", "content": "hi"}])
+        session.append_messages("log", [{"role": "user", "content": "again"}])
+        assert fsyncs == []
+        assert session.read_messages("log")[1]["content"] == "again"
+    with Session("s", store=f"json://{tmp_path}/f", settings={"durability": "power"}) as session:
+        fsyncs.clear()
+        session.set_state("a", 1)
+        assert len(fsyncs) == 2  # the new document, then its directory
+        fsyncs.clear()
+        session.append_messages("log", [{"role": "user", "content": "hi"}])  # a new log file
+        assert len(fsyncs) == 4  # log file + logs directory, document + its directory
+        fsyncs.clear()
+        session.append_messages("log", [{"role": "user", "content": "again"}])  # appended
+        assert len(fsyncs) == 3  # the log file, document + its directory
+        assert session.get_state("a") == 1
+
+
+def test_a_session_written_at_either_durability_reads_back_at_the_other(tmp_path: Path) -> None:
+    with Session("s", store=f"json://{tmp_path}/j?durability=power") as session:
+        session.save_state({"a": 1, "b": [1.5, None]})
+    with Session("s", store=f"json://{tmp_path}/j?durability=process") as session:
+        session.increment_state("a")
+        assert session.restore_state() == {"a": 2, "b": [1.5, None]}
+
+
+# -- Redis: the server decides ----------------------------------------------------------------
+
+
+def test_redis_reports_what_its_server_is_configured_to_survive(
+    redis_url: str, tmp_path: Path, run
+) -> None:
+    store = open_store(f"{redis_url}?key_prefix={redis_prefix(tmp_path)}")
+    assert run(store.server_durability()) == {  # the test server keeps nothing on disk
+        "appendonly": "no",
+        "appendfsync": "everysec",
+        "durability": "memory",
+    }
+    run(store.close())
+    with RedisServer(durable=True) as server:
+        store = open_store(server.url)
+        found = run(store.server_durability())
+        assert (found["appendonly"], found["appendfsync"], found["durability"]) == (
+            "yes",
+            "always",
+            "power",
+        )
+        run(store.close())
+
+
+def test_redis_at_power_warns_once_when_the_server_would_not_survive_a_power_loss(
+    redis_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"{redis_url}?key_prefix={redis_prefix(tmp_path)}&durability=power"
+    with (
+        caplog.at_level(logging.WARNING, logger="praisonsession"),
+        Session("s", store=url) as session,
+    ):
+        assert session.store.durability == "power"
+        session.set_state("a", 1)
+        session.increment_state("n")
+    warnings = [r.getMessage() for r in caplog.records if "appendfsync" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "appendfsync always" in warnings[0] and "durability='power'" in warnings[0]
+    caplog.clear()
+    with (
+        caplog.at_level(logging.WARNING, logger="praisonsession"),
+        Session("s", store=url.replace("power", "process")) as session,
+    ):
+        session.set_state("a", 2)
+    assert not [r for r in caplog.records if "appendfsync" in r.getMessage()]
