@@ -10,6 +10,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m compileall -q praisonsession  # what pip does for a regular install: bytecode ready
 	touch $(STAMP)
 
 demo: $(STAMP)

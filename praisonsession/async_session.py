@@ -22,7 +22,6 @@ from .errors import InvalidValueError
 from .execution import bounded
 from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
 from .json_data import JSONValue
-from .recall_options import check_knowledge_config, check_memory_config
 from .stores.base import UNSET, SessionBase, _check_ttl
 from .stores.record import SessionInfo
 
@@ -78,8 +77,8 @@ class AsyncSession:
             )
         self._agent_url = None
         self._is_remote = False
-        self._memory_config = check_memory_config(memory_config)
-        self._knowledge_config = check_knowledge_config(knowledge_config)
+        self._memory_config = _checked_config("memory", memory_config)
+        self._knowledge_config = _checked_config("knowledge", knowledge_config)
         if (
             isinstance(timeout, bool)
             or not isinstance(timeout, (int, float))
@@ -594,6 +593,17 @@ def _html_table(caption: str, rows: list[tuple[str, str]]) -> str:
         for k, v in rows
     )
     return f"<table><caption>praisonsession.{caption}</caption>{body}</table>"
+
+
+def _checked_config(kind: str, config: Any) -> dict[str, Any]:
+    """``memory_config`` / ``knowledge_config`` checked (the checks load only when one is given,
+    so that ``Session()`` stays quick to start)."""
+    if config is None:
+        return {}
+    from .recall_options import check_knowledge_config, check_memory_config
+
+    check = check_memory_config if kind == "memory" else check_knowledge_config
+    return check(config)
 
 
 def _check_text(text: Any, what: str) -> str:

@@ -24,7 +24,14 @@ EMBEDDER_NAMES = ("minilm", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8")
 _CHROMA_PROVIDERS = ("rag", "chroma", "chromadb")
 _SCOPES = ("user", "session", "global")
 
-_MEMORY_KEYS = ("embedder", "vector_store_url", "context_chars", "context_min_score", "provider")
+_MEMORY_KEYS = (
+    "embedder",
+    "vector_store_url",
+    "context_chars",
+    "context_min_score",
+    "progress",
+    "provider",
+)
 _KNOWLEDGE_KEYS = (
     "embedder",
     "scope",
@@ -50,6 +57,8 @@ def check_memory_config(config: Any) -> dict[str, Any]:
             checked[key] = _int(value, "memory_config['context_chars']", low=200)
         elif key == "context_min_score":
             checked[key] = _number(value, "memory_config['context_min_score']", -1.0, 1.0)
+        elif key == "progress":
+            checked[key] = _flag(value, "memory_config['progress']")
         elif key == "provider":
             _check_provider(value, "memory_config['provider']")
     return checked
@@ -75,11 +84,7 @@ def check_knowledge_config(config: Any) -> dict[str, Any]:
         elif key == "chunk_overlap":
             checked[key] = _int(value, "knowledge_config['chunk_overlap']", low=0)
         elif key == "progress":
-            if not isinstance(value, bool):
-                raise InvalidValueError(
-                    f"knowledge_config['progress'] must be True or False, got {value!r}."
-                )
-            checked[key] = value
+            checked[key] = _flag(value, "knowledge_config['progress']")
         elif key == "chunker":
             checked.update(_chunker(value))
         elif key == "vector_store":
@@ -137,6 +142,12 @@ def _refuse_unknown(given: dict[str, Any], known: tuple[str, ...], name: str) ->
             raise InvalidValueError(
                 f"{name} has no option {key!r}.{hint} Its options are: {', '.join(known)}."
             )
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidValueError(f"{where} must be True or False, got {value!r}.")
+    return value
 
 
 def _int(value: Any, where: str, low: int) -> int:

@@ -14,15 +14,13 @@ file). The LLM API key never appears in a repr or an error.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from .errors import InvalidSettingError
-from .redaction import redact_url
 
 __all__ = ["ENV_PREFIX", "Settings"]
 
@@ -30,14 +28,13 @@ ENV_PREFIX = "PRAISONSESSION_"
 ENV_FILE = ".env"
 
 
-@dataclass(frozen=True)
-class Knob:
+class Knob(NamedTuple):
     """One setting: its default, its type (as pydantic reads it) and its bounds."""
 
     default: Any
     kind: Any
     description: str
-    bounds: dict[str, Any] = field(default_factory=dict)
+    bounds: Mapping[str, Any] = MappingProxyType({})
     secret: bool = False
 
 
@@ -154,6 +151,8 @@ class Settings:
                 if knob.secret and value:
                     value = "***"
                 elif isinstance(value, str):
+                    from .redaction import redact_url
+
                     value = redact_url(value)  # URLs may hold a password
                 shown.append(f"{name}={value if value == '***' else repr(value)}")
         return f"Settings({', '.join(shown)})"
@@ -169,6 +168,8 @@ def _refuse_unknown(names: Mapping[str, str], source: str) -> None:
     """``names`` maps each setting name given to how to show where it was given."""
     for name, shown in names.items():
         if name not in KNOBS:
+            import difflib  # only when there is a mistake to explain
+
             close = difflib.get_close_matches(str(name).lower(), KNOBS, n=1, cutoff=0.6)
             hint = f" Did you mean {_spelled(close[0], source)}?" if close else ""
             raise InvalidSettingError(
@@ -228,6 +229,8 @@ def _explain(exc: Any, values: dict[str, Any], environment: dict[str, str]) -> I
     error = exc.errors()[0]
     name = str(error["loc"][0]) if error.get("loc") else "?"
     knob = KNOBS.get(name)
+    from .redaction import redact_url
+
     value = error.get("input")
     if knob is not None and knob.secret:
         shown = "***"

@@ -7,7 +7,7 @@ written once, here, and both backends call it inside their own lock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..json_data import add_numbers
@@ -32,14 +32,14 @@ class SessionDocument:
 
     def touch(self, at: float, sliding: bool, ttl: Any = UNSET) -> None:
         if ttl is not UNSET:
-            self.info = replace(self.info, ttl=ttl, expires_at=None if ttl is None else at + ttl)
+            self.info = self.info._replace(ttl=ttl, expires_at=None if ttl is None else at + ttl)
         self.info = self.info.touched(at, sliding)
 
     def merge_metadata(self, metadata: dict[str, Any]) -> None:
-        self.info = replace(self.info, metadata={**self.info.metadata, **metadata})
+        self.info = self.info._replace(metadata={**self.info.metadata, **metadata})
 
     def changed(self, at: float) -> None:
-        self.info = replace(self.info, version=self.info.version + 1, updated_at=at)
+        self.info = self.info._replace(version=self.info.version + 1, updated_at=at)
 
     # -- state ----------------------------------------------------------------------------
 
@@ -79,7 +79,7 @@ class SessionDocument:
         if (info.user_id, info.session_id) != (key.user_id, key.session_id):
             raise ValueError(f"it belongs to session {info.session_id!r} of user {info.user_id!r}")
         return cls(
-            replace(info, format=FORMAT_VERSION),
+            info._replace(format=FORMAT_VERSION),
             dict(data.get("state") or {}),
             dict(data.get("modules") or {}),
             dict(data.get("logs") or {}),
