@@ -17,6 +17,7 @@ from ..errors import InvalidIdError, InvalidValueError, SessionNotFoundError, St
 from ..identifiers import check_key, check_session_id, check_user_id
 from ..json_data import JSONValue, check_json_data, detach
 from .acks import LogAcks
+from .hierarchy import HierarchyOperations
 from .record import Key, SessionInfo
 
 if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start skips them
@@ -45,7 +46,7 @@ class StoredModules(NamedTuple):
     logs: dict[str, list[dict[str, Any]]]
 
 
-class SessionBase(ABC):
+class SessionBase(HierarchyOperations, ABC):
     """Base class of every store. Async; use it from any event loop, or through ``Session``.
 
     ``default_ttl`` (seconds) applies to sessions created without an explicit TTL;
@@ -416,7 +417,7 @@ class SessionBase(ABC):
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def close(self) -> None:  # noqa: B027 - a store without connections has nothing to do
+    async def close(self) -> None:
         """Release connections. Idempotent; a closed store reopens on next use."""
 
     async def __aenter__(self) -> SessionBase:

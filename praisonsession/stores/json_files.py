@@ -47,6 +47,7 @@ from .base import Key, LogWrite, SessionBase, StoredModules, load_states
 from .document import SessionDocument, resolve
 from .durability import check_durability
 from .file_lock import FileLock
+from .json_copies import JSONCopies
 from .record import SessionInfo, check_version, now
 
 T = TypeVar("T")
@@ -63,7 +64,7 @@ def _logger() -> Any:
 Work = Callable[[SessionDocument | None, float], tuple[T, SessionDocument | None]]
 
 
-class JSONSession(SessionBase):
+class JSONSession(JSONCopies, SessionBase):
     """Sessions as JSON files under ``save_dir``, with AgentScope's constructors.
 
     ``JSONSession(save_dir)`` is AgentScope 1.0's form: pass the session id to each call.
@@ -260,9 +261,8 @@ class JSONSession(SessionBase):
         Before a write, an expired session (or the debris of a crashed delete) is removed, so
         the write starts the session afresh; reads leave it for ``purge_expired``.
         """
-        user_dir = self._user_dir(key.user_id)
-        user_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(user_dir / f"{filename_for(key.session_id)}.lock", self.lock_timeout):
+        self._user_dir(key.user_id).mkdir(parents=True, exist_ok=True)
+        with FileLock(self._lock_path(key), self.lock_timeout):
             at = now()
             stored = self._read_doc(key, at, adopt)
             doc = resolve(stored, key, at, must_exist)
@@ -484,6 +484,11 @@ class JSONSession(SessionBase):
         return None
 
     def _read_log_file(self, key: Key, path: str, ref: dict[str, Any]) -> list[dict[str, Any]]:
+        what = f"message log {path!r} in {self._logs_dir(key) / ref['file']}"
+        return [loads(line, what) for line in self._log_bytes(key, path, ref).splitlines()]
+
+    def _log_bytes(self, key: Key, path: str, ref: dict[str, Any]) -> bytes:
+        """The acknowledged bytes of a log file, checked against what the document records."""
         file = self._logs_dir(key) / ref["file"]
         what = f"message log {path!r} in {file}"
         try:
@@ -493,10 +498,16 @@ class JSONSession(SessionBase):
             raise SessionCorruptedError(what, "the file is missing") from None
         if len(data) != ref["bytes"]:
             raise SessionCorruptedError(what, "the file is shorter than its acknowledged size")
-        lines = data.splitlines()
-        if len(lines) != ref["count"]:
-            raise SessionCorruptedError(what, f"{len(lines)} lines for {ref['count']} messages")
-        return [loads(line, what) for line in lines]
+        lines = data.count(b"\n")
+        if lines != ref["count"]:
+            raise SessionCorruptedError(what, f"{lines} lines for {ref['count']} messages")
+        return data
+
+    def _write_file(self, path: Path, data: bytes) -> None:
+        _atomic_write(path, data, self._fsync)
+
+    def _lock_path(self, key: Key) -> Path:
+        return self._user_dir(key.user_id) / f"{filename_for(key.session_id)}.lock"
 
     def _commit_logs(self, key: Key, doc: SessionDocument, writes: list[LogWrite]) -> None:
         # At durability "power", new log files were fsynced with their directory by

@@ -9,7 +9,14 @@ from ..errors import ConflictError
 from ..json_data import copy_json as _copy
 from .base import Key, LogWrite, SessionBase, StoredModules
 from .document import SessionDocument, resolve
-from .record import SessionInfo, check_version, now
+from .record import (
+    SessionContents,
+    SessionInfo,
+    check_version,
+    copied_info,
+    copy_conflict,
+    now,
+)
 
 
 class InMemorySession(SessionBase):
@@ -188,3 +195,37 @@ class InMemorySession(SessionBase):
         with self._lock:
             doc = self._live(key, now())
             return 0 if doc is None else len(doc.logs.get(path, []))
+
+    # -- copies (fork, snapshot, restore) ---------------------------------------------------
+
+    async def _copy(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        with self._lock:
+            at = now()
+            doc = self._live(source, at, must_exist=True)
+            current = self._live(target, at)
+            if current is not None and not replace:
+                raise ConflictError(copy_conflict(target))
+            logs = _copy(doc.logs)
+            if cut is not None:
+                logs[cut[0]] = logs.get(cut[0], [])[: cut[1]]
+            info = copied_info(
+                doc.info, target, None if current is None else current.info, metadata, ttl, at
+            )
+            self._docs[target] = SessionDocument(info, _copy(doc.state), _copy(doc.modules), logs)
+            return info
+
+    async def _contents(self, key: Key) -> SessionContents | None:
+        with self._lock:
+            doc = self._live(key, now())
+            if doc is None:
+                return None
+            counts = {path: len(messages) for path, messages in doc.logs.items()}
+            return SessionContents(doc.info, _copy(doc.state), _copy(doc.modules), counts)

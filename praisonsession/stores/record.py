@@ -213,3 +213,57 @@ def check_version(session_id: str, current: int, expected: int | None) -> None:
             f"Session {session_id!r} is at version {current}, not {expected}: someone else "
             "changed it. Read it again and retry."
         )
+
+
+def copied_info(
+    source: SessionInfo,
+    target: Key,
+    current: SessionInfo | None,
+    metadata: dict[str, Any],
+    ttl: Any,
+    at: float,
+) -> SessionInfo:
+    """The metadata of ``target`` after a session is copied onto it (``_copy``).
+
+    Onto a live session (``current``, a restore) it keeps its identity, age and TTL, and moves
+    on one version; a new one (a fork, a snapshot) starts at version 1, now, with ``ttl`` (the
+    source's own when ``ttl`` is the backends' UNSET marker, which is not a number).
+    Metadata: the target's (or the source's, for a new one), updated with ``metadata``.
+    """
+    if current is not None:
+        expires = None if current.ttl is None else at + current.ttl
+        return current._replace(
+            version=current.version + 1,
+            updated_at=at,
+            expires_at=expires,
+            metadata={**current.metadata, **metadata},
+        )
+    new_ttl = source.ttl if not isinstance(ttl, (int, float)) and ttl is not None else ttl
+    return SessionInfo(
+        session_id=target.session_id,
+        user_id=target.user_id,
+        created_at=at,
+        updated_at=at,
+        expires_at=None if new_ttl is None else at + new_ttl,
+        ttl=new_ttl,
+        version=1,
+        metadata={**source.metadata, **metadata},
+    )
+
+
+def copy_conflict(target: Key) -> str:
+    """The message when a copy would land on a session that exists."""
+    return (
+        f"Session {target.session_id!r} of user {target.user_id!r} already exists; fork to a "
+        "new id (or leave new_session_id out for a fresh one), or delete it first."
+    )
+
+
+class SessionContents(NamedTuple):
+    """What a session holds, read in one step: its metadata, its state, its module documents
+    and how many messages each of its logs has (the messages are read page by page)."""
+
+    info: SessionInfo
+    state: dict[str, Any]
+    modules: dict[str, Any]
+    logs: dict[str, int]

@@ -42,6 +42,7 @@ from ..json_data import add_numbers, dumps, loads
 from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
 from .durability import check_durability
 from .record import FORMAT_VERSION, SessionInfo, check_version, now, resolve_info
+from .sqlite_copies import SqliteCopies
 
 T = TypeVar("T")
 
@@ -105,7 +106,7 @@ _BUMP_LIVE = (
 )
 
 
-class SqliteSession(SessionBase):
+class SqliteSession(SqliteCopies, SessionBase):
     """Sessions in one SQLite file (``:memory:`` is not supported: use InMemorySession).
 
     ``durability`` is ``"process"`` (``PRAGMA synchronous=NORMAL``, the default) or

@@ -37,10 +37,22 @@ SESSION_SCRIPTS = (
     "append",
     "read_log",
     "import",
+    "copy",
+    "contents",
 )
 STORE_SCRIPTS = ("list", "purge", "enc")
 WRITES = frozenset(
-    {"create", "set_metadata", "delete", "touch", "patch", "increment", "save_modules", "append"}
+    {
+        "create",
+        "set_metadata",
+        "delete",
+        "touch",
+        "patch",
+        "increment",
+        "save_modules",
+        "append",
+        "copy",
+    }
 )
 # Lua a script needs between the prelude and its body.
 _LIBRARIES = {"increment": ("numbers",)}

@@ -18,7 +18,7 @@ from ...execution import loop_running_here
 from ...json_data import add_numbers, dumps
 from ..base import Key, LogWrite, SessionBase, StoredModules
 from ..durability import check_durability
-from ..record import SessionInfo
+from ..record import SessionContents, SessionInfo, copy_conflict
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
 from .inline import InlineClient
@@ -393,6 +393,60 @@ class RedisSession(SessionBase):
             )
         return info
 
+    # -- copies (fork, snapshot, restore) ---------------------------------------------------
+
+    async def _copy(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        await self._info(source)  # adopts the source's AgentScope key first, if it has one
+        keep_ttl = ttl is not None and not isinstance(ttl, (int, float))
+        args = [
+            source.user_id,
+            source.session_id,
+            "" if cut is None else cut[0],
+            0 if cut is None else cut[1],
+            flag(replace),
+            "keep" if keep_ttl else "set",
+            "" if keep_ttl else seconds(ttl),
+            *metadata_args(metadata),
+        ]
+        keys = [self._meta_key(target), self._meta_key(source)]
+        for _ in range(3):
+            common = self._common_args(target, self._tokens.new())
+            reply = await self._call("copy", keys, [*common, *args])
+            status = as_text(reply[0])
+            if status == "import":  # the target has AgentScope data: adopt it, then copy
+                await self._import_agentscope(target)
+                continue
+            if status == "ok":
+                return session_info(reply[1], target.user_id, target.session_id, self.url)
+            if status == "conflict":
+                raise ConflictError(copy_conflict(target))
+            if status == "source":
+                found = as_text(reply[1])
+                raise error_for(found, [found, *reply[2:]], source, self.url)
+            raise error_for(status, reply, target, self.url)
+        raise AssertionError(f"AgentScope session {target.session_id!r} could not be imported")
+
+    async def _contents(self, key: Key) -> SessionContents | None:
+        reply = await self._session("contents", key, [])
+        if as_text(reply[0]) == "none":
+            return None
+        meta, state, modules, logs = reply[1:5]
+        what = f"session {key.session_id!r} of user {key.user_id!r} ({self.url})"
+        return SessionContents(
+            session_info(meta, key.user_id, key.session_id, self.url),
+            _decoded_pairs(state, f"the state of {what}"),
+            _decoded_pairs(modules, f"the modules of {what}"),
+            {utf8(logs[i], "a log name"): int(logs[i + 1]) for i in range(0, len(logs), 2)},
+        )
+
     def _info_or_none(self, flat: list[Any] | None, key: Key) -> SessionInfo | None:
         return None if flat is None else session_info(flat, key.user_id, key.session_id, self.url)
 
@@ -572,3 +626,8 @@ async def _server_durability(client: Any) -> dict[str, str] | None:
     if appendonly != "yes":
         level = "memory"  # a restart loses what came after the last snapshot
     return {"appendonly": appendonly, "appendfsync": appendfsync, "durability": level}
+
+
+def _decoded_pairs(flat: list[Any], what: str) -> dict[str, Any]:
+    """A hash of JSON values, as HGETALL flattens it."""
+    return {utf8(flat[i], "a name"): json_value(flat[i + 1], what) for i in range(0, len(flat), 2)}

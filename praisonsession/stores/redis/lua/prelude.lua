@@ -13,6 +13,7 @@
 -- Numbers travel as strings: Redis would truncate a Lua number to an integer.
 
 local FORMAT = @FORMAT@
+local CHUNK = @CHUNK@  -- values one RPUSH/HSET takes (unpack() fails beyond ~8000)
 local function split0(s)
   local out, i = {}, 1
   while true do

@@ -1,0 +1,332 @@
+"""Sessions that branch: forks, snapshots, the parent/child tree, and erasing a user.
+
+Every operation here stands on two primitives each backend provides in one atomic step:
+``_copy`` (a whole session onto another key: state, modules, message logs) and ``_contents``
+(what a session holds, read at once). So a fork or a restore is all or nothing on every
+backend, crash included, and a snapshot is a copy of the content, never an index into a log
+that later edits could shift.
+
+Snapshots are kept as sessions of a reserved owner (:data:`SNAPSHOT_OWNER`), an id no user can
+have (ids are printable text; this one begins with a control character), so they never show up
+in a user's listing and cannot collide with a session. A snapshot's id sorts by creation time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from ..errors import ConflictError, InvalidIdError, InvalidValueError, SessionNotFoundError
+from ..identifiers import check_key, check_user_id, new_session_id
+from .record import Key, SessionContents, SessionInfo, now
+
+__all__ = ["SNAPSHOT_OWNER", "HierarchyOperations", "SnapshotInfo", "TreeNode"]
+
+#: The owner of every snapshot: not a valid user id (see ``identifiers.check_user_id``).
+SNAPSHOT_OWNER = "\x1esnapshots"
+#: Where a fork records its parent, in the child's metadata.
+PARENT = "parent"
+#: Where a snapshot records what it is, in its own metadata.
+SNAPSHOT = "snapshot"
+_SEPARATOR = "\x1e"
+_MAX_DEPTH = 10_000  # parent links followed before a chain is taken for a cycle
+_PAGE = 1000
+_UNSET: Any = object()
+
+
+class SnapshotInfo(NamedTuple):
+    """A snapshot of a session: its id (``restore`` and ``delete_snapshot`` take it), the
+    session it was taken of, its label, when it was taken, and the session's version then."""
+
+    snapshot_id: str
+    session_id: str
+    user_id: str
+    label: str | None
+    created_at: float
+    version: int
+    messages: int
+
+
+class TreeNode(NamedTuple):
+    """One session of a user's tree, and the sessions forked from it."""
+
+    info: SessionInfo
+    children: list[TreeNode]
+
+
+class HierarchyOperations:
+    """Forks, snapshots, the tree and erasing a user, for :class:`SessionBase`."""
+
+    # -- what a backend provides ----------------------------------------------------------
+
+    async def _copy(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        """Copy the live session ``source`` onto ``target`` in one atomic step.
+
+        ``cut`` keeps only the first n messages of one log. A live target is refused
+        (ConflictError) unless ``replace``, which keeps its identity, age and TTL; a new one
+        gets ``ttl`` (anything but a number or None: the source's). ``metadata`` is merged in.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot copy sessions.")
+
+    async def _contents(self, key: Key) -> SessionContents | None:
+        """What the live session holds, read in one step (None if it is not live)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot read a whole session.")
+
+    # -- forks ----------------------------------------------------------------------------
+
+    async def fork_session(
+        self,
+        session_id: str,
+        user_id: str = "",
+        new_id: str | None = None,
+        new_user_id: str | None = None,
+        *,
+        at_message: tuple[str, int] | None = None,
+    ) -> SessionInfo:
+        """Copy a session (state, modules, message logs) under a new id, in one atomic step,
+        recording its parent. ``at_message=(log, n)`` keeps only the first ``n`` messages of
+        that log; ``new_user_id`` forks into another user's sessions (a guest's conversation
+        moved to the account they signed in with)."""
+        source = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        target = self._key(  # type: ignore[attr-defined]
+            new_session_id() if new_id is None else new_id,
+            source.user_id if new_user_id is None else new_user_id,
+        )
+        cut = _check_cut(at_message)
+        if target == source:
+            raise ConflictError("A session cannot be forked onto itself; give a new id.")
+        if target in await self._lineage(source):
+            raise ConflictError(
+                f"Session {target.session_id!r} of user {target.user_id!r} is an ancestor of "
+                f"{source.session_id!r}: forking onto it would make the tree a cycle."
+            )
+        parent = {PARENT: {"session_id": source.session_id, "user_id": source.user_id}}
+        return await self._copy(source, target, cut, parent, False, _UNSET)
+
+    async def parent_of(self, session_id: str, user_id: str = "") -> tuple[str, str] | None:
+        """The (session_id, user_id) this session was forked from, or None."""
+        info = await self._info(self._key(session_id, user_id))  # type: ignore[attr-defined]
+        return None if info is None else _parent(info)
+
+    async def children_of(self, session_id: str, user_id: str = "") -> list[SessionInfo]:
+        """The live sessions of this user forked from this session, ordered by id."""
+        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        return [
+            info
+            for info in await self._all_sessions(key.user_id)
+            if _parent(info) == (key.session_id, key.user_id)
+        ]
+
+    async def session_tree(self, user_id: str = "") -> list[TreeNode]:
+        """A user's live sessions as a forest: each session under the one it was forked from
+        (a session whose parent is gone or another user's is a root). Parent links that loop
+        (an id deleted, then reused by a fork of its own descendant) are cut where they loop."""
+        user = check_user_id(user_id)
+        infos = await self._all_sessions(user)
+        nodes = {info.session_id: TreeNode(info, []) for info in infos}
+        roots: list[TreeNode] = []
+        for info in infos:
+            parent = _parent(info)
+            if parent is not None and parent[1] == user and parent[0] in nodes:
+                nodes[parent[0]].children.append(nodes[info.session_id])
+            else:
+                roots.append(nodes[info.session_id])
+        reached: set[str] = set()
+
+        def reach(node: TreeNode) -> None:
+            stack = [node]
+            while stack:
+                current = stack.pop()
+                reached.add(current.info.session_id)
+                stack.extend(c for c in current.children if c.info.session_id not in reached)
+
+        for root in roots:
+            reach(root)
+        for session_id in sorted(nodes):  # what no root reaches sits on a loop of links
+            if session_id not in reached:
+                node = nodes[session_id]
+                for other in nodes.values():  # cut the link into it: it becomes a root
+                    if node in other.children:
+                        other.children.remove(node)
+                roots.append(node)
+                reach(node)
+        return sorted(roots, key=lambda node: node.info.session_id)
+
+    async def _lineage(self, key: Key) -> set[Key]:
+        """The session and its ancestors, as far as links lead (a loop stops the walk)."""
+        seen = {key}
+        current = key
+        for _ in range(_MAX_DEPTH):
+            info = await self._info(current)  # type: ignore[attr-defined]
+            parent = None if info is None else _parent(info)
+            if parent is None:
+                break
+            current = Key(parent[1], parent[0])
+            if current in seen:
+                break
+            seen.add(current)
+        return seen
+
+    async def _all_sessions(self, user_id: str) -> list[SessionInfo]:
+        found: list[SessionInfo] = []
+        after: str | None = None
+        while True:
+            page = await self._list(user_id, _PAGE, after)  # type: ignore[attr-defined]
+            found.extend(page)
+            if len(page) < _PAGE:
+                return found
+            after = page[-1].session_id
+
+    # -- snapshots --------------------------------------------------------------------------
+
+    async def snapshot_session(
+        self, session_id: str, user_id: str = "", label: str | None = None
+    ) -> SnapshotInfo:
+        """Copy the session's content as it is now, to restore later; the copy is not an
+        index into the session, so later edits and truncations of its logs leave it whole."""
+        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        if label is not None:
+            check_key(label, "snapshot label")
+        contents = await self._contents(key)
+        if contents is None:
+            raise SessionNotFoundError(key.session_id, key.user_id)
+        snapshot_id = f"{int(now() * 1000):013d}-{secrets.token_hex(4)}"
+        about = {
+            "snapshot_id": snapshot_id,
+            "session_id": key.session_id,
+            "user_id": key.user_id,
+            "label": label,
+            "version": contents.info.version,
+            "messages": sum(contents.logs.values()),
+        }
+        target = Key(SNAPSHOT_OWNER, _snapshot_name(key, snapshot_id))
+        info = await self._copy(key, target, None, {SNAPSHOT: about}, False, None)
+        return _snapshot_info(info)
+
+    async def list_snapshots(self, session_id: str, user_id: str = "") -> list[SnapshotInfo]:
+        """The session's snapshots, oldest first."""
+        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        prefix = _snapshot_name(key, "")
+        found: list[SnapshotInfo] = []
+        after = prefix
+        while True:
+            page = await self._list(SNAPSHOT_OWNER, _PAGE, after)  # type: ignore[attr-defined]
+            mine = [info for info in page if info.session_id.startswith(prefix)]
+            found.extend(_snapshot_info(info) for info in mine)
+            if len(page) < _PAGE or len(mine) < len(page):
+                return found
+            after = page[-1].session_id
+
+    async def restore_snapshot(
+        self, session_id: str, user_id: str, snapshot: str | SnapshotInfo
+    ) -> SessionInfo:
+        """Put the session's content back as the snapshot holds it, in one atomic step (a crash
+        leaves the session as it was or as restored, never half of each). The session keeps
+        its identity and TTL, and moves on one version."""
+        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        source = Key(SNAPSHOT_OWNER, _snapshot_name(key, _snapshot_id(snapshot)))
+        try:
+            return await self._copy(
+                source, key, None, {"restored_from": _snapshot_id(snapshot)}, True, _UNSET
+            )
+        except SessionNotFoundError:
+            raise SessionNotFoundError(
+                key.session_id,
+                key.user_id,
+                f"It has no snapshot {_snapshot_id(snapshot)!r}; list them with snapshots().",
+            ) from None
+
+    async def delete_snapshot(
+        self, session_id: str, user_id: str, snapshot: str | SnapshotInfo
+    ) -> bool:
+        """Delete one snapshot; True if it was there."""
+        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        name = _snapshot_name(key, _snapshot_id(snapshot))
+        return await self._delete(Key(SNAPSHOT_OWNER, name))  # type: ignore[attr-defined]
+
+    # -- erasing a user -----------------------------------------------------------------------
+
+    async def erase_user_sessions(self, user_id: str) -> dict[str, Any]:
+        """Delete every session and snapshot of a user; what went, by kind and session id."""
+        user = check_user_id(user_id)
+        erased: list[str] = []
+        for info in await self._all_sessions(user):
+            await self._delete(Key(user, info.session_id))  # type: ignore[attr-defined]
+            erased.append(info.session_id)
+        snapshots = 0
+        for info in await self._all_sessions(SNAPSHOT_OWNER):
+            about = info.metadata.get(SNAPSHOT) or {}
+            if about.get("user_id") == user:
+                snapshots += await self._delete(info_key(info))  # type: ignore[attr-defined]
+        return {"sessions": len(erased), "snapshots": snapshots, "session_ids": erased}
+
+
+def info_key(info: SessionInfo) -> Key:
+    return Key(info.user_id, info.session_id)
+
+
+def _parent(info: SessionInfo) -> tuple[str, str] | None:
+    parent = info.metadata.get(PARENT)
+    if isinstance(parent, dict) and isinstance(parent.get("session_id"), str):
+        return parent["session_id"], str(parent.get("user_id"))
+    return None
+
+
+def _snapshot_name(key: Key, snapshot_id: str) -> str:
+    """Snapshots of one session share a prefix: a digest of its key (ids may be long)."""
+    digest = hashlib.sha256(f"{key.user_id}\x1f{key.session_id}".encode()).hexdigest()[:32]
+    return f"{digest}{_SEPARATOR}{snapshot_id}"
+
+
+def _snapshot_id(snapshot: str | SnapshotInfo) -> str:
+    value = snapshot.snapshot_id if isinstance(snapshot, SnapshotInfo) else snapshot
+    if not isinstance(value, str) or not value or _SEPARATOR in value or len(value) > 64:
+        raise InvalidIdError(
+            f"{value!r} is not a snapshot id; pass a SnapshotInfo from snapshot() or snapshots(),"
+            " or its snapshot_id."
+        )
+    return value
+
+
+def _snapshot_info(info: SessionInfo) -> SnapshotInfo:
+    about = dict(info.metadata.get(SNAPSHOT) or {})
+    return SnapshotInfo(
+        snapshot_id=str(about.get("snapshot_id")),
+        session_id=str(about.get("session_id")),
+        user_id=str(about.get("user_id")),
+        label=about.get("label"),
+        created_at=info.created_at,
+        version=int(about.get("version", 0)),
+        messages=int(about.get("messages", 0)),
+    )
+
+
+def _check_cut(at_message: Any) -> tuple[str, int] | None:
+    if at_message is None:
+        return None
+    if (
+        isinstance(at_message, Sequence)
+        and not isinstance(at_message, str)
+        and len(at_message) == 2
+    ):
+        log, count = at_message
+        check_key(log, "log name")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise InvalidValueError(
+                f"at_message's message count must be an int >= 0, got {count!r}."
+            )
+        return log, count
+    raise InvalidValueError(
+        "at_message is (log name, n): keep the first n messages of that log, e.g. "
+        f"('agent:tutor.history', 10) (an agent's log is agent.log_name); got {at_message!r}."
+    )

@@ -1,0 +1,113 @@
+"""Copies of whole sessions in SQLite (fork, snapshot, restore), as a mixin of SqliteSession.
+
+A copy is ``INSERT ... SELECT`` of the source's rows under the target's key, inside one write
+transaction: it happens whole or not at all, crash included, and never reads a row into Python.
+Kept apart from ``sqlite.py``, whose hot paths it does not touch.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from ..errors import ConflictError
+from ..json_data import dumps, loads
+from .record import (
+    FORMAT_VERSION,
+    Key,
+    SessionContents,
+    SessionInfo,
+    copied_info,
+    copy_conflict,
+    now,
+)
+
+_COPY_ROWS = (
+    "INSERT INTO ps_state (user_id, session_id, name, value) "
+    "SELECT ?, ?, name, value FROM ps_state WHERE user_id=? AND session_id=?",
+    "INSERT INTO ps_modules (user_id, session_id, name, document) "
+    "SELECT ?, ?, name, document FROM ps_modules WHERE user_id=? AND session_id=?",
+)
+_COPY_MESSAGES = (
+    "INSERT INTO ps_messages (user_id, session_id, log, seq, message) "
+    "SELECT ?, ?, log, seq, message FROM ps_messages WHERE user_id=? AND session_id=? "
+    "AND NOT (log=? AND seq>=?)"
+)
+_CONTENT = ("ps_state", "ps_modules", "ps_messages")
+
+
+class SqliteCopies:
+    """``_copy`` and ``_log_paths`` for :class:`~praisonsession.stores.sqlite.SqliteSession`."""
+
+    async def _copy(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        def work(conn: sqlite3.Connection) -> SessionInfo:
+            at = now()
+            found = self._live_info(conn, source, at, must_exist=True)  # type: ignore[attr-defined]
+            current = self._live_info(conn, target, at, purge=True)  # type: ignore[attr-defined]
+            if current is not None and not replace:
+                raise ConflictError(copy_conflict(target))
+            info = copied_info(found, target, current, metadata, ttl, at)
+            ids = (target.user_id, target.session_id)
+            if current is not None:
+                for table in _CONTENT:
+                    conn.execute(f"DELETE FROM {table} WHERE user_id=? AND session_id=?", ids)
+            conn.execute(
+                "INSERT OR REPLACE INTO ps_sessions (user_id, session_id, format, version,"
+                " created_at, updated_at, expires_at, ttl, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    *ids,
+                    FORMAT_VERSION,
+                    info.version,
+                    info.created_at,
+                    info.updated_at,
+                    info.expires_at,
+                    info.ttl,
+                    dumps(dict(info.metadata)),
+                ),
+            )
+            sources = (source.user_id, source.session_id)
+            for statement in _COPY_ROWS:
+                conn.execute(statement, (*ids, *sources))
+            log, keep = cut if cut is not None else ("", 2**62)
+            conn.execute(_COPY_MESSAGES, (*ids, *sources, log, keep))
+            return info
+
+        return await self._write(work)  # type: ignore[attr-defined]
+
+    async def _contents(self, key: Key) -> SessionContents | None:
+        def work(conn: sqlite3.Connection) -> SessionContents | None:
+            info = self._live_info(conn, key, now())  # type: ignore[attr-defined]
+            if info is None:
+                return None
+            ids = (key.user_id, key.session_id)
+            what = f"session {key.session_id!r} of user {key.user_id!r}"
+            state = {
+                name: loads(value, f"state key {name!r} of {what}")
+                for name, value in conn.execute(
+                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=?", ids
+                )
+            }
+            modules = {
+                name: loads(document, f"module {name!r} of {what}")
+                for name, document in conn.execute(
+                    "SELECT name, document FROM ps_modules WHERE user_id=? AND session_id=?", ids
+                )
+            }
+            counts = dict(
+                conn.execute(
+                    "SELECT log, COUNT(*) FROM ps_messages WHERE user_id=? AND session_id=? "
+                    "GROUP BY log",
+                    ids,
+                ).fetchall()
+            )
+            return SessionContents(info, state, modules, counts)
+
+        return await self._transaction(work, write=False)  # type: ignore[attr-defined]
