@@ -22,6 +22,8 @@ from .errors import InvalidValueError
 from .execution import bounded
 from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
 from .json_data import JSONValue
+from .session_options import checked_config, resolve_settings, resolve_store
+from .session_tree import SessionTree
 from .stores.base import UNSET, SessionBase, _check_ttl
 from .stores.record import SessionInfo
 
@@ -44,7 +46,7 @@ T = TypeVar("T")
 MEMORY_TYPES = ("short", "long")
 
 
-class AsyncSession:
+class AsyncSession(SessionTree):
     """A remembered session for async code: state, TTL, memory, knowledge and agents.
 
     The same constructor and operations as :class:`~praisonsession.Session`, as coroutines.
@@ -77,8 +79,8 @@ class AsyncSession:
             )
         self._agent_url = None
         self._is_remote = False
-        self._memory_config = _checked_config("memory", memory_config)
-        self._knowledge_config = _checked_config("knowledge", knowledge_config)
+        self._memory_config = checked_config("memory", memory_config)
+        self._knowledge_config = checked_config("knowledge", knowledge_config)
         if (
             isinstance(timeout, bool)
             or not isinstance(timeout, (int, float))
@@ -89,9 +91,9 @@ class AsyncSession:
             )
         self._timeout = timeout
         self._session_ttl = _check_ttl(session_ttl)
-        self._settings = _resolve_settings(settings)
+        self._settings = resolve_settings(settings)
         self._owns_store = not isinstance(store, SessionBase)
-        self._store = _resolve_store(store, self._settings)
+        self._store = resolve_store(store, self._settings)
         self._opened = False
         self._recall: Recall | None = None
         self._recall_opening: Future[Recall] | None = None
@@ -173,6 +175,20 @@ class AsyncSession:
                     work.close()  # never started: close it, so Python does not warn
                 raise
         return await bounded(work, self._timeout, (what, self._session_id))
+
+    def _sibling(self, session_id: str, user_id: str) -> AsyncSession:
+        """Another session on the same store, with this one's settings (a fork, a parent)."""
+        other = type(self)(
+            session_id,
+            user_id,
+            None,
+            self._memory_config or None,
+            self._knowledge_config or None,
+            self._timeout,
+            store=self._store,
+            settings=self._settings,
+        )
+        return other
 
     async def open(self) -> SessionInfo:
         """Create the stored session, or start it afresh if it expired, and refresh its TTL.
@@ -595,17 +611,6 @@ def _html_table(caption: str, rows: list[tuple[str, str]]) -> str:
     return f"<table><caption>praisonsession.{caption}</caption>{body}</table>"
 
 
-def _checked_config(kind: str, config: Any) -> dict[str, Any]:
-    """``memory_config`` / ``knowledge_config`` checked (the checks load only when one is given,
-    so that ``Session()`` stays quick to start)."""
-    if config is None:
-        return {}
-    from .recall_options import check_knowledge_config, check_memory_config
-
-    check = check_memory_config if kind == "memory" else check_knowledge_config
-    return check(config)
-
-
 def _check_text(text: Any, what: str) -> str:
     if not isinstance(text, str):
         raise InvalidValueError(f"{what} must be a str, got {type(text).__name__}.")
@@ -624,36 +629,3 @@ def _check_limit(limit: Any) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
         raise InvalidValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
     return limit
-
-
-def _resolve_settings(settings: Any) -> Settings:
-    from .settings import Settings
-
-    if settings is None:
-        return Settings()
-    if isinstance(settings, Settings):
-        return settings
-    if isinstance(settings, dict):
-        return Settings(**settings)
-    raise InvalidValueError(f"settings must be a Settings, a dict or None, got {settings!r}.")
-
-
-def _resolve_store(store: Any, settings: Settings) -> SessionBase:
-    if isinstance(store, SessionBase):
-        return store
-    if store is not None and not isinstance(store, str):
-        raise InvalidValueError(
-            f"store must be a SessionBase instance or a URL string, got {store!r}."
-        )
-    from .stores.urls import open_store
-
-    url = store or settings.resolved_store_url()
-    options: dict[str, Any] = {
-        "default_ttl": settings.default_ttl,
-        "sliding_ttl": settings.sliding_ttl,
-    }
-    if not url.lower().startswith("memory:"):  # a URL's own ?durability= wins
-        options["durability"] = settings.durability
-    if url.lower().startswith("sqlite:"):
-        options["busy_timeout"] = settings.sqlite_busy_timeout
-    return open_store(url, **options)

@@ -138,6 +138,14 @@ class Recall:
         hits.sort(key=lambda hit: -hit["score"])
         return hits[:limit]
 
+    async def session_memories(self) -> list[dict[str, Any]]:
+        """The long-term memories this session added (for a fork or an archive)."""
+        return await offload(self.long.session_memories)
+
+    async def restore_memories(self, memories: list[dict[str, Any]]) -> int:
+        """Add memories copied from another session as this session's."""
+        return await offload(self.long.restore, memories)
+
     async def clear_memory(self, memory_type: str) -> int:
         removed = 0
         if memory_type in ("short", "all"):

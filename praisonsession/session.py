@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from . import runtime
 from .async_session import AsyncSession
@@ -22,11 +22,13 @@ from .stores.record import SessionInfo
 
 if TYPE_CHECKING:
     from .agents import Agent
+    from .archive import ArchiveSummary
     from .knowledge.knowledge_base import KnowledgeAdded
     from .llm import LLMConfig
     from .praisonai_views import KnowledgeView, MemoryView
     from .settings import Settings
     from .state.module import StateModule
+    from .stores.hierarchy import SnapshotInfo, TreeNode
 
 __all__ = ["Session"]
 
@@ -327,6 +329,91 @@ class Session:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    # -- hierarchy ------------------------------------------------------------------------
+
+    @classmethod
+    def _wrapping(cls, core: AsyncSession) -> Session:
+        """The synchronous shell around a core made elsewhere (a fork, an import)."""
+        session = cls.__new__(cls)
+        session._core = core
+        return session
+
+    def fork(
+        self,
+        new_session_id: str | None = None,
+        *,
+        at_message: tuple[Any, int] | None = None,
+        user_id: str | None = None,
+    ) -> Session:
+        """A copy of this session (state, modules, message logs, and the long-term memories
+        it added) under a new id, made in one atomic step; it records this one as its parent.
+
+        ``at_message=(log, n)`` keeps only the first ``n`` messages of one log (an agent's log
+        is ``agent.log_name``; an Agent itself is taken too). ``user_id`` forks into another
+        user's sessions. Writing to either afterwards never changes the other.
+        """
+        core = self._on_loop(
+            self._core.fork(new_session_id, at_message=at_message, user_id=user_id)
+        )
+        return self._wrapping(core)
+
+    @property
+    def parent(self) -> Session | None:
+        """The session this one was forked from, or None."""
+        core = self._run(self._core.parent)
+        return None if core is None else self._wrapping(core)
+
+    def children(self) -> list[SessionInfo]:
+        """This user's live sessions forked from this one."""
+        return self._run(self._core.children())
+
+    def tree(self) -> list[TreeNode]:
+        """This user's sessions as a forest: each under the one it was forked from."""
+        return self._run(self._core.tree())
+
+    def snapshot(self, label: str | None = None) -> SnapshotInfo:
+        """Keep a copy of the session as it is now, to come back to with ``restore``."""
+        return self._run(self._core.snapshot(label))
+
+    def snapshots(self) -> list[SnapshotInfo]:
+        """This session's snapshots, oldest first."""
+        return self._run(self._core.snapshots())
+
+    def restore(self, snapshot: SnapshotInfo | str) -> SessionInfo:
+        """Put the session back as the snapshot holds it, in one atomic step."""
+        return self._run(self._core.restore(snapshot))
+
+    def delete_snapshot(self, snapshot: SnapshotInfo | str) -> bool:
+        """Delete one snapshot of this session; True if it was there."""
+        return self._run(self._core.delete_snapshot(snapshot))
+
+    def export(
+        self, path_or_file: str | os.PathLike[str] | IO[bytes], *, progress: bool = False
+    ) -> ArchiveSummary:
+        """Write the session to one portable, versioned JSON Lines file (metadata, state,
+        modules, message logs, snapshots, long-term memories), streaming page by page."""
+        return self._on_loop(self._core.export(path_or_file, progress=progress), bounded=False)
+
+    @classmethod
+    def import_archive(
+        cls,
+        path: str | os.PathLike[str] | IO[bytes],
+        store: SessionBase | str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        settings: Settings | dict[str, Any] | None = None,
+        progress: bool = False,
+    ) -> Session:
+        """Read an archive written by ``export`` into ``store`` (any backend) and return the
+        session; a corrupt or newer archive imports nothing."""
+        core = runtime.run(
+            AsyncSession.import_archive(
+                path, store, session_id, user_id, settings=settings, progress=progress
+            )
+        )
+        return cls._wrapping(core)
 
     # -- display --------------------------------------------------------------------------
 

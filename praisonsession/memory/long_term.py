@@ -64,6 +64,46 @@ class LongTermMemory:
     def clear(self) -> int:
         return self.index.delete({"session_id": self.session_id})
 
+    def session_memories(self) -> list[dict[str, Any]]:
+        """What this session added, portable: text, the metadata given, and when."""
+        found = []
+        for _, text, stored in self.index.entries({"session_id": self.session_id}):
+            extra = loads(stored.get("extra", "{}"), "memory metadata")
+            found.append({"text": text, "metadata": extra, "created_at": stored.get("created_at")})
+        return sorted(found, key=lambda memory: (memory["created_at"] or 0, memory["text"]))
+
+    def restore(self, memories: list[dict[str, Any]]) -> int:
+        """Add memories another session (or an archive) added, as this session's own; one the
+        session holds already (same text, metadata and time) is not added twice."""
+        held = {_identity(memory) for memory in self.session_memories()}
+        memories = [memory for memory in memories if _identity(memory) not in held]
+        for start in range(0, len(memories), BATCH):
+            batch = memories[start : start + BATCH]
+            texts = [str(memory["text"]) for memory in batch]
+            metadatas = []
+            for memory in batch:
+                extra = dict(memory.get("metadata") or {})
+                check_metadata(extra)
+                metadatas.append(
+                    {
+                        "user_id": self.user_id,
+                        "session_id": self.session_id,
+                        "memory_type": "long",
+                        "created_at": float(memory.get("created_at") or time.time()),
+                        "extra": dumps(extra),
+                    }
+                )
+            self.index.add([uuid.uuid4().hex for _ in batch], texts, metadatas)
+        return len(memories)
+
+
+def _identity(memory: dict[str, Any]) -> tuple[str, str, float]:
+    return (
+        str(memory.get("text")),
+        dumps(memory.get("metadata") or {}),
+        float(memory.get("created_at") or 0),
+    )
+
 
 def check_metadata(metadata: dict[str, Any]) -> None:
     clash = RESERVED & metadata.keys()

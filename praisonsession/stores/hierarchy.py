@@ -282,6 +282,11 @@ def _parent(info: SessionInfo) -> tuple[str, str] | None:
     return None
 
 
+def snapshot_key(key: Key, snapshot_id: str) -> Key:
+    """Where a snapshot of the session ``key`` is kept."""
+    return Key(SNAPSHOT_OWNER, _snapshot_name(key, snapshot_id))
+
+
 def _snapshot_name(key: Key, snapshot_id: str) -> str:
     """Snapshots of one session share a prefix: a digest of its key (ids may be long)."""
     digest = hashlib.sha256(f"{key.user_id}\x1f{key.session_id}".encode()).hexdigest()[:32]

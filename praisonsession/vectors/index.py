@@ -203,6 +203,12 @@ class VectorIndex:
     def count(self) -> int:
         return self.collection.count()
 
+    def entries(self, where: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+        """(id, text, metadata) of every entry matching ``where``, oldest id first."""
+        found = self.collection.get(where=where, include=["documents", "metadatas"])
+        rows = zip(found["ids"], found["documents"], found["metadatas"], strict=True)
+        return sorted((i, text or "", dict(meta or {})) for i, text, meta in rows)
+
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""
         ids = self.collection.get(where=where, include=[])["ids"]

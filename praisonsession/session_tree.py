@@ -1,0 +1,211 @@
+"""``AsyncSession``'s branching operations: fork, snapshots, the tree, archives.
+
+A mixin of :class:`~praisonsession.async_session.AsyncSession`, kept in a module of its own:
+the store does each step atomically (``stores/hierarchy.py``); this layer adds what belongs to a
+session rather than a store: the long-term memories it added (copied with a fork, carried in an
+archive) and the session objects handed back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from .stores.base import SessionBase
+
+if TYPE_CHECKING:
+    from .archive import ArchiveSummary
+    from .settings import Settings
+    from .stores.hierarchy import SnapshotInfo, TreeNode
+    from .stores.record import SessionInfo
+
+__all__ = ["SessionTree"]
+
+
+class SessionTree:
+    """Forks, snapshots, the tree and archives, for ``AsyncSession``."""
+
+    async def fork(
+        self,
+        new_session_id: str | None = None,
+        *,
+        at_message: tuple[Any, int] | None = None,
+        user_id: str | None = None,
+    ) -> Any:
+        """A copy of this session (state, modules, message logs, and the long-term memories
+        it added) under a new id, made in one atomic step; it records this one as its parent.
+
+        ``at_message=(log, n)`` keeps only the first ``n`` messages of one log (an agent's log
+        is ``agent.log_name``; an Agent itself is taken too). ``user_id`` forks into another
+        user's sessions: a guest's conversation moved to the account they signed in with.
+        Writing to either afterwards never changes the other.
+        """
+        core: Any = self
+        info = await core._call(
+            "fork",
+            core._store.fork_session(
+                core._session_id,
+                core._user_id,
+                new_session_id,
+                user_id,
+                at_message=_cut(at_message),
+            ),
+        )
+        child = core._sibling(info.session_id, info.user_id)
+        child._opened = True
+        await _copy_memories(core, child)
+        return child
+
+    @property
+    def parent(self) -> Any:
+        """The session this one was forked from, as a session object, or None: ``await
+        session.parent`` here (``session.parent`` on the synchronous ``Session``)."""
+        return self._parent()
+
+    async def _parent(self) -> Any:
+        core: Any = self
+        found = await core._call("parent", core._store.parent_of(core._session_id, core._user_id))
+        if found is None:
+            return None
+        parent = core._sibling(*found)
+        if await core._store.get_info(*found) is None:
+            return None  # it was deleted or has expired
+        parent._opened = True
+        return parent
+
+    async def children(self) -> list[SessionInfo]:
+        """This user's live sessions forked from this one."""
+        core: Any = self
+        return await core._call(
+            "children", core._store.children_of(core._session_id, core._user_id)
+        )
+
+    async def tree(self) -> list[TreeNode]:
+        """This user's sessions as a forest: each under the one it was forked from."""
+        core: Any = self
+        return await core._call("tree", core._store.session_tree(core._user_id))
+
+    async def snapshot(self, label: str | None = None) -> SnapshotInfo:
+        """Keep a copy of the session as it is now (content, not a pointer into it), to come
+        back to with ``restore``; later edits and truncations leave it whole."""
+        core: Any = self
+        return await core._call(
+            "snapshot", core._store.snapshot_session(core._session_id, core._user_id, label)
+        )
+
+    async def snapshots(self) -> list[SnapshotInfo]:
+        """This session's snapshots, oldest first."""
+        core: Any = self
+        return await core._call(
+            "snapshots", core._store.list_snapshots(core._session_id, core._user_id)
+        )
+
+    async def restore(self, snapshot: SnapshotInfo | str) -> SessionInfo:
+        """Put the session back as the snapshot holds it, in one atomic step."""
+        core: Any = self
+        return await core._call(
+            "restore",
+            core._store.restore_snapshot(core._session_id, core._user_id, snapshot),
+        )
+
+    async def delete_snapshot(self, snapshot: SnapshotInfo | str) -> bool:
+        """Delete one snapshot of this session; True if it was there."""
+        core: Any = self
+        return await core._call(
+            "delete_snapshot",
+            core._store.delete_snapshot(core._session_id, core._user_id, snapshot),
+        )
+
+    async def export(
+        self, path_or_file: str | os.PathLike[str] | IO[bytes], *, progress: bool = False
+    ) -> ArchiveSummary:
+        """Write the session to one portable, versioned file (JSON Lines): its metadata,
+        state, modules, message logs, snapshots and long-term memories. Streams page by page;
+        ``progress=True`` shows a bar. Not bounded by ``timeout`` as a whole."""
+        from .archive import export_session
+
+        core: Any = self
+        if not core._opened:
+            await core.open()
+        key = core._store._key(core._session_id, core._user_id)
+        memories = await _memories_of(core)
+        with _counting(progress, "Exporting") as tell:
+            return await export_session(core._store, key, path_or_file, memories, tell)
+
+    @classmethod
+    async def import_archive(
+        cls,
+        path: str | os.PathLike[str] | IO[bytes],
+        store: SessionBase | str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        settings: Settings | dict[str, Any] | None = None,
+        progress: bool = False,
+    ) -> Any:
+        """Read an archive written by ``export`` into ``store`` (any backend), as
+        ``session_id`` of ``user_id`` (by default, as archived), and return the session.
+
+        The whole file is checked first: a corrupt one, or one from a newer version of this
+        library, imports nothing. Importing onto a session that exists is refused.
+        """
+        from .archive import import_session
+        from .session_options import resolve_settings, resolve_store
+
+        resolved = resolve_settings(settings)
+        target = resolve_store(store, resolved)
+        with _counting(progress, "Importing") as tell:
+            info, memories, _ = await import_session(target, path, session_id, user_id, tell)
+        imported = cls(info.session_id, info.user_id, store=target, settings=resolved)
+        imported._owns_store = not isinstance(store, SessionBase)  # it opened the store
+        imported._opened = True
+        if memories:
+            recall = await imported._memory()
+            await recall.restore_memories(memories)
+        return imported
+
+
+def _cut(at_message: Any) -> Any:
+    """``(agent, n)`` means the agent's history log."""
+    if isinstance(at_message, tuple) and len(at_message) == 2:
+        log = getattr(at_message[0], "log_name", at_message[0])
+        return (log, at_message[1])
+    return at_message
+
+
+def _memory_in_use(core: Any) -> bool:
+    """Whether this session's vector store exists, so that memories may be there to carry:
+    a Chroma server, or the embedded one's directory (opening Chroma costs a second)."""
+    settings = core._settings
+    if core._recall is not None or core._memory_config.get("vector_store_url"):
+        return True
+    if settings.vector_store_url:
+        return True
+    return (Path(settings.data_dir).expanduser() / "chroma").is_dir()
+
+
+async def _memories_of(core: Any) -> list[dict[str, Any]]:
+    if not _memory_in_use(core):
+        return []
+    return await (await core._memory()).session_memories()
+
+
+async def _copy_memories(parent: Any, child: Any) -> None:
+    memories = await _memories_of(parent)
+    if memories:
+        await (await child._memory()).restore_memories(memories)
+
+
+@contextmanager
+def _counting(show: bool, title: str) -> Iterator[Callable[[int], Any] | None]:
+    """A tqdm bar counting messages when ``show``, else nothing to tell."""
+    if not show:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(unit="msg", desc=title) as bar:
+        yield bar.update
