@@ -63,7 +63,9 @@ def normalize_agent_url(agent_url: Any) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError as exc:
-        raise InvalidValueError(f"agent_url {redact_url(url)!r} is not a valid URL: {exc}.") from None
+        raise InvalidValueError(
+            f"agent_url {redact_url(url)!r} is not a valid URL: {exc}."
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidValueError(
             f"agent_url {redact_url(url)!r} is not an http(s) URL with a host; e.g. "
@@ -128,12 +130,15 @@ class RemoteClient:
         if response.status_code == 200:
             body = _json_or_none(response)
             ours = isinstance(body, dict) and body.get("server") == SERVER_NAME
-            self.server = ServerInfo(
+            server = ServerInfo(
                 keeps_sessions=ours,
                 version=str(body.get("version", "")) if ours else "",
                 endpoints=list(body.get("endpoints") or []) if isinstance(body, dict) else [],
             )
-            return self.server
+            if ours and (urlsplit(self.url).path or "/") not in server.endpoints:
+                raise self._no_agent_here(server.endpoints)
+            self.server = server
+            return server
         if response.status_code == 404:
             self._check_path(probe)
         fallback = self._send("HEAD", self.url, safe=True)
@@ -160,14 +165,18 @@ class RemoteClient:
         response = self._send("GET", root, safe=True)
         body = _json_or_none(response) if response.status_code == 200 else None
         if isinstance(body, dict) and body.get("server") == SERVER_NAME:
-            hosted = ", ".join(body.get("endpoints") or []) or "none"
-            raise RemoteRequestError(
-                f"The session server at {redact_url(root[: -len(HEALTH)])} hosts no agent at "
-                f"{parts.path or '/'!r}; its agent paths are: {hosted}. Put one of them at the "
-                "end of agent_url.",
-                url=self.shown_url,
-                status=404,
-            )
+            raise self._no_agent_here(list(body.get("endpoints") or []))
+
+    def _no_agent_here(self, endpoints: list[str]) -> RemoteRequestError:
+        parts = urlsplit(self.url)
+        return RemoteRequestError(
+            f"The session server at {redact_url(f'{parts.scheme}://{parts.netloc}')} hosts no "
+            f"agent at {parts.path or '/'!r}; its agent paths are: "
+            f"{', '.join(endpoints) or 'none'}. Put one of them at the end of agent_url, "
+            f"e.g. {redact_url(f'{parts.scheme}://{parts.netloc}')}{(endpoints or ['/agent'])[0]}.",
+            url=self.shown_url,
+            status=404,
+        )
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -192,7 +201,7 @@ class RemoteClient:
                     return str(result[key])
         return str(result)
 
-    def store(self, operation: str, body: dict[str, Any], *, safe: bool) -> Any:
+    def store(self, operation: str, body: dict[str, Any], safe: bool) -> Any:
         """One store operation on the server; its JSON result."""
         if not self.keeps_sessions:
             raise RemoteRequestError(

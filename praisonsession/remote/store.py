@@ -36,7 +36,7 @@ class RemoteStore(SessionBase):
     async def _call(self, operation: str, body: dict[str, Any], *, safe: bool = True) -> Any:
         if self._client.server is None:
             await offload(self._client.check_connection)
-        return await offload(self._client.store, operation, body, safe=safe)
+        return await offload(self._client.store, operation, body, safe)
 
     # -- sessions -------------------------------------------------------------------------
 

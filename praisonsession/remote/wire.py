@@ -85,8 +85,8 @@ def encode_error(exc: PraisonSessionError, status: int | None = None) -> tuple[i
         if cls.__name__ in ERROR_STATUS:
             name = cls.__name__
             break
-    else:
-        name = "RemoteServerError"
+    else:  # one of ours that is about the server, not the request
+        name, status = "RemoteServerError", status or 500
     if status is None:
         status = getattr(exc, "status", None) if isinstance(exc, RemoteError) else None
         status = status or ERROR_STATUS[name]
