@@ -79,14 +79,17 @@ def serve(
     Session(agent_url="http://127.0.0.1:8000/agent", session_id="chat_1").chat("Hi")
     """
     try:
-        from ..server.runner import prepare, serve as run
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
     except ImportError as exc:
         raise click.ClickException(
             f"The server needs FastAPI and uvicorn ({exc}). Install them with: "
             'pip install "praisonsession[server]"'
         ) from None
+    from ..server import runner
+
     try:
-        app = prepare(
+        app = runner.prepare(
             store_url,
             agents,
             host=host,
@@ -97,14 +100,12 @@ def serve(
         )
     except PraisonSessionError as exc:
         raise click.ClickException(str(exc)) from None
-    store = app.app.state.hosting.store  # BodyLimit wraps the FastAPI app
-    served = ", ".join(
-        f"{p} ({spec})" for p, (spec, _) in sorted(app.app.state.hosting.factories.items())
-    )
+    hosting = app.hosting
+    served = ", ".join(f"{p} ({spec})" for p, (spec, _) in sorted(hosting.factories.items()))
     click.echo(
-        f"praisonsession serve: agents {served}; store {redact_url(store.url)}; "
+        f"praisonsession serve: agents {served}; store {redact_url(hosting.store.url)}; "
         f"token {'required' if token else 'not required (loopback only)'}; "
         f"API docs at http://{host}:{port}/docs",
         err=True,
     )
-    run(app, host=host, port=port, log_level=log_level)
+    runner.serve(app, host=host, port=port, log_level=log_level)

@@ -49,7 +49,7 @@ from .hosting import AgentHosting, Factory
 from .security import BodyLimit, token_matches, unauthorized
 from .store_api import OPERATIONS, run_operation
 
-__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_SESSION", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_SESSION", "ServerApp", "create_app"]
 
 #: The session a chat request without ``session_id`` belongs to (curl, PraisonAI-style tools).
 DEFAULT_SESSION = "default"
@@ -73,7 +73,7 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     capacity: int = 1000,
     close_store: bool = True,
-) -> Any:
+) -> ServerApp:
     """The app serving ``agents`` (agent path -> (its name for messages, factory)) over
     ``store``. ``token``, when set, is required on every chat and store request."""
     if not agents:
@@ -158,7 +158,20 @@ def create_app(
         status, body = encode_error(error)
         return JSONResponse(body, status_code=status)
 
-    return BodyLimit(app, max_body)
+    return ServerApp(app, hosting, max_body)
+
+
+class ServerApp:
+    """The ASGI app: the FastAPI app (``api``) behind the body cap; ``hosting`` holds the
+    live agents and the store."""
+
+    def __init__(self, api: FastAPI, hosting: AgentHosting, max_body: int) -> None:
+        self.api = api
+        self.hosting = hosting
+        self._asgi = BodyLimit(api, max_body)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._asgi(scope, receive, send)
 
 
 def _add_agent_routes(

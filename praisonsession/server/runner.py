@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..async_session import _resolve_store
 from ..settings import Settings
 from .agents_spec import load_agents
 from .security import check_bind
+
+if TYPE_CHECKING:
+    from .app import ServerApp
 
 __all__ = ["prepare", "serve"]
 
@@ -21,7 +24,7 @@ def prepare(
     path: str = "/agent",
     max_body: int | None = None,
     timeout: float = 30.0,
-) -> Any:
+) -> ServerApp:
     """The app for these options, after every check that can fail before serving (the bind
     rule, the agent factories, the store URL)."""
     from .app import DEFAULT_MAX_BODY, create_app
