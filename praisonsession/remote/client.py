@@ -44,6 +44,8 @@ __all__ = ["RemoteClient", "ServerInfo", "normalize_agent_url"]
 
 #: Attempts per request at most (the first one included), and the longest wait between two.
 MAX_ATTEMPTS = 6
+#: Retries after an HTTP 5xx answer: the server has retried its store already.
+MAX_ANSWERED_RETRIES = 2
 MAX_BACKOFF = 2.0
 FIRST_BACKOFF = 0.1
 
@@ -262,24 +264,34 @@ class RemoteClient:
             data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
             headers = {**(headers or {}), "Content-Type": "application/json"}
         started = time.monotonic()
-        attempts = 0
         failures: list[_Transient] = []
+        took = [0.0]  # how long the last attempt took
 
         def attempt() -> requests.Response:
-            nonlocal attempts
             if failures and remaining(self.timeout) <= 0:
                 raise _OutOfTime  # the operation's deadline came first: report the last failure
-            attempts += 1
+            began = time.monotonic()
             try:
                 return self._attempt(method, url, data, headers, safe)
             except _Transient as exc:
                 failures.append(exc)
                 raise
+            finally:
+                took[0] = time.monotonic() - began
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            answered = sum(1 for failure in failures if failure.response is not None)
+            left = remaining(float("inf"))
+            return (
+                state.attempt_number >= MAX_ATTEMPTS
+                or answered > MAX_ANSWERED_RETRIES
+                or left <= max(FIRST_BACKOFF, took[0])  # no time for another such attempt
+            )
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(_Transient),
             wait=_backoff,
-            stop=_stop,
+            stop=stop,
             sleep=time.sleep,
             reraise=True,
         )
@@ -289,7 +301,8 @@ class RemoteClient:
             failed = failures[-1]
             if failed.response is not None:
                 return failed.response
-            raise self._unreachable(failed.cause, attempts, time.monotonic() - started) from None
+            elapsed = time.monotonic() - started
+            raise self._unreachable(failed.cause, len(failures), elapsed) from None
 
     def _attempt(
         self,
@@ -347,10 +360,6 @@ def _backoff(state: tenacity.RetryCallState) -> float:
     """Exponential backoff with jitter, never sleeping past the operation's deadline."""
     delay = min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** (state.attempt_number - 1))
     return min(delay * (0.5 + random.random() / 2), max(0.0, remaining(float("inf")) - 0.05))
-
-
-def _stop(state: tenacity.RetryCallState) -> bool:
-    return state.attempt_number >= MAX_ATTEMPTS or remaining(float("inf")) <= FIRST_BACKOFF
 
 
 def _never_sent(exc: requests.exceptions.ConnectionError) -> bool:
