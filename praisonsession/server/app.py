@@ -107,7 +107,6 @@ def create_app(
         ),
         lifespan=lifespan,
     )
-    app.state.hosting = hosting
 
     async def authorized(request: Request) -> None:
         if token is not None and not token_matches(token, request.headers):
