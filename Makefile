@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_memory.py
 	$(PY) benchmarks/bench_agents.py
 	$(PY) benchmarks/bench_redis.py
+	$(PY) benchmarks/bench_remote.py
 
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site
