@@ -610,6 +610,8 @@ class AsyncSession:
         return _html_table(type(self).__name__, self._identity_rows())
 
     async def _html_with_state(self) -> str:
+        if self._remote is not None and self._opened and not self._remote.keeps_sessions:
+            return _html_table("Session", self._identity_rows())  # a server that keeps no state
         info = await self.get_info()
         state = await self.restore_state() if info is not None else {}
         if info is None:

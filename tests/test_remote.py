@@ -564,16 +564,21 @@ def test_four_processes_fifty_turns_each_on_ten_sessions_lose_and_duplicate_noth
     assert set(sent) == expected and set(sent.values()) == {1}  # none lost, none twice
 
 
-def test_sessions_do_not_wait_for_each_other(served: SessionServer) -> None:
+def test_sessions_do_not_wait_for_each_other(
+    served: SessionServer, llm: ScriptedChatServer
+) -> None:
     slow_done = threading.Event()
 
     def slow_turn() -> None:
         remote(served, "slow-one").chat("slow:3:take your time")
         slow_done.set()
 
+    def slow_turn_at_the_llm() -> bool:
+        return any("slow:3:take your time" in json.dumps(r.body) for r in list(llm.chat_requests))
+
     thread = threading.Thread(target=slow_turn)
     thread.start()
-    time.sleep(0.5)  # the slow turn is at the LLM now
+    _wait_for(slow_turn_at_the_llm)
     assert remote(served, "fast-one").chat("quick") == "You said: quick"
     assert not slow_done.is_set()  # the fast session finished while the slow one waited
     thread.join(timeout=60)
@@ -777,3 +782,4 @@ def test_our_client_chats_with_a_praisonai_style_server(praisonai_style: str) ->
     with pytest.raises(RemoteRequestError, match="keeps no session state"):
         alice.set_state("k", 1)
     assert alice.open().session_id == "alice"  # nothing to open there, and no error
+    assert "agent_url" in alice._repr_html_()  # a notebook shows it without asking for state
