@@ -38,6 +38,7 @@ from praisonsession import (
     Session,
     SessionNotFoundError,
     StoreUnavailableError,
+    runtime,
 )
 from praisonsession.agents.agent import module_key
 from praisonsession.settings import Settings
@@ -385,6 +386,21 @@ def test_a_repeated_idempotency_key_is_answered_not_applied_again(served: Sessio
         "key-1",
         "key-2",
     ]
+
+
+def test_an_agent_turn_with_a_key_runs_once_and_the_key_never_reaches_the_llm(
+    server: ScriptedChatServer,
+) -> None:
+    session = Session("keys", store="memory://")
+    agent = session.Agent("Keeper", memory=False, llm={"base_url": server.url, "model": "m"})
+    assert runtime.run(agent.achat("hello", turn_key="k1")) == "You said: hello"
+    assert runtime.run(agent.achat("hello", turn_key="k1")) == "You said: hello"
+    assert len(server.chat_requests) == 1  # the second was answered from the history
+    agent.chat("next")
+    assert all("metadata" not in m for m in server.last_messages())  # stays local
+    assert agent.history[0]["metadata"] == {"turn_key": "k1"} and agent.turns == 2
+    with pytest.raises(InvalidValueError):
+        runtime.run(agent.achat("hi", turn_key=""))
 
 
 class LoseFirstAnswer:
