@@ -6,6 +6,7 @@ scripted LLM behind it (see ``test_remote.py`` for the basics).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -22,6 +23,7 @@ import pytest
 
 from llm_server import ScriptedChatServer
 from praisonsession import (
+    AsyncSession,
     InvalidValueError,
     RemoteConnectionError,
     RemoteError,
@@ -356,3 +358,30 @@ def test_a_store_that_is_down_is_503_and_a_typed_error(llm: ScriptedChatServer) 
             assert session.get_state("k") == 1  # what was acknowledged is there
     finally:
         redis.stop()
+
+
+@pytest.fixture
+def hung_port() -> Iterator[int]:
+    """A port that accepts connections and never answers."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=16)
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+def test_a_server_that_never_answers_gives_a_typed_error_within_the_timeout(
+    hung_port: int,
+) -> None:
+    url = f"127.0.0.1:{hung_port}/agent"
+    started = time.monotonic()
+    with pytest.raises(RemoteConnectionError, match="no answer within timeout"):
+        Session(agent_url=url, timeout=2)
+    assert time.monotonic() - started < 3.5
+
+    async def on_a_loop() -> None:  # a notebook cell, an async app: the deadline is a timer
+        async with AsyncSession("hung", agent_url=url, timeout=2):
+            pass
+
+    started = time.monotonic()
+    with pytest.raises(RemoteConnectionError, match="no answer within timeout"):
+        asyncio.run(on_a_loop())
+    assert time.monotonic() - started < 3.5

@@ -48,6 +48,8 @@ MAX_ATTEMPTS = 6
 MAX_ANSWERED_RETRIES = 2
 MAX_BACKOFF = 2.0
 FIRST_BACKOFF = 0.1
+#: How much sooner than the operation's deadline a request gives up.
+DEADLINE_MARGIN = 0.2
 
 
 def normalize_agent_url(agent_url: Any) -> str:
@@ -312,7 +314,10 @@ class RemoteClient:
         headers: dict[str, str] | None,
         safe: bool,
     ) -> requests.Response:
-        left = max(0.001, remaining(self.timeout))
+        # end a little before the operation's deadline, so that a session on an event loop
+        # gets this typed error rather than a bare OperationTimeoutError from the deadline
+        left = remaining(self.timeout)
+        left = max(0.001, left - min(DEADLINE_MARGIN, left / 10))
         try:
             response = self._http.request(method, url, data=data, headers=headers, timeout=left)
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
