@@ -14,7 +14,9 @@ For each store behind the server (``sqlite://`` and ``redis://``) it starts, on 
   ``--turns`` turns.
 
 It reports turns/s (all turns / (last end - first start)) and the p50 / p99 of the server's
-own overhead per turn: the latency a client saw minus the LLM's fixed latency. Then it reads
+own overhead per turn: the latency a client saw minus the LLM's fixed latency. Under load that
+includes waiting for a CPU; the overhead of one client alone (``--baseline-turns`` turns, run
+first) is printed too. Then it reads
 every session back through the server and checks that all turns are there, in the order each
 client sent them, each with its reply: a fast server that loses a turn is not a result.
 """
@@ -88,10 +90,12 @@ def store_url(backend: str) -> Iterator[str]:
         yield f"sqlite:///{folder / 'sessions.db'}"
 
 
-def client_process(agent_url: str, go_file: str, first: int, count: int, turns: int) -> None:
+def client_process(
+    agent_url: str, go_file: str, first: int, count: int, turns: int, prefix: str
+) -> None:
     """``count`` clients in threads; prints, per client, its (start, end) of each turn."""
     sessions = [
-        Session(agent_url=agent_url, session_id=f"client-{first + i}", timeout=120)
+        Session(agent_url=agent_url, session_id=f"{prefix}-{first + i}", timeout=120)
         for i in range(count)
     ]
     results: dict[int, list[tuple[float, float]]] = {}
@@ -101,7 +105,7 @@ def client_process(agent_url: str, go_file: str, first: int, count: int, turns: 
         session, spans = sessions[index], []
         try:
             for turn in range(turns):
-                text = f"client-{first + index} turn {turn}"
+                text = f"{prefix}-{first + index} turn {turn}"
                 began = time.time()
                 reply = session.chat(text)
                 spans.append((began, time.time()))
@@ -122,14 +126,18 @@ def client_process(agent_url: str, go_file: str, first: int, count: int, turns: 
     print(json.dumps({"spans": results, "failures": failures}), flush=True)
 
 
-def run_load(agent_url: str, clients: int, processes: int, turns: int) -> dict[str, Any]:
+def run_load(
+    agent_url: str, clients: int, processes: int, turns: int, prefix: str
+) -> dict[str, Any]:
     go_file = tempfile.mktemp(prefix="bench-remote-go-")
     per = [clients // processes + (1 if p < clients % processes else 0) for p in range(processes)]
     workers, first = [], 0
     for count in per:
         command = [sys.executable, __file__, "--worker", agent_url, go_file, str(first)]
         workers.append(
-            subprocess.Popen([*command, str(count), str(turns)], stdout=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [*command, str(count), str(turns), prefix], stdout=subprocess.PIPE, text=True
+            )
         )
         first += count
     for worker in workers:
@@ -146,14 +154,14 @@ def run_load(agent_url: str, clients: int, processes: int, turns: int) -> dict[s
     return {"spans": spans, "failures": failures}
 
 
-def check_histories(agent_url: str, clients: int, turns: int) -> tuple[int, list[str]]:
+def check_histories(agent_url: str, clients: int, turns: int, prefix: str) -> tuple[int, list[str]]:
     """All turns of every client, in order, each answered: (turns found, problems)."""
     found, problems = 0, []
     for client in range(clients):
-        session = Session(agent_url=agent_url, session_id=f"client-{client}")
+        session = Session(agent_url=agent_url, session_id=f"{prefix}-{client}")
         history = session.read_messages(HISTORY)
         users = [m["content"] for m in history if m["role"] == "user"]
-        expected = [f"client-{client} turn {t}" for t in range(turns)]
+        expected = [f"{prefix}-{client} turn {t}" for t in range(turns)]
         found += len(users)
         if users != expected:
             problems.append(f"client-{client}: {len(users)} turns, in order: {users == expected}")
@@ -170,11 +178,13 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         store_url(backend) as url,
         SessionServer(url, llm_url=llm_url, args=("--log-level", "warning")) as server,
     ):
-        load = run_load(server.agent_url, args.clients, args.processes, args.turns)
-        found, problems = check_histories(server.agent_url, args.clients, args.turns)
+        alone = run_load(server.agent_url, 1, 1, args.baseline_turns, "alone")
+        load = run_load(server.agent_url, args.clients, args.processes, args.turns, "client")
+        found, problems = check_histories(server.agent_url, args.clients, args.turns, "client")
     spans = [span for client in load["spans"].values() for span in client]
     wall = max(end for _, end in spans) - min(start for start, _ in spans)
-    overhead_ms = sorted((end - start - llm_seconds) * 1000 for start, end in spans)
+    overhead_ms = _overheads(spans, llm_seconds)
+    alone_ms = _overheads([s for c in alone["spans"].values() for s in c], llm_seconds)
     return {
         "store": backend,
         "clients": args.clients,
@@ -185,9 +195,14 @@ def bench(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         "turns_per_s": round(len(spans) / wall, 1),
         "overhead_p50_ms": round(statistics.median(overhead_ms), 1),
         "overhead_p99_ms": round(overhead_ms[int(0.99 * (len(overhead_ms) - 1))], 1),
+        "one_client_overhead_p50_ms": round(statistics.median(alone_ms), 1),
         "llm_ms": args.llm_ms,
         "ideal_turns_per_s": round(args.clients / llm_seconds, 1),
     }
+
+
+def _overheads(spans: list[tuple[float, float]], llm_seconds: float) -> list[float]:
+    return sorted((end - start - llm_seconds) * 1000 for start, end in spans)
 
 
 def main() -> int:
@@ -198,11 +213,14 @@ def main() -> int:
     parser.add_argument("--llm-ms", type=float, default=20.0, help="the LLM's fixed latency")
     parser.add_argument("--stores", default="sqlite,redis")
     parser.add_argument("--json", metavar="PATH", help="also write every figure here")
-    parser.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--baseline-turns", type=int, default=50, help="turns of one client alone, first"
+    )
+    parser.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        agent_url, go_file, first, count, turns = args.worker
-        client_process(agent_url, go_file, int(first), int(count), int(turns))
+        agent_url, go_file, first, count, turns, prefix = args.worker
+        client_process(agent_url, go_file, int(first), int(count), int(turns), prefix)
         return 0
 
     print(
@@ -225,9 +243,11 @@ def main() -> int:
         )
         for problem in result["problems"]:
             print(f"          {problem}")
+    alone = ", ".join(f"{r['store']} {r['one_client_overhead_p50_ms']:g} ms" for r in results)
     print(
         f"  (overhead = a client's latency minus the LLM's {args.llm_ms:g} ms; the ideal with "
-        f"no overhead is {results[0]['ideal_turns_per_s']:g} turns/s)"
+        f"no overhead is {results[0]['ideal_turns_per_s']:g} turns/s; one client alone: "
+        f"overhead p50 {alone})"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
