@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_agents.py
 	$(PY) benchmarks/bench_redis.py
 	$(PY) benchmarks/bench_limits.py
+	$(PY) benchmarks/bench_remote.py
 
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site

@@ -21,7 +21,12 @@ from .errors import (
     MissingDependencyError,
     OperationTimeoutError,
     PraisonSessionError,
+    RemoteAuthError,
+    RemoteConnectionError,
     RemoteError,
+    RemoteModeError,
+    RemoteRequestError,
+    RemoteServerError,
     RuntimeShutdownError,
     SessionCorruptedError,
     SessionExpiredError,
@@ -29,6 +34,7 @@ from .errors import (
     StateDictError,
     StoreUnavailableError,
     UnsupportedFormatError,
+    UnsupportedOperationError,
 )
 from .session import Session
 from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
@@ -59,7 +65,12 @@ __all__ = [
     "OperationTimeoutError",
     "PraisonSessionError",
     "RedisSession",
+    "RemoteAuthError",
+    "RemoteConnectionError",
     "RemoteError",
+    "RemoteModeError",
+    "RemoteRequestError",
+    "RemoteServerError",
     "RuntimeShutdownError",
     "Session",
     "SessionBase",
@@ -72,6 +83,7 @@ __all__ = [
     "StateModule",
     "StoreUnavailableError",
     "UnsupportedFormatError",
+    "UnsupportedOperationError",
     "__version__",
     "open_store",
 ]

@@ -18,14 +18,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import InvalidValueError
-from .execution import bounded
+from .errors import InvalidValueError, RemoteModeError
+from .execution import bounded, offload
 from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
-from .json_data import JSONValue
+from .json_data import JSONValue, check_json_data
 from .session_options import checked_config, resolve_settings, resolve_store
 from .session_tree import SessionTree
 from .stores.base import UNSET, SessionBase, _check_ttl
-from .stores.record import SessionInfo
+from .stores.record import SessionInfo, now
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .llm import LLMConfig
     from .praisonai_views import AsyncKnowledgeView, AsyncMemoryView
     from .recall import Recall
+    from .remote.client import RemoteClient
     from .settings import Settings
     from .state.module import StateModule
 
@@ -55,6 +56,11 @@ class AsyncSession(SessionTree):
     ``json:///dir``, ``sqlite:///file.db``, ``redis://host:6379/0``); ``settings=`` a
     :class:`~praisonsession.settings.Settings` or a dict of its fields. ``timeout`` (seconds)
     bounds each operation; when it runs out the operation raises ``OperationTimeoutError``.
+
+    ``agent_url=`` makes it a remote session: the agent and the stored session live on a
+    session server (``praisonsession serve``); ``chat`` talks to the agent, the state calls
+    work through the server, and ``api_key=`` (or the ``remote_token`` setting) is the
+    server's token. The connection is tested when the session opens.
     """
 
     def __init__(
@@ -69,16 +75,10 @@ class AsyncSession(SessionTree):
         *,
         store: SessionBase | str | None = None,
         settings: Settings | dict[str, Any] | None = None,
+        api_key: str | None = None,
     ) -> None:
         self._session_id = new_session_id() if session_id is None else check_session_id(session_id)
         self._user_id = DEFAULT_USER if user_id is None else check_user_id(user_id)
-        if agent_url is not None:
-            raise NotImplementedError(
-                "Remote sessions (agent_url=...) are not available in this release yet; "
-                "use a local Session and session.Agent(...) instead."
-            )
-        self._agent_url = None
-        self._is_remote = False
         self._memory_config = checked_config("memory", memory_config)
         self._knowledge_config = checked_config("knowledge", knowledge_config)
         if (
@@ -92,8 +92,28 @@ class AsyncSession(SessionTree):
         self._timeout = timeout
         self._session_ttl = _check_ttl(session_ttl)
         self._settings = resolve_settings(settings)
-        self._owns_store = not isinstance(store, SessionBase)
-        self._store = resolve_store(store, self._settings)
+        self._remote: RemoteClient | None = None
+        if agent_url is None:
+            if api_key is not None:
+                raise InvalidValueError(
+                    "api_key= is the token of a session server; pass it with agent_url=... "
+                    "(a local session needs none)."
+                )
+            self._owns_store = not isinstance(store, SessionBase)
+            self._store = resolve_store(store, self._settings)
+        else:
+            if store is not None:
+                raise InvalidValueError(
+                    "Pass agent_url= or store=, not both: a remote session is stored in the "
+                    "server's store (praisonsession serve --store URL)."
+                )
+            from .remote.client import RemoteClient
+            from .remote.store import RemoteStore
+
+            token = api_key if api_key is not None else self._settings.remote_token
+            self._remote = RemoteClient(agent_url, token=token, timeout=timeout)
+            self._owns_store = True
+            self._store = RemoteStore(self._remote)
         self._opened = False
         self._recall: Recall | None = None
         self._recall_opening: Future[Recall] | None = None
@@ -112,11 +132,12 @@ class AsyncSession(SessionTree):
 
     @property
     def agent_url(self) -> str | None:
-        return self._agent_url
+        """The remote agent's URL (``http://`` added when it named no scheme), or None."""
+        return None if self._remote is None else self._remote.url
 
     @property
     def is_remote(self) -> bool:
-        return self._is_remote
+        return self._remote is not None
 
     @property
     def memory_config(self) -> dict[str, Any]:
@@ -193,8 +214,20 @@ class AsyncSession(SessionTree):
     async def open(self) -> SessionInfo:
         """Create the stored session, or start it afresh if it expired, and refresh its TTL.
 
-        Operations do this on first use; call it to do it now (``Session()`` does).
+        Operations do this on first use; call it to do it now (``Session()`` does). A remote
+        session tests the connection first (``GET <agent_url>/health``) and raises a
+        ``RemoteError`` naming what to check if the server does not answer as one should.
         """
+        if self._remote is not None:
+            remote = self._remote
+            await bounded(
+                offload(remote.check_connection),
+                self._timeout,
+                f"connecting to the session server at {remote.shown_url}",
+            )
+            if not remote.keeps_sessions:  # PraisonAI's server: nothing stored to open
+                self._opened = True
+                return SessionInfo.new(self._user_id, self._session_id, None, {}, now())
         ttl = UNSET if self._session_ttl is None else self._session_ttl
         info = await bounded(
             self._store.create_session(self._session_id, self._user_id, ttl=ttl),
@@ -373,6 +406,7 @@ class AsyncSession(SessionTree):
         ``"long"`` memories belong to the user and are found from any of their sessions;
         ``"short"`` ones are this session's notes, kept (and expiring) with the session.
         """
+        self._local_only("add_memory")
         text = _check_text(text, "text")
         memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
         return await self._recalling(
@@ -408,6 +442,7 @@ class AsyncSession(SessionTree):
 
         ``memory_type`` is ``"long"``, ``"short"`` or ``"all"`` (both, best first).
         """
+        self._local_only("search_memory")
         query = _check_text(query, "query")
         memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
         limit = _check_limit(limit)
@@ -420,6 +455,7 @@ class AsyncSession(SessionTree):
 
         Long-term memories other sessions of the user added are kept. Returns how many went.
         """
+        self._local_only("clear_memory")
         memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
         return await self._recalling(
             "clear_memory", lambda recall: recall.clear_memory(memory_type)
@@ -431,6 +467,7 @@ class AsyncSession(SessionTree):
         Content already held is skipped; long additions show a progress bar. Not bounded by
         ``timeout`` as a whole (a large folder takes minutes); each URL fetch is.
         """
+        self._local_only("add_knowledge")
         if isinstance(source, os.PathLike):
             source = Path(source)
         if not self._opened:
@@ -439,6 +476,7 @@ class AsyncSession(SessionTree):
 
     async def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         """Knowledge chunks closest to ``query``: dicts with id, text, score, metadata, source."""
+        self._local_only("search_knowledge")
         query = _check_text(query, "query")
         limit = _check_limit(limit)
         return await self._recalling(
@@ -448,6 +486,7 @@ class AsyncSession(SessionTree):
     async def get_context(self, query: str, max_items: int = 3) -> str:
         """Prompt context for ``query``: this session's notes, long-term memory and knowledge,
         labelled by section, within ``memory_config["context_chars"]`` (4000) characters."""
+        self._local_only("get_context")
         query = _check_text(query, "query")
         max_items = _check_limit(max_items)
         return await self._recalling(
@@ -474,6 +513,12 @@ class AsyncSession(SessionTree):
         Asking again for the same name returns the same live agent. Chat with ``await
         agent.achat(...)`` (or ``agent.chat(...)`` from synchronous code).
         """
+        if self._remote is not None:
+            raise RemoteModeError(
+                "session.Agent(...) is not available on a remote session: the agent runs on "
+                f"the session server at {self._remote.shown_url}. Chat with it through the "
+                "session: session.chat(message)."
+            )
         from .agents.factory import AgentRegistry, create_agent
 
         if self._registry is None:
@@ -483,6 +528,47 @@ class AsyncSession(SessionTree):
         )
 
     create_agent = Agent
+
+    # -- remote ---------------------------------------------------------------------------
+
+    async def chat(self, message: str, **kwargs: JSONValue) -> str:
+        """Send ``message`` to the remote agent and return its reply (remote sessions).
+
+        The server keeps the conversation of this (user_id, session_id); extra keyword
+        arguments go into the request body, as in PraisonAI. A turn the connection lost is
+        retried and applied once (the server honours an idempotency key).
+        """
+        if self._remote is None:
+            raise RemoteModeError(
+                "chat() is for remote sessions: Session(agent_url='http://host:8000/agent'). "
+                "To chat locally, create an agent in this session and chat with it: "
+                "agent = session.Agent(name='Assistant', llm=...); agent.chat(message)."
+            )
+        if not isinstance(message, str):
+            raise InvalidValueError(f"chat takes a str, got {type(message).__name__}.")
+        reserved = sorted({"query", "session_id", "user_id"}.intersection(kwargs))
+        if reserved:
+            raise InvalidValueError(
+                f"chat() got {reserved} as keyword arguments; the session sets them. Open "
+                "another Session(...) to talk in another session."
+            )
+        check_json_data(kwargs, "chat keyword arguments")
+        remote = self._remote
+        return await self._call(
+            "chat",
+            offload(remote.chat, self._session_id, self._user_id, message, dict(kwargs)),
+        )
+
+    send_message = chat  # PraisonAI's alias (Google ADK's name)
+
+    def _local_only(self, what: str) -> None:
+        if self._remote is not None:
+            raise RemoteModeError(
+                f"{what}() is not available on a remote session: memory and knowledge live "
+                f"with the agent on the session server at {self._remote.shown_url}. Run it "
+                "there (in the agent factory given to praisonsession serve --agent, or in a "
+                "local Session on the server's store)."
+            )
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -547,9 +633,10 @@ class AsyncSession(SessionTree):
     # -- display --------------------------------------------------------------------------
 
     def __repr__(self) -> str:
+        where = "agent_url" if self._remote is not None else "store"
         return (
             f"{type(self).__name__}(id={self._session_id!r}, user={self._user_id!r}, "
-            f"store={self._store.url!r})"
+            f"{where}={self._store.url!r})"
         )
 
     __str__ = __repr__
@@ -560,6 +647,8 @@ class AsyncSession(SessionTree):
         return _html_table(type(self).__name__, self._identity_rows())
 
     async def _html_with_state(self) -> str:
+        if self._remote is not None and self._opened and not self._remote.keeps_sessions:
+            return _html_table("Session", self._identity_rows())  # a server that keeps no state
         info = await self.get_info()
         state = await self.restore_state() if info is not None else {}
         if info is None:
@@ -580,7 +669,7 @@ class AsyncSession(SessionTree):
         return [
             ("session_id", self._session_id),
             ("user_id", self._user_id),
-            ("store", self._store.url),
+            ("agent_url" if self._remote is not None else "store", self._store.url),
         ]
 
 

@@ -20,7 +20,12 @@ __all__ = [
     "MissingDependencyError",
     "OperationTimeoutError",
     "PraisonSessionError",
+    "RemoteAuthError",
+    "RemoteConnectionError",
     "RemoteError",
+    "RemoteModeError",
+    "RemoteRequestError",
+    "RemoteServerError",
     "RuntimeShutdownError",
     "SessionCorruptedError",
     "SessionExpiredError",
@@ -28,6 +33,7 @@ __all__ = [
     "StateDictError",
     "StoreUnavailableError",
     "UnsupportedFormatError",
+    "UnsupportedOperationError",
 ]
 
 
@@ -115,6 +121,11 @@ class AmbiguousLegacyDataError(PraisonSessionError):
     how to import it for the right one."""
 
 
+class UnsupportedOperationError(PraisonSessionError, NotImplementedError):
+    """The store (or a remote session) cannot do this operation; the message says where it
+    can be done."""
+
+
 class ConflictError(PraisonSessionError):
     """A compare-and-set lost: someone else changed the record first."""
 
@@ -168,7 +179,42 @@ class KnowledgeSourceError(PraisonSessionError, ValueError):
 
 
 class RemoteError(PraisonSessionError):
-    """A remote agent or LLM endpoint failed or answered with something unusable."""
+    """A remote agent or LLM endpoint failed or answered with something unusable.
+
+    ``url`` is the endpoint with any credentials masked; ``status`` the HTTP status when there
+    was an answer.
+    """
+
+    def __init__(self, message: str, *, url: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+
+
+class RemoteConnectionError(RemoteError, ConnectionError):
+    """A session server could not be reached, or gave no answer within ``timeout``.
+
+    Subclasses ``ConnectionError``, which is what PraisonAI's remote ``Session`` raises.
+    """
+
+
+class RemoteAuthError(RemoteError, PermissionError):
+    """The session server refused the request (HTTP 401): no token, or the wrong one."""
+
+
+class RemoteRequestError(RemoteError):
+    """The session server refused a request it understood (no agent at that path, a body
+    too large, an operation that server does not offer)."""
+
+
+class RemoteServerError(RemoteError):
+    """The session server failed to answer (HTTP 5xx after bounded retries), or its agent
+    failed (its LLM, say)."""
+
+
+class RemoteModeError(PraisonSessionError, ValueError):
+    """An operation of the other mode: ``chat`` on a local session, or memory, knowledge or
+    ``Agent`` on a remote one (they run on the server). A ``ValueError``, as in PraisonAI."""
 
 
 class StateDictError(PraisonSessionError, KeyError):

@@ -52,6 +52,8 @@ def redact_url(url: str) -> str:
             query = urlencode(
                 [(n, MASK if n.lower() in SECRET_PARAMETERS else v) for n, v in pairs], safe="*:"
             )
+    if netloc == parts.netloc and query == parts.query:
+        return url  # nothing secret; rebuilding would turn sqlite:///x into sqlite:/x
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

@@ -44,6 +44,10 @@ class Session:
     ``settings=`` a :class:`~praisonsession.settings.Settings` or a dict of its fields.
     ``timeout`` (seconds) bounds each call. For async code use :class:`AsyncSession`, which
     has the same methods as coroutines.
+
+    ``Session(agent_url="http://host:8000/agent", api_key=...)`` is a remote session: it tests
+    the connection now, ``chat`` talks to the agent a session server hosts, and the state
+    calls work through that server.
     """
 
     def __init__(
@@ -58,6 +62,7 @@ class Session:
         *,
         store: SessionBase | str | None = None,
         settings: Settings | dict[str, Any] | None = None,
+        api_key: str | None = None,
     ) -> None:
         self._core = AsyncSession(
             session_id,
@@ -69,6 +74,7 @@ class Session:
             session_ttl,
             store=store,
             settings=settings,
+            api_key=api_key,
         )
         self.open()
 
@@ -96,6 +102,7 @@ class Session:
 
     @property
     def agent_url(self) -> str | None:
+        """The remote agent's URL (``http://`` added when it named no scheme), or None."""
         return self._core.agent_url
 
     @property
@@ -285,6 +292,14 @@ class Session:
         )
 
     create_agent = Agent
+
+    # -- remote ---------------------------------------------------------------------------
+
+    def chat(self, message: str, **kwargs: JSONValue) -> str:
+        """Send ``message`` to the remote agent and return its reply (remote sessions)."""
+        return self._run(self._core.chat(message, **kwargs))
+
+    send_message = chat  # PraisonAI's alias (Google ADK's name)
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -87,10 +87,16 @@ KNOBS: dict[str, Knob] = {
     "llm_base_url": Knob(None, "str | None", "OpenAI-compatible base URL."),
     "llm_model": Knob("gpt-4o-mini", str, "Chat model name.", {"min_length": 1}),
     "llm_api_key": Knob(None, "str | None", "API key for the LLM endpoint.", secret=True),
+    "remote_token": Knob(
+        None,
+        "str | None",
+        "Bearer token for session servers (Session(agent_url=...), praisonsession serve).",
+        secret=True,
+    ),
 }
 
 #: Settings that may be empty, meaning "not set" (an empty variable in a .env file, say).
-_BLANK_IS_NONE = ("store_url", "vector_store_url", "llm_base_url", "llm_api_key")
+_BLANK_IS_NONE = ("store_url", "vector_store_url", "llm_base_url", "llm_api_key", "remote_token")
 
 
 class Settings:
@@ -114,6 +120,7 @@ class Settings:
     llm_base_url: str | None
     llm_model: str
     llm_api_key: str | None
+    remote_token: str | None
 
     def __init__(self, **values: Any) -> None:
         _refuse_unknown({name: repr(name) for name in values}, "argument")

@@ -148,8 +148,8 @@ def test_invalid_constructor_arguments_are_refused(url: str) -> None:
         Session("s", store=42)
     with pytest.raises(InvalidValueError):
         Session("s", store=url, memory_config="not a dict")
-    with pytest.raises(NotImplementedError, match="Remote"):
-        Session("s", agent_url="localhost:8000/agent")
+    with pytest.raises(InvalidValueError, match="agent_url"):
+        Session("s", agent_url="ftp://localhost:8000/agent")
 
 
 def test_ttl_is_persisted_and_read_by_other_session_objects(url: str) -> None:

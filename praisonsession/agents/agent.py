@@ -31,16 +31,18 @@ from ..llm.errors import LLMNotConfiguredError
 from ..redaction import redact_url
 from ..state.message_log import MessageLog
 from ..state.module import StateModule
-from .prompt import recent_turns, system_prompt
+from .prompt import for_model, recent_turns, system_prompt
 from .tools import Toolbox
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
     from .host import AgentHost
 
-__all__ = ["Agent", "module_key"]
+__all__ = ["TURN_KEY", "Agent", "module_key"]
 
 Message = dict[str, Any]
+#: Where a turn's idempotency key is kept: ``user_message["metadata"][TURN_KEY]``.
+TURN_KEY = "turn_key"
 
 
 def module_key(name: str) -> str:
@@ -156,20 +158,34 @@ class Agent(StateModule):
 
     start = chat  # PraisonAI's name for the same call
 
-    async def achat(self, message: str) -> str:
-        """``chat`` for async code: the HTTP call and tools run off the event loop."""
+    async def achat(self, message: str, *, turn_key: str | None = None) -> str:
+        """``chat`` for async code: the HTTP call and tools run off the event loop.
+
+        ``turn_key`` makes the turn idempotent: it is saved with the user's message, and a
+        turn already saved under the same key (by this process or another, before a restart)
+        is not run again: its reply is returned. The session server passes the client's
+        ``Idempotency-Key``, so a retried request is applied once.
+        """
         if not isinstance(message, str):
             raise InvalidValueError(f"chat takes a str, got {type(message).__name__}.")
+        if turn_key is not None and (not isinstance(turn_key, str) or not turn_key):
+            raise InvalidValueError(f"turn_key must be a non-empty str, got {turn_key!r}.")
         client = self._client or self._connect()
         async with self._turn_lock():
             await self.session.refresh_modules(**{self.key: self})
+            if turn_key is not None:
+                done = _reply_of_turn(self.history.messages_since(0), turn_key)
+                if done is not None:
+                    return done
             context = await self._context(message)
             system = system_prompt(
                 self.name, self.role, self.instructions, self.goal, self.backstory, context
             )
             prefix: list[Message] = [{"role": "system", "content": system}]
-            prefix += recent_turns(self.history.messages_since(0), self.history_window)
+            prefix += for_model(recent_turns(self.history.messages_since(0), self.history_window))
             turn = await self._turn(client, prefix, message)
+            if turn_key is not None:
+                turn[0]["metadata"] = {TURN_KEY: turn_key}
             self.history.extend(turn)
             await self._save()
         return turn[-1]["content"]
@@ -291,6 +307,30 @@ class Agent(StateModule):
             for k, v in rows
         )
         return f"<table><caption>praisonsession Agent</caption>{body}</table>"
+
+
+def _reply_of_turn(history: list[Message], turn_key: str) -> str | None:
+    """The reply of the turn saved under ``turn_key``, or None if there is none.
+
+    Scans from the end: a retried request comes soon after the first attempt.
+    """
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        metadata = message.get("metadata")
+        if (
+            message.get("role") == "user"
+            and isinstance(metadata, dict)
+            and metadata.get(TURN_KEY) == turn_key
+        ):
+            reply = None
+            for position in range(index + 1, len(history)):
+                later = history[position]
+                if later.get("role") == "user":
+                    break
+                if later.get("role") == "assistant" and not later.get("tool_calls"):
+                    reply = later.get("content")
+            return None if reply is None else str(reply)
+    return None
 
 
 def _sources(knowledge: Iterable[str] | bool | None) -> list[str] | None:

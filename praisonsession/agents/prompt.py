@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CONTEXT_HEADER", "recent_turns", "system_prompt"]
+__all__ = ["CONTEXT_HEADER", "LOCAL_FIELDS", "for_model", "recent_turns", "system_prompt"]
 
 CONTEXT_HEADER = "Relevant context:\n"
+#: Message fields kept in the history for this library only (a turn's idempotency key, say);
+#: never sent, since OpenAI refuses a message with a field it does not know.
+LOCAL_FIELDS = frozenset({"metadata"})
 
 
 def system_prompt(
@@ -54,3 +57,14 @@ def recent_turns(history: Sequence[dict[str, Any]], turns: int | None) -> list[d
             if seen == turns:
                 return list(history[index:])
     return list(history)
+
+
+def for_model(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` as the endpoint may see them: without :data:`LOCAL_FIELDS` (copied only
+    where there is something to drop)."""
+    return [
+        {k: v for k, v in message.items() if k not in LOCAL_FIELDS}
+        if LOCAL_FIELDS.intersection(message)
+        else message
+        for message in messages
+    ]

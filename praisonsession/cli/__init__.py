@@ -18,3 +18,6 @@ __all__ = ["main"]
 @click.version_option(__version__, "-V", "--version", prog_name="praisonsession")
 def main() -> None:
     """Manage praisonsession sessions in any store, and serve agents to remote sessions."""
+
+
+from . import serve as _serve  # noqa: E402, F401 - adds `praisonsession serve`

@@ -101,7 +101,9 @@ class MiniLMEmbedder:
             with contextlib.suppress(Exception):  # the first embed loads again, and raises
                 self._get_encoder()
 
-        threading.Thread(target=run, name="praisonsession-model-load", daemon=True).start()
+        # not a daemon: a process that exits while the model loads would otherwise stop
+        # onnxruntime mid-load, which aborts the process ("terminate called ...")
+        threading.Thread(target=run, name="praisonsession-model-load", daemon=False).start()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embed documents; returns one unit-length 384-d vector per text, in input order."""

@@ -20,11 +20,6 @@ __all__ = [
 class LLMError(RemoteError):
     """An LLM endpoint failed. ``status`` is the HTTP status when there was a response."""
 
-    def __init__(self, message: str, *, url: str = "", status: int | None = None) -> None:
-        super().__init__(message)
-        self.url = url
-        self.status = status
-
 
 class LLMAuthError(LLMError):
     """HTTP 401 or 403: the API key is missing, wrong, or not allowed to use the model.

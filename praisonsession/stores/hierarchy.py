@@ -18,7 +18,13 @@ import secrets
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..errors import ConflictError, InvalidIdError, InvalidValueError, SessionNotFoundError
+from ..errors import (
+    ConflictError,
+    InvalidIdError,
+    InvalidValueError,
+    SessionNotFoundError,
+    UnsupportedOperationError,
+)
 from ..identifiers import check_key, check_user_id, new_session_id
 from .record import Key, SessionContents, SessionInfo, now
 
@@ -76,11 +82,17 @@ class HierarchyOperations:
         (ConflictError) unless ``replace``, which keeps its identity, age and TTL; a new one
         gets ``ttl`` (anything but a number or None: the source's). ``metadata`` is merged in.
         """
-        raise NotImplementedError(f"{type(self).__name__} cannot copy sessions.")
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot fork, snapshot or archive sessions; for a remote "
+            "session, run them on the server (praisonsession fork/export --store URL)."
+        )
 
     async def _contents(self, key: Key) -> SessionContents | None:
         """What the live session holds, read in one step (None if it is not live)."""
-        raise NotImplementedError(f"{type(self).__name__} cannot read a whole session.")
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot read a whole session; for a remote session, "
+            "export it on the server (praisonsession export --store URL)."
+        )
 
     # -- forks ----------------------------------------------------------------------------
 

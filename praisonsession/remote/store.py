@@ -1,0 +1,147 @@
+"""``RemoteStore``: a store whose sessions live on a session server, reached over HTTP.
+
+A remote ``AsyncSession`` uses it as its store, so every store-backed operation (state,
+modules, message logs, TTL, listing) has one code path, local or remote: ``SessionBase``
+validates and builds what to write here, exactly as for a local store, and each backend
+operation below becomes one ``POST <agent path>/store/<operation>``. The server checks it all
+again and runs it on its own store.
+
+An operation whose repetition would apply twice (an increment, an append) is retried only if
+the request never left this machine; the others are retried on any transient failure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..execution import offload
+from ..stores.base import UNSET, Key, LogWrite, SessionBase, StoredModules
+from ..stores.record import SessionInfo
+from .client import RemoteClient
+
+__all__ = ["RemoteStore"]
+
+
+class RemoteStore(SessionBase):
+    """The sessions of the server ``client`` talks to. Closing it closes the client."""
+
+    #: Blocking HTTP runs inline on the caller's thread when it runs no loop (see runtime).
+    runs_inline = True
+
+    def __init__(self, client: RemoteClient) -> None:
+        super().__init__()
+        self._client = client
+        self.url = client.shown_url
+
+    async def _call(self, operation: str, body: dict[str, Any], *, safe: bool = True) -> Any:
+        if self._client.server is None:
+            await offload(self._client.check_connection)
+        return await offload(self._client.store, operation, body, safe)
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        body = _key(key, metadata=metadata)
+        if ttl is not UNSET:
+            body["ttl"] = ttl
+        return SessionInfo.from_json(await self._call("create", body))
+
+    async def _info(self, key: Key) -> SessionInfo | None:
+        return _info_or_none(await self._call("info", _key(key)))
+
+    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        return SessionInfo.from_json(await self._call("set_metadata", _key(key, metadata=metadata)))
+
+    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        found = await self._call("list", {"user_id": user_id, "limit": limit, "after": after})
+        return [SessionInfo.from_json(item) for item in found]
+
+    async def _delete(self, key: Key) -> bool:
+        return bool(await self._call("delete", _key(key)))
+
+    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+        body = _key(key)
+        if ttl is not UNSET:
+            body["ttl"] = ttl
+        return _info_or_none(await self._call("touch", body))
+
+    async def _purge(self) -> int:
+        return int(await self._call("purge", {}))
+
+    # -- key-value state ------------------------------------------------------------------
+
+    async def _get_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        return await self._call("get_state", _key(key, names=names, must_exist=must_exist))
+
+    async def _patch(
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
+    ) -> int:
+        body = _key(
+            key,
+            updates=updates,
+            deletes=deletes,
+            replace=replace,
+            expected_version=expected_version,
+            must_exist=must_exist,
+        )
+        # setting the same keys again is harmless; a compare-and-set that won would then lose
+        return int(await self._call("patch", body, safe=expected_version is None))
+
+    async def _increment(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
+        body = _key(key, name=name, amount=amount, default=default, must_exist=must_exist)
+        return await self._call("increment", body, safe=False)
+
+    # -- modules and message logs -----------------------------------------------------------
+
+    async def _save_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        body = _key(key, documents=documents, writes=[_write(w) for w in writes])
+        lengths = await self._call(
+            "save_modules", body, safe=all(write.start is None for write in writes)
+        )
+        return {str(path): int(length) for path, length in lengths.items()}
+
+    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        found = await self._call("load_modules", _key(key, names=names))
+        if found is None:
+            return None
+        return StoredModules(found["documents"], found["logs"])
+
+    async def _append(self, key: Key, write: LogWrite) -> int:
+        return int(await self._call("append", _key(key, write=_write(write)), safe=False))
+
+    async def _read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
+        return await self._call("read_log", _key(key, path=path, start=start, stop=stop))
+
+    async def _count_log(self, key: Key, path: str) -> int:
+        return int(await self._call("count_log", _key(key, path=path)))
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        self._client.close()
+
+
+def _key(key: Key, **fields: Any) -> dict[str, Any]:
+    return {"user_id": key.user_id, "session_id": key.session_id, **fields}
+
+
+def _write(write: LogWrite) -> dict[str, Any]:
+    return {"path": write.path, "messages": write.messages, "start": write.start}
+
+
+def _info_or_none(data: Any) -> SessionInfo | None:
+    return None if data is None else SessionInfo.from_json(data)

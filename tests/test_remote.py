@@ -1,0 +1,405 @@
+"""Remote sessions on the real thing: ``python -m praisonsession serve`` as a subprocess on
+127.0.0.1, our client against it, and the scripted LLM server behind it.
+
+What the client does (chat, state, the token, PraisonAI's wire format), what the server
+answers to bad requests, and what the command refuses. ``test_remote_reliability.py`` has
+retries, concurrency, restarts and outages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import requests
+
+from llm_server import ScriptedChatServer
+from praisonsession import (
+    AsyncSession,
+    InvalidValueError,
+    RemoteAuthError,
+    RemoteConnectionError,
+    RemoteError,
+    RemoteModeError,
+    RemoteRequestError,
+    RemoteServerError,
+    Session,
+    SessionNotFoundError,
+)
+from praisonsession.agents.agent import module_key
+from praisonsession.settings import Settings
+from remote_fixtures import (  # noqa: F401 - fixtures
+    HISTORY,
+    TOKEN,
+    child_env,
+    llm,
+    llm_connections_end_with_the_test,
+    post,
+    remote,
+    served,
+    turns_of,
+)
+from remote_server import SessionServer, free_port
+
+# -- the client against our server ---------------------------------------------------------
+
+
+def test_chat_and_state_round_trip_through_the_server(served: SessionServer) -> None:
+    session = remote(served, "round-trip", user_id="alice")
+    assert session.is_remote and session.agent_url == served.agent_url
+    assert session.chat("Hello") == "You said: Hello"
+    assert session.send_message("Again") == "You said: Again"
+
+    session.set_state("score", 10)
+    assert session.increment_state("score", 5) == 15
+    assert session.get_state("score") == 15
+    assert session.get_state("missing", "fallback") == "fallback"
+    session.save_state({"prefs": {"lang": "Python"}, "tags": [1, 2]})
+    assert session.restore_state() == {"score": 15, "prefs": {"lang": "Python"}, "tags": [1, 2]}
+    session.delete_state("tags")
+    assert session.restore_state() == {"score": 15, "prefs": {"lang": "Python"}}
+
+    history = session.read_messages(HISTORY)
+    assert turns_of(history) == [("Hello", "You said: Hello"), ("Again", "You said: Again")]
+    assert session.message_count(HISTORY) == 4
+    assert [info.session_id for info in session.list_sessions()] == ["round-trip"]
+    assert session.get_info().version >= 3
+    assert session.is_expired() is False and session.time_to_expiry() is None
+    assert "agent_url='http://127.0.0.1" in repr(session)
+
+
+def test_the_same_session_from_a_new_client_sees_the_same_state_and_history(
+    served: SessionServer,
+) -> None:
+    first = remote(served, "shared-view", user_id="bob")
+    first.chat("one")
+    first.set_state("n", 1)
+    second = remote(served, "shared-view", user_id="bob")
+    assert second.get_state("n") == 1
+    assert second.chat("two") == "You said: two"
+    assert turns_of(first.read_messages(HISTORY)) == [
+        ("one", "You said: one"),
+        ("two", "You said: two"),
+    ]
+
+
+def test_two_session_ids_are_two_histories(served: SessionServer, llm: ScriptedChatServer) -> None:
+    left, right = remote(served, "left"), remote(served, "right")
+    left.chat("I am left")
+    right.chat("I am right")
+    left.chat("still left")
+    assert turns_of(left.read_messages(HISTORY)) == [
+        ("I am left", "You said: I am left"),
+        ("still left", "You said: still left"),
+    ]
+    assert turns_of(right.read_messages(HISTORY)) == [("I am right", "You said: I am right")]
+    sent = llm.last_messages()  # the agent of "left" was sent its own history only
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["I am left", "still left"]
+
+
+def test_user_ids_keep_sessions_apart_too(served: SessionServer) -> None:
+    remote(served, "same-id", user_id="u1").set_state("who", "u1")
+    assert remote(served, "same-id", user_id="u2").get_state("who") is None
+
+
+def test_a_url_without_a_scheme_gets_http(served: SessionServer) -> None:
+    bare = served.agent_url.removeprefix("http://")
+    session = Session(agent_url=bare, session_id="bare", api_key=TOKEN)
+    assert session.agent_url == served.agent_url
+    assert session.chat("hi") == "You said: hi"
+
+
+def test_async_session_is_the_same_client_as_coroutines(served: SessionServer) -> None:
+    async def main() -> tuple[str, int, str]:
+        lazy = AsyncSession("async-lazy", agent_url=served.agent_url, api_key=TOKEN)
+        first = await lazy.chat("first call opens it")  # no open() before: it opens itself
+        async with AsyncSession("async-ctx", agent_url=served.agent_url, api_key=TOKEN) as s:
+            count = await s.increment_state("n", 2)
+            reply = await s.send_message("hello")
+        await lazy.close()
+        return first, count, reply
+
+    assert asyncio.run(main()) == ("You said: first call opens it", 2, "You said: hello")
+
+
+def test_constructing_an_async_session_does_no_io() -> None:
+    session = AsyncSession("x", agent_url=f"127.0.0.1:{free_port()}/agent", timeout=2)
+    assert session.is_remote  # nothing listens there, and nothing was tried yet
+    with pytest.raises(RemoteConnectionError):
+        asyncio.run(session.open())
+
+
+def test_an_async_factory_is_hosted_too(served: SessionServer) -> None:
+    session = Session(agent_url=served.base_url + "/async", session_id="af", api_key=TOKEN)
+    assert session.chat("via async factory") == "You said: via async factory"
+    assert len(session.read_messages(module_key("Helper") + ".history")) == 2
+
+
+def test_extra_chat_arguments_go_in_the_body_but_cannot_change_the_session(
+    served: SessionServer,
+) -> None:
+    session = remote(served, "extras")
+    assert session.chat("with extras", temperature=0.2, tags=["a"]) == "You said: with extras"
+    with pytest.raises(InvalidValueError, match="session_id"):
+        session.chat("elsewhere", session_id="other")
+
+
+# -- what runs where -----------------------------------------------------------------------
+
+
+def test_memory_knowledge_and_agents_say_to_run_them_on_the_server(served: SessionServer) -> None:
+    session = remote(served, "modes")
+    for call in (
+        lambda: session.add_memory("tea"),
+        lambda: session.search_memory("tea"),
+        lambda: session.clear_memory(),
+        lambda: session.add_knowledge("some text"),
+        lambda: session.search_knowledge("text"),
+        lambda: session.get_context("tea"),
+        lambda: session.memory.search_long_term("tea"),
+        lambda: session.Agent(name="Local"),
+    ):
+        with pytest.raises(RemoteModeError, match="server") as caught:
+            call()
+        assert isinstance(caught.value, ValueError)  # what PraisonAI raises
+
+
+def test_chat_on_a_local_session_says_how_to_chat_locally() -> None:
+    session = Session("local", store="memory://")
+    with pytest.raises(RemoteModeError, match=r"session\.Agent\(") as caught:
+        session.chat("hi")
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(RemoteModeError):
+        session.send_message("hi")
+
+
+def test_remote_options_are_checked() -> None:
+    with pytest.raises(InvalidValueError, match="api_key"):
+        Session("s", store="memory://", api_key="token-for-nothing")
+    with pytest.raises(InvalidValueError, match="not both"):
+        Session("s", agent_url="127.0.0.1:1/agent", store="memory://")
+    for bad in ("ftp://127.0.0.1/agent", "", "http://", 42):
+        with pytest.raises(InvalidValueError):
+            Session("s", agent_url=bad)
+    with pytest.raises(InvalidValueError):
+        Session("s", agent_url="127.0.0.1:1/agent", api_key="")
+
+
+# -- the token -----------------------------------------------------------------------------
+
+
+def test_no_token_and_a_wrong_token_get_401_and_a_typed_error(served: SessionServer) -> None:
+    with pytest.raises(RemoteAuthError, match="no token was sent") as caught:
+        remote(served, "guarded", api_key=None)
+    assert caught.value.status == 401 and isinstance(caught.value, RemoteError)
+    wrong = "wrong-token-value-xyz"
+    with pytest.raises(RemoteAuthError, match="a token was sent") as caught:
+        remote(served, "guarded", api_key=wrong)
+    assert wrong not in str(caught.value) and TOKEN not in str(caught.value)
+
+    answer = post(served.agent_url, {"query": "hi"}, token=None)
+    assert answer.status_code == 401
+    assert answer.headers["WWW-Authenticate"] == "Bearer"
+    assert answer.json()["error"]["type"] == "RemoteAuthError"
+    assert post(served.agent_url, {"query": "hi"}, token=wrong).status_code == 401
+    store_route = served.agent_url + "/store/get_state"
+    assert post(store_route, {"session_id": "guarded"}, token=None).status_code == 401
+
+
+def test_praisonai_s_x_auth_token_header_is_accepted(served: SessionServer) -> None:
+    answer = post(
+        served.agent_url,
+        {"query": "hi", "session_id": "xat"},
+        token=None,
+        **{"X-Auth-Token": TOKEN},
+    )
+    assert answer.status_code == 200 and answer.json()["response"] == "You said: hi"
+
+
+def test_the_token_can_come_from_the_environment(
+    served: SessionServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRAISONSESSION_REMOTE_TOKEN", TOKEN)
+    assert remote(served, "env-token", api_key=None).chat("hi") == "You said: hi"
+    assert TOKEN not in repr(Settings())
+
+
+def test_health_and_the_api_docs_need_no_token(served: SessionServer) -> None:
+    health = requests.get(served.base_url + "/health", timeout=10).json()
+    assert health["status"] == "ok" and health["server"] == "praisonsession"
+    assert health["endpoints"] == ["/agent", "/async", "/broken"]
+    assert requests.get(served.agent_url + "/health", timeout=10).status_code == 200
+    schema = requests.get(served.base_url + "/openapi.json", timeout=10).json()
+    assert "/agent" in schema["paths"] and "/agent/store/increment" in schema["paths"]
+    assert requests.get(served.base_url + "/docs", timeout=10).status_code == 200
+
+
+# -- bad requests get typed JSON errors ------------------------------------------------------
+
+
+def test_malformed_json_and_a_missing_query_are_400(served: SessionServer) -> None:
+    for body in (b'{"query": "unterminated', b"[1, 2]", {"session_id": "no-query"}, b"NaN"):
+        answer = post(served.agent_url, body)
+        assert answer.status_code == 400, body
+        error = answer.json()["error"]
+        assert error["type"] == "InvalidValueError" and error["status"] == 400
+    bad_id = post(served.agent_url, {"query": "hi", "session_id": "bad\x00id"})
+    assert bad_id.status_code == 400 and bad_id.json()["error"]["type"] == "InvalidIdError"
+
+
+def test_a_body_over_the_cap_is_413(served: SessionServer) -> None:
+    answer = post(served.agent_url, {"query": "x" * 100_000})
+    assert answer.status_code == 413
+    assert answer.json()["error"]["type"] == "RemoteRequestError"
+    session = remote(served, "big")
+    with pytest.raises(RemoteRequestError, match="larger than this server accepts") as caught:
+        session.set_state("blob", "y" * 100_000)
+    assert caught.value.status == 413
+    assert session.get_state("blob") is None  # nothing was written
+
+
+def test_an_unknown_agent_path_is_404(served: SessionServer) -> None:
+    answer = post(served.base_url + "/nowhere", {"query": "hi"})
+    assert answer.status_code == 404
+    assert "/agent" in answer.json()["error"]["message"]
+    with pytest.raises(RemoteRequestError, match="hosts no agent at '/nowhere'") as caught:
+        Session(agent_url=served.base_url + "/nowhere", api_key=TOKEN)
+    assert caught.value.status == 404
+    with pytest.raises(RemoteRequestError, match="/agent"):
+        Session(agent_url=served.base_url, api_key=TOKEN)  # the root is no agent path
+
+
+def test_store_errors_come_back_as_the_same_classes(served: SessionServer) -> None:
+    session = remote(served, "typed")
+    with pytest.raises(InvalidValueError, match="must be an int or float"):
+        session.increment_state("n", "five")
+    session.delete()
+    with pytest.raises(SessionNotFoundError) as caught:
+        session.get_state("anything")
+    assert caught.value.session_id == "typed"
+    answer = post(served.agent_url + "/store/patch", {"session_id": "x", "updates": [1]})
+    assert answer.status_code == 400
+
+
+def test_a_factory_that_returns_no_agent_is_a_typed_server_error(served: SessionServer) -> None:
+    answer = post(served.base_url + "/broken", {"query": "hi", "session_id": "b"})
+    assert answer.status_code == 500
+    assert answer.json()["error"]["type"] == "RemoteServerError"
+    assert "not an Agent" in answer.json()["error"]["message"]
+    session = Session(agent_url=served.base_url + "/broken", session_id="b", api_key=TOKEN)
+    with pytest.raises(RemoteServerError, match="not an Agent"):
+        session.chat("hi")
+
+
+# -- the command -----------------------------------------------------------------------------
+
+
+def _serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "praisonsession", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=child_env(),
+    )
+
+
+def test_binding_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> None:
+    done = _serve("--agent", "remote_agents:assistant", "--host", "0.0.0.0", cwd=tmp_path)
+    assert done.returncode != 0
+    assert "without a token" in done.stderr and "--token" in done.stderr
+
+
+def test_serve_says_what_is_wrong_with_an_agent_factory(tmp_path: Path) -> None:
+    done = _serve("--agent", "no_such_module:factory", cwd=tmp_path)
+    assert done.returncode != 0 and "Cannot import 'no_such_module'" in done.stderr
+    done = _serve("--agent", "remote_agents", cwd=tmp_path)
+    assert done.returncode != 0 and "not module:attr" in done.stderr
+    done = _serve("--agent", "remote_agents:x", cwd=tmp_path)
+    assert done.returncode != 0 and "no attribute 'x'" in done.stderr
+    done = _serve("--agent", "remote_agents:assistant", "--agent", "remote_agents:x", cwd=tmp_path)
+    assert done.returncode != 0 and "Two agents at '/agent'" in done.stderr
+
+
+def test_importing_praisonsession_loads_no_server_or_cli_dependency() -> None:
+    code = (
+        "import sys, praisonsession\n"
+        "print(sorted(m for m in ('fastapi', 'starlette', 'uvicorn', 'click', 'requests') "
+        "if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env()
+    )
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+# -- a PraisonAI-style server ------------------------------------------------------------------
+
+
+class PraisonAIStyle(BaseHTTPRequestHandler):
+    """What PraisonAI's ``Agent.launch`` answers: /health at the root only, a POST-only agent
+    path that ignores session_id, no state routes."""
+
+    conversation: ClassVar[list[str]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _json(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._json(200, {"status": "ok", "endpoints": ["/agent"]})
+        else:
+            self._json(404, {"detail": "Not Found"})
+
+    def do_HEAD(self) -> None:
+        self.send_response(405 if self.path == "/agent" else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path != "/agent":
+            return self._json(404, {"detail": "Not Found"})
+        self.conversation.append(body["query"])  # one conversation for every caller
+        self._json(200, {"response": f"turn {len(self.conversation)}: {body['query']}"})
+
+
+@pytest.fixture
+def praisonai_style() -> Iterator[str]:
+    PraisonAIStyle.conversation = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), PraisonAIStyle)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    yield f"127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+    thread.join(timeout=5)
+
+
+def test_our_client_chats_with_a_praisonai_style_server(praisonai_style: str) -> None:
+    alice = Session(agent_url=praisonai_style + "/agent", session_id="alice")
+    bob = Session(agent_url=praisonai_style + "/agent", session_id="bob")
+    assert alice.chat("hi") == "turn 1: hi"  # /agent/health is 404, HEAD /agent 405: accepted
+    assert bob.chat("hello") == "turn 2: hello"  # what is lost: one conversation for all
+    with pytest.raises(RemoteRequestError, match="keeps no session state"):
+        alice.set_state("k", 1)
+    assert alice.open().session_id == "alice"  # nothing to open there, and no error
+    assert "agent_url" in alice._repr_html_()  # a notebook shows it without asking for state
