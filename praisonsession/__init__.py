@@ -40,6 +40,7 @@ from .session import Session
 from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 
 if TYPE_CHECKING:
+    from .erasure import ErasureReport, aerase_user, erase_user
     from .state import LoadResult, MessageLog, StateModule
     from .stores.json_files import JSONSession
     from .stores.memory import InMemorySession
@@ -53,6 +54,7 @@ __all__ = [
     "AsyncSession",
     "ConflictError",
     "EmbedderMismatchError",
+    "ErasureReport",
     "InMemorySession",
     "InvalidIdError",
     "InvalidSettingError",
@@ -85,6 +87,8 @@ __all__ = [
     "UnsupportedFormatError",
     "UnsupportedOperationError",
     "__version__",
+    "aerase_user",
+    "erase_user",
     "open_store",
 ]
 
@@ -101,6 +105,12 @@ def __getattr__(name: str) -> Any:
         from . import state
 
         value = getattr(state, name)
+        globals()[name] = value
+        return value
+    if name in ("ErasureReport", "aerase_user", "erase_user"):
+        from . import erasure
+
+        value = getattr(erasure, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -68,7 +68,8 @@ class KnowledgeBase:
         self.user_id = user_id
         self.session_id = session_id
         name = collection_name(namespace, "knowledge", *self._scope_fields().values())
-        self.index = VectorIndex(client, name, embedder)
+        owner = None if scope == "global" else user_id
+        self.index = VectorIndex(client, name, embedder, owner=owner)
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.timeout = timeout

@@ -27,7 +27,8 @@ class LongTermMemory:
     def __init__(
         self, client: Any, namespace: str, embedder: Embedder, user_id: str, session_id: str
     ) -> None:
-        self.index = VectorIndex(client, collection_name(namespace, "memory", user_id), embedder)
+        name = collection_name(namespace, "memory", user_id)
+        self.index = VectorIndex(client, name, embedder, owner=user_id)
         self.user_id = user_id
         self.session_id = session_id
 

@@ -1,6 +1,6 @@
 """Vector collections (ChromaDB) that remember their embedder: the floor under memory and
 knowledge. chromadb is imported on first use only."""
 
-from .index import Hit, VectorIndex, chroma_client, collection_name
+from .index import Hit, VectorIndex, chroma_client, collection_name, erase_owner
 
-__all__ = ["Hit", "VectorIndex", "chroma_client", "collection_name"]
+__all__ = ["Hit", "VectorIndex", "chroma_client", "collection_name", "erase_owner"]

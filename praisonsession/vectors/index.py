@@ -103,6 +103,20 @@ def _new_client(location: str) -> Any:
     return chromadb.PersistentClient(path=location, settings=settings)
 
 
+def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> int:
+    """Delete the collections of this namespace that ``owner``'s data lives in: the ones named
+    (known by construction) and any other that records ``owner``; how many entries went."""
+    removed = 0
+    for collection in client.list_collections():  # chromadb >= 1.0: collection objects
+        name = collection.name
+        if not name.startswith(f"{namespace}_"):
+            continue
+        if name in names or (collection.metadata or {}).get("owner") == owner:
+            removed += collection.count()
+            client.delete_collection(name)
+    return removed
+
+
 def collection_name(namespace: str, kind: str, *scope: str) -> str:
     """A valid Chroma name per scope; ids can hold any text, so they go in as a digest."""
     if not scope:
@@ -118,9 +132,12 @@ class VectorIndex:
     session that searches its memories never pays for opening its knowledge, and vice versa.
     """
 
-    def __init__(self, client: Any, name: str, embedder: Embedder) -> None:
+    def __init__(
+        self, client: Any, name: str, embedder: Embedder, owner: str | None = None
+    ) -> None:
         self.name = name
         self.embedder = embedder
+        self.owner = owner  # the user whose data it holds (None: shared): erase_user finds it
         self._client = client
         self._opened: Any = None
         self._opening = threading.Lock()
@@ -144,7 +161,11 @@ class VectorIndex:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 collection = self._client.get_or_create_collection(
                     self.name,
-                    metadata={"embedder": embedder.name, "dimension": embedder.dimension},
+                    metadata={
+                        "embedder": embedder.name,
+                        "dimension": embedder.dimension,
+                        **({} if self.owner is None else {"owner": self.owner}),
+                    },
                     configuration={"hnsw": {"space": "cosine"}},
                     embedding_function=function,
                 )
