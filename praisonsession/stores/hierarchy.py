@@ -8,13 +8,14 @@ that later edits could shift.
 
 Snapshots are kept as sessions of a reserved owner (:data:`SNAPSHOT_OWNER`), an id no user can
 have (ids are printable text; this one begins with a control character), so they never show up
-in a user's listing and cannot collide with a session. A snapshot's id sorts by creation time.
+in a user's listing and cannot collide with a session. A snapshot's id sorts by creation time (in one process, strictly).
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -40,6 +41,17 @@ _SEPARATOR = "\x1e"
 _MAX_DEPTH = 10_000  # parent links followed before a chain is taken for a cycle
 _PAGE = 1000
 _UNSET: Any = object()
+_stamp_lock = threading.Lock()
+_last_stamp = 0
+
+
+def _snapshot_stamp() -> int:
+    """Microseconds now, but always above the last stamp this process gave: two snapshots
+    taken in the same tick (or under a frozen test clock) still sort in the order taken."""
+    global _last_stamp
+    with _stamp_lock:
+        _last_stamp = max(int(now() * 1_000_000), _last_stamp + 1)
+        return _last_stamp
 
 
 class SnapshotInfo(NamedTuple):
@@ -212,7 +224,7 @@ class HierarchyOperations:
         contents = await self._contents(key)
         if contents is None:
             raise SessionNotFoundError(key.session_id, key.user_id)
-        snapshot_id = f"{int(now() * 1000):013d}-{secrets.token_hex(4)}"
+        snapshot_id = f"{_snapshot_stamp():016d}-{secrets.token_hex(4)}"
         about = {
             "snapshot_id": snapshot_id,
             "session_id": key.session_id,
