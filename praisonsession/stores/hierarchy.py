@@ -8,7 +8,8 @@ that later edits could shift.
 
 Snapshots are kept as sessions of a reserved owner (:data:`SNAPSHOT_OWNER`), an id no user can
 have (ids are printable text; this one begins with a control character), so they never show up
-in a user's listing and cannot collide with a session. A snapshot's id sorts by creation time (in one process, strictly).
+in a user's listing and cannot collide with a session. A snapshot's id sorts by creation time
+(strictly, within one process).
 """
 
 from __future__ import annotations
