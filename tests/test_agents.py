@@ -108,6 +108,18 @@ def stored(session: Session, agent: Agent) -> list[dict[str, Any]]:
     return runtime.run(session.store.read_messages(session.session_id, session.user_id, log))
 
 
+def test_an_agents_log_name_is_where_the_session_keeps_its_conversation(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    agent = tutor(session, server)
+    server.say("Hello.")
+    agent.chat("Hi")
+    assert agent.log_name == f"{module_key('Tutor')}.history"
+    assert session.read_messages(agent.log_name) == [user("Hi"), assistant("Hello.")]
+    assert session.message_count(agent.log_name) == 2
+
+
 # -- one conversation ----------------------------------------------------------------------
 
 

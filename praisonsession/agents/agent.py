@@ -276,6 +276,12 @@ class Agent(StateModule):
         return self.llm.model
 
     @property
+    def log_name(self) -> str:
+        """Where the session keeps this agent's conversation: the log that ``read_messages``,
+        ``message_count`` and ``fork(at_message=(log_name, n))`` name."""
+        return f"{self.key}.history"
+
+    @property
     def chat_history(self) -> MessageLog:
         """The live history (PraisonAI's name)."""
         return self.history
