@@ -47,10 +47,17 @@ def default_embedder(name: str) -> Embedder:
         return _embedders[name]
 
 
+# Embedders a forked child inherited: kept, never used and never freed there, because freeing
+# an ONNX session or a tokenizer whose threads stayed in the parent can wait forever.
+_inherited: list[Embedder] = []
+
+
 def _forget_embedders_after_fork() -> None:
-    """An ONNX session does not survive fork (its thread pool stays in the parent)."""
-    global _embedders_lock
-    _embedders.clear()
+    """An ONNX session does not survive fork (its thread pool stays in the parent): the child
+    loads its own model on first use."""
+    global _embedders, _embedders_lock
+    _inherited.extend(_embedders.values())
+    _embedders = {}
     _embedders_lock = threading.Lock()
 
 

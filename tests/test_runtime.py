@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -372,3 +373,34 @@ def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None
     assert children == ["1 True", "2 True"]
     assert store._local.conn is parents  # the parent goes on with its own
     assert session.increment_state("n") == 3
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork exists on POSIX only")
+def test_a_forked_child_loads_its_own_model_and_never_frees_the_inherited_one() -> None:
+    """An ONNX session's threads stay in the parent: freeing it in the child can wait
+    forever, so the child keeps it untouched and embeds with a model of its own."""
+    from praisonsession import recall
+
+    inherited = recall.default_embedder("minilm")
+    expected = inherited.embed_query("tea")
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            fresh = recall.default_embedder("minilm")
+            same = fresh.embed_query("tea") == expected
+            kept = any(e is inherited for e in recall._inherited)
+            os.write(writer, f"{fresh is not inherited} {same} {kept}".encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    begun = time.monotonic()
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() - begun > 60:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail("the forked child hung")
+        time.sleep(0.05)
+    answer = os.read(reader, 100).decode()
+    os.close(reader)
+    assert answer == "True True True"
+    assert recall.default_embedder("minilm") is inherited  # the parent keeps its own
