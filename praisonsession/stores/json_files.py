@@ -483,9 +483,33 @@ class JSONSession(JSONCopies, SessionBase):
         }
         return None
 
-    def _read_log_file(self, key: Key, path: str, ref: dict[str, Any]) -> list[dict[str, Any]]:
-        what = f"message log {path!r} in {self._logs_dir(key) / ref['file']}"
-        return [loads(line, what) for line in self._log_bytes(key, path, ref).splitlines()]
+    def _read_log_file(
+        self, key: Key, path: str, ref: dict[str, Any], start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Messages ``start:stop`` of a log (indexes >= 0), decoding only those: the file is
+        read line by line, so a page of a long log costs little memory (an export reads its
+        logs page by page). Every acknowledged line is still counted, as ``_log_bytes`` does."""
+        file = self._logs_dir(key) / ref["file"]
+        what = f"message log {path!r} in {file}"
+        limit = ref["bytes"]
+        found: list[dict[str, Any]] = []
+        consumed = count = 0
+        try:
+            with open(file, "rb") as handle:
+                for line in handle:
+                    if consumed + len(line) > limit:
+                        break  # bytes past what was acknowledged: a write that never finished
+                    consumed += len(line)
+                    if start <= count and (stop is None or count < stop):
+                        found.append(loads(line, what))
+                    count += 1
+        except FileNotFoundError:
+            raise SessionCorruptedError(what, "the file is missing") from None
+        if consumed != limit:
+            raise SessionCorruptedError(what, "the file is shorter than its acknowledged size")
+        if count != ref["count"]:
+            raise SessionCorruptedError(what, f"{count} lines for {ref['count']} messages")
+        return found
 
     def _log_bytes(self, key: Key, path: str, ref: dict[str, Any]) -> bytes:
         """The acknowledged bytes of a log file, checked against what the document records."""
@@ -564,8 +588,10 @@ class JSONSession(JSONCopies, SessionBase):
         def work(doc, at):
             if doc is None or path not in doc.logs:
                 return [], None
-            messages = self._read_log_file(key, path, doc.logs[path])
-            return messages[start:stop], self._sliding(doc, at)
+            ref = doc.logs[path]
+            first, last, _ = slice(start, stop).indices(ref["count"])
+            messages = self._read_log_file(key, path, ref, first, last) if first < last else []
+            return messages, self._sliding(doc, at)
 
         return await self._run(key, work, writes=False)
 
