@@ -36,8 +36,17 @@ return once(function()
   end
 
   -- content: state, modules, logs (one cut to its first ARGV[9] messages)
+  -- Redis's own COPY (6.2 and later) copies a key whole in the server; an older server
+  -- answers with an error, and the content is then copied element by element.
+  local function copied(source, dest)
+    local done = redis.pcall('COPY', source, dest)
+    return done == 1
+  end
   for _, part in ipairs({'state', 'modules'}) do
-    local flat = redis.call('HGETALL', S_BASE .. part)
+    local flat = {}
+    if not copied(S_BASE .. part, BASE .. part) then
+      flat = redis.call('HGETALL', S_BASE .. part)
+    end
     if #flat > 0 then
       local dest = BASE .. part
       local i = 1
@@ -51,12 +60,14 @@ return once(function()
   local cut, keep = ARGV[8], tonumber(ARGV[9])
   for _, path in ipairs(redis.call('SMEMBERS', S_BASE .. 'logs')) do
     local messages = {}
+    local dest = log_key(path)
     if path ~= cut then
-      messages = redis.call('LRANGE', S_BASE .. 'log:' .. enc(path), 0, -1)
+      if not copied(S_BASE .. 'log:' .. enc(path), dest) then
+        messages = redis.call('LRANGE', S_BASE .. 'log:' .. enc(path), 0, -1)
+      end
     elseif keep > 0 then
       messages = redis.call('LRANGE', S_BASE .. 'log:' .. enc(path), 0, keep - 1)
     end
-    local dest = log_key(path)
     local i = 1
     while i <= #messages do
       local j = math.min(i + CHUNK - 1, #messages)
