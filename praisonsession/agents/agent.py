@@ -276,6 +276,12 @@ class Agent(StateModule):
         return self.llm.model
 
     @property
+    def log_name(self) -> str:
+        """The name of this agent's history log in the store: what a fork cut at one of its
+        messages names (``session.fork(at_message=(agent.log_name, n))``)."""
+        return f"{self.key}.history"
+
+    @property
     def chat_history(self) -> MessageLog:
         """The live history (PraisonAI's name)."""
         return self.history
