@@ -259,16 +259,16 @@ class HierarchyOperations:
         leaves the session as it was or as restored, never half of each). The session keeps
         its identity and TTL, and moves on one version."""
         key = self._key(session_id, user_id)  # type: ignore[attr-defined]
-        source = Key(SNAPSHOT_OWNER, _snapshot_name(key, _snapshot_id(snapshot)))
+        source = Key(SNAPSHOT_OWNER, _snapshot_name(key, snapshot_id_of(snapshot)))
         try:
             return await self._copy(
-                source, key, None, {"restored_from": _snapshot_id(snapshot)}, True, _UNSET
+                source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, _UNSET
             )
         except SessionNotFoundError:
             raise SessionNotFoundError(
                 key.session_id,
                 key.user_id,
-                f"It has no snapshot {_snapshot_id(snapshot)!r}; list them with snapshots().",
+                f"It has no snapshot {snapshot_id_of(snapshot)!r}; list them with snapshots().",
             ) from None
 
     async def delete_snapshot(
@@ -276,7 +276,7 @@ class HierarchyOperations:
     ) -> bool:
         """Delete one snapshot; True if it was there."""
         key = self._key(session_id, user_id)  # type: ignore[attr-defined]
-        name = _snapshot_name(key, _snapshot_id(snapshot))
+        name = _snapshot_name(key, snapshot_id_of(snapshot))
         return await self._delete(Key(SNAPSHOT_OWNER, name))  # type: ignore[attr-defined]
 
     # -- erasing a user -----------------------------------------------------------------------
@@ -318,7 +318,7 @@ def _snapshot_name(key: Key, snapshot_id: str) -> str:
     return f"{digest}{_SEPARATOR}{snapshot_id}"
 
 
-def _snapshot_id(snapshot: str | SnapshotInfo) -> str:
+def snapshot_id_of(snapshot: str | SnapshotInfo) -> str:
     value = snapshot.snapshot_id if isinstance(snapshot, SnapshotInfo) else snapshot
     if not isinstance(value, str) or not value or _SEPARATOR in value or len(value) > 64:
         raise InvalidIdError(
@@ -335,7 +335,7 @@ def _snapshot_info(info: SessionInfo) -> SnapshotInfo:
         session_id=str(about.get("session_id")),
         user_id=str(about.get("user_id")),
         label=about.get("label"),
-        created_at=info.created_at,
+        created_at=float(about.get("created_at") or info.created_at),  # taken, not imported
         version=int(about.get("version", 0)),
         messages=int(about.get("messages", 0)),
     )
