@@ -41,6 +41,15 @@ from praisonsession import (
 )
 
 BARRIER_TIMEOUT = 60.0
+CRASH_TRIALS = 20  # kills per crash test
+WRITERS_AHEAD = 2  # workers started early, so Python's start-up overlaps a trial
+# Change it (or set the variable) to explore other kill moments; failures print the seed.
+CRASH_SEED = int(os.environ.get("PS_TEST_CRASH_SEED", "20240611"))
+
+
+def worker_command(*args: str) -> list[str]:
+    """The command line that runs one job of this file in a new Python process."""
+    return [sys.executable, str(Path(__file__).resolve()), *args]
 
 
 def wait_at_barrier(barrier: Path, name: str) -> None:
