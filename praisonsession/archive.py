@@ -110,7 +110,7 @@ async def export_session(
     if info is None:
         raise SessionNotFoundError(key.session_id, key.user_id)
     copy = staging_key("export")
-    await store._copy(key, copy, None, {}, False, None)  # a consistent view to read
+    await store._copy(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
     try:
         with _opened(destination) as file:
             writer = _Writer(file)
@@ -358,7 +358,7 @@ async def _stage(
     """Write one session's sections (state, modules, logs) into a new staging session."""
     key = staging_key("import")
     staged.append(key)
-    await store._create(key, None, {})
+    await store._create(key, STAGING_TTL, {})
     state = records.take("state", dict)
     modules = records.take("modules", dict)
     records.check_data(state, "state")
