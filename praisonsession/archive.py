@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
+from .clock import now
 from .errors import (
     ConflictError,
     InvalidIdError,
@@ -38,14 +39,7 @@ from .stores.base import LogWrite, SessionBase
 from .stores.hierarchy import SNAPSHOT, SNAPSHOT_OWNER, snapshot_id_of, snapshot_key
 from .stores.record import Key, SessionInfo, copy_conflict
 
-__all__ = [
-    "ARCHIVE_VERSION",
-    "STAGING_TTL",
-    "ArchiveSummary",
-    "export_session",
-    "import_session",
-    "staging_key",
-]
+__all__ = ["ARCHIVE_VERSION", "STAGING_TTL", "ArchiveSummary", "export_session", "import_session"]
 
 #: Bumped when the layout changes; an archive of a newer version is refused.
 ARCHIVE_VERSION = 1
@@ -53,8 +47,8 @@ _MAGIC = "praisonsession-archive"
 _PAGE = 500  # messages per line
 _SEPARATOR = "\x1e"
 #: Seconds a staging session (the copy an export reads, the sections an import writes) lives
-#: without being used: what a killed export or import leaves is gone after this, at the latest
-#: by the next ``purge_expired``. Sliding: a long export or import keeps its own alive.
+#: once no export or import touches it: what a killed one leaves is gone after this, at the
+#: latest by the next ``purge_expired``. A running one keeps its own alive, however long.
 STAGING_TTL = 3600.0
 
 Progress = Callable[[int], None]  # told how many more messages were written or read
@@ -74,6 +68,38 @@ class ArchiveSummary(NamedTuple):
 def staging_key(kind: str) -> Key:
     """A new hidden session for an export's copy or an import's sections."""
     return Key(SNAPSHOT_OWNER, f"{kind}{_SEPARATOR}{secrets.token_hex(8)}")
+
+
+class _Staging:
+    """The hidden sessions one export or import works in. Each expires STAGING_TTL after it
+    was last touched, so what a killed process leaves goes; while the work goes on, all of
+    them are touched every quarter of that (whatever the store's sliding setting, and also
+    the ones written earlier and only read at the end)."""
+
+    def __init__(self, store: SessionBase) -> None:
+        self.store = store
+        self.keys: list[Key] = []
+        self._touched = now()
+
+    def new(self, kind: str) -> Key:
+        key = staging_key(kind)
+        self.keys.append(key)
+        return key
+
+    async def keep_alive(self) -> None:
+        if now() - self._touched < STAGING_TTL / 4:
+            return
+        for key in self.keys:
+            if await self.store._touch(key, STAGING_TTL) is None:
+                raise SessionCorruptedError(
+                    f"the staging session {key.session_id!r}", "it was deleted while in use"
+                )
+        self._touched = now()
+
+    async def remove(self) -> None:
+        for key in self.keys:
+            await self.store._delete(key)
+        self.keys.clear()
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -109,31 +135,38 @@ async def export_session(
     info = await store._info(key)  # what the archive says of the session: TTL, metadata, age
     if info is None:
         raise SessionNotFoundError(key.session_id, key.user_id)
-    copy = staging_key("export")
+    staging = _Staging(store)
+    copy = staging.new("export")
     await store._copy(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
     try:
         with _opened(destination) as file:
             writer = _Writer(file)
             writer.write(header_record())
-            messages = await _write_session(store, copy, writer, info, progress)
+            messages = await _write_session(store, copy, writer, info, progress, staging)
+            await staging.remove()  # written: the snapshots are read where they are
             snapshots = await store.list_snapshots(key.session_id, key.user_id)
             for snapshot in snapshots:
                 where = snapshot_key(key, snapshot.snapshot_id)
                 writer.write({"snapshot": snapshot._asdict()})
-                await _write_session(store, where, writer, None, progress)
+                await _write_session(store, where, writer, None, progress, staging)
                 writer.write({"snapshot_end": snapshot.snapshot_id})
             for memory in memories:
                 writer.write({"memory": memory})
             writer.close()
     finally:
-        await store._delete(copy)
+        await staging.remove()
     return ArchiveSummary(
         key.session_id, key.user_id, messages, len(snapshots), len(memories), writer.lines + 1
     )
 
 
 async def _write_session(
-    store: SessionBase, where: Key, writer: _Writer, session: SessionInfo | None, progress: Any
+    store: SessionBase,
+    where: Key,
+    writer: _Writer,
+    session: SessionInfo | None,
+    progress: Any,
+    staging: _Staging,
 ) -> int:
     """One session's sections; ``session`` is its own metadata when ``where`` is a copy of it
     (else it is a snapshot, and goes under its own)."""
@@ -150,7 +183,10 @@ async def _write_session(
     for path, count in sorted(contents.logs.items()):
         writer.write({"log": path, "count": count})
         for start in range(0, count, _PAGE):
+            await staging.keep_alive()
             page = await store._read_log(where, path, start, min(start + _PAGE, count))
+            if len(page) != min(_PAGE, count - start):  # never write a short archive
+                raise SessionCorruptedError(f"log {path!r} of the session", "it changed as read")
             writer.write({"messages": page})
             total += len(page)
             if progress is not None:
@@ -328,24 +364,24 @@ async def import_session(
     )
     if await store._info(target) is not None:
         raise ConflictError(copy_conflict(target))
-    staged: list[Key] = []
+    staging = _Staging(store)
     snapshots: list[tuple[Key, dict[str, Any]]] = []
     memories: list[dict[str, Any]] = []
     try:
-        session, messages = await _stage(store, records, staged, progress)
+        session, messages = await _stage(store, records, staging, progress)
         record = records.next()
         while record is not None:
             if "memory" in record:
                 memories.append(_memory(records, record))
             elif "snapshot" in record:
-                snapshots.append(await _stage_snapshot(store, records, record, target, staged))
+                snapshot = await _stage_snapshot(store, records, record, target, staging, progress)
+                snapshots.append(snapshot)
             else:
                 raise records.corrupt(f"it holds an unexpected record {sorted(record)[:3]}")
             record = records.next()
         info = await _place(store, session, target, archived, snapshots)
     finally:
-        for key in staged:
-            await store._delete(key)
+        await staging.remove()
     summary = ArchiveSummary(
         target.session_id, target.user_id, messages, len(snapshots), len(memories), 0
     )
@@ -353,11 +389,10 @@ async def import_session(
 
 
 async def _stage(
-    store: SessionBase, records: _Records, staged: list[Key], progress: Any
+    store: SessionBase, records: _Records, staging: _Staging, progress: Any
 ) -> tuple[Key, int]:
     """Write one session's sections (state, modules, logs) into a new staging session."""
-    key = staging_key("import")
-    staged.append(key)
+    key = staging.new("import")
     await store._create(key, STAGING_TTL, {})
     state = records.take("state", dict)
     modules = records.take("modules", dict)
@@ -382,6 +417,7 @@ async def _stage(
             records.check_data(page, f"messages of log {path!r}")
             if not all(isinstance(message, dict) for message in page):
                 raise records.corrupt(f"a message of log {path!r} is not an object")
+            await staging.keep_alive()
             await store._append(key, LogWrite(path, page, -1))
             left -= len(page)
             total += len(page)
@@ -395,7 +431,8 @@ async def _stage_snapshot(
     records: _Records,
     record: dict[str, Any],
     target: Key,
-    staged: list[Key],
+    staging: _Staging,
+    progress: Any,
 ) -> tuple[Key, dict[str, Any]]:
     """Stage one snapshot; its staging key and the metadata it gets under the target."""
     about = records.field(record, "snapshot", dict)
@@ -417,7 +454,7 @@ async def _stage_snapshot(
     if not isinstance(metadata, dict):
         raise records.corrupt(f"snapshot {snapshot_id!r} has metadata that is not an object")
     records.check_data(metadata, "a snapshot's metadata")
-    holding, _ = await _stage(store, records, staged, None)
+    holding, _ = await _stage(store, records, staging, progress)
     if records.take("snapshot_end", str) != snapshot_id:
         raise records.corrupt(f"snapshot {snapshot_id!r} is not closed where it ends")
     moved = {

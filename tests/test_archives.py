@@ -12,7 +12,7 @@ import io
 import json
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from praisonsession import (
     UnsupportedFormatError,
     runtime,
 )
-from praisonsession.archive import ARCHIVE_VERSION
+from praisonsession.archive import ARCHIVE_VERSION, STAGING_TTL, export_session, import_session
 from praisonsession.stores.hierarchy import SNAPSHOT_OWNER, snapshot_key
 from praisonsession.stores.record import Key
 
@@ -135,14 +135,14 @@ def leftovers(store: SessionBase) -> list[str]:
 
 
 @pytest.fixture
-def stores(tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[str], SessionBase]:
+def stores(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., SessionBase]]:
     """A fresh store of a kind, as many as a test asks for; closed at the end."""
     opened: list[SessionBase] = []
 
-    def open_(kind: str) -> SessionBase:
+    def open_(kind: str, **options: Any) -> SessionBase:
         if kind == "redis":
             request.getfixturevalue("redis_url")
-        store = make_store(kind, tmp_path / f"{kind}-{len(opened)}")
+        store = make_store(kind, tmp_path / f"{kind}-{len(opened)}", **options)
         opened.append(store)
         return store
 
@@ -428,3 +428,62 @@ def test_a_100k_message_session_exports_in_bounded_memory(tmp_path: Path) -> Non
     assert summary.messages == 100_000 and size > 16_000_000
     print(f"\n100,000 messages, {size / 1e6:.1f} MB: peak {peak / 1e6:.2f} MB, {took:.1f} s")
     assert peak < size / 10, f"peak {peak:,} B while writing {size:,} B"
+
+
+@pytest.mark.parametrize("sliding", [True, False], ids=["sliding", "fixed-ttl"])
+def test_an_export_slower_than_the_staging_ttl_keeps_its_copy_alive(
+    stores: Callable[..., SessionBase], kind: str, sliding: bool, frozen_clock: Any
+) -> None:
+    """Staging copies expire (what a killed export leaves goes), but not while an export
+    reads them: one that takes three STAGING_TTLs in all, 0.6 of one per page, still writes
+    every message, on a store whose TTLs slide or not."""
+    store = stores(kind, sliding_ttl=sliding)
+    runtime.run(store.append_messages("s", "u", "log", [message(i) for i in range(2_500)]))
+    buffer = io.BytesIO()
+    summary = runtime.run(
+        export_session(
+            store,
+            store._key("s", "u"),
+            buffer,
+            [],
+            lambda count: frozen_clock.advance(STAGING_TTL * 0.6),
+        )
+    )
+    assert summary.messages == 2_500
+    pages = [json.loads(line).get("messages") for line in buffer.getvalue().splitlines()]
+    assert [len(p) for p in pages if p is not None] == [500] * 5
+    Session.import_archive(io.BytesIO(buffer.getvalue()), store=store, session_id="copy")
+    assert runtime.run(store.read_messages("copy", "u", "log")) == [
+        message(i) for i in range(2_500)
+    ]
+    assert leftovers(store) == []
+
+
+@pytest.mark.parametrize("sliding", [True, False], ids=["sliding", "fixed-ttl"])
+def test_an_import_slower_than_the_staging_ttl_keeps_every_staged_section(
+    stores: Callable[..., SessionBase], kind: str, sliding: bool, frozen_clock: Any
+) -> None:
+    """An import stages the session, then each snapshot: the first staged must still be
+    there when the last is written, however long that takes."""
+    source, store = stores("memory"), stores(kind, sliding_ttl=sliding)
+    build(source, pages=3_000)
+    expected = everything(source)
+    buffer = io.BytesIO()
+    Session("s", "u", store=source).export(buffer)
+    info, _, summary = runtime.run(
+        import_session(
+            store,
+            io.BytesIO(buffer.getvalue()),
+            None,
+            None,
+            lambda count: frozen_clock.advance(STAGING_TTL * 0.6),
+        )
+    )
+    assert (info.session_id, summary.messages, summary.snapshots) == ("s", 1_501, 2)
+    assert everything(store) == expected
+    assert leftovers(store) == []
+
+
+@pytest.fixture(params=["memory", "json", "sqlite", "redis"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param
