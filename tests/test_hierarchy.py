@@ -513,6 +513,23 @@ def test_erase_user_removes_every_session_snapshot_and_log_of_that_user_only(
     assert (again.sessions, again.snapshots, again.session_ids) == (0, 0, [])
 
 
+def test_erase_user_also_removes_the_users_expired_sessions_not_yet_purged(
+    store: SessionBase, sessions: Open, frozen_clock: Any
+) -> None:
+    """An expired session is gone for readers, but its data stays stored until a purge: an
+    erasure purges first, so none of it is left (nor anyone's expired data: it was gone)."""
+    fill(sessions("brief", "bob", session_ttl=10))
+    sessions("brief", "amy", session_ttl=10).set_state("mine", True)
+    fill_user(sessions, "bob")
+    fill_user(sessions, "amy")
+    frozen_clock.advance(20)
+    report = erase_user("bob", store=store)
+    assert sorted(report.session_ids) == ["forked", "second", "shared"]
+    assert runtime.run(store.purge_expired()) == 0  # nothing expired was left stored
+    assert ids(runtime.run(store.list_sessions("amy"))) == ["forked", "second", "shared"]
+    assert held(sessions("shared", "amy"))["title"] == "amy's"
+
+
 def test_aerase_user_is_the_same_for_async_code(store: SessionBase, sessions: Open) -> None:
     fill_user(sessions, "bob")
     fill_user(sessions, "amy")

@@ -282,8 +282,12 @@ class HierarchyOperations:
     # -- erasing a user -----------------------------------------------------------------------
 
     async def erase_user_sessions(self, user_id: str) -> dict[str, Any]:
-        """Delete every session and snapshot of a user; what went, by kind and session id."""
+        """Delete every session and snapshot of a user; what went, by kind and session id.
+
+        Expired sessions are purged first (anyone's: they were gone for every reader), so
+        none of the user's stays stored until the next purge."""
         user = check_user_id(user_id)
+        await self._purge()  # type: ignore[attr-defined]
         erased: list[str] = []
         for info in await self._all_sessions(user):
             await self._delete(Key(user, info.session_id))  # type: ignore[attr-defined]
