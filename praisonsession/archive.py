@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,7 +35,7 @@ from .errors import (
 from .identifiers import check_key
 from .json_data import check_json_data, dumps
 from .stores.base import LogWrite, SessionBase
-from .stores.hierarchy import SNAPSHOT, SNAPSHOT_OWNER, snapshot_id_of, snapshot_key
+from .stores.hierarchy import SNAPSHOT, snapshot_id_of, snapshot_key, staging_key
 from .stores.record import Key, SessionInfo, copy_conflict
 
 __all__ = ["ARCHIVE_VERSION", "STAGING_TTL", "ArchiveSummary", "export_session", "import_session"]
@@ -45,7 +44,6 @@ __all__ = ["ARCHIVE_VERSION", "STAGING_TTL", "ArchiveSummary", "export_session",
 ARCHIVE_VERSION = 1
 _MAGIC = "praisonsession-archive"
 _PAGE = 500  # messages per line
-_SEPARATOR = "\x1e"
 #: Seconds a staging session (the copy an export reads, the sections an import writes) lives
 #: once no export or import touches it: what a killed one leaves is gone after this, at the
 #: latest by the next ``purge_expired``. A running one keeps its own alive, however long.
@@ -65,24 +63,20 @@ class ArchiveSummary(NamedTuple):
     lines: int
 
 
-def staging_key(kind: str) -> Key:
-    """A new hidden session for an export's copy or an import's sections."""
-    return Key(SNAPSHOT_OWNER, f"{kind}{_SEPARATOR}{secrets.token_hex(8)}")
-
-
 class _Staging:
     """The hidden sessions one export or import works in. Each expires STAGING_TTL after it
     was last touched, so what a killed process leaves goes; while the work goes on, all of
     them are touched every quarter of that (whatever the store's sliding setting, and also
     the ones written earlier and only read at the end)."""
 
-    def __init__(self, store: SessionBase) -> None:
+    def __init__(self, store: SessionBase, user_id: str) -> None:
         self.store = store
+        self.user_id = user_id  # whose data they hold: erase_user removes them too
         self.keys: list[Key] = []
         self._touched = now()
 
     def new(self, kind: str) -> Key:
-        key = staging_key(kind)
+        key = staging_key(kind, self.user_id)
         self.keys.append(key)
         return key
 
@@ -135,7 +129,7 @@ async def export_session(
     info = await store._info(key)  # what the archive says of the session: TTL, metadata, age
     if info is None:
         raise SessionNotFoundError(key.session_id, key.user_id)
-    staging = _Staging(store)
+    staging = _Staging(store, key.user_id)
     copy = staging.new("export")
     await store._copy(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
     try:
@@ -364,7 +358,7 @@ async def import_session(
     )
     if await store._info(target) is not None:
         raise ConflictError(copy_conflict(target))
-    staging = _Staging(store)
+    staging = _Staging(store, target.user_id)
     snapshots: list[tuple[Key, dict[str, Any]]] = []
     memories: list[dict[str, Any]] = []
     try:

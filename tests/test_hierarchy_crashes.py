@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from backends import redis_prefix
-from praisonsession import Session, SessionBase, open_store, runtime
+from praisonsession import Session, SessionBase, erase_user, open_store, runtime
 from praisonsession.archive import STAGING_TTL
 from praisonsession.clock import ManualClock
 from praisonsession.stores.hierarchy import SNAPSHOT_OWNER
@@ -255,14 +255,16 @@ def staging(store: SessionBase) -> list[str]:
     return sorted(info.session_id for info in hidden if "snapshot" not in info.metadata)
 
 
+@pytest.mark.parametrize("cleanup", ["expiry", "erase_user"])
 @pytest.mark.parametrize("kind", ["export", "import"])
-def test_what_a_killed_export_or_import_leaves_expires_and_is_purged(
-    any_url: str, kind: str, tmp_path: Path, frozen_clock: ManualClock
+def test_what_a_killed_export_or_import_leaves_expires_or_goes_with_its_user(
+    any_url: str, kind: str, cleanup: str, tmp_path: Path, frozen_clock: ManualClock
 ) -> None:
     """A process that dies while exporting (its consistent copy made) or importing (half
-    the sections staged) leaves hidden staging sessions; no session appears, and after
-    STAGING_TTL ``purge_expired`` removes them, while before it, it leaves them (an export
-    or import may still be running)."""
+    the sections staged) leaves hidden staging sessions holding the user's data; no session
+    appears. After STAGING_TTL ``purge_expired`` removes them (before it, it leaves them: an
+    export or import may still be running); erasing the user removes them at once (and
+    erasing another user does not)."""
     store = open_store(any_url)
     try:
         source = Session("s", "u", store=store)
@@ -287,10 +289,17 @@ def test_what_a_killed_export_or_import_leaves_expires_and_is_purged(
 
         assert runtime.run(store.purge_expired()) == 0
         assert staging(store) == left
-        frozen_clock.advance(STAGING_TTL + 600)
-        assert runtime.run(store.purge_expired()) == len(left)
-        assert staging(store) == []
-        assert [s.label for s in source.snapshots()] == ["one"]
-        assert content_of(store, "s", "u")["state"] == {"tag": "x", "n": 1200}
+        if cleanup == "expiry":
+            frozen_clock.advance(STAGING_TTL + 600)
+            assert runtime.run(store.purge_expired()) == len(left)
+            assert staging(store) == []
+            assert [s.label for s in source.snapshots()] == ["one"]
+            assert content_of(store, "s", "u")["state"] == {"tag": "x", "n": 1200}
+        else:
+            erase_user("v", store=store)
+            assert staging(store) == left
+            erase_user("u", store=store)
+            assert staging(store) == []
+            assert runtime.run(store._all_sessions(SNAPSHOT_OWNER)) == []
     finally:
         runtime.run(store.close())

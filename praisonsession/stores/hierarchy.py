@@ -30,7 +30,7 @@ from ..errors import (
 from ..identifiers import check_key, check_user_id, new_session_id
 from .record import Key, SessionContents, SessionInfo, now
 
-__all__ = ["SNAPSHOT_OWNER", "HierarchyOperations", "SnapshotInfo", "TreeNode"]
+__all__ = ["SNAPSHOT_OWNER", "HierarchyOperations", "SnapshotInfo", "TreeNode", "staging_key"]
 
 #: The owner of every snapshot: not a valid user id (see ``identifiers.check_user_id``).
 SNAPSHOT_OWNER = "\x1esnapshots"
@@ -292,12 +292,19 @@ class HierarchyOperations:
         for info in await self._all_sessions(user):
             await self._delete(Key(user, info.session_id))  # type: ignore[attr-defined]
             erased.append(info.session_id)
-        snapshots = 0
+        snapshots = staging = 0
         for info in await self._all_sessions(SNAPSHOT_OWNER):
             about = info.metadata.get(SNAPSHOT) or {}
             if about.get("user_id") == user:
                 snapshots += await self._delete(info_key(info))  # type: ignore[attr-defined]
-        return {"sessions": len(erased), "snapshots": snapshots, "session_ids": erased}
+            elif _staged_for(info.session_id, user):  # an export's copy, an import's sections
+                staging += await self._delete(info_key(info))  # type: ignore[attr-defined]
+        return {
+            "sessions": len(erased),
+            "snapshots": snapshots,
+            "staging": staging,
+            "session_ids": erased,
+        }
 
 
 def info_key(info: SessionInfo) -> Key:
@@ -314,6 +321,22 @@ def _parent(info: SessionInfo) -> tuple[str, str] | None:
 def snapshot_key(key: Key, snapshot_id: str) -> Key:
     """Where a snapshot of the session ``key`` is kept."""
     return Key(SNAPSHOT_OWNER, _snapshot_name(key, snapshot_id))
+
+
+def staging_key(kind: str, user_id: str) -> Key:
+    """A new hidden session for an export's copy or an import's sections of one of a user's
+    sessions; its name carries a digest of the user, so that erasing the user removes it."""
+    token = secrets.token_hex(8)
+    return Key(SNAPSHOT_OWNER, f"{kind}{_SEPARATOR}{_user_digest(user_id)}{_SEPARATOR}{token}")
+
+
+def _staged_for(name: str, user_id: str) -> bool:
+    parts = name.split(_SEPARATOR)
+    return len(parts) == 3 and parts[1] == _user_digest(user_id)
+
+
+def _user_digest(user_id: str) -> str:
+    return hashlib.sha256(user_id.encode()).hexdigest()[:32]
 
 
 def _snapshot_name(key: Key, snapshot_id: str) -> str:
