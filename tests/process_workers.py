@@ -19,12 +19,25 @@ program sharing a store would. Jobs:
     ``set i`` after ``set_state(f"k{i}", i)``, ``inc n`` after ``increment_state("n")``
     returned ``n``, and ``save i`` after ``save_modules(agent=...)`` stored turn ``i``.
 
+``fork-loop URL SOURCE PREFIX ACK_FILE``
+    Open session SOURCE of user ``crash``, print ``ready``, wait for a line on stdin, then
+    forever: fork it to ``PREFIX-i`` (acknowledged ``fork i``), delete ``PREFIX-(i-1)``
+    (acknowledged ``deleted i-1``), so that a store never holds more than a few forks.
+``restore-loop URL SESSION_ID``
+    Open the session, print ``ready``, wait for a line on stdin, then restore its two
+    snapshots in turn, forever.
+``die-mid-archive URL KIND ARCHIVE LINE``
+    ``KIND`` export: export session ``s`` of user ``u`` to ARCHIVE and exit at once (as a
+    kill would: no cleanup) when line LINE is about to be written. ``KIND`` import: import
+    ARCHIVE as session ``imported`` and exit when it has read LINE lines of the records.
+
 The barrier is a directory: each worker creates ``ready-NAME`` once it is set up and then
 waits for the parent to create ``go``, so all workers start their loops together.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -41,6 +54,15 @@ from praisonsession import (
 )
 
 BARRIER_TIMEOUT = 60.0
+CRASH_TRIALS = 20  # kills per crash test
+WRITERS_AHEAD = 2  # workers started early, so Python's start-up overlaps a trial
+# Change it (or set the variable) to explore other kill moments; failures print the seed.
+CRASH_SEED = int(os.environ.get("PS_TEST_CRASH_SEED", "20240611"))
+
+
+def worker_command(*args: str) -> list[str]:
+    """The command line that runs one job of this file in a new Python process."""
+    return [sys.executable, str(Path(__file__).resolve()), *args]
 
 
 def wait_at_barrier(barrier: Path, name: str) -> None:
@@ -162,6 +184,77 @@ def watch_expiry(url: str, barrier: str, name: str, session_id: str) -> None:
     print(json.dumps(seen))
 
 
+def wait_for_go() -> None:
+    print("ready", flush=True)
+    sys.stdin.readline()
+
+
+def fork_loop(url: str, source: str, prefix: str, ack_file: str) -> None:
+    session = Session(source, "crash", store=url)
+    acks = os.open(ack_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    wait_for_go()
+    i = 0
+    while True:
+        session.fork(f"{prefix}-{i}")
+        os.write(acks, f"fork {i}\n".encode())
+        if i > 0:
+            runtime.run(session.store.delete_session(f"{prefix}-{i - 1}", "crash"))
+            os.write(acks, f"deleted {i - 1}\n".encode())
+        i += 1
+
+
+def restore_loop(url: str, session_id: str) -> None:
+    session = Session(session_id, "crash", store=url)
+    snapshots = session.snapshots()
+    wait_for_go()
+    while True:
+        for snapshot in snapshots:
+            session.restore(snapshot)
+
+
+class _DyingFile(io.RawIOBase):
+    """A binary file that ends the process, as a kill would, at a chosen line: read in full
+    once (an import checks the archive first), then cut at ``line`` on the second reading;
+    or, written to, at the ``line``-th write."""
+
+    def __init__(self, data: bytes, line: int) -> None:
+        self.lines = data.splitlines(keepends=True)
+        self.line = line
+        self.readings = 0
+        self.writes = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.readings += 1
+        return 0
+
+    def __iter__(self):  # type: ignore[override]
+        for number, line in enumerate(self.lines):
+            if self.readings > 1 and number == self.line:
+                os._exit(9)
+            yield line
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        self.writes += 1
+        if self.writes == self.line:
+            os._exit(9)
+        return len(data)
+
+
+def die_mid_archive(url: str, kind: str, archive: str, line: str) -> None:
+    if kind == "export":
+        Session("s", "u", store=url).export(_DyingFile(b"", int(line)))
+    else:
+        dying = _DyingFile(Path(archive).read_bytes(), int(line))
+        Session.import_archive(dying, store=url, session_id="imported")
+    raise SystemExit(f"{kind} finished: line {line} was never reached")
+
+
 JOBS = {
     "increment": increment,
     "append": append,
@@ -170,6 +263,9 @@ JOBS = {
     "write-session": write_session,
     "read-session": read_session,
     "watch-expiry": watch_expiry,
+    "fork-loop": fork_loop,
+    "restore-loop": restore_loop,
+    "die-mid-archive": die_mid_archive,
 }
 
 if __name__ == "__main__":

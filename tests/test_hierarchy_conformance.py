@@ -225,9 +225,7 @@ def test_a_loop_of_parent_links_is_cut_not_followed_forever(store: SessionBase, 
 # -- erasing a user -----------------------------------------------------------------------------
 
 
-def test_erasing_a_user_leaves_another_with_the_same_session_ids(
-    store: SessionBase, run
-) -> None:
+def test_erasing_a_user_leaves_another_with_the_same_session_ids(store: SessionBase, run) -> None:
     for user in ("bob", "amy"):
         seed(store, run, "shared", user)
         run(store.fork_session("shared", user, "forked"))

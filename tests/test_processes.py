@@ -14,7 +14,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,16 +24,18 @@ import pytest
 
 from backends import redis_prefix
 from praisonsession import Session, open_store, runtime
-from process_workers import Agent, turn_message
+from process_workers import (
+    CRASH_SEED,
+    CRASH_TRIALS,
+    WRITERS_AHEAD,
+    Agent,
+    turn_message,
+    worker_command,
+)
 
-WORKER_SCRIPT = Path(__file__).with_name("process_workers.py")
 PROCESSES = 4
 INCREMENTS_PER_PROCESS = 500
 APPENDS_PER_PROCESS = 100
-CRASH_TRIALS = 20
-WRITERS_AHEAD = 2  # writers started early, so Python's start-up overlaps a trial
-# Change it (or set the variable) to explore other kill moments; failures print the seed.
-CRASH_SEED = int(os.environ.get("PS_TEST_CRASH_SEED", "20240611"))
 
 
 @pytest.fixture(params=["json", "sqlite", "redis"])
@@ -46,10 +47,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "redis":
         return f"{request.getfixturevalue('redis_url')}?key_prefix={redis_prefix(tmp_path)}"
     return f"sqlite://{tmp_path}/s.db"
-
-
-def worker_command(*args: str) -> list[str]:
-    return [sys.executable, str(WORKER_SCRIPT), *args]
 
 
 def run_together(

@@ -30,7 +30,7 @@ from ..errors import (
 from ..identifiers import check_key, check_user_id, new_session_id
 from .record import Key, SessionContents, SessionInfo, now
 
-__all__ = ["SNAPSHOT_OWNER", "HierarchyOperations", "SnapshotInfo", "TreeNode"]
+__all__ = ["SNAPSHOT_OWNER", "HierarchyOperations", "SnapshotInfo", "TreeNode", "staging_key"]
 
 #: The owner of every snapshot: not a valid user id (see ``identifiers.check_user_id``).
 SNAPSHOT_OWNER = "\x1esnapshots"
@@ -259,16 +259,16 @@ class HierarchyOperations:
         leaves the session as it was or as restored, never half of each). The session keeps
         its identity and TTL, and moves on one version."""
         key = self._key(session_id, user_id)  # type: ignore[attr-defined]
-        source = Key(SNAPSHOT_OWNER, _snapshot_name(key, _snapshot_id(snapshot)))
+        source = Key(SNAPSHOT_OWNER, _snapshot_name(key, snapshot_id_of(snapshot)))
         try:
             return await self._copy(
-                source, key, None, {"restored_from": _snapshot_id(snapshot)}, True, _UNSET
+                source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, _UNSET
             )
         except SessionNotFoundError:
             raise SessionNotFoundError(
                 key.session_id,
                 key.user_id,
-                f"It has no snapshot {_snapshot_id(snapshot)!r}; list them with snapshots().",
+                f"It has no snapshot {snapshot_id_of(snapshot)!r}; list them with snapshots().",
             ) from None
 
     async def delete_snapshot(
@@ -276,24 +276,35 @@ class HierarchyOperations:
     ) -> bool:
         """Delete one snapshot; True if it was there."""
         key = self._key(session_id, user_id)  # type: ignore[attr-defined]
-        name = _snapshot_name(key, _snapshot_id(snapshot))
+        name = _snapshot_name(key, snapshot_id_of(snapshot))
         return await self._delete(Key(SNAPSHOT_OWNER, name))  # type: ignore[attr-defined]
 
     # -- erasing a user -----------------------------------------------------------------------
 
     async def erase_user_sessions(self, user_id: str) -> dict[str, Any]:
-        """Delete every session and snapshot of a user; what went, by kind and session id."""
+        """Delete every session and snapshot of a user; what went, by kind and session id.
+
+        Expired sessions are purged first (anyone's: they were gone for every reader), so
+        none of the user's stays stored until the next purge."""
         user = check_user_id(user_id)
+        await self._purge()  # type: ignore[attr-defined]
         erased: list[str] = []
         for info in await self._all_sessions(user):
             await self._delete(Key(user, info.session_id))  # type: ignore[attr-defined]
             erased.append(info.session_id)
-        snapshots = 0
+        snapshots = staging = 0
         for info in await self._all_sessions(SNAPSHOT_OWNER):
             about = info.metadata.get(SNAPSHOT) or {}
             if about.get("user_id") == user:
                 snapshots += await self._delete(info_key(info))  # type: ignore[attr-defined]
-        return {"sessions": len(erased), "snapshots": snapshots, "session_ids": erased}
+            elif _staged_for(info.session_id, user):  # an export's copy, an import's sections
+                staging += await self._delete(info_key(info))  # type: ignore[attr-defined]
+        return {
+            "sessions": len(erased),
+            "snapshots": snapshots,
+            "staging": staging,
+            "session_ids": erased,
+        }
 
 
 def info_key(info: SessionInfo) -> Key:
@@ -312,13 +323,29 @@ def snapshot_key(key: Key, snapshot_id: str) -> Key:
     return Key(SNAPSHOT_OWNER, _snapshot_name(key, snapshot_id))
 
 
+def staging_key(kind: str, user_id: str) -> Key:
+    """A new hidden session for an export's copy or an import's sections of one of a user's
+    sessions; its name carries a digest of the user, so that erasing the user removes it."""
+    token = secrets.token_hex(8)
+    return Key(SNAPSHOT_OWNER, f"{kind}{_SEPARATOR}{_user_digest(user_id)}{_SEPARATOR}{token}")
+
+
+def _staged_for(name: str, user_id: str) -> bool:
+    parts = name.split(_SEPARATOR)
+    return len(parts) == 3 and parts[1] == _user_digest(user_id)
+
+
+def _user_digest(user_id: str) -> str:
+    return hashlib.sha256(user_id.encode()).hexdigest()[:32]
+
+
 def _snapshot_name(key: Key, snapshot_id: str) -> str:
     """Snapshots of one session share a prefix: a digest of its key (ids may be long)."""
     digest = hashlib.sha256(f"{key.user_id}\x1f{key.session_id}".encode()).hexdigest()[:32]
     return f"{digest}{_SEPARATOR}{snapshot_id}"
 
 
-def _snapshot_id(snapshot: str | SnapshotInfo) -> str:
+def snapshot_id_of(snapshot: str | SnapshotInfo) -> str:
     value = snapshot.snapshot_id if isinstance(snapshot, SnapshotInfo) else snapshot
     if not isinstance(value, str) or not value or _SEPARATOR in value or len(value) > 64:
         raise InvalidIdError(
@@ -335,7 +362,7 @@ def _snapshot_info(info: SessionInfo) -> SnapshotInfo:
         session_id=str(about.get("session_id")),
         user_id=str(about.get("user_id")),
         label=about.get("label"),
-        created_at=info.created_at,
+        created_at=float(about.get("created_at") or info.created_at),  # taken, not imported
         version=int(about.get("version", 0)),
         messages=int(about.get("messages", 0)),
     )

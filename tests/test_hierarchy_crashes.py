@@ -1,0 +1,305 @@
+"""Forks and restores killed with SIGKILL at random moments, and exports and imports cut
+short: all or nothing, every time, and nothing left behind for long.
+
+Real worker processes (``process_workers.py``) fork or restore a session with a few thousand
+messages, so that a copy takes long enough to be interrupted, and are killed at a random
+moment; then this process looks at what the store holds. Nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backends import redis_prefix
+from praisonsession import Session, SessionBase, erase_user, open_store, runtime
+from praisonsession.archive import STAGING_TTL
+from praisonsession.clock import ManualClock
+from praisonsession.stores.hierarchy import SNAPSHOT_OWNER
+from process_workers import CRASH_SEED, CRASH_TRIALS, WRITERS_AHEAD, Agent, worker_command
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL"),
+]
+
+USER = "crash"
+MESSAGES = 3000  # in the module's log: a copy takes a few milliseconds, long enough to hit
+
+
+@pytest.fixture(params=["json", "sqlite"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return f"json://{tmp_path}/j" if request.param == "json" else f"sqlite://{tmp_path}/s.db"
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[SessionBase]:
+    store = open_store(url)
+    yield store
+    runtime.run(store.close())
+
+
+def write_content(session: Session, tag: str, messages: int) -> None:
+    """State, a module with a long log and a plain field, and a second log, all marked
+    ``tag``: content of two tags never mixes unless a copy was torn."""
+    store, ids = session.store, (session.session_id, session.user_id)
+    runtime.run(store.replace_state(*ids, {"tag": tag, "n": messages}))
+    agent = Agent()
+    agent.memory.extend({"role": "user", "content": f"{tag}-{i}"} for i in range(messages))
+    agent.turns = messages
+    session.save_modules(agent=agent)
+    runtime.run(store.clear_messages(*ids, "side"))
+    side = [{"role": "note", "content": f"{tag}-side-{i}"} for i in range(messages // 10)]
+    runtime.run(store.append_messages(*ids, "side", side))
+
+
+def content_of(store: SessionBase, session_id: str, user_id: str = USER) -> dict[str, Any]:
+    """What a reader sees of the session, loaded as a program would."""
+    with Session(session_id, user_id, store=store) as session:
+        agent = Agent()
+        session.load_modules(agent=agent)
+        return {
+            "state": session.restore_state(),
+            "memory": agent.memory.to_list(),
+            "turns": agent.turns,
+            "side": runtime.run(store.read_messages(session_id, user_id, "side")),
+        }
+
+
+class Workers:
+    """Worker processes started ahead of their trials (Python's start-up overlaps a trial),
+    each released by a line on stdin and killed with SIGKILL after a random delay."""
+
+    def __init__(self, tmp_path: Path, command: Any) -> None:
+        self.tmp_path = tmp_path
+        self.command = command  # trial -> worker command line
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start_until(self, trial: int) -> None:
+        while len(self.procs) < min(trial + 1 + WRITERS_AHEAD, CRASH_TRIALS):
+            log = open(self.tmp_path / f"worker-{len(self.procs)}.stderr", "w")  # noqa: SIM115
+            self.procs.append(
+                subprocess.Popen(
+                    self.command(len(self.procs)),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    text=True,
+                    cwd=self.tmp_path,
+                )
+            )
+            log.close()
+
+    def kill_after(self, trial: int, delay: float) -> None:
+        self.start_until(trial)
+        proc = self.procs[trial]
+        ready = proc.stdout.readline()
+        stderr = self.tmp_path / f"worker-{trial}.stderr"
+        assert ready == "ready\n", f"worker {trial} did not start:\n{stderr.read_text()}"
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert proc.returncode == -signal.SIGKILL, f"worker {trial} ended by itself:\n" + (
+            stderr.read_text()
+        )
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    stream.close()
+
+
+def read_acks(path: Path) -> list[tuple[str, int]]:
+    if not path.exists():
+        return []
+    return [
+        (kind, int(n)) for kind, n in (line.split() for line in path.read_text().split("\n")[:-1])
+    ]
+
+
+# -- fork ---------------------------------------------------------------------------------------
+
+
+def test_a_fork_killed_at_any_moment_is_absent_or_complete(
+    url: str, store: SessionBase, tmp_path: Path
+) -> None:
+    """20 workers fork a 3,000-message session in a loop (deleting the fork before) and are
+    killed 20-200 ms in. Every fork the store then holds is a complete copy with its parent
+    link, every acknowledged fork is there unless its deletion was acknowledged, and the
+    store stays usable (the source is unchanged, a new fork works)."""
+    rng = random.Random(f"{CRASH_SEED}-fork-{url.split(':')[0]}")
+    source = Session("source", USER, store=store)
+    write_content(source, "source", MESSAGES)
+    expected = content_of(store, "source")
+    workers = Workers(
+        tmp_path,
+        lambda t: worker_command("fork-loop", url, "source", f"t{t}", str(tmp_path / f"{t}.acks")),
+    )
+    started = time.monotonic()
+    in_flight_found = forks_made = 0
+    try:
+        for trial in range(CRASH_TRIALS):
+            delay = rng.uniform(0.020, 0.200)
+            workers.kill_after(trial, delay)
+            context = f"seed {CRASH_SEED}, trial {trial}, kill after {delay * 1000:.0f} ms"
+            acks = read_acks(tmp_path / f"{trial}.acks")
+            forked = [n for kind, n in acks if kind == "fork"]
+            deleted = {n for kind, n in acks if kind == "deleted"}
+            forks_made += len(forked)
+            present = sorted(
+                int(info.session_id.split("-")[1])
+                for info in runtime.run(store.list_sessions(USER, limit=1000))
+                if info.session_id.startswith(f"t{trial}-")
+            )
+            alive = {n for n in forked if n not in deleted}
+            # killed after a fork's ack: the deletion of the one before may have happened
+            deleting = {acks[-1][1] - 1} if acks and acks[-1][0] == "fork" else set()
+            in_flight = len(forked)  # the fork under way at the kill, if one was
+            assert alive - deleting <= set(present), f"{context}: an acknowledged fork is gone"
+            assert set(present) <= alive | {in_flight}, f"{context}: {present} {acks[-2:]}"
+            in_flight_found += in_flight in present
+            for n in present:
+                session_id = f"t{trial}-{n}"
+                assert content_of(store, session_id) == expected, f"{context}: {session_id} torn"
+                parent = runtime.run(store.parent_of(session_id, USER))
+                assert parent == ("source", USER), f"{context}: {session_id} lost its parent"
+    finally:
+        workers.close()
+    took = time.monotonic() - started
+    assert content_of(store, "source") == expected
+    assert content_of(store, source.fork("after").session_id) == expected
+    assert forks_made >= CRASH_TRIALS, "the workers were killed before they forked anything"
+    print(
+        f"\n{url.split(':')[0]}: {CRASH_TRIALS} kills in {took:.1f} s, {forks_made} forks made; "
+        f"the fork in flight was found complete {in_flight_found} times, absent otherwise"
+    )
+
+
+# -- restore ------------------------------------------------------------------------------------
+
+
+def test_a_restore_killed_at_any_moment_leaves_one_content_or_the_other(
+    url: str, store: SessionBase, tmp_path: Path
+) -> None:
+    """20 workers restore a session's two snapshots in turn (3,000 messages marked A, 2,000
+    marked B, each with its state and a second log) and are killed 20-200 ms in. Each time,
+    the session holds exactly A or exactly B, never a mix; its snapshots are untouched; it
+    takes new writes."""
+    rng = random.Random(f"{CRASH_SEED}-restore-{url.split(':')[0]}")
+    session = Session("r", USER, store=store)
+    write_content(session, "B", MESSAGES - 1000)
+    session.snapshot("B")
+    b = content_of(store, "r")
+    write_content(session, "A", MESSAGES)
+    session.snapshot("A")
+    a = content_of(store, "r")
+    snapshots = session.snapshots()
+    workers = Workers(tmp_path, lambda t: worker_command("restore-loop", url, "r"))
+    seen = {"A": 0, "B": 0}
+    started = time.monotonic()
+    try:
+        for trial in range(CRASH_TRIALS):
+            delay = rng.uniform(0.020, 0.200)
+            workers.kill_after(trial, delay)
+            found = content_of(store, "r")
+            context = f"seed {CRASH_SEED}, trial {trial}, kill after {delay * 1000:.0f} ms"
+            assert found in (a, b), f"{context}: a mix of both: {summary(found)}"
+            seen[found["state"]["tag"]] += 1
+    finally:
+        workers.close()
+    took = time.monotonic() - started
+    assert session.snapshots() == snapshots
+    for snapshot, expected in zip(snapshots, (b, a), strict=True):
+        session.restore(snapshot)
+        assert content_of(store, "r") == expected
+    session.set_state("after", True)
+    assert session.get_state("after") is True
+    print(f"\n{url.split(':')[0]}: {CRASH_TRIALS} kills in {took:.1f} s, left as {seen}")
+
+
+def summary(content: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "state": content["state"],
+        "turns": content["turns"],
+        "memory": (len(content["memory"]), content["memory"][:1], content["memory"][-1:]),
+        "side": (len(content["side"]), content["side"][:1]),
+    }
+
+
+# -- staging left by a killed export or import ----------------------------------------------
+
+
+@pytest.fixture(params=["json", "sqlite", "redis"])
+def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "redis":
+        return f"{request.getfixturevalue('redis_url')}?key_prefix={redis_prefix(tmp_path)}"
+    return f"json://{tmp_path}/j" if request.param == "json" else f"sqlite://{tmp_path}/s.db"
+
+
+def staging(store: SessionBase) -> list[str]:
+    hidden = runtime.run(store._all_sessions(SNAPSHOT_OWNER))
+    return sorted(info.session_id for info in hidden if "snapshot" not in info.metadata)
+
+
+@pytest.mark.parametrize("cleanup", ["expiry", "erase_user"])
+@pytest.mark.parametrize("kind", ["export", "import"])
+def test_what_a_killed_export_or_import_leaves_expires_or_goes_with_its_user(
+    any_url: str, kind: str, cleanup: str, tmp_path: Path, frozen_clock: ManualClock
+) -> None:
+    """A process that dies while exporting (its consistent copy made) or importing (half
+    the sections staged) leaves hidden staging sessions holding the user's data; no session
+    appears. After STAGING_TTL ``purge_expired`` removes them (before it, it leaves them: an
+    export or import may still be running); erasing the user removes them at once (and
+    erasing another user does not)."""
+    store = open_store(any_url)
+    try:
+        source = Session("s", "u", store=store)
+        write_content(source, "x", 1200)
+        source.snapshot("one")
+        archive = tmp_path / "s.jsonl"
+        source.export(archive)
+        lines = len(archive.read_bytes().splitlines())
+        line = 2 if kind == "export" else lines * 2 // 3  # past the session, into a snapshot
+        died = subprocess.run(
+            worker_command("die-mid-archive", any_url, kind, str(archive), str(line)),
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert died.returncode == 9, died.stderr
+        left = staging(store)
+        assert len(left) == (1 if kind == "export" else 2)
+        assert all(s.startswith(f"{kind}\x1e") for s in left)
+        assert [i.session_id for i in runtime.run(store.list_sessions("u"))] == ["s"]
+
+        assert runtime.run(store.purge_expired()) == 0
+        assert staging(store) == left
+        if cleanup == "expiry":
+            frozen_clock.advance(STAGING_TTL + 600)
+            assert runtime.run(store.purge_expired()) == len(left)
+            assert staging(store) == []
+            assert [s.label for s in source.snapshots()] == ["one"]
+            assert content_of(store, "s", "u")["state"] == {"tag": "x", "n": 1200}
+        else:
+            erase_user("v", store=store)
+            assert staging(store) == left
+            erase_user("u", store=store)
+            assert staging(store) == []
+            assert runtime.run(store._all_sessions(SNAPSHOT_OWNER)) == []
+    finally:
+        runtime.run(store.close())
