@@ -583,9 +583,7 @@ def test_list_is_paged_by_session_id(store: SessionBase, run) -> None:
         run(store.list_sessions("u", limit=0))
 
 
-def test_list_users_names_each_user_with_a_session_once_and_sorted(
-    store: SessionBase, run
-) -> None:
+def test_list_users_names_each_user_once_and_sorted(store: SessionBase, run) -> None:
     assert run(store.list_users()) == []
     odd = "x" * 200 + ":*?[]{}%41\\ ünï/../"  # past the file-name limit, glob and key syntax
     for user, session_id in [("bob", "s1"), ("ada", "s1"), ("bob", "s2"), (odd, "s"), ("", "s")]:

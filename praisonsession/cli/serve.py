@@ -7,19 +7,13 @@ import click
 from ..errors import PraisonSessionError
 from ..redaction import redact_url
 from . import main
+from .options import store_option
 
 __all__ = ["serve"]
 
 
 @main.command()
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    default=None,
-    help="Where sessions are kept: sqlite:///sessions.db, redis://host:6379/0, json:///dir "
-    "(default: the store_url setting, else SQLite under ./.praisonsession).",
-)
+@store_option
 @click.option(
     "--agent",
     "agents",
