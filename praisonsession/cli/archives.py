@@ -51,7 +51,7 @@ def export(
         raise click.UsageError("--json and FILE - would both write to stdout; name a file.")
     if not to_stdout and not Path(file).absolute().parent.is_dir():
         raise click.BadParameter(f"there is no directory {Path(file).parent}", param_hint="FILE")
-    destination: Any = click.get_binary_stream("stdout") if to_stdout else file
+    destination: Any = click.open_file("-", "wb") if to_stdout else file
     with opened_store(store_url) as opened:
         summary = opened.run(_export(opened, session_id, user_id, destination, _showing(progress)))
     if as_json:
@@ -143,7 +143,8 @@ def _stdin_copy() -> IO[bytes]:
     whole of it before writing anything)."""
     click.echo("Reading the archive from stdin...", err=True)
     copy = tempfile.TemporaryFile()  # noqa: SIM115 - the import reads it; gone at exit
-    shutil.copyfileobj(click.get_binary_stream("stdin"), copy)
+    with click.open_file("-", "rb") as stdin:
+        shutil.copyfileobj(stdin, copy)
     return copy
 
 
