@@ -355,7 +355,7 @@ def test_a_deleted_session_comes_back_from_its_snapshot(sqlite: str) -> None:
     assert taken["label"] == "safe" and taken["messages"] == 8
 
     deleted = cli("delete", "chat_1", "--user", "alice", "--yes", "--store", sqlite)
-    assert "Its 1 snapshot kept" in deleted.stdout
+    assert "Its snapshots stay (1)" in deleted.stdout
     (listed,) = cli_json("snapshots", "chat_1", "--user", "alice", "--store", sqlite)["snapshots"]
     assert listed["snapshot_id"] == taken["snapshot_id"]
     restored = cli_json(

@@ -69,7 +69,7 @@ def serve(
     the store, so a restarted server continues every conversation.
 
     \b
-    praisonsession serve --store sqlite:///sessions.db --agent myagents:assistant
+    praisonsession serve --store sqlite://sessions.db --agent myagents:assistant
     Session(agent_url="http://127.0.0.1:8000/agent", session_id="chat_1").chat("Hi")
     """
     try:

@@ -262,8 +262,8 @@ def delete(session_id: str, user_id: str, yes: bool, store_url: str | None, as_j
     click.echo(f"Deleted session {session_id!r} of user {user_id!r}.")
     if kept:
         click.echo(
-            f"Its {plural(kept, 'snapshot')} kept: `praisonsession snapshots "
-            f"{shlex.quote(session_id)}` lists them, `praisonsession restore` brings it back."
+            f"Its snapshots stay ({kept}): `praisonsession snapshots {shlex.quote(session_id)}`"
+            " lists them, `praisonsession restore` brings the session back."
         )
 
 
