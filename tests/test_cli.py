@@ -128,6 +128,11 @@ def test_serve_keeps_its_options() -> None:
         assert option in result.stdout
 
 
+def test_serve_reports_a_bad_store_like_every_command() -> None:
+    result = cli("serve", "--store", "bogus://x", "--agent", "remote_agents:assistant")
+    assert result.exit_code == 2 and "Unknown store scheme 'bogus'" in one_line(result.stderr)
+
+
 # -- list ------------------------------------------------------------------------------------
 
 

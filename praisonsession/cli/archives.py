@@ -15,9 +15,14 @@ import click
 from ..archive import ArchiveSummary
 from ..async_session import AsyncSession
 from . import main
-from .options import json_option, progress_option, store_option, user_option
-from .output import print_json
-from .sessions import existing, plural, session_argument
+from .options import (
+    json_option,
+    progress_option,
+    session_argument,
+    store_option,
+    user_option,
+)
+from .output import plural, print_json
 from .store_access import OpenedStore, opened_store
 
 __all__ = ["export", "import_command"]
@@ -67,7 +72,7 @@ def export(
 async def _export(
     opened: OpenedStore, session_id: str, user_id: str, destination: Any, progress: bool
 ) -> ArchiveSummary:
-    await existing(opened, session_id, user_id)  # exporting opens the session: never make one
+    await opened.contents(session_id, user_id)  # exporting opens it: never make one
     return await opened.session(session_id, user_id).export(destination, progress=progress)
 
 
@@ -129,7 +134,7 @@ async def _import(
     session = await AsyncSession.import_archive(
         source, opened.store, session_id, user_id, settings=opened.settings, progress=progress
     )
-    contents = await existing(opened, session.session_id, session.user_id)
+    contents = await opened.contents(session.session_id, session.user_id)
     snapshots = await opened.store.list_snapshots(session.session_id, session.user_id)
     return {
         "session": contents.info.to_json(),

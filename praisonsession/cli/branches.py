@@ -3,17 +3,18 @@ from a shell (the same operations as ``Session.fork``, ``snapshot`` and ``restor
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..errors import InvalidValueError
 from ..stores.record import SessionInfo
 from . import main
-from .options import json_option, store_option, user_option, yes_option
-from .output import print_json
-from .sessions import confirm, existing, print_snapshots, session_argument
+from .options import json_option, session_argument, store_option, user_option, yes_option
+from .output import confirm, print_json, print_table, relative
 from .store_access import OpenedStore, opened_store
 
-__all__ = ["fork", "restore", "snapshot", "snapshots"]
+__all__ = ["fork", "print_snapshots", "restore", "snapshot", "snapshots"]
 
 
 def _cut(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, int] | None:
@@ -82,7 +83,7 @@ async def _fork(
     cut: tuple[str, int] | None,
     to_user: str | None,
 ) -> SessionInfo:
-    contents = await existing(opened, session_id, user_id)
+    contents = await opened.contents(session_id, user_id)
     if cut is not None and cut[0] not in contents.logs:
         logs = ", ".join(sorted(contents.logs)) or "none"
         raise InvalidValueError(
@@ -179,3 +180,21 @@ def restore(
             f"Restored session {session_id!r} of user {user_id!r} from snapshot {snapshot_id}"
             f" (now at version {info.version})."
         )
+
+
+def print_snapshots(snapshots: list[dict[str, Any]], indent: str = "") -> None:
+    """Snapshots (as ``SnapshotInfo._asdict()``) as a table."""
+    print_table(
+        ("SNAPSHOT", "LABEL", "TAKEN", "VERSION", "MESSAGES"),
+        (
+            (
+                s["snapshot_id"],
+                s["label"] or "",
+                relative(s["created_at"]),
+                s["version"],
+                s["messages"],
+            )
+            for s in snapshots
+        ),
+        indent,
+    )

@@ -1,4 +1,5 @@
-"""The options the commands share, declared once so that they read the same everywhere."""
+"""The options and arguments the commands share, declared once so that they read the same
+everywhere."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ import click
 
 from ..identifiers import DEFAULT_USER
 
-__all__ = ["json_option", "progress_option", "store_option", "user_option", "yes_option"]
+__all__ = [
+    "json_option",
+    "progress_option",
+    "session_argument",
+    "store_option",
+    "user_option",
+    "yes_option",
+]
+
+session_argument = click.argument("session_id", metavar="ID")
 
 store_option = click.option(
     "--store",

@@ -16,7 +16,16 @@ import click
 
 from ..stores.record import now
 
-__all__ = ["clip", "compact", "moment", "print_json", "print_table", "relative"]
+__all__ = [
+    "clip",
+    "compact",
+    "confirm",
+    "moment",
+    "plural",
+    "print_json",
+    "print_table",
+    "relative",
+]
 
 _UNITS = (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1))
 
@@ -73,3 +82,14 @@ def clip(text: str, width: int = 80) -> str:
     which no terminal can show, as its ``\\u`` escape)."""
     flat = " ".join(text.split()).encode("utf-8", "backslashreplace").decode("utf-8")
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 session``, ``2 sessions`` (``nouns`` where adding an s will not do)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def confirm(question: str) -> None:
+    """Ask on stderr (stdout stays for the output); anything but yes, or no terminal to ask
+    on, ends the command with "Aborted!" and exit code 1."""
+    click.confirm(question, abort=True, err=True)

@@ -7,6 +7,7 @@ import click
 from ..errors import PraisonSessionError
 from ..redaction import redact_url
 from . import main
+from .exit_codes import failure
 from .options import store_option
 
 __all__ = ["serve"]
@@ -93,7 +94,7 @@ def serve(
             timeout=timeout,
         )
     except PraisonSessionError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None  # the same exit codes as every command
     hosting = app.hosting
     served = ", ".join(f"{p} ({spec})" for p, (spec, _) in sorted(hosting.factories.items()))
     click.echo(

@@ -15,21 +15,18 @@ from typing import Any
 import click
 
 from ..erasure import aerase_user
-from ..errors import SessionNotFoundError
 from ..stores.base import SessionBase
 from ..stores.hierarchy import PARENT
-from ..stores.record import SessionContents, SessionInfo
+from ..stores.record import SessionInfo
 from . import main
-from .options import json_option, store_option, user_option, yes_option
-from .output import clip, compact, moment, print_json, print_table, relative
+from .branches import print_snapshots
+from .options import json_option, session_argument, store_option, user_option, yes_option
+from .output import clip, compact, confirm, moment, plural, print_json, print_table, relative
 from .store_access import OpenedStore, opened_store
 
-__all__ = ["confirm", "existing", "plural"]
+__all__ = ["delete", "erase_user", "list_command", "purge", "show"]
 
 _PAGE = 1000  # sessions read per call while listing
-
-
-session_argument = click.argument("session_id", metavar="ID")
 
 
 # -- list --------------------------------------------------------------------------------------
@@ -79,7 +76,9 @@ def list_command(user_id: str | None, limit: int | None, store_url: str | None, 
         )
 
 
-async def sessions_of(store: SessionBase, user_id: str | None, limit: int | None) -> list[Any]:
+async def sessions_of(
+    store: SessionBase, user_id: str | None, limit: int | None
+) -> list[SessionInfo]:
     """One user's live sessions (every user's when ``user_id`` is None), at most ``limit``."""
     users = await store.list_users() if user_id is None else [user_id]
     found: list[SessionInfo] = []
@@ -141,7 +140,7 @@ def show(session_id: str, user_id: str, last: int, store_url: str | None, as_jso
 
 async def _details(opened: OpenedStore, session_id: str, user_id: str, last: int) -> dict:
     store = opened.store
-    contents = await existing(opened, session_id, user_id)
+    contents = await opened.contents(session_id, user_id)
     logs = []
     for path, count in sorted(contents.logs.items()):
         recent = await store.read_messages(session_id, user_id, path, max(0, count - last), count)
@@ -211,23 +210,6 @@ def _message_text(message: dict[str, Any]) -> str:
     return clip(compact({k: v for k, v in message.items() if k != "role"}), 100)
 
 
-def print_snapshots(snapshots: list[dict[str, Any]], indent: str = "") -> None:
-    print_table(
-        ("SNAPSHOT", "LABEL", "TAKEN", "VERSION", "MESSAGES"),
-        (
-            (
-                s["snapshot_id"],
-                s["label"] or "",
-                relative(s["created_at"]),
-                s["version"],
-                s["messages"],
-            )
-            for s in snapshots
-        ),
-        indent,
-    )
-
-
 # -- delete, purge, erase-user -----------------------------------------------------------------
 
 
@@ -246,7 +228,7 @@ def delete(session_id: str, user_id: str, yes: bool, store_url: str | None, as_j
       praisonsession delete chat_1 --user alice --store sqlite://sessions.db --yes
     """
     with opened_store(store_url) as opened:
-        contents = opened.run(existing(opened, session_id, user_id))
+        contents = opened.run(opened.contents(session_id, user_id))
         if not yes:
             messages = plural(sum(contents.logs.values()), "message")
             confirm(
@@ -254,7 +236,7 @@ def delete(session_id: str, user_id: str, yes: bool, store_url: str | None, as_j
                 f"from {opened.shown_url}?"
             )
         if not opened.run(opened.store.delete_session(session_id, user_id)):
-            raise not_found(opened, session_id, user_id)  # someone else was quicker
+            raise opened.missing(session_id, user_id)  # someone else was quicker
         kept = len(opened.run(opened.store.list_snapshots(session_id, user_id)))
     if as_json:
         print_json({"deleted": {"session_id": session_id, "user_id": user_id}, "snapshots": kept})
@@ -320,34 +302,3 @@ def erase_user(user_id: str, yes: bool, store_url: str | None, as_json: bool):
         f"{plural(report.snapshots, 'snapshot')}, "
         f"{plural(report.vector_entries, 'vector entry', 'vector entries')} (memories, knowledge)."
     )
-
-
-# -- shared by the commands --------------------------------------------------------------------
-
-
-async def existing(opened: OpenedStore, session_id: str, user_id: str) -> SessionContents:
-    """What the session holds (metadata, state, modules, log lengths), read in one step; a
-    session that is not there is an error naming it."""
-    store = opened.store
-    contents = await store._contents(store._key(session_id, user_id))
-    if contents is None:
-        raise not_found(opened, session_id, user_id)
-    return contents
-
-
-def not_found(opened: OpenedStore, session_id: str, user_id: str) -> SessionNotFoundError:
-    return SessionNotFoundError(
-        session_id,
-        user_id,
-        f"It is not in {opened.shown_url} (or it has expired); see the user's sessions with: "
-        f"praisonsession list --user {shlex.quote(user_id)}",
-    )
-
-
-def confirm(question: str) -> None:
-    """Ask on stderr (stdout stays for the output); no answer, or no, ends with "Aborted!"."""
-    click.confirm(question, abort=True, err=True)
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    return f"{count} {noun if count == 1 else nouns or noun + 's'}"

@@ -5,13 +5,14 @@ way reported as one line and an exit code (:mod:`.exit_codes`)."""
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import runtime
 from ..async_session import AsyncSession
-from ..errors import PraisonSessionError
+from ..errors import PraisonSessionError, SessionNotFoundError
 from ..redaction import redact_url
 from ..session_options import resolve_settings, resolve_store
 from .exit_codes import failure
@@ -19,6 +20,7 @@ from .exit_codes import failure
 if TYPE_CHECKING:
     from ..settings import Settings
     from ..stores.base import SessionBase
+    from ..stores.record import SessionContents
 
 __all__ = ["OpenedStore", "opened_store"]
 
@@ -41,6 +43,22 @@ class OpenedStore:
         """Run a coroutine on the runtime's loop and return its result. Stores bound their
         own waits (retries, busy timeouts), so the command needs no deadline of its own."""
         return runtime.run(work)
+
+    async def contents(self, session_id: str, user_id: str) -> SessionContents:
+        """What the session holds (metadata, state, modules, log lengths), read in one step;
+        a session that is not there (or has expired) is an error naming it."""
+        contents = await self.store._contents(self.store._key(session_id, user_id))
+        if contents is None:
+            raise self.missing(session_id, user_id)
+        return contents
+
+    def missing(self, session_id: str, user_id: str) -> SessionNotFoundError:
+        return SessionNotFoundError(
+            session_id,
+            user_id,
+            f"It is not in {self.shown_url} (or it has expired); see the user's sessions with: "
+            f"praisonsession list --user {shlex.quote(user_id)}",
+        )
 
     def session(self, session_id: str, user_id: str) -> AsyncSession:
         """A session of this store, for what belongs to a session rather than the store (a
