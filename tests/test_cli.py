@@ -470,8 +470,17 @@ def test_every_command_in_a_real_process(tmp_path: Path) -> None:
     assert [s["session_id"] for s in run("list")["sessions"]] == ["chat_1"]
 
 
-def test_a_bad_store_url_is_one_line_and_exit_2_from_the_script(tmp_path: Path) -> None:
-    done = run_script("list", "--store", "bogus://x", cwd=tmp_path)
+@pytest.mark.parametrize(
+    "command", [[str(SCRIPT)], [sys.executable, "-m", "praisonsession"]], ids=["script", "-m"]
+)
+def test_a_bad_store_url_is_one_line_and_exit_2(command: list[str], tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*command, "list", "--store", "bogus://x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert one_line(done.stderr) == (
         "Error: Unknown store scheme 'bogus' in 'bogus://x'; use one of: memory://, "

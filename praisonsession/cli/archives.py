@@ -63,7 +63,7 @@ def export(
         print_json({**summary._asdict(), "file": file})
         return
     click.echo(
-        f"Exported session {session_id!r} of user {user_id!r}: {_contents(summary)}"
+        f"Exported session {session_id!r} of user {user_id!r}: {_what_it_holds(summary)}"
         f" -> {'stdout' if to_stdout else file}",
         err=to_stdout,  # stdout holds the archive
     )
@@ -158,7 +158,7 @@ def _showing(progress: bool | None) -> bool:
     return sys.stderr.isatty() if progress is None else progress
 
 
-def _contents(summary: ArchiveSummary) -> str:
+def _what_it_holds(summary: ArchiveSummary) -> str:
     return (
         f"{plural(summary.messages, 'message')}, {plural(summary.snapshots, 'snapshot')}, "
         f"{plural(summary.memories, 'long-term memory', 'long-term memories')}"
