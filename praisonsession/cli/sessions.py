@@ -143,8 +143,9 @@ async def _details(opened: OpenedStore, session_id: str, user_id: str, last: int
     contents = await opened.contents(session_id, user_id)
     logs = []
     for path, count in sorted(contents.logs.items()):
-        recent = await store.read_messages(session_id, user_id, path, max(0, count - last), count)
-        logs.append({"log": path, "messages": count, "last": recent if last else []})
+        start = max(0, count - last)
+        recent = await store.read_messages(session_id, user_id, path, start, count) if last else []
+        logs.append({"log": path, "messages": count, "last": recent})
     children = await store.children_of(session_id, user_id)
     snapshots = await store.list_snapshots(session_id, user_id)
     return {
@@ -179,12 +180,14 @@ def _print_details(details: dict) -> None:
         click.echo(f"{label:<9} {value}")
     state = details["state"]
     click.echo(f"\nState: {plural(len(state), 'key')}")
-    print_table(("KEY", "VALUE"), ((k, clip(compact(v))) for k, v in sorted(state.items())), "  ")
+    if state:
+        rows = ((name, clip(compact(value))) for name, value in sorted(state.items()))
+        print_table(("KEY", "VALUE"), rows, "  ")
     click.echo(f"\nModules: {', '.join(details['modules']) or 'none'}")
     click.echo(f"\nMessage logs: {len(details['logs'])}")
-    print_table(
-        ("LOG", "MESSAGES"), ((log["log"], log["messages"]) for log in details["logs"]), "  "
-    )
+    if details["logs"]:
+        rows = ((log["log"], log["messages"]) for log in details["logs"])
+        print_table(("LOG", "MESSAGES"), rows, "  ")
     for log in details["logs"]:
         if log["last"]:
             first = log["messages"] - len(log["last"])
