@@ -125,6 +125,21 @@ def test_keys_stay_under_the_prefix_and_no_keys_command_is_used(
         run(s.close())
 
 
+def test_users_are_found_by_scan_under_the_stores_own_prefix_only(
+    redis_url: str, tmp_path: Path, run
+) -> None:
+    base = redis_prefix(tmp_path)
+    starred = RedisSession.from_url(redis_url, key_prefix=base + "*")  # a glob character
+    other = RedisSession.from_url(redis_url, key_prefix=base + "other")
+    for n in range(3):
+        run(starred.create_session("s", f"user{n}"))
+    run(other.create_session("s", "stranger"))
+    assert run(starred.list_users()) == ["user0", "user1", "user2"]
+    assert run(other.list_users()) == ["stranger"]
+    for store in (starred, other):
+        run(store.close())
+
+
 def test_ttl_is_set_on_every_key_of_the_session_and_slides(
     rstore: RedisSession, raw: redis.Redis, run
 ) -> None:

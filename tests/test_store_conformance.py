@@ -583,6 +583,27 @@ def test_list_is_paged_by_session_id(store: SessionBase, run) -> None:
         run(store.list_sessions("u", limit=0))
 
 
+def test_list_users_names_each_user_once_and_sorted(store: SessionBase, run) -> None:
+    assert run(store.list_users()) == []
+    odd = "x" * 200 + ":*?[]{}%41\\ ünï/../"  # past the file-name limit, glob and key syntax
+    for user, session_id in [("bob", "s1"), ("ada", "s1"), ("bob", "s2"), (odd, "s"), ("", "s")]:
+        run(store.create_session(session_id, user))
+    assert run(store.list_users()) == sorted(["ada", "bob", odd, DEFAULT_USER])
+
+
+def test_list_users_leaves_out_snapshots_and_users_whose_sessions_are_all_gone(
+    store: SessionBase, run, frozen_clock
+) -> None:
+    run(store.create_session("kept", "ada"))
+    run(store.snapshot_session("kept", "ada", label="before"))  # kept by a reserved owner
+    run(store.create_session("short", "bob", ttl=10))
+    run(store.create_session("gone", "cy"))
+    run(store.delete_session("gone", "cy"))
+    assert run(store.list_users()) == ["ada", "bob"]
+    frozen_clock.advance(11)
+    assert run(store.list_users()) == ["ada"]  # bob's only session expired, not yet purged
+
+
 def test_delete_removes_everything_once(store: SessionBase, run) -> None:
     agent = Friday()
     agent.memory.append(say("x"))

@@ -7,19 +7,14 @@ import click
 from ..errors import PraisonSessionError
 from ..redaction import redact_url
 from . import main
+from .exit_codes import failure
+from .options import store_option
 
 __all__ = ["serve"]
 
 
 @main.command()
-@click.option(
-    "--store",
-    "store_url",
-    metavar="URL",
-    default=None,
-    help="Where sessions are kept: sqlite:///sessions.db, redis://host:6379/0, json:///dir "
-    "(default: the store_url setting, else SQLite under ./.praisonsession).",
-)
+@store_option
 @click.option(
     "--agent",
     "agents",
@@ -75,7 +70,7 @@ def serve(
     the store, so a restarted server continues every conversation.
 
     \b
-    praisonsession serve --store sqlite:///sessions.db --agent myagents:assistant
+    praisonsession serve --store sqlite://sessions.db --agent myagents:assistant
     Session(agent_url="http://127.0.0.1:8000/agent", session_id="chat_1").chat("Hi")
     """
     try:
@@ -99,7 +94,7 @@ def serve(
             timeout=timeout,
         )
     except PraisonSessionError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise failure(exc) from None  # the same exit codes as every command
     hosting = app.hosting
     served = ", ".join(f"{p} ({spec})" for p, (spec, _) in sorted(hosting.factories.items()))
     click.echo(

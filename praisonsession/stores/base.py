@@ -13,11 +13,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import InvalidIdError, InvalidValueError, SessionNotFoundError, StateDictError
+from ..errors import (
+    InvalidIdError,
+    InvalidValueError,
+    SessionNotFoundError,
+    StateDictError,
+    UnsupportedOperationError,
+)
 from ..identifiers import check_key, check_session_id, check_user_id
 from ..json_data import JSONValue, check_json_data, detach
 from .acks import LogAcks
-from .hierarchy import HierarchyOperations
+from .hierarchy import SNAPSHOT_OWNER, HierarchyOperations
 from .record import Key, SessionInfo
 
 if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start skips them
@@ -266,6 +272,15 @@ class SessionBase(HierarchyOperations, ABC):
         if after is not None:
             check_session_id(after)
         return await self._list(user, limit, after)
+
+    async def list_users(self) -> list[str]:
+        """Every user with a live session, sorted: where listing a whole store starts.
+
+        Reads every user's entry in the store, so it costs time in proportion to the number
+        of users (sessions count only where a user's have all expired). Snapshots are not a
+        user's: their reserved owner is never listed.
+        """
+        return sorted(user for user in await self._users() if user != SNAPSHOT_OWNER)
 
     async def delete_session(self, session_id: str, user_id: str = "") -> bool:
         """Delete a session and everything in it. True if there was something to delete."""
@@ -522,6 +537,13 @@ class SessionBase(HierarchyOperations, ABC):
     async def _read_log(
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]: ...
+
+    async def _users(self) -> set[str]:
+        """The owners of live sessions (the snapshots' owner may be among them)."""
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot list its users; list them where the sessions are "
+            "stored (praisonsession list --store URL)."
+        )
 
     async def _count_log(self, key: Key, path: str) -> int:
         """Backends override this with a count that does not read the messages."""

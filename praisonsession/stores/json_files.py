@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -333,29 +333,57 @@ class JSONSession(JSONCopies, SessionBase):
             if not user_dir.is_dir():
                 return []
             at = now()
-            infos = []
-            for path in user_dir.glob("*.json"):
-                what = f"session file {path}"
-                try:
-                    data = loads(path.read_bytes(), what)
-                    if isinstance(data, dict) and "format" not in data:
-                        continue  # an AgentScope file, adopted when its session is opened
-                    info = SessionInfo.from_json(data, what)
-                except FileNotFoundError:
-                    continue  # deleted while we listed
-                except SessionCorruptedError as exc:
-                    # one damaged file must not hide the user's other sessions; reading that
-                    # session still raises, so nothing is ever taken for empty
-                    _logger().warning("Listing skipped a damaged session file: %s", exc)
-                    continue
-                if info.user_id != user_id:
-                    continue
-                if not info.is_expired(at) and (after is None or info.session_id > after):
-                    infos.append(info)
+            infos = [
+                info
+                for info in self._stored_infos(user_dir)
+                if info.user_id == user_id
+                and not info.is_expired(at)
+                and (after is None or info.session_id > after)
+            ]
             infos.sort(key=lambda info: info.session_id)
             return infos[:limit]
 
         return await offload(self._guarded, scan)
+
+    async def _users(self) -> set[str]:
+        def scan() -> set[str]:
+            if not self.save_dir.is_dir():
+                return set()
+            at = now()
+            return {
+                user
+                for user_dir in self.save_dir.iterdir()
+                if user_dir.is_dir() and (user := self._live_owner(user_dir, at)) is not None
+            }
+
+        return await offload(self._guarded, scan)
+
+    def _live_owner(self, user_dir: Path, at: float) -> str | None:
+        """The user a directory belongs to, read from its first live session file (the
+        directory's name may be a digest of the id); None if none of its sessions is live."""
+        for info in self._stored_infos(user_dir):
+            if filename_for(info.user_id) == user_dir.name and not info.is_expired(at):
+                return info.user_id
+        return None
+
+    def _stored_infos(self, user_dir: Path) -> Iterator[SessionInfo]:
+        """The metadata in each session file of a user's directory. AgentScope files (adopted
+        when their session is opened) and files deleted meanwhile are passed over; so is a
+        damaged file, with a warning: it must not hide the user's other sessions, and reading
+        that session still raises, so nothing is ever taken for empty."""
+        for path in user_dir.glob("*.json"):
+            what = f"session file {path}"
+            try:
+                data = loads(path.read_bytes(), what)
+                if isinstance(data, dict) and "format" not in data:
+                    continue
+                info = SessionInfo.from_json(data, what)
+            except FileNotFoundError:
+                continue
+            except SessionCorruptedError as exc:
+                _logger().warning("Listing skipped a damaged session file: %s", exc)
+                continue
+            yield info
 
     async def _delete(self, key: Key) -> bool:
         def work(doc, at):

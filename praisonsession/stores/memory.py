@@ -77,6 +77,11 @@ class InMemorySession(SessionBase):
             ]
         return sorted(infos, key=lambda info: info.session_id)[:limit]
 
+    async def _users(self) -> set[str]:
+        with self._lock:
+            at = now()
+            return {key.user_id for key, doc in self._docs.items() if not doc.info.is_expired(at)}
+
     async def _delete(self, key: Key) -> bool:
         with self._lock:
             live = self._live(key, now()) is not None

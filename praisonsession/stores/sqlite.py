@@ -527,6 +527,16 @@ class SqliteSession(SqliteCopies, SessionBase):
 
         return await self._transaction(work, write=False)
 
+    async def _users(self) -> set[str]:
+        def work(conn: sqlite3.Connection) -> set[str]:
+            rows = conn.execute(
+                "SELECT DISTINCT user_id FROM ps_sessions WHERE expires_at IS NULL OR expires_at>?",
+                (now(),),
+            ).fetchall()
+            return {user_id for (user_id,) in rows}
+
+        return await self._transaction(work, write=False)
+
     async def _delete(self, key: Key) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
             live = self._live_info(conn, key, now()) is not None

@@ -9,7 +9,8 @@ Under ``{key_prefix}ps:`` (``U``/``S``/``L``: the user id, session id and log na
     s:U:S:modules   HASH   module name -> JSON document
     s:U:S:logs      SET    names of the session's message logs
     s:U:S:log:L     LIST   one JSON message per item (RPUSH: appends never rewrite history)
-    u:U:sessions    ZSET   the user's session ids (score 0, ordered by id: paged listing)
+    u:U:sessions    ZSET   the user's session ids (score 0, ordered by id: paged listing);
+                           SCAN over these lists the store's users (``users.lua``)
     expiry          ZSET   "user_id NUL session_id" scored by expires_at: what purge_expired
                            removes, and how "expired" is told from "never existed"
     imported        SET    "user_id NUL session_id" of the AgentScope sessions imported
@@ -25,6 +26,8 @@ states, with the ids as they are) are read once, on first access, and left in pl
 """
 
 from __future__ import annotations
+
+import re
 
 from ..base import Key
 
@@ -65,6 +68,11 @@ class KeyLayout:
     def user_index(self, user_id: str) -> str:
         return f"{self.namespace}u:{key_segment(user_id)}:sessions"
 
+    @property
+    def user_indexes(self) -> str:
+        """The SCAN pattern that matches every user's index (and nothing else of the store)."""
+        return _glob_escaped(self.namespace) + "u:*:sessions"
+
     def session_keys(self, key: Key) -> list[str]:
         """The session's keys (meta, state, modules, logs), its user's index, and the expiry
         and imported sets (the message lists are named in the ``logs`` set)."""
@@ -98,3 +106,13 @@ def agentscope_owners(user_id: str, session_id: str) -> list[tuple[str, str]]:
             owners.append((user, session))
         start = joined.find(separator, start + 1)
     return owners
+
+
+def user_of_segment(segment: str) -> str:
+    """The user id a ``key_segment`` was made from (``%XX`` back to its character)."""
+    return re.sub(r"%([0-9A-F]{2})", lambda found: chr(int(found.group(1), 16)), segment)
+
+
+def _glob_escaped(text: str) -> str:
+    """``text`` as a literal inside a Redis glob pattern (a key prefix may hold ``*`` or ``[``)."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)

@@ -40,7 +40,7 @@ SESSION_SCRIPTS = (
     "copy",
     "contents",
 )
-STORE_SCRIPTS = ("list", "purge", "enc")
+STORE_SCRIPTS = ("list", "users", "purge", "enc")
 WRITES = frozenset(
     {
         "create",

@@ -22,7 +22,7 @@ from ..record import SessionContents, SessionInfo, copy_conflict
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
 from .inline import InlineClient
-from .keys import KeyLayout, agentscope_owners
+from .keys import KeyLayout, agentscope_owners, user_of_segment
 from .replies import as_text, error_for, json_value, session_info, utf8
 from .retries import call_with_retries
 from .scripts import OpTokens, load_scripts
@@ -33,6 +33,7 @@ __all__ = ["RedisSession"]
 T = TypeVar("T")
 
 _PURGE_BATCH = 500
+_SCAN_BATCH = 500  # keys SCAN looks at per call of users.lua
 _KEYS_REMEMBERED = 1024  # meta key names a store remembers, by session
 _MAX_INCREMENT_RETRIES = 1000
 # Statuses a caller handles itself; any other is raised (replies.error_for).
@@ -474,6 +475,26 @@ class RedisSession(SessionBase):
             session_info(flat[i + 1], user_id, utf8(flat[i], "a session id"), self.url)
             for i in range(0, len(flat), 2)
         ]
+
+    async def _users(self) -> set[str]:
+        """SCAN over the users' indexes (never KEYS: the server keeps serving meanwhile), one
+        batch per script call, which keeps the users that have a live session. SCAN may name
+        an index twice but never misses one that exists throughout; the set drops repeats."""
+        users: set[str] = set()
+        cursor = "0"
+        while True:
+            args = [
+                self._layout.namespace,
+                self._layout.user_indexes,
+                cursor,
+                _SCAN_BATCH,
+                self._clock_override(),
+            ]
+            reply = await self._call("users", [], args)
+            users.update(user_of_segment(utf8(segment, "a user id")) for segment in reply[2])
+            cursor = as_text(reply[1])
+            if cursor == "0":
+                return users
 
     async def _delete(self, key: Key) -> bool:
         reply = await self._session("delete", key, [])

@@ -1,0 +1,90 @@
+"""A command's store: opened from ``--store`` (or the settings, as ``Session()`` does), its
+coroutines run on the runtime's loop, closed when the command ends, and every error on the
+way reported as one line and an exit code (:mod:`.exit_codes`)."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .. import runtime
+from ..async_session import AsyncSession
+from ..errors import PraisonSessionError, SessionNotFoundError
+from ..redaction import redact_url
+from ..session_options import resolve_settings, resolve_store
+from .exit_codes import failure
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..stores.base import SessionBase
+    from ..stores.record import SessionContents
+
+__all__ = ["OpenedStore", "opened_store"]
+
+T = TypeVar("T")
+
+
+class OpenedStore:
+    """The store a command works on, with the settings it was chosen by."""
+
+    def __init__(self, store: SessionBase, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    @property
+    def shown_url(self) -> str:
+        """The store's URL with any password masked: what a prompt or a message may show."""
+        return redact_url(self.store.url)
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the runtime's loop and return its result. Stores bound their
+        own waits (retries, busy timeouts), so the command needs no deadline of its own."""
+        return runtime.run(work)
+
+    async def contents(self, session_id: str, user_id: str) -> SessionContents:
+        """What the session holds (metadata, state, modules, log lengths), read in one step;
+        a session that is not there (or has expired) is an error naming it."""
+        contents = await self.store._contents(self.store._key(session_id, user_id))
+        if contents is None:
+            raise self.missing(session_id, user_id)
+        return contents
+
+    def missing(self, session_id: str, user_id: str) -> SessionNotFoundError:
+        return SessionNotFoundError(
+            session_id,
+            user_id,
+            f"It is not in {self.shown_url} (or it has expired); see the user's sessions with: "
+            f"praisonsession list --user {shlex.quote(user_id)}",
+        )
+
+    def session(self, session_id: str, user_id: str) -> AsyncSession:
+        """A session of this store, for what belongs to a session rather than the store (a
+        fork or an export carries the long-term memories the session added)."""
+        return AsyncSession(session_id, user_id, store=self.store, settings=self.settings)
+
+
+@contextmanager
+def opened_store(store_url: str | None) -> Iterator[OpenedStore]:
+    """The store ``--store`` names (default: the ``store_url`` setting, else the embedded
+    SQLite file), closed at the end. A library error raised inside, or while opening, leaves
+    as :class:`~.exit_codes.CommandFailed`."""
+    try:
+        settings = resolve_settings(None)
+        opened = OpenedStore(resolve_store(store_url, settings), settings)
+    except (PraisonSessionError, ImportError) as exc:  # ImportError: redis is not installed
+        raise failure(exc) from None
+    interrupted = False
+    try:
+        yield opened
+    except KeyboardInterrupt:
+        interrupted = True  # a call may still be running on the loop: leave the store be
+        raise
+    except (PraisonSessionError, OSError) as exc:
+        raise failure(exc) from None
+    finally:
+        if not interrupted:
+            with contextlib.suppress(Exception):  # closing must not hide what happened
+                opened.run(opened.store.close())
