@@ -369,6 +369,19 @@ def test_an_archive_of_a_newer_version_is_refused_and_imports_nothing(
     assert leftovers(store) == []
 
 
+def test_a_failed_export_to_a_path_leaves_no_file_behind(tmp_path: Path) -> None:
+    session = Session("s", "u", store="memory://")
+    session.append_messages("chat", [{"role": "user", "content": "hi"}])
+    session.store._contents = _vanishing  # the copy it reads goes away mid-export
+    with pytest.raises(SessionCorruptedError):
+        session.export(tmp_path / "a.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+async def _vanishing(key: Any) -> None:
+    return None
+
+
 def test_an_archive_that_is_not_there_says_so(tmp_path: Path) -> None:
     from praisonsession import InvalidValueError
 
