@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import runtime
-from .identifiers import check_user_id
 from .session_options import resolve_settings, resolve_store
+from .stores.hierarchy import check_erasable_user
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -39,7 +39,7 @@ async def aerase_user(
 ) -> ErasureReport:
     """Remove every session, snapshot, log, memory and knowledge entry of ``user_id`` from
     ``store`` (a store or URL; the settings' store by default) and from the vector store."""
-    user = check_user_id(user_id)
+    user = check_erasable_user(user_id)
     resolved = resolve_settings(settings)
     target = resolve_store(store, resolved)
     try:

@@ -56,7 +56,11 @@ class SessionTree:
         )
         child = core._sibling(info.session_id, info.user_id)
         child._opened = True
-        await _copy_memories(core, child)
+        try:
+            await _copy_memories(core, child)
+        except BaseException:  # all or nothing: no fork that lacks the memories it should hold
+            await core._store._delete(core._store._key(info.session_id, info.user_id))
+            raise
         return child
 
     @property

@@ -156,7 +156,11 @@ def test_a_fork_at_a_message_cuts_that_log_and_copies_the_others_whole(
     assert len(held(parent)["pages"]) == 6
 
 
-@pytest.mark.parametrize("cut", [("notebook.pages",), ("notebook.pages", -1), "notebook.pages"])
+@pytest.mark.parametrize(
+    "cut",
+    [("notebook.pages",), ("notebook.pages", -1), "notebook.pages", ("notebook.pagse", 2)],
+    ids=["no-count", "negative", "no-tuple", "misspelt-log"],
+)
 def test_a_bad_cut_is_refused_and_forks_nothing(sessions: Open, cut: Any) -> None:
     parent = sessions("parent")
     fill(parent)
@@ -291,6 +295,20 @@ def test_snapshots_are_listed_oldest_first_and_deleted_one_by_one(sessions: Open
     with pytest.raises(SessionNotFoundError, match="snapshot"):
         session.restore(first)
     assert ids(runtime.run(session.store.list_sessions("u"))) == ["other", "s"]
+
+
+def test_a_deleted_session_comes_back_from_its_snapshot(sessions: Open) -> None:
+    """Snapshots are copies, not part of the session: they outlive ``delete`` (erase_user or
+    delete_snapshot removes them), so a snapshot is also an undo for a delete."""
+    session = sessions("s")
+    fill(session)
+    before = held(session)
+    taken = session.snapshot("before delete")
+    assert session.delete() is True
+    again = sessions("s")
+    assert held(again)["pages"] == [] and again.snapshots() == [taken]
+    again.restore(taken)
+    assert held(again) == before
 
 
 def test_a_session_cannot_restore_another_sessions_snapshot(sessions: Open) -> None:
@@ -461,6 +479,24 @@ def test_a_fork_copies_the_memories_the_session_added_as_its_own(
     ]
 
 
+def test_a_fork_whose_memories_cannot_be_copied_is_not_made(
+    open_session: Open, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from praisonsession.memory.long_term import LongTermMemory
+
+    parent = open_session("parent", "ada")
+    parent.add_memory("Ada drinks green tea")
+
+    def broken(self: Any, memories: Any) -> int:
+        raise OSError("the vector store is full")
+
+    monkeypatch.setattr(LongTermMemory, "restore", broken)
+    with pytest.raises(OSError, match="full"):
+        parent.fork("child")
+    assert parent.children() == []
+    assert not runtime.run(parent.store.exists("child", "ada"))
+
+
 def test_a_fork_for_another_user_takes_the_memories_into_that_users_collection(
     open_session: Open,
 ) -> None:
@@ -541,7 +577,7 @@ def test_aerase_user_is_the_same_for_async_code(store: SessionBase, sessions: Op
 
 def test_erase_user_refuses_an_invalid_user_id(store: SessionBase, sessions: Open) -> None:
     fill_user(sessions, "bob")
-    for bad in ("a\x00b", SNAPSHOT_OWNER, 42, "x" * 257):
+    for bad in ("a\x00b", SNAPSHOT_OWNER, 42, "x" * 257, ""):  # "" would mean default_user
         with pytest.raises(InvalidIdError):
             erase_user(bad, store=store)
     assert len(runtime.run(store.list_sessions("bob"))) == 3

@@ -27,7 +27,7 @@ from ..errors import (
     SessionNotFoundError,
     UnsupportedOperationError,
 )
-from ..identifiers import check_key, check_user_id, new_session_id
+from ..identifiers import DEFAULT_USER, check_key, check_user_id, new_session_id
 from .record import Key, SessionContents, SessionInfo, now
 
 __all__ = ["SNAPSHOT_OWNER", "HierarchyOperations", "SnapshotInfo", "TreeNode", "staging_key"]
@@ -128,6 +128,8 @@ class HierarchyOperations:
             source.user_id if new_user_id is None else new_user_id,
         )
         cut = _check_cut(at_message)
+        if cut is not None:
+            await self._check_cut_log(source, cut[0])
         if target == source:
             raise ConflictError("A session cannot be forked onto itself; give a new id.")
         if target in await self._lineage(source):
@@ -137,6 +139,16 @@ class HierarchyOperations:
             )
         parent = {PARENT: {"session_id": source.session_id, "user_id": source.user_id}}
         return await self._copy(source, target, cut, parent, False, _UNSET)
+
+    async def _check_cut_log(self, source: Key, log: str) -> None:
+        """A cut names a log the session has: a misspelt name would copy every log whole."""
+        contents = await self._contents(source)
+        if contents is not None and log not in contents.logs:
+            held = ", ".join(repr(path) for path in sorted(contents.logs)) or "none"
+            raise InvalidValueError(
+                f"at_message names the log {log!r}, which session {source.session_id!r} does "
+                f"not have; its logs: {held}."
+            )
 
     async def parent_of(self, session_id: str, user_id: str = "") -> tuple[str, str] | None:
         """The (session_id, user_id) this session was forked from, or None."""
@@ -286,7 +298,7 @@ class HierarchyOperations:
 
         Expired sessions are purged first (anyone's: they were gone for every reader), so
         none of the user's stays stored until the next purge."""
-        user = check_user_id(user_id)
+        user = check_erasable_user(user_id)
         await self._purge()  # type: ignore[attr-defined]
         erased: list[str] = []
         for info in await self._all_sessions(user):
@@ -305,6 +317,17 @@ class HierarchyOperations:
             "staging": staging,
             "session_ids": erased,
         }
+
+
+def check_erasable_user(user_id: Any) -> str:
+    """The user to erase, spelled out: elsewhere an empty id means the default user, which an
+    erasure must not reach by accident."""
+    if user_id == "":
+        raise InvalidIdError(
+            "Erasing needs the user id spelled out; an empty one would mean the default user. "
+            f"Pass {DEFAULT_USER!r} if that is the user to erase."
+        )
+    return check_user_id(user_id)
 
 
 def info_key(info: SessionInfo) -> Key:
