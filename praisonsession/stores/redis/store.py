@@ -11,6 +11,7 @@ from ...errors import (
     AmbiguousLegacyDataError,
     ConflictError,
     InvalidValueError,
+    MissingDependencyError,
     SessionCorruptedError,
     SessionNotFoundError,
 )
@@ -44,11 +45,11 @@ def _import_redis() -> Any:
     try:
         import redis.asyncio
         import redis.exceptions
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
+    except ImportError:
+        raise MissingDependencyError(
             "RedisSession needs the 'redis' package (redis-py 5 or newer). Install it with: "
             'pip install "praisonsession[redis]"'
-        ) from exc
+        ) from None
     return redis
 
 
