@@ -167,9 +167,24 @@ def test_list_prints_an_aligned_table_for_people(sqlite: str) -> None:
 
 
 def test_list_of_an_empty_store_says_so(sqlite: str) -> None:
+    seed(sqlite)
+    assert cli("delete", "chat_1", "--user", "alice", "--yes", "--store", sqlite).exit_code == 0
     result = cli("list", "--store", sqlite)
     assert result.exit_code == 0 and result.stdout.startswith("No sessions in sqlite://")
     assert cli_json("list", "--store", sqlite)["sessions"] == []
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "json"])
+def test_a_file_store_that_is_not_there_is_a_usage_error_and_is_not_created(
+    kind: str, tmp_path: Path
+) -> None:
+    """A misspelt path must not list nothing and leave an empty database behind."""
+    missing = tmp_path / "typo"
+    for command in (["list"], ["show", "chat_1"], ["purge", "--yes"]):
+        result = cli(*command, "--store", f"{kind}://{missing}")
+        assert result.exit_code == 2, result.output
+        assert f"There is no store at {missing}" in result.stderr
+    assert not missing.exists()
 
 
 def test_without_store_the_setting_then_the_embedded_default_is_used(
@@ -248,6 +263,7 @@ def test_a_bad_store_url_is_a_usage_error(store_url: str) -> None:
 
 
 def test_a_bad_id_is_a_usage_error(sqlite: str) -> None:
+    seed(sqlite)
     result = cli("show", "tab\there", "--store", sqlite)
     assert result.exit_code == 2
     assert "control character" in one_line(result.stderr)
@@ -317,7 +333,7 @@ def test_a_damaged_archive_imports_nothing(sqlite: str, tmp_path: Path) -> None:
     result = cli("import", str(archive), "--store", other)
     assert result.exit_code == 1
     assert "checksum does not match" in one_line(result.stderr)
-    assert cli_json("list", "--store", other)["sessions"] == []
+    assert not (tmp_path / "other.db").exists()  # checked before anything was written
 
 
 def test_importing_onto_a_session_that_exists_is_refused(sqlite: str, tmp_path: Path) -> None:

@@ -111,7 +111,7 @@ def import_command(
       praisonsession import chat_1.jsonl --store sqlite://sessions.db --session-id chat_1_copy
     """
     source = _stdin_copy() if file == "-" else file
-    with opened_store(store_url) as opened:
+    with opened_store(store_url, create=True) as opened:
         imported = opened.run(_import(opened, source, session_id, user_id, _showing(progress)))
     if as_json:
         print_json(imported)

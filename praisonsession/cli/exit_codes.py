@@ -41,7 +41,8 @@ Exit codes:
   0    done
   1    the operation failed: no such session, a conflict, corrupt data,
        or a confirmation declined ("Aborted")
-  2    usage: a bad option, argument, store URL, setting or id
+  2    usage: a bad option, argument, store URL (or a store file that is
+       not there), setting or id
   3    the store is unavailable: down, unreachable, not answering in time,
        or its client library is not installed
   130  interrupted (Ctrl-C)"""

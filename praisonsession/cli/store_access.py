@@ -8,6 +8,7 @@ import contextlib
 import shlex
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import runtime
@@ -15,7 +16,7 @@ from ..async_session import AsyncSession
 from ..errors import PraisonSessionError, SessionNotFoundError
 from ..redaction import redact_url
 from ..session_options import resolve_settings, resolve_store
-from .exit_codes import failure
+from .exit_codes import CommandFailed, ExitCode, failure
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -67,15 +68,26 @@ class OpenedStore:
 
 
 @contextmanager
-def opened_store(store_url: str | None) -> Iterator[OpenedStore]:
+def opened_store(store_url: str | None, *, create: bool = False) -> Iterator[OpenedStore]:
     """The store ``--store`` names (default: the ``store_url`` setting, else the embedded
     SQLite file), closed at the end. A library error raised inside, or while opening, leaves
-    as :class:`~.exit_codes.CommandFailed`."""
+    as :class:`~.exit_codes.CommandFailed`.
+
+    A file store that is not there is an error unless ``create`` (an import): a misspelt
+    path must not list nothing and leave an empty database behind."""
     try:
         settings = resolve_settings(None)
         opened = OpenedStore(resolve_store(store_url, settings), settings)
     except (PraisonSessionError, ImportError) as exc:  # ImportError: redis is not installed
         raise failure(exc) from None
+    where = getattr(opened.store, "path", None) or getattr(opened.store, "save_dir", None)
+    if not create and isinstance(where, Path) and not where.exists():
+        raise CommandFailed(
+            f"There is no store at {where}: nothing has been kept there yet. Check --store "
+            "(sqlite://file.db is relative to this directory, sqlite:///file.db absolute) "
+            "or the directory you run in.",
+            ExitCode.USAGE,
+        )
     interrupted = False
     try:
         yield opened
