@@ -53,6 +53,7 @@ BACKENDS = ("memory", "json", "sqlite", "redis")
 SIZES = (10, 10_000)
 LOG = "chat"
 USER = "bench"
+LINEAR = 1000  # 10 -> 10,000 messages: a copy linear in what it copies grows by at most this
 
 
 @contextmanager
@@ -278,6 +279,24 @@ def main() -> None:
         print(
             f"\nExport of {peak['messages']:,} messages (SQLite): {peak['seconds']:.1f} s, "
             f"archive {peak['file_mb']:.1f} MB, peak Python memory {peak['peak_mb']:.1f} MB"
+        )
+    print("\nTargets:")
+    worst = max(
+        results[f"{backend}@10000"][op] / results[f"{backend}@10"][op]
+        for backend in BACKENDS
+        for op in ("fork", "snapshot", "restore", "export", "import")
+    )
+    verdict = "PASS" if worst <= LINEAR else "MISS"
+    print(
+        f"  every cost grows at most linearly (<= {LINEAR:,}x from 10 to 10,000 messages): "
+        f"worst {worst:,.0f}x  {verdict}"
+    )
+    if "export_peak" in results:
+        peak = results["export_peak"]
+        verdict = "PASS" if peak["peak_mb"] <= peak["file_mb"] / 4 else "MISS"
+        print(
+            f"  export streams (peak memory <= 1/4 of the archive): {peak['peak_mb']:.1f} MB "
+            f"of {peak['file_mb']:.1f} MB  {verdict}"
         )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2), "utf-8")
