@@ -8,6 +8,10 @@ runs within the session's ``timeout`` and returns plain data. Async code uses it
 and memory see it through narrow ports (``agents.host.AgentHost``, ``memory.short_term
 .SessionLogs``). Constructing one does no I/O: the stored session is opened by the first
 operation, by :meth:`AsyncSession.open`, or on entering ``async with``.
+
+One module past 500 lines, on purpose: it is the public API, one short method per operation
+of ``Session`` (which mirrors it), and a reader looks for them in one place. Forks, snapshots
+and archives are its mixin in ``session_tree.py``.
 """
 
 from __future__ import annotations

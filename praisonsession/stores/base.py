@@ -5,6 +5,10 @@ signatures. Around them every backend offers, atomically: key-value state (read,
 patch, increment, compare-and-set), append-only message logs, listing, deletion, metadata and
 TTL. This class validates every argument once and turns module trees into stored documents;
 backends implement the underscore methods and never see an unchecked id or value.
+
+One module past 500 lines, on purpose: it is the contract, every public store call with its
+checks next to the abstract primitive it maps to, so a backend author reads one file. The
+hierarchy operations (``hierarchy.py``) and the ack bookkeeping (``acks.py``) live apart.
 """
 
 from __future__ import annotations

@@ -19,6 +19,10 @@ rewritten log goes to a new generation file that the document switches to in one
 Durability: at ``durability="process"`` (the default) a write is in the operating system's page
 cache when it returns, which a crash of the process cannot take away. At ``"power"`` every file
 written is fsynced before its rename, and its directory after, so the write is on the disk.
+
+One module past 500 lines, on purpose: the file layout above and every operation that reads
+or writes it belong together; the document format, the lock, AgentScope's files and the
+copies for forks and snapshots live in modules of their own.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""``RedisSession``: the store's API, each operation one script call (see the package doc)."""
+"""``RedisSession``: the store's API, each operation one script call (see the package doc).
+
+One module past 500 lines, on purpose: each method is the few lines that pack one operation's
+arguments for its Lua script and read its reply, and they read best side by side. What is not
+one operation lives in the package's other modules (keys, scripts, replies, retries, clients).
+"""
 
 from __future__ import annotations
 
