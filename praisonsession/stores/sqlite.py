@@ -262,10 +262,15 @@ class SqliteSession(SqliteCopies, SessionBase):
         delay = 0.0002
         while True:
             try:
-                conn = self._connection()
-                if not self._schema_ready:
-                    self._create_schema(conn)
-                cursor = self._local.cursor
+                local = self._local
+                conn = getattr(local, "conn", None)
+                if conn is not None and self._schema_ready:
+                    cursor = local.cursor
+                else:
+                    conn = self._connection()
+                    if not self._schema_ready:
+                        self._create_schema(conn)
+                    cursor = self._local.cursor
                 cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     result = work(conn)
@@ -675,7 +680,10 @@ class SqliteSession(SqliteCopies, SessionBase):
         return await self._read_then_slide(key, work, must_exist) or {}
 
     def _decode(self, value: str, key: Key, name: str) -> Any:
-        return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.path})")
+        try:
+            return loads(value, "")
+        except SessionCorruptedError:  # decode it again to say what it is (paths print slowly)
+            return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.path})")
 
     async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
         def work(conn: sqlite3.Connection) -> int:
@@ -724,7 +732,7 @@ class SqliteSession(SqliteCopies, SessionBase):
             cursor.execute(_INCREMENT_WRITE, write)
             return value
 
-        return await self._write(work)
+        return await self._transaction(work, True)
 
     # -- modules and logs -----------------------------------------------------------------
 
