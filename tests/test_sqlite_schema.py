@@ -268,6 +268,8 @@ def test_the_head_row_is_not_state_and_is_not_copied(tmp_path: Path, run) -> Non
         ("UPDATE ps_state SET version=-1 WHERE name=''", "version"),
         ("UPDATE ps_state SET expires_at='x' WHERE name=''", "expires_at"),
         ("UPDATE ps_sessions SET ttl='x'", "ttl"),
+        ("UPDATE ps_sessions SET format=-1", "format"),
+        ("UPDATE ps_sessions SET format=2", "Upgrade praisonsession"),  # a newer format
     ],
 )
 def test_a_damaged_head_is_corruption_for_reads_and_writes(
@@ -281,6 +283,7 @@ def test_a_damaged_head_is_corruption_for_reads_and_writes(
         lambda: store.get_info("s", "u"),
         lambda: store.increment("s", "u", "hits"),
         lambda: store.patch_state("s", "u", {"a": 1}),
+        lambda: store.append_messages("s", "u", "log", [{"role": "user"}]),
     ):
         with pytest.raises(SessionCorruptedError, match=found):
             run(call())
@@ -298,4 +301,35 @@ def test_a_damaged_updated_at_is_reported_and_the_next_write_replaces_it(
         run(store.get_info("s", "u"))
     assert run(store.increment("s", "u", "hits")) == 2  # a write sets it anew, as ever
     assert run(store.get_info("s", "u")).version == 2
+    run(store.close())
+
+
+WRITES = {
+    "increment": lambda store: store.increment("s", "u", "hits"),
+    "patch_state": lambda store: store.patch_state("s", "u", {"a": 1}),
+    "append_messages": lambda store: store.append_messages("s", "u", "log", [{"role": "user"}]),
+    "set_metadata": lambda store: store.set_metadata("s", "u", topic="tea"),
+}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+@pytest.mark.parametrize("sliding", [True, False])
+def test_every_write_moves_the_head_by_one_version_and_slides_its_expiry(
+    tmp_path: Path, run, at_now, write: str, sliding: bool
+) -> None:
+    store = SqliteSession(tmp_path / "s.db", sliding_ttl=sliding)
+    run(store.create_session("s", "u", ttl=10.0))
+    at_now.advance(4.0)
+    run(WRITES[write](store))
+    info = run(store.get_info("s", "u"))
+    assert (info.version, info.updated_at) == (1, NOW + 4)
+    assert info.expires_at == (NOW + 14 if sliding else NOW + 10)
+    at_now.advance(4.0)
+    run(WRITES[write](store))
+    info = run(store.get_info("s", "u"))
+    assert (info.version, info.updated_at) == (2, NOW + 8)
+    assert info.expires_at == (NOW + 18 if sliding else NOW + 10)
+    at_now.advance(11.0 if sliding else 3.0)  # past its expiry, by the head
+    assert run(store.purge_expired()) == 1
+    assert run(store.get_info("s", "u")) is None
     run(store.close())

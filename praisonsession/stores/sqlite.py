@@ -154,6 +154,20 @@ _INCREMENT_WRITE = (
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value, "
     "version=excluded.version, updated_at=excluded.updated_at, expires_at=excluded.expires_at"
 )
+# A write's bump in one statement, done only if the session is live and of a format this
+# version reads, every field of the type ``_live_head`` wants (?1 now, ?2 sliding TTL,
+# ?3 user_id, ?4 session_id); no row changed: take the full path.
+_BUMP_LIVE = (
+    "UPDATE ps_state SET version=version+1, updated_at=?1, expires_at=CASE WHEN ?2 THEN "
+    "COALESCE(?1+(SELECT ttl FROM ps_sessions WHERE user_id=?3 AND session_id=?4), expires_at) "
+    "ELSE expires_at END "
+    "WHERE user_id=?3 AND session_id=?4 AND name='' AND typeof(version)='integer' "
+    "AND version>=0 AND (expires_at IS NULL OR (typeof(expires_at)='real' AND expires_at>?1)) "
+    "AND EXISTS (SELECT 1 FROM ps_sessions WHERE user_id=?3 AND session_id=?4 "
+    f"AND typeof(format)='integer' AND format>=0 AND format<={FORMAT_VERSION} "
+    "AND (ttl IS NULL OR typeof(ttl)='real'))"
+)
+_VERSION = "SELECT version FROM ps_state WHERE user_id=? AND session_id=? AND name=''"
 _INSERT_HEAD = (
     "INSERT OR REPLACE INTO ps_state (user_id, session_id, name, value, version, updated_at,"
     " expires_at) VALUES (?,?,'','',?,?,?)"
@@ -513,18 +527,14 @@ class SqliteSession(SqliteCopies, SessionBase):
         info = self._writable(conn, key, at, must_exist).touched(at, self.sliding_ttl)
         return info.version + 1, info.expires_at
 
-    def _begin_write(self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool) -> int:
-        """Bump the version of the session a write changes (a new one starts at 1); returns
-        the new version. Every write moves the head: version, updated_at, sliding expiry."""
-        ids = (key.user_id, key.session_id)
+    def _begin_write(self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool) -> None:
+        """Bump the version of the session a write changes (a new one starts at 1): version,
+        updated_at, sliding expiry. One UPDATE when the session is live; else the full path."""
         cursor = self._cursor()
-        row = cursor.execute(_WRITE_HEAD, ids).fetchone()
-        head = None if row is None else self._live_head(row, at)
-        if head is None:
-            head = self._full_head(conn, key, at, must_exist)
-        version, expires = head
-        cursor.execute(_BUMP, (*ids, version, at, expires))
-        return version
+        bumped = cursor.execute(_BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id))
+        if bumped.rowcount != 1:
+            version, expires = self._full_head(conn, key, at, must_exist)
+            cursor.execute(_BUMP, (key.user_id, key.session_id, version, at, expires))
 
     def _bump(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> int:
         """Record a change: new version, updated_at, and a sliding expiry."""
@@ -687,7 +697,8 @@ class SqliteSession(SqliteCopies, SessionBase):
 
     async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
         def work(conn: sqlite3.Connection) -> int:
-            version = self._begin_write(conn, key, now(), must_exist)
+            self._begin_write(conn, key, now(), must_exist)
+            version = self._cursor().execute(_VERSION, (key.user_id, key.session_id)).fetchone()[0]
             # a new session is at version 0 before this write; a conflict rolls it all back
             check_version(key.session_id, version - 1, expected_version)
             if replace:
