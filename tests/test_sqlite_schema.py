@@ -22,7 +22,7 @@ from praisonsession import (
 )
 from praisonsession.stores import sqlite as sqlite_store
 
-# Schema 1, exactly as praisonsession 0.x created it (PRAGMA user_version=1).
+# Schema 1, exactly as praisonsession created it before the head row (PRAGMA user_version=1).
 SCHEMA_1 = """
 CREATE TABLE IF NOT EXISTS ps_sessions (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL,
