@@ -13,14 +13,16 @@ survives a crash of the process; the WAL is fsynced at checkpoints), ``"power"``
 
 Each session has a *head*: the row of ``ps_state`` named ``''`` (no state key can be empty)
 holding what every write moves: its ``version``, ``updated_at`` and ``expires_at``. The rest
-of the session (format, creation time, TTL, metadata) is its row of ``ps_sessions``, which a
-write reads but does not change. The head sorts first among the session's state rows, so a
-write of a small session (an increment: the head and one value) changes one B-tree page, one
-WAL frame per commit. An increment is BEGIN IMMEDIATE; one SELECT of the head, the session's
-format and TTL, and the value; the sum in Python (``add_numbers``, exact for every int and
-float); one statement writing the head and the value; COMMIT. A session that is not live as
-it is (missing, expired, newer, damaged) takes the full path, which reads and checks its
-whole record. Reads check liveness without decoding the session's metadata.
+of the session (format, creation time, TTL, metadata) is its row of ``ps_sessions``, which
+writes of state, modules and messages read but do not change. The head sorts first among the
+session's state rows, so a write of a small session (an increment: the head and one value)
+changes one B-tree page, one WAL frame per commit. An increment is BEGIN IMMEDIATE; one SELECT
+of the head, the session's format and TTL, and the value; the sum in Python (``add_numbers``,
+exact for every int and float); one statement writing the head and the value; COMMIT. Other
+writes bump the head with one UPDATE whose WHERE also checks that the session is live. A
+session that is not live as it is (missing, expired, newer, damaged) takes the full path,
+which reads and checks its whole record. Reads check liveness without decoding the
+session's metadata.
 """
 
 from __future__ import annotations
@@ -129,12 +131,8 @@ _LIVENESS = (
     "SELECT s.format, h.expires_at, s.ttl FROM ps_state h, ps_sessions s "
     "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
 )
-# What a write needs, under the write lock: the head, and the format and TTL of the session.
-_WRITE_HEAD = (
-    "SELECT h.version, h.expires_at, s.format, s.ttl FROM ps_state h, ps_sessions s "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
-)
-# ... and for an increment, the value too (?3 the key; NULL when the key is not set).
+# What an increment needs, under the write lock: the head, the format and TTL of the session,
+# and the value (?3 the key; NULL when the key is not set).
 _INCREMENT_READ = (
     "SELECT h.version, h.expires_at, s.format, s.ttl, k.value FROM ps_state h "
     "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
@@ -502,9 +500,9 @@ class SqliteSession(SqliteCopies, SessionBase):
         return info
 
     def _live_head(self, row: tuple[Any, ...], at: float) -> tuple[int, float | None] | None:
-        """A write's new version and expiry, from a row of ``_WRITE_HEAD`` (or
-        ``_INCREMENT_READ``) read under the write lock; None unless the session is live and
-        of a format this version reads, every field of the expected type."""
+        """An increment's new version and expiry, from its row of ``_INCREMENT_READ`` read
+        under the write lock; None unless the session is live and of a format this version
+        reads, every field of the expected type (the checks ``_BUMP_LIVE`` makes in SQL)."""
         version, expires, fmt, ttl = row[0], row[1], row[2], row[3]
         if (
             type(version) is int
