@@ -50,13 +50,13 @@ def sqlite_update_commit(synchronous: str, n: int) -> float:
 def sqlite_increment_statements(synchronous: str, n: int) -> float:
     """The statements of our ``increment_state`` on SQLite, run bare: the floor under it.
 
-    BEGIN IMMEDIATE; the version bump that also checks the session is live (one row of
-    ``ps_sessions``); read the value; write it (one row of ``ps_state``); COMMIT. Two rows in
-    two tables are two WAL frames where the bare UPDATE writes one. Our facade's figure over
-    this one is what the Python around the SQL costs.
+    BEGIN IMMEDIATE; one SELECT of the session's head row (version, expiry), its format and
+    TTL, and the value; one INSERT ... ON CONFLICT DO UPDATE writing the head and the value
+    (two rows of ``ps_state`` side by side: one B-tree page, one WAL frame); COMMIT. Our
+    facade's figure over this one is what the Python around the SQL costs.
     """
     from praisonsession import SqliteSession, runtime
-    from praisonsession.stores.sqlite import _BUMP_LIVE
+    from praisonsession.stores.sqlite import _INCREMENT_READ, _INCREMENT_WRITE
 
     with tempfile.TemporaryDirectory(prefix="ps-floor-sqlite-") as folder:
         store = SqliteSession(os.path.join(folder, "s.db"), synchronous=synchronous)
@@ -66,14 +66,17 @@ def sqlite_increment_statements(synchronous: str, n: int) -> float:
         start = time.perf_counter()
         for _ in range(n):
             cursor.execute("BEGIN IMMEDIATE")
-            cursor.execute(_BUMP_LIVE, (time.time(), True, "bench", "floor"))
-            (value,) = cursor.execute(
-                "SELECT value FROM ps_state WHERE user_id=? AND session_id=? AND name=?", ids
-            ).fetchone()
-            cursor.execute(
-                "UPDATE ps_state SET value=? WHERE user_id=? AND session_id=? AND name=?",
-                (str(int(value) + 1), *ids),
+            version, expires, _, _, value = cursor.execute(_INCREMENT_READ, ids).fetchone()
+            write = (
+                "bench",
+                "floor",
+                version + 1,
+                time.time(),
+                expires,
+                "hits",
+                str(int(value) + 1),
             )
+            cursor.execute(_INCREMENT_WRITE, write)
             cursor.execute("COMMIT")
         elapsed = time.perf_counter() - start
         final = runtime.run(store.get_value("floor", "bench", "hits"), inline=True)

@@ -190,15 +190,23 @@ class AsyncSession(SessionTree):
         ``praisonsession.runtime``); the sync facade uses this to skip the loop hop."""
         return self._store.runs_inline
 
-    async def _call(self, what: str, work: Awaitable[T]) -> T:
-        """An operation on the stored session: opened first if need be, within ``timeout``."""
-        if not self._opened:
-            try:
-                await self.open()
-            except BaseException:
-                if hasattr(work, "close"):
-                    work.close()  # never started: close it, so Python does not warn
-                raise
+    def _call(self, what: str, work: Awaitable[T]) -> Awaitable[T]:
+        """An operation on the stored session: opened first if need be, within ``timeout``.
+
+        Not a coroutine itself: an opened session hands back ``bounded(...)`` to be awaited,
+        one coroutine fewer on every call (the hot path of a SQLite increment is ~20 us).
+        """
+        if self._opened:
+            return bounded(work, self._timeout, (what, self._session_id))
+        return self._open_then(what, work)
+
+    async def _open_then(self, what: str, work: Awaitable[T]) -> T:
+        try:
+            await self.open()
+        except BaseException:
+            if hasattr(work, "close"):
+                work.close()  # never started: close it, so Python does not warn
+            raise
         return await bounded(work, self._timeout, (what, self._session_id))
 
     def _sibling(self, session_id: str, user_id: str) -> AsyncSession:

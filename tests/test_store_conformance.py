@@ -752,7 +752,7 @@ def test_a_hand_edited_sqlite_row_is_corruption_not_a_crash(tmp_path, run) -> No
     store = make_store("sqlite", tmp_path)
     run(store.patch_state("s", "u", {"a": 1}))
     with RawAccess(store)._db() as db:
-        db.execute("UPDATE ps_sessions SET expires_at='x' WHERE session_id='s'")
+        db.execute("UPDATE ps_state SET expires_at='x' WHERE session_id='s' AND name=''")
     with pytest.raises(SessionCorruptedError, match="expires_at"):
         run(store.get_state("s", "u"))
     run(store.close())

@@ -11,10 +11,18 @@ Durability is SQLite's own ``synchronous``: ``durability="process"`` is ``NORMAL
 survives a crash of the process; the WAL is fsynced at checkpoints), ``"power"`` is ``FULL``
 (the WAL is fsynced at every commit, so it survives a power loss too).
 
-The hot path of a write is short: the session's version bump is one ``UPDATE`` whose ``WHERE``
-also checks that the session is live and of a format this version reads; only when it is not
-(missing, expired, newer) does the write take the full path that reads the session row.
-Reads check liveness without decoding the session's metadata.
+Each session has a *head*: the row of ``ps_state`` named ``''`` (no state key can be empty)
+holding what every write moves: its ``version``, ``updated_at`` and ``expires_at``. The rest
+of the session (format, creation time, TTL, metadata) is its row of ``ps_sessions``, which
+writes of state, modules and messages read but do not change. The head sorts first among the
+session's state rows, so a write of a small session (an increment: the head and one value)
+changes one B-tree page, one WAL frame per commit. An increment is BEGIN IMMEDIATE; one SELECT
+of the head, the session's format and TTL, and the value; the sum in Python (``add_numbers``,
+exact for every int and float); one statement writing the head and the value; COMMIT. Other
+writes bump the head with one UPDATE whose WHERE also checks that the session is live. A
+session that is not live as it is (missing, expired, newer, damaged) takes the full path,
+which reads and checks its whole record. Reads check liveness without decoding the
+session's metadata.
 """
 
 from __future__ import annotations
@@ -46,35 +54,56 @@ from .sqlite_copies import SqliteCopies
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""``PRAGMA user_version`` of the file; an older file is migrated when first opened."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ps_sessions (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL,
-    format INTEGER NOT NULL, version INTEGER NOT NULL,
-    created_at REAL NOT NULL, updated_at REAL NOT NULL,
-    expires_at REAL, ttl REAL, metadata TEXT NOT NULL,
+_EXPIRY_INDEX = "CREATE INDEX ps_state_expiry ON ps_state (expires_at) WHERE expires_at IS NOT NULL"
+_SESSIONS_TABLE = """CREATE TABLE {name} (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, format INTEGER NOT NULL,
+    created_at REAL NOT NULL, ttl REAL, metadata TEXT NOT NULL,
     PRIMARY KEY (user_id, session_id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS ps_sessions_expiry ON ps_sessions (expires_at)
-    WHERE expires_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS ps_state (
+) WITHOUT ROWID"""
+# A new file. In ps_state, version, updated_at and expires_at are set on the head row only.
+_SCHEMA = (
+    _SESSIONS_TABLE.format(name="ps_sessions"),
+    """CREATE TABLE ps_state (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
+    version INTEGER, updated_at REAL, expires_at REAL,
     PRIMARY KEY (user_id, session_id, name)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ps_modules (
+) WITHOUT ROWID""",
+    _EXPIRY_INDEX,
+    """CREATE TABLE ps_modules (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, document TEXT NOT NULL,
     PRIMARY KEY (user_id, session_id, name)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ps_imported (
+) WITHOUT ROWID""",
+    """CREATE TABLE ps_imported (
     source TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (source, session_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ps_messages (
+) WITHOUT ROWID""",
+    """CREATE TABLE ps_messages (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, log TEXT NOT NULL, seq INTEGER NOT NULL,
     message TEXT NOT NULL,
     PRIMARY KEY (user_id, session_id, log, seq)
-) WITHOUT ROWID;
-"""
+) WITHOUT ROWID""",
+)
+# Schema 1 kept version, updated_at and expires_at in ps_sessions: they move to each session's
+# head row, and ps_sessions is rebuilt without them (its expiry index goes with it). Run in
+# one transaction with the user_version, so a file is either all 1 or all 2.
+_MIGRATE_FROM_1 = (
+    "ALTER TABLE ps_state ADD COLUMN version INTEGER",
+    "ALTER TABLE ps_state ADD COLUMN updated_at REAL",
+    "ALTER TABLE ps_state ADD COLUMN expires_at REAL",
+    # OR REPLACE: a hand-made state row named '' could not be read as state anyway
+    "INSERT OR REPLACE INTO ps_state (user_id, session_id, name, value, version, updated_at,"
+    " expires_at) SELECT user_id, session_id, '', '', version, updated_at, expires_at"
+    " FROM ps_sessions",
+    _SESSIONS_TABLE.format(name="ps_sessions_2"),
+    "INSERT INTO ps_sessions_2 (user_id, session_id, format, created_at, ttl, metadata)"
+    " SELECT user_id, session_id, format, created_at, ttl, metadata FROM ps_sessions",
+    "DROP TABLE ps_sessions",
+    "ALTER TABLE ps_sessions_2 RENAME TO ps_sessions",
+    _EXPIRY_INDEX,
+)
+_MIGRATIONS = {1: _MIGRATE_FROM_1}  # from user_version N to N + 1
 
 _TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")  # what one session owns
 
@@ -84,26 +113,67 @@ _stores: weakref.WeakSet[SqliteSession] = weakref.WeakSet()
 # there could checkpoint or unlock the parent's database, so they are kept, never touched.
 _inherited: list[sqlite3.Connection] = []
 _GET_VALUE = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
-_LIVENESS = "SELECT format, expires_at, ttl FROM ps_sessions WHERE user_id=? AND session_id=?"
-_VERSION = "SELECT version FROM ps_sessions WHERE user_id=? AND session_id=?"
 _UPSERT_STATE = (
     "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value"
 )
-_INFO_COLUMNS = "format, version, created_at, updated_at, expires_at, ttl, metadata, session_id"
+# A session's row of ps_sessions and its head row (?1 user_id, ?2 session_id).
+_SESSION_AND_HEAD = (
+    "FROM ps_sessions s LEFT JOIN ps_state h "
+    "ON h.user_id=s.user_id AND h.session_id=s.session_id AND h.name='' "
+)
+_INFO_COLUMNS = (
+    "s.format, h.version, s.created_at, h.updated_at, h.expires_at, s.ttl, s.metadata, s.session_id"
+)
+_INFO = f"SELECT {_INFO_COLUMNS} {_SESSION_AND_HEAD} WHERE s.user_id=?1 AND s.session_id=?2"
+# What a read needs to know the session is live, metadata not decoded.
+_LIVENESS = (
+    "SELECT s.format, h.expires_at, s.ttl FROM ps_state h, ps_sessions s "
+    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
+)
+# What an increment needs, under the write lock: the head, the format and TTL of the session,
+# and the value (?3 the key; NULL when the key is not set).
+_INCREMENT_READ = (
+    "SELECT h.version, h.expires_at, s.format, s.ttl, k.value FROM ps_state h "
+    "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
+    "LEFT JOIN ps_state k ON k.user_id=?1 AND k.session_id=?2 AND k.name=?3 "
+    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
+)
+# A write's new version, updated_at and expires_at (?3, ?4, ?5) on the head.
+_BUMP = (
+    "UPDATE ps_state SET version=?3, updated_at=?4, expires_at=?5 "
+    "WHERE user_id=?1 AND session_id=?2 AND name=''"
+)
+# An increment's one write: the head (?3 version, ?4 updated_at, ?5 expires_at) and the value
+# (?6 key, ?7 JSON), two rows that sit side by side (the head sorts first).
+_INCREMENT_WRITE = (
+    "INSERT INTO ps_state (user_id, session_id, name, value, version, updated_at, expires_at) "
+    "VALUES (?1,?2,'','',?3,?4,?5), (?1,?2,?6,?7,NULL,NULL,NULL) "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value, "
+    "version=excluded.version, updated_at=excluded.updated_at, expires_at=excluded.expires_at"
+)
+# A write's bump in one statement, done only if the session is live and of a format this
+# version reads, every field of the type ``_live_head`` wants (?1 now, ?2 sliding TTL,
+# ?3 user_id, ?4 session_id); no row changed: take the full path.
+_BUMP_LIVE = (
+    "UPDATE ps_state SET version=version+1, updated_at=?1, expires_at=CASE WHEN ?2 THEN "
+    "COALESCE(?1+(SELECT ttl FROM ps_sessions WHERE user_id=?3 AND session_id=?4), expires_at) "
+    "ELSE expires_at END "
+    "WHERE user_id=?3 AND session_id=?4 AND name='' AND typeof(version)='integer' "
+    "AND version>=0 AND (expires_at IS NULL OR (typeof(expires_at)='real' AND expires_at>?1)) "
+    "AND EXISTS (SELECT 1 FROM ps_sessions WHERE user_id=?3 AND session_id=?4 "
+    f"AND typeof(format)='integer' AND format>=0 AND format<={FORMAT_VERSION} "
+    "AND (ttl IS NULL OR typeof(ttl)='real'))"
+)
+_VERSION = "SELECT version FROM ps_state WHERE user_id=? AND session_id=? AND name=''"
+_INSERT_HEAD = (
+    "INSERT OR REPLACE INTO ps_state (user_id, session_id, name, value, version, updated_at,"
+    " expires_at) VALUES (?,?,'','',?,?,?)"
+)
+_SET_EXPIRY = "UPDATE ps_state SET expires_at=? WHERE user_id=? AND session_id=? AND name=''"
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
-# A write's version bump, done only if the session is live and of a format this version reads
-# (?1 now, ?2 sliding TTL, ?3 user_id, ?4 session_id); no row changed: take the full path.
-_BUMP_LIVE = (
-    "UPDATE ps_sessions SET version=version+1, updated_at=?1, "
-    "expires_at=CASE WHEN ttl IS NULL OR ?2=0 THEN expires_at ELSE ?1+ttl END "
-    f"WHERE user_id=?3 AND session_id=?4 AND format<={FORMAT_VERSION} "
-    # a hand-edited row (expires_at='x') takes the full path, which reports the corruption
-    "AND (expires_at IS NULL OR (expires_at>?1 AND typeof(expires_at) IN ('real','integer'))) "
-    "AND typeof(ttl) IN ('real','integer','null')"
-)
 
 
 class SqliteSession(SqliteCopies, SessionBase):
@@ -204,10 +274,15 @@ class SqliteSession(SqliteCopies, SessionBase):
         delay = 0.0002
         while True:
             try:
-                conn = self._connection()
-                if not self._schema_ready:
-                    self._create_schema(conn)
-                cursor = self._local.cursor
+                local = self._local
+                conn = getattr(local, "conn", None)
+                if conn is not None and self._schema_ready:
+                    cursor = local.cursor
+                else:
+                    conn = self._connection()
+                    if not self._schema_ready:
+                        self._create_schema(conn)
+                    cursor = self._local.cursor
                 cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     result = work(conn)
@@ -247,14 +322,25 @@ class SqliteSession(SqliteCopies, SessionBase):
                 ) from None
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
-        found = conn.execute("PRAGMA user_version").fetchone()[0]
-        if found > SCHEMA_VERSION:
-            raise UnsupportedFormatError(f"SQLite file {self.path}", found, SCHEMA_VERSION)
+        found = self._schema_version(conn)
         if found < SCHEMA_VERSION:
-            try:  # one script, one transaction; CREATE ... IF NOT EXISTS makes races harmless
-                conn.executescript(
-                    f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version={SCHEMA_VERSION};COMMIT;"
-                )
+            conn.execute("BEGIN IMMEDIATE")
+            try:  # under the write lock: another process may have done it in the meantime
+                found = self._schema_version(conn)
+                if found < SCHEMA_VERSION:
+                    statements = (
+                        _SCHEMA
+                        if found == 0
+                        else [
+                            statement
+                            for version in range(found, SCHEMA_VERSION)
+                            for statement in _MIGRATIONS[version]
+                        ]
+                    )
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
@@ -264,6 +350,12 @@ class SqliteSession(SqliteCopies, SessionBase):
         ).fetchone():
             self._import_agentscope(conn)
         self._schema_ready = True
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int:
+        found = conn.execute("PRAGMA user_version").fetchone()[0]
+        if found > SCHEMA_VERSION:
+            raise UnsupportedFormatError(f"SQLite file {self.path}", found, SCHEMA_VERSION)
+        return found
 
     def _import_agentscope(self, conn: sqlite3.Connection) -> None:
         """Adopt the sessions of AgentScope's SqliteSession example (table ``as_session``).
@@ -287,7 +379,8 @@ class SqliteSession(SqliteCopies, SessionBase):
                 if self._fetch_info(conn, key) is None:
                     info = self._insert_session(conn, key, None, {}, _sql_time(created))
                     conn.execute(
-                        "UPDATE ps_sessions SET updated_at=? WHERE user_id=? AND session_id=?",
+                        "UPDATE ps_state SET updated_at=? "
+                        "WHERE user_id=? AND session_id=? AND name=''",
                         (max(info.created_at, _sql_time(updated)), key.user_id, key.session_id),
                     )
                     conn.executemany(
@@ -315,10 +408,7 @@ class SqliteSession(SqliteCopies, SessionBase):
     # -- rows -----------------------------------------------------------------------------
 
     def _fetch_info(self, conn: sqlite3.Connection, key: Key) -> SessionInfo | None:
-        row = conn.execute(
-            f"SELECT {_INFO_COLUMNS} FROM ps_sessions WHERE user_id=? AND session_id=?",
-            (key.user_id, key.session_id),
-        ).fetchone()
+        row = conn.execute(_INFO, (key.user_id, key.session_id)).fetchone()
         return None if row is None else self._info_from_row(key.user_id, row)
 
     def _live_ttl(
@@ -334,7 +424,7 @@ class SqliteSession(SqliteCopies, SessionBase):
             fmt, expires, ttl = row
             if (
                 type(fmt) is int
-                and fmt <= FORMAT_VERSION
+                and 0 <= fmt <= FORMAT_VERSION
                 and (expires is None or (type(expires) is float and expires > at))
                 and (ttl is None or type(ttl) is float)
             ):
@@ -347,6 +437,8 @@ class SqliteSession(SqliteCopies, SessionBase):
         what = f"session {session_id!r} of user {user_id!r} in {self.path}"
         if not isinstance(metadata, str):
             raise SessionCorruptedError(what, "its metadata is not JSON text")
+        if version is None and updated is None:
+            raise SessionCorruptedError(what, "its head row (the state row named '') is missing")
         return SessionInfo.from_fields(
             session_id,
             user_id,
@@ -392,20 +484,11 @@ class SqliteSession(SqliteCopies, SessionBase):
     ) -> SessionInfo:
         info = SessionInfo.new(key.user_id, key.session_id, ttl, metadata, at)
         conn.execute(
-            "INSERT INTO ps_sessions (user_id, session_id, format, version, created_at,"
-            " updated_at, expires_at, ttl, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
-            (
-                key.user_id,
-                key.session_id,
-                FORMAT_VERSION,
-                0,
-                at,
-                at,
-                info.expires_at,
-                ttl,
-                dumps(metadata),
-            ),
+            "INSERT INTO ps_sessions (user_id, session_id, format, created_at, ttl, metadata)"
+            " VALUES (?,?,?,?,?,?)",
+            (key.user_id, key.session_id, FORMAT_VERSION, at, ttl, dumps(metadata)),
         )
+        conn.execute(_INSERT_HEAD, (key.user_id, key.session_id, 0, at, info.expires_at))
         return info
 
     def _writable(
@@ -416,37 +499,51 @@ class SqliteSession(SqliteCopies, SessionBase):
             info = self._insert_session(conn, key, self.default_ttl, {}, at)
         return info
 
+    def _live_head(self, row: tuple[Any, ...], at: float) -> tuple[int, float | None] | None:
+        """An increment's new version and expiry, from its row of ``_INCREMENT_READ`` read
+        under the write lock; None unless the session is live and of a format this version
+        reads, every field of the expected type (the checks ``_BUMP_LIVE`` makes in SQL)."""
+        version, expires, fmt, ttl = row[0], row[1], row[2], row[3]
+        if (
+            type(version) is int
+            and version >= 0
+            and type(fmt) is int
+            and 0 <= fmt <= FORMAT_VERSION
+            and (expires is None or (type(expires) is float and expires > at))
+            and (ttl is None or type(ttl) is float)
+        ):
+            if ttl is not None and self.sliding_ttl:
+                expires = at + ttl
+            return version + 1, expires
+        return None
+
+    def _full_head(
+        self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool
+    ) -> tuple[int, float | None]:
+        """What ``_live_head`` gives, the full way: an expired session is purged, a missing one
+        created (or, with ``must_exist``, refused), a newer format refused, damage reported."""
+        info = self._writable(conn, key, at, must_exist).touched(at, self.sliding_ttl)
+        return info.version + 1, info.expires_at
+
     def _begin_write(self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool) -> None:
-        """Bump the version of the session a write changes (a new one starts at 1).
-
-        One UPDATE when the session is live; else the full path: an expired session is purged,
-        a missing one created (or, with ``must_exist``, refused), a newer format refused.
-        """
-        bumped = self._cursor().execute(
-            _BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id)
-        )
+        """Bump the version of the session a write changes (a new one starts at 1): version,
+        updated_at, sliding expiry. One UPDATE when the session is live; else the full path."""
+        cursor = self._cursor()
+        bumped = cursor.execute(_BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id))
         if bumped.rowcount != 1:
-            self._bump(conn, key, self._writable(conn, key, at, must_exist), at)
-
-    def _version(self, key: Key) -> int:
-        return self._cursor().execute(_VERSION, (key.user_id, key.session_id)).fetchone()[0]
+            version, expires = self._full_head(conn, key, at, must_exist)
+            cursor.execute(_BUMP, (key.user_id, key.session_id, version, at, expires))
 
     def _bump(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> int:
         """Record a change: new version, updated_at, and a sliding expiry."""
         info = info.touched(at, self.sliding_ttl)
         version = info.version + 1
-        conn.execute(
-            "UPDATE ps_sessions SET version=?, updated_at=?, expires_at=? "
-            "WHERE user_id=? AND session_id=?",
-            (version, at, info.expires_at, key.user_id, key.session_id),
-        )
+        conn.execute(_BUMP, (key.user_id, key.session_id, version, at, info.expires_at))
         return version
 
     def _slide(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> None:
-        conn.execute(
-            "UPDATE ps_sessions SET expires_at=? WHERE user_id=? AND session_id=?",
-            (at + info.ttl, key.user_id, key.session_id),
-        )
+        if info.ttl is not None:  # its TTL may have been lifted since it was read
+            conn.execute(_SET_EXPIRY, (at + info.ttl, key.user_id, key.session_id))
 
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self._transaction(work, write=True)
@@ -489,10 +586,10 @@ class SqliteSession(SqliteCopies, SessionBase):
                 expires = info.expires_at
             merged = {**info.metadata, **metadata}
             conn.execute(
-                "UPDATE ps_sessions SET ttl=?, expires_at=?, metadata=? "
-                "WHERE user_id=? AND session_id=?",
-                (new_ttl, expires, dumps(merged), key.user_id, key.session_id),
+                "UPDATE ps_sessions SET ttl=?, metadata=? WHERE user_id=? AND session_id=?",
+                (new_ttl, dumps(merged), key.user_id, key.session_id),
             )
+            conn.execute(_SET_EXPIRY, (expires, key.user_id, key.session_id))
             return self._fetch_info(conn, key)  # type: ignore[return-value]
 
         return await self._write(work)
@@ -519,8 +616,9 @@ class SqliteSession(SqliteCopies, SessionBase):
     async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         def work(conn: sqlite3.Connection) -> list[SessionInfo]:
             rows = conn.execute(
-                f"SELECT {_INFO_COLUMNS} FROM ps_sessions WHERE user_id=? AND session_id>? "
-                "AND (expires_at IS NULL OR expires_at>?) ORDER BY session_id LIMIT ?",
+                f"SELECT {_INFO_COLUMNS} {_SESSION_AND_HEAD} WHERE s.user_id=? "
+                "AND s.session_id>? AND (h.expires_at IS NULL OR h.expires_at>?) "
+                "ORDER BY s.session_id LIMIT ?",
                 (user_id, after or "", now(), limit),
             ).fetchall()
             return [self._info_from_row(user_id, row) for row in rows]
@@ -552,10 +650,12 @@ class SqliteSession(SqliteCopies, SessionBase):
             if info is None:
                 return None
             new_ttl = info.ttl if ttl is UNSET else ttl
+            ids = (key.user_id, key.session_id)
             conn.execute(
-                "UPDATE ps_sessions SET ttl=?, expires_at=? WHERE user_id=? AND session_id=?",
-                (new_ttl, None if new_ttl is None else at + new_ttl, key.user_id, key.session_id),
+                "UPDATE ps_sessions SET ttl=? WHERE user_id=? AND session_id=?",
+                (new_ttl, *ids),
             )
+            conn.execute(_SET_EXPIRY, (None if new_ttl is None else at + new_ttl, *ids))
             return self._fetch_info(conn, key)
 
         return await self._write(work)
@@ -563,7 +663,8 @@ class SqliteSession(SqliteCopies, SessionBase):
     async def _purge(self) -> int:
         def work(conn: sqlite3.Connection) -> int:
             expired = conn.execute(
-                "SELECT user_id, session_id FROM ps_sessions WHERE expires_at<=?", (now(),)
+                "SELECT user_id, session_id FROM ps_state WHERE expires_at<=? AND name=''",
+                (now(),),
             ).fetchall()
             for user_id, session_id in expired:
                 self._delete_rows(conn, Key(user_id, session_id))
@@ -579,7 +680,8 @@ class SqliteSession(SqliteCopies, SessionBase):
         def work(conn: sqlite3.Connection) -> dict[str, Any]:
             if names is None:
                 rows = conn.execute(
-                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=?",
+                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
+                    "AND name>''",  # every key but the head
                     (key.user_id, key.session_id),
                 ).fetchall()
             elif len(names) == 1:
@@ -596,17 +698,20 @@ class SqliteSession(SqliteCopies, SessionBase):
         return await self._read_then_slide(key, work, must_exist) or {}
 
     def _decode(self, value: str, key: Key, name: str) -> Any:
-        return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.path})")
+        try:
+            return loads(value, "")
+        except SessionCorruptedError:  # decode it again to say what it is (paths print slowly)
+            return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.path})")
 
     async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
         def work(conn: sqlite3.Connection) -> int:
             self._begin_write(conn, key, now(), must_exist)
-            version = self._version(key)
+            version = self._cursor().execute(_VERSION, (key.user_id, key.session_id)).fetchone()[0]
             # a new session is at version 0 before this write; a conflict rolls it all back
             check_version(key.session_id, version - 1, expected_version)
             if replace:
                 conn.execute(
-                    "DELETE FROM ps_state WHERE user_id=? AND session_id=?",
+                    "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name>''",
                     (key.user_id, key.session_id),
                 )
             if deletes:
@@ -624,30 +729,29 @@ class SqliteSession(SqliteCopies, SessionBase):
         return await self._write(work)
 
     async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+        ids = (key.user_id, key.session_id, name)
+
         def work(conn: sqlite3.Connection) -> int | float:
-            # Under the write lock: bump, read, add with Python's rule (exact for every int and
-            # float), write. A refused sum raises, and the transaction rolls the bump back.
-            self._begin_write(conn, key, now(), must_exist)
-            cursor = self._cursor()
-            ids = (key.user_id, key.session_id, name)
-            row = cursor.execute(
-                "SELECT value FROM ps_state WHERE user_id=? AND session_id=? AND name=?", ids
-            ).fetchone()
-            if row is None:
-                value = add_numbers(default, amount, name)
-                cursor.execute(
-                    "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?)",
-                    (*ids, dumps(value)),
-                )
+            # Under the write lock: read the head and the value, add with Python's rule (exact
+            # for every int and float), write both. A refused sum raises before any write.
+            at = now()
+            cursor = self._local.cursor
+            row = cursor.execute(_INCREMENT_READ, ids).fetchone()
+            head = None if row is None else self._live_head(row, at)
+            if head is None:
+                head = self._full_head(conn, key, at, must_exist)
+                row = cursor.execute(_GET_VALUE, ids).fetchone()
+                stored = None if row is None else row[1]
             else:
-                value = add_numbers(self._decode(row[0], key, name), amount, name)
-                cursor.execute(
-                    "UPDATE ps_state SET value=? WHERE user_id=? AND session_id=? AND name=?",
-                    (dumps(value), *ids),
-                )
+                stored = row[4]
+            current = default if stored is None else self._decode(stored, key, name)
+            value = add_numbers(current, amount, name)
+            version, expires = head
+            write = (key.user_id, key.session_id, version, at, expires, name, dumps(value))
+            cursor.execute(_INCREMENT_WRITE, write)
             return value
 
-        return await self._write(work)
+        return await self._transaction(work, True)
 
     # -- modules and logs -----------------------------------------------------------------
 

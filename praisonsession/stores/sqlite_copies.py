@@ -2,6 +2,8 @@
 
 A copy is ``INSERT ... SELECT`` of the source's rows under the target's key, inside one write
 transaction: it happens whole or not at all, crash included, and never reads a row into Python.
+The target's head (the state row named ``''``: version, updated_at, expires_at) is its own,
+written from its new metadata, never copied from the source.
 Kept apart from ``sqlite.py``, whose hot paths it does not touch.
 """
 
@@ -22,9 +24,9 @@ from .record import (
     now,
 )
 
-_COPY_ROWS = (
+_COPY_ROWS = (  # the state without the head (the target gets its own)
     "INSERT INTO ps_state (user_id, session_id, name, value) "
-    "SELECT ?, ?, name, value FROM ps_state WHERE user_id=? AND session_id=?",
+    "SELECT ?, ?, name, value FROM ps_state WHERE user_id=? AND session_id=? AND name>''",
     "INSERT INTO ps_modules (user_id, session_id, name, document) "
     "SELECT ?, ?, name, document FROM ps_modules WHERE user_id=? AND session_id=?",
 )
@@ -60,18 +62,14 @@ class SqliteCopies:
                 for table in _CONTENT:
                     conn.execute(f"DELETE FROM {table} WHERE user_id=? AND session_id=?", ids)
             conn.execute(
-                "INSERT OR REPLACE INTO ps_sessions (user_id, session_id, format, version,"
-                " created_at, updated_at, expires_at, ttl, metadata) VALUES (?,?,?,?,?,?,?,?,?)",
-                (
-                    *ids,
-                    FORMAT_VERSION,
-                    info.version,
-                    info.created_at,
-                    info.updated_at,
-                    info.expires_at,
-                    info.ttl,
-                    dumps(dict(info.metadata)),
-                ),
+                "INSERT OR REPLACE INTO ps_sessions (user_id, session_id, format, created_at,"
+                " ttl, metadata) VALUES (?,?,?,?,?,?)",
+                (*ids, FORMAT_VERSION, info.created_at, info.ttl, dumps(dict(info.metadata))),
+            )
+            conn.execute(  # the head: version, updated_at, expires_at
+                "INSERT OR REPLACE INTO ps_state (user_id, session_id, name, value, version,"
+                " updated_at, expires_at) VALUES (?,?,'','',?,?,?)",
+                (*ids, info.version, info.updated_at, info.expires_at),
             )
             sources = (source.user_id, source.session_id)
             for statement in _COPY_ROWS:
@@ -92,7 +90,8 @@ class SqliteCopies:
             state = {
                 name: loads(value, f"state key {name!r} of {what}")
                 for name, value in conn.execute(
-                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=?", ids
+                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name>''",
+                    ids,
                 )
             }
             modules = {

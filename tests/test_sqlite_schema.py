@@ -1,0 +1,335 @@
+"""SQLite's file layout: each session's head row, and files of schema 1 migrated on open.
+
+Schema 2 keeps what every write moves (version, updated_at, expires_at) in the session's head,
+the row of ``ps_state`` named ``''``, next to its values, so that an increment writes one page.
+A file written by schema 1 (those columns in ``ps_sessions``) is migrated in one transaction
+the first time it is opened.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from praisonsession import (
+    SessionCorruptedError,
+    SqliteSession,
+    StoreUnavailableError,
+    UnsupportedFormatError,
+    clock,
+)
+from praisonsession.stores import sqlite as sqlite_store
+
+# Schema 1, exactly as praisonsession created it before the head row (PRAGMA user_version=1).
+SCHEMA_1 = """
+CREATE TABLE IF NOT EXISTS ps_sessions (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL,
+    format INTEGER NOT NULL, version INTEGER NOT NULL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    expires_at REAL, ttl REAL, metadata TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS ps_sessions_expiry ON ps_sessions (expires_at)
+    WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS ps_state (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ps_modules (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, document TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ps_imported (
+    source TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (source, session_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ps_messages (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, log TEXT NOT NULL, seq INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id, log, seq)
+) WITHOUT ROWID;
+PRAGMA user_version=1;
+"""
+
+NOW = 1_800_000_000.0
+# The rows schema 1 held for four sessions, as its code wrote them: (user, id, format, version,
+# created_at, updated_at, expires_at, ttl, metadata).
+SESSIONS_1 = [
+    ("u", "plain", 1, 6, NOW - 100, NOW - 50, None, None, '{"topic":"tea"}'),
+    ("u", "ttl", 1, 2, NOW - 100, NOW - 10, NOW + 3590, 3600.0, "{}"),
+    ("u", "gone", 1, 1, NOW - 100, NOW - 90, NOW - 89.9, 0.1, "{}"),
+    ("u", "mods", 1, 1, NOW - 100, NOW - 100, None, None, "{}"),
+]
+STATE_1 = [
+    ("u", "plain", "a", "1"),
+    ("u", "plain", "b", '{"x":[1,2]}'),
+    ("u", "plain", "hits", "5"),
+    ("u", "ttl", "n", "2.5"),
+    ("u", "gone", "old", "1"),
+]
+
+
+def make_schema_1_file(path: Path) -> None:
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.executescript(SCHEMA_1)
+        db.executemany("INSERT INTO ps_sessions VALUES (?,?,?,?,?,?,?,?,?)", SESSIONS_1)
+        db.executemany("INSERT INTO ps_state VALUES (?,?,?,?)", STATE_1)
+        db.execute("INSERT INTO ps_modules VALUES ('u', 'mods', 'agent', '{\"name\":\"x\"}')")
+        db.executemany(
+            "INSERT INTO ps_messages VALUES ('u', 'mods', 'agent.memory', ?, ?)",
+            [(i, f'{{"role":"user","content":"m{i}"}}') for i in range(3)],
+        )
+    finally:
+        db.close()
+
+
+def columns(path: Path, table: str) -> list[str]:
+    with sqlite3.connect(path) as db:
+        return [row[1] for row in db.execute(f"PRAGMA table_info({table})")]
+
+
+def user_version(path: Path) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return db.execute("PRAGMA user_version").fetchone()[0]
+    finally:
+        db.close()
+
+
+@pytest.fixture
+def at_now():
+    with clock.frozen(NOW) as now:
+        yield now
+
+
+def test_a_schema_1_file_is_migrated_on_open_and_keeps_every_session_as_it_was(
+    tmp_path: Path, run, at_now
+) -> None:
+    path = tmp_path / "old.db"
+    make_schema_1_file(path)
+    store = SqliteSession(path, sliding_ttl=False)
+    plain = run(store.get_info("plain", "u"))
+    assert (plain.version, plain.created_at, plain.updated_at) == (6, NOW - 100, NOW - 50)
+    assert (plain.expires_at, plain.ttl, dict(plain.metadata)) == (None, None, {"topic": "tea"})
+    timed = run(store.get_info("ttl", "u"))
+    assert (timed.version, timed.updated_at, timed.expires_at, timed.ttl) == (
+        2,
+        NOW - 10,
+        NOW + 3590,
+        3600.0,
+    )
+    assert run(store.get_info("gone", "u")) is None  # expired then, expired now
+    assert run(store.get_state("plain", "u")) == {"a": 1, "b": {"x": [1, 2]}, "hits": 5}
+    assert run(store.get_state("ttl", "u")) == {"n": 2.5}
+    assert run(store.read_messages("mods", "u", "agent.memory")) == [
+        {"role": "user", "content": f"m{i}"} for i in range(3)
+    ]
+    assert [i.session_id for i in run(store.list_sessions("u"))] == ["mods", "plain", "ttl"]
+
+    assert user_version(path) == 2
+    assert columns(path, "ps_sessions") == [
+        "user_id",
+        "session_id",
+        "format",
+        "created_at",
+        "ttl",
+        "metadata",
+    ]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        heads = db.execute(
+            "SELECT session_id, value, version, updated_at, expires_at FROM ps_state "
+            "WHERE name='' ORDER BY session_id"
+        ).fetchall()
+    assert heads == [
+        ("gone", "", 1, NOW - 90, NOW - 89.9),
+        ("mods", "", 1, NOW - 100, None),
+        ("plain", "", 6, NOW - 50, None),
+        ("ttl", "", 2, NOW - 10, NOW + 3590),
+    ]
+
+    # and it goes on from there: versions move, the expired one is purged
+    at_now.advance(1.0)
+    assert run(store.increment("plain", "u", "hits")) == 6
+    info = run(store.get_info("plain", "u"))
+    assert (info.version, info.updated_at) == (7, NOW + 1)
+    assert run(store.purge_expired()) == 1
+    assert run(store.get_state("gone", "u")) == {}
+    run(store.close())
+    reopened = SqliteSession(path)
+    assert run(reopened.get_value("plain", "u", "hits")) == 6
+    run(reopened.close())
+
+
+def test_a_failed_migration_leaves_the_file_as_it_was(
+    tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "old.db"
+    make_schema_1_file(path)
+    failing = (*sqlite_store._MIGRATE_FROM_1, "INSERT INTO no_such_table VALUES (1)")
+    monkeypatch.setitem(sqlite_store._MIGRATIONS, 1, failing)
+    store = SqliteSession(path)
+    with pytest.raises(StoreUnavailableError):
+        run(store.get_state("plain", "u"))
+    run(store.close())
+    assert user_version(path) == 1
+    assert "version" in columns(path, "ps_sessions")
+    assert columns(path, "ps_state") == ["user_id", "session_id", "name", "value"]
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT COUNT(*) FROM ps_state").fetchone() == (len(STATE_1),)
+
+    monkeypatch.undo()  # the real migration, on the untouched file
+    store = SqliteSession(path)
+    assert run(store.get_value("plain", "u", "hits")) == 5
+    run(store.close())
+    assert user_version(path) == 2
+
+
+def test_a_store_that_saw_the_old_schema_migrates_nothing_once_another_did(
+    tmp_path: Path, run
+) -> None:
+    """Two processes may both read user_version 1; the second to take the write lock reads
+    it again and leaves the file alone."""
+    path = tmp_path / "old.db"
+    make_schema_1_file(path)
+    first, second = SqliteSession(path), SqliteSession(path)
+    seen = iter([1])
+    real = second._schema_version
+    second._schema_version = lambda conn: next(seen, None) or real(conn)  # type: ignore
+    assert run(first.increment("plain", "u", "hits")) == 6
+    assert run(second.increment("plain", "u", "hits")) == 7
+    assert run(second.get_info("plain", "u")).version == 8
+    for store in (first, second):
+        run(store.close())
+    assert user_version(path) == 2
+
+
+def test_a_file_of_a_newer_schema_is_refused(tmp_path: Path, run) -> None:
+    path = tmp_path / "new.db"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA user_version=3")
+    store = SqliteSession(path)
+    with pytest.raises(UnsupportedFormatError, match="Upgrade praisonsession"):
+        run(store.get_state("s", "u"))
+    run(store.close())
+
+
+def wal_frames(path: Path) -> int:
+    """Frames in the WAL since the last checkpoint."""
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        return db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+    finally:
+        db.close()
+
+
+def test_an_increment_of_a_small_session_writes_one_page(tmp_path: Path, run) -> None:
+    """The head and the value sit on one B-tree page: one WAL frame per commit."""
+    path = tmp_path / "s.db"
+    store = SqliteSession(path)
+    run(store.patch_state("s", "u", {"a": "x" * 100, "hits": 0}))
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    for _ in range(10):
+        run(store.increment("s", "u", "hits"))
+    assert wal_frames(path) == 10
+    assert run(store.get_info("s", "u")).version == 11
+    run(store.close())
+
+
+def test_the_head_row_is_not_state_and_is_not_copied(tmp_path: Path, run) -> None:
+    store = SqliteSession(tmp_path / "s.db")
+    run(store.patch_state("s", "u", {"a": 1}))
+    run(store.increment("s", "u", "n"))
+    assert run(store.get_state("s", "u")) == {"a": 1, "n": 1}
+    run(store.replace_state("s", "u", {"b": 2}))
+    assert run(store.get_state("s", "u")) == {"b": 2}
+    assert run(store.get_info("s", "u")).version == 3  # the head survived the replace
+    fork = run(store.fork_session("s", "u", "f"))
+    assert (fork.version, run(store.get_state("f", "u"))) == (1, {"b": 2})
+    assert run(store.get_info("s", "u")).version == 3
+    with sqlite3.connect(store.path) as db:
+        heads = db.execute(
+            "SELECT session_id, version FROM ps_state WHERE name='' ORDER BY session_id"
+        ).fetchall()
+    assert heads == [("f", 1), ("s", 3)]
+    run(store.close())
+
+
+@pytest.mark.parametrize(
+    "damage, found",
+    [
+        ("DELETE FROM ps_state WHERE name=''", "head row"),
+        ("UPDATE ps_state SET version='x' WHERE name=''", "version"),
+        ("UPDATE ps_state SET version=-1 WHERE name=''", "version"),
+        ("UPDATE ps_state SET expires_at='x' WHERE name=''", "expires_at"),
+        ("UPDATE ps_sessions SET ttl='x'", "ttl"),
+        ("UPDATE ps_sessions SET format=-1", "format"),
+        ("UPDATE ps_sessions SET format=2", "Upgrade praisonsession"),  # a newer format
+    ],
+)
+def test_a_damaged_head_is_corruption_for_reads_and_writes(
+    tmp_path: Path, run, damage: str, found: str
+) -> None:
+    store = SqliteSession(tmp_path / "s.db")
+    run(store.patch_state("s", "u", {"hits": 1}))
+    with sqlite3.connect(store.path) as db:
+        db.execute(damage)
+    for call in (
+        lambda: store.get_info("s", "u"),
+        lambda: store.increment("s", "u", "hits"),
+        lambda: store.patch_state("s", "u", {"a": 1}),
+        lambda: store.append_messages("s", "u", "log", [{"role": "user"}]),
+    ):
+        with pytest.raises(SessionCorruptedError, match=found):
+            run(call())
+    run(store.close())
+
+
+def test_a_damaged_updated_at_is_reported_and_the_next_write_replaces_it(
+    tmp_path: Path, run
+) -> None:
+    store = SqliteSession(tmp_path / "s.db")
+    run(store.patch_state("s", "u", {"hits": 1}))
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE ps_state SET updated_at='x' WHERE name=''")
+    with pytest.raises(SessionCorruptedError, match="updated_at"):
+        run(store.get_info("s", "u"))
+    assert run(store.increment("s", "u", "hits")) == 2  # a write sets it anew, as ever
+    assert run(store.get_info("s", "u")).version == 2
+    run(store.close())
+
+
+WRITES = {
+    "increment": lambda store: store.increment("s", "u", "hits"),
+    "patch_state": lambda store: store.patch_state("s", "u", {"a": 1}),
+    "append_messages": lambda store: store.append_messages("s", "u", "log", [{"role": "user"}]),
+    "set_metadata": lambda store: store.set_metadata("s", "u", topic="tea"),
+}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+@pytest.mark.parametrize("sliding", [True, False])
+def test_every_write_moves_the_head_by_one_version_and_slides_its_expiry(
+    tmp_path: Path, run, at_now, write: str, sliding: bool
+) -> None:
+    store = SqliteSession(tmp_path / "s.db", sliding_ttl=sliding)
+    run(store.create_session("s", "u", ttl=10.0))
+    at_now.advance(4.0)
+    run(WRITES[write](store))
+    info = run(store.get_info("s", "u"))
+    assert (info.version, info.updated_at) == (1, NOW + 4)
+    assert info.expires_at == (NOW + 14 if sliding else NOW + 10)
+    at_now.advance(4.0)
+    run(WRITES[write](store))
+    info = run(store.get_info("s", "u"))
+    assert (info.version, info.updated_at) == (2, NOW + 8)
+    assert info.expires_at == (NOW + 18 if sliding else NOW + 10)
+    at_now.advance(11.0 if sliding else 3.0)  # past its expiry, by the head
+    assert run(store.purge_expired()) == 1
+    assert run(store.get_info("s", "u")) is None
+    run(store.close())
