@@ -628,7 +628,8 @@ class SqliteSession(SqliteCopies, SessionBase):
     async def _users(self) -> set[str]:
         def work(conn: sqlite3.Connection) -> set[str]:
             rows = conn.execute(
-                "SELECT DISTINCT user_id FROM ps_sessions WHERE expires_at IS NULL OR expires_at>?",
+                "SELECT DISTINCT user_id FROM ps_state "
+                "WHERE name='' AND (expires_at IS NULL OR expires_at>?)",
                 (now(),),
             ).fetchall()
             return {user_id for (user_id,) in rows}
