@@ -44,9 +44,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the redis-server helper of the test suite
 
+from bench_foundation import fresh_store as empty_store  # noqa: E402
 from bench_foundation import make_message  # noqa: E402
 
-from praisonsession import Session, SessionBase, open_store  # noqa: E402
+from praisonsession import Session, SessionBase  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 BACKENDS = ("memory", "json", "sqlite", "redis")
@@ -58,20 +59,13 @@ LINEAR = 1000  # 10 -> 10,000 messages: a copy linear in what it copies grows by
 
 @contextmanager
 def fresh_store(backend: str, redis_url: str) -> Iterator[str | SessionBase]:
-    """An empty store: a temporary file or folder, a new Redis key prefix, or one in-memory
-    store shared by the figure's sessions (each ``memory://`` URL would open an empty one)."""
-    if backend == "memory":
-        yield open_store("memory://")
-        return
+    """An empty store of ``backend`` (``bench_foundation.fresh_store``), or a new key prefix
+    on the Redis server."""
     if backend == "redis":
         yield f"{redis_url}?key_prefix=bench-{uuid.uuid4().hex[:12]}:"
         return
-    folder = tempfile.mkdtemp(prefix=f"ps-bench-tree-{backend}-")
-    try:
-        path = f"{folder}/s.db" if backend == "sqlite" else f"{folder}/j"
-        yield f"{backend}://{path}?durability=process"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    with empty_store(backend, "process") as store:
+        yield store
 
 
 def seed(session: Session, messages: int) -> None:
@@ -137,8 +131,9 @@ def bench_store(backend: str, messages: int, repeats: int, redis_url: str) -> di
 
 
 def raw_sqlite_copy(messages: int, repeats: int) -> float:
-    """Bare sqlite3: copy a session's rows (session, 20 state keys, the messages) to a new id
-    with ``INSERT ... SELECT`` in one transaction, on our own schema, WAL, synchronous=NORMAL.
+    """Bare sqlite3: copy a session's rows (session, its head and 20 state keys, the messages)
+    to a new id with ``INSERT ... SELECT`` in one transaction, on our own schema (2), WAL,
+    synchronous=NORMAL.
     The floor under a SQLite fork; median ms."""
     folder = tempfile.mkdtemp(prefix="ps-raw-copy-")
     try:
@@ -152,11 +147,8 @@ def raw_sqlite_copy(messages: int, repeats: int) -> float:
             start = time.perf_counter()
             conn.execute("BEGIN IMMEDIATE")
             for table, columns in (
-                (
-                    "ps_sessions",
-                    "format, version, created_at, updated_at, expires_at, ttl, metadata",
-                ),
-                ("ps_state", "name, value"),
+                ("ps_sessions", "format, created_at, ttl, metadata"),
+                ("ps_state", "name, value, version, updated_at, expires_at"),
                 ("ps_modules", "name, document"),
                 ("ps_messages", "log, seq, message"),
             ):
