@@ -56,7 +56,7 @@ def sqlite_increment_statements(synchronous: str, n: int) -> float:
     facade's figure over this one is what the Python around the SQL costs.
     """
     from praisonsession import SqliteSession, runtime
-    from praisonsession.stores.sqlite import _INCREMENT_READ, _INCREMENT_WRITE
+    from praisonsession.stores.sqlite_schema import INCREMENT_READ, INCREMENT_WRITE
 
     with tempfile.TemporaryDirectory(prefix="ps-floor-sqlite-") as folder:
         store = SqliteSession(os.path.join(folder, "s.db"), synchronous=synchronous)
@@ -66,7 +66,7 @@ def sqlite_increment_statements(synchronous: str, n: int) -> float:
         start = time.perf_counter()
         for _ in range(n):
             cursor.execute("BEGIN IMMEDIATE")
-            version, expires, _, _, value = cursor.execute(_INCREMENT_READ, ids).fetchone()
+            version, expires, _, _, value = cursor.execute(INCREMENT_READ, ids).fetchone()
             write = (
                 "bench",
                 "floor",
@@ -76,7 +76,7 @@ def sqlite_increment_statements(synchronous: str, n: int) -> float:
                 "hits",
                 str(int(value) + 1),
             )
-            cursor.execute(_INCREMENT_WRITE, write)
+            cursor.execute(INCREMENT_WRITE, write)
             cursor.execute("COMMIT")
         elapsed = time.perf_counter() - start
         final = runtime.run(store.get_value("floor", "bench", "hits"), inline=True)

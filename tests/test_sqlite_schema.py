@@ -20,7 +20,7 @@ from praisonsession import (
     UnsupportedFormatError,
     clock,
 )
-from praisonsession.stores import sqlite as sqlite_store
+from praisonsession.stores import sqlite_schema
 
 # Schema 1, exactly as praisonsession created it before the head row (PRAGMA user_version=1).
 SCHEMA_1 = """
@@ -169,8 +169,8 @@ def test_a_failed_migration_leaves_the_file_as_it_was(
 ) -> None:
     path = tmp_path / "old.db"
     make_schema_1_file(path)
-    failing = (*sqlite_store._MIGRATE_FROM_1, "INSERT INTO no_such_table VALUES (1)")
-    monkeypatch.setitem(sqlite_store._MIGRATIONS, 1, failing)
+    failing = (*sqlite_schema.MIGRATE_FROM_1, "INSERT INTO no_such_table VALUES (1)")
+    monkeypatch.setitem(sqlite_schema.MIGRATIONS, 1, failing)
     store = SqliteSession(path)
     with pytest.raises(StoreUnavailableError):
         run(store.get_state("plain", "u"))

@@ -23,6 +23,10 @@ writes bump the head with one UPDATE whose WHERE also checks that the session is
 session that is not live as it is (missing, expired, newer, damaged) takes the full path,
 which reads and checks its whole record. Reads check liveness without decoding the
 session's metadata.
+
+One module past 500 lines, on purpose: the transaction, busy-wait and liveness rules above
+and every operation that relies on them read best together. The tables, migrations and SQL
+text are in ``sqlite_schema.py``; copies for forks and snapshots in ``sqlite_copies.py``.
 """
 
 from __future__ import annotations
@@ -51,126 +55,34 @@ from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
 from .durability import check_durability
 from .record import FORMAT_VERSION, SessionInfo, check_version, now, resolve_info
 from .sqlite_copies import SqliteCopies
+from .sqlite_schema import (
+    BUMP,
+    BUMP_LIVE,
+    GET_VALUE,
+    INCREMENT_READ,
+    INCREMENT_WRITE,
+    INFO,
+    INFO_COLUMNS,
+    INSERT_HEAD,
+    LIVENESS,
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    SESSION_AND_HEAD,
+    SET_EXPIRY,
+    TABLES,
+    UPSERT_STATE,
+    VERSION,
+)
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
-"""``PRAGMA user_version`` of the file; an older file is migrated when first opened."""
-
-_EXPIRY_INDEX = "CREATE INDEX ps_state_expiry ON ps_state (expires_at) WHERE expires_at IS NOT NULL"
-_SESSIONS_TABLE = """CREATE TABLE {name} (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL, format INTEGER NOT NULL,
-    created_at REAL NOT NULL, ttl REAL, metadata TEXT NOT NULL,
-    PRIMARY KEY (user_id, session_id)
-) WITHOUT ROWID"""
-# A new file. In ps_state, version, updated_at and expires_at are set on the head row only.
-_SCHEMA = (
-    _SESSIONS_TABLE.format(name="ps_sessions"),
-    """CREATE TABLE ps_state (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
-    version INTEGER, updated_at REAL, expires_at REAL,
-    PRIMARY KEY (user_id, session_id, name)
-) WITHOUT ROWID""",
-    _EXPIRY_INDEX,
-    """CREATE TABLE ps_modules (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, document TEXT NOT NULL,
-    PRIMARY KEY (user_id, session_id, name)
-) WITHOUT ROWID""",
-    """CREATE TABLE ps_imported (
-    source TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (source, session_id)
-) WITHOUT ROWID""",
-    """CREATE TABLE ps_messages (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL, log TEXT NOT NULL, seq INTEGER NOT NULL,
-    message TEXT NOT NULL,
-    PRIMARY KEY (user_id, session_id, log, seq)
-) WITHOUT ROWID""",
-)
-# Schema 1 kept version, updated_at and expires_at in ps_sessions: they move to each session's
-# head row, and ps_sessions is rebuilt without them (its expiry index goes with it). Run in
-# one transaction with the user_version, so a file is either all 1 or all 2.
-_MIGRATE_FROM_1 = (
-    "ALTER TABLE ps_state ADD COLUMN version INTEGER",
-    "ALTER TABLE ps_state ADD COLUMN updated_at REAL",
-    "ALTER TABLE ps_state ADD COLUMN expires_at REAL",
-    # OR REPLACE: a hand-made state row named '' could not be read as state anyway
-    "INSERT OR REPLACE INTO ps_state (user_id, session_id, name, value, version, updated_at,"
-    " expires_at) SELECT user_id, session_id, '', '', version, updated_at, expires_at"
-    " FROM ps_sessions",
-    _SESSIONS_TABLE.format(name="ps_sessions_2"),
-    "INSERT INTO ps_sessions_2 (user_id, session_id, format, created_at, ttl, metadata)"
-    " SELECT user_id, session_id, format, created_at, ttl, metadata FROM ps_sessions",
-    "DROP TABLE ps_sessions",
-    "ALTER TABLE ps_sessions_2 RENAME TO ps_sessions",
-    _EXPIRY_INDEX,
-)
-_MIGRATIONS = {1: _MIGRATE_FROM_1}  # from user_version N to N + 1
-
-_TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")  # what one session owns
 
 # Every store of the process, so that a forked child can drop the connections it inherited.
 _stores: weakref.WeakSet[SqliteSession] = weakref.WeakSet()
 # Connections inherited through fork: SQLite forbids using them in the child, and closing one
 # there could checkpoint or unlock the parent's database, so they are kept, never touched.
 _inherited: list[sqlite3.Connection] = []
-_GET_VALUE = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
-_UPSERT_STATE = (
-    "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
-    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value"
-)
-# A session's row of ps_sessions and its head row (?1 user_id, ?2 session_id).
-_SESSION_AND_HEAD = (
-    "FROM ps_sessions s LEFT JOIN ps_state h "
-    "ON h.user_id=s.user_id AND h.session_id=s.session_id AND h.name='' "
-)
-_INFO_COLUMNS = (
-    "s.format, h.version, s.created_at, h.updated_at, h.expires_at, s.ttl, s.metadata, s.session_id"
-)
-_INFO = f"SELECT {_INFO_COLUMNS} {_SESSION_AND_HEAD} WHERE s.user_id=?1 AND s.session_id=?2"
-# What a read needs to know the session is live, metadata not decoded.
-_LIVENESS = (
-    "SELECT s.format, h.expires_at, s.ttl FROM ps_state h, ps_sessions s "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
-)
-# What an increment needs, under the write lock: the head, the format and TTL of the session,
-# and the value (?3 the key; NULL when the key is not set).
-_INCREMENT_READ = (
-    "SELECT h.version, h.expires_at, s.format, s.ttl, k.value FROM ps_state h "
-    "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
-    "LEFT JOIN ps_state k ON k.user_id=?1 AND k.session_id=?2 AND k.name=?3 "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
-)
-# A write's new version, updated_at and expires_at (?3, ?4, ?5) on the head.
-_BUMP = (
-    "UPDATE ps_state SET version=?3, updated_at=?4, expires_at=?5 "
-    "WHERE user_id=?1 AND session_id=?2 AND name=''"
-)
-# An increment's one write: the head (?3 version, ?4 updated_at, ?5 expires_at) and the value
-# (?6 key, ?7 JSON), two rows that sit side by side (the head sorts first).
-_INCREMENT_WRITE = (
-    "INSERT INTO ps_state (user_id, session_id, name, value, version, updated_at, expires_at) "
-    "VALUES (?1,?2,'','',?3,?4,?5), (?1,?2,?6,?7,NULL,NULL,NULL) "
-    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value, "
-    "version=excluded.version, updated_at=excluded.updated_at, expires_at=excluded.expires_at"
-)
-# A write's bump in one statement, done only if the session is live and of a format this
-# version reads, every field of the type ``_live_head`` wants (?1 now, ?2 sliding TTL,
-# ?3 user_id, ?4 session_id); no row changed: take the full path.
-_BUMP_LIVE = (
-    "UPDATE ps_state SET version=version+1, updated_at=?1, expires_at=CASE WHEN ?2 THEN "
-    "COALESCE(?1+(SELECT ttl FROM ps_sessions WHERE user_id=?3 AND session_id=?4), expires_at) "
-    "ELSE expires_at END "
-    "WHERE user_id=?3 AND session_id=?4 AND name='' AND typeof(version)='integer' "
-    "AND version>=0 AND (expires_at IS NULL OR (typeof(expires_at)='real' AND expires_at>?1)) "
-    "AND EXISTS (SELECT 1 FROM ps_sessions WHERE user_id=?3 AND session_id=?4 "
-    f"AND typeof(format)='integer' AND format>=0 AND format<={FORMAT_VERSION} "
-    "AND (ttl IS NULL OR typeof(ttl)='real'))"
-)
-_VERSION = "SELECT version FROM ps_state WHERE user_id=? AND session_id=? AND name=''"
-_INSERT_HEAD = (
-    "INSERT OR REPLACE INTO ps_state (user_id, session_id, name, value, version, updated_at,"
-    " expires_at) VALUES (?,?,'','',?,?,?)"
-)
-_SET_EXPIRY = "UPDATE ps_state SET expires_at=? WHERE user_id=? AND session_id=? AND name=''"
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
@@ -329,12 +241,12 @@ class SqliteSession(SqliteCopies, SessionBase):
                 found = self._schema_version(conn)
                 if found < SCHEMA_VERSION:
                     statements = (
-                        _SCHEMA
+                        SCHEMA
                         if found == 0
                         else [
                             statement
                             for version in range(found, SCHEMA_VERSION)
-                            for statement in _MIGRATIONS[version]
+                            for statement in MIGRATIONS[version]
                         ]
                     )
                     for statement in statements:
@@ -408,7 +320,7 @@ class SqliteSession(SqliteCopies, SessionBase):
     # -- rows -----------------------------------------------------------------------------
 
     def _fetch_info(self, conn: sqlite3.Connection, key: Key) -> SessionInfo | None:
-        row = conn.execute(_INFO, (key.user_id, key.session_id)).fetchone()
+        row = conn.execute(INFO, (key.user_id, key.session_id)).fetchone()
         return None if row is None else self._info_from_row(key.user_id, row)
 
     def _live_ttl(
@@ -419,7 +331,7 @@ class SqliteSession(SqliteCopies, SessionBase):
         A session that is not live as it is (missing, expired, newer) goes the full way, which
         says why, or raises with ``must_exist``.
         """
-        row = self._cursor().execute(_LIVENESS, (key.user_id, key.session_id)).fetchone()
+        row = self._cursor().execute(LIVENESS, (key.user_id, key.session_id)).fetchone()
         if row is not None:
             fmt, expires, ttl = row
             if (
@@ -468,7 +380,7 @@ class SqliteSession(SqliteCopies, SessionBase):
         return live
 
     def _delete_rows(self, conn: sqlite3.Connection, key: Key) -> None:
-        for table in _TABLES:
+        for table in TABLES:
             conn.execute(
                 f"DELETE FROM {table} WHERE user_id=? AND session_id=?",
                 (key.user_id, key.session_id),
@@ -488,7 +400,7 @@ class SqliteSession(SqliteCopies, SessionBase):
             " VALUES (?,?,?,?,?,?)",
             (key.user_id, key.session_id, FORMAT_VERSION, at, ttl, dumps(metadata)),
         )
-        conn.execute(_INSERT_HEAD, (key.user_id, key.session_id, 0, at, info.expires_at))
+        conn.execute(INSERT_HEAD, (key.user_id, key.session_id, 0, at, info.expires_at))
         return info
 
     def _writable(
@@ -500,9 +412,9 @@ class SqliteSession(SqliteCopies, SessionBase):
         return info
 
     def _live_head(self, row: tuple[Any, ...], at: float) -> tuple[int, float | None] | None:
-        """An increment's new version and expiry, from its row of ``_INCREMENT_READ`` read
+        """An increment's new version and expiry, from its row of ``INCREMENT_READ`` read
         under the write lock; None unless the session is live and of a format this version
-        reads, every field of the expected type (the checks ``_BUMP_LIVE`` makes in SQL)."""
+        reads, every field of the expected type (the checks ``BUMP_LIVE`` makes in SQL)."""
         version, expires, fmt, ttl = row[0], row[1], row[2], row[3]
         if (
             type(version) is int
@@ -529,21 +441,21 @@ class SqliteSession(SqliteCopies, SessionBase):
         """Bump the version of the session a write changes (a new one starts at 1): version,
         updated_at, sliding expiry. One UPDATE when the session is live; else the full path."""
         cursor = self._cursor()
-        bumped = cursor.execute(_BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id))
+        bumped = cursor.execute(BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id))
         if bumped.rowcount != 1:
             version, expires = self._full_head(conn, key, at, must_exist)
-            cursor.execute(_BUMP, (key.user_id, key.session_id, version, at, expires))
+            cursor.execute(BUMP, (key.user_id, key.session_id, version, at, expires))
 
     def _bump(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> int:
         """Record a change: new version, updated_at, and a sliding expiry."""
         info = info.touched(at, self.sliding_ttl)
         version = info.version + 1
-        conn.execute(_BUMP, (key.user_id, key.session_id, version, at, info.expires_at))
+        conn.execute(BUMP, (key.user_id, key.session_id, version, at, info.expires_at))
         return version
 
     def _slide(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> None:
         if info.ttl is not None:  # its TTL may have been lifted since it was read
-            conn.execute(_SET_EXPIRY, (at + info.ttl, key.user_id, key.session_id))
+            conn.execute(SET_EXPIRY, (at + info.ttl, key.user_id, key.session_id))
 
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await self._transaction(work, write=True)
@@ -589,7 +501,7 @@ class SqliteSession(SqliteCopies, SessionBase):
                 "UPDATE ps_sessions SET ttl=?, metadata=? WHERE user_id=? AND session_id=?",
                 (new_ttl, dumps(merged), key.user_id, key.session_id),
             )
-            conn.execute(_SET_EXPIRY, (expires, key.user_id, key.session_id))
+            conn.execute(SET_EXPIRY, (expires, key.user_id, key.session_id))
             return self._fetch_info(conn, key)  # type: ignore[return-value]
 
         return await self._write(work)
@@ -616,7 +528,7 @@ class SqliteSession(SqliteCopies, SessionBase):
     async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         def work(conn: sqlite3.Connection) -> list[SessionInfo]:
             rows = conn.execute(
-                f"SELECT {_INFO_COLUMNS} {_SESSION_AND_HEAD} WHERE s.user_id=? "
+                f"SELECT {INFO_COLUMNS} {SESSION_AND_HEAD} WHERE s.user_id=? "
                 "AND s.session_id>? AND (h.expires_at IS NULL OR h.expires_at>?) "
                 "ORDER BY s.session_id LIMIT ?",
                 (user_id, after or "", now(), limit),
@@ -656,7 +568,7 @@ class SqliteSession(SqliteCopies, SessionBase):
                 "UPDATE ps_sessions SET ttl=? WHERE user_id=? AND session_id=?",
                 (new_ttl, *ids),
             )
-            conn.execute(_SET_EXPIRY, (None if new_ttl is None else at + new_ttl, *ids))
+            conn.execute(SET_EXPIRY, (None if new_ttl is None else at + new_ttl, *ids))
             return self._fetch_info(conn, key)
 
         return await self._write(work)
@@ -687,7 +599,7 @@ class SqliteSession(SqliteCopies, SessionBase):
                 ).fetchall()
             elif len(names) == 1:
                 ids = (key.user_id, key.session_id, names[0])
-                rows = self._cursor().execute(_GET_VALUE, ids).fetchall()
+                rows = self._cursor().execute(GET_VALUE, ids).fetchall()
             else:
                 rows = conn.execute(
                     "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
@@ -707,7 +619,7 @@ class SqliteSession(SqliteCopies, SessionBase):
     async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
         def work(conn: sqlite3.Connection) -> int:
             self._begin_write(conn, key, now(), must_exist)
-            version = self._cursor().execute(_VERSION, (key.user_id, key.session_id)).fetchone()[0]
+            version = self._cursor().execute(VERSION, (key.user_id, key.session_id)).fetchone()[0]
             # a new session is at version 0 before this write; a conflict rolls it all back
             check_version(key.session_id, version - 1, expected_version)
             if replace:
@@ -722,9 +634,9 @@ class SqliteSession(SqliteCopies, SessionBase):
                 )
             rows = [(key.user_id, key.session_id, n, dumps(v)) for n, v in updates.items()]
             if len(rows) == 1:
-                self._cursor().execute(_UPSERT_STATE, rows[0])
+                self._cursor().execute(UPSERT_STATE, rows[0])
             elif rows:
-                conn.executemany(_UPSERT_STATE, rows)
+                conn.executemany(UPSERT_STATE, rows)
             return version
 
         return await self._write(work)
@@ -737,11 +649,11 @@ class SqliteSession(SqliteCopies, SessionBase):
             # for every int and float), write both. A refused sum raises before any write.
             at = now()
             cursor = self._local.cursor
-            row = cursor.execute(_INCREMENT_READ, ids).fetchone()
+            row = cursor.execute(INCREMENT_READ, ids).fetchone()
             head = None if row is None else self._live_head(row, at)
             if head is None:
                 head = self._full_head(conn, key, at, must_exist)
-                row = cursor.execute(_GET_VALUE, ids).fetchone()
+                row = cursor.execute(GET_VALUE, ids).fetchone()
                 stored = None if row is None else row[1]
             else:
                 stored = row[4]
@@ -749,7 +661,7 @@ class SqliteSession(SqliteCopies, SessionBase):
             value = add_numbers(current, amount, name)
             version, expires = head
             write = (key.user_id, key.session_id, version, at, expires, name, dumps(value))
-            cursor.execute(_INCREMENT_WRITE, write)
+            cursor.execute(INCREMENT_WRITE, write)
             return value
 
         return await self._transaction(work, True)
