@@ -1,0 +1,52 @@
+"""The benchmarks still run: each in a quick configuration, checked on what it prints.
+
+No figure is asserted here (timings belong to ``make bench``); a benchmark checks its own
+counts as it runs (a lost increment or message stops it), so a zero exit says the workloads
+did what they claim on the code as it is now.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def run_benchmark(script: str, *args: str, cwd: Path) -> str:
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_bench_limits_prints_every_measure_beside_its_raw_engine(tmp_path: Path) -> None:
+    out = run_benchmark("bench_limits.py", "--quick", "--no-peers", cwd=tmp_path)
+    for measure in (
+        "| increment_state, SQLite (ops/s) | process (synchronous=NORMAL) |",
+        "| increment_state, SQLite (ops/s) | power (synchronous=FULL) |",
+        "| increment_state, Redis, 1 process (ops/s) |",
+        "| Session() cold start, bytecode cached (ms) |",
+        "| add_memories,",
+        "| knowledge ingestion,",
+    ):
+        assert measure in out
+
+
+@pytest.mark.slow
+def test_bench_hierarchy_prints_every_operation_on_every_store(tmp_path: Path) -> None:
+    out = run_benchmark("bench_hierarchy.py", "--quick", cwd=tmp_path)
+    assert out.startswith("Durability: process")
+    for store in ("memory", "json", "sqlite", "redis"):
+        for op in ("fork", "snapshot", "restore", "export", "import"):
+            assert f"| {store} | {op} |" in out
+    assert "| sqlite | 10,000 |" in out and "| redis | 10,000 |" in out
