@@ -434,23 +434,26 @@ class SqliteSession(SqliteCopies, SessionBase):
     ) -> tuple[int, float | None]:
         """What ``_live_head`` gives, the full way: an expired session is purged, a missing one
         created (or, with ``must_exist``, refused), a newer format refused, damage reported."""
-        info = self._writable(conn, key, at, must_exist).touched(at, self.sliding_ttl)
+        return self._next_head(self._writable(conn, key, at, must_exist), at)
+
+    def _next_head(self, info: SessionInfo, at: float) -> tuple[int, float | None]:
+        """The version and expiry a change moves the session to (the expiry slides)."""
+        info = info.touched(at, self.sliding_ttl)
         return info.version + 1, info.expires_at
 
     def _begin_write(self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool) -> None:
         """Bump the version of the session a write changes (a new one starts at 1): version,
         updated_at, sliding expiry. One UPDATE when the session is live; else the full path."""
-        cursor = self._cursor()
-        bumped = cursor.execute(BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id))
+        bumped = self._cursor().execute(
+            BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id)
+        )
         if bumped.rowcount != 1:
-            version, expires = self._full_head(conn, key, at, must_exist)
-            cursor.execute(BUMP, (key.user_id, key.session_id, version, at, expires))
+            self._bump(conn, key, self._writable(conn, key, at, must_exist), at)
 
     def _bump(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> int:
         """Record a change: new version, updated_at, and a sliding expiry."""
-        info = info.touched(at, self.sliding_ttl)
-        version = info.version + 1
-        conn.execute(BUMP, (key.user_id, key.session_id, version, at, info.expires_at))
+        version, expires = self._next_head(info, at)
+        conn.execute(BUMP, (key.user_id, key.session_id, version, at, expires))
         return version
 
     def _slide(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> None:

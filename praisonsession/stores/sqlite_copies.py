@@ -23,6 +23,7 @@ from .record import (
     copy_conflict,
     now,
 )
+from .sqlite_schema import INSERT_HEAD
 
 _COPY_ROWS = (  # the state without the head (the target gets its own)
     "INSERT INTO ps_state (user_id, session_id, name, value) "
@@ -66,11 +67,7 @@ class SqliteCopies:
                 " ttl, metadata) VALUES (?,?,?,?,?,?)",
                 (*ids, FORMAT_VERSION, info.created_at, info.ttl, dumps(dict(info.metadata))),
             )
-            conn.execute(  # the head: version, updated_at, expires_at
-                "INSERT OR REPLACE INTO ps_state (user_id, session_id, name, value, version,"
-                " updated_at, expires_at) VALUES (?,?,'','',?,?,?)",
-                (*ids, info.version, info.updated_at, info.expires_at),
-            )
+            conn.execute(INSERT_HEAD, (*ids, info.version, info.updated_at, info.expires_at))
             sources = (source.user_id, source.session_id)
             for statement in _COPY_ROWS:
                 conn.execute(statement, (*ids, *sources))
