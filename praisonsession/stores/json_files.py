@@ -520,44 +520,46 @@ class JSONSession(JSONCopies, SessionBase):
     ) -> list[dict[str, Any]]:
         """Messages ``start:stop`` of a log (indexes >= 0), decoding only those: the file is
         read line by line, so a page of a long log costs little memory (an export reads its
-        logs page by page). Every acknowledged line is still counted, as ``_log_bytes`` does."""
-        file = self._logs_dir(key) / ref["file"]
-        what = f"message log {path!r} in {file}"
-        limit = ref["bytes"]
-        found: list[dict[str, Any]] = []
-        consumed = count = 0
-        try:
-            with open(file, "rb") as handle:
-                for line in handle:
-                    if consumed + len(line) > limit:
-                        break  # bytes past what was acknowledged: a write that never finished
-                    consumed += len(line)
-                    if start <= count and (stop is None or count < stop):
-                        found.append(loads(line, what))
-                    count += 1
-        except FileNotFoundError:
-            raise SessionCorruptedError(what, "the file is missing") from None
-        if consumed != limit:
-            raise SessionCorruptedError(what, "the file is shorter than its acknowledged size")
-        if count != ref["count"]:
-            raise SessionCorruptedError(what, f"{count} lines for {ref['count']} messages")
-        return found
+        logs page by page)."""
+        what = f"message log {path!r} in {self._logs_dir(key) / ref['file']}"
+        return [
+            loads(line, what)
+            for number, line in enumerate(self._acknowledged_lines(key, path, ref))
+            if start <= number and (stop is None or number < stop)
+        ]
 
     def _log_bytes(self, key: Key, path: str, ref: dict[str, Any]) -> bytes:
-        """The acknowledged bytes of a log file, checked against what the document records."""
+        """The acknowledged bytes of a log file in one read (a copy takes them whole), checked
+        as ``_acknowledged_lines`` checks them."""
         file = self._logs_dir(key) / ref["file"]
-        what = f"message log {path!r} in {file}"
         try:
             with open(file, "rb") as handle:
                 data = handle.read(ref["bytes"])
         except FileNotFoundError:
-            raise SessionCorruptedError(what, "the file is missing") from None
-        if len(data) != ref["bytes"]:
-            raise SessionCorruptedError(what, "the file is shorter than its acknowledged size")
-        lines = data.count(b"\n")
-        if lines != ref["count"]:
-            raise SessionCorruptedError(what, f"{lines} lines for {ref['count']} messages")
+            raise _log_damage(path, file, "the file is missing") from None
+        _check_log(path, file, ref, len(data), data.count(b"\n"))
         return data
+
+    def _acknowledged_lines(self, key: Key, path: str, ref: dict[str, Any]) -> Iterator[bytes]:
+        """The lines of a log file up to the size its document acknowledges (bytes past it are
+        a write that never finished), read one at a time, then checked against the document."""
+        file = self._logs_dir(key) / ref["file"]
+        limit = ref["bytes"]
+        consumed = count = 0
+        try:
+            with open(file, "rb") as handle:
+                for line in handle:
+                    line = line[: limit - consumed]
+                    consumed += len(line)
+                    if not line.endswith(b"\n"):
+                        break  # the acknowledged bytes end inside this line
+                    count += 1
+                    yield line
+                    if consumed == limit:
+                        break
+        except FileNotFoundError:
+            raise _log_damage(path, file, "the file is missing") from None
+        _check_log(path, file, ref, consumed, count)
 
     def _write_file(self, path: Path, data: bytes) -> None:
         _atomic_write(path, data, self._fsync)
@@ -665,6 +667,19 @@ def _constructor_arguments(
             f"save_dir must be a path (str or os.PathLike), got {type(save_dir).__name__}."
         )
     return session_id, save_dir
+
+
+def _check_log(path: str, file: Path, ref: dict[str, Any], size: int, lines: int) -> None:
+    """A log file read up to its acknowledged size must be that long and hold one line per
+    message its document records; anything else is corruption, never an empty log."""
+    if size != ref["bytes"]:
+        raise _log_damage(path, file, "the file is shorter than its acknowledged size")
+    if lines != ref["count"]:
+        raise _log_damage(path, file, f"{lines} lines for {ref['count']} messages")
+
+
+def _log_damage(path: str, file: Path, detail: str) -> SessionCorruptedError:
+    return SessionCorruptedError(f"message log {path!r} in {file}", detail)
 
 
 def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
