@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidValueError
 from ..stores.record import SessionInfo
 from . import main
 from .options import json_option, session_argument, store_option, user_option, yes_option
@@ -83,12 +82,7 @@ async def _fork(
     cut: tuple[str, int] | None,
     to_user: str | None,
 ) -> SessionInfo:
-    contents = await opened.contents(session_id, user_id)
-    if cut is not None and cut[0] not in contents.logs:
-        logs = ", ".join(sorted(contents.logs)) or "none"
-        raise InvalidValueError(
-            f"Session {session_id!r} has no message log {cut[0]!r} to cut; its logs: {logs}."
-        )
+    await opened.contents(session_id, user_id)  # a missing session: the error names it
     child = await opened.session(session_id, user_id).fork(new_id, at_message=cut, user_id=to_user)
     return await child.get_info()
 

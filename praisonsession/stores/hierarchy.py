@@ -144,10 +144,10 @@ class HierarchyOperations:
         """A cut names a log the session has: a misspelt name would copy every log whole."""
         contents = await self._contents(source)
         if contents is not None and log not in contents.logs:
-            held = ", ".join(repr(path) for path in sorted(contents.logs)) or "none"
+            held = ", ".join(sorted(contents.logs)) or "none"
             raise InvalidValueError(
-                f"at_message names the log {log!r}, which session {source.session_id!r} does "
-                f"not have; its logs: {held}."
+                f"at_message: session {source.session_id!r} has no message log {log!r} to cut; "
+                f"its logs: {held}."
             )
 
     async def parent_of(self, session_id: str, user_id: str = "") -> tuple[str, str] | None:
