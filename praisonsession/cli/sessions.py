@@ -231,8 +231,8 @@ def delete(session_id: str, user_id: str, yes: bool, store_url: str | None, as_j
       praisonsession delete chat_1 --user alice --store sqlite://sessions.db --yes
     """
     with opened_store(store_url) as opened:
-        contents = opened.run(opened.contents(session_id, user_id))
         if not yes:
+            contents = opened.run(opened.contents(session_id, user_id))
             messages = plural(sum(contents.logs.values()), "message")
             confirm(
                 f"Delete session {session_id!r} of user {user_id!r} ({messages}) "
@@ -289,8 +289,8 @@ def erase_user(user_id: str, yes: bool, store_url: str | None, as_json: bool):
       praisonsession erase-user alice --store redis://localhost:6379/0 --yes
     """
     with opened_store(store_url) as opened:
-        sessions = opened.run(sessions_of(opened.store, user_id, None))
         if not yes:
+            sessions = opened.run(sessions_of(opened.store, user_id, None))
             confirm(
                 f"Erase user {user_id!r} from {opened.shown_url}: "
                 f"{plural(len(sessions), 'session')}, their snapshots, long-term memories and "

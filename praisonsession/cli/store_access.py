@@ -78,7 +78,7 @@ def opened_store(store_url: str | None, *, create: bool = False) -> Iterator[Ope
     try:
         settings = resolve_settings(None)
         opened = OpenedStore(resolve_store(store_url, settings), settings)
-    except (PraisonSessionError, ImportError) as exc:  # ImportError: redis is not installed
+    except (PraisonSessionError, ImportError) as exc:  # ImportError: a client library is broken
         raise failure(exc) from None
     where = getattr(opened.store, "path", None) or getattr(opened.store, "save_dir", None)
     if not create and isinstance(where, Path) and not where.exists():
