@@ -17,11 +17,13 @@ from .urls import open_store
 if TYPE_CHECKING:
     from .json_files import JSONSession
     from .memory import InMemorySession
+    from .postgres import PostgresSession
     from .redis import RedisSession
     from .sqlite import SqliteSession
 
 _BACKENDS = {
     "InMemorySession": ".memory",
+    "PostgresSession": ".postgres",
     "JSONSession": ".json_files",
     "RedisSession": ".redis",
     "SqliteSession": ".sqlite",
@@ -31,6 +33,7 @@ __all__ = [
     "FORMAT_VERSION",
     "InMemorySession",
     "JSONSession",
+    "PostgresSession",
     "RedisSession",
     "SessionBase",
     "SessionInfo",
