@@ -113,13 +113,15 @@ class PostgresServer:
         subprocess.run(
             [
                 str(self.bin / "initdb"),
-                "-D", str(self.data),
-                "-U", "postgres",
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
                 "--auth=trust",
                 "--encoding=UTF8",
                 "--locale=C",
                 "--no-instructions",
-            ],  # fmt: skip
+            ],
             check=True,
             stdin=subprocess.DEVNULL,
             capture_output=True,

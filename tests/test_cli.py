@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from backends import redis_store_url
+from backends import postgres_store_url, redis_store_url
 from praisonsession import Session
 from praisonsession.cli import main
 from redis_server import _free_port
@@ -72,10 +72,13 @@ def url_of(kind: str, request: pytest.FixtureRequest, root: Path) -> str:
     if kind == "redis":
         request.getfixturevalue("redis_url")
         return redis_store_url(root / "redis")
+    if kind == "postgres":
+        request.getfixturevalue("postgres_url")
+        return postgres_store_url(root / "postgres")
     return {"sqlite": f"sqlite://{root}/sessions.db", "json": f"json://{root}/json-store"}[kind]
 
 
-@pytest.fixture(params=["sqlite", "json", "redis"])
+@pytest.fixture(params=["sqlite", "json", "redis", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A store URL of each persistent backend in turn."""
     return url_of(request.param, request, tmp_path)

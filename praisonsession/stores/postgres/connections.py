@@ -18,6 +18,7 @@ opens its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import weakref
@@ -130,10 +131,8 @@ class Connections:
         with self._lock:
             if conn in self._opened:
                 self._opened.remove(conn)
-        try:
+        with contextlib.suppress(Exception):  # already broken: nothing more to release
             conn.close()
-        except Exception:  # already broken: nothing more to release
-            pass
 
     # -- the pools of event loops -----------------------------------------------------------
 
@@ -172,19 +171,15 @@ class Connections:
             pools, self._pools = self._pools, {}
         self._local = threading.local()
         for conn in opened:
-            try:
+            with contextlib.suppress(Exception):  # a broken one has nothing left to release
                 conn.close()
-            except Exception:  # a broken connection has nothing left to release
-                pass
         here = asyncio.get_running_loop() if loop_running_here() else None
         for loop, pool in pools.items():
             if loop is here:
                 await pool.close()
             elif loop.is_running():
-                try:
+                with contextlib.suppress(Exception):  # a stopping loop takes them with it
                     asyncio.run_coroutine_threadsafe(pool.close(), loop).result(timeout=5)
-                except Exception:  # the loop is stopping: its connections go with it
-                    pass
 
     def _forget_after_fork(self) -> None:
         _inherited.extend(self._opened)

@@ -30,8 +30,7 @@ SCHEMA = (
     created_at double precision NOT NULL, updated_at double precision NOT NULL,
     expires_at double precision, ttl double precision, version bigint NOT NULL,
     metadata text NOT NULL, PRIMARY KEY (user_id, session_id))""",
-    "CREATE INDEX ps_sessions_expiry ON {s}.ps_sessions (expires_at) "
-    "WHERE expires_at IS NOT NULL",
+    "CREATE INDEX ps_sessions_expiry ON {s}.ps_sessions (expires_at) WHERE expires_at IS NOT NULL",
     f"""CREATE TABLE {{s}}.ps_state (
     user_id {_KEY}, session_id {_KEY}, name {_KEY}, value text NOT NULL,
     PRIMARY KEY (user_id, session_id, name))""",
@@ -91,6 +90,7 @@ SCHEMA_FOUND = (
     "SELECT to_regclass(format('%%I.ps_schema', %s::text)) IS NOT NULL, "
     "to_regclass(format('%%I.ps_sessions', %s::text)) IS NOT NULL"
 )
+SERVER_DURABILITY = "SELECT current_setting('fsync'), current_setting('synchronous_commit')"
 SCHEMA_VERSION_READ = "SELECT max(version) FROM {s}.ps_schema"
 SCHEMA_VERSION_WRITE = (
     "DELETE FROM {s}.ps_schema",
@@ -105,8 +105,7 @@ INFO_LOCKED = INFO + " FOR UPDATE"
 # What a read needs: the session's liveness (metadata not decoded), and its sliding TTL
 # restarted in the same statement when it is live. %(now)s, %(sliding)s, %(u)s, %(s)s.
 _LIVE = (
-    f"format >= 0 AND format <= {FORMAT_VERSION} "
-    "AND (expires_at IS NULL OR expires_at > %(now)s)"
+    f"format >= 0 AND format <= {FORMAT_VERSION} AND (expires_at IS NULL OR expires_at > %(now)s)"
 )
 READ_HEAD = (
     "WITH h AS (SELECT format, expires_at, ttl FROM {s}.ps_sessions "
@@ -235,12 +234,9 @@ USERS = (
 # Deleting takes two statements in one transaction: the session's row first (which waits for
 # any writer of it, and locks out the next), then, seen afresh, everything it holds.
 DELETE_SESSION = (
-    "DELETE FROM {s}.ps_sessions WHERE user_id=%s AND session_id=%s "
-    "RETURNING format, expires_at"
+    "DELETE FROM {s}.ps_sessions WHERE user_id=%s AND session_id=%s RETURNING format, expires_at"
 )
-PURGE_SESSIONS = (
-    "DELETE FROM {s}.ps_sessions WHERE expires_at <= %s RETURNING user_id, session_id"
-)
+PURGE_SESSIONS = "DELETE FROM {s}.ps_sessions WHERE expires_at <= %s RETURNING user_id, session_id"
 DELETE_CONTENT = (
     "WITH k AS (SELECT * FROM unnest(%(users)s::text[], %(sessions)s::text[]) AS k(uid, sid)), "
     + ", ".join(

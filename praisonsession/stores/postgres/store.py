@@ -153,6 +153,7 @@ class PostgresSession(SessionBase):
 
         started = time.monotonic()
         delay = 0.005
+        races = 0
         while True:
             try:
                 if not self._schema_ready:
@@ -161,8 +162,18 @@ class PostgresSession(SessionBase):
                 return await self._connections.run(make(), transaction)
             except PraisonSessionError:
                 raise
-            except (errors.DeadlockDetected, errors.SerializationFailure):
-                pass  # rolled back whole: run it again
+            except (
+                errors.DeadlockDetected,
+                errors.SerializationFailure,
+                errors.UniqueViolation,  # two writers created the same session at once
+            ) as exc:
+                races += 1  # rolled back whole: run it again
+                if races > 50 or remaining(1.0) <= 0:
+                    raise StoreUnavailableError(
+                        f"PostgreSQL at {self.url} kept refusing the call as a race with "
+                        f"other writers ({_first_line(exc)}); try again."
+                    ) from None
+                delay = 0.001
             except psycopg.OperationalError as exc:
                 raise StoreUnavailableError(
                     f"PostgreSQL at {self.url} failed during the call ({_first_line(exc)}); "
@@ -224,7 +235,7 @@ class PostgresSession(SessionBase):
         for statement in self._sql["SCHEMA_VERSION_WRITE"]:
             yield Query(statement, (sql.SCHEMA_VERSION,) if "%s" in statement else ())
         if self.durability == "power":
-            rows = yield Query("SELECT current_setting('fsync'), current_setting('synchronous_commit')")
+            rows = yield Query(sql.SERVER_DURABILITY)
             fsync, commit = rows[0]
             if fsync != "on" or commit == "off":
                 _logger().warning(
@@ -310,7 +321,9 @@ class PostgresSession(SessionBase):
     def _bump_params(self, key: Key, at: float) -> dict[str, Any]:
         return {"now": at, "sliding": self.sliding_ttl, "u": key.user_id, "s": key.session_id}
 
-    def _checked_head(self, key: Key, row: tuple[Any, ...], at: float, must_exist: bool) -> Plan[bool]:
+    def _checked_head(
+        self, key: Key, row: tuple[Any, ...], at: float, must_exist: bool
+    ) -> Plan[bool]:
         """Whether the session a read statement found (format, expires_at first) is live;
         one that is not as it is goes the full way, which says why or raises."""
         fmt, expires = row[0], row[1]
@@ -379,7 +392,7 @@ class PostgresSession(SessionBase):
             row = yield from self._delete_rows(key)
             if row is None:
                 return False
-            fmt, expires = row
+            _format, expires = row
             return expires is None or expires > now()
 
         return await self._write(plan)
@@ -419,10 +432,8 @@ class PostgresSession(SessionBase):
             if names is not None and len(names) == 1:
                 params["name"] = names[0]
                 rows = yield Query(self._sql["GET_VALUE"], params)
-                if rows and rows[0][2] is not None:
-                    pairs = [[names[0], rows[0][2]]]
-                else:
-                    pairs = None
+                found = rows[0][2] if rows else None
+                pairs = None if found is None else [[names[0], found]]
             else:
                 statement = "GET_ALL_STATE" if names is None else "GET_STATE"
                 rows = yield Query(self._sql[statement], params)
@@ -604,7 +615,7 @@ class PostgresSession(SessionBase):
                 held = list(documents)
                 rows = yield Query(
                     self._sql["LOAD_MODULE_LOGS"],
-                    (*key, held, held, [n + "." for n in held], [n + "/" for n in held]),
+                    (*key, held, [n + "." for n in held], [n + "/" for n in held]),
                 )
                 for path, message in rows:
                     logs.setdefault(path, []).append(
