@@ -80,8 +80,8 @@ class Connections:
         try:
             if transaction:
                 with conn.transaction():
-                    return _feed(conn, plan)
-            return _feed(conn, plan)
+                    return _feed(self._local.cursor, plan)
+            return _feed(self._local.cursor, plan)
         except BaseException:
             if conn.broken or conn.closed:
                 self._drop_thread_connection(conn)
@@ -122,6 +122,7 @@ class Connections:
         except psycopg.OperationalError as exc:
             raise Unreachable(str(exc)) from None
         self._local.conn = conn
+        self._local.cursor = conn.cursor()  # reused: a cursor per statement costs more
         with self._lock:
             self._opened.append(conn)
         return conn
@@ -191,19 +192,18 @@ class Connections:
         self._pid = os.getpid()
 
 
-def _feed(conn: Any, plan: Plan[T]) -> T:
-    cursor = conn.cursor()
+def _feed(cursor: Any, plan: Plan[T]) -> T:
     try:
         query = next(plan)
         while True:
             cursor.execute(query.sql, query.params)
-            rows = cursor.fetchall() if cursor.description is not None else []
+            result = cursor.pgresult
+            rows = cursor.fetchall() if result is not None and result.nfields else []
             query = plan.send(rows)
     except StopIteration as done:
         return done.value
     finally:
         plan.close()
-        cursor.close()
 
 
 async def _feed_async(conn: Any, plan: Plan[T]) -> T:
@@ -212,7 +212,8 @@ async def _feed_async(conn: Any, plan: Plan[T]) -> T:
         query = next(plan)
         while True:
             await cursor.execute(query.sql, query.params)
-            rows = await cursor.fetchall() if cursor.description is not None else []
+            result = cursor.pgresult
+            rows = await cursor.fetchall() if result is not None and result.nfields else []
             query = plan.send(rows)
     except StopIteration as done:
         return done.value

@@ -70,15 +70,31 @@ _UNKNOWN: Any = object()
 _END = 2**62
 
 
+class _Errors:
+    """psycopg's exception classes, loaded with psycopg by the first store made."""
+
+    races: tuple[type[Exception], ...] = ()
+    operational: type[Exception] = Exception
+    any: type[Exception] = Exception
+
+
 def _require_psycopg() -> None:
+    if _Errors.races:
+        return
     try:
-        import psycopg  # noqa: F401
+        import psycopg
         import psycopg_pool  # noqa: F401
+        from psycopg import errors
     except ImportError:
         raise MissingDependencyError(
             "PostgresSession needs psycopg 3 and psycopg-pool: "
             "pip install 'praisonsession[postgres]'"
         ) from None
+    # rolled back whole by the server: a deadlock broken, a serialization conflict, a
+    # session two writers created at once
+    _Errors.races = (errors.DeadlockDetected, errors.SerializationFailure, errors.UniqueViolation)
+    _Errors.operational = psycopg.OperationalError
+    _Errors.any = psycopg.Error
 
 
 class PostgresSession(SessionBase):
@@ -148,9 +164,6 @@ class PostgresSession(SessionBase):
         """Run a plan, retrying it when PostgreSQL broke a deadlock or a serialization
         conflict (the transaction was rolled back: nothing of it happened), and while the
         server cannot be reached, up to ``connect_timeout`` or the call's deadline."""
-        import psycopg
-        from psycopg import errors
-
         started = time.monotonic()
         delay = 0.005
         races = 0
@@ -162,11 +175,7 @@ class PostgresSession(SessionBase):
                 return await self._connections.run(make(), transaction)
             except PraisonSessionError:
                 raise
-            except (
-                errors.DeadlockDetected,
-                errors.SerializationFailure,
-                errors.UniqueViolation,  # two writers created the same session at once
-            ) as exc:
+            except _Errors.races as exc:
                 races += 1  # rolled back whole: run it again
                 if races > 50 or remaining(1.0) <= 0:
                     raise StoreUnavailableError(
@@ -174,7 +183,7 @@ class PostgresSession(SessionBase):
                         f"other writers ({_first_line(exc)}); try again."
                     ) from None
                 delay = 0.001
-            except psycopg.OperationalError as exc:
+            except _Errors.operational as exc:
                 raise StoreUnavailableError(
                     f"PostgreSQL at {self.url} failed during the call ({_first_line(exc)}); "
                     "it may or may not have been applied. Check the server, then read the "
@@ -191,7 +200,7 @@ class PostgresSession(SessionBase):
                         f"Cannot reach PostgreSQL at {self.url} after {waited:.1f} s: "
                         f"{_first_line(exc)}. Start the server or fix the URL."
                     ) from None
-            except psycopg.Error as exc:
+            except _Errors.any as exc:
                 raise self._typed(exc) from None
             await pause(delay)
             delay = min(delay * 2, 0.25)
