@@ -43,28 +43,32 @@ SCHEMA = (
     f"""CREATE TABLE {{s}}.ps_messages (
     user_id {_KEY}, session_id {_KEY}, log {_KEY}, seq bigint NOT NULL, message text NOT NULL,
     PRIMARY KEY (user_id, session_id, log, seq))""",
-    # An increment in one round trip: lock the session, and write the value computed by the
-    # client (Python's arithmetic, exact for every int and float) only if the key still holds
-    # what the client computed from; else answer what it holds, to compute again. A session
-    # that is not live as it is answers live=false, and the client takes the full path.
+    # An increment whose client does not know the key's value at the session's version: lock
+    # the session, and write the value the client computed (Python's arithmetic, exact for
+    # every int and float) only if the key still holds what it computed from; else answer
+    # what it holds, with the session's version and creation time, to compute again. A
+    # session that is not live as it is answers is_live=false: the client takes the full path.
     """CREATE OR REPLACE FUNCTION {s}.ps_increment(
     p_user text, p_session text, p_name text, p_known boolean, p_old text, p_new text,
     p_now double precision, p_sliding boolean, p_format integer)
-RETURNS TABLE (is_live boolean, applied boolean, held text) LANGUAGE plpgsql AS $$
+RETURNS TABLE (is_live boolean, applied boolean, held text, at_version bigint,
+    created double precision) LANGUAGE plpgsql AS $$
 DECLARE
-    v_format integer; v_expires double precision; v_value text;
+    v_format integer; v_expires double precision; v_value text; v_version bigint;
+    v_created double precision;
 BEGIN
-    SELECT s.format, s.expires_at INTO v_format, v_expires FROM {s}.ps_sessions s
+    SELECT s.format, s.expires_at, s.version, s.created_at
+        INTO v_format, v_expires, v_version, v_created FROM {s}.ps_sessions s
         WHERE s.user_id = p_user AND s.session_id = p_session FOR UPDATE;
     IF NOT FOUND OR v_format > p_format OR v_format < 0
             OR (v_expires IS NOT NULL AND v_expires <= p_now) THEN
-        RETURN QUERY SELECT false, false, NULL::text;
+        RETURN QUERY SELECT false, false, NULL::text, NULL::bigint, NULL::double precision;
         RETURN;
     END IF;
     SELECT v.value INTO v_value FROM {s}.ps_state v
         WHERE v.user_id = p_user AND v.session_id = p_session AND v.name = p_name;
     IF NOT p_known OR v_value IS DISTINCT FROM p_old THEN
-        RETURN QUERY SELECT true, false, v_value;
+        RETURN QUERY SELECT true, false, v_value, v_version, v_created;
         RETURN;
     END IF;
     UPDATE {s}.ps_sessions s SET version = s.version + 1, updated_at = p_now,
@@ -74,7 +78,7 @@ BEGIN
     INSERT INTO {s}.ps_state AS v (user_id, session_id, name, value)
         VALUES (p_user, p_session, p_name, p_new)
         ON CONFLICT (user_id, session_id, name) DO UPDATE SET value = EXCLUDED.value;
-    RETURN QUERY SELECT true, true, p_new;
+    RETURN QUERY SELECT true, true, p_new, v_version + 1, v_created;
 END $$""",
 )
 MIGRATIONS: dict[int, tuple[str, ...]] = {}  # from version N to N + 1, run in one transaction
@@ -169,7 +173,26 @@ SAVE_APPENDING = (
     "SELECT (SELECT count(*) FROM b), (SELECT array_agg(log) FROM l), "
     "(SELECT array_agg(length) FROM l)"
 )
-INCREMENT = "SELECT is_live, applied, held FROM {s}.ps_increment(%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+INCREMENT = (
+    "SELECT is_live, applied, held, at_version, created "
+    "FROM {s}.ps_increment(%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+)
+# An increment whose client knows the key's value at the session's current version (it wrote
+# it last): one plain statement. The bump happens only if the session is still at that
+# version and creation time (nobody wrote it since, nor deleted and re-made it), checked on
+# the row's latest version once it is locked; then the value is written. No row: ask
+# ps_increment.
+INCREMENT_AT_VERSION = (
+    "WITH b AS (UPDATE {s}.ps_sessions SET version = version + 1, updated_at = %(now)s, "
+    "expires_at = CASE WHEN %(sliding)s AND ttl IS NOT NULL THEN %(now)s + ttl "
+    "ELSE expires_at END "
+    "WHERE user_id=%(u)s AND session_id=%(s)s AND version = %(version)s "
+    f"AND created_at = %(created)s AND {_LIVE} RETURNING version) "
+    "INSERT INTO {s}.ps_state (user_id, session_id, name, value) "
+    "SELECT %(u)s, %(s)s, %(name)s, %(new)s FROM b "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value = EXCLUDED.value "
+    "RETURNING (SELECT version FROM b)"
+)
 
 INSERT_SESSION = (
     "INSERT INTO {s}.ps_sessions (user_id, session_id, format, created_at, updated_at, "

@@ -148,6 +148,7 @@ class PostgresSession(SessionBase):
         self._sql = _compile(schema)
         self._schema_ready = False
         self._values: dict[tuple[Key, str], str | None] = {}
+        self._heads: dict[Key, tuple[int, float]] = {}
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> PostgresSession:
@@ -204,6 +205,10 @@ class PostgresSession(SessionBase):
                 raise self._typed(exc) from None
             await pause(delay)
             delay = min(delay * 2, 0.25)
+
+    async def _statement(self, name: str, params: Any) -> list[tuple[Any, ...]]:
+        """Run one statement of ``schema.py`` in autocommit; its rows."""
+        return await self._run(lambda: _one(Query(self._sql[name], params)))
 
     def _typed(self, exc: Exception) -> PraisonSessionError:
         from psycopg import errors
@@ -481,6 +486,7 @@ class PostgresSession(SessionBase):
 
     async def _increment(self, key, name, amount, default, must_exist) -> int | float:
         held = self._values.get((key, name), _UNKNOWN)
+        head = self._heads.get(key)  # (version, created_at) at which ``held`` is the value
         fresh = False  # whether ``held`` came from the server in this call
         for _ in range(1000):
             new = None
@@ -492,19 +498,31 @@ class PostgresSession(SessionBase):
                 except (InvalidValueError, SessionCorruptedError):
                     if fresh:
                         raise
-                    held = _UNKNOWN  # a value remembered from earlier: ask the server
-            params = (
+                    held, head = _UNKNOWN, None  # remembered from earlier: ask the server
+            if new is not None and head is not None:
+                params = {
+                    **self._bump_params(key, now()),
+                    "version": head[0],
+                    "created": head[1],
+                    "name": name,
+                    "new": new,
+                }
+                rows = await self._statement("INCREMENT_AT_VERSION", params)
+                if rows:
+                    self._remember(key, name, new, (rows[0][0], head[1]))
+                    return value
+            args = (
                 *key, name, new is not None, held if new is not None else None, new,
                 now(), self.sliding_ttl, FORMAT_VERSION,
             )  # fmt: skip
-            rows = await self._run(lambda p=params: _one(Query(self._sql["INCREMENT"], p)))
-            is_live, applied, found = rows[0]
+            rows = await self._statement("INCREMENT", args)
+            is_live, applied, found, version, created = rows[0]
             if applied:
-                self._remember(key, name, new)
+                self._remember(key, name, new, (version, created))
                 return value
             if not is_live:
                 return await self._increment_full(key, name, amount, default, must_exist)
-            held, fresh = found, True
+            held, head, fresh = found, (version, created), True
         raise StoreUnavailableError(
             f"increment of {name!r} lost the race to other writers 1000 times in a row."
         )
@@ -525,15 +543,27 @@ class PostgresSession(SessionBase):
             return value, dumps(value)
 
         value, text = await self._write(plan)
-        self._remember(key, name, text)
+        self._remember(key, name, text, None)
         return value
 
-    def _remember(self, key: Key, name: str, text: str | None) -> None:
+    def _remember(
+        self, key: Key, name: str, text: str | None, head: tuple[int, float] | None
+    ) -> None:
+        """The value of a key we wrote last, and the session's version and creation time
+        then: the next increment of it is one statement while nobody else writes it."""
         if len(self._values) >= _VALUES_REMEMBERED:
             self._values.clear()
+            self._heads.clear()
+        if self._heads.get(key) != head:  # other keys' values were at another version
+            self._forget_values(key)
         self._values[key, name] = text
+        if head is None:
+            self._heads.pop(key, None)
+        else:
+            self._heads[key] = head
 
     def _forget_values(self, key: Key) -> None:
+        self._heads.pop(key, None)
         if self._values:
             for entry in [entry for entry in self._values if entry[0] == key]:
                 del self._values[entry]
@@ -601,7 +631,7 @@ class PostgresSession(SessionBase):
                 params["mcounts"].append(len(write.messages))
                 params["mindex"].append(index)
                 params["msgs"].append(dumps(message))
-        rows = await self._run(lambda: _one(Query(self._sql["SAVE_APPENDING"], params)))
+        rows = await self._statement("SAVE_APPENDING", params)
         bumped, paths, lengths = rows[0]
         if not bumped:
             return None
