@@ -50,3 +50,17 @@ def test_bench_hierarchy_prints_every_operation_on_every_store(tmp_path: Path) -
         for op in ("fork", "snapshot", "restore", "export", "import"):
             assert f"| {store} | {op} |" in out
     assert "| sqlite | 10,000 |" in out and "| redis | 10,000 |" in out
+
+
+@pytest.mark.slow
+def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_store(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_postgres.py", "--quick", cwd=tmp_path)
+    assert out.startswith("PostgreSQL ")
+    assert "| ours | bare psycopg UPDATE ... RETURNING | ratio |" in out
+    assert "| 10 |" in out and "| 300 |" in out  # a saved turn at both history sizes
+    assert "4 processes x 50 appended turns on one session: 200 of 200 stored, none lost" in out
+    for store in ("memory", "json", "sqlite", "redis", "postgres"):
+        assert f"| {store} | 300 |" in out and f"| {store} | 1,000 |" in out
+        assert f"- {store}: first page x" in out
