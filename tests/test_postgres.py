@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,6 +20,7 @@ import pytest
 from backends import postgres_schema
 from praisonsession import (
     InvalidValueError,
+    MissingDependencyError,
     PostgresSession,
     Session,
     StoreUnavailableError,
@@ -241,3 +244,25 @@ def test_durability_power_warns_when_the_server_does_not_fsync(
     warned = [r for r in caplog.records if "fsync" in r.getMessage()]
     assert len(warned) == (1 if fsync != "on" else 0)
     run(store.close())
+
+
+# -- installation -----------------------------------------------------------------------------
+
+
+def test_import_praisonsession_does_not_import_psycopg() -> None:
+    code = (
+        "import sys, praisonsession\n"
+        "from praisonsession import PostgresSession\n"
+        "assert 'psycopg' not in sys.modules, 'psycopg imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from praisonsession.stores.postgres import store
+
+    monkeypatch.setattr(store._Errors, "races", ())  # as in a process that made no store yet
+    for name in ("psycopg", "psycopg_pool", "psycopg.errors"):
+        monkeypatch.setitem(sys.modules, name, None)  # what an environment without it gives
+    with pytest.raises(MissingDependencyError, match=r"praisonsession\[postgres\]"):
+        PostgresSession("postgresql://127.0.0.1/db")

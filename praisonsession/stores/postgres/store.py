@@ -88,7 +88,7 @@ def _require_psycopg() -> None:
     except ImportError:
         raise MissingDependencyError(
             "PostgresSession needs psycopg 3 and psycopg-pool: "
-            "pip install 'praisonsession[postgres]'"
+            'pip install "praisonsession[postgres]"'
         ) from None
     # rolled back whole by the server: a deadlock broken, a serialization conflict, a
     # session two writers created at once
