@@ -118,6 +118,10 @@ READ_HEAD = (
     f"WHERE user_id=%(u)s AND session_id=%(s)s AND %(sliding)s AND ttl IS NOT NULL AND {_LIVE} "
     "RETURNING 1) "
 )
+LIVE_HEAD = READ_HEAD + "SELECT h.format, h.expires_at, (SELECT count(*) FROM slide) FROM h"
+# A read of several statements sees one snapshot (a save between them is all in or all out);
+# a sliding TTL moved meanwhile by another writer makes it a serialization failure, retried.
+SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 GET_VALUE = (
     READ_HEAD + "SELECT h.format, h.expires_at, (SELECT value FROM {s}.ps_state "
     "WHERE user_id=%(u)s AND session_id=%(s)s AND name=%(name)s), (SELECT count(*) FROM slide) "

@@ -533,9 +533,8 @@ class PostgresSession(SessionBase):
         def plan() -> Plan[tuple[int | float, str]]:
             at = now()
             info = yield from self._writable(key, at, must_exist)
-            rows = yield Query(self._sql["GET_ALL_STATE"], {**self._bump_params(key, at)})
-            pairs = dict(rows[0][2] or ()) if rows else {}
-            stored = pairs.get(name)
+            rows = yield Query(self._sql["GET_VALUE"], {**self._bump_params(key, at), "name": name})
+            stored = rows[0][2] if rows else None
             current = default if stored is None else self._decode(stored, key, name)
             value = add_numbers(current, amount, name)
             yield from self._bump(key, info, at)
@@ -640,7 +639,8 @@ class PostgresSession(SessionBase):
     async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         def plan() -> Plan[StoredModules | None]:
             at = now()
-            rows = yield Query(self._sql["GET_ALL_STATE"], {**self._bump_params(key, at)})
+            yield Query(self._sql["SNAPSHOT"])
+            rows = yield Query(self._sql["LIVE_HEAD"], self._bump_params(key, at))
             if not rows or not (yield from self._checked_head(key, rows[0], at, False)):
                 if not rows:
                     yield from self._live_info(key, at)
@@ -744,6 +744,7 @@ class PostgresSession(SessionBase):
 
     async def _contents(self, key: Key) -> SessionContents | None:
         def plan() -> Plan[SessionContents | None]:
+            yield Query(self._sql["SNAPSHOT"])
             info = yield from self._live_info(key, now())
             if info is None:
                 return None
