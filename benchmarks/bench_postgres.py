@@ -306,8 +306,8 @@ def fill_more(store: Any, held: int, size: int) -> None:
     async def batch(ids: range) -> None:
         await asyncio.gather(*(store.create_session(f"s{i:07d}", "lister") for i in ids))
 
-    for first in range(held, size, 500):
-        runtime.run(batch(range(first, min(first + 500, size))))
+    for first in range(held, size, 32):  # 32 at once: within every store's connection pool
+        runtime.run(batch(range(first, min(first + 32, size))))
 
 
 # -- the run ------------------------------------------------------------------------------
