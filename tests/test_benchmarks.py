@@ -58,7 +58,7 @@ def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_sto
 ) -> None:
     out = run_benchmark("bench_postgres.py", "--quick", cwd=tmp_path)
     assert out.startswith("PostgreSQL ")
-    assert "| ours | bare psycopg UPDATE ... RETURNING | ratio |" in out
+    assert "| inline (Session's way) |" in out and "| on the loop, asyncio pool |" in out
     assert "| 10 |" in out and "| 300 |" in out  # a saved turn at both history sizes
     assert "4 processes x 50 appended turns on one session: 200 of 200 stored, none lost" in out
     for store in ("memory", "json", "sqlite", "redis", "postgres"):

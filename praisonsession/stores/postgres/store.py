@@ -30,6 +30,7 @@ runs (a blocking connection per thread for the sync facade, an asyncio pool on a
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -789,6 +790,7 @@ def _update_row(info: SessionInfo) -> tuple[Any, ...]:
     )
 
 
+@functools.lru_cache(maxsize=64)
 def _compile(schema: str) -> dict[str, Any]:
     """Every statement of ``schema.py`` with the schema's quoted name in place of ``{s}``."""
     from psycopg import sql as psql
