@@ -13,7 +13,8 @@ One run measures, through the synchronous ``praisonsession.Session`` facade:
 
 1. ``increment_state`` ops/s on one session, beside bare psycopg ``UPDATE ... SET n = n + 1
    ... RETURNING n`` round trips (autocommit, one connection, as ours), interleaved rounds,
-   medians; the ratio (target: at least 0.6).
+   medians; the ratio (target: at least 0.6). Beside them, the same increments run on the
+   runtime's event loop through the store's asyncio pool, the path Session does not take.
 2. A saved turn (``Session.save_modules(agent=...)``, one new message in the agent's
    ``MessageLog``) at 10 and 10,000 messages of history, beside a bare psycopg turn: one
    statement that moves the session's counter with ``UPDATE ... RETURNING`` and inserts the
