@@ -503,7 +503,8 @@ def test_a_bad_store_url_is_one_line_and_exit_2(command: list[str], tmp_path: Pa
     assert done.returncode == 2 and done.stdout == ""
     assert one_line(done.stderr) == (
         "Error: Unknown store scheme 'bogus' in 'bogus://x'; use one of: memory://, "
-        "json:///path/to/dir, sqlite:///path/to/file.db, redis://host:6379/0."
+        "json:///path/to/dir, sqlite:///path/to/file.db, redis://host:6379/0, "
+        "postgresql://user@host:5432/db."
     )
 
 
