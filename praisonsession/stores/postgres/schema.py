@@ -163,17 +163,20 @@ BUMP_LIVE = (
 # first column is 0 when the session was not live as it is (nothing was written).
 SAVE_APPENDING = (
     "WITH b AS (" + BUMP_LIVE + "), "
-    "d AS (INSERT INTO {s}.ps_modules (user_id, session_id, name, document) "
+    "d AS (INSERT INTO {s}.ps_modules AS o (user_id, session_id, name, document) "
     "SELECT %(u)s, %(s)s, n, doc FROM b, unnest(%(names)s::text[], %(docs)s::text[]) AS m(n, doc) "
-    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document = EXCLUDED.document), "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document = EXCLUDED.document "
+    "WHERE o.document <> EXCLUDED.document), "  # an unchanged document costs no new row
+    # each log's messages are a run of %(msgs)s: the log's count, after those of the logs before
+    "w AS (SELECT lg, cnt, sum(cnt) OVER (ORDER BY k) - cnt AS first "
+    "FROM unnest(%(logs)s::text[], %(counts)s::bigint[]) WITH ORDINALITY AS w(lg, cnt, k)), "
     "l AS (INSERT INTO {s}.ps_logs AS o (user_id, session_id, log, length) "
-    "SELECT %(u)s, %(s)s, lg, cnt FROM b, unnest(%(logs)s::text[], %(counts)s::bigint[]) "
-    "AS w(lg, cnt) ON CONFLICT (user_id, session_id, log) "
+    "SELECT %(u)s, %(s)s, lg, cnt FROM b, w ON CONFLICT (user_id, session_id, log) "
     "DO UPDATE SET length = o.length + EXCLUDED.length RETURNING log, length), "
     "m AS (INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
-    "SELECT %(u)s, %(s)s, x.lg, l.length - x.cnt + x.i, x.msg FROM l JOIN "
-    "unnest(%(mlogs)s::text[], %(mcounts)s::bigint[], %(mindex)s::bigint[], %(msgs)s::text[]) "
-    "AS x(lg, cnt, i, msg) ON l.log = x.lg) "
+    "SELECT %(u)s, %(s)s, w.lg, l.length - w.cnt + x.i - w.first - 1, x.msg "
+    "FROM l JOIN w ON l.log = w.lg JOIN unnest(%(msgs)s::text[]) WITH ORDINALITY AS x(msg, i) "
+    "ON x.i > w.first AND x.i <= w.first + w.cnt) "
     "SELECT (SELECT count(*) FROM b), (SELECT array_agg(log) FROM l), "
     "(SELECT array_agg(length) FROM l)"
 )

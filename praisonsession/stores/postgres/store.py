@@ -620,17 +620,8 @@ class PostgresSession(SessionBase):
             "docs": [dumps(d) for d in documents.values()],
             "logs": [w.path for w in writes],
             "counts": [len(w.messages) for w in writes],
-            "mlogs": [],
-            "mcounts": [],
-            "mindex": [],
-            "msgs": [],
+            "msgs": [dumps(message) for w in writes for message in w.messages],
         }
-        for write in writes:
-            for index, message in enumerate(write.messages):
-                params["mlogs"].append(write.path)
-                params["mcounts"].append(len(write.messages))
-                params["mindex"].append(index)
-                params["msgs"].append(dumps(message))
         rows = await self._statement("SAVE_APPENDING", params)
         bumped, paths, lengths = rows[0]
         if not bumped:
