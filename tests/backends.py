@@ -10,12 +10,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from counting_store import CountingStore
 from praisonsession import InMemorySession, JSONSession, SessionBase, SqliteSession
 from praisonsession.identifiers import DEFAULT_USER, filename_for
 from praisonsession.stores.base import Key
 
 BACKENDS = ["memory", "json", "sqlite"]  # the facade tests (test_session.py) run on these
-STORE_BACKENDS = [*BACKENDS, "redis", "postgres"]  # the store conformance suite: every backend
+STORE_BACKENDS = [*BACKENDS, "redis", "postgres"]  # every backend, each with a URL
+#: The store conformance suites run on every backend, and on a wrapper (``counting_store.py``,
+#: over SQLite) that uses only the public backend protocol.
+CONFORMANCE_BACKENDS = [*STORE_BACKENDS, "wrapped"]
 PERSISTENT = ["json", "sqlite", "redis", "postgres"]
 SHARED = ["json", "sqlite", "redis", "postgres"]  # stores many processes open by URL
 LEGACY = ["json", "sqlite", "redis"]  # where AgentScope 1.0 kept sessions (it has no PostgreSQL)
@@ -225,6 +229,8 @@ def make_store(kind: str, root: Path, **options: Any) -> SessionBase:
         from praisonsession import open_store
 
         return open_store(store_url(kind, root), **options)
+    if kind == "wrapped":
+        return CountingStore(SqliteSession(root / "wrapped-store" / "sessions.db", **options))
     return SqliteSession(root / "sqlite-store" / "sessions.db", **options)
 
 
@@ -235,6 +241,7 @@ def kind_of(store: SessionBase) -> str:
         "SqliteSession": "sqlite",
         "RedisSession": "redis",
         "PostgresSession": "postgres",
+        "CountingStore": "wrapped",
     }[type(store).__name__]
 
 

@@ -352,7 +352,7 @@ class PostgresSession(SessionBase):
 
     # -- sessions -------------------------------------------------------------------------
 
-    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         def plan() -> Plan[SessionInfo]:
             at = now()
             info = yield from self._live_info(key, at, purge=True)
@@ -370,13 +370,13 @@ class PostgresSession(SessionBase):
 
         return await self._write(plan)
 
-    async def _info(self, key: Key) -> SessionInfo | None:
+    async def read_record(self, key: Key) -> SessionInfo | None:
         def plan() -> Plan[SessionInfo | None]:
             return (yield from self._live_info(key, now()))
 
         return await self._run(plan)
 
-    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
         def plan() -> Plan[SessionInfo]:
             at = now()
             info = yield from self._writable(key, at, True)
@@ -388,21 +388,21 @@ class PostgresSession(SessionBase):
 
         return await self._write(plan)
 
-    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         def plan() -> Plan[list[SessionInfo]]:
             rows = yield Query(self._sql["LIST"], (user_id, after or "", now(), limit))
             return [self._info_from_row(row) for row in rows]
 
         return await self._run(plan)
 
-    async def _users(self) -> set[str]:
+    async def list_record_owners(self) -> set[str]:
         def plan() -> Plan[set[str]]:
             rows = yield Query(self._sql["USERS"], (now(),))
             return {user_id for (user_id,) in rows}
 
         return await self._run(plan)
 
-    async def _delete(self, key: Key) -> bool:
+    async def delete_record(self, key: Key) -> bool:
         def plan() -> Plan[bool]:
             row = yield from self._delete_rows(key)
             if row is None:
@@ -412,7 +412,7 @@ class PostgresSession(SessionBase):
 
         return await self._write(plan)
 
-    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
         def plan() -> Plan[SessionInfo | None]:
             at = now()
             info = yield from self._live_info(key, at, purge=True)
@@ -425,7 +425,7 @@ class PostgresSession(SessionBase):
 
         return await self._write(plan)
 
-    async def _purge(self) -> int:
+    async def purge_records(self) -> int:
         def plan() -> Plan[int]:
             rows = yield Query(self._sql["PURGE_SESSIONS"], (now(),))
             if rows:
@@ -438,7 +438,7 @@ class PostgresSession(SessionBase):
 
     # -- key-value state ------------------------------------------------------------------
 
-    async def _get_state(
+    async def read_record_state(
         self, key: Key, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         params = {**self._bump_params(key, now()), "names": names}
@@ -466,7 +466,9 @@ class PostgresSession(SessionBase):
     def _decode(self, value: str, key: Key, name: str) -> Any:
         return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.url})")
 
-    async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
+    async def patch_record_state(
+        self, key, updates, deletes, replace, expected_version, must_exist
+    ) -> int:
         names = list(updates)
         values = [dumps(value) for value in updates.values()]
 
@@ -485,7 +487,7 @@ class PostgresSession(SessionBase):
         self._forget_values(key)
         return await self._write(plan)
 
-    async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
         held = self._values.get((key, name), _UNKNOWN)
         head = self._heads.get(key)  # (version, created_at) at which ``held`` is the value
         fresh = False  # whether ``held`` came from the server in this call
@@ -589,7 +591,7 @@ class PostgresSession(SessionBase):
         yield Query(self._sql["SET_LOG_LENGTH"], (*key, write.path, length))
         return length
 
-    async def _save_modules(
+    async def write_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         if all(write.start == -1 for write in writes):
@@ -628,7 +630,7 @@ class PostgresSession(SessionBase):
             return None
         return dict(zip(paths or (), lengths or (), strict=True))
 
-    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         def plan() -> Plan[StoredModules | None]:
             at = now()
             yield Query(self._sql["SNAPSHOT"])
@@ -656,7 +658,7 @@ class PostgresSession(SessionBase):
 
         return await self._run(plan, transaction=True)
 
-    async def _append(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, write: LogWrite) -> int:
         if write.start == -1:
             lengths = await self._save_appending(key, {}, [write])
             if lengths is not None:
@@ -668,7 +670,7 @@ class PostgresSession(SessionBase):
 
         return await self._write(plan)
 
-    async def _read_log(self, key: Key, path: str, start: int, stop: int | None):
+    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
         at = now()
         params = {
             **self._bump_params(key, at),
@@ -688,7 +690,7 @@ class PostgresSession(SessionBase):
 
         return await self._run(plan)
 
-    async def _count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, path: str) -> int:
         def plan() -> Plan[int]:
             params = {"now": now(), "u": key.user_id, "s": key.session_id, "log": path}
             rows = yield Query(self._sql["COUNT_LOG"], params)
@@ -698,7 +700,7 @@ class PostgresSession(SessionBase):
 
     # -- copies (forks, snapshots, restores) --------------------------------------------
 
-    async def _copy(
+    async def copy_record(
         self,
         source: Key,
         target: Key,
@@ -717,7 +719,8 @@ class PostgresSession(SessionBase):
             current = yield from self._live_info(target, at, purge=True)
             if current is not None and not replace:
                 raise ConflictError(copy_conflict(target))
-            info = copied_info(found, target, current, metadata, ttl, at)  # type: ignore[arg-type]
+            assert found is not None  # must_exist raised otherwise
+            info = copied_info(found, target, current, metadata, ttl, at)
             if current is not None:
                 yield Query(
                     self._sql["DELETE_CONTENT"],
@@ -734,7 +737,7 @@ class PostgresSession(SessionBase):
         self._forget_values(target)
         return await self._write(plan)
 
-    async def _contents(self, key: Key) -> SessionContents | None:
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
         def plan() -> Plan[SessionContents | None]:
             yield Query(self._sql["SNAPSHOT"])
             info = yield from self._live_info(key, now())
@@ -789,7 +792,7 @@ def _compile(schema: str) -> dict[str, Any]:
     name = psql.Identifier(schema)
 
     def one(text: str) -> str:
-        return psql.SQL(text).format(s=name).as_string(None)  # type: ignore[arg-type]
+        return psql.SQL(text).format(s=name).as_string(None)
 
     compiled: dict[str, Any] = {}
     for attr in dir(sql):
