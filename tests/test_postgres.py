@@ -266,3 +266,33 @@ def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.Monk
         monkeypatch.setitem(sys.modules, name, None)  # what an environment without it gives
     with pytest.raises(MissingDependencyError, match=r"praisonsession\[postgres\]"):
         PostgresSession("postgresql://127.0.0.1/db")
+
+
+def test_a_lock_wait_bounded_on_the_server_fails_typed_and_applies_nothing(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    import psycopg
+
+    url = schema_url(postgres_url, tmp_path)
+    store = open_store(url)
+    run(store.increment("s", "u", "n"), inline=True)
+    impatient = open_store(url + "&options=-c%20lock_timeout%3D200ms")
+    with psycopg.connect(store._connections.conninfo) as holder:  # a transaction left open
+        holder.execute(
+            f'SELECT 1 FROM "{store.schema}".ps_sessions WHERE session_id = %s FOR UPDATE', ("s",)
+        )
+        with pytest.raises(StoreUnavailableError, match="nothing of the call was applied"):
+            run(impatient.increment("s", "u", "n"), inline=True)
+        holder.rollback()
+    assert run(store.get_value("s", "u", "n"), inline=True) == 1
+    for opened in (store, impatient):
+        run(opened.close(), inline=True)
+
+
+def test_a_server_that_refuses_the_connection_is_reported_at_once(postgres_url: str, run) -> None:
+    store = open_store(postgres_url.rsplit("/", 1)[0] + "/no_such_database")
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="refused the connection.*no_such_database"):
+        run(store.get_state("s", "u"), inline=True)
+    assert time.monotonic() - started < 5  # not retried as if the server were away
+    run(store.close(), inline=True)

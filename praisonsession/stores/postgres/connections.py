@@ -29,11 +29,16 @@ from ...execution import loop_running_here, remaining
 
 T = TypeVar("T")
 
-__all__ = ["Connections", "Plan", "Query", "Unreachable"]
+__all__ = ["Connections", "Plan", "Query", "Refused", "Unreachable"]
 
 
 class Unreachable(Exception):
     """No connection could be made: nothing of the call was sent, so it may be retried."""
+
+
+class Refused(Exception):
+    """The server answered and refused the connection (authentication, a setting, a
+    database that does not exist): trying again would not help."""
 
 
 class Query(NamedTuple):
@@ -120,6 +125,8 @@ class Connections:
                 connect_timeout=max(1, round(remaining(self.connect_timeout))),
             )
         except psycopg.OperationalError as exc:
+            if "FATAL:" in str(exc):
+                raise Refused(str(exc)) from None
             raise Unreachable(str(exc)) from None
         self._local.conn = conn
         self._local.cursor = conn.cursor()  # reused: a cursor per statement costs more

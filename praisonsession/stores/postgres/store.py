@@ -59,7 +59,7 @@ from ..record import (
     resolve_info,
 )
 from . import schema as sql
-from .connections import Connections, Plan, Query, Unreachable
+from .connections import Connections, Plan, Query, Refused, Unreachable
 from .url import display_url, parse_url
 
 T = TypeVar("T")
@@ -75,6 +75,7 @@ class _Errors:
     """psycopg's exception classes, loaded with psycopg by the first store made."""
 
     races: tuple[type[Exception], ...] = ()
+    timeouts: tuple[type[Exception], ...] = ()
     operational: type[Exception] = Exception
     any: type[Exception] = Exception
 
@@ -94,6 +95,7 @@ def _require_psycopg() -> None:
     # rolled back whole by the server: a deadlock broken, a serialization conflict, a
     # session two writers created at once
     _Errors.races = (errors.DeadlockDetected, errors.SerializationFailure, errors.UniqueViolation)
+    _Errors.timeouts = (errors.LockNotAvailable, errors.QueryCanceled)
     _Errors.operational = psycopg.OperationalError
     _Errors.any = psycopg.Error
 
@@ -185,11 +187,22 @@ class PostgresSession(SessionBase):
                         f"other writers ({_first_line(exc)}); try again."
                     ) from None
                 delay = 0.001
+            except _Errors.timeouts as exc:
+                raise StoreUnavailableError(
+                    f"PostgreSQL at {self.url} gave up waiting ({_first_line(exc)}); the "
+                    "statement was rolled back, nothing of the call was applied. Another "
+                    "connection may hold the session's row: retry later."
+                ) from None
             except _Errors.operational as exc:
                 raise StoreUnavailableError(
                     f"PostgreSQL at {self.url} failed during the call ({_first_line(exc)}); "
                     "it may or may not have been applied. Check the server, then read the "
                     "session again before retrying."
+                ) from None
+            except Refused as exc:
+                raise StoreUnavailableError(
+                    f"PostgreSQL at {self.url} refused the connection: {_last_line(exc)}. "
+                    "Check the user, password, database and options in the URL."
                 ) from None
             except Unreachable as exc:
                 waited = time.monotonic() - started
@@ -808,6 +821,12 @@ def _compile(schema: str) -> dict[str, Any]:
         elif isinstance(value, dict):
             compiled[attr] = {k: tuple(one(s) for s in v) for k, v in value.items()}
     return compiled
+
+
+def _last_line(exc: Exception) -> str:
+    """What the server said (libpq's message ends with it)."""
+    text = str(exc).strip()
+    return text.rsplit("FATAL:", 1)[-1].strip() if "FATAL:" in text else _first_line(exc)
 
 
 def _first_line(exc: Exception) -> str:

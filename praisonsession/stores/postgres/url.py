@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ...errors import InvalidValueError
 from ...redaction import redact_url
@@ -47,7 +47,8 @@ def parse_url(url: str) -> tuple[str, dict[str, Any]]:
                     f"Store URL {redact_url(url)!r}: connect_timeout={value!r} is not seconds."
                 ) from None
         kept.append((name, value))
-    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(kept), ""))
+    query = urlencode(kept, quote_via=quote)  # libpq reads %20 as a space, not +
+    conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, query, ""))
     return conninfo, options
 
 
