@@ -292,7 +292,7 @@ def test_a_lock_wait_bounded_on_the_server_fails_typed_and_applies_nothing(
 def test_a_server_that_refuses_the_connection_is_reported_at_once(postgres_url: str, run) -> None:
     store = open_store(postgres_url.rsplit("/", 1)[0] + "/no_such_database")
     started = time.monotonic()
-    with pytest.raises(StoreUnavailableError, match="refused the connection.*no_such_database"):
+    with pytest.raises(StoreUnavailableError, match=r"refused the connection.*no_such_database"):
         run(store.get_state("s", "u"), inline=True)
     assert time.monotonic() - started < 5  # not retried as if the server were away
     run(store.close(), inline=True)
