@@ -22,6 +22,7 @@ from .knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
 from .memory.context import DEFAULT_BUDGET, build_context
 from .memory.long_term import LongTermMemory
 from .memory.short_term import SessionLogs, ShortTermMemory
+from .memory.turns import TurnIndex
 from .recall_options import EMBEDDER_NAMES, default_overlap
 from .vectors import chroma_client
 
@@ -103,6 +104,7 @@ class Recall:
         size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
         self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id)
         self.short = ShortTermMemory(logs, self.embedder)
+        self.turns = TurnIndex(logs, self.embedder)
         self.knowledge = KnowledgeBase(
             client,
             namespace,
@@ -160,6 +162,16 @@ class Recall:
         if memory_type in ("long", "all"):
             removed += await offload(self.long.clear)
         return removed
+
+    # -- an agent's older turns ------------------------------------------------------------
+
+    async def index_turns(self, log: str, before: int) -> int:
+        return await self.turns.index(log, before)
+
+    async def recall_turns(
+        self, log: str, query: str, before: int, limit: int
+    ) -> list[tuple[int, list[dict[str, Any]]]]:
+        return await self.turns.search(log, query, before, limit, self.context_min_score)
 
     # -- knowledge ------------------------------------------------------------------------
 

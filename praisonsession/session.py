@@ -199,6 +199,10 @@ class Session:
         """Take in the messages other processes appended to the modules' logs meanwhile."""
         return self._run(self._core.refresh_modules(**modules))
 
+    def usage(self) -> dict[str, Any]:
+        """Tokens the session's agents used, per agent and in total (see ``AsyncSession.usage``)."""
+        return self._run(self._core.usage())
+
     # -- message logs ---------------------------------------------------------------------
 
     def append_messages(self, log: str, messages: Sequence[dict[str, Any]]) -> int:
