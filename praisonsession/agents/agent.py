@@ -36,7 +36,7 @@ from .context_window import Request, assemble, default_budget, fit_turn
 from .prompt import system_prompt
 from .tokens import TokenCounter, coerce_counter, message_tokens
 from .tools import Toolbox
-from .usage import USAGE_KEY, add_usage
+from .usage import add_usage, usage_record
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
@@ -96,6 +96,8 @@ class Agent(StateModule):
         self.history = MessageLog()
         #: Summary records of older turns (see ``agents/compaction.py``): saved beside the history.
         self.summaries = MessageLog()
+        #: What the LLM reported per turn (see ``agents/usage.py``): saved beside the history.
+        self.usage = MessageLog()
         self._recall_missing: str | None = None  # why recall is off, when the extra is missing
         # one turn at a time per event loop (the sync chat and async users may use two loops)
         self._turn_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
@@ -215,9 +217,10 @@ class Agent(StateModule):
             context = await self._context(message)
             request = await self._request(client, message, context)
             self.last_request = request
-            turn = await self._turn(client, request, message)
+            turn, usage = await self._turn(client, request, message)
             if turn_key is not None:
                 turn[0]["metadata"] = {TURN_KEY: turn_key}
+            self.usage.append(usage_record(len(self.history), self.llm.model, usage))
             self.history.extend(turn)
             await self._save()
         self._index_meanwhile(request.window_start)
@@ -297,14 +300,16 @@ class Agent(StateModule):
         self._indexing.add(task)
         task.add_done_callback(_forget(self._indexing))
 
-    async def _turn(self, client: ChatClient, request: Request, message: str) -> list[Message]:
+    async def _turn(
+        self, client: ChatClient, request: Request, message: str
+    ) -> tuple[list[Message], dict[str, int]]:
         """The new messages of one turn: the user's, tool calls and results, the answer.
 
         At most ``max_tool_rounds`` rounds of tool calls; the request after the last round says
         ``tool_choice="none"``, so the model has to answer in text. The history keeps the user's
         message whole even when the request carried it cut; tool results that would overflow
-        the budget are cut in the request only. The turn's summed ``usage`` is kept in the
-        answer's ``metadata``.
+        the budget are cut in the request only. Returns the messages and the turn's summed
+        ``usage``.
         """
         prefix = request.messages[:-1]
         sent = request.messages[-1]
@@ -336,11 +341,8 @@ class Agent(StateModule):
                     f"(I stopped after {rounds} rounds of tool calls, the limit for one "
                     "message. Ask me to continue.)"
                 )
-            answer: Message = {"role": "assistant", "content": text}
-            if usage:
-                answer["metadata"] = {USAGE_KEY: usage}
-            turn.append(answer)
-            return turn
+            turn.append({"role": "assistant", "content": text})
+            return turn, usage
 
     def clear_history(self) -> None:
         """Forget the conversation, here and in the store."""
@@ -351,6 +353,7 @@ class Agent(StateModule):
         async with self._turn_lock():
             self.history.clear()
             self.summaries.clear()
+            self.usage.clear()
             await self._save()
 
     # -- plumbing -------------------------------------------------------------------------

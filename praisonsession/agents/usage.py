@@ -1,9 +1,15 @@
 """Token usage: what the LLM reported, kept per turn and added up per agent and per session.
 
-Each turn's answer carries the turn's summed ``usage`` (every request of the turn, tool rounds
-included) in its ``metadata`` (never sent to the model); each summary record carries the
-usage of its summary call. Totals are read back from the logs, so they survive restarts and
-travel with forks, snapshots and archives like the conversation itself.
+Each turn appends one record to the agent's usage log (``agent:<name>.usage``, beside its
+history, never sent to the model)::
+
+    {"role": "usage", "turn": 40, "model": "gpt-4o-mini", "requests": 2,
+     "prompt_tokens": 812, "completion_tokens": 64, "total_tokens": 876}
+
+``turn`` is the index of the turn's user message in the history; ``requests`` counts the
+turn's requests (tool rounds included). A summary record carries the usage of its summary call.
+Totals are read back from the logs, so they survive restarts and travel with forks (a fork cut
+at message ``n`` counts only the turns and summaries before ``n``), snapshots and archives.
 """
 
 from __future__ import annotations
@@ -12,14 +18,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["USAGE_FIELDS", "USAGE_KEY", "add_usage", "agent_name_of", "usage_totals"]
+__all__ = ["USAGE_FIELDS", "add_usage", "agent_name_of", "usage_record", "usage_totals"]
 
-#: Where a turn's usage is kept: ``answer["metadata"][USAGE_KEY]``.
-USAGE_KEY = "usage"
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
-_HISTORY = ".history"
-_SUMMARIES = ".summaries"
 _PREFIX = "agent:"
+_LOGS = (".history", ".summaries", ".usage")
 
 
 def add_usage(total: dict[str, int], usage: Mapping[str, Any] | None) -> None:
@@ -33,49 +36,63 @@ def add_usage(total: dict[str, int], usage: Mapping[str, Any] | None) -> None:
             total[name] = total.get(name, 0) + value
 
 
-def _empty() -> dict[str, int]:
-    return {"turns": 0, "requests": 0, "summaries": 0, **dict.fromkeys(USAGE_FIELDS, 0)}
+def usage_record(turn: int, model: str, usage: Mapping[str, int]) -> dict[str, Any]:
+    """The usage log's record for the turn whose user message is at index ``turn``."""
+    return {"role": "usage", "turn": turn, "model": model, **usage}
 
 
-def agent_name_of(log: str) -> str | None:
-    """The name of the agent whose history or summaries ``log`` is, else None."""
-    for suffix in (_HISTORY, _SUMMARIES):
-        if log.startswith(_PREFIX) and log.endswith(suffix):
+def agent_name_of(log: str) -> tuple[str, str] | None:
+    """``(agent name, "history" | "summaries" | "usage")`` for an agent's log, else None."""
+    if not log.startswith(_PREFIX):
+        return None
+    for suffix in _LOGS:
+        if log.endswith(suffix):
             escaped = log[len(_PREFIX) : -len(suffix)]
             # module keys escape names as %XX (identifiers.filename_for); a digest stays as is
-            return escaped if escaped.startswith("~") else unquote(escaped)
+            name = escaped if escaped.startswith("~") else unquote(escaped)
+            return name, suffix[1:]
     return None
+
+
+def _empty() -> dict[str, int]:
+    return {"turns": 0, "requests": 0, "summaries": 0, **dict.fromkeys(USAGE_FIELDS, 0)}
 
 
 def usage_totals(logs: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, Any]:
     """``{"session": totals, "agents": {agent name: totals}}`` from agents' logs by path.
 
     Totals hold ``turns``, ``requests``, ``summaries`` and the usage fields; a turn whose
-    endpoint reported no usage counts as a turn and its requests, with no tokens.
+    endpoint reported no usage counts as a turn and a request, with no tokens.
     """
+    by_agent: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+    for path, messages in logs.items():
+        named = agent_name_of(path)
+        if named is not None:
+            by_agent.setdefault(named[0], {})[named[1]] = list(messages)
     agents: dict[str, dict[str, int]] = {}
-    for path, messages in sorted(logs.items()):
-        key = agent_name_of(path)
-        if key is None:
-            continue
-        totals = agents.setdefault(key, _empty())
-        summaries = path.endswith(_SUMMARIES)
-        for message in messages:
-            if summaries:
-                if message.get("role") == "summary" and message.get("method") == "llm":
-                    totals["summaries"] += 1
-                    _add(totals, message.get(USAGE_KEY), 1)
-                continue
-            if message.get("role") == "user":
-                totals["turns"] += 1
-            metadata = message.get("metadata")
-            if isinstance(metadata, Mapping) and isinstance(metadata.get(USAGE_KEY), Mapping):
-                usage = metadata[USAGE_KEY]
-                _add(totals, usage, int(usage.get("requests", 1) or 1))
+    for name, parts in sorted(by_agent.items()):
+        history = parts.get("history", [])
+        totals = agents[name] = _empty()
+        totals["turns"] = sum(1 for message in history if message.get("role") == "user")
+        for record in parts.get("usage", []):
+            turn = record.get("turn")
+            if isinstance(turn, int) and turn < len(history):
+                _add(totals, record, int(record.get("requests", 1) or 1))
+        for record in parts.get("summaries", []):
+            covers = record.get("covers")
+            if (
+                record.get("method") == "llm"
+                and isinstance(covers, list)
+                and len(covers) == 2
+                and isinstance(covers[1], int)
+                and covers[1] <= len(history)
+            ):
+                totals["summaries"] += 1
+                _add(totals, record.get("usage"), 1)
     session = _empty()
     for totals in agents.values():
-        for name, value in totals.items():
-            session[name] += value
+        for field, value in totals.items():
+            session[field] += value
     return {"session": session, "agents": agents}
 
 
