@@ -341,15 +341,15 @@ class AsyncSession(SessionTree):
         return await self._call("usage", self._usage())
 
     async def _usage(self) -> dict[str, Any]:
-        from .agents.usage import agent_name_of, usage_totals
+        from .agents.usage import read_usage
 
         store = self._store
         contents = await store._contents(store._key(self._session_id, self._user_id))
-        logs: dict[str, list[dict[str, Any]]] = {}
-        for path in sorted(contents.logs if contents is not None else ()):
-            if agent_name_of(path) is not None:
-                logs[path] = await store.read_messages(self._session_id, self._user_id, path)
-        return usage_totals(logs)
+
+        async def read(path: str) -> list[dict[str, Any]]:
+            return await store.read_messages(self._session_id, self._user_id, path)
+
+        return await read_usage(contents.logs if contents is not None else (), read)
 
     # -- message logs ---------------------------------------------------------------------
 

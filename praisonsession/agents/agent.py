@@ -223,7 +223,7 @@ class Agent(StateModule):
             self.usage.append(usage_record(len(self.history), self.llm.model, usage))
             self.history.extend(turn)
             await self._save()
-        self._index_meanwhile(request.window_start)
+        self._index_meanwhile(len(self.history))
         return turn[-1]["content"]
 
     async def _request(self, client: ChatClient, message: str, context: str) -> Request:
@@ -292,8 +292,9 @@ class Agent(StateModule):
             return []
 
     def _index_meanwhile(self, before: int) -> None:
-        """Embed the turns that left the window now, in the background, so the next turn's
-        recall finds them indexed (a failure here only delays indexing to that recall)."""
+        """Embed the saved turns in the background (each once, the new one here), so that when
+        they leave the window the next recall finds them indexed and only ranks (a failure
+        here only moves the indexing to that recall)."""
         if not (self.memory and self.recall_turns) or self._recall_missing or before <= 0:
             return
         task = asyncio.ensure_future(self.session.index_turns(self.log_name, before))

@@ -14,11 +14,18 @@ at message ``n`` counts only the turns and summaries before ``n``), snapshots an
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["USAGE_FIELDS", "add_usage", "agent_name_of", "usage_record", "usage_totals"]
+__all__ = [
+    "USAGE_FIELDS",
+    "add_usage",
+    "agent_name_of",
+    "read_usage",
+    "usage_record",
+    "usage_totals",
+]
 
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _PREFIX = "agent:"
@@ -94,6 +101,14 @@ def usage_totals(logs: Mapping[str, Iterable[Mapping[str, Any]]]) -> dict[str, A
         for field, value in totals.items():
             session[field] += value
     return {"session": session, "agents": agents}
+
+
+async def read_usage(
+    paths: Iterable[str], read: Callable[[str], Awaitable[list[dict[str, Any]]]]
+) -> dict[str, Any]:
+    """:func:`usage_totals` of a session whose logs are ``paths``, each read with ``read``."""
+    logs = {path: await read(path) for path in sorted(paths) if agent_name_of(path) is not None}
+    return usage_totals(logs)
 
 
 def _add(totals: dict[str, int], usage: Any, requests: int) -> None:

@@ -76,17 +76,14 @@ class TurnIndex:
         return len(indexed.starts)
 
     async def search(
-        self, log: str, query: str, before: int, limit: int, min_score: float
+        self, log: str, vector: list[float], before: int, limit: int, min_score: float
     ) -> list[tuple[int, list[Message]]]:
-        """The ``limit`` turns before ``before`` closest to ``query``, oldest first, as
-        ``(start index, messages)``."""
-        from ..execution import offload
-
+        """The ``limit`` turns before ``before`` closest to the query ``vector``, oldest first,
+        as ``(start index, messages)``."""
         await self.index(log, before)
         indexed = self._logs.get(log)
         if indexed is None or not indexed.starts or limit <= 0:
             return []
-        vector = await offload(self.embedder.embed_query, query)
         with self._lock:
             count = sum(1 for start in indexed.starts if start < before)
             matrix = indexed.vectors[:count]
