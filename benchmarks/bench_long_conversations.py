@@ -42,12 +42,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from long_conversation_data import ANSWERS, Conversation, conversation  # noqa: E402
+from long_conversation_data import ANSWERS, Conversation, conversation
 
-from praisonsession import Session  # noqa: E402
-from praisonsession.agents.compaction import SUMMARY_PROMPT  # noqa: E402
-from praisonsession.agents.tokens import EncodingCounter, message_tokens  # noqa: E402
-from praisonsession.llm.local_server import ScriptedChatServer  # noqa: E402
+from praisonsession import Session
+from praisonsession.agents.compaction import SUMMARY_PROMPT
+from praisonsession.agents.tokens import EncodingCounter, message_tokens
+from praisonsession.llm.local_server import ScriptedChatServer
 
 SUMMARY_MARK = SUMMARY_PROMPT[:40]
 _STATEMENT = re.compile(r"user: (?:.*?: )?(.+?) (?:is|has changed, it is now) ([^.]+)\.")

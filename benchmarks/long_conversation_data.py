@@ -178,8 +178,7 @@ def _question(key: str) -> str:
 
 def _small_talk(rng: random.Random) -> str:
     return (
-        f"Let me tell you about {rng.choice(TOPICS)}. {rng.choice(REMARKS)} "
-        f"{rng.choice(REMARKS)}"
+        f"Let me tell you about {rng.choice(TOPICS)}. {rng.choice(REMARKS)} {rng.choice(REMARKS)}"
     )
 
 

@@ -206,7 +206,7 @@ def test_older_turns_are_folded_into_versioned_summary_records_one_call_per_comp
     session = open_session()
     agent = agent_on(session, server, history_window=4, compact_every=5)
     agent.chat("My locker code is 4821.")
-    for i in range(30):
+    for _ in range(30):
         agent.chat("Small talk about the weather.")
     records = agent.summaries.to_list()
     assert len(records) == len(summary_requests(server)) >= 4
