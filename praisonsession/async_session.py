@@ -344,7 +344,9 @@ class AsyncSession(SessionTree):
         from .agents.usage import read_usage
 
         store = self._store
-        contents = await store._contents(store._key(self._session_id, self._user_id))
+        contents = await store.read_record_contents(
+            store.record_key(self._session_id, self._user_id)
+        )
 
         async def read(path: str) -> list[dict[str, Any]]:
             return await store.read_messages(self._session_id, self._user_id, path)
