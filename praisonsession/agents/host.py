@@ -39,7 +39,3 @@ class AgentHost(Protocol):
     async def recall_turns(
         self, log: str, query: str, before: int, limit: int = 4
     ) -> list[tuple[int, list[dict[str, Any]]]]: ...
-
-    async def read_messages(
-        self, log: str, start: int = 0, stop: int | None = None
-    ) -> list[dict[str, Any]]: ...
