@@ -16,7 +16,7 @@ with a marker, never sent whole and never dropped silently.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +125,16 @@ def split_turns(messages: Sequence[Message], offset: int = 0) -> list[tuple[int,
     return turns if messages else []
 
 
+def _turns_from_end(messages: Sequence[Message]) -> Iterator[tuple[int, int]]:
+    """``split_turns`` newest first, scanning back only as far as the caller reads, so the
+    cost of a turn does not grow with the length of the history."""
+    stop = len(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user" or index == 0:
+            yield index, stop
+            stop = index
+
+
 def paired(messages: Sequence[Message]) -> list[Message]:
     """The turn as it may be sent: tool calls without a result, and results without their
     call, are left out (an endpoint rejects either)."""
@@ -196,7 +206,7 @@ def assemble(
     recent: list[Message] = []
     used = 0
     window_start = len(history)
-    for count, (start, stop) in enumerate(reversed(split_turns(history))):
+    for count, (start, stop) in enumerate(_turns_from_end(history)):
         if max_turns is not None and count >= max_turns:
             break
         turn = paired(for_model(list(history[start:stop])))
