@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -237,7 +238,7 @@ class Agent(StateModule):
             "system": system,
             "message": message,
             "history": history,
-            "budget": self.context_budget,
+            "budget": self._message_budget(),
             "counter": self.token_counter,
             "max_turns": self.history_window,
             "context": context,
@@ -252,6 +253,13 @@ class Agent(StateModule):
         return assemble(
             **options, recalled=recalled, summary=str(summary["content"]) if summary else ""
         )
+
+    def _message_budget(self) -> int:
+        """The budget less what the tool schemas cost (they travel with every request)."""
+        if not self.tools:
+            return self.context_budget
+        schemas = self.token_counter.count(json.dumps(self.tools.schemas))
+        return max(self.context_budget - schemas, self.context_budget // 2)
 
     async def _compact(
         self, client: ChatClient, history: list[Message], previous: Message | None, upto: int
