@@ -64,3 +64,12 @@ def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_sto
     for store in ("memory", "json", "sqlite", "redis", "postgres"):
         assert f"| {store} | 300 |" in out and f"| {store} | 1,000 |" in out
         assert f"- {store}: first page x" in out
+
+
+def test_bench_long_conversations_keeps_facts_within_budget_in_quick_mode(tmp_path: Path) -> None:
+    out = run_benchmark("bench_long_conversations.py", "--quick", cwd=tmp_path)
+    (row,) = [line for line in out.splitlines() if line.startswith("| 60 |")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == "30 (7)" and cells[2] == "12"  # facts (corrected), questions
+    assert float(cells[3].rstrip("%")) >= 90  # fact present in the request when asked
+    assert cells[6].startswith("0 of 60")  # no request over budget
