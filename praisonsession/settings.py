@@ -241,8 +241,12 @@ def _explain(exc: Any, values: dict[str, Any], environment: dict[str, str]) -> I
     value = error.get("input")
     if knob is not None and knob.secret:
         shown = "***"
-    else:
-        shown = repr(redact_url(value) if isinstance(value, str) else value)
+    elif isinstance(value, str):
+        shown = repr(redact_url(value))
+    elif value is None or isinstance(value, (bool, int, float)):
+        shown = repr(value)
+    else:  # a list or dict may hold a URL with its password, or a key: say only what it is
+        shown = f"<a {type(value).__name__}>"
     if name in values:
         where, source = f"settings[{name!r}]={shown}", "argument"
     elif name in environment:

@@ -322,9 +322,9 @@ class HierarchyOperations:
 def check_erasable_user(user_id: Any) -> str:
     """The user to erase, spelled out: elsewhere an empty id means the default user, which an
     erasure must not reach by accident."""
-    if user_id == "":
+    if user_id is None or user_id == "":
         raise InvalidIdError(
-            "Erasing needs the user id spelled out; an empty one would mean the default user. "
+            f"Erasing needs the user id spelled out; {user_id!r} would mean the default user. "
             f"Pass {DEFAULT_USER!r} if that is the user to erase."
         )
     return check_user_id(user_id)

@@ -47,7 +47,7 @@ from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
 from ..state.module import StateModule
 from .agentscope_files import adoptable, bound_file, read_modules, serialise_modules
-from .base import Key, LogWrite, SessionBase, StoredModules, load_states
+from .base import Key, LogWrite, SessionBase, StoredModules, check_wait, load_states
 from .document import SessionDocument, resolve
 from .durability import check_durability
 from .file_lock import FileLock
@@ -96,7 +96,7 @@ class JSONSession(JSONCopies, SessionBase):
         session_id, save_dir = _constructor_arguments(args, session_id, save_dir)
         super().__init__(session_id, default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         self.save_dir = Path(save_dir).expanduser().resolve()
-        self.lock_timeout = float(lock_timeout)
+        self.lock_timeout = check_wait(lock_timeout, "lock_timeout")
         self.url = f"json://{self.save_dir}"
         #: "process" or "power": whether each write is fsynced (file and directory).
         self.durability = check_durability(durability)

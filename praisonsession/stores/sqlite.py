@@ -51,7 +51,7 @@ from ..errors import (
 from ..execution import expired, pause, remaining
 from ..identifiers import DEFAULT_USER
 from ..json_data import add_numbers, dumps, loads
-from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
+from .base import UNSET, Key, LogWrite, SessionBase, StoredModules, check_wait
 from .durability import check_durability
 from .record import FORMAT_VERSION, SessionInfo, check_version, now, resolve_info
 from .sqlite_copies import SqliteCopies
@@ -132,7 +132,7 @@ class SqliteSession(SqliteCopies, SessionBase):
             raise InvalidValueError("synchronous must be one of OFF, NORMAL, FULL, EXTRA.")
         self.path = Path(path).expanduser().resolve()
         self.url = f"sqlite://{self.path}"
-        self.busy_timeout = float(busy_timeout)
+        self.busy_timeout = check_wait(busy_timeout, "busy_timeout")
         self._synchronous = synchronous.upper()
         #: What an acknowledged write survives: "process" (a crash of the process) or
         #: "power" (a power loss too), from the ``synchronous`` in use.
