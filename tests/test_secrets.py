@@ -9,11 +9,11 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
-from llm_server import ScriptedChatServer, serving
+from llm_server import serving
 from praisonsession import InvalidValueError, Session
 from praisonsession.llm import ChatClient, LLMConfig
 from praisonsession.redaction import redact_text, redact_url
@@ -74,7 +74,7 @@ def test_a_key_that_cannot_be_a_header_is_refused_without_being_shown(bad: str) 
 class _Recorder(BaseHTTPRequestHandler):
     """A PraisonAI-style agent: ``GET /agent/health`` answers 200; it records each request."""
 
-    seen: list[tuple[str, str, str | None]] = []
+    seen: ClassVar[list[tuple[str, str, str | None]]] = []
 
     def do_GET(self) -> None:
         self.seen.append(("GET", self.path, self.headers.get("Authorization")))
