@@ -294,6 +294,23 @@ def record(value: Any) -> bytes:
     return json.dumps(value).encode() + b"\n"
 
 
+def with_version(version: Any) -> bytes:
+    return record({"archive": {"format": "praisonsession-archive", "version": version}})
+
+
+def with_ttl(line: bytes, ttl: float) -> bytes:
+    session = json.loads(line)
+    session["session"]["ttl"] = ttl
+    return record(session)
+
+
+def twice_the_first_log(lines: list[bytes]) -> list[bytes]:
+    """The first log and its pages written a second time, right after it (count kept)."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(b'{"log"'))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(b'{"messages"'))
+    return [*lines[:end], *lines[start:end], *lines[end:]]
+
+
 CORRUPTIONS: dict[str, Callable[[list[bytes]], bytes]] = {
     "empty file": lambda lines: b"",
     "not an archive": lambda lines: b"Dear diary,\ntoday I exported nothing.\n",
@@ -335,6 +352,15 @@ CORRUPTIONS: dict[str, Callable[[list[bytes]], bytes]] = {
         ]
     ),
     "an unknown record": lambda lines: resealed([*lines[:-1], record({"surprise": 1})]),
+    "version 0": lambda lines: resealed([with_version(0), *lines[1:-1]]),
+    "version -1": lambda lines: resealed([with_version(-1), *lines[1:-1]]),
+    "version true": lambda lines: resealed([with_version(True), *lines[1:-1]]),
+    "a negative ttl": lambda lines: resealed([lines[0], with_ttl(lines[1], -5), *lines[2:-1]]),
+    "a log record twice": lambda lines: resealed(twice_the_first_log(lines[:-1])),
+    # the session's sections and its snapshots are fine; only the memory at the end is not
+    "a memory naming another user": lambda lines: resealed(
+        [*lines[:-1], record({"memory": {"text": "t", "metadata": {"user_id": "mallory"}}})]
+    ),
 }
 
 

@@ -97,8 +97,10 @@ def _check_header(record: Any, what: str) -> None:
     if not isinstance(header, dict) or header.get("format") != MAGIC:
         raise SessionCorruptedError(what, "it is not a praisonsession archive")
     version = header.get("version")
-    if not isinstance(version, int):
+    if version is None:
         raise SessionCorruptedError(what, "its version is missing")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SessionCorruptedError(what, f"its version {version!r:.20} is not a version")
     if version > ARCHIVE_VERSION:
         raise UnsupportedFormatError(what, version, ARCHIVE_VERSION)
 
