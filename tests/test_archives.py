@@ -10,6 +10,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import signal
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -22,6 +25,7 @@ from backends import make_store
 from praisonsession import (
     AsyncSession,
     ConflictError,
+    InvalidValueError,
     MessageLog,
     Session,
     SessionBase,
@@ -352,6 +356,9 @@ CORRUPTIONS: dict[str, Callable[[list[bytes]], bytes]] = {
         ]
     ),
     "an unknown record": lambda lines: resealed([*lines[:-1], record({"surprise": 1})]),
+    "brackets nested 100,000 deep": lambda lines: resealed(
+        [*lines[:-1], b"[" * 100_000 + b"]" * 100_000 + b"\n"]
+    ),
     "version 0": lambda lines: resealed([with_version(0), *lines[1:-1]]),
     "version -1": lambda lines: resealed([with_version(-1), *lines[1:-1]]),
     "version true": lambda lines: resealed([with_version(True), *lines[1:-1]]),
@@ -526,3 +533,53 @@ def test_an_import_slower_than_the_staging_ttl_keeps_every_staged_section(
 @pytest.fixture(params=["memory", "json", "sqlite", "redis"])
 def kind(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+# -- bounded lines, and nothing left by a killed export ---------------------------------------
+
+
+def test_large_messages_export_in_lines_an_import_reads_and_a_longer_line_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from praisonsession.archive import exporting, layout
+
+    monkeypatch.setattr(layout, "MAX_LINE", 4096)
+    monkeypatch.setattr(exporting, "MAX_LINE", 4096)
+    session = Session("s", "u", store="memory://")
+    messages = [{"role": "user", "content": f"{i}:" + "x" * 900} for i in range(40)]
+    session.append_messages("chat", messages)
+    session.export(tmp_path / "a.jsonl")
+    lines = (tmp_path / "a.jsonl").read_bytes().splitlines(keepends=True)
+    assert max(map(len, lines)) <= 4096 and len(lines) > 10  # the page of 40 was split
+    copy = Session.import_archive(tmp_path / "a.jsonl", store="memory://")
+    assert copy.read_messages("chat") == messages
+    session.append_messages("chat", [{"role": "user", "content": "y" * 5000}])
+    with pytest.raises(InvalidValueError, match="at most 4,096 bytes"):
+        session.export(tmp_path / "b.jsonl")
+    assert not (tmp_path / "b.jsonl").exists()
+    (tmp_path / "c.jsonl").write_bytes(resealed([*lines[:-1], record({"x": "z" * 5000})]))
+    with pytest.raises(SessionCorruptedError, match="longer than 4,096 bytes"):
+        Session.import_archive(tmp_path / "c.jsonl", store="memory://")
+
+
+def test_a_killed_export_leaves_no_file_at_all(tmp_path: Path) -> None:
+    """The archive has no name until it is complete: SIGKILL in the middle leaves nothing."""
+    script = f"""
+import os, signal
+from praisonsession import Session
+from praisonsession.archive import exporting
+
+session = Session("s", "u", store="memory://")
+session.append_messages("chat", [{{"role": "user", "content": f"n{{i}}"}} for i in range(2000)])
+write = exporting._Writer.write
+def write_then_die(self, record):
+    write(self, record)
+    if self.lines == 3:
+        self.file.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+exporting._Writer.write = write_then_die
+session.export({str(tmp_path / "a.jsonl")!r})
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

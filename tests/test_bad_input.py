@@ -11,6 +11,7 @@ inputs.
 from __future__ import annotations
 
 import math
+import os
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -245,6 +246,27 @@ SESSION_CASES = [
 # -- mistakes made before there is a session (run once each) ----------------------------------
 
 
+def fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def exported(root: Path, destination: Callable[[], Path]) -> Any:
+    """Export a small session to ``destination``; what was there before must still be there,
+    and no partial file may be left beside it."""
+    target = destination()
+    before = sorted(p.name for p in target.parent.iterdir()) if target.parent.is_dir() else None
+    kind = target.stat().st_mode if target.exists() else None
+    session = Session("s", "u", store="memory://")
+    session.append_messages("log", [{"role": "user", "content": "hi"}])
+    try:
+        return session.export(target)
+    finally:
+        if before is not None:
+            assert sorted(p.name for p in target.parent.iterdir()) == before
+        assert (target.stat().st_mode if target.exists() else None) == kind
+
+
 def session_with(**options: Any) -> Callable[[Path], Any]:
     return lambda root: Session("s", "u", store=f"sqlite://{root}/s.db", **options)
 
@@ -408,6 +430,36 @@ GLOBAL_CASES = [
         lambda r: JSONSession("../escape", r / "j").save_path,
     ),
     Case("AsyncSession: timeout negative", InvalidValueError, lambda r: AsyncSession(timeout=-1)),
+    Case(
+        "export: to a directory",
+        InvalidValueError,
+        lambda r: exported(r, lambda: r),
+    ),
+    Case(
+        "export: into a directory that does not exist",
+        InvalidValueError,
+        lambda r: exported(r, lambda: r / "missing" / "a.jsonl"),
+    ),
+    Case(
+        "export: to a FIFO",
+        InvalidValueError,
+        lambda r: exported(r, lambda: fifo(r / "pipe")),
+    ),
+    Case(
+        "export: to a device",
+        InvalidValueError,
+        lambda r: exported(r, lambda: Path("/dev/null")),
+    ),
+    Case(
+        "import_archive: a directory",
+        InvalidValueError,
+        lambda r: Session.import_archive(r, store="memory://"),
+    ),
+    Case(
+        "import_archive: a FIFO",
+        InvalidValueError,
+        lambda r: Session.import_archive(fifo(r / "pipe"), store="memory://"),
+    ),
     Case(
         "erase_user: None (would be the default user)",
         InvalidIdError,

@@ -4,8 +4,8 @@ file (line count and SHA-256 in the end line) that comes before anything is impo
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -16,12 +16,15 @@ from ..errors import (
     UnsupportedFormatError,
 )
 from ..identifiers import check_key
-from ..json_data import check_json_data
+from ..json_data import check_json_data, decode
 
 #: Bumped when the layout changes; an archive of a newer version is refused.
 ARCHIVE_VERSION = 1
 MAGIC = "praisonsession-archive"
 PAGE = 500  # messages per line
+#: The longest line an archive may hold: an import reads one line at a time, and decoding one
+#: takes several times its size in memory. An export splits a page of large messages to fit.
+MAX_LINE = 16 * 1024 * 1024
 
 Progress = Callable[[int], None]  # told how many more messages were written or read
 
@@ -42,19 +45,45 @@ def header_record() -> dict[str, Any]:
 
 
 def lines_of(source: Any) -> Iterator[bytes]:
+    """The archive's lines, none longer than :data:`MAX_LINE` (a longer one is corruption,
+    found before it is read whole)."""
     if isinstance(source, (str, os.PathLike)):
-        try:
-            with open(source, "rb") as file:
-                yield from file
+        try:  # O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused
+            fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             raise InvalidValueError(f"There is no archive {source}.") from None
+        except IsADirectoryError:
+            raise InvalidValueError(f"{source} is a directory, not an archive.") from None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise InvalidValueError(
+                f"{source} is {kind}; an import reads a regular file (twice: to check it, "
+                "then to place it). Save the archive to a file first."
+            )
+        os.set_blocking(fd, True)
+        with open(fd, "rb") as file:
+            yield from _bounded_lines(file, source)
     elif hasattr(source, "read"):
         source.seek(0)
-        yield from source
+        yield from _bounded_lines(source, source)
     else:
         raise InvalidValueError(
             f"import_archive takes a path or a binary file, got {type(source).__name__}."
         )
+
+
+def _bounded_lines(file: Any, source: Any) -> Iterator[bytes]:
+    while True:
+        line = file.readline(MAX_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE:
+            raise SessionCorruptedError(
+                named(source), f"a line is longer than {MAX_LINE:,} bytes, which no export writes"
+            )
+        yield line
 
 
 def named(source: Any) -> str:
@@ -73,7 +102,7 @@ def verify(source: Any) -> int:
         if end is not None:
             raise SessionCorruptedError(what, f"there is data after its end (line {number + 1})")
         try:
-            record = json.loads(line)
+            record = decode(line)
         except ValueError:
             raise SessionCorruptedError(what, f"line {number + 1} is not JSON") from None
         if number == 0:
@@ -123,7 +152,7 @@ class Records:
         """The next record, left in place; None at the end."""
         if not self._peeked:
             line = next(self._lines, None)
-            record = None if line is None else json.loads(line)
+            record = None if line is None else decode(line)
             if record is not None and not isinstance(record, dict):
                 raise self.corrupt(f"a record is {type(record).__name__}, not an object")
             self._ahead = None if record is None or "end" in record else record

@@ -37,6 +37,7 @@ from ..errors import (
     RemoteServerError,
 )
 from ..execution import remaining
+from ..json_data import decode
 from ..redaction import clean_secret, is_secret_parameter, redact_text, redact_url
 from .wire import HEALTH, IDEMPOTENCY_HEADER, SERVER_NAME, decode_error, store_path
 
@@ -440,6 +441,6 @@ def _transient_answer(response: requests.Response) -> bool:
 
 def _json_or_none(response: requests.Response) -> Any:
     try:
-        return response.json()
-    except ValueError:
+        return decode(response.content)
+    except (ValueError, UnicodeDecodeError):
         return None
