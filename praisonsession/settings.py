@@ -203,6 +203,16 @@ def _env_file_names() -> list[str]:
     """Setting names a .env file sets (its PRAISONSESSION_* lines)."""
     if not os.path.isfile(ENV_FILE):
         return []
+    with open(ENV_FILE, "rb") as file:
+        raw = file.read()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # nothing of it is shown: it may hold keys
+        raise InvalidSettingError(
+            f"The {ENV_FILE} file in {os.getcwd()} is not UTF-8 text (byte {exc.start + 1} of "
+            f"{len(raw)} is not). Save it as UTF-8, or remove it.",
+            source=ENV_FILE,
+        ) from None
     from dotenv import dotenv_values  # python-dotenv, which pydantic-settings installs
 
     return [

@@ -598,6 +598,15 @@ def test_a_bad_environment_variable_is_named(
     assert variable in str(error)
 
 
+def test_a_dot_env_file_that_is_not_utf8_is_named_without_its_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_bytes(f"PRAISONSESSION_LLM_API_KEY={API_KEY}\xe9\n".encode("latin-1"))
+    error = raised_by(lambda: Session("s", store="memory://"), InvalidSettingError)
+    assert ".env" in str(error) and "UTF-8" in str(error)
+
+
 def test_a_misspelt_setting_suggests_the_right_name() -> None:
     error = raised_by(lambda: Session("s", settings={"store_ur": "memory://"}), InvalidSettingError)
     assert "'store_url'" in str(error)
