@@ -311,12 +311,17 @@ class HierarchyOperations:
                 snapshots += await self._delete(info_key(info))  # type: ignore[attr-defined]
             elif _staged_for(info.session_id, user):  # an export's copy, an import's sections
                 staging += await self._delete(info_key(info))  # type: ignore[attr-defined]
+        await self._scrub(user)
         return {
             "sessions": len(erased),
             "snapshots": snapshots,
             "staging": staging,
             "session_ids": erased,
         }
+
+    async def _scrub(self, user_id: str) -> None:
+        """After an erasure, remove what the backend still keeps of ``user_id`` beneath the
+        API: a write-ahead log, lock files, bookkeeping keys. Nothing to do by default."""
 
 
 def check_erasable_user(user_id: Any) -> str:

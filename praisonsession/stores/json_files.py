@@ -27,6 +27,7 @@ copies for forks and snapshots live in modules of their own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -51,6 +52,7 @@ from .base import Key, LogWrite, SessionBase, StoredModules, check_wait, load_st
 from .document import SessionDocument, resolve
 from .durability import check_durability
 from .file_lock import FileLock
+from .hierarchy import SNAPSHOT_OWNER
 from .json_copies import JSONCopies
 from .record import SessionInfo, check_version, now
 
@@ -428,6 +430,25 @@ class JSONSession(JSONCopies, SessionBase):
         for key in await offload(self._guarded, scan):
             count += await self._delete_if_expired(key)
         return count
+
+    async def _scrub(self, user_id: str) -> None:
+        """After an erasure: the user's lock files and crash debris go, and with them the
+        directory whose name spells the user id; the snapshots' leftover lock files too."""
+
+        def sweep(folder: Path, remove_folder: bool) -> None:
+            for lock in folder.glob("*.lock"):
+                stem = lock.name[: -len(".lock")]
+                with FileLock(lock, self.lock_timeout) as held:
+                    if (folder / f"{stem}.json").exists() or (folder / f"{stem}.logs").exists():
+                        continue  # a live session (another user's snapshot, say)
+                    (folder / f".{stem}.json.tmp").unlink(missing_ok=True)
+                    held.remove()
+            if remove_folder:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only if nothing else is left in it
+
+        await offload(self._guarded, sweep, self._user_dir(user_id), True)
+        await offload(self._guarded, sweep, self._user_dir(SNAPSHOT_OWNER), False)
 
     async def _delete_if_expired(self, key: Key) -> bool:
         def work(doc, at):

@@ -161,6 +161,9 @@ class SqliteSession(SqliteCopies, SessionBase):
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self._synchronous}")
+                # deleted rows are overwritten with zeros, not left in free space: an erased
+                # user's messages must not be readable from the file's bytes
+                conn.execute("PRAGMA secure_delete=ON")
             except sqlite3.DatabaseError as exc:
                 conn.close()
                 if _is_busy(exc):
@@ -575,6 +578,22 @@ class SqliteSession(SqliteCopies, SessionBase):
             return self._fetch_info(conn, key)
 
         return await self._write(work)
+
+    async def _scrub(self, user_id: str) -> None:
+        """After an erasure: move the zeroed pages into the file and empty the write-ahead log,
+        which still holds the erased rows as they were until a checkpoint."""
+        started, patience = time.monotonic(), remaining(self.busy_timeout)
+        while True:
+            busy, _, _ = self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return
+            if time.monotonic() - started > patience:
+                raise StoreUnavailableError(
+                    f"{self.path}: the erased rows are deleted, but another connection kept "
+                    "reading for longer than busy_timeout, so the write-ahead log still holds "
+                    "them. Close other programs using the file and erase the user again."
+                )
+            await pause(0.01)
 
     async def _purge(self) -> int:
         def work(conn: sqlite3.Connection) -> int:

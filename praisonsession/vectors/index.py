@@ -14,6 +14,7 @@ chromadb is imported on first use only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -115,6 +116,29 @@ def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> in
             removed += collection.count()
             client.delete_collection(name)
     return removed
+
+
+def scrub_embedded(directory: Path) -> None:
+    """After an erasure, leave none of the deleted texts in the embedded store's SQLite file:
+    Chroma deletes rows but not the bytes they held in free pages, nor the terms of its full
+    text index. Merging that index and rebuilding the file (``VACUUM``) removes both."""
+    import sqlite3
+
+    path = Path(directory) / "chroma.sqlite3"
+    if not path.is_file():
+        return
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        conn.execute("PRAGMA secure_delete=ON")
+        # rewrites the index without the deleted documents' terms (if Chroma has one)
+        with contextlib.suppress(sqlite3.OperationalError):
+            conn.execute(
+                "INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
+                "VALUES('optimize')"
+            )
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
 
 
 def collection_name(namespace: str, kind: str, *scope: str) -> str:
