@@ -93,10 +93,27 @@ KNOBS: dict[str, Knob] = {
         "Bearer token for session servers (Session(agent_url=...), praisonsession serve).",
         secret=True,
     ),
+    "encryption_key": Knob(
+        None,
+        "str | None",
+        "Key that encrypts every store at rest (32 bytes, urlsafe base64); default: none.",
+        secret=True,
+    ),
+    "encryption_key_file": Knob(
+        None, "str | None", "File holding encryption_key (its first line); default: none."
+    ),
 }
 
 #: Settings that may be empty, meaning "not set" (an empty variable in a .env file, say).
-_BLANK_IS_NONE = ("store_url", "vector_store_url", "llm_base_url", "llm_api_key", "remote_token")
+_BLANK_IS_NONE = (
+    "store_url",
+    "vector_store_url",
+    "llm_base_url",
+    "llm_api_key",
+    "remote_token",
+    "encryption_key",
+    "encryption_key_file",
+)
 
 
 class Settings:
@@ -121,6 +138,8 @@ class Settings:
     llm_model: str
     llm_api_key: str | None
     remote_token: str | None
+    encryption_key: str | None
+    encryption_key_file: str | None
 
     def __init__(self, **values: Any) -> None:
         _refuse_unknown({name: repr(name) for name in values}, "argument")
@@ -138,6 +157,23 @@ class Settings:
         if self.store_url:
             return self.store_url
         return f"sqlite:///{(self.data_dir / 'sessions.db').expanduser().resolve()}"
+
+    def resolved_encryption_key(self) -> str | None:
+        """``encryption_key``, or the first line of ``encryption_key_file``; None if neither."""
+        if self.encryption_key:
+            return self.encryption_key
+        if not self.encryption_key_file:
+            return None
+        try:
+            with open(Path(self.encryption_key_file).expanduser(), "rb") as file:
+                line = file.readline(1024)
+        except OSError as exc:
+            raise InvalidSettingError(
+                f"encryption_key_file {self.encryption_key_file!r} cannot be read "
+                f"({type(exc).__name__}); give a readable file that holds the key.",
+                name="encryption_key_file",
+            ) from None
+        return line.decode("ascii", "replace").strip()
 
     def as_dict(self) -> dict[str, Any]:
         """Every knob and its value (the API key included: handle with care)."""

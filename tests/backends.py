@@ -19,7 +19,9 @@ BACKENDS = ["memory", "json", "sqlite"]  # the facade tests (test_session.py) ru
 STORE_BACKENDS = [*BACKENDS, "redis"]  # every backend, each with a URL
 #: The store conformance suites run on every backend, and on a wrapper (``counting_store.py``,
 #: over SQLite) that uses only the public backend protocol.
-CONFORMANCE_BACKENDS = [*STORE_BACKENDS, "wrapped"]
+CONFORMANCE_BACKENDS = [*STORE_BACKENDS, "wrapped", "encrypted"]
+#: The key of the "encrypted" backend (an EncryptedStore over a JSON store).
+ENCRYPTION_KEY = "bXktdGVzdC1rZXktb2YtMzItYnl0ZXMtZXhhY3RseSE="
 PERSISTENT = ["json", "sqlite", "redis"]
 
 #: The test session's redis-server (``redis://127.0.0.1:PORT/0``), set by the ``redis_url``
@@ -169,6 +171,10 @@ def make_store(kind: str, root: Path, **options: Any) -> SessionBase:
         return open_store(redis_store_url(root), **options)
     if kind == "wrapped":
         return CountingStore(SqliteSession(root / "wrapped-store" / "sessions.db", **options))
+    if kind == "encrypted":
+        from praisonsession import EncryptedStore
+
+        return EncryptedStore(JSONSession(root / "encrypted-store", **options), ENCRYPTION_KEY)
     return SqliteSession(root / "sqlite-store" / "sessions.db", **options)
 
 
@@ -179,6 +185,7 @@ def kind_of(store: SessionBase) -> str:
         "SqliteSession": "sqlite",
         "RedisSession": "redis",
         "CountingStore": "wrapped",
+        "EncryptedStore": "encrypted",
     }[type(store).__name__]
 
 

@@ -17,12 +17,14 @@ from .record import FORMAT_VERSION, Key, SessionContents, SessionInfo
 from .urls import open_store
 
 if TYPE_CHECKING:
+    from .encrypted import EncryptedStore
     from .json_files import JSONSession
     from .memory import InMemorySession
     from .redis import RedisSession
     from .sqlite import SqliteSession
 
 _BACKENDS = {
+    "EncryptedStore": ".encrypted",
     "InMemorySession": ".memory",
     "JSONSession": ".json_files",
     "RedisSession": ".redis",
@@ -32,6 +34,7 @@ _BACKENDS = {
 __all__ = [
     "FORMAT_VERSION",
     "UNSET",
+    "EncryptedStore",
     "InMemorySession",
     "JSONSession",
     "Key",
