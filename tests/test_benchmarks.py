@@ -50,3 +50,13 @@ def test_bench_hierarchy_prints_every_operation_on_every_store(tmp_path: Path) -
         for op in ("fork", "snapshot", "restore", "export", "import"):
             assert f"| {store} | {op} |" in out
     assert "| sqlite | 10,000 |" in out and "| redis | 10,000 |" in out
+
+
+@pytest.mark.slow
+def test_bench_encryption_prints_each_store_encrypted_and_not_beside_raw_sqlite(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_encryption.py", "--quick", cwd=tmp_path)
+    for store in ("SQLite", "JSON"):
+        assert f"| {store} | " in out
+    assert "raw SQLite insert" in out and "compare-and-set" in out
