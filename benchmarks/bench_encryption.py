@@ -54,23 +54,26 @@ def turn(i: int) -> list[dict[str, Any]]:
     ]
 
 
-def time_turns(store: Any, turns: int) -> float:
-    """Median seconds of one saved turn; checks the store holds every message afterwards."""
-    session = Session("bench", "u", store=store)
-    chat = Chat()
-    times = []
+def time_turns(stores: list[Any], turns: int) -> list[float]:
+    """Median seconds of one saved turn on each store, the stores taking turns (so that a
+    change in the machine's load weighs on each alike); checks every message was kept."""
+    sessions = [Session("bench", "u", store=store) for store in stores]
+    chats = [Chat() for _ in stores]
+    times: list[list[float]] = [[] for _ in stores]
     for i in range(turns):
-        for message in turn(i):
-            chat.history.append(message)
-        chat.turns += 1
-        started = time.perf_counter()
-        session.save_modules(chat=chat)
-        times.append(time.perf_counter() - started)
-    check = Chat()
-    Session("bench", "u", store=store).load_modules(chat=check)
-    if len(check.history) != 2 * turns or check.turns != turns:
-        raise SystemExit(f"lost a turn: {len(check.history)} messages, {check.turns} turns")
-    return statistics.median(times)
+        for session, chat, spent in zip(sessions, chats, times, strict=True):
+            for message in turn(i):
+                chat.history.append(message)
+            chat.turns += 1
+            started = time.perf_counter()
+            session.save_modules(chat=chat)
+            spent.append(time.perf_counter() - started)
+    for store in stores:
+        check = Chat()
+        Session("bench", "u", store=store).load_modules(chat=check)
+        if len(check.history) != 2 * turns or check.turns != turns:
+            raise SystemExit(f"lost a turn: {len(check.history)} messages, {check.turns} turns")
+    return [statistics.median(spent) for spent in times]
 
 
 def time_increments(store: Any, count: int) -> float:
@@ -120,8 +123,10 @@ def main() -> None:
             ("SQLite", lambda d: SqliteSession(d / "s.db")),
             ("JSON", lambda d: JSONSession(d / "j")),
         ):
-            plain = time_turns(make(root / f"{name}-plain"), turns)
-            sealed = time_turns(EncryptedStore(make(root / f"{name}-sealed"), KEY), turns)
+            plain, sealed = time_turns(
+                [make(root / f"{name}-plain"), EncryptedStore(make(root / f"{name}-sealed"), KEY)],
+                turns,
+            )
             inc_plain = time_increments(make(root / f"{name}-inc-plain"), turns)
             inc_sealed = time_increments(
                 EncryptedStore(make(root / f"{name}-inc-sealed"), KEY), turns
