@@ -112,6 +112,8 @@ def test_forks_snapshots_and_archives_keep_working(plain: SessionBase, tmp_path:
     snapshot = session.snapshot(f"label {SECRET}")
     session.set_state("secret", "changed")
     assert contents(fork) == EXPECTED
+    reopened = Session("child", "v", store=EncryptedStore(plain, KEY))  # opening merges, keeps
+    assert contents(reopened) == EXPECTED  # the key of the session it was copied from
     session.restore(snapshot)
     assert contents(session) == EXPECTED
     assert session.snapshots()[0].label == f"label {SECRET}"
@@ -222,3 +224,64 @@ def test_increments_and_appends_stay_exact_under_many_processes(
     assert str(Session("shared", "u", store=shared_url).get_state("hits")).startswith("psenc1:")
     session.close()
     assert json.dumps(os.environ.get("PRAISONSESSION_ENCRYPTION_KEY")) == "null"
+
+
+def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
+    plain: SessionBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from praisonsession.stores import encrypted
+
+    for n in range(6):
+        fill(sealed_session(plain, f"s{n}"))
+    sealed_session(plain, "s0").fork("child", user_id="v")
+    sealed_session(plain, "s0").snapshot(f"label {SECRET}")
+
+    writes = 0
+    real = EncryptedStore.write_modules
+
+    async def crash_on_the_fourth(self: Any, *args: Any) -> Any:
+        nonlocal writes
+        writes += 1
+        if writes == 4:
+            raise OSError("the disk failed")  # as a crash would stop it, halfway
+        return await real(self, *args)
+
+    monkeypatch.setattr(EncryptedStore, "write_modules", crash_on_the_fourth)
+    with pytest.raises(OSError, match="disk failed"):
+        runtime.run(encrypted.rekey(plain, KEY, OTHER_KEY))
+    monkeypatch.setattr(EncryptedStore, "write_modules", real)
+    both = EncryptedStore(plain, OTHER_KEY, old_keys=(KEY,))
+    for n in range(6):  # half old, half new: all of it opens with the two keys
+        assert contents(Session(f"s{n}", "u", store=both)) == EXPECTED
+
+    from click.testing import CliRunner
+
+    from praisonsession.cli import main
+
+    (tmp_path / "old.key").write_text(KEY + "\n")
+    (tmp_path / "new.key").write_text(OTHER_KEY + "\n")
+    if isinstance(plain, type(make_store("memory", tmp_path))):
+        runtime.run(encrypted.rekey(plain, KEY, OTHER_KEY))
+    else:
+        result = CliRunner().invoke(
+            main,
+            [
+                "rekey",
+                "--old-key-file",
+                str(tmp_path / "old.key"),
+                "--new-key-file",
+                str(tmp_path / "new.key"),
+                "--store",
+                plain.url,
+                "--yes",
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        assert "Sealed 8 sessions" in result.output  # six, the fork and the snapshot
+    for n in range(6):
+        assert contents(sealed_session(plain, f"s{n}", key=OTHER_KEY)) == EXPECTED
+    assert contents(Session("child", "v", store=EncryptedStore(plain, OTHER_KEY))) == EXPECTED
+    only_new = sealed_session(plain, "s0", key=OTHER_KEY)
+    assert only_new.snapshots()[0].label == f"label {SECRET}"
+    with pytest.raises(DecryptionError):
+        sealed_session(plain, "s1").get_state("secret")  # the old key opens nothing now

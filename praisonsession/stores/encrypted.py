@@ -36,9 +36,10 @@ from ..execution import pause
 from ..json_data import add_numbers, decode, dumps
 from .backend import LogWrite, StoredModules
 from .base import SessionBase
+from .hierarchy import SNAPSHOT_OWNER
 from .record import Key, SessionContents, SessionInfo
 
-__all__ = ["ORIGIN", "EncryptedStore", "load_key"]
+__all__ = ["ORIGIN", "EncryptedStore", "load_key", "rekey"]
 
 #: Metadata naming the session whose key seals a record's values (a copy keeps its source's).
 ORIGIN = "\x1eencrypted_by"
@@ -81,14 +82,18 @@ def _aead() -> Any:
 class EncryptedStore(SessionBase):
     """A store that keeps ``inner``'s data sealed; use it as any store."""
 
-    def __init__(self, inner: SessionBase, key: str | bytes) -> None:
+    def __init__(
+        self, inner: SessionBase, key: str | bytes, *, old_keys: tuple[str | bytes, ...] = ()
+    ) -> None:
+        """``old_keys`` are tried, after ``key``, to open what was sealed before a rotation;
+        everything is written with ``key``."""
         super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
         self.inner = inner
         self.url = inner.url
         self.runs_inline = inner.runs_inline
-        self._master = load_key(key)
+        self._masters = [load_key(key), *(load_key(k, "an old key") for k in old_keys)]
         self._aead = _aead()
-        self._ciphers: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._ciphers: OrderedDict[tuple[int, str, str], Any] = OrderedDict()
         self._origins: OrderedDict[Key, tuple[str, str]] = OrderedDict()
 
     def __repr__(self) -> str:
@@ -96,15 +101,15 @@ class EncryptedStore(SessionBase):
 
     # -- sealing -------------------------------------------------------------------------
 
-    def _cipher(self, origin: tuple[str, str]) -> Any:
-        cipher = self._ciphers.get(origin)
+    def _cipher(self, origin: tuple[str, str], which: int = 0) -> Any:
+        cipher = self._ciphers.get((which, *origin))
         if cipher is None:
             from cryptography.hazmat.primitives import hashes
             from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
             info = b"praisonsession session key\x00" + "\x00".join(origin).encode("utf-8")
-            derived = HKDF(hashes.SHA256(), 32, None, info).derive(self._master)
-            cipher = self._ciphers[origin] = self._aead(derived)
+            derived = HKDF(hashes.SHA256(), 32, None, info).derive(self._masters[which])
+            cipher = self._ciphers[(which, *origin)] = self._aead(derived)
             if len(self._ciphers) > _KEYS_REMEMBERED:
                 self._ciphers.popitem(last=False)
         return cipher
@@ -122,14 +127,19 @@ class EncryptedStore(SessionBase):
             raise DecryptionError(what, "it is not encrypted: refused rather than trusted")
         try:
             raw = base64.urlsafe_b64decode(value[len(_PREFIX) :])
-            plain = self._cipher(origin).decrypt(
-                raw[:_NONCE], raw[_NONCE:], _bound(origin, kind, name)
-            )
-        except Exception:  # InvalidTag, bad base64, too short: all mean "not ours as it is"
-            raise DecryptionError(
-                what, "it does not open with this key: altered, moved, or another key"
-            ) from None
-        return decode(plain)
+        except (binascii.Error, ValueError):
+            raw = b""
+        for which in range(len(self._masters)):
+            try:
+                plain = self._cipher(origin, which).decrypt(
+                    raw[:_NONCE], raw[_NONCE:], _bound(origin, kind, name)
+                )
+            except Exception:  # InvalidTag, too short: "not ours as it is" with this key
+                continue
+            return decode(plain)
+        raise DecryptionError(
+            what, "it does not open with this key: altered, moved, or another key"
+        )
 
     async def _origin(self, key: Key) -> tuple[str, str]:
         """The session whose key seals ``key``'s values: its own, or its copy source's."""
@@ -165,8 +175,12 @@ class EncryptedStore(SessionBase):
         await self.inner.close()
 
     async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
-        origin = (key.user_id, key.session_id)
-        sealed = {**self._seal_metadata(origin, metadata), ORIGIN: list(origin)}
+        """Create, or merge into a live record (whose origin, a copy's source, is kept)."""
+        held = await self.inner.read_record(key)
+        origin = _origin_of(held, key)
+        sealed = self._seal_metadata(origin, metadata)
+        if held is None:
+            sealed[ORIGIN] = list(origin)
         info = await self.inner.create_record(key, ttl, sealed)
         return self._open_info(info)
 
@@ -345,3 +359,35 @@ def _origin_of(info: SessionInfo | None, key: Key) -> tuple[str, str]:
     if isinstance(found, list) and len(found) == 2 and all(isinstance(x, str) for x in found):
         return (found[0], found[1])
     return (key.user_id, key.session_id)
+
+
+async def rekey(store: SessionBase, old_key: str, new_key: str) -> int:
+    """Seal everything in ``store`` (a plain store, not an ``EncryptedStore``) with ``new_key``;
+    the number of sessions rewritten.
+
+    Crash-safe by being resumable: every value is rewritten on its own, and a value sealed with
+    either key opens during the rotation, so a run cut short leaves a store that the next run
+    (with the same two keys) finishes. Run it while no program writes to the store: a message
+    appended between a log's read and its rewrite would be lost.
+    """
+    sealed = EncryptedStore(store, new_key, old_keys=(old_key,))
+    done = 0
+    for owner in sorted(await store.list_record_owners() | {SNAPSHOT_OWNER}):
+        for info in await sealed._all_sessions(owner):
+            key = Key(owner, info.session_id)
+            contents = await sealed.read_record_contents(key)
+            if contents is None:
+                continue  # it expired or went meanwhile
+            if contents.info.metadata:
+                await sealed.merge_record_metadata(key, dict(contents.info.metadata))
+            await sealed.patch_record_state(key, contents.state, [], True, None, False)
+            stored = await sealed.read_modules(key, list(contents.modules))
+            documents = {} if stored is None else stored.documents
+            paths = set(contents.logs) | set({} if stored is None else stored.logs)
+            writes = [
+                LogWrite(path, await sealed.read_log(key, path, 0, None), None)
+                for path in sorted(paths)
+            ]
+            await sealed.write_modules(key, documents, writes)
+            done += 1
+    return done
