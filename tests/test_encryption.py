@@ -285,3 +285,22 @@ def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
     assert only_new.snapshots()[0].label == f"label {SECRET}"
     with pytest.raises(DecryptionError):
         sealed_session(plain, "s1").get_state("secret")  # the old key opens nothing now
+
+
+def test_memory_and_knowledge_texts_are_sealed_and_still_found(tmp_path: Path) -> None:
+    settings = {"data_dir": str(tmp_path / "data"), "encryption_key": KEY}
+    session = Session("s", "u", store=f"sqlite://{tmp_path}/s.db", settings=settings)
+    session.add_memory(f"Ada keeps her passport number {SECRET} in the blue folder")
+    session.add_knowledge(f"The meeting about {SECRET} is on Friday in room 4.")
+    (hit,) = session.search_memory("where is the passport", limit=1)
+    assert hit["text"] == f"Ada keeps her passport number {SECRET} in the blue folder"
+    assert SECRET in session.search_knowledge("when is the meeting", limit=1)[0]["text"]
+    session.close()
+    stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert SECRET.encode() not in stored and b"passport" not in stored
+    other = {"data_dir": str(tmp_path / "other")}
+    Session("s", "u", store="memory://", settings=other).add_memory(f"plain {SECRET}")
+    sealed = Session("s", "u", store="memory://", settings={**other, "encryption_key": KEY})
+    with pytest.raises(DecryptionError, match="not encrypted") as caught:
+        sealed.search_memory("plain")  # a text stored without the key is refused, not trusted
+    assert SECRET not in str(caught.value)

@@ -28,12 +28,12 @@ from typing import Any
 from ..errors import (
     ConflictError,
     DecryptionError,
-    InvalidSettingError,
     MissingDependencyError,
     SessionNotFoundError,
 )
 from ..execution import pause
 from ..json_data import add_numbers, decode, dumps
+from ..sealing import load_key
 from .backend import LogWrite, StoredModules
 from .base import SessionBase
 from .hierarchy import SNAPSHOT_OWNER
@@ -47,25 +47,6 @@ _PREFIX = "psenc1:"
 _NONCE = 12
 _KEYS_REMEMBERED = 4096
 _MAX_INCREMENT_RETRIES = 1000
-
-
-def load_key(key: str | bytes, where: str = "encryption_key") -> bytes:
-    """The 32 raw bytes of a urlsafe-base64 key; a typed error that never shows the key."""
-    if isinstance(key, str):
-        key = key.strip().encode("ascii", "replace")
-    if not isinstance(key, bytes):
-        raise InvalidSettingError(f"{where} must be a str, got {type(key).__name__}.", name=where)
-    try:
-        raw = base64.urlsafe_b64decode(key.strip())
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != 32:
-        raise InvalidSettingError(
-            f"{where} is not a urlsafe-base64 key of 32 bytes. Make one with: python -c "
-            '"import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())"',
-            name=where,
-        )
-    return raw
 
 
 def _aead() -> Any:
