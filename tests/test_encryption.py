@@ -21,6 +21,7 @@ from praisonsession import (
     DecryptionError,
     EncryptedStore,
     InvalidSettingError,
+    InvalidValueError,
     Session,
     SessionBase,
     StateModule,
@@ -118,6 +119,10 @@ def test_forks_snapshots_and_archives_keep_working(plain: SessionBase, tmp_path:
     assert contents(session) == EXPECTED
     assert session.snapshots()[0].label == f"label {SECRET}"
     session.export(tmp_path / "a.jsonl")
+    archive = (tmp_path / "a.jsonl").read_bytes()
+    assert SECRET.encode() not in archive and b'"sealed":true' in archive.splitlines()[0]
+    with pytest.raises(InvalidValueError, match="is encrypted"):
+        Session.import_archive(tmp_path / "a.jsonl", store=make_store("memory", tmp_path))
     imported = Session.import_archive(
         tmp_path / "a.jsonl", store=EncryptedStore(plain, KEY), session_id="copy"
     )

@@ -22,13 +22,20 @@ __all__ = ["export_session"]
 
 
 class _Writer:
-    def __init__(self, file: IO[bytes]) -> None:
+    def __init__(self, file: IO[bytes], sealer: Any = None) -> None:
         self.file = file
         self.digest = hashlib.sha256()
         self.lines = 0
+        self.sealer = sealer  # a TextSealer: every record after the header goes sealed
+
+    def _line(self, record: dict[str, Any]) -> bytes:
+        text = dumps(record)
+        if self.sealer is not None and self.lines > 0:  # bound to its line: none can move
+            text = dumps({"sealed": self.sealer.seal("archive", str(self.lines), text)})
+        return text.encode("utf-8") + b"\n"
 
     def write(self, record: dict[str, Any]) -> None:
-        line = dumps(record).encode("utf-8") + b"\n"
+        line = self._line(record)
         if len(line) > MAX_LINE and "messages" in record and len(record["messages"]) > 1:
             half = len(record["messages"]) // 2  # pages only need to add up to the log's count
             self.write({"messages": record["messages"][:half]})
@@ -67,8 +74,9 @@ async def export_session(
     await store.copy_record(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
     try:
         with _opened(destination) as file:
-            writer = _Writer(file)
-            writer.write(header_record())
+            sealer = getattr(store, "archive_sealer", lambda: None)()
+            writer = _Writer(file, sealer)
+            writer.write(header_record(sealed=sealer is not None))
             messages = await _write_session(store, copy, writer, info, progress, staging)
             await staging.remove()  # written: the snapshots are read where they are
             snapshots = await store.list_snapshots(key.session_id, key.user_id)

@@ -37,7 +37,7 @@ async def import_session(
     memory it would refuse refuses the archive before anything is placed.
     """
     verify(source)
-    records = Records(source)
+    records = Records(source, getattr(store, "archive_sealer", lambda: None)())
     records.take("archive", dict)
     archived = SessionInfo.from_json(records.take("session", dict), f"{records.what}'s session")
     records.check_data(dict(archived.metadata), "the session's metadata")

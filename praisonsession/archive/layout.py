@@ -40,8 +40,12 @@ class ArchiveSummary(NamedTuple):
     lines: int
 
 
-def header_record() -> dict[str, Any]:
-    return {"archive": {"format": MAGIC, "version": ARCHIVE_VERSION}}
+def header_record(sealed: bool = False) -> dict[str, Any]:
+    """The first line; ``sealed``: every other record is encrypted (``{"sealed": ...}``)."""
+    header: dict[str, Any] = {"format": MAGIC, "version": ARCHIVE_VERSION}
+    if sealed:
+        header["sealed"] = True
+    return {"archive": header}
 
 
 def lines_of(source: Any) -> Iterator[bytes]:
@@ -139,11 +143,15 @@ class Records:
     was written, not that an export wrote it (a hand-made file can be sealed too), so every
     record is checked to be what an export puts there: anything else is corruption."""
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, sealer: Any = None) -> None:
+        """``sealer`` (a ``TextSealer``) opens the records of an archive exported sealed."""
         self.what = named(source)
         self._lines = lines_of(source)
         self._ahead: Any = None
         self._peeked = False
+        self._sealer = sealer
+        self._sealed = False
+        self._number = -1
 
     def corrupt(self, detail: str) -> SessionCorruptedError:
         return SessionCorruptedError(self.what, detail)
@@ -152,12 +160,31 @@ class Records:
         """The next record, left in place; None at the end."""
         if not self._peeked:
             line = next(self._lines, None)
+            self._number += 1
             record = None if line is None else decode(line)
             if record is not None and not isinstance(record, dict):
                 raise self.corrupt(f"a record is {type(record).__name__}, not an object")
+            if self._number == 0 and record is not None:
+                self._sealed = (record.get("archive") or {}).get("sealed") is True
+                if self._sealed and self._sealer is None:
+                    raise InvalidValueError(
+                        f"{self.what} is encrypted: import it into a store opened with the "
+                        "encryption_key it was exported with."
+                    )
+            elif self._sealed and record is not None and "end" not in record:
+                record = self._open(record)
             self._ahead = None if record is None or "end" in record else record
             self._peeked = True
         return self._ahead
+
+    def _open(self, record: dict[str, Any]) -> dict[str, Any]:
+        sealed = record.get("sealed")
+        if set(record) != {"sealed"} or not isinstance(sealed, str):
+            raise self.corrupt(f"line {self._number + 1} is not encrypted like the rest")
+        opened = decode(self._sealer.open("archive", str(self._number), sealed))
+        if not isinstance(opened, dict):
+            raise self.corrupt(f"a record is {type(opened).__name__}, not an object")
+        return opened
 
     def next(self) -> dict[str, Any] | None:
         record = self.peek()

@@ -33,7 +33,7 @@ from ..errors import (
 )
 from ..execution import pause
 from ..json_data import add_numbers, decode, dumps
-from ..sealing import load_key
+from ..sealing import TextSealer, load_key
 from .backend import LogWrite, StoredModules
 from .base import SessionBase
 from .hierarchy import SNAPSHOT_OWNER
@@ -79,6 +79,10 @@ class EncryptedStore(SessionBase):
 
     def __repr__(self) -> str:
         return f"EncryptedStore({self.inner!r})"
+
+    def archive_sealer(self) -> TextSealer:
+        """What seals an archive exported from this store (and opens one imported into it)."""
+        return TextSealer(self._masters[0])
 
     # -- sealing -------------------------------------------------------------------------
 
