@@ -309,3 +309,20 @@ def test_memory_and_knowledge_texts_are_sealed_and_still_found(tmp_path: Path) -
     with pytest.raises(DecryptionError, match="not encrypted") as caught:
         sealed.search_memory("plain")  # a text stored without the key is refused, not trusted
     assert SECRET not in str(caught.value)
+
+
+def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_path: Path) -> None:
+    import hashlib
+
+    session = sealed_session(plain)
+    fill(session)
+    session.export(tmp_path / "a.jsonl")
+    lines = (tmp_path / "a.jsonl").read_bytes().splitlines(keepends=True)
+    body = [lines[0], lines[2], lines[1], *lines[3:-1]]  # two sealed lines swapped
+    end = {"end": {"lines": len(body), "sha256": hashlib.sha256(b"".join(body)).hexdigest()}}
+    (tmp_path / "b.jsonl").write_bytes(b"".join(body) + json.dumps(end).encode() + b"\n")
+    with pytest.raises(DecryptionError):  # the digest matches; each line is bound to its place
+        Session.import_archive(
+            tmp_path / "b.jsonl", store=EncryptedStore(plain, KEY), session_id="x"
+        )
+    assert runtime.run(plain.read_record(plain.record_key("x", "u"))) is None
