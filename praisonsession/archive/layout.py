@@ -71,7 +71,10 @@ def lines_of(source: Any) -> Iterator[bytes]:
             yield from _bounded_lines(file, source)
     elif hasattr(source, "read"):
         source.seek(0)
-        yield from _bounded_lines(source, source)
+        for line in source:  # a file given open: as it iterates (a pipe's reader, a test's)
+            if len(line) > MAX_LINE:
+                raise _too_long(source)
+            yield line
     else:
         raise InvalidValueError(
             f"import_archive takes a path or a binary file, got {type(source).__name__}."
@@ -84,10 +87,14 @@ def _bounded_lines(file: Any, source: Any) -> Iterator[bytes]:
         if not line:
             return
         if len(line) > MAX_LINE:
-            raise SessionCorruptedError(
-                named(source), f"a line is longer than {MAX_LINE:,} bytes, which no export writes"
-            )
+            raise _too_long(source)
         yield line
+
+
+def _too_long(source: Any) -> SessionCorruptedError:
+    return SessionCorruptedError(
+        named(source), f"a line is longer than {MAX_LINE:,} bytes, which no export writes"
+    )
 
 
 def named(source: Any) -> str:
