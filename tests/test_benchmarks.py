@@ -73,3 +73,13 @@ def test_bench_long_conversations_keeps_facts_within_budget_in_quick_mode(tmp_pa
     assert cells[1] == "30 (7)" and cells[2] == "12"  # facts (corrected), questions
     assert float(cells[3].rstrip("%")) >= 90  # fact present in the request when asked
     assert cells[6].startswith("0 of 60")  # no request over budget
+
+
+@pytest.mark.slow
+def test_bench_encryption_prints_each_store_encrypted_and_not_beside_raw_sqlite(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_encryption.py", "--quick", cwd=tmp_path)
+    for store in ("SQLite", "JSON"):
+        assert f"| {store} | " in out
+    assert "raw SQLite insert" in out and "compare-and-set" in out
