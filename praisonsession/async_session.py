@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .recall import Recall
     from .remote.client import RemoteClient
     from .settings import Settings
-    from .state.module import StateModule
+    from .state.protocol import Stateful
 
 __all__ = ["MEMORY_TYPES", "AsyncSession"]
 
@@ -307,8 +307,9 @@ class AsyncSession(SessionTree):
 
     # -- your own state modules -----------------------------------------------------------
 
-    async def save_modules(self, **modules: StateModule) -> None:
-        """Persist StateModules (agents, memories, your classes) with this session.
+    async def save_modules(self, **modules: Stateful) -> None:
+        """Persist state modules with this session: ours, AgentScope's agents, memories and
+        toolkits, or any object with ``state_dict()`` and ``load_state_dict()``.
 
         Message logs inside them are appended to, not rewritten, when only appended to.
         """
@@ -317,7 +318,7 @@ class AsyncSession(SessionTree):
             self._store.save_session_state(self._session_id, self._user_id, **modules),
         )
 
-    async def load_modules(self, **modules: StateModule) -> None:
+    async def load_modules(self, **modules: Stateful) -> None:
         """Load StateModules saved under the same names; names never saved are left as they are."""
         await self._call(
             "load_modules",
@@ -326,7 +327,7 @@ class AsyncSession(SessionTree):
             ),
         )
 
-    async def refresh_modules(self, **modules: StateModule) -> int:
+    async def refresh_modules(self, **modules: Stateful) -> int:
         """Take into the modules' message logs the messages other processes appended since they
         were saved or loaded here; returns how many came in."""
         return await self._call(

@@ -45,9 +45,9 @@ from ..errors import (
 from ..execution import offload
 from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
-from ..state.module import StateModule
+from ..state.protocol import check_modules
 from .agentscope_files import adoptable, bound_file, read_modules, serialise_modules
-from .base import Key, LogWrite, SessionBase, StoredModules, load_states
+from .base import Key, LogWrite, SessionBase, StoredModules, load_states, snapshot
 from .document import SessionDocument, resolve
 from .durability import check_durability
 from .file_lock import FileLock
@@ -110,7 +110,7 @@ class JSONSession(JSONCopies, SessionBase):
     # -- AgentScope's bound API: its own file format, at save_path ---------------------------
 
     async def save_session_state(
-        self, session_id: str | None = None, user_id: str = "", **state_modules: StateModule
+        self, session_id: str | None = None, user_id: str = "", **state_modules: Any
     ) -> None:
         if session_id is None and self.session_id is not None and not user_id:
             return await self._save_bound(state_modules)
@@ -121,7 +121,7 @@ class JSONSession(JSONCopies, SessionBase):
         session_id: str | None = None,
         user_id: str = "",
         allow_not_exist: bool = True,
-        **state_modules: StateModule,
+        **state_modules: Any,
     ) -> None:
         if session_id is None and self.session_id is not None and not user_id:
             return await self._load_bound(allow_not_exist, state_modules)
@@ -129,14 +129,9 @@ class JSONSession(JSONCopies, SessionBase):
             session_id, user_id, allow_not_exist, **state_modules
         )
 
-    async def _save_bound(self, modules: dict[str, StateModule]) -> None:
-        for name, module in modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"save_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
-        states = {name: module.state_dict() for name, module in modules.items()}
+    async def _save_bound(self, modules: dict[str, Any]) -> None:
+        check_modules("save_session_state", modules)
+        states = {name: snapshot(module, name) for name, module in modules.items()}
         path = Path(self.save_path)
 
         def write() -> None:
@@ -148,14 +143,9 @@ class JSONSession(JSONCopies, SessionBase):
 
         await offload(self._guarded, write)
 
-    async def _load_bound(self, allow_not_exist: bool, modules: dict[str, StateModule]) -> None:
+    async def _load_bound(self, allow_not_exist: bool, modules: dict[str, Any]) -> None:
         path = Path(self.save_path)
-        for name, module in modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"load_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
+        check_modules("load_session_state", modules)
 
         def read() -> dict[str, Any] | None:
             return read_modules(path) if path.is_file() else None
