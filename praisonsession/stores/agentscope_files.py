@@ -18,12 +18,41 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import AmbiguousLegacyDataError, InvalidIdError, SessionCorruptedError
+from ..errors import (
+    AmbiguousLegacyDataError,
+    InvalidIdError,
+    InvalidValueError,
+    SessionCorruptedError,
+)
 from ..identifiers import DEFAULT_USER
 from ..json_data import dumps, loads
 from .record import Key
 
-__all__ = ["agentscope_name", "owners_of", "read_modules", "safe_file", "serialise_modules"]
+__all__ = [
+    "LAYOUTS",
+    "agentscope_name",
+    "check_layout",
+    "check_owner",
+    "layout_file",
+    "owners_of",
+    "read_modules",
+    "record_owner",
+    "safe_file",
+    "serialise_modules",
+]
+
+#: ``layout=`` of the JSON and Redis stores: this library's own (isolated, append-only logs)
+#: or AgentScope's (its file names and keys, so that AgentScope reads what was saved).
+LAYOUTS = ("native", "agentscope")
+
+
+def check_layout(layout: Any) -> str:
+    if layout not in LAYOUTS:
+        raise InvalidValueError(
+            f"layout must be 'native' (this library's files and keys) or 'agentscope' "
+            f"(AgentScope's own, so that AgentScope loads what is saved), got {layout!r}."
+        )
+    return str(layout)
 
 
 def agentscope_name(key: Key) -> str:
@@ -102,3 +131,48 @@ def serialise_modules(modules: dict[str, Any]) -> bytes:
     """The bytes of an AgentScope file: exactly ``{name: state_dict}``, nothing else, so that
     ``json.load`` shows what AgentScope's tutorial shows and AgentScope reads it back."""
     return dumps(modules).encode("utf-8")
+
+
+def layout_file(save_dir: Path, key: Key) -> Path:
+    """The file AgentScope 1.0.x keeps ``key`` in, for the store's AgentScope layout."""
+    path = safe_file(save_dir, agentscope_name(key))
+    if path is None:
+        raise InvalidIdError(
+            f"Session {key.session_id!r} of user {key.user_id!r} cannot have an AgentScope "
+            "session file: its name would leave save_dir, start with a dot or be too long. "
+            "Use ids that are plain file names, or the native layout (layout='native')."
+        )
+    return path
+
+
+def _owner_file(path: Path) -> Path:
+    return path.with_name(f".{path.name}.owner")
+
+
+def check_owner(path: Path, key: Key) -> None:
+    """Refuse ``key`` the file ``path`` when this library saved another (user, session) pair
+    there: AgentScope's names cannot tell them apart, so one would read the other's data."""
+    try:
+        owner = loads(_owner_file(path).read_bytes(), f"owner of {path}")
+    except FileNotFoundError:
+        return
+    if owner == [key.user_id, key.session_id]:
+        return
+    user, session = owner if isinstance(owner, list) and len(owner) == 2 else ("?", "?")
+    raise AmbiguousLegacyDataError(
+        f"The AgentScope session file {path} holds session {session!r} of user {user!r}, and "
+        f"AgentScope's naming gives session {key.session_id!r} of user {key.user_id!r} the same "
+        "file, so it is neither read nor overwritten for them. Keep one of the two in the "
+        "native layout (JSONSession(save_dir) without layout='agentscope'), or move it to "
+        "an unambiguous id: a session id without '_' for the default user, or a user id "
+        "without '_' (praisonsession fork / export + import copy a session to a new id)."
+    )
+
+
+def record_owner(path: Path, key: Key) -> None:
+    """Remember which (user, session) pair saved ``path`` (see :func:`check_owner`)."""
+    owner = _owner_file(path)
+    if not owner.is_file():  # written aside, then renamed: a reader never sees half of it
+        partial = owner.with_name(owner.name + ".tmp")
+        partial.write_bytes(dumps([key.user_id, key.session_id]).encode("utf-8"))
+        os.replace(partial, owner)
