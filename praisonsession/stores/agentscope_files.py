@@ -96,7 +96,8 @@ def adoptable(save_dir: Path, key: Key) -> Path | None:
             f"{', '.join(f'session {o.session_id!r} of user {o.user_id!r}' for o in owners)}"
             " (AgentScope's file names do not tell them apart), so it was not imported. Import "
             "it for the right one explicitly: JSONSession(save_dir).import_agentscope("
-            f"{name!r}, session_id=..., user_id=...), then move the file away."
+            f"{name!r}, session_id=..., user_id=...), then move the file away; or keep "
+            "using AgentScope's files as they are: JSONSession(save_dir, layout='agentscope')."
         )
     return path
 
