@@ -34,6 +34,7 @@ __all__ = [
     "check_layout",
     "check_owner",
     "layout_file",
+    "module_states",
     "owners_of",
     "read_modules",
     "record_owner",
@@ -177,3 +178,23 @@ def record_owner(path: Path, key: Key) -> None:
         partial = owner.with_name(owner.name + ".tmp")
         partial.write_bytes(dumps([key.user_id, key.session_id]).encode("utf-8"))
         os.replace(partial, owner)
+
+
+def module_states(documents: dict[str, Any], logs: dict[str, list[Any]]) -> dict[str, Any]:
+    """Stored module documents with their message logs put back where each log's dotted path
+    says, as ``state_dict()`` returned them: the content of an AgentScope session file."""
+    states = dict(documents)
+    for path, messages in logs.items():
+        name, *parts = path.split(".")
+        if name not in states:
+            continue
+        if not parts:
+            if states[name] == {}:
+                states[name] = {"messages": messages}
+            continue
+        node = states[name]
+        for part in parts[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(parts[-1]) == {}:
+            node[parts[-1]] = {"messages": messages}
+    return states
