@@ -139,15 +139,23 @@ class Session:
 
     @property
     def memory(self) -> MemoryView:
-        """PraisonAI's ``session.memory``: ``session.memory.search_long_term("tea")``."""
+        """PraisonAI's ``session.memory``: ``session.memory.search_long_term("tea")``.
+
+        On a remote session it raises RemoteModeError (a ValueError) at once, as PraisonAI's
+        does: memory lives with the agent on the server."""
         from .praisonai_views import MemoryView
+
+        self._core._local_only("session.memory")
 
         return MemoryView(self)
 
     @property
     def knowledge(self) -> KnowledgeView:
-        """PraisonAI's ``session.knowledge``: ``session.knowledge.search("office hours")``."""
+        """PraisonAI's ``session.knowledge``: ``session.knowledge.search("office hours")``;
+        RemoteModeError at once on a remote session."""
         from .praisonai_views import KnowledgeView
+
+        self._core._local_only("session.knowledge")
 
         return KnowledgeView(self)
 
