@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/check_agentscope_interop.py
 
 Needs AgentScope: the ``interop`` extra installs it beside praisonsession (``make test``);
-else its own virtualenv (``/tmp/as1`` or ``$AGENTSCOPE_PYTHON``; see ``benchmarks/README.md``). Both directions use the bound API of AgentScope's tutorial on our
+else its own virtualenv (``/tmp/as1`` or ``$AGENTSCOPE_PYTHON``; see
+``benchmarks/README.md``). Both directions use the bound API of AgentScope's tutorial on our
 side (``JSONSession(session_id, save_dir)``, ``save_path``) and AgentScope 1.0's own
 ``JSONSession(save_dir)`` on theirs. Prints what each side read and exits non-zero on a
 mismatch.
