@@ -35,8 +35,8 @@ RUN = [
     "agentscope_001_api_reference/session_api.py",
     "agentscope_002_sqlite_session/sqlite_session.py",
     "agentscope_003_state_tutorial/state_and_session.py",
-    "agentscope_003_state_tutorial/state_and_session_agentscope.py",  # in test_interop.py
     "praisonai_004_session/session_docs.py",
+    "agentscope_003_state_tutorial/state_and_session_agentscope.py",  # in test_interop.py
 ]
 
 
