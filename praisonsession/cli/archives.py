@@ -92,7 +92,7 @@ def _export_agentscope(
     """The session's modules in AgentScope's session-file format (its state, logs outside
     modules, snapshots and memories have no place there and are left out)."""
     with opened_store(store_url) as opened:
-        key = opened.store._key(session_id, user_id)
+        key = opened.store.record_key(session_id, user_id)
         if file.is_dir():
             file = layout_file(file, key)
         elif not file.absolute().parent.is_dir():
