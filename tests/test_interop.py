@@ -388,6 +388,31 @@ def test_redis_keys_move_both_ways_with_the_same_arguments(
     assert 0 < ttl <= 60  # key_ttl: AgentScope's sliding expiry on the key
 
 
+@pytest.mark.parametrize("layout", ["native", "agentscope"])
+def test_redis_takes_any_redis_py_compatible_pool_as_agentscopes_own_test_does(
+    layout: str,
+) -> None:
+    # fakeredis is what AgentScope's own RedisSession test passes (a pool that does not
+    # decode responses); with its [lua] extra it runs this store's scripts too
+    import fakeredis.aioredis
+
+    async def main() -> tuple[str, int]:
+        fake = fakeredis.aioredis.FakeRedis()
+        store = RedisSession(connection_pool=fake.connection_pool, layout=layout)
+        try:
+            friday, planner = react_agent(), Planner()
+            await planner.memory.add(Msg("Alice", "Hi!", "user"))
+            await store.save_session_state(session_id="user_1", agent1=friday, agent2=planner)
+            friday.name, planner.steps = "Changed", []
+            await store.load_session_state(session_id="user_1", agent1=friday, agent2=planner)
+            return friday.name, len(planner.memory.content)
+        finally:
+            await store.close()
+            await fake.aclose()
+
+    assert asyncio.run(main()) == ("Friday", 1)
+
+
 def test_redis_agentscope_layout_from_the_sync_facade_and_its_refusals(
     redis_url: str, tmp_path: Path, run: Any
 ) -> None:
