@@ -50,3 +50,13 @@ def test_bench_hierarchy_prints_every_operation_on_every_store(tmp_path: Path) -
         for op in ("fork", "snapshot", "restore", "export", "import"):
             assert f"| {store} | {op} |" in out
     assert "| sqlite | 10,000 |" in out and "| redis | 10,000 |" in out
+
+
+@pytest.mark.slow
+def test_bench_agentscope_agents_puts_every_session_beside_agentscopes(tmp_path: Path) -> None:
+    out = run_benchmark("bench_agentscope_agents.py", "--quick", cwd=tmp_path)
+    for size in ("10", "100"):
+        assert f"| {size} | AgentScope JSONSession |" in out
+        assert f"| {size} | AgentScope RedisSession |" in out
+        assert out.count(f"| {size} | ours, layout=agentscope |") == 2  # JSON and Redis
+        assert f"| {size} | ours, native Redis |" in out
