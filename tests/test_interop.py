@@ -315,6 +315,19 @@ def test_json_files_move_both_ways_with_the_same_arguments(
     assert said(back) == ["Hello \ud800 日本", "from AgentScope"]
 
 
+def test_the_agentscope_layout_keeps_modules_saved_earlier_by_either_side(
+    tmp_path: Path, run: Any
+) -> None:
+    ours = JSONSession(str(tmp_path), layout="agentscope")
+    run(ours.save_session_state("s1", "bob", agent=react_agent()))
+    run(ours.save_session_state("s1", "bob", counter=Counter()))  # the agent stays
+    theirs = TheirJSONSession(str(tmp_path))  # AgentScope rewrites it: only what it passes
+    asyncio.run(theirs.save_session_state("s1", "bob", agent=react_agent(), planner=Planner()))
+    run(ours.save_session_state("s1", "bob", agent=react_agent("Again")))
+    stored = json.loads((tmp_path / "bob_s1.json").read_text("utf-8"))
+    assert sorted(stored) == ["agent", "planner"] and stored["agent"]["name"] == "Again"
+
+
 def test_the_agentscope_layout_refuses_a_file_another_pair_saved(tmp_path: Path, run: Any) -> None:
     store = open_store(f"json://{tmp_path}?layout=agentscope")
     assert isinstance(store, JSONSession) and store.layout == "agentscope"

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import InvalidValueError
-from ..json_data import detach
+from ..json_data import detach, dumps
 
 __all__ = ["Stateful", "check_modules", "foreign_state", "is_ours", "load_foreign"]
 
@@ -60,6 +61,17 @@ def check_modules(call: str, modules: dict[str, Any]) -> None:
                 )
 
 
+def _kept(state: Any) -> Callable[[], Any]:
+    """A copy of ``state`` to restore from, made cheaply: as JSON text (C speed, and most
+    loads succeed, so it is rarely decoded), else a deep copy."""
+    try:
+        text = dumps(state)
+    except (TypeError, ValueError):
+        kept = copy.deepcopy(state)
+        return lambda: copy.deepcopy(kept)
+    return lambda: json.loads(text)
+
+
 def foreign_state(module: Any, path: str) -> Any:
     """The JSON data of a foreign module's ``state_dict()``, detached from the live object.
 
@@ -95,12 +107,12 @@ def load_foreign(modules: dict[str, Any], states: dict[str, Any]) -> Callable[[]
 
     def undo() -> None:
         for module, before in reversed(done):
-            module.load_state_dict(before)
+            module.load_state_dict(before())
 
     for name, module in modules.items():
         if name not in states:
             continue
-        done.append((module, copy.deepcopy(module.state_dict())))  # half-loaded ones too
+        done.append((module, _kept(module.state_dict())))  # half-loaded ones too
         try:
             result = module.load_state_dict(states[name])
         except BaseException:

@@ -33,6 +33,7 @@ __all__ = [
     "agentscope_name",
     "check_layout",
     "check_owner",
+    "held_modules",
     "layout_file",
     "module_states",
     "owners_of",
@@ -151,16 +152,25 @@ def _owner_file(path: Path) -> Path:
     return path.with_name(f".{path.name}.owner")
 
 
-def check_owner(path: Path, key: Key) -> None:
-    """Refuse ``key`` the file ``path`` when this library saved another (user, session) pair
-    there: AgentScope's names cannot tell them apart, so one would read the other's data."""
+def _owner(path: Path) -> list[Any] | None:
+    """What this library recorded of ``path``'s last save here: ``[user, session, names,
+    stamp]`` (the module names it wrote, and the file's size and mtime just after)."""
     try:
         owner = loads(_owner_file(path).read_bytes(), f"owner of {path}")
     except FileNotFoundError:
+        return None
+    if not isinstance(owner, list) or len(owner) < 2:
+        raise SessionCorruptedError(f"owner of {path}", "not [user_id, session_id, ...]")
+    return owner
+
+
+def check_owner(path: Path, key: Key) -> None:
+    """Refuse ``key`` the file ``path`` when this library saved another (user, session) pair
+    there: AgentScope's names cannot tell them apart, so one would read the other's data."""
+    owner = _owner(path)
+    if owner is None or owner[:2] == [key.user_id, key.session_id]:
         return
-    if owner == [key.user_id, key.session_id]:
-        return
-    user, session = owner if isinstance(owner, list) and len(owner) == 2 else ("?", "?")
+    user, session = owner[:2]
     raise AmbiguousLegacyDataError(
         f"The AgentScope session file {path} holds session {session!r} of user {user!r}, and "
         f"AgentScope's naming gives session {key.session_id!r} of user {key.user_id!r} the same "
@@ -171,13 +181,32 @@ def check_owner(path: Path, key: Key) -> None:
     )
 
 
-def record_owner(path: Path, key: Key) -> None:
-    """Remember which (user, session) pair saved ``path`` (see :func:`check_owner`)."""
+def held_modules(path: Path, saving: dict[str, Any]) -> dict[str, Any]:
+    """The modules ``path`` holds that a save of ``saving`` must keep. When this library
+    wrote the file last (its size and mtime are as recorded) and every name in it is being
+    saved again, nothing is kept and the file is not read: a save then costs what
+    AgentScope's does."""
+    if not path.is_file():
+        return {}
+    owner = _owner(path)
+    if owner is None or len(owner) != 4 or owner[3] != _stamp(path):
+        return read_modules(path)  # AgentScope (or someone) wrote it last: keep what it holds
+    return {} if set(owner[2]) <= set(saving) else read_modules(path)
+
+
+def record_owner(path: Path, key: Key, names: list[str]) -> None:
+    """Remember which (user, session) pair saved ``path``, with what (see
+    :func:`check_owner` and :func:`held_modules`); written aside, then renamed."""
     owner = _owner_file(path)
-    if not owner.is_file():  # written aside, then renamed: a reader never sees half of it
-        partial = owner.with_name(owner.name + ".tmp")
-        partial.write_bytes(dumps([key.user_id, key.session_id]).encode("utf-8"))
-        os.replace(partial, owner)
+    partial = owner.with_name(owner.name + ".tmp")
+    record = [key.user_id, key.session_id, sorted(names), _stamp(path)]
+    partial.write_bytes(dumps(record).encode("utf-8"))
+    os.replace(partial, owner)
+
+
+def _stamp(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns]
 
 
 def module_states(documents: dict[str, Any], logs: dict[str, list[Any]]) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from .agentscope_files import (
     bound_file,
     check_layout,
     check_owner,
+    held_modules,
     layout_file,
     read_modules,
     record_owner,
@@ -171,9 +172,9 @@ class JSONSession(JSONCopies, SessionBase):
             with FileLock(self.save_dir / f".{path.name}.lock", self.lock_timeout):
                 check_owner(path, key)
                 # modules saved earlier under other names are kept (AgentScope dropped them)
-                held = read_modules(path) if path.is_file() else {}
-                _atomic_write(path, serialise_modules({**held, **states}), self._fsync)
-                record_owner(path, key)
+                merged = {**held_modules(path, states), **states}
+                _atomic_write(path, serialise_modules(merged), self._fsync)
+                record_owner(path, key, list(merged))
 
         await offload(self._guarded, write)
 
