@@ -5,7 +5,9 @@ AgentScope 1.0.21's ``RedisSession`` keeps a session's modules in one STRING key
 as JSON; ``key_ttl`` is a sliding expiry (``SET ... EX`` on save, ``GETEX ... EX`` on load).
 This layout reads and writes exactly that, so AgentScope loads what was saved here with the
 same arguments and the other way round. A save keeps the modules saved earlier under other
-names (AgentScope dropped them), in one compare-and-set, so concurrent saves lose nothing.
+names (AgentScope dropped them): when the key holds only names being saved again it is
+replaced in one step, as AgentScope's save is; otherwise it is read, merged and written back
+in one compare-and-set, so concurrent saves lose nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +38,26 @@ if ARGV[3] == '' then
   redis.call('SET', KEYS[1], ARGV[2])
 else
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+return 1
+"""
+# Replace the key at once when it holds no module other than the ones being saved (decoded
+# by the server, never re-encoded there); 0 when a merge is needed, or cjson is missing.
+_SAVE_COVERED = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  local ok, doc = pcall(function() return cjson.decode(current) end)
+  if not ok or type(doc) ~= 'table' then return 0 end
+  local saving = {}
+  for i = 3, #ARGV do saving[ARGV[i]] = true end
+  for name, _ in pairs(doc) do
+    if not saving[name] then return 0 end
+  end
+end
+if ARGV[2] == '' then
+  redis.call('SET', KEYS[1], ARGV[1])
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 end
 return 1
 """
@@ -76,6 +98,13 @@ async def save_modules(store: RedisSession, key: Key, states: dict[str, Any]) ->
     """Merge ``states`` into the modules under AgentScope's key, in one compare-and-set."""
     name = agentscope_key(store, key)
     ttl = _milliseconds(store.default_ttl)
+    whole = dumps(states)
+
+    async def replace(client: Any, attempt: int) -> Any:
+        return await client.eval(_SAVE_COVERED, 1, name, whole, ttl or "", *states)
+
+    if int(await store._retrying(replace)):  # the usual case: the same names saved again
+        return
     for _ in range(_ATTEMPTS):
 
         async def read(client: Any, attempt: int) -> Any:
