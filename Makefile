@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_redis.py
 	$(PY) benchmarks/bench_limits.py
 	$(PY) benchmarks/bench_remote.py
+	$(PY) benchmarks/bench_server.py
 	$(PY) benchmarks/bench_hierarchy.py
 
 docs: $(STAMP)

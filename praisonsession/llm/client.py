@@ -8,6 +8,7 @@ This module imports ``requests`` and ``tenacity``; nothing imports it until an a
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ class ChatClient:
         )
         if config.api_key:
             self._http.headers["Authorization"] = f"Bearer {config.api_key}"
+        _read_environment_once(self._http, config.endpoint, bool(config.api_key))
 
     def complete(
         self,
@@ -112,6 +114,24 @@ class ChatClient:
 
     def __repr__(self) -> str:
         return f"ChatClient({self.config!r})"
+
+
+def _read_environment_once(http: requests.Session, endpoint: str, has_key: bool) -> None:
+    """Take the environment's proxy, CA bundle and ``.netrc`` settings for ``endpoint`` now.
+
+    requests reads them on every call otherwise (every environment variable, and ``~/.netrc``
+    from disk), Python work that holds the GIL: in the server, many such calls in worker
+    threads kept its event loop waiting.
+    """
+    http.proxies.update(requests.utils.get_environ_proxies(endpoint))
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if bundle:
+        http.verify = bundle
+    if not has_key:
+        netrc = requests.utils.get_netrc_auth(endpoint)
+        if netrc:
+            http.auth = netrc
+    http.trust_env = False
 
 
 def _error_detail(response: requests.Response, limit: int = 300) -> str:
