@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import runtime
 from ..errors import InvalidValueError
-from ..execution import bounded, offload
+from ..execution import bounded
 from ..identifiers import check_key, filename_for
 from ..llm.config import LLMConfig, resolve_llm
 from ..llm.errors import LLMNotConfiguredError
@@ -206,7 +206,7 @@ class Agent(StateModule):
         while True:
             choice = "none" if self.tools and rounds >= self.max_tool_rounds else None
             reply = await bounded(
-                offload(client.complete, prefix + turn, self.tools.schemas, choice),
+                client.acomplete(prefix + turn, self.tools.schemas, choice),
                 self.session.timeout,
                 f"agent {self.name!r}: one LLM request (model {self.llm.model!r})",
             )
