@@ -183,7 +183,7 @@ class Agent(StateModule):
                 self.name, self.role, self.instructions, self.goal, self.backstory, context
             )
             prefix: list[Message] = [{"role": "system", "content": system}]
-            prefix += for_model(recent_turns(self.history.messages_since(0), self.history_window))
+            prefix += for_model(recent_turns(self._tail(), self.history_window))
             turn = await self._turn(client, prefix, message)
             if turn_key is not None:
                 turn[0]["metadata"] = {TURN_KEY: turn_key}
@@ -237,6 +237,20 @@ class Agent(StateModule):
             await self._save()
 
     # -- plumbing -------------------------------------------------------------------------
+
+    def _tail(self) -> list[Message]:
+        """The end of the history that holds the last ``history_window`` turns (all of it for
+        None): copying the whole log each turn would cost more the longer it gets."""
+        window = self.history_window
+        if window is None:
+            return self.history.messages_since(0)
+        size, take = len(self.history), 8 * window + 8
+        while True:
+            start = max(0, size - take)
+            tail = self.history.messages_since(start)
+            if start == 0 or sum(1 for m in tail if m.get("role") == "user") > window:
+                return tail
+            take *= 4
 
     def _turn_lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
