@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from .knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
 from .memory.context import DEFAULT_BUDGET, build_context
 from .memory.long_term import LongTermMemory
 from .memory.short_term import SessionLogs, ShortTermMemory
+from .memory.turns import TurnIndex
 from .recall_options import EMBEDDER_NAMES, default_overlap
 from .vectors import chroma_client
 
@@ -112,6 +114,8 @@ class Recall:
         size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
         self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id)
         self.short = ShortTermMemory(logs, self.embedder)
+        self.turns = TurnIndex(logs, self.embedder)
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self.knowledge = KnowledgeBase(
             client,
             namespace,
@@ -128,6 +132,20 @@ class Recall:
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).
         self.context_min_score = float(memory_config.get("context_min_score", 0.25))
+
+    async def query_vector(self, query: str) -> list[float]:
+        """``query`` embedded, from a small cache: an agent's turn asks for the context and
+        for related older turns with the same message, and embeds it once."""
+        vector = self._queries.get(query)
+        if vector is None:
+            vector = await offload(self.embedder.embed_query, query)
+            self._remember(query, vector)
+        return vector
+
+    def _remember(self, query: str, vector: list[float]) -> None:
+        self._queries[query] = vector
+        while len(self._queries) > 16:
+            self._queries.popitem(last=False)
 
     # -- memory ---------------------------------------------------------------------------
 
@@ -172,6 +190,17 @@ class Recall:
             removed += await offload(self.long.clear)
         return removed
 
+    # -- an agent's older turns ------------------------------------------------------------
+
+    async def index_turns(self, log: str, before: int) -> int:
+        return await self.turns.index(log, before)
+
+    async def recall_turns(
+        self, log: str, query: str, before: int, limit: int
+    ) -> list[tuple[int, list[dict[str, Any]]]]:
+        vector = await self.query_vector(query)
+        return await self.turns.search(log, vector, before, limit, self.context_min_score)
+
     # -- knowledge ------------------------------------------------------------------------
 
     async def add_knowledge(self, source: str | Path) -> KnowledgeAdded:
@@ -187,13 +216,25 @@ class Recall:
         entries = await self.short.entries()
         if not entries and self._known_empty():
             return ""  # nothing to find: no embedding, no search, no thread
-        return await offload(self._search_context, entries, query, max_items)
+        known = self._queries.get(query)
+        context, vector = await offload(self._search_context, entries, query, known, max_items)
+        if known is None and vector is not None:
+            self._remember(query, vector)
+        return context
 
-    def _search_context(self, entries: list[dict[str, Any]], query: str, max_items: int) -> str:
-        """Embed once and search everything, in one trip off the loop (blocking)."""
+    def _search_context(
+        self,
+        entries: list[dict[str, Any]],
+        query: str,
+        vector: list[float] | None,
+        max_items: int,
+    ) -> tuple[str, list[float] | None]:
+        """Embed (unless known) and search everything, in one trip off the loop (blocking)."""
         if not entries and self._empty(self.long.index) and self._empty(self.knowledge.index):
-            return ""
-        return self._context(entries, self.embedder.embed_query(query), max_items)
+            return "", vector
+        if vector is None:
+            vector = self.embedder.embed_query(query)
+        return self._context(entries, vector, max_items), vector
 
     # -- "anything to find?" --------------------------------------------------------------
 
