@@ -245,7 +245,13 @@ def _exception_name() -> str:
 
 def _decode(raw: bytes) -> Any:
     try:
-        data = _DECODER.decode(raw.decode("utf-8"))
+        try:
+            data = _DECODER.decode(raw.decode("utf-8"))
+        except RecursionError:  # as json_data.decode says it: brackets nested too deep
+            raise ValueError(
+                "it nests brackets deeper than can be read (a JSON value is at most 200 "
+                "levels deep)"
+            ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidValueError(
             f"The request body is not valid JSON ({exc}); send a JSON object with "
