@@ -53,6 +53,27 @@ def test_bench_hierarchy_prints_every_operation_on_every_store(tmp_path: Path) -
 
 
 @pytest.mark.slow
+def test_bench_server_prints_every_ratio_beside_the_bare_stack(tmp_path: Path) -> None:
+    out = run_benchmark("bench_server.py", "--quick", cwd=tmp_path)
+    for measure in (
+        "| increment, ours |",
+        "| increment, bare Starlette |",
+        "| JSON route, bare Starlette |",
+        "| chat, memory=False, ours |",
+        "| chat, memory on and empty, ours |",
+        "| chat, bare Starlette |",
+        "of increment, bare Starlette | >= 0.8 ",
+        "of chat, bare Starlette | >= 0.6 ",
+        "server: largest / smallest history",
+        "Agent.chat: largest / smallest history",
+        "- get_context (embed once, 3 searches):",
+        "| Session(agent_url=...) |",
+        "| requests.Session |",
+    ):
+        assert measure in out
+
+
+@pytest.mark.slow
 def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_store(
     tmp_path: Path,
 ) -> None:
