@@ -1,6 +1,30 @@
 """Vector collections (ChromaDB) that remember their embedder: the floor under memory and
 knowledge. chromadb is imported on first use only."""
 
-from .index import Hit, VectorIndex, chroma_client, collection_name, erase_owner
+from .filters import Where, parse_where
+from .index import Hit, VectorIndex, chroma_client, erase_owner
+from .scope import (
+    IsolationError,
+    Scope,
+    ScopedIndex,
+    collection_name,
+    knowledge_scope,
+    memory_scope,
+    user_collections,
+)
 
-__all__ = ["Hit", "VectorIndex", "chroma_client", "collection_name", "erase_owner"]
+__all__ = [
+    "Hit",
+    "IsolationError",
+    "Scope",
+    "ScopedIndex",
+    "VectorIndex",
+    "Where",
+    "chroma_client",
+    "collection_name",
+    "erase_owner",
+    "knowledge_scope",
+    "memory_scope",
+    "parse_where",
+    "user_collections",
+]

@@ -14,7 +14,6 @@ chromadb is imported on first use only.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import warnings
@@ -42,6 +41,7 @@ class Hit:
     text: str
     score: float
     metadata: dict[str, Any]
+    vector: list[float] | None = None
 
 
 def chroma_client(location: str | Path) -> Any:
@@ -115,14 +115,6 @@ def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> in
             removed += collection.count()
             client.delete_collection(name)
     return removed
-
-
-def collection_name(namespace: str, kind: str, *scope: str) -> str:
-    """A valid Chroma name per scope; ids can hold any text, so they go in as a digest."""
-    if not scope:
-        return f"{namespace}_{kind}"
-    digest = hashlib.sha256("\x1f".join(scope).encode("utf-8")).hexdigest()[:32]
-    return f"{namespace}_{kind}_{digest}"
 
 
 class VectorIndex:
@@ -204,35 +196,67 @@ class VectorIndex:
             return set()
         return set(self.collection.get(ids=ids, include=[])["ids"])
 
-    def query(self, vector: list[float], limit: int) -> list[Hit]:
+    def query(
+        self, vector: list[float], limit: int, where: dict[str, Any] | None = None
+    ) -> list[Hit]:
+        return self.query_many([vector], limit, where)[0]
+
+    def query_many(
+        self, vectors: list[list[float]], limit: int, where: dict[str, Any] | None = None
+    ) -> list[list[Hit]]:
+        """The ``limit`` entries closest to each vector (one Chroma call for all of them)."""
+        if not vectors:
+            return []
         found = self.collection.query(
-            query_embeddings=[vector],
+            query_embeddings=vectors,
             n_results=limit,
+            where=where,
             include=["documents", "metadatas", "distances"],
         )
+        columns = (found["ids"], found["documents"], found["metadatas"], found["distances"])
         return [
-            Hit(id=i, text=text or "", score=round(1.0 - float(distance), 6), metadata=meta or {})
-            for i, text, meta, distance in zip(
-                found["ids"][0],
-                found["documents"][0],
-                found["metadatas"][0],
-                found["distances"][0],
-                strict=True,
+            [
+                Hit(id=i, text=text or "", score=round(1.0 - float(far), 6), metadata=meta or {})
+                for i, text, meta, far in zip(ids, texts, metas, distances, strict=True)
+            ]
+            for ids, texts, metas, distances in zip(*columns, strict=True)
+        ]
+
+    def get(
+        self,
+        ids: list[str] | None = None,
+        where: dict[str, Any] | None = None,
+        limit: int | None = None,
+        vectors: bool = False,
+    ) -> list[Hit]:
+        """Entries by id and/or ``where`` (score 0), with their vectors when asked."""
+        if ids is not None and not ids:
+            return []
+        include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
+        found = self.collection.get(ids=ids, where=where, limit=limit, include=include)
+        embedded = found.get("embeddings") if vectors else None
+        return [
+            Hit(
+                id=i,
+                text=text or "",
+                score=0.0,
+                metadata=dict(meta or {}),
+                vector=None if embedded is None else [float(x) for x in embedded[n]],
+            )
+            for n, (i, text, meta) in enumerate(
+                zip(found["ids"], found["documents"], found["metadatas"], strict=True)
             )
         ]
 
     def count(self) -> int:
         return self.collection.count()
 
-    def entries(self, where: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-        """(id, text, metadata) of every entry matching ``where``, oldest id first."""
-        found = self.collection.get(where=where, include=["documents", "metadatas"])
-        rows = zip(found["ids"], found["documents"], found["metadatas"], strict=True)
-        return sorted((i, text or "", dict(meta or {})) for i, text, meta in rows)
+    def delete_ids(self, ids: list[str]) -> None:
+        if ids:
+            self.collection.delete(ids=ids)
 
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""
         ids = self.collection.get(where=where, include=[])["ids"]
-        if ids:
-            self.collection.delete(ids=ids)
+        self.delete_ids(ids)
         return len(ids)
