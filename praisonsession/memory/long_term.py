@@ -15,6 +15,7 @@ current session's copy first.
 from __future__ import annotations
 
 import math
+import re
 import time
 import uuid
 from typing import Any
@@ -36,9 +37,31 @@ SYSTEM_FIELDS = ("created_at", "updated_at", "session_id")
 #: Memories embedded and upserted together by ``add_many``: large enough that the model and
 #: Chroma work on whole batches, small enough that a progress bar moves.
 BATCH = 256
-#: How much closer (cosine) an older memory must be to win over a newer one when newer
-#: memories are preferred: among matches this close, the newest comes first.
+#: When newer memories are preferred, a newer hit goes above an older one that scores at most
+#: this much more (cosine)...
 RECENCY_MARGIN = 0.1
+#: ... or that it is about the same thing as (cosine between the two memories): "User moved to
+#: Berlin" above "User lives in Oslo" (0.5 apart in MiniLM; unrelated facts of one user rarely
+#: reach 0.45: 1% of pairs in benchmarks/data/memory_questions.json).
+SAME_SUBJECT = 0.45
+RELATED = 0.3  # the least a close newer hit must share with the older one
+#: A newer memory that says something changed ("now", "moved", "switched"...) goes above an
+#: older one it shares this much with, scoring up to CHANGE_GAP less: "User is into jazz now"
+#: shares only 0.25 with "User listens to classical", yet replaces it.
+CHANGE_RELATED = 0.2
+CHANGE_GAP = 0.35
+_CHANGE_WORDS = frozenset(
+    {"now", "moved", "changed", "switched", "anymore", "longer", "instead", "new", "newly"}
+    | {"since", "started", "recently", "became", "joined", "quit", "stopped", "gave"}
+    | {"corrected", "actually", "updated"}
+)
+
+
+def says_changed(text: str) -> bool:
+    """Whether a memory announces a change, as an update of an older one does."""
+    return any(word in _CHANGE_WORDS for word in re.findall(r"[a-z]+", text.casefold()))
+
+
 _META = "meta_"  # prefix of the metadata given, flattened so that Chroma can filter on it
 
 
@@ -260,7 +283,6 @@ class LongTermMemory:
         """Write ``(memory id, event, text, previous)`` to the history, all at time ``at``."""
         if not events:
             return
-        unit = [1.0] + [0.0] * (self.embedder.dimension - 1)  # history is read, never searched
         base = time.time_ns()
         self.history_index.add(
             [uuid.uuid4().hex for _ in events],
@@ -276,7 +298,7 @@ class LongTermMemory:
                 }
                 for n, (memory_id, event, _, previous) in enumerate(events)
             ],
-            [unit] * len(events),
+            _spread(len(events), self.embedder.dimension, base),
         )
 
     def history(self, memory_id: str) -> list[dict[str, Any]]:
@@ -306,11 +328,11 @@ class LongTermMemory:
         # Room for the copies a fork made (one hit per id) and for recency to reorder.
         wanted = limit * 3 if prefer_recent else limit + 4
         chroma_where = where.to_chroma(stored_field) if where is not None else None
-        hits = self.index.query(vector, wanted, chroma_where)
+        hits = self.index.query(vector, wanted, chroma_where, vectors=prefer_recent)
         hits = _own_first(hits, self.session_id, keep_order=True)
         results = [as_result(hit) for hit in hits]
         if prefer_recent:
-            results = prefer_newer(results)
+            results = prefer_newer(results, [hit.vector or [] for hit in hits])
         return results[:limit]
 
     def list(
@@ -417,18 +439,46 @@ def _own_first(hits: list[Hit], session_id: str, keep_order: bool = False) -> li
     return picked
 
 
-def prefer_newer(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Among results within :data:`RECENCY_MARGIN` of the best, newest (last updated) first."""
-    if not results:
-        return results
-    best = max(result["score"] for result in results)
-    close = [result for result in results if result["score"] >= best - RECENCY_MARGIN]
-    rest = [result for result in results if result["score"] < best - RECENCY_MARGIN]
-    close.sort(key=lambda result: -(result["metadata"].get("updated_at") or 0))
-    return close + rest
+def prefer_newer(results: list[dict[str, Any]], vectors: list[list[float]]) -> list[dict[str, Any]]:
+    """``results`` (best first) with each newer one moved above the first older one it updates:
+    one within :data:`RECENCY_MARGIN` of its score, or about the same subject
+    (:data:`SAME_SUBJECT`). So "where does the user live" finds the move, not the old city."""
+    placed: list[int] = []
+    for j, result in enumerate(results):
+        when = result["metadata"].get("updated_at") or 0
+        position = len(placed)
+        for k, i in enumerate(placed):
+            older = results[i]
+            if (older["metadata"].get("updated_at") or 0) >= when:
+                continue
+            related = _cosine(vectors[i], vectors[j])
+            gap = older["score"] - result["score"]
+            if (
+                related >= SAME_SUBJECT
+                or (gap <= RECENCY_MARGIN and related >= RELATED)
+                or (
+                    says_changed(result["text"]) and gap <= CHANGE_GAP and related >= CHANGE_RELATED
+                )
+            ):
+                position = k
+                break
+        placed.insert(position, j)
+    return [results[i] for i in placed]
+
+
+def _spread(count: int, dimension: int, seed: int) -> list[list[float]]:
+    """Vectors for history entries, which are read by id and never searched: distinct and
+    random, because Chroma's index slows down on many identical vectors."""
+    import numpy as np  # installed with the memory extra
+
+    vectors = np.random.default_rng(seed).standard_normal((count, dimension))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors.astype(np.float32).tolist()
 
 
 def _cosine(a: list[float], b: list[float]) -> float:
+    if not a or not b:
+        return 0.0
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0

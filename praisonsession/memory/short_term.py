@@ -221,7 +221,7 @@ class ShortTermMemory:
         order = np.lexsort((-np.arange(len(notes)), -scores))[:wanted]  # ties: newest first
         results = [_result(notes[i], float(scores[i]), self.session_id) for i in order]
         if prefer_recent:
-            results = prefer_newer(results)
+            results = prefer_newer(results, [vectors[i] for i in order])
         return results[:limit]
 
 

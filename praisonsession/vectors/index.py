@@ -197,29 +197,52 @@ class VectorIndex:
         return set(self.collection.get(ids=ids, include=[])["ids"])
 
     def query(
-        self, vector: list[float], limit: int, where: dict[str, Any] | None = None
+        self,
+        vector: list[float],
+        limit: int,
+        where: dict[str, Any] | None = None,
+        vectors: bool = False,
     ) -> list[Hit]:
-        return self.query_many([vector], limit, where)[0]
+        return self.query_many([vector], limit, where, vectors)[0]
 
     def query_many(
-        self, vectors: list[list[float]], limit: int, where: dict[str, Any] | None = None
+        self,
+        queries: list[list[float]],
+        limit: int,
+        where: dict[str, Any] | None = None,
+        vectors: bool = False,
     ) -> list[list[Hit]]:
-        """The ``limit`` entries closest to each vector (one Chroma call for all of them)."""
-        if not vectors:
+        """The ``limit`` entries closest to each query vector (one Chroma call for all), with
+        their own vectors when asked."""
+        if not queries:
             return []
+        include = ["documents", "metadatas", "distances", *(["embeddings"] if vectors else [])]
         found = self.collection.query(
-            query_embeddings=vectors,
-            n_results=limit,
-            where=where,
-            include=["documents", "metadatas", "distances"],
+            query_embeddings=queries, n_results=limit, where=where, include=include
         )
-        columns = (found["ids"], found["documents"], found["metadatas"], found["distances"])
+        embedded = found.get("embeddings") if vectors else None
         return [
             [
-                Hit(id=i, text=text or "", score=round(1.0 - float(far), 6), metadata=meta or {})
-                for i, text, meta, far in zip(ids, texts, metas, distances, strict=True)
+                Hit(
+                    id=i,
+                    text=text or "",
+                    score=round(1.0 - float(far), 6),
+                    metadata=meta or {},
+                    vector=None if embedded is None else [float(x) for x in embedded[q][n]],
+                )
+                for n, (i, text, meta, far) in enumerate(
+                    zip(ids, texts, metas, distances, strict=True)
+                )
             ]
-            for ids, texts, metas, distances in zip(*columns, strict=True)
+            for q, (ids, texts, metas, distances) in enumerate(
+                zip(
+                    found["ids"],
+                    found["documents"],
+                    found["metadatas"],
+                    found["distances"],
+                    strict=True,
+                )
+            )
         ]
 
     def get(

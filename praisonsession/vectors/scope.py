@@ -104,6 +104,11 @@ class ScopedIndex:
         self.scope = scope
         self.index = VectorIndex(client, scope.collection, embedder, owner=scope.owner)
 
+    @property
+    def collection(self) -> Any:
+        """The Chroma collection itself (benchmarks time it bare)."""
+        return self.index.collection
+
     def add(
         self,
         ids: list[str],
@@ -115,9 +120,13 @@ class ScopedIndex:
         self.index.add(ids, texts, stamped, vectors)
 
     def query(
-        self, vector: list[float], limit: int, where: dict[str, Any] | None = None
+        self,
+        vector: list[float],
+        limit: int,
+        where: dict[str, Any] | None = None,
+        vectors: bool = False,
     ) -> list[Hit]:
-        return self._checked(self.index.query(vector, limit, where))
+        return self._checked(self.index.query(vector, limit, where, vectors))
 
     def query_many(
         self, vectors: list[list[float]], limit: int, where: dict[str, Any] | None = None
