@@ -18,6 +18,7 @@ from .errors import (
     InvalidSettingError,
     InvalidValueError,
     KnowledgeSourceError,
+    MemoryNotFoundError,
     MissingDependencyError,
     OperationTimeoutError,
     PraisonSessionError,
@@ -36,6 +37,7 @@ from .errors import (
     UnsupportedFormatError,
     UnsupportedOperationError,
 )
+from .memory.lifecycle import MemoryId
 from .session import Session
 from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 
@@ -62,6 +64,8 @@ __all__ = [
     "JSONSession",
     "KnowledgeSourceError",
     "LoadResult",
+    "MemoryId",
+    "MemoryNotFoundError",
     "MessageLog",
     "MissingDependencyError",
     "OperationTimeoutError",

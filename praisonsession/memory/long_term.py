@@ -234,6 +234,8 @@ class LongTermMemory:
         targets = self._targets(memory_id)
         if not targets:
             return None
+        if all(_unchanged(entry, text, metadata) for entry in targets):
+            return self.get(memory_id)  # a rerun of the same update records nothing
         at = clock.now()
         vector = self.embedder.embed([text])[0] if text is not None else None
         self._rewrite(targets, text, vector, metadata, at)
@@ -482,6 +484,14 @@ def _cosine(a: list[float], b: list[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     return dot / norm if norm else 0.0
+
+
+def _unchanged(entry: Hit, text: str | None, metadata: dict[str, Any]) -> bool:
+    extra = _extra(entry.metadata, entry.id)
+    same_text = text is None or text == entry.text
+    return same_text and all(
+        key in extra and extra[key] == value for key, value in metadata.items()
+    )
 
 
 def _scalar(value: Any) -> bool:

@@ -124,8 +124,13 @@ class ShortTermMemory:
         self, memory_id: str, text: str | None, metadata: dict[str, Any]
     ) -> dict[str, Any] | None:
         check_metadata(metadata)
-        if memory_id not in await self.notes():
+        note = (await self.notes()).get(memory_id)
+        if note is None:
             return None
+        held = note.get("metadata") or {}
+        same_text = text is None or text == note.get("content")
+        if same_text and all(key in held and held[key] == v for key, v in metadata.items()):
+            return await self.get(memory_id)  # a rerun of the same update records nothing
         event = _event("memory_update", memory_id, text, metadata, clock.now())
         await self.logs.append_messages(LOG, [event])
         return await self.get(memory_id)
