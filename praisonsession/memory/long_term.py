@@ -120,7 +120,7 @@ class LongTermMemory:
     ) -> list[MemoryId]:
         vectors = self.embedder.embed(texts)
         at = clock.now()
-        fresh = self._new_ids(texts, stable=dedupe)
+        fresh, added_before = self._new_ids(texts, stable=dedupe)
         results: list[MemoryId] = []
         new: list[int] = []  # positions of the texts to add
         updates: dict[str, tuple[Hit, int]] = {}  # memory id -> (the entry held, position)
@@ -132,7 +132,7 @@ class LongTermMemory:
                 results.append(MemoryId(fresh[i], ADD))
                 continue
             earlier = self._in_batch(i, texts, vectors, results)
-            same = held.get(text_key(text))
+            same = held.get(text_key(text)) or added_before.get(fresh[i])
             close = nearest[i][0] if nearest and nearest[i] else None
             if earlier is not None:
                 results.append(MemoryId(earlier, NONE))
@@ -175,14 +175,15 @@ class LongTermMemory:
                 return str(results[j])
         return None
 
-    def _new_ids(self, texts: list[str], stable: bool) -> list[str]:
-        """Ids from the text (the same in two processes adding it at once); a random one when
-        that id is taken by a memory that was updated to say something else."""
+    def _new_ids(self, texts: list[str], stable: bool) -> tuple[list[str], dict[str, Hit]]:
+        """Ids from the text (the same in two processes adding it at once), and the memories
+        that hold such an id already: the text was added before and has been updated since, so
+        a rerun of the add finds that memory (a deleted one is added again, same id)."""
         if not stable:
-            return [uuid.uuid4().hex for _ in texts]
+            return [uuid.uuid4().hex for _ in texts], {}
         ids = [memory_id_for(self.user_id, text) for text in texts]
-        taken = {hit.metadata.get("memory_id", hit.id) for hit in self._copies_of(ids)}
-        return [uuid.uuid4().hex if memory_id in taken else memory_id for memory_id in ids]
+        copies = _own_first(self._copies_of(ids), self.session_id)
+        return ids, {hit.metadata.get("memory_id", hit.id): hit for hit in copies}
 
     def _held_by_key(self, keys: list[str]) -> dict[str, Hit]:
         found = self.index.get(where={"text_key": {"$in": sorted(set(keys))}})

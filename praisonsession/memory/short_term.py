@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from .. import clock
 from ..embeddings import Embedder
 from ..vectors import Where
-from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, text_key
+from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, text_key
 from .long_term import check_metadata, page_of, prefer_newer
 from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
 
@@ -75,8 +75,12 @@ class ShortTermMemory:
             await offload(self._embed, [note["content"] for note in held] + texts)
         entries: list[dict[str, Any]] = []
         results: list[MemoryId] = []
+        ids_held = {note["id"]: note for note in held}
         for text in texts:
             found = self._same_as(text, held) if dedupe else None
+            before = ids_held.get(memory_id_for(self.session_id, text)) if dedupe else None
+            if found is None and before is not None:
+                found = NONE, before  # added before, updated since: a rerun finds it
             if found is not None:
                 event, note = found
                 if event == UPDATE:
@@ -86,8 +90,9 @@ class ShortTermMemory:
                 else:
                     results.append(MemoryId(note["id"], NONE))
                 continue
+            stable = memory_id_for(self.session_id, text)
             entry = {
-                "id": uuid.uuid4().hex,
+                "id": stable if dedupe and stable not in ids_held else uuid.uuid4().hex,
                 "role": "memory",
                 "content": text,
                 "metadata": metadata,
@@ -96,6 +101,7 @@ class ShortTermMemory:
             entries.append(entry)
             results.append(MemoryId(entry["id"], ADD))
             held.append({"id": entry["id"], "content": text})
+            ids_held[entry["id"]] = held[-1]
         if entries:
             await self.logs.append_messages(LOG, entries)
         return results
