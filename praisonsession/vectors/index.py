@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,25 @@ def _new_client(location: str) -> Any:
             ) from None
     Path(location).mkdir(parents=True, exist_ok=True)
     return chromadb.PersistentClient(path=location, settings=settings)
+
+
+_UNFLUSHED = "hnsw segment reader"
+_RETRIES = (0.05, 0.2, 0.5, 1.0)
+
+
+def _retrying_unflushed(query: Any) -> Any:
+    """``query()``, tried again a few times when a Chroma server answers that a collection's
+    vector index is not on its disk yet ("Error creating hnsw segment reader: Nothing found on
+    disk"): it says so, now and then, for a collection written to a moment before by another
+    client (seen under concurrent writes, chromadb 1.5)."""
+    for pause in _RETRIES:
+        try:
+            return query()
+        except Exception as exc:  # chromadb.errors.InternalError; chromadb is imported lazily
+            if _UNFLUSHED not in str(exc):
+                raise
+            time.sleep(pause)
+    return query()
 
 
 def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> int:
@@ -217,8 +237,10 @@ class VectorIndex:
         if not queries:
             return []
         include = ["documents", "metadatas", "distances", *(["embeddings"] if vectors else [])]
-        found = self.collection.query(
-            query_embeddings=queries, n_results=limit, where=where, include=include
+        found = _retrying_unflushed(
+            lambda: self.collection.query(
+                query_embeddings=queries, n_results=limit, where=where, include=include
+            )
         )
         embedded = found.get("embeddings") if vectors else None
         return [
