@@ -14,7 +14,6 @@ current session's copy first.
 
 from __future__ import annotations
 
-import math
 import re
 import time
 import uuid
@@ -126,12 +125,13 @@ class LongTermMemory:
         updates: dict[str, tuple[Hit, int]] = {}  # memory id -> (the entry held, position)
         held = self._held_by_key([text_key(text) for text in texts]) if dedupe else {}
         nearest = self.index.query_many(vectors, 1) if dedupe and self.index.count() else []
+        similar = _similarities(vectors) if dedupe and len(texts) > 1 else []
         for i, text in enumerate(texts):
             if not dedupe:
                 new.append(i)
                 results.append(MemoryId(fresh[i], ADD))
                 continue
-            earlier = self._in_batch(i, texts, vectors, results)
+            earlier = self._in_batch(i, texts, similar, results)
             same = held.get(text_key(text)) or added_before.get(fresh[i])
             close = nearest[i][0] if nearest and nearest[i] else None
             if earlier is not None:
@@ -163,14 +163,14 @@ class LongTermMemory:
         return results
 
     def _in_batch(
-        self, i: int, texts: list[str], vectors: list[list[float]], results: list[MemoryId]
+        self, i: int, texts: list[str], similar: list[list[float]], results: list[MemoryId]
     ) -> str | None:
         """The id given to an earlier text of the batch that ``texts[i]`` repeats or
-        paraphrases."""
-        key = text_key(texts[i])
+        paraphrases (``similar``: the batch's cosine matrix)."""
+        keys = [text_key(text) for text in texts[: i + 1]]
         for j in range(i):
-            if text_key(texts[j]) == key or is_paraphrase(
-                _cosine(vectors[i], vectors[j]), texts[i], texts[j], self.threshold
+            if keys[j] == keys[i] or is_paraphrase(
+                similar[i][j], texts[i], texts[j], self.threshold
             ):
                 return str(results[j])
         return None
@@ -446,27 +446,45 @@ def prefer_newer(results: list[dict[str, Any]], vectors: list[list[float]]) -> l
     """``results`` (best first) with each newer one moved above the first older one it updates:
     one within :data:`RECENCY_MARGIN` of its score, or about the same subject
     (:data:`SAME_SUBJECT`). So "where does the user live" finds the move, not the old city."""
+    if len(results) < 2:
+        return results
+    related = _similarities(vectors)
     placed: list[int] = []
     for j, result in enumerate(results):
         when = result["metadata"].get("updated_at") or 0
+        changed = says_changed(result["text"])
         position = len(placed)
         for k, i in enumerate(placed):
             older = results[i]
             if (older["metadata"].get("updated_at") or 0) >= when:
                 continue
-            related = _cosine(vectors[i], vectors[j])
             gap = older["score"] - result["score"]
+            close = related[i][j]
             if (
-                related >= SAME_SUBJECT
-                or (gap <= RECENCY_MARGIN and related >= RELATED)
-                or (
-                    says_changed(result["text"]) and gap <= CHANGE_GAP and related >= CHANGE_RELATED
-                )
+                close >= SAME_SUBJECT
+                or (gap <= RECENCY_MARGIN and close >= RELATED)
+                or (changed and gap <= CHANGE_GAP and close >= CHANGE_RELATED)
             ):
                 position = k
                 break
         placed.insert(position, j)
     return [results[i] for i in placed]
+
+
+def _similarities(vectors: list[list[float]]) -> list[list[float]]:
+    """Cosine of every pair (0 where a vector is missing), in one matrix product."""
+    import numpy as np  # installed with the memory extra
+
+    size = max((len(vector) for vector in vectors), default=0)
+    if size == 0:
+        return [[0.0] * len(vectors) for _ in vectors]
+    matrix = np.zeros((len(vectors), size), dtype=np.float32)
+    for row, vector in enumerate(vectors):
+        if len(vector) == size:
+            matrix[row] = vector
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix /= np.maximum(norms, 1e-12)
+    return (matrix @ matrix.T).tolist()
 
 
 def _spread(count: int, dimension: int, seed: int) -> list[list[float]]:
@@ -477,14 +495,6 @@ def _spread(count: int, dimension: int, seed: int) -> list[list[float]]:
     vectors = np.random.default_rng(seed).standard_normal((count, dimension))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors.astype(np.float32).tolist()
-
-
-def _cosine(a: list[float], b: list[float]) -> float:
-    if not a or not b:
-        return 0.0
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
 
 
 def _unchanged(entry: Hit, text: str | None, metadata: dict[str, Any]) -> bool:
