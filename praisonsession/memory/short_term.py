@@ -18,8 +18,9 @@ from .. import clock
 from ..embeddings import Embedder
 from ..vectors import Where
 from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, text_key
-from .long_term import check_metadata, page_of, prefer_newer
+from .long_term import check_metadata, page_of
 from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
+from .recency import prefer_newer
 
 LOG = "$memory/short_term"
 SEARCH_WINDOW = 2000
