@@ -181,6 +181,11 @@ class MemoryNotFoundError(PraisonSessionError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class IsolationError(PraisonSessionError):
+    """A vector operation read an entry of another user or scope back; it was withheld. Only
+    data written around praisonsession (by hand into its collections) can cause it."""
+
+
 class KnowledgeSourceError(PraisonSessionError, ValueError):
     """A knowledge source that cannot be read: missing, unsupported, empty, binary, or a URL
     that did not answer with a document. Nothing from it was added."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..embeddings import Embedder
-from ..errors import PraisonSessionError
+from ..errors import IsolationError
 from .index import Hit, VectorIndex
 
 __all__ = [
@@ -27,10 +27,6 @@ __all__ = [
     "memory_scope",
     "user_collections",
 ]
-
-
-class IsolationError(PraisonSessionError):
-    """An entry of another scope came back from a vector operation; nothing was returned."""
 
 
 def collection_name(namespace: str, kind: str, *scope: str) -> str:
