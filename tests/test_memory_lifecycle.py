@@ -361,3 +361,22 @@ def test_async_sessions_and_their_views_have_the_same_calls(open_session, tmp_pa
             assert [c["event"] for c in history] == ["ADD", "UPDATE", "DELETE"]
 
     asyncio.run(main())
+
+
+def test_an_entry_of_another_user_written_around_the_library_is_withheld(open_session) -> None:
+    from praisonsession.errors import IsolationError
+
+    session = open_session("s", "ada")
+    session.add_memory("Ada's own memory")
+    recall = session._core._recall
+    collection = recall.long.index.collection  # written by hand, as no call of ours can
+    collection.upsert(
+        ids=["planted"],
+        documents=["Bob's secret"],
+        metadatas=[{"user_id": "bob", "memory_id": "planted", "session_id": "s"}],
+        embeddings=[recall.embedder.embed_query("Bob's secret")],
+    )
+    with pytest.raises(IsolationError, match="withheld"):
+        session.search_memory("secret")
+    with pytest.raises(IsolationError):
+        session.get_memory("planted")
