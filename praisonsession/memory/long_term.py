@@ -258,13 +258,17 @@ class LongTermMemory:
     # -- history --------------------------------------------------------------------------
 
     def _record(self, events: list[tuple[str, str, str | None, str | None]], at: float) -> None:
-        """Write ``(memory id, event, text, previous)`` to the history, all at time ``at``."""
+        """Write ``(memory id, event, text, previous)`` to the history, all at time ``at``.
+
+        Texts go in the entries' documents only (sealed like the memories when an encryption
+        key is set): a deletion keeps the text deleted, and what an update replaced is read
+        back from the event before it."""
         if not events:
             return
         base = time.time_ns()
         self.history_index.add(
             [uuid.uuid4().hex for _ in events],
-            [text or "" for _, _, text, _ in events],
+            [(previous if event == DELETE else text) or "" for _, event, text, previous in events],
             [
                 {
                     "memory_id": memory_id,
@@ -272,9 +276,8 @@ class LongTermMemory:
                     "at": at,
                     "seq": base + n,
                     "session_id": self.session_id,
-                    "previous": previous if previous is not None else "",
                 }
-                for n, (memory_id, event, _, previous) in enumerate(events)
+                for n, (memory_id, event, _, _) in enumerate(events)
             ],
             _spread(len(events), self.embedder.dimension, base),
         )
@@ -282,17 +285,23 @@ class LongTermMemory:
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         found = self.history_index.get(where={"memory_id": memory_id})
         found.sort(key=lambda hit: (hit.metadata.get("at", 0), hit.metadata.get("seq", 0)))
-        return [
-            {
-                "id": memory_id,
-                "event": hit.metadata.get("event"),
-                "text": hit.text if hit.metadata.get("event") != DELETE else None,
-                "previous": hit.metadata.get("previous") or None,
-                "at": hit.metadata.get("at"),
-                "session_id": hit.metadata.get("session_id"),
-            }
-            for hit in found
-        ]
+        changes: list[dict[str, Any]] = []
+        last: str | None = None
+        for hit in found:
+            event = hit.metadata.get("event")
+            deleted = event == DELETE
+            changes.append(
+                {
+                    "id": memory_id,
+                    "event": event,
+                    "text": None if deleted else hit.text,
+                    "previous": hit.text if deleted else (last if event == UPDATE else None),
+                    "at": hit.metadata.get("at"),
+                    "session_id": hit.metadata.get("session_id"),
+                }
+            )
+            last = None if deleted else hit.text
+        return changes
 
     # -- reading --------------------------------------------------------------------------
 

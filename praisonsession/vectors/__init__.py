@@ -2,7 +2,7 @@
 knowledge. chromadb is imported on first use only."""
 
 from .filters import Where, parse_where
-from .index import Hit, VectorIndex, chroma_client, erase_owner
+from .index import Hit, VectorIndex, chroma_client, erase_owner, scrub_embedded
 from .scope import (
     IsolationError,
     Scope,
@@ -26,5 +26,6 @@ __all__ = [
     "knowledge_scope",
     "memory_scope",
     "parse_where",
+    "scrub_embedded",
     "user_collections",
 ]

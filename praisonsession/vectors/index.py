@@ -14,6 +14,7 @@ chromadb is imported on first use only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -137,6 +138,29 @@ def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> in
     return removed
 
 
+def scrub_embedded(directory: Path) -> None:
+    """After an erasure, leave none of the deleted texts in the embedded store's SQLite file:
+    Chroma deletes rows but not the bytes they held in free pages, nor the terms of its full
+    text index. Merging that index and rebuilding the file (``VACUUM``) removes both."""
+    import sqlite3
+
+    path = Path(directory) / "chroma.sqlite3"
+    if not path.is_file():
+        return
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        conn.execute("PRAGMA secure_delete=ON")
+        # rewrites the index without the deleted documents' terms (if Chroma has one)
+        with contextlib.suppress(sqlite3.OperationalError):
+            conn.execute(
+                "INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
+                "VALUES('optimize')"
+            )
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
+
+
 class VectorIndex:
     """A named collection of texts with vectors and flat metadata.
 
@@ -150,6 +174,7 @@ class VectorIndex:
         self.name = name
         self.embedder = embedder
         self.owner = owner  # the user whose data it holds (None: shared): erase_user finds it
+        self.sealer: Any = None  # a TextSealer when encryption_key is set: texts stored sealed
         self._client = client
         self._opened: Any = None
         self._opening = threading.Lock()
@@ -208,8 +233,15 @@ class VectorIndex:
         if not ids:
             return
         if vectors is None:
-            vectors = self.embedder.embed(texts)
+            vectors = self.embedder.embed(texts)  # from the text itself: search keeps working
+        if self.sealer is not None:
+            texts = [self.sealer.seal(self.name, i, t) for i, t in zip(ids, texts, strict=True)]
         self.collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
+
+    def _text(self, entry: str, text: str | None) -> str:
+        if self.sealer is None or text is None:
+            return text or ""
+        return self.sealer.open(self.name, entry, text)
 
     def existing(self, ids: list[str]) -> set[str]:
         if not ids:
@@ -247,7 +279,7 @@ class VectorIndex:
             [
                 Hit(
                     id=i,
-                    text=text or "",
+                    text=self._text(i, text),
                     score=round(1.0 - float(far), 6),
                     metadata=meta or {},
                     vector=None if embedded is None else [float(x) for x in embedded[q][n]],
@@ -283,7 +315,7 @@ class VectorIndex:
         return [
             Hit(
                 id=i,
-                text=text or "",
+                text=self._text(i, text),
                 score=0.0,
                 metadata=dict(meta or {}),
                 vector=None if embedded is None else [float(x) for x in embedded[n]],

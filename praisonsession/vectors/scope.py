@@ -101,6 +101,15 @@ class ScopedIndex:
         self.index = VectorIndex(client, scope.collection, embedder, owner=scope.owner)
 
     @property
+    def sealer(self) -> Any:
+        """The ``TextSealer`` the texts are stored sealed with (``encryption_key``), or None."""
+        return self.index.sealer
+
+    @sealer.setter
+    def sealer(self, sealer: Any) -> None:
+        self.index.sealer = sealer
+
+    @property
     def collection(self) -> Any:
         """The Chroma collection itself (benchmarks time it bare)."""
         return self.index.collection
