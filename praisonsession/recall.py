@@ -22,17 +22,20 @@ from .execution import offload
 from .knowledge.chunking import DEFAULT_SIZE
 from .knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
 from .memory.context import DEFAULT_BUDGET, build_context
-from .memory.long_term import LongTermMemory
+from .memory.lifecycle import MemoryId
+from .memory.long_term import LongTermMemory, page_of
+from .memory.paraphrase import DEFAULT_THRESHOLD
 from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
 from .recall_options import EMBEDDER_NAMES, default_overlap
-from .vectors import chroma_client
+from .vectors import Where, chroma_client
 
 if TYPE_CHECKING:
     from .settings import Settings
 
 __all__ = ["Recall", "default_embedder"]
 
+_ALL = 10**9  # no limit
 _embedders: dict[str, Embedder] = {}
 _embedders_lock = threading.Lock()
 
@@ -112,8 +115,10 @@ class Recall:
         self._client_id = id(client)
         namespace = settings.vector_namespace
         size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
-        self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id)
-        self.short = ShortTermMemory(logs, self.embedder)
+        threshold = float(memory_config.get("dedupe_threshold", DEFAULT_THRESHOLD))
+        self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id, threshold)
+        self.short = ShortTermMemory(logs, self.embedder, session_id, threshold)
+        self.prefer_recent = bool(memory_config.get("prefer_recent", True))
         self.turns = TurnIndex(logs, self.embedder)
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self.knowledge = KnowledgeBase(
@@ -134,6 +139,7 @@ class Recall:
 
             sealer = TextSealer(load_key(key))
             self.long.index.sealer = self.knowledge.index.sealer = sealer
+            self.long.history_index.sealer = sealer  # a history holds the memories' texts
         self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).
@@ -155,30 +161,70 @@ class Recall:
 
     # -- memory ---------------------------------------------------------------------------
 
-    async def add_memory(self, text: str, memory_type: str, metadata: dict[str, Any]) -> str:
+    async def add_memory(
+        self, text: str, memory_type: str, metadata: dict[str, Any], dedupe: bool = True
+    ) -> MemoryId:
         if memory_type == "short":
-            return await self.short.add(text, metadata)
-        return await self._filling(self.long.index, self.long.add, text, metadata)
+            return await self.short.add(text, metadata, dedupe)
+        return await self._filling(self.long.index, self.long.add, text, metadata, dedupe)
 
     async def add_memories(
-        self, texts: list[str], memory_type: str, metadata: dict[str, Any]
-    ) -> list[str]:
+        self, texts: list[str], memory_type: str, metadata: dict[str, Any], dedupe: bool = True
+    ) -> list[MemoryId]:
         if memory_type == "short":
-            return await self.short.add_many(texts, metadata)
+            return await self.short.add_many(texts, metadata, dedupe)
         return await self._filling(
-            self.long.index, self.long.add_many, texts, metadata, self.progress
+            self.long.index, self.long.add_many, texts, metadata, self.progress, dedupe
         )
 
-    async def search_memory(self, query: str, memory_type: str, limit: int) -> list[dict]:
+    async def search_memory(
+        self,
+        query: str,
+        memory_type: str,
+        limit: int,
+        where: Where | None = None,
+        prefer_recent: bool | None = None,
+    ) -> list[dict]:
+        recent = self.prefer_recent if prefer_recent is None else prefer_recent
         vector = await offload(self.embedder.embed_query, query)
         hits: list[dict[str, Any]] = []
         if memory_type in ("short", "all"):
             entries = await self.short.entries()
-            hits += await offload(self.short.rank, entries, vector, limit)
+            hits += await offload(self.short.rank, entries, vector, limit, where, recent)
         if memory_type in ("long", "all"):
-            hits += await offload(self.long.search, vector, limit)
-        hits.sort(key=lambda hit: -hit["score"])
+            hits += await offload(self.long.search, vector, limit, where, recent)
+        if memory_type == "all":
+            hits.sort(key=lambda hit: -hit["score"])
         return hits[:limit]
+
+    async def list_memories(
+        self, memory_type: str, where: Where | None, limit: int, after: str | None
+    ) -> list[dict[str, Any]]:
+        if memory_type == "short":
+            return await self.short.list(where, limit, after)
+        if memory_type == "long":
+            return await offload(self.long.list, where, limit, after)
+        everything = await self.short.list(where, _ALL) + await offload(self.long.list, where, _ALL)
+        return page_of(everything, limit, after)  # short notes first, then long memories
+
+    async def get_memory(self, memory_id: str) -> dict[str, Any] | None:
+        found = await self.short.get(memory_id)
+        return found if found is not None else await offload(self.long.get, memory_id)
+
+    async def update_memory(
+        self, memory_id: str, text: str | None, metadata: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        found = await self.short.update(memory_id, text, metadata)
+        if found is not None:
+            return found
+        return await offload(self.long.update, memory_id, text, metadata)
+
+    async def delete_memory(self, memory_id: str) -> bool:
+        return await self.short.delete(memory_id) or await offload(self.long.delete, memory_id)
+
+    async def memory_history(self, memory_id: str) -> list[dict[str, Any]]:
+        found = await self.short.history(memory_id)
+        return found or await offload(self.long.history, memory_id)
 
     async def session_memories(self) -> list[dict[str, Any]]:
         """The long-term memories this session added (for a fork or an archive)."""
@@ -212,9 +258,11 @@ class Recall:
     async def add_knowledge(self, source: str | Path) -> KnowledgeAdded:
         return await self._filling(self.knowledge.index, self.knowledge.add, source)
 
-    async def search_knowledge(self, query: str, limit: int) -> list[dict[str, Any]]:
+    async def search_knowledge(
+        self, query: str, limit: int, where: Where | None = None
+    ) -> list[dict[str, Any]]:
         vector = await offload(self.embedder.embed_query, query)
-        return await offload(self.knowledge.search, vector, limit)
+        return await offload(self.knowledge.search, vector, limit, where)
 
     # -- context --------------------------------------------------------------------------
 
@@ -276,8 +324,11 @@ class Recall:
 
     def _context(self, entries: list[dict[str, Any]], vector: list[float], max_items: int) -> str:
         sections = [
-            ("Recent notes from this session", self.short.rank(entries, vector, max_items)),
-            ("Long-term memory", self.long.search(vector, max_items)),
+            (
+                "Recent notes from this session",
+                self.short.rank(entries, vector, max_items, prefer_recent=self.prefer_recent),
+            ),
+            ("Long-term memory", self.long.search(vector, max_items, None, self.prefer_recent)),
             ("Knowledge", self.knowledge.search(vector, max_items)),
         ]
         relevant = [
