@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,13 @@ def default_embedder(name: str) -> Embedder:
                 )
             _embedders[name] = MiniLMEmbedder()
         return _embedders[name]
+
+
+#: Collections last found empty: (client, collection name) -> when. A turn of an agent whose
+#: user has no memories and no knowledge skips the embedding and the searches; an add in this
+#: process forgets the entry at once, one in another process is seen within EMPTY_TRUST s.
+_found_empty: dict[tuple[int, str], float] = {}
+EMPTY_TRUST = 1.0
 
 
 # Embedders a forked child inherited: kept, never used and never freed there, because freeing
@@ -101,6 +109,7 @@ class Recall:
             or Path(settings.data_dir).expanduser().resolve() / "chroma"
         )
         client = chroma_client(location)
+        self._client_id = id(client)
         namespace = settings.vector_namespace
         size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
         self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id)
@@ -136,24 +145,29 @@ class Recall:
         vector = self._queries.get(query)
         if vector is None:
             vector = await offload(self.embedder.embed_query, query)
-            self._queries[query] = vector
-            while len(self._queries) > 16:
-                self._queries.popitem(last=False)
+            self._remember(query, vector)
         return vector
+
+    def _remember(self, query: str, vector: list[float]) -> None:
+        self._queries[query] = vector
+        while len(self._queries) > 16:
+            self._queries.popitem(last=False)
 
     # -- memory ---------------------------------------------------------------------------
 
     async def add_memory(self, text: str, memory_type: str, metadata: dict[str, Any]) -> str:
         if memory_type == "short":
             return await self.short.add(text, metadata)
-        return await offload(self.long.add, text, metadata)
+        return await self._filling(self.long.index, self.long.add, text, metadata)
 
     async def add_memories(
         self, texts: list[str], memory_type: str, metadata: dict[str, Any]
     ) -> list[str]:
         if memory_type == "short":
             return await self.short.add_many(texts, metadata)
-        return await offload(self.long.add_many, texts, metadata, self.progress)
+        return await self._filling(
+            self.long.index, self.long.add_many, texts, metadata, self.progress
+        )
 
     async def search_memory(self, query: str, memory_type: str, limit: int) -> list[dict]:
         vector = await offload(self.embedder.embed_query, query)
@@ -172,7 +186,7 @@ class Recall:
 
     async def restore_memories(self, memories: list[dict[str, Any]]) -> int:
         """Add memories copied from another session as this session's."""
-        return await offload(self.long.restore, memories)
+        return await self._filling(self.long.index, self.long.restore, memories)
 
     async def clear_memory(self, memory_type: str) -> int:
         removed = 0
@@ -196,7 +210,7 @@ class Recall:
     # -- knowledge ------------------------------------------------------------------------
 
     async def add_knowledge(self, source: str | Path) -> KnowledgeAdded:
-        return await offload(self.knowledge.add, source)
+        return await self._filling(self.knowledge.index, self.knowledge.add, source)
 
     async def search_knowledge(self, query: str, limit: int) -> list[dict[str, Any]]:
         vector = await offload(self.embedder.embed_query, query)
@@ -205,9 +219,60 @@ class Recall:
     # -- context --------------------------------------------------------------------------
 
     async def get_context(self, query: str, max_items: int) -> str:
-        vector = await self.query_vector(query)
         entries = await self.short.entries()
-        return await offload(self._context, entries, vector, max_items)
+        if not entries and self._known_empty():
+            return ""  # nothing to find: no embedding, no search, no thread
+        known = self._queries.get(query)
+        context, vector = await offload(self._search_context, entries, query, known, max_items)
+        if known is None and vector is not None:
+            self._remember(query, vector)
+        return context
+
+    def _search_context(
+        self,
+        entries: list[dict[str, Any]],
+        query: str,
+        vector: list[float] | None,
+        max_items: int,
+    ) -> tuple[str, list[float] | None]:
+        """Embed (unless known) and search everything, in one trip off the loop (blocking)."""
+        if not entries and self._empty(self.long.index) and self._empty(self.knowledge.index):
+            return "", vector
+        if vector is None:
+            vector = self.embedder.embed_query(query)
+        return self._context(entries, vector, max_items), vector
+
+    # -- "anything to find?" --------------------------------------------------------------
+
+    def _known_empty(self) -> bool:
+        """Both collections were found empty within EMPTY_TRUST s (no I/O: for the loop)."""
+        now = time.monotonic()
+        for index in (self.long.index, self.knowledge.index):
+            seen = _found_empty.get((self._client_id, index.name))
+            if seen is None or now - seen > EMPTY_TRUST:
+                return False
+        return True
+
+    def _empty(self, index: Any) -> bool:
+        """Whether ``index`` holds nothing (blocking: it may count the collection)."""
+        key = (self._client_id, index.name)
+        seen = _found_empty.get(key)
+        if seen is not None and time.monotonic() - seen <= EMPTY_TRUST:
+            return True
+        if index.count() == 0:
+            _found_empty[key] = time.monotonic()
+            return True
+        _found_empty.pop(key, None)
+        return False
+
+    async def _filling(self, index: Any, add: Any, *args: Any) -> Any:
+        """Run ``add`` off the loop, forgetting that ``index`` was empty before and after it
+        (a search running meanwhile may have counted it empty)."""
+        _found_empty.pop((self._client_id, index.name), None)
+        try:
+            return await offload(add, *args)
+        finally:
+            _found_empty.pop((self._client_id, index.name), None)
 
     def _context(self, entries: list[dict[str, Any]], vector: list[float], max_items: int) -> str:
         sections = [

@@ -53,6 +53,27 @@ def test_bench_hierarchy_prints_every_operation_on_every_store(tmp_path: Path) -
 
 
 @pytest.mark.slow
+def test_bench_server_prints_every_ratio_beside_the_bare_stack(tmp_path: Path) -> None:
+    out = run_benchmark("bench_server.py", "--quick", cwd=tmp_path)
+    for measure in (
+        "| increment, ours |",
+        "| increment, bare Starlette |",
+        "| JSON route, bare Starlette |",
+        "| chat, memory=False, ours |",
+        "| chat, memory on and empty, ours |",
+        "| chat, bare Starlette |",
+        "of increment, bare Starlette | >= 0.8 ",
+        "of chat, bare Starlette | >= 0.6 ",
+        "server: largest / smallest history",
+        "Agent.chat: largest / smallest history",
+        "- get_context (embed once, 3 searches):",
+        "| Session(agent_url=...) |",
+        "| requests.Session |",
+    ):
+        assert measure in out
+
+
+@pytest.mark.slow
 def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_store(
     tmp_path: Path,
 ) -> None:
@@ -64,6 +85,15 @@ def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_sto
     for store in ("memory", "json", "sqlite", "redis", "postgres"):
         assert f"| {store} | 300 |" in out and f"| {store} | 1,000 |" in out
         assert f"- {store}: first page x" in out
+
+
+def test_bench_agentscope_agents_puts_every_session_beside_agentscopes(tmp_path: Path) -> None:
+    out = run_benchmark("bench_agentscope_agents.py", "--quick", cwd=tmp_path)
+    for size in ("10", "100"):
+        assert f"| {size} | AgentScope JSONSession |" in out
+        assert f"| {size} | AgentScope RedisSession |" in out
+        assert out.count(f"| {size} | ours, layout=agentscope |") == 2  # JSON and Redis
+        assert f"| {size} | ours, native Redis |" in out
 
 
 def test_bench_long_conversations_keeps_facts_within_budget_in_quick_mode(tmp_path: Path) -> None:

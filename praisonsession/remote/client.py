@@ -29,6 +29,7 @@ import requests
 import tenacity
 
 from ..errors import (
+    AgentURLError,
     InvalidValueError,
     PraisonSessionError,
     RemoteAuthError,
@@ -55,11 +56,12 @@ DEADLINE_MARGIN = 0.2
 
 def normalize_agent_url(agent_url: Any) -> str:
     """``agent_url`` with ``http://`` prepended when it names no scheme, and no trailing
-    slash; refused unless it is an http(s) URL with a host."""
-    if not isinstance(agent_url, str) or not agent_url.strip():
+    slash; refused unless it is an http(s) URL with a host (AgentURLError: a ConnectionError,
+    as PraisonAI raises when it cannot connect to such a URL)."""
+    if not isinstance(agent_url, str):
         raise InvalidValueError(
-            f"agent_url must be a URL such as 'http://127.0.0.1:8000/agent', got "
-            f"{type(agent_url).__name__ if not isinstance(agent_url, str) else repr(agent_url)}."
+            "agent_url must be a URL such as 'http://127.0.0.1:8000/agent', got "
+            f"{type(agent_url).__name__}."
         )
     url = agent_url.strip()
     if "://" not in url:
@@ -68,13 +70,17 @@ def normalize_agent_url(agent_url: Any) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError as exc:
-        raise InvalidValueError(
-            f"agent_url {redact_url(url)!r} is not a valid URL: {exc}."
+        raise AgentURLError(
+            f"agent_url {redact_url(url)!r} is not a valid URL: {exc}. Use one such as "
+            "'http://127.0.0.1:8000/agent'.",
+            url=redact_url(url),
         ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidValueError(
-            f"agent_url {redact_url(url)!r} is not an http(s) URL with a host; e.g. "
-            "'http://127.0.0.1:8000/agent'."
+        raise AgentURLError(
+            f"Cannot connect to agent_url {redact_url(url)!r}: it is not an http(s) URL with "
+            "a host. Use one such as 'http://127.0.0.1:8000/agent' (http:// is added when "
+            "the URL names no scheme).",
+            url=redact_url(url),
         )
     return url.rstrip("/")
 
@@ -300,10 +306,17 @@ class RemoteClient:
             data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
             headers = {**(headers or {}), "Content-Type": "application/json"}
         started = time.monotonic()
-        failures: list[_Transient] = []
-        took = [0.0]  # how long the last attempt took
+        try:  # the usual case, answered at once: no retry machinery to set up
+            return self._attempt(method, url, data, headers, safe)
+        except _Transient as exc:
+            failures: list[_Transient] = [exc]
+        took = [time.monotonic() - started]  # how long the last attempt took
+        first = [True]
 
         def attempt() -> requests.Response:
+            if first[0]:  # the attempt made above: tenacity counts it and waits after it
+                first[0] = False
+                raise failures[0]
             if failures and remaining(self.timeout) <= 0:
                 raise _OutOfTime  # the operation's deadline came first: report the last failure
             began = time.monotonic()
