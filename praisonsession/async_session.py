@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .counts import check_count
 from .errors import InvalidValueError, RemoteModeError
 from .execution import bounded, offload
 from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
@@ -727,6 +728,4 @@ def _check_memory_type(memory_type: Any, allowed: tuple[str, ...]) -> str:
 
 
 def _check_limit(limit: Any) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-        raise InvalidValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
-    return limit
+    return check_count(limit, "limit", low=1, high=1000)

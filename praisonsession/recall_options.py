@@ -13,6 +13,7 @@ import difflib
 import math
 from typing import Any
 
+from .counts import check_count, is_int
 from .errors import InvalidValueError
 from .redaction import redact_url
 
@@ -151,9 +152,7 @@ def _flag(value: Any, where: str) -> bool:
 
 
 def _int(value: Any, where: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidValueError(f"{where} must be an int of at least {low}, got {value!r}.")
-    return value
+    return check_count(value, where, low=low)
 
 
 def _number(value: Any, where: str, low: float, high: float) -> float:
@@ -231,7 +230,7 @@ def _vector_store(value: Any) -> str | None:
     if host is None:
         return None
     port = config.get("port", 8000)
-    if not isinstance(host, str) or isinstance(port, bool) or not isinstance(port, int):
+    if not isinstance(host, str) or not is_int(port):
         raise InvalidValueError(
             "knowledge_config['vector_store']['config'] needs a str host and an int port."
         )

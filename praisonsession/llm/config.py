@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..counts import check_count
 from ..errors import InvalidValueError
 from ..redaction import redact_url
 
@@ -100,9 +101,7 @@ class LLMConfig:
                 raise InvalidValueError(f"llm {name} must be a number >= 0, got {value!r}.")
         if self.timeout == 0:
             raise InvalidValueError("llm timeout must be more than 0 seconds.")
-        retries = self.max_retries
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise InvalidValueError(f"llm max_retries must be an int >= 0, got {retries!r}.")
+        check_count(self.max_retries, "llm max_retries")
 
     @property
     def endpoint(self) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..counts import check_count
 from ..errors import (
     InvalidIdError,
     InvalidValueError,
@@ -254,8 +255,7 @@ class SessionBase(HierarchyOperations):
         Pass the last session_id of a page as ``after`` to get the next page.
         """
         user = check_user_id(user_id)
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
-            raise InvalidValueError(f"limit must be an int from 1 to 10000, got {limit!r}.")
+        check_count(limit, "limit", low=1, high=10_000)
         if after is not None:
             check_session_id(after)
         return await self.list_records(user, limit, after)
@@ -339,10 +339,8 @@ class SessionBase(HierarchyOperations):
             check_key(name)
         check_json_data(updates, "state")
         deletes = [check_key(name) for name in delete]
-        if expected_version is not None and (
-            not isinstance(expected_version, int) or isinstance(expected_version, bool)
-        ):
-            raise InvalidValueError(f"expected_version must be an int, got {expected_version!r}")
+        if expected_version is not None:
+            check_count(expected_version, "expected_version", low=None)
         return await self.patch_record_state(
             key, detach(updates, "state"), deletes, replace, expected_version, must_exist
         )

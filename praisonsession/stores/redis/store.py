@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ... import clock
+from ...counts import check_count
 from ...errors import (
     AmbiguousLegacyDataError,
     ConflictError,
@@ -120,10 +121,9 @@ class RedisSession(SessionBase):
         )
         if not isinstance(key_prefix, str) or "\0" in key_prefix:
             raise InvalidValueError(f"key_prefix must be a str without NUL, got {key_prefix!r}.")
-        if isinstance(retry_attempts, bool) or not isinstance(retry_attempts, int):
-            raise InvalidValueError(f"retry_attempts must be an int, got {retry_attempts!r}.")
-        if retry_attempts < 1 or not retry_max_delay >= 0:
-            raise InvalidValueError("retry_attempts must be >= 1 and retry_max_delay >= 0.")
+        check_count(retry_attempts, "retry_attempts", low=1)
+        if not retry_max_delay >= 0:
+            raise InvalidValueError(f"retry_max_delay must be >= 0, got {retry_max_delay!r}.")
         _import_redis()
         self.durability = check_durability(durability)
         self._server_checked = durability != "power"
