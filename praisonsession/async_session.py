@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from .agents import Agent
     from .agents.factory import AgentRegistry
     from .knowledge.knowledge_base import KnowledgeAdded
-    from .llm import LLMConfig
     from .praisonai_views import AsyncKnowledgeView, AsyncMemoryView
     from .recall import Recall
     from .remote.client import RemoteClient
@@ -60,7 +59,8 @@ class AsyncSession(SessionTree):
     ``./.praisonsession/``); ``store=`` takes a store instance or a URL (``memory://``,
     ``json:///dir``, ``sqlite:///file.db``, ``redis://host:6379/0``); ``settings=`` a
     :class:`~praisonsession.settings.Settings` or a dict of its fields. ``timeout`` (seconds)
-    bounds each operation; when it runs out the operation raises ``OperationTimeoutError``.
+    bounds each operation (None: the settings' ``timeout``, 30 s unless set); when it runs out
+    the operation raises ``OperationTimeoutError``.
 
     ``agent_url=`` makes it a remote session: the agent and the stored session live on a
     session server (``praisonsession serve``); ``chat`` talks to the agent, the state calls
@@ -75,7 +75,7 @@ class AsyncSession(SessionTree):
         agent_url: str | None = None,
         memory_config: dict[str, Any] | None = None,
         knowledge_config: dict[str, Any] | None = None,
-        timeout: float = 30,
+        timeout: float | None = None,
         session_ttl: float | None = None,
         *,
         store: SessionBase | str | None = None,
@@ -86,7 +86,10 @@ class AsyncSession(SessionTree):
         self._user_id = DEFAULT_USER if user_id is None else check_user_id(user_id)
         self._memory_config = checked_config("memory", memory_config)
         self._knowledge_config = checked_config("knowledge", knowledge_config)
-        if (
+        self._settings = resolve_settings(settings)
+        if timeout is None:
+            timeout = self._settings.timeout
+        elif (
             isinstance(timeout, bool)
             or not isinstance(timeout, (int, float))
             or not 0 < timeout < float("inf")  # NaN fails this too
@@ -96,7 +99,6 @@ class AsyncSession(SessionTree):
             )
         self._timeout = timeout
         self._session_ttl = _check_ttl(session_ttl)
-        self._settings = resolve_settings(settings)
         self._remote: RemoteClient | None = None
         if agent_url is None:
             if api_key is not None:
@@ -508,23 +510,13 @@ class AsyncSession(SessionTree):
 
     # -- agents ---------------------------------------------------------------------------
 
-    async def Agent(
-        self,
-        name: str,
-        role: str = "Assistant",
-        instructions: str | None = None,
-        tools: list[Callable[..., Any]] | None = None,
-        memory: bool = True,
-        knowledge: list[str] | None = None,
-        llm: str | dict[str, Any] | LLMConfig | None = None,
-        **kwargs: Any,
-    ) -> Agent:
+    async def Agent(self, *args: Any, **options: Any) -> Agent:
         """An agent whose conversation is kept in this session and restored when it is reopened.
 
-        ``llm`` is a model name, a dict with ``model``, ``base_url`` and ``api_key``, or None for
-        the settings (``PRAISONSESSION_LLM_*``, then ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``).
-        Asking again for the same name returns the same live agent. Chat with ``await
-        agent.achat(...)`` (or ``agent.chat(...)`` from synchronous code).
+        Takes what an :class:`~praisonsession.agents.spec.AgentSpec` takes (PraisonAI's
+        ``name, role, instructions, tools, memory, knowledge, llm``, and more by keyword), or a
+        spec. Asking again for the same name returns the same live agent. Chat
+        with ``await agent.achat(...)`` (or ``agent.chat(...)`` from synchronous code).
         """
         if self._remote is not None:
             raise RemoteModeError(
@@ -533,12 +525,12 @@ class AsyncSession(SessionTree):
                 "session: session.chat(message)."
             )
         from .agents.factory import AgentRegistry, create_agent
+        from .agents.spec import AgentSpec
 
+        spec = AgentSpec.of(*args, **options)
         if self._registry is None:
             self._registry = AgentRegistry()
-        return await create_agent(
-            self, self._registry, name, role, instructions, tools, memory, knowledge, llm, **kwargs
-        )
+        return await create_agent(self, self._registry, spec)
 
     create_agent = Agent
 

@@ -11,7 +11,7 @@ call that outlives ``timeout`` can be abandoned.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from . import runtime
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from .agents import Agent
     from .archive import ArchiveSummary
     from .knowledge.knowledge_base import KnowledgeAdded
-    from .llm import LLMConfig
     from .praisonai_views import KnowledgeView, MemoryView
     from .settings import Settings
     from .state.module import StateModule
@@ -42,8 +41,8 @@ class Session:
     SQLite under ``./.praisonsession/``. ``store=`` takes a store instance or a URL
     (``memory://``, ``json:///dir``, ``sqlite:///file.db``, ``redis://host:6379/0``);
     ``settings=`` a :class:`~praisonsession.settings.Settings` or a dict of its fields.
-    ``timeout`` (seconds) bounds each call. For async code use :class:`AsyncSession`, which
-    has the same methods as coroutines.
+    ``timeout`` (seconds) bounds each call (None: the settings' ``timeout``, 30 s unless set).
+    For async code use :class:`AsyncSession`, which has the same methods as coroutines.
 
     ``Session(agent_url="http://host:8000/agent", api_key=...)`` is a remote session: it tests
     the connection now, ``chat`` talks to the agent a session server hosts, and the state
@@ -57,7 +56,7 @@ class Session:
         agent_url: str | None = None,
         memory_config: dict[str, Any] | None = None,
         knowledge_config: dict[str, Any] | None = None,
-        timeout: float = 30,
+        timeout: float | None = None,
         session_ttl: float | None = None,
         *,
         store: SessionBase | str | None = None,
@@ -269,27 +268,14 @@ class Session:
 
     # -- agents ---------------------------------------------------------------------------
 
-    def Agent(
-        self,
-        name: str,
-        role: str = "Assistant",
-        instructions: str | None = None,
-        tools: list[Callable[..., Any]] | None = None,
-        memory: bool = True,
-        knowledge: list[str] | None = None,
-        llm: str | dict[str, Any] | LLMConfig | None = None,
-        **kwargs: Any,
-    ) -> Agent:
+    def Agent(self, *args: Any, **options: Any) -> Agent:
         """An agent whose conversation is kept in this session and restored when it is reopened.
 
-        ``llm`` is a model name, a dict with ``model``, ``base_url`` and ``api_key``, or None for
-        the settings (``PRAISONSESSION_LLM_*``, then ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``).
-        Asking again for the same name returns the same live agent.
+        Takes what an :class:`~praisonsession.agents.spec.AgentSpec` takes (PraisonAI's
+        ``name, role, instructions, tools, memory, knowledge, llm``, and more by keyword), or a
+        spec. Asking again for the same name returns the same live agent.
         """
-        return self._on_loop(
-            self._core.Agent(name, role, instructions, tools, memory, knowledge, llm, **kwargs),
-            bounded=False,
-        )
+        return self._on_loop(self._core.Agent(*args, **options), bounded=False)
 
     create_agent = Agent
 

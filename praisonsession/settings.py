@@ -22,9 +22,11 @@ from typing import Any, NamedTuple
 
 from .errors import InvalidSettingError
 
-__all__ = ["ENV_PREFIX", "Settings"]
+__all__ = ["DEFAULT_TIMEOUT", "ENV_PREFIX", "Settings"]
 
 ENV_PREFIX = "PRAISONSESSION_"
+#: Seconds a session, an LLM request or a server waits, unless told otherwise (``timeout``).
+DEFAULT_TIMEOUT = 30.0
 ENV_FILE = ".env"
 
 
@@ -58,7 +60,7 @@ KNOBS: dict[str, Knob] = {
         {"pattern": r"^(process|power)$"},
     ),
     "timeout": Knob(
-        30.0,
+        DEFAULT_TIMEOUT,
         float,
         "Seconds to wait for a store or endpoint.",
         {"gt": 0, "allow_inf_nan": False},

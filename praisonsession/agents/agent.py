@@ -19,19 +19,19 @@ from __future__ import annotations
 import asyncio
 import html
 import weakref
-from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import runtime
 from ..errors import InvalidValueError
 from ..execution import bounded, offload
-from ..identifiers import check_key, filename_for
-from ..llm.config import LLMConfig, resolve_llm
+from ..identifiers import filename_for
+from ..llm.config import resolve_llm
 from ..llm.errors import LLMNotConfiguredError
 from ..redaction import redact_url
 from ..state.message_log import MessageLog
 from ..state.module import StateModule
 from .prompt import for_model, recent_turns, system_prompt
+from .spec import AgentSpec
 from .tools import Toolbox
 
 if TYPE_CHECKING:
@@ -54,97 +54,37 @@ class Agent(StateModule):
     """An agent that remembers: ``chat`` sends instructions, context and recent history.
 
     Create it with ``session.Agent(...)`` (or :func:`~praisonsession.agents.create_agent`),
-    which restores the saved history and returns the live agent if the session has one.
-
-    Options beyond PraisonAI's: ``history_window`` (turns of history sent, None for all),
-    ``max_tool_rounds`` (tool-call rounds per turn), ``context_items`` (``max_items`` for the
-    session's ``get_context``), ``goal`` and ``backstory`` (added to the system message).
+    which restores the saved history and returns the live agent if the session has one. Its
+    options are an :class:`~praisonsession.agents.spec.AgentSpec`.
     """
 
-    def __init__(
-        self,
-        session: AgentHost,
-        name: str,
-        role: str = "Assistant",
-        instructions: str | None = None,
-        tools: Iterable[Callable[..., Any]] | None = None,
-        memory: bool = True,
-        knowledge: Iterable[str] | bool | None = None,
-        llm: str | Mapping[str, Any] | LLMConfig | None = None,
-        *,
-        goal: str | None = None,
-        backstory: str | None = None,
-        history_window: int | None = 20,
-        max_tool_rounds: int = 5,
-        context_items: int = 3,
-    ) -> None:
+    def __init__(self, session: AgentHost, spec: AgentSpec) -> None:
         super().__init__()
         self.session = session
-        self.name = check_key(name, "agent name")
+        self.name = spec.name
         self.key = module_key(self.name)
         self.history = MessageLog()
         # one turn at a time per event loop (the sync chat and async users may use two loops)
         self._turn_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._client: ChatClient | None = None
-        self.configure(
-            role=role,
-            instructions=instructions,
-            tools=tools,
-            memory=memory,
-            knowledge=knowledge,
-            llm=llm,
-            goal=goal,
-            backstory=backstory,
-            history_window=history_window,
-            max_tool_rounds=max_tool_rounds,
-            context_items=context_items,
-        )
+        self.configure(spec)
 
-    def configure(
-        self,
-        role: str = "Assistant",
-        instructions: str | None = None,
-        tools: Iterable[Callable[..., Any]] | None = None,
-        memory: bool = True,
-        knowledge: Iterable[str] | bool | None = None,
-        llm: str | Mapping[str, Any] | LLMConfig | None = None,
-        *,
-        goal: str | None = None,
-        backstory: str | None = None,
-        history_window: int | None = 20,
-        max_tool_rounds: int = 5,
-        context_items: int = 3,
-    ) -> None:
-        """Set everything but the name and the history (what a repeated ``Agent(...)`` does)."""
-        for label, text in (
-            ("role", role),
-            ("instructions", instructions),
-            ("goal", goal),
-            ("backstory", backstory),
-        ):
-            if text is not None and not isinstance(text, str):
-                raise InvalidValueError(f"{label} must be a str, got {type(text).__name__}.")
-        for label, count, low in (
-            ("history_window", history_window, 0),
-            ("max_tool_rounds", max_tool_rounds, 0),
-            ("context_items", context_items, 1),
-        ):
-            if count is None and label == "history_window":
-                continue
-            if isinstance(count, bool) or not isinstance(count, int) or count < low:
-                raise InvalidValueError(f"{label} must be an int >= {low}, got {count!r}.")
-        config = resolve_llm(llm, self.session.settings, timeout=self.session.timeout)
-        toolbox = Toolbox(tools or ())
-        self.role = role
-        self.instructions = instructions
-        self.goal = goal
-        self.backstory = backstory
-        self.memory = bool(memory)
-        self.knowledge = _sources(knowledge)
+    def configure(self, spec: AgentSpec) -> None:
+        """Take everything from ``spec`` but the name and the history (what a repeated
+        ``Agent(...)`` does)."""
+        config = resolve_llm(spec.llm, self.session.settings, timeout=self.session.timeout)
+        toolbox = Toolbox(spec.tools)  # both checked before anything changes
+        self.spec = spec
+        self.role = spec.role
+        self.instructions = spec.instructions
+        self.goal = spec.goal
+        self.backstory = spec.backstory
+        self.memory = spec.memory
+        self.knowledge = None if spec.knowledge is None else list(spec.knowledge)
         self.tools = toolbox
-        self.history_window = history_window
-        self.max_tool_rounds = max_tool_rounds
-        self.context_items = context_items
+        self.history_window = spec.history_window
+        self.max_tool_rounds = spec.max_tool_rounds
+        self.context_items = spec.context_items
         if self._client is not None and self._client.config != config:
             self._client.close()
             self._client = None
@@ -337,17 +277,6 @@ def _reply_of_turn(history: list[Message], turn_key: str) -> str | None:
                     reply = later.get("content")
             return None if reply is None else str(reply)
     return None
-
-
-def _sources(knowledge: Iterable[str] | bool | None) -> list[str] | None:
-    """PraisonAI takes a list of sources, or True for "use the session's knowledge"."""
-    if knowledge is None or knowledge is False:
-        return None
-    if knowledge is True:
-        return []
-    if isinstance(knowledge, str):
-        return [knowledge]
-    return [str(source) for source in knowledge]
 
 
 def _short(content: Any, limit: int = 120) -> str:

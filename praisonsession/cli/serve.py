@@ -45,9 +45,9 @@ __all__ = ["serve"]
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0.001),
-    default=30.0,
-    show_default=True,
-    help="Seconds each store operation and LLM request may take.",
+    default=None,
+    help="Seconds each store operation and LLM request may take (default: the timeout "
+    "setting, PRAISONSESSION_TIMEOUT, 30 s unless set).",
 )
 @click.option(
     "--log-level",
@@ -63,7 +63,7 @@ def serve(
     token: str | None,
     path: str,
     max_body: int | None,
-    timeout: float,
+    timeout: float | None,
     log_level: str,
 ) -> None:
     """Serve agents to remote sessions: one conversation per (user_id, session_id), kept in

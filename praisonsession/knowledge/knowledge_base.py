@@ -15,6 +15,7 @@ from typing import Any
 from ..embeddings import Embedder
 from ..errors import KnowledgeSourceError
 from ..progress import progress_bar
+from ..settings import DEFAULT_TIMEOUT
 from ..vectors import VectorIndex, collection_name
 from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
 from .sources import Document, fetch_url, files_in, is_url, looks_like_path, read_file
@@ -59,7 +60,7 @@ class KnowledgeBase:
         scope: str = "user",
         chunk_size: int = DEFAULT_SIZE,
         chunk_overlap: int = DEFAULT_OVERLAP,
-        timeout: float = 30.0,
+        timeout: float = DEFAULT_TIMEOUT,
         progress: bool = True,
     ) -> None:
         if scope not in SCOPES:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..counts import check_count
 from ..errors import InvalidValueError
 from ..redaction import redact_url
+from ..settings import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -72,7 +73,7 @@ class LLMConfig:
     base_url: str = DEFAULT_BASE_URL
     api_key: str | None = None
     #: Seconds to wait for one HTTP response.
-    timeout: float = 30.0
+    timeout: float = DEFAULT_TIMEOUT
     #: Retries after the first attempt, on 408/409/429/5xx, timeouts and refused connections.
     max_retries: int = 3
     #: Most seconds spent waiting between attempts, all retries together.

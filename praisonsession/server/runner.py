@@ -23,7 +23,7 @@ def prepare(
     token: str | None = None,
     path: str = "/agent",
     max_body: int | None = None,
-    timeout: float = 30.0,
+    timeout: float | None = None,
 ) -> ServerApp:
     """The app for these options, after every check that can fail before serving (the bind
     rule, the agent factories, the store URL)."""
