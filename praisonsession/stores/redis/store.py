@@ -141,7 +141,7 @@ class RedisSession(SessionBase):
             "socket_connect_timeout": socket_connect_timeout,
             **kwargs,
         }
-        if "retry" not in kwargs:  # tenacity retries here; redis-py's own would stack up
+        if "retry" not in kwargs:  # retries.py retries here; redis-py's own would stack up
             from redis.asyncio.retry import Retry
             from redis.backoff import NoBackoff
 
