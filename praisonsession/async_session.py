@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .choices import MEMORY_QUERIES, MEMORY_TYPES, MemoryQuery, MemoryType, check_choice
 from .counts import check_count
 from .errors import InvalidValueError, RemoteModeError
 from .execution import bounded, offload
@@ -47,8 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["MEMORY_TYPES", "AsyncSession"]
 
 T = TypeVar("T")
-
-MEMORY_TYPES = ("short", "long")
 
 
 class AsyncSession(SessionTree):
@@ -189,9 +188,10 @@ class AsyncSession(SessionTree):
 
     @property
     def runs_inline(self) -> bool:
-        """True when the store's operations may be driven on the caller's thread (see
-        ``praisonsession.runtime``); the sync facade uses this to skip the loop hop."""
-        return self._store.runs_inline
+        """True when the sync facade drives store operations on the caller's thread (see
+        ``praisonsession.runtime``): the store allows it and the ``sync_calls`` setting is
+        ``"inline"`` (the default); ``"loop"`` sends every one to the background loop."""
+        return self._store.runs_inline and self._settings.sync_calls == "inline"
 
     def _call(self, what: str, work: Awaitable[T]) -> Awaitable[T]:
         """An operation on the stored session: opened first if need be, within ``timeout``.
@@ -415,7 +415,9 @@ class AsyncSession(SessionTree):
 
         return await self._call(what, opened_then_used())
 
-    async def add_memory(self, text: str, memory_type: str = "long", **metadata: JSONValue) -> str:
+    async def add_memory(
+        self, text: str, memory_type: MemoryType = "long", **metadata: JSONValue
+    ) -> str:
         """Remember ``text``; returns its id.
 
         ``"long"`` memories belong to the user and are found from any of their sessions;
@@ -423,13 +425,13 @@ class AsyncSession(SessionTree):
         """
         self._local_only("add_memory")
         text = _check_text(text, "text")
-        memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
+        memory_type = check_choice(memory_type, MEMORY_TYPES, "memory_type")
         return await self._recalling(
             "add_memory", lambda recall: recall.add_memory(text, memory_type, metadata)
         )
 
     async def add_memories(
-        self, texts: Sequence[str], memory_type: str = "long", **metadata: JSONValue
+        self, texts: Sequence[str], memory_type: MemoryType = "long", **metadata: JSONValue
     ) -> list[str]:
         """Remember many texts at once (the same metadata for each); their ids, in order.
 
@@ -442,7 +444,7 @@ class AsyncSession(SessionTree):
                 "for one text use add_memory."
             )
         texts = [_check_text(text, f"texts[{i}]") for i, text in enumerate(texts)]
-        memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
+        memory_type = check_choice(memory_type, MEMORY_TYPES, "memory_type")
         if not texts:
             return []
         if not self._opened:
@@ -451,7 +453,7 @@ class AsyncSession(SessionTree):
         return await recall.add_memories(texts, memory_type, metadata)
 
     async def search_memory(
-        self, query: str, memory_type: str = "long", limit: int = 5
+        self, query: str, memory_type: MemoryQuery = "long", limit: int = 5
     ) -> list[dict[str, Any]]:
         """Memories closest in meaning to ``query``: dicts with id, text, score and metadata.
 
@@ -459,19 +461,19 @@ class AsyncSession(SessionTree):
         """
         self._local_only("search_memory")
         query = _check_text(query, "query")
-        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        memory_type = check_choice(memory_type, MEMORY_QUERIES, "memory_type")
         limit = _check_limit(limit)
         return await self._recalling(
             "search_memory", lambda recall: recall.search_memory(query, memory_type, limit)
         )
 
-    async def clear_memory(self, memory_type: str = "all") -> int:
+    async def clear_memory(self, memory_type: MemoryQuery = "all") -> int:
         """Forget this session's memories of a type (``"short"``, ``"long"`` or ``"all"``).
 
         Long-term memories other sessions of the user added are kept. Returns how many went.
         """
         self._local_only("clear_memory")
-        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        memory_type = check_choice(memory_type, MEMORY_QUERIES, "memory_type")
         return await self._recalling(
             "clear_memory", lambda recall: recall.clear_memory(memory_type)
         )
@@ -711,12 +713,6 @@ def _check_text(text: Any, what: str) -> str:
     if not text.strip():
         raise InvalidValueError(f"{what} is empty; pass some text.")
     return text
-
-
-def _check_memory_type(memory_type: Any, allowed: tuple[str, ...]) -> str:
-    if memory_type not in allowed:
-        raise InvalidValueError(f"memory_type must be one of {allowed}, got {memory_type!r}.")
-    return memory_type
 
 
 def _check_limit(limit: Any) -> int:

@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .choices import MemoryQuery, MemoryType
 from .embeddings import Embedder, MiniLMEmbedder, coerce_embedder
 from .errors import InvalidValueError
 from .execution import offload
@@ -122,19 +123,19 @@ class Recall:
 
     # -- memory ---------------------------------------------------------------------------
 
-    async def add_memory(self, text: str, memory_type: str, metadata: dict[str, Any]) -> str:
+    async def add_memory(self, text: str, memory_type: MemoryType, metadata: dict[str, Any]) -> str:
         if memory_type == "short":
             return await self.short.add(text, metadata)
         return await offload(self.long.add, text, metadata)
 
     async def add_memories(
-        self, texts: list[str], memory_type: str, metadata: dict[str, Any]
+        self, texts: list[str], memory_type: MemoryType, metadata: dict[str, Any]
     ) -> list[str]:
         if memory_type == "short":
             return await self.short.add_many(texts, metadata)
         return await offload(self.long.add_many, texts, metadata, self.progress)
 
-    async def search_memory(self, query: str, memory_type: str, limit: int) -> list[dict]:
+    async def search_memory(self, query: str, memory_type: MemoryQuery, limit: int) -> list[dict]:
         vector = await offload(self.embedder.embed_query, query)
         hits: list[dict[str, Any]] = []
         if memory_type in ("short", "all"):
@@ -153,7 +154,7 @@ class Recall:
         """Add memories copied from another session as this session's."""
         return await offload(self.long.restore, memories)
 
-    async def clear_memory(self, memory_type: str) -> int:
+    async def clear_memory(self, memory_type: MemoryQuery) -> int:
         removed = 0
         if memory_type in ("short", "all"):
             removed += await self.short.clear()

@@ -13,6 +13,7 @@ import difflib
 import math
 from typing import Any
 
+from .choices import KNOWLEDGE_SCOPES, check_choice
 from .counts import check_count, is_int
 from .errors import InvalidValueError
 from .redaction import redact_url
@@ -23,7 +24,6 @@ __all__ = ["EMBEDDER_NAMES", "check_knowledge_config", "check_memory_config"]
 EMBEDDER_NAMES = ("minilm", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8")
 #: PraisonAI's memory providers that mean "a Chroma collection", which is what is used here.
 _CHROMA_PROVIDERS = ("rag", "chroma", "chromadb")
-_SCOPES = ("user", "session", "global")
 
 _MEMORY_KEYS = (
     "embedder",
@@ -75,11 +75,7 @@ def check_knowledge_config(config: Any) -> dict[str, Any]:
         if key == "embedder":
             checked[key] = check_embedder(value, "knowledge_config['embedder']")
         elif key == "scope":
-            if value not in _SCOPES:
-                raise InvalidValueError(
-                    f"knowledge_config['scope'] must be one of {_SCOPES}, got {value!r}."
-                )
-            checked[key] = value
+            checked[key] = check_choice(value, KNOWLEDGE_SCOPES, "knowledge_config['scope']")
         elif key == "chunk_size":
             checked[key] = _int(value, "knowledge_config['chunk_size']", low=50)
         elif key == "chunk_overlap":

@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from . import runtime
 from .async_session import AsyncSession
+from .choices import MemoryQuery, MemoryType
 from .json_data import JSONValue
 from .stores.base import UNSET, SessionBase
 from .stores.record import SessionInfo
@@ -82,7 +83,10 @@ class Session:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """A store operation: inline on this thread when the store allows it."""
         core = self._core
-        return runtime.run(coro, timeout=core.timeout, inline=core.runs_inline)
+        if core.runs_inline:
+            return runtime.run(coro, timeout=core.timeout, inline=True)
+        what = getattr(coro, "__qualname__", "The call")  # named if the loop does not answer
+        return runtime.run(coro, timeout=core.timeout, what=what)
 
     def _on_loop(self, coro: Coroutine[Any, Any, T], bounded: bool = True) -> T:
         """Memory, knowledge and agents: on the background loop, where a call that outlives
@@ -220,7 +224,7 @@ class Session:
 
     # -- memory and knowledge -------------------------------------------------------------
 
-    def add_memory(self, text: str, memory_type: str = "long", **metadata: JSONValue) -> str:
+    def add_memory(self, text: str, memory_type: MemoryType = "long", **metadata: JSONValue) -> str:
         """Remember ``text``; returns its id.
 
         ``"long"`` memories belong to the user and are found from any of their sessions;
@@ -229,7 +233,7 @@ class Session:
         return self._on_loop(self._core.add_memory(text, memory_type, **metadata))
 
     def add_memories(
-        self, texts: Sequence[str], memory_type: str = "long", **metadata: JSONValue
+        self, texts: Sequence[str], memory_type: MemoryType = "long", **metadata: JSONValue
     ) -> list[str]:
         """Remember many texts at once (the same metadata for each); their ids, in order.
 
@@ -239,7 +243,7 @@ class Session:
         return self._on_loop(self._core.add_memories(texts, memory_type, **metadata), bounded=False)
 
     def search_memory(
-        self, query: str, memory_type: str = "long", limit: int = 5
+        self, query: str, memory_type: MemoryQuery = "long", limit: int = 5
     ) -> list[dict[str, Any]]:
         """Memories closest in meaning to ``query``: dicts with id, text, score and metadata.
 
@@ -247,7 +251,7 @@ class Session:
         """
         return self._on_loop(self._core.search_memory(query, memory_type, limit))
 
-    def clear_memory(self, memory_type: str = "all") -> int:
+    def clear_memory(self, memory_type: MemoryQuery = "all") -> int:
         """Forget this session's memories of a type (``"short"``, ``"long"`` or ``"all"``)."""
         return self._on_loop(self._core.clear_memory(memory_type))
 
