@@ -3,13 +3,11 @@
 The two AgentScope calls, ``save_session_state`` and ``load_session_state``, keep their exact
 signatures. Around them every backend offers, atomically: key-value state (read, replace,
 patch, increment, compare-and-set), append-only message logs, listing, deletion, metadata and
-TTL. This class validates every argument once and turns module trees into stored documents;
-backends implement the record operations of :class:`~praisonsession.stores.backend.StoreBackend`
-and never see an unchecked id or value. The hierarchy operations (``hierarchy.py``) and the
-ack bookkeeping (``acks.py``) live apart.
-
-Past 500 lines, on purpose: every public store call stands with its checks next to the record
-operation it maps to, so a backend author reads one file beside ``backend.py``.
+TTL. This class validates every argument once and maps each call onto the record operations
+of :class:`~praisonsession.stores.backend.StoreBackend`, which backends implement and which
+never see an unchecked id or value. Module trees become documents through the codec in
+``state/codec.py``; the hierarchy operations (``hierarchy.py``) and the ack bookkeeping
+(``acks.py``) live apart.
 """
 
 from __future__ import annotations
@@ -22,7 +20,6 @@ from ..errors import (
     InvalidIdError,
     InvalidValueError,
     SessionNotFoundError,
-    StateDictError,
 )
 from ..identifiers import check_key, check_session_id, check_user_id
 from ..json_data import JSONValue, check_json_data, detach
@@ -35,7 +32,15 @@ if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start s
     from ..state.message_log import MessageLog
     from ..state.module import StateModule
 
-__all__ = ["UNSET", "Key", "LogWrite", "SessionBase", "StoredModules"]
+__all__ = [
+    "UNSET",
+    "Key",
+    "LogWrite",
+    "SessionBase",
+    "StoredModules",
+    "check_messages",
+    "check_ttl",
+]
 
 
 class SessionBase(HierarchyOperations):
@@ -61,7 +66,7 @@ class SessionBase(HierarchyOperations):
         #: AgentScope's older API bound a store to one session: its ``save_session_state`` and
         #: ``load_session_state`` then take no session id. None for an unbound store.
         self.session_id = None if session_id is None else check_session_id(session_id)
-        self.default_ttl = _check_ttl(default_ttl)
+        self.default_ttl = check_ttl(default_ttl)
         self.sliding_ttl = bool(sliding_ttl)
         self._acks = LogAcks()
         self._keys_seen: dict[tuple[str, str], Key] = {}
@@ -80,18 +85,14 @@ class SessionBase(HierarchyOperations):
         appended to since; messages other writers appended meanwhile are kept, before ours, and
         taken into the log so that it reads as the store does. An edited log is written in full.
         """
-        from ..state.module import StateModule, _snapshot_of
+        from ..state.codec import check_modules, snapshot_module
 
         key = self.record_key(self._bound_id(session_id), user_id)
-        documents: dict[str, Any] = {}
+        check_modules("save_session_state", state_modules)
         logs: dict[str, MessageLog] = {}
-        for name, module in state_modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"save_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
-            documents[name] = _snapshot_of(module, name, logs)
+        documents = {
+            name: snapshot_module(module, name, logs) for name, module in state_modules.items()
+        }
         writes = []
         synced: dict[str, int] = {}
         for path, log in logs.items():
@@ -129,15 +130,10 @@ class SessionBase(HierarchyOperations):
         **state_modules: StateModule,
     ) -> None:
         """Load the named modules; all of them are checked before any of them changes."""
-        from ..state.module import StateModule
+        from ..state.codec import attach_logs, check_modules, load_states, logs_of
 
         key = self.record_key(self._bound_id(session_id), user_id)
-        for name, module in state_modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"load_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
+        check_modules("load_session_state", state_modules)
         stored = await self.read_modules(key, list(state_modules))
         if stored is None:
             self._nothing_stored_for(key, state_modules)
@@ -150,14 +146,14 @@ class SessionBase(HierarchyOperations):
                 return
             raise SessionNotFoundError(key.session_id, key.user_id)
         documents = {
-            name: _attach_logs(module, name, stored.documents[name], stored.logs)
+            name: attach_logs(module, name, stored.documents[name], stored.logs)
             for name, module in state_modules.items()
             if name in stored.documents
         }
         load_states(state_modules, documents, f"session {key.session_id!r}", trusted=True)
         for name, module in state_modules.items():
             if name in stored.documents:
-                for path, log in _logs_of(module, name).items():
+                for path, log in logs_of(module, name).items():
                     self._acks.record(key, path, log, len(log))
         self._nothing_stored_for(
             key, {n: m for n, m in state_modules.items() if n not in stored.documents}
@@ -166,8 +162,10 @@ class SessionBase(HierarchyOperations):
     def _nothing_stored_for(self, key: Key, modules: dict[str, StateModule]) -> None:
         """Modules the store does not hold: their logs are synced at length 0, so that their
         first save appends after whatever another writer stores there meanwhile."""
+        from ..state.codec import logs_of
+
         for name, module in modules.items():
-            for path, log in _logs_of(module, name).items():
+            for path, log in logs_of(module, name).items():
                 self._acks.record(key, path, log, 0)
 
     async def refresh_session_state(
@@ -179,17 +177,13 @@ class SessionBase(HierarchyOperations):
         One count per log when nothing is new. A log edited here since is left alone: its next
         save writes it as it is.
         """
-        from ..state.module import StateModule
+        from ..state.codec import check_modules, logs_of
 
         key = self.record_key(session_id, user_id)
+        check_modules("refresh_session_state", state_modules)
         taken = 0
         for name, module in state_modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"refresh_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
-            for path, log in _logs_of(module, name).items():
+            for path, log in logs_of(module, name).items():
                 start = self._acks.synced_length(key, path, log)
                 if start is None:
                     continue
@@ -226,7 +220,7 @@ class SessionBase(HierarchyOperations):
         """
         key = self.record_key(session_id, user_id)
         if ttl is not UNSET:
-            ttl = _check_ttl(ttl)
+            ttl = check_ttl(ttl)
         if metadata is not None:
             check_json_data(metadata, "metadata")
         return await self.create_record(key, ttl, detach(metadata or {}, "metadata"))
@@ -280,7 +274,7 @@ class SessionBase(HierarchyOperations):
     ) -> SessionInfo | None:
         """Restart the session's TTL (optionally a new one); None if it is gone."""
         if ttl is not UNSET:
-            ttl = _check_ttl(ttl)
+            ttl = check_ttl(ttl)
         return await self.touch_record(self.record_key(session_id, user_id), ttl)
 
     async def expire(self, session_id: str, user_id: str = "") -> bool:
@@ -395,7 +389,7 @@ class SessionBase(HierarchyOperations):
         messages, else ConflictError.
         """
         key = self.record_key(session_id, user_id)
-        items = _check_messages(messages)
+        items = check_messages(messages)
         start = -1 if expected_length is None else expected_length
         return await self.append_log(key, LogWrite(check_key(log, "log name"), items, start))
 
@@ -454,7 +448,9 @@ def _logger() -> Any:
     return logging.getLogger("praisonsession")
 
 
-def _check_ttl(ttl: Any) -> float | None:
+def check_ttl(ttl: Any) -> float | None:
+    """A TTL in seconds as a float, or None (no expiry); the server and sessions check theirs
+    here too."""
     if ttl is None:
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
@@ -478,7 +474,8 @@ def _check_number(number: Any, label: str) -> None:
     check_json_data(number, label)
 
 
-def _check_messages(messages: Any) -> list[dict[str, Any]]:
+def check_messages(messages: Any) -> list[dict[str, Any]]:
+    """Messages as detached dicts of JSON data, each refused with its index if it is not."""
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
         raise InvalidValueError("messages must be a list of dicts.")
     items = []
@@ -490,58 +487,3 @@ def _check_messages(messages: Any) -> list[dict[str, Any]]:
             )
         items.append(detach(message, f"message {index}"))
     return items
-
-
-def load_states(
-    modules: dict[str, StateModule], states: dict[str, Any], where: str, trusted: bool = False
-) -> None:
-    """Load ``states[name]`` into each module that has one: all are checked, then all are
-    applied, or none is. A missing key raises; a stored key no module has is logged.
-
-    ``trusted`` states were just decoded from a store, so they are neither checked nor copied.
-    """
-    from ..state.module import _plan_of
-
-    actions = []
-    missing: list[str] = []
-    unexpected: list[str] = []
-    for name, module in modules.items():
-        if name in states:
-            actions.extend(
-                _plan_of(module, states[name], True, f"{name}.", missing, unexpected, trusted)
-            )
-    if missing:
-        raise StateDictError(where, missing, unexpected)
-    if unexpected:
-        _logger().warning("Ignored stored keys that no module has: %s", unexpected)
-    for apply in actions:
-        apply()
-
-
-def _logs_of(module: StateModule, name: str) -> dict[str, MessageLog]:
-    """The message logs in a module tree, by dotted path."""
-    from ..state.message_log import MessageLog
-
-    return {path: sub for path, sub in module._walk(name).items() if isinstance(sub, MessageLog)}
-
-
-def _attach_logs(
-    module: StateModule, name: str, document: Any, logs: dict[str, list[dict[str, Any]]]
-) -> Any:
-    """Put each stored log back where the module tree has a MessageLog placeholder."""
-    from ..state.message_log import MessageLog
-
-    for path, sub in module._walk(name).items():
-        if not isinstance(sub, MessageLog):
-            continue
-        parts = path.split(".")[1:]
-        if not parts:
-            if document == {}:
-                document = {"messages": logs.get(path, [])}
-            continue
-        node = document
-        for part in parts[:-1]:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict) and node.get(parts[-1]) == {}:
-            node[parts[-1]] = {"messages": logs.get(path, [])}
-    return document

@@ -47,7 +47,7 @@ from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
 from ..state.module import StateModule
 from .agentscope_files import adoptable, bound_file, read_modules, serialise_modules
-from .base import Key, LogWrite, SessionBase, StoredModules, load_states
+from .base import Key, LogWrite, SessionBase, StoredModules
 from .document import SessionDocument, resolve
 from .durability import check_durability
 from .file_lock import FileLock
@@ -167,6 +167,8 @@ class JSONSession(JSONCopies, SessionBase):
             raise SessionNotFoundError(
                 self._bound_id(None), DEFAULT_USER, f"There is no session file {path}."
             )
+        from ..state.codec import load_states
+
         load_states(modules, states, f"AgentScope session file {path}")
 
     async def import_agentscope(
