@@ -30,7 +30,7 @@ from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_sess
 from .json_data import JSONValue, check_json_data
 from .session_options import checked_config, resolve_settings, resolve_store
 from .session_tree import SessionTree
-from .stores.base import UNSET, SessionBase, _check_ttl
+from .stores.base import UNSET, SessionBase, check_ttl
 from .stores.record import SessionInfo, now
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class AsyncSession(SessionTree):
                 f"timeout must be a positive, finite number of seconds, got {timeout!r}."
             )
         self._timeout = timeout
-        self._session_ttl = _check_ttl(session_ttl)
+        self._session_ttl = check_ttl(session_ttl)
         self._remote: RemoteClient | None = None
         if agent_url is None:
             if api_key is not None:

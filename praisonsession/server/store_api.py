@@ -14,7 +14,7 @@ from typing import Any
 from ..counts import check_count
 from ..errors import InvalidValueError
 from ..identifiers import check_key, check_session_id, check_user_id
-from ..stores.base import UNSET, Key, LogWrite, SessionBase, _check_messages, _check_ttl
+from ..stores.base import UNSET, Key, LogWrite, SessionBase, check_messages, check_ttl
 
 __all__ = ["OPERATIONS", "run_operation"]
 
@@ -71,7 +71,7 @@ def _names(body: Body, name: str, what: str = "state key") -> list[str] | None:
 
 
 def _ttl(body: Body) -> Any:
-    return _check_ttl(body["ttl"]) if "ttl" in body else UNSET
+    return check_ttl(body["ttl"]) if "ttl" in body else UNSET
 
 
 def _write(value: Any) -> LogWrite:
@@ -81,7 +81,7 @@ def _write(value: Any) -> LogWrite:
     if start is not None:
         check_count(start, "A log write's start (null: replace, -1: append)", low=-1)
     path = check_key(value.get("path"), "log name")
-    return LogWrite(path, _check_messages(value.get("messages", [])), start)
+    return LogWrite(path, check_messages(value.get("messages", [])), start)
 
 
 def _info(info: Any) -> Any:
