@@ -347,7 +347,7 @@ def test_a_failed_llm_call_leaves_no_half_turn(
 def test_history_window_counts_turns(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
-    agent = tutor(open_session(), server, history_window=2)
+    agent = tutor(open_session(), server, history_window=2, recall_turns=0)
     for i in range(5):
         agent.chat(f"q{i}")
     assert server.last_messages() == [
@@ -741,6 +741,8 @@ def test_an_agent_spec_is_checked_once_frozen_and_reusable(
         (("Tutor",), {"context_items": 0}, r"context_items must be an int >= 1, got 0"),
         (("Tutor",), {"history_window": True}, "history_window must be an int"),
         (("Tutor",), {"goal": 3}, "goal must be a str"),
+        (("Tutor",), {"context_budget": 100}, "context_budget must be an int >= 256"),
+        (("Tutor",), {"token_counter": 3}, "token_counter must be"),
     ):
         with pytest.raises(InvalidValueError, match=wording):
             AgentSpec.of(*args, **options)

@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any
 from ..counts import check_count
 from ..errors import InvalidValueError
 from ..identifiers import check_key
+from .compaction import COMPACT_EVERY
+from .tokens import coerce_counter
 
 if TYPE_CHECKING:
     from ..llm.config import LLMConfig
+    from .tokens import TokenCounter
 
 __all__ = ["IGNORED_OPTIONS", "AgentSpec"]
 
@@ -33,6 +36,10 @@ class AgentSpec:
     ``goal`` and ``backstory`` are added to the system message. ``knowledge`` is a list of
     sources, or True for "the session's knowledge"; ``llm`` a model name, a dict with
     ``model``, ``base_url`` and ``api_key``, an ``LLMConfig``, or None for the settings.
+    For long conversations (``docs/pages/long-conversations.md``): ``context_budget`` (tokens
+    per request, None for the setting or the model's), ``token_counter`` (a counter or a
+    function of a str), ``recall_turns`` (older turns recalled by similarity, 0 for none) and
+    ``compact_every`` (turns per summary update).
     """
 
     name: str
@@ -48,6 +55,10 @@ class AgentSpec:
     history_window: int | None = 20
     max_tool_rounds: int = 5
     context_items: int = 3
+    context_budget: int | None = None
+    token_counter: TokenCounter | Callable[[str], int] | None = None
+    recall_turns: int = 4
+    compact_every: int = COMPACT_EVERY
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__  # frozen: the checked values replace the given ones
@@ -60,6 +71,12 @@ class AgentSpec:
             check_count(self.history_window, "history_window")
         check_count(self.max_tool_rounds, "max_tool_rounds")
         check_count(self.context_items, "context_items", low=1)
+        if self.context_budget is not None:
+            check_count(self.context_budget, "context_budget", low=256)
+        check_count(self.recall_turns, "recall_turns")
+        check_count(self.compact_every, "compact_every", low=1)
+        if self.token_counter is not None:
+            coerce_counter(self.token_counter)  # refuses what cannot count
         set_field(self, "tools", tuple(self.tools or ()))
         set_field(self, "memory", bool(self.memory))
         set_field(self, "knowledge", _sources(self.knowledge))
