@@ -21,6 +21,7 @@ import html
 import json
 import weakref
 from collections.abc import Callable
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from .. import runtime
@@ -49,6 +50,10 @@ __all__ = ["TURN_KEY", "Agent", "module_key"]
 Message = dict[str, Any]
 #: Where a turn's idempotency key is kept: ``user_message["metadata"][TURN_KEY]``.
 TURN_KEY = "turn_key"
+
+
+#: Options the agent holds resolved rather than as given: set apart in ``configure``.
+_RESOLVED = frozenset({"name", "knowledge", "tools", "token_counter", "context_budget", "llm"})
 
 
 def module_key(name: str) -> str:
@@ -91,18 +96,11 @@ class Agent(StateModule):
         toolbox = Toolbox(spec.tools)  # all checked before anything changes
         counter = coerce_counter(spec.token_counter)
         self.spec = spec
-        self.role = spec.role
-        self.instructions = spec.instructions
-        self.goal = spec.goal
-        self.backstory = spec.backstory
-        self.memory = spec.memory
+        for option in fields(spec):  # each plain option as an attribute (agent.role, ...)
+            if option.name not in _RESOLVED:
+                setattr(self, option.name, getattr(spec, option.name))
         self.knowledge = None if spec.knowledge is None else list(spec.knowledge)
         self.tools = toolbox
-        self.history_window = spec.history_window
-        self.max_tool_rounds = spec.max_tool_rounds
-        self.context_items = spec.context_items
-        self.recall_turns = spec.recall_turns
-        self.compact_every = spec.compact_every
         self.token_counter = counter
         self.context_budget = (
             spec.context_budget
