@@ -13,6 +13,7 @@ from .async_session import AsyncSession
 from .errors import (
     AmbiguousLegacyDataError,
     ConflictError,
+    DecryptionError,
     EmbedderMismatchError,
     InvalidIdError,
     InvalidSettingError,
@@ -42,8 +43,10 @@ from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 if TYPE_CHECKING:
     from .erasure import ErasureReport, aerase_user, erase_user
     from .state import LoadResult, MessageLog, StateModule
+    from .stores.encrypted import EncryptedStore
     from .stores.json_files import JSONSession
     from .stores.memory import InMemorySession
+    from .stores.postgres import PostgresSession
     from .stores.redis import RedisSession
     from .stores.sqlite import SqliteSession
 
@@ -53,7 +56,9 @@ __all__ = [
     "AmbiguousLegacyDataError",
     "AsyncSession",
     "ConflictError",
+    "DecryptionError",
     "EmbedderMismatchError",
+    "EncryptedStore",
     "ErasureReport",
     "InMemorySession",
     "InvalidIdError",
@@ -65,6 +70,7 @@ __all__ = [
     "MessageLog",
     "MissingDependencyError",
     "OperationTimeoutError",
+    "PostgresSession",
     "PraisonSessionError",
     "RedisSession",
     "RemoteAuthError",
@@ -93,9 +99,19 @@ __all__ = [
 ]
 
 
+_STORES = (
+    "EncryptedStore",
+    "InMemorySession",
+    "JSONSession",
+    "PostgresSession",
+    "RedisSession",
+    "SqliteSession",
+)
+
+
 def __getattr__(name: str) -> Any:
     """Store backends and state modules load on first use, so that the import stays fast."""
-    if name in ("InMemorySession", "JSONSession", "RedisSession", "SqliteSession"):
+    if name in _STORES:
         from . import stores
 
         value = getattr(stores, name)

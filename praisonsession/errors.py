@@ -12,6 +12,7 @@ from collections.abc import Sequence
 __all__ = [
     "AmbiguousLegacyDataError",
     "ConflictError",
+    "DecryptionError",
     "EmbedderMismatchError",
     "InvalidIdError",
     "InvalidSettingError",
@@ -99,6 +100,19 @@ class SessionCorruptedError(PraisonSessionError):
             f"Stored data is corrupt: {what}"
             + (f" ({detail})" if detail else "")
             + ". Nothing was overwritten; restore it from a backup or delete the session."
+        )
+
+
+class DecryptionError(SessionCorruptedError):
+    """An encrypted store found a value it cannot open: not encrypted at all (plaintext is
+    refused, never trusted), altered, moved from elsewhere, or sealed with another key."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        PraisonSessionError.__init__(
+            self,
+            f"Cannot decrypt {what}: {detail}. Nothing was changed. Check encryption_key (a "
+            "rotated key needs `praisonsession rekey`), or restore the data from a backup.",
         )
 
 

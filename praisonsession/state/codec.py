@@ -12,18 +12,40 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import InvalidValueError, StateDictError
+from ..errors import InvalidIdError, InvalidValueError, StateDictError
+from ..identifiers import check_key
 from .message_log import MessageLog
 from .module import StateModule, _plan_of, _snapshot_of
 
-__all__ = ["attach_logs", "check_modules", "load_states", "logs_of", "snapshot_module"]
+__all__ = [
+    "attach_logs",
+    "check_module_name",
+    "check_modules",
+    "load_states",
+    "logs_of",
+    "snapshot_module",
+]
 
 _logger = logging.getLogger("praisonsession")
 
 
+def check_module_name(name: object) -> str:
+    """A module's name: a state key without ``.``, which separates it from the names of the
+    message logs inside it (``agent.memory``); with one it could be saved but not read back."""
+    key = check_key(name, "module name")
+    if "." in key:
+        raise InvalidIdError(
+            f"module name {key!r} contains '.', which separates a module from the logs inside "
+            "it; use '_' instead."
+        )
+    return key
+
+
 def check_modules(call: str, modules: dict[str, Any]) -> None:
-    """Refuse, before anything is read or written, an object that is not a state module."""
+    """Refuse, before anything is read or written, a name that cannot be read back or an
+    object that is not a state module."""
     for name, module in modules.items():
+        check_module_name(name)
         if not isinstance(module, StateModule):
             raise InvalidValueError(
                 f"{call}({name}=...) got a {type(module).__name__}; pass StateModule instances."

@@ -398,6 +398,14 @@ class SessionBase(HierarchyOperations):
     ) -> list[dict[str, Any]]:
         """Messages ``start:stop`` of a named log ([] if it does not exist)."""
         key = self.record_key(session_id, user_id)
+        for name, value in (("start", start), ("stop", stop)):
+            if (value is not None or name == "start") and (
+                isinstance(value, bool) or not isinstance(value, int)
+            ):
+                raise InvalidValueError(
+                    f"read_messages: {name} must be a whole number (an int), got "
+                    f"{type(value).__name__} {value!r}."
+                )
         if start < 0 or (stop is not None and stop < start):
             raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
         return await self.read_log(key, check_key(log, "log name"), start, stop)
@@ -446,6 +454,18 @@ def _logger() -> Any:
     import logging  # on first use: ``import praisonsession`` stays fast
 
     return logging.getLogger("praisonsession")
+
+
+def check_wait(seconds: Any, name: str) -> float:
+    """How long a store waits for a lock (``busy_timeout``, ``lock_timeout``): a finite number
+    of seconds >= 0. A negative or NaN wait would turn every contended write into a failure."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise InvalidValueError(f"{name} must be a number of seconds, got {seconds!r}.")
+    if not 0 <= seconds < float("inf"):  # NaN fails too
+        raise InvalidValueError(
+            f"{name}={seconds!r} is not valid; use a finite number of seconds >= 0, e.g. 30."
+        )
+    return float(seconds)
 
 
 def check_ttl(ttl: Any) -> float | None:
