@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .async_session import AsyncSession
 from .errors import (
+    AgentURLError,
     AmbiguousLegacyDataError,
     ConflictError,
     DecryptionError,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_VERSION",
+    "AgentURLError",
     "AmbiguousLegacyDataError",
     "AsyncSession",
     "ConflictError",

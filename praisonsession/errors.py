@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "AgentURLError",
     "AmbiguousLegacyDataError",
     "ConflictError",
     "DecryptionError",
@@ -209,6 +210,15 @@ class RemoteConnectionError(RemoteError, ConnectionError):
     """A session server could not be reached, or gave no answer within ``timeout``.
 
     Subclasses ``ConnectionError``, which is what PraisonAI's remote ``Session`` raises.
+    """
+
+
+class AgentURLError(RemoteConnectionError, InvalidValueError):
+    """``agent_url`` cannot name a session server (``mock://agent``, no host, a bad port).
+
+    A ``ConnectionError``, which is what PraisonAI's ``Session(agent_url=...)`` raises for such
+    a URL (it cannot connect to it), and an ``InvalidValueError`` (``ValueError``), which is
+    what it is.
     """
 
 

@@ -28,6 +28,7 @@ import requests
 import tenacity
 
 from ..errors import (
+    AgentURLError,
     InvalidValueError,
     PraisonSessionError,
     RemoteAuthError,
@@ -57,11 +58,12 @@ DEADLINE_MARGIN = 0.2
 
 def normalize_agent_url(agent_url: Any) -> str:
     """``agent_url`` with ``http://`` prepended when it names no scheme, and no trailing
-    slash; refused unless it is an http(s) URL with a host."""
-    if not isinstance(agent_url, str) or not agent_url.strip():
+    slash; refused unless it is an http(s) URL with a host (AgentURLError: a ConnectionError,
+    as PraisonAI raises when it cannot connect to such a URL)."""
+    if not isinstance(agent_url, str):
         raise InvalidValueError(
-            f"agent_url must be a URL such as 'http://127.0.0.1:8000/agent', got "
-            f"{type(agent_url).__name__ if not isinstance(agent_url, str) else repr(agent_url)}."
+            "agent_url must be a URL such as 'http://127.0.0.1:8000/agent', got "
+            f"{type(agent_url).__name__}."
         )
     url = agent_url.strip()
     if "://" not in url:
@@ -70,13 +72,17 @@ def normalize_agent_url(agent_url: Any) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError as exc:
-        raise InvalidValueError(
-            f"agent_url {redact_url(url)!r} is not a valid URL: {exc}."
+        raise AgentURLError(
+            f"agent_url {redact_url(url)!r} is not a valid URL: {exc}. Use one such as "
+            "'http://127.0.0.1:8000/agent'.",
+            url=redact_url(url),
         ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidValueError(
-            f"agent_url {redact_url(url)!r} is not an http(s) URL with a host; e.g. "
-            "'http://127.0.0.1:8000/agent'."
+        raise AgentURLError(
+            f"Cannot connect to agent_url {redact_url(url)!r}: it is not an http(s) URL with "
+            "a host. Use one such as 'http://127.0.0.1:8000/agent' (http:// is added when "
+            "the URL names no scheme).",
+            url=redact_url(url),
         )
     return url.rstrip("/")
 

@@ -1,6 +1,7 @@
 """Module trees to stored documents and back: what a store does with ``save_session_state``.
 
-Each named module becomes one JSON document. The :class:`MessageLog` instances inside a tree
+Each named module becomes one JSON document (a foreign one, AgentScope's say, its
+``state_dict()``: see ``state/protocol.py``). The :class:`MessageLog` instances inside a tree
 are taken out of it, by dotted path (``agent.history``), so that a store can append to a log
 instead of rewriting it; a document keeps an empty placeholder where each log was. Loading
 puts the stored logs back in their places and applies every module's state: all are checked
@@ -12,17 +13,21 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..errors import InvalidIdError, InvalidValueError, StateDictError
+from ..errors import InvalidIdError, StateDictError
 from ..identifiers import check_key
 from .message_log import MessageLog
 from .module import StateModule, _plan_of, _snapshot_of
+from .protocol import check_modules as check_protocol
+from .protocol import foreign_state, is_ours, load_foreign
 
 __all__ = [
     "attach_logs",
     "check_module_name",
     "check_modules",
+    "is_ours",
     "load_states",
     "logs_of",
+    "ours",
     "snapshot_module",
 ]
 
@@ -43,18 +48,21 @@ def check_module_name(name: object) -> str:
 
 def check_modules(call: str, modules: dict[str, Any]) -> None:
     """Refuse, before anything is read or written, a name that cannot be read back or an
-    object that is not a state module."""
-    for name, module in modules.items():
+    object that speaks neither our StateModule nor the state-dict protocol."""
+    for name in modules:
         check_module_name(name)
-        if not isinstance(module, StateModule):
-            raise InvalidValueError(
-                f"{call}({name}=...) got a {type(module).__name__}; pass StateModule instances."
-            )
+    check_protocol(call, modules)
 
 
-def snapshot_module(module: StateModule, name: str, logs: dict[str, MessageLog]) -> Any:
-    """The module's document; its message logs are put in ``logs`` by dotted path instead."""
-    return _snapshot_of(module, name, logs)
+def snapshot_module(module: Any, name: str, logs: dict[str, MessageLog] | None = None) -> Any:
+    """The document a module is stored as: ours with its message logs set apart in ``logs``
+    (when given), a foreign one as its ``state_dict()``, checked to be JSON data."""
+    return _snapshot_of(module, name, logs) if is_ours(module) else foreign_state(module, name)
+
+
+def ours(modules: dict[str, Any]) -> dict[str, StateModule]:
+    """This library's StateModules among ``modules`` (the ones with message logs)."""
+    return {name: module for name, module in modules.items() if is_ours(module)}
 
 
 def logs_of(module: StateModule, name: str) -> dict[str, MessageLog]:
@@ -83,17 +91,19 @@ def attach_logs(
 
 
 def load_states(
-    modules: dict[str, StateModule], states: dict[str, Any], where: str, trusted: bool = False
+    modules: dict[str, Any], states: dict[str, Any], where: str, trusted: bool = False
 ) -> None:
     """Load ``states[name]`` into each module that has one: all are checked, then all are
     applied, or none is. A missing key raises; a stored key no module has is logged.
 
+    Our modules are planned and checked first; foreign ones load through their own
+    ``load_state_dict`` (undone if one of them raises), then ours are applied.
     ``trusted`` states were just decoded from a store, so they are neither checked nor copied.
     """
     actions = []
     missing: list[str] = []
     unexpected: list[str] = []
-    for name, module in modules.items():
+    for name, module in ours(modules).items():
         if name in states:
             actions.extend(
                 _plan_of(module, states[name], True, f"{name}.", missing, unexpected, trusted)
@@ -102,5 +112,6 @@ def load_states(
         raise StateDictError(where, missing, unexpected)
     if unexpected:
         _logger.warning("Ignored stored keys that no module has: %s", unexpected)
+    load_foreign({n: m for n, m in modules.items() if not is_ours(m)}, states)
     for apply in actions:
         apply()

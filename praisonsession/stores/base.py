@@ -30,7 +30,6 @@ from .record import Key, SessionInfo
 
 if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start skips them
     from ..state.message_log import MessageLog
-    from ..state.module import StateModule
 
 __all__ = [
     "UNSET",
@@ -77,9 +76,13 @@ class SessionBase(HierarchyOperations):
     # -- AgentScope's API -----------------------------------------------------------------
 
     async def save_session_state(
-        self, session_id: str | None = None, user_id: str = "", **state_modules: StateModule
+        self, session_id: str | None = None, user_id: str = "", **state_modules: Any
     ) -> None:
         """Save the named modules. Modules saved earlier under other names are kept.
+
+        A module is this library's StateModule or any object with ``state_dict()`` and
+        ``load_state_dict(state_dict, strict=...)`` (AgentScope's agents, memories, toolkits),
+        saved as its state dict, atomically with the others.
 
         A message log this store already holds is appended to, not rewritten, when it was only
         appended to since; messages other writers appended meanwhile are kept, before ours, and
@@ -127,10 +130,14 @@ class SessionBase(HierarchyOperations):
         session_id: str | None = None,
         user_id: str = "",
         allow_not_exist: bool = True,
-        **state_modules: StateModule,
+        **state_modules: Any,
     ) -> None:
-        """Load the named modules; all of them are checked before any of them changes."""
-        from ..state.codec import attach_logs, check_modules, load_states, logs_of
+        """Load the named modules; all of them are checked before any of them changes.
+
+        A module the session does not hold is left as it is. With ``allow_not_exist=False`` a
+        missing session raises SessionNotFoundError (a ``ValueError``, as in AgentScope).
+        """
+        from ..state.codec import attach_logs, check_modules, is_ours, load_states, logs_of, ours
 
         key = self.record_key(self._bound_id(session_id), user_id)
         check_modules("load_session_state", state_modules)
@@ -147,11 +154,13 @@ class SessionBase(HierarchyOperations):
             raise SessionNotFoundError(key.session_id, key.user_id)
         documents = {
             name: attach_logs(module, name, stored.documents[name], stored.logs)
+            if is_ours(module)
+            else stored.documents[name]
             for name, module in state_modules.items()
             if name in stored.documents
         }
         load_states(state_modules, documents, f"session {key.session_id!r}", trusted=True)
-        for name, module in state_modules.items():
+        for name, module in ours(state_modules).items():
             if name in stored.documents:
                 for path, log in logs_of(module, name).items():
                     self._acks.record(key, path, log, len(log))
@@ -159,30 +168,30 @@ class SessionBase(HierarchyOperations):
             key, {n: m for n, m in state_modules.items() if n not in stored.documents}
         )
 
-    def _nothing_stored_for(self, key: Key, modules: dict[str, StateModule]) -> None:
+    def _nothing_stored_for(self, key: Key, modules: dict[str, Any]) -> None:
         """Modules the store does not hold: their logs are synced at length 0, so that their
         first save appends after whatever another writer stores there meanwhile."""
-        from ..state.codec import logs_of
+        from ..state.codec import logs_of, ours
 
-        for name, module in modules.items():
+        for name, module in ours(modules).items():
             for path, log in logs_of(module, name).items():
                 self._acks.record(key, path, log, 0)
 
     async def refresh_session_state(
-        self, session_id: str, user_id: str = "", **state_modules: StateModule
+        self, session_id: str, user_id: str = "", **state_modules: Any
     ) -> int:
         """Take into the modules' message logs what other writers appended since they were last
         saved or loaded here; returns how many messages came in.
 
         One count per log when nothing is new. A log edited here since is left alone: its next
-        save writes it as it is.
+        save writes it as it is. Foreign modules (AgentScope's) have no logs: nothing to take.
         """
-        from ..state.codec import check_modules, logs_of
+        from ..state.codec import check_modules, logs_of, ours
 
         key = self.record_key(session_id, user_id)
         check_modules("refresh_session_state", state_modules)
         taken = 0
-        for name, module in state_modules.items():
+        for name, module in ours(state_modules).items():
             for path, log in logs_of(module, name).items():
                 start = self._acks.synced_length(key, path, log)
                 if start is None:

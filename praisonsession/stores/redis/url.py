@@ -19,6 +19,7 @@ QUERY_OPTIONS: dict[str, str] = {
     "client_name": "text",
     "default_ttl": "seconds?",
     "key_ttl": "seconds?",
+    "layout": "text",
     "sliding_ttl": "flag",
     "retry_attempts": "count",
     "retry_max_delay": "seconds",
