@@ -358,6 +358,11 @@ class AsyncSession(SessionTree):
             "message_count", self._store.message_count(self._session_id, self._user_id, log)
         )
 
+    async def list_logs(self) -> dict[str, int]:
+        """This session's message logs by name (``agent:Assistant.history``...), each with how
+        many messages it holds: the names ``read_messages`` and ``fork(at_message=...)`` take."""
+        return await self._call("list_logs", self._store.list_logs(self._session_id, self._user_id))
+
     async def clear_messages(self, log: str) -> None:
         """Empty a named log."""
         await self._call(

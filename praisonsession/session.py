@@ -215,6 +215,10 @@ class Session:
         """How many messages a named log holds."""
         return self._run(self._core.message_count(log))
 
+    def list_logs(self) -> dict[str, int]:
+        """This session's message logs by name, each with how many messages it holds."""
+        return self._run(self._core.list_logs())
+
     def clear_messages(self, log: str) -> None:
         """Empty a named log."""
         return self._run(self._core.clear_messages(log))

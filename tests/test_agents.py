@@ -19,7 +19,15 @@ from typing import Any, Literal, Optional
 import pytest
 
 from llm_server import Reply, ScriptedChatServer
-from praisonsession import AsyncSession, InvalidValueError, Session, SessionBase, runtime
+from praisonsession import (
+    AsyncSession,
+    InvalidValueError,
+    MessageLog,
+    Session,
+    SessionBase,
+    StateModule,
+    runtime,
+)
 from praisonsession.agents import Agent, function_schema, module_key
 from praisonsession.agents.prompt import recent_turns
 from praisonsession.llm import LLMAuthError, LLMUnavailableError
@@ -313,7 +321,7 @@ def test_two_agents_in_one_session_keep_separate_histories(
         assistant("You said: to lead 1"),
         user("to lead 2"),
     ]
-    assert (lead.key, other.key) == ("agent:team%2Elead", "agent:team%20lead")
+    assert (lead.key, other.key) == ("agent:team%2Elead", "agent:team lead")
     assert stored(session, lead) == lead.history and len(lead.history) == 4
     assert stored(session, other) == [user("to other 1"), assistant("You said: to other 1")]
     reopened = open_session()
@@ -322,10 +330,41 @@ def test_two_agents_in_one_session_keep_separate_histories(
 
 
 def test_agent_names_map_to_distinct_store_keys() -> None:
-    names = ["a.b", "a b", "a%2Eb", "A.b", "a:b", "a/b", "ü"]
+    names = ["a.b", "a b", "a%2Eb", "A.b", "a:b", "a/b", "ü", "a%b"]
     keys = [module_key(n) for n in names]
     assert len(set(keys)) == len(names)
     assert all("." not in key for key in keys)
+    assert module_key("Assistant") == "agent:Assistant"
+    assert module_key("Team Lead ü") == "agent:Team Lead ü"
+
+
+def test_an_agent_with_capitals_has_a_readable_log_listed_by_the_session(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    agent = tutor(session, server, name="Assistant")
+    server.say("Hello.")
+    agent.chat("Hi")
+    assert agent.log_name == "agent:Assistant.history"
+    assert session.list_logs() == {"agent:Assistant.history": 2}
+    assert done(open_session(cls=AsyncSession).list_logs()) == {"agent:Assistant.history": 2}
+
+
+def test_a_history_saved_under_the_old_escaped_name_keeps_loading(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    old = "agent:%41ssistant.history"  # how "Assistant" was stored before names stayed readable
+    saved = StateModule()
+    saved.history = MessageLog([user("Hi"), assistant("Hello.")])
+    open_session().save_modules(**{"agent:%41ssistant": saved})
+    session = open_session()
+    agent = tutor(session, server, name="Assistant")
+    assert agent.history == [user("Hi"), assistant("Hello.")]
+    assert agent.log_name == old
+    server.say("Again.")
+    agent.chat("Once more")
+    assert session.list_logs() == {old: 4}
+    assert server.last_messages()[1:] == [user("Hi"), assistant("Hello."), user("Once more")]
 
 
 def test_a_failed_llm_call_leaves_no_half_turn(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .. import runtime
 from ..errors import InvalidValueError
 from ..execution import bounded, offload
-from ..identifiers import check_key, filename_for
+from ..identifiers import check_key, filename_for, readable_name
 from ..llm.config import LLMConfig, resolve_llm
 from ..llm.errors import LLMNotConfiguredError
 from ..redaction import redact_url
@@ -46,7 +46,14 @@ TURN_KEY = "turn_key"
 
 
 def module_key(name: str) -> str:
-    """The store's module name for an agent: injective, and free of the "." path separator."""
+    """The store's module name for an agent: injective, readable (``agent:Assistant``), and
+    free of the "." path separator."""
+    return "agent:" + readable_name(name)
+
+
+def escaped_module_key(name: str) -> str:
+    """The module name agents had before names stayed readable (``agent:%41ssistant``): a
+    session saved then keeps its agent's history under it."""
     return "agent:" + filename_for(name)
 
 
@@ -262,6 +269,12 @@ class Agent(StateModule):
 
     async def _load(self) -> None:
         await self.session.load_modules(**{self.key: self})
+        escaped = escaped_module_key(self.name)
+        if self.history or escaped == self.key:
+            return
+        if await self.session.message_count(f"{escaped}.history"):  # saved before readable names
+            self.key = escaped
+            await self.session.load_modules(**{self.key: self})
 
     def close(self) -> None:
         """Release the HTTP connections (the agent reconnects if used again)."""

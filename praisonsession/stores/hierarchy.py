@@ -224,6 +224,16 @@ class HierarchyOperations:
                 return found
             after = page[-1].session_id
 
+    # -- logs -------------------------------------------------------------------------------
+
+    async def list_logs(self, session_id: str, user_id: str = "") -> dict[str, int]:
+        """The session's message logs by name, each with how many messages it holds."""
+        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        contents = await self._contents(key)
+        if contents is None:
+            raise SessionNotFoundError(key.session_id, key.user_id)
+        return dict(sorted(contents.logs.items()))
+
     # -- snapshots --------------------------------------------------------------------------
 
     async def snapshot_session(
