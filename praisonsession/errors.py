@@ -12,6 +12,7 @@ from collections.abc import Sequence
 __all__ = [
     "AmbiguousLegacyDataError",
     "ConflictError",
+    "DamagedArchiveError",
     "EmbedderMismatchError",
     "InvalidIdError",
     "InvalidSettingError",
@@ -30,6 +31,7 @@ __all__ = [
     "SessionCorruptedError",
     "SessionExpiredError",
     "SessionNotFoundError",
+    "SnapshotNotFoundError",
     "StateDictError",
     "StoreUnavailableError",
     "UnsupportedFormatError",
@@ -99,6 +101,32 @@ class SessionCorruptedError(PraisonSessionError):
             f"Stored data is corrupt: {what}"
             + (f" ({detail})" if detail else "")
             + ". Nothing was overwritten; restore it from a backup or delete the session."
+        )
+
+
+class DamagedArchiveError(SessionCorruptedError):
+    """An archive file that is not whole or not one of ours; the import wrote nothing."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        PraisonSessionError.__init__(
+            self,
+            f"{what[:1].upper()}{what[1:]} is damaged ({detail}). Nothing was imported; "
+            "use an intact copy of the archive, or export the session again.",
+        )
+
+
+class SnapshotNotFoundError(SessionNotFoundError):
+    """The session has no snapshot of that id (the session itself may well exist)."""
+
+    def __init__(self, session_id: str, user_id: str, snapshot_id: str) -> None:
+        self.session_id = session_id
+        self.user_id = user_id
+        self.snapshot_id = snapshot_id
+        PraisonSessionError.__init__(
+            self,
+            f"Session {session_id!r} of user {user_id!r} has no snapshot {snapshot_id!r}; "
+            "list its snapshots (session.snapshots()) and pass one of their ids.",
         )
 
 

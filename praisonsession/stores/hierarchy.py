@@ -25,6 +25,7 @@ from ..errors import (
     InvalidIdError,
     InvalidValueError,
     SessionNotFoundError,
+    SnapshotNotFoundError,
     UnsupportedOperationError,
 )
 from ..identifiers import DEFAULT_USER, check_key, check_user_id, new_session_id
@@ -146,7 +147,7 @@ class HierarchyOperations:
         if contents is not None and log not in contents.logs:
             held = ", ".join(sorted(contents.logs)) or "none"
             raise InvalidValueError(
-                f"at_message: session {source.session_id!r} has no message log {log!r} to cut; "
+                f"Session {source.session_id!r} has no message log {log!r} to cut; "
                 f"its logs: {held}."
             )
 
@@ -287,10 +288,8 @@ class HierarchyOperations:
                 source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, _UNSET
             )
         except SessionNotFoundError:
-            raise SessionNotFoundError(
-                key.session_id,
-                key.user_id,
-                f"It has no snapshot {snapshot_id_of(snapshot)!r}; list them with snapshots().",
+            raise SnapshotNotFoundError(
+                key.session_id, key.user_id, snapshot_id_of(snapshot)
             ) from None
 
     async def delete_snapshot(

@@ -254,8 +254,8 @@ def copied_info(
 def copy_conflict(target: Key) -> str:
     """The message when a copy would land on a session that exists."""
     return (
-        f"Session {target.session_id!r} of user {target.user_id!r} already exists; fork to a "
-        "new id (or leave new_session_id out for a fresh one), or delete it first."
+        f"Session {target.session_id!r} of user {target.user_id!r} already exists; copy to "
+        "another id (or to a fresh one, by giving none), or delete it first."
     )
 
 
