@@ -169,6 +169,15 @@ class MissingDependencyError(PraisonSessionError, ImportError):
     """
 
 
+def install_line(extra: str) -> str:
+    """How to install an extra, in the two forms: the one that works from a clone of the
+    repository today, and the one that works once the package is on PyPI."""
+    return (
+        f'pip install ".[{extra}]" in a clone of the repository (once praisonsession is '
+        f'published: pip install "praisonsession[{extra}]")'
+    )
+
+
 class OperationTimeoutError(PraisonSessionError, TimeoutError):
     """A call did not finish within the session's ``timeout``; it was abandoned, not retried.
 

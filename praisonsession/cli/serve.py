@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import PraisonSessionError
+from ..errors import PraisonSessionError, install_line
 from ..redaction import redact_url
 from . import main
 from .exit_codes import failure
@@ -79,7 +79,7 @@ def serve(
     except ImportError as exc:
         raise click.ClickException(
             f"The server needs FastAPI and uvicorn ({exc}). Install them with: "
-            'pip install "praisonsession[server]"'
+            f"{install_line('server')}."
         ) from None
     from ..server import runner
 
