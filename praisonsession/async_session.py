@@ -128,10 +128,12 @@ class AsyncSession(SessionTree):
 
     @property
     def session_id(self) -> str:
+        """The session's id."""
         return self._session_id
 
     @property
     def user_id(self) -> str:
+        """The user the session belongs to (``default_user`` when none was given)."""
         return self._user_id
 
     @property
@@ -141,14 +143,17 @@ class AsyncSession(SessionTree):
 
     @property
     def is_remote(self) -> bool:
+        """True for a session on a server (``agent_url=...``)."""
         return self._remote is not None
 
     @property
     def memory_config(self) -> dict[str, Any]:
+        """The memory options this session was opened with (a copy)."""
         return self._memory_config
 
     @property
     def knowledge_config(self) -> dict[str, Any]:
+        """The knowledge options this session was opened with (a copy)."""
         return self._knowledge_config
 
     @property
@@ -158,14 +163,17 @@ class AsyncSession(SessionTree):
 
     @property
     def session_ttl(self) -> float | None:
+        """Seconds a session lives after its last use, or None for no expiry."""
         return self._session_ttl
 
     @property
     def settings(self) -> Settings:
+        """The settings this session was resolved with (environment, ``.env``, arguments)."""
         return self._settings
 
     @property
     def store(self) -> SessionBase:
+        """The store that keeps this session (a ``SessionBase``)."""
         return self._store
 
     @property
@@ -259,6 +267,7 @@ class AsyncSession(SessionTree):
         )
 
     async def get_state(self, key: str, default: JSONValue = None) -> JSONValue:
+        """One value of the state, or ``default`` if the key is not set."""
         return await self._call(
             "get_state",
             self._store.get_value(self._session_id, self._user_id, key, default, must_exist=True),
@@ -300,6 +309,7 @@ class AsyncSession(SessionTree):
         )
 
     async def clear_state(self) -> None:
+        """Remove every key of the state (message logs and modules stay)."""
         await self._call(
             "clear_state",
             self._store.patch_state(self._session_id, self._user_id, replace=True, must_exist=True),

@@ -254,6 +254,7 @@ class SessionBase(HierarchyOperations, ABC):
         return await self._info(self._key(session_id, user_id))
 
     async def exists(self, session_id: str, user_id: str = "") -> bool:
+        """True if the session is stored and has not expired."""
         return await self.get_info(session_id, user_id) is not None
 
     async def set_metadata(
@@ -329,6 +330,7 @@ class SessionBase(HierarchyOperations, ABC):
         *,
         must_exist: bool = False,
     ) -> JSONValue:
+        """One value of a session's state, or ``default`` if the key is not set."""
         state = await self._get_state(self._key(session_id, user_id), [check_key(name)], must_exist)
         return state.get(name, default)
 
@@ -365,6 +367,7 @@ class SessionBase(HierarchyOperations, ABC):
     async def replace_state(
         self, session_id: str, user_id: str, state: dict[str, JSONValue], **options: Any
     ) -> int:
+        """Replace a session's whole state with ``state``, in one atomic step."""
         return await self.patch_state(session_id, user_id, state, replace=True, **options)
 
     async def compare_and_set(

@@ -112,6 +112,7 @@ class JSONSession(JSONCopies, SessionBase):
     async def save_session_state(
         self, session_id: str | None = None, user_id: str = "", **state_modules: StateModule
     ) -> None:
+        """Save the named modules (see ``SessionBase.save_session_state``)."""
         if session_id is None and self.session_id is not None and not user_id:
             return await self._save_bound(state_modules)
         return await super().save_session_state(session_id, user_id, **state_modules)
@@ -123,6 +124,7 @@ class JSONSession(JSONCopies, SessionBase):
         allow_not_exist: bool = True,
         **state_modules: StateModule,
     ) -> None:
+        """Load the named modules (see ``SessionBase.load_session_state``)."""
         if session_id is None and self.session_id is not None and not user_id:
             return await self._load_bound(allow_not_exist, state_modules)
         return await super().load_session_state(

@@ -68,9 +68,11 @@ class SessionInfo(NamedTuple):
         )
 
     def is_expired(self, at: float | None = None) -> bool:
+        """True if the session's expiry has passed at ``at`` (now by default)."""
         return self.expires_at is not None and self.expires_at <= (now() if at is None else at)
 
     def time_to_expiry(self, at: float | None = None) -> float | None:
+        """Seconds until the session expires (None if it never does; 0 once expired)."""
         if self.expires_at is None:
             return None
         return max(0.0, self.expires_at - (now() if at is None else at))
@@ -82,6 +84,7 @@ class SessionInfo(NamedTuple):
         return self._replace(expires_at=at + self.ttl)
 
     def to_json(self) -> dict[str, Any]:
+        """The info as JSON data (what ``--json`` prints and ``from_json`` reads)."""
         return {
             "format": self.format,
             "session_id": self.session_id,
