@@ -107,9 +107,9 @@ def test_the_api_reference_covers_every_exported_name() -> None:
 
 def test_the_site_builds_offline_and_strict(tmp_path: Path) -> None:
     pytest.importorskip("mkdocstrings")
+    build = ["mkdocs", "build", "--strict", "-q", "-f", "docs/mkdocs.yml"]
     done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", "docs/mkdocs.yml"]
-        + ["--site-dir", str(tmp_path / "site")],
+        [sys.executable, "-m", *build, "--site-dir", str(tmp_path / "site")],
         cwd=ROOT,
         capture_output=True,
         text=True,
