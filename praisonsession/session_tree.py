@@ -9,24 +9,54 @@ archive) and the session objects handed back.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from .stores.base import SessionBase
 
 if TYPE_CHECKING:
     from .archive import ArchiveSummary
+    from .recall import Recall
     from .settings import Settings
     from .stores.hierarchy import SnapshotInfo, TreeNode
     from .stores.record import SessionInfo
 
 __all__ = ["SessionTree"]
 
+T = TypeVar("T")
+
 
 class SessionTree:
     """Forks, snapshots, the tree and archives, for ``AsyncSession``."""
+
+    if TYPE_CHECKING:  # what AsyncSession provides
+        _store: SessionBase
+        _session_id: str
+        _user_id: str
+        _opened: bool
+        _owns_store: bool
+        _settings: Settings
+        _memory_config: dict[str, Any]
+        _recall: Recall | None
+
+        def __init__(
+            self,
+            session_id: str | None = None,
+            user_id: str | None = None,
+            *,
+            store: SessionBase | str | None = None,
+            settings: Settings | dict[str, Any] | None = None,
+        ) -> None: ...
+
+        def _call(self, what: str, work: Awaitable[T]) -> Awaitable[T]: ...
+
+        def _sibling(self, session_id: str, user_id: str) -> SessionTree: ...
+
+        async def open(self) -> SessionInfo: ...
+
+        async def _memory(self) -> Recall: ...
 
     async def fork(
         self,
@@ -43,23 +73,22 @@ class SessionTree:
         user's sessions: a guest's conversation moved to the account they signed in with.
         Writing to either afterwards never changes the other.
         """
-        core: Any = self
-        info = await core._call(
+        info = await self._call(
             "fork",
-            core._store.fork_session(
-                core._session_id,
-                core._user_id,
+            self._store.fork_session(
+                self._session_id,
+                self._user_id,
                 new_session_id,
                 user_id,
                 at_message=_cut(at_message),
             ),
         )
-        child = core._sibling(info.session_id, info.user_id)
+        child = self._sibling(info.session_id, info.user_id)
         child._opened = True
         try:
-            await _copy_memories(core, child)
+            await _copy_memories(self, child)
         except BaseException:  # all or nothing: no fork that lacks the memories it should hold
-            await core._store._delete(core._store._key(info.session_id, info.user_id))
+            await self._store.delete_record(self._store.record_key(info.session_id, info.user_id))
             raise
         return child
 
@@ -70,57 +99,50 @@ class SessionTree:
         return self._parent()
 
     async def _parent(self) -> Any:
-        core: Any = self
-        found = await core._call("parent", core._store.parent_of(core._session_id, core._user_id))
+        found = await self._call("parent", self._store.parent_of(self._session_id, self._user_id))
         if found is None:
             return None
-        parent = core._sibling(*found)
-        if await core._store.get_info(*found) is None:
+        parent = self._sibling(*found)
+        if await self._store.get_info(*found) is None:
             return None  # it was deleted or has expired
         parent._opened = True
         return parent
 
     async def children(self) -> list[SessionInfo]:
         """This user's live sessions forked from this one."""
-        core: Any = self
-        return await core._call(
-            "children", core._store.children_of(core._session_id, core._user_id)
+        return await self._call(
+            "children", self._store.children_of(self._session_id, self._user_id)
         )
 
     async def tree(self) -> list[TreeNode]:
         """This user's sessions as a forest: each under the one it was forked from."""
-        core: Any = self
-        return await core._call("tree", core._store.session_tree(core._user_id))
+        return await self._call("tree", self._store.session_tree(self._user_id))
 
     async def snapshot(self, label: str | None = None) -> SnapshotInfo:
         """Keep a copy of the session as it is now (content, not a pointer into it), to come
         back to with ``restore``; later edits and truncations leave it whole."""
-        core: Any = self
-        return await core._call(
-            "snapshot", core._store.snapshot_session(core._session_id, core._user_id, label)
+        return await self._call(
+            "snapshot", self._store.snapshot_session(self._session_id, self._user_id, label)
         )
 
     async def snapshots(self) -> list[SnapshotInfo]:
         """This session's snapshots, oldest first."""
-        core: Any = self
-        return await core._call(
-            "snapshots", core._store.list_snapshots(core._session_id, core._user_id)
+        return await self._call(
+            "snapshots", self._store.list_snapshots(self._session_id, self._user_id)
         )
 
     async def restore(self, snapshot: SnapshotInfo | str) -> SessionInfo:
         """Put the session back as the snapshot holds it, in one atomic step."""
-        core: Any = self
-        return await core._call(
+        return await self._call(
             "restore",
-            core._store.restore_snapshot(core._session_id, core._user_id, snapshot),
+            self._store.restore_snapshot(self._session_id, self._user_id, snapshot),
         )
 
     async def delete_snapshot(self, snapshot: SnapshotInfo | str) -> bool:
         """Delete one snapshot of this session; True if it was there."""
-        core: Any = self
-        return await core._call(
+        return await self._call(
             "delete_snapshot",
-            core._store.delete_snapshot(core._session_id, core._user_id, snapshot),
+            self._store.delete_snapshot(self._session_id, self._user_id, snapshot),
         )
 
     async def export(
@@ -131,13 +153,12 @@ class SessionTree:
         ``progress=True`` shows a bar. Not bounded by ``timeout`` as a whole."""
         from .archive import export_session
 
-        core: Any = self
-        if not core._opened:
-            await core.open()
-        key = core._store._key(core._session_id, core._user_id)
-        memories = await _memories_of(core)
+        if not self._opened:
+            await self.open()
+        key = self._store.record_key(self._session_id, self._user_id)
+        memories = await _memories_of(self)
         with _counting(progress, "Exporting") as tell:
-            return await export_session(core._store, key, path_or_file, memories, tell)
+            return await export_session(self._store, key, path_or_file, memories, tell)
 
     @classmethod
     async def import_archive(
@@ -180,24 +201,24 @@ def _cut(at_message: Any) -> Any:
     return at_message
 
 
-def _memory_in_use(core: Any) -> bool:
+def _memory_in_use(session: SessionTree) -> bool:
     """Whether this session's vector store exists, so that memories may be there to carry:
     a Chroma server, or the embedded one's directory (opening Chroma costs a second)."""
-    settings = core._settings
-    if core._recall is not None or core._memory_config.get("vector_store_url"):
+    settings = session._settings
+    if session._recall is not None or session._memory_config.get("vector_store_url"):
         return True
     if settings.vector_store_url:
         return True
     return (Path(settings.data_dir).expanduser() / "chroma").is_dir()
 
 
-async def _memories_of(core: Any) -> list[dict[str, Any]]:
-    if not _memory_in_use(core):
+async def _memories_of(session: SessionTree) -> list[dict[str, Any]]:
+    if not _memory_in_use(session):
         return []
-    return await (await core._memory()).session_memories()
+    return await (await session._memory()).session_memories()
 
 
-async def _copy_memories(parent: Any, child: Any) -> None:
+async def _copy_memories(parent: SessionTree, child: SessionTree) -> None:
     memories = await _memories_of(parent)
     if memories:
         await (await child._memory()).restore_memories(memories)

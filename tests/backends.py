@@ -10,12 +10,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from counting_store import CountingStore
 from praisonsession import InMemorySession, JSONSession, SessionBase, SqliteSession
 from praisonsession.identifiers import DEFAULT_USER, filename_for
 from praisonsession.stores.base import Key
 
 BACKENDS = ["memory", "json", "sqlite"]  # the facade tests (test_session.py) run on these
-STORE_BACKENDS = [*BACKENDS, "redis"]  # the store conformance suite runs on every backend
+STORE_BACKENDS = [*BACKENDS, "redis"]  # every backend, each with a URL
+#: The store conformance suites run on every backend, and on a wrapper (``counting_store.py``,
+#: over SQLite) that uses only the public backend protocol.
+CONFORMANCE_BACKENDS = [*STORE_BACKENDS, "wrapped"]
 PERSISTENT = ["json", "sqlite", "redis"]
 
 #: The test session's redis-server (``redis://127.0.0.1:PORT/0``), set by the ``redis_url``
@@ -163,6 +167,8 @@ def make_store(kind: str, root: Path, **options: Any) -> SessionBase:
         from praisonsession import open_store
 
         return open_store(redis_store_url(root), **options)
+    if kind == "wrapped":
+        return CountingStore(SqliteSession(root / "wrapped-store" / "sessions.db", **options))
     return SqliteSession(root / "sqlite-store" / "sessions.db", **options)
 
 
@@ -172,6 +178,7 @@ def kind_of(store: SessionBase) -> str:
         "JSONSession": "json",
         "SqliteSession": "sqlite",
         "RedisSession": "redis",
+        "CountingStore": "wrapped",
     }[type(store).__name__]
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import backends
-from backends import PERSISTENT, STORE_BACKENDS, RawAccess, make_store
+from backends import CONFORMANCE_BACKENDS, PERSISTENT, RawAccess, make_store
 from chroma_server import chroma_url  # noqa: F401 - shared fixture
 from llm_server import ScriptedChatServer, isolate_llm_env, serving
 from praisonsession import SessionBase, clock, runtime
@@ -45,7 +45,7 @@ def _open(kind: str, request: pytest.FixtureRequest, root: Path) -> SessionBase:
     return make_store(kind, root)
 
 
-@pytest.fixture(params=STORE_BACKENDS)
+@pytest.fixture(params=CONFORMANCE_BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionBase]:
     """Each backend in turn; the conformance suite runs once per backend."""
     store = _open(request.param, request, tmp_path)

@@ -94,10 +94,10 @@ def build(store: SessionBase, session_id: str = "s", user_id: str = "u", pages: 
 
 def content(store: SessionBase, key: Key) -> dict[str, Any]:
     """What a (session or snapshot) key holds: state, module documents, every non-empty log."""
-    found = runtime.run(store._contents(key))
+    found = runtime.run(store.read_record_contents(key))
     assert found is not None, key
     logs = {
-        path: runtime.run(store._read_log(key, path, 0, None))
+        path: runtime.run(store.read_log(key, path, 0, None))
         for path, count in found.logs.items()
         if count
     }
@@ -107,7 +107,7 @@ def content(store: SessionBase, key: Key) -> dict[str, Any]:
 def everything(store: SessionBase, session_id: str = "s", user_id: str = "u") -> dict[str, Any]:
     """A session as an archive must carry it: content, user metadata, TTL, and each snapshot
     (its description and its content)."""
-    key = store._key(session_id, user_id)
+    key = store.record_key(session_id, user_id)
     info = runtime.run(store.get_info(session_id, user_id))
     snapshots = runtime.run(store.list_snapshots(session_id, user_id))
     return {
@@ -372,7 +372,7 @@ def test_an_archive_of_a_newer_version_is_refused_and_imports_nothing(
 def test_a_failed_export_to_a_path_leaves_no_file_behind(tmp_path: Path) -> None:
     session = Session("s", "u", store="memory://")
     session.append_messages("chat", [{"role": "user", "content": "hi"}])
-    session.store._contents = _vanishing  # the copy it reads goes away mid-export
+    session.store.read_record_contents = _vanishing  # the copy it reads goes away mid-export
     with pytest.raises(SessionCorruptedError):
         session.export(tmp_path / "a.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
@@ -456,7 +456,7 @@ def test_an_export_slower_than_the_staging_ttl_keeps_its_copy_alive(
     summary = runtime.run(
         export_session(
             store,
-            store._key("s", "u"),
+            store.record_key("s", "u"),
             buffer,
             [],
             lambda count: frozen_clock.advance(STAGING_TTL * 0.6),

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from backends import STORE_BACKENDS, make_store
+from backends import CONFORMANCE_BACKENDS, make_store
 from praisonsession import (
     AsyncSession,
     InvalidValueError,
@@ -72,7 +72,7 @@ def test_aliases_stay_aliases_in_both() -> None:
 # -- AsyncSession on the caller's loop -----------------------------------------------------
 
 
-@pytest.fixture(params=STORE_BACKENDS)
+@pytest.fixture(params=CONFORMANCE_BACKENDS)
 def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionBase:
     if request.param == "redis":
         request.getfixturevalue("redis_url")

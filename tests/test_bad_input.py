@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from backends import STORE_BACKENDS, make_store
+from backends import CONFORMANCE_BACKENDS, make_store
 from praisonsession import (
     AsyncSession,
     InvalidIdError,
@@ -418,7 +418,7 @@ def raised_by(call: Callable[[], Any], expected: type[BaseException]) -> BaseExc
     return error
 
 
-@pytest.fixture(params=STORE_BACKENDS)
+@pytest.fixture(params=CONFORMANCE_BACKENDS)
 def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Session]:
     """A session with state, a number near the float limit, a big int and a message log."""
     if request.param == "redis":

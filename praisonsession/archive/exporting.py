@@ -47,12 +47,12 @@ async def export_session(
     progress: Progress | None = None,
 ) -> ArchiveSummary:
     """Write the session ``key`` of ``store`` to ``destination`` (a path, or a binary file)."""
-    info = await store._info(key)  # what the archive says of the session: TTL, metadata, age
+    info = await store.read_record(key)  # what the archive says of the session: TTL, metadata, age
     if info is None:
         raise SessionNotFoundError(key.session_id, key.user_id)
     staging = Staging(store, key.user_id)
     copy = staging.new("export")
-    await store._copy(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
+    await store.copy_record(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
     try:
         with _opened(destination) as file:
             writer = _Writer(file)
@@ -85,7 +85,7 @@ async def _write_session(
 ) -> int:
     """One session's sections; ``session`` is its own metadata when ``where`` is a copy of it
     (else it is a snapshot, and goes under its own)."""
-    contents = await store._contents(where)
+    contents = await store.read_record_contents(where)
     if contents is None:
         raise SessionCorruptedError(f"session copy {where.session_id!r}", "it vanished")
     if session is not None:
@@ -99,7 +99,7 @@ async def _write_session(
         writer.write({"log": path, "count": count})
         for start in range(0, count, PAGE):
             await staging.keep_alive()
-            page = await store._read_log(where, path, start, min(start + PAGE, count))
+            page = await store.read_log(where, path, start, min(start + PAGE, count))
             if len(page) != min(PAGE, count - start):  # never write a short archive
                 raise SessionCorruptedError(f"log {path!r} of the session", "it changed as read")
             writer.write({"messages": page})

@@ -37,14 +37,14 @@ async def import_session(
     archived = SessionInfo.from_json(records.take("session", dict), f"{records.what}'s session")
     records.check_data(dict(archived.metadata), "the session's metadata")
     try:
-        store._key(archived.session_id, archived.user_id)
+        store.record_key(archived.session_id, archived.user_id)
     except InvalidIdError as exc:
         raise records.corrupt(str(exc)) from None
-    target = store._key(
+    target = store.record_key(
         archived.session_id if session_id is None else session_id,
         archived.user_id if user_id is None else user_id,
     )
-    if await store._info(target) is not None:
+    if await store.read_record(target) is not None:
         raise ConflictError(copy_conflict(target))
     staging = Staging(store, target.user_id)
     snapshots: list[tuple[Key, dict[str, Any]]] = []
@@ -75,7 +75,7 @@ async def _stage(
 ) -> tuple[Key, int]:
     """Write one session's sections (state, modules, logs) into a new staging session."""
     key = staging.new("import")
-    await store._create(key, STAGING_TTL, {})
+    await store.create_record(key, STAGING_TTL, {})
     state = records.take("state", dict)
     modules = records.take("modules", dict)
     records.check_data(state, "state")
@@ -84,8 +84,8 @@ async def _stage(
         records.check_name(name, "module name")
         if not isinstance(document, dict):
             raise records.corrupt(f"module {name!r} is not an object")
-    await store._patch(key, state, [], True, None, False)
-    await store._save_modules(key, modules, [])
+    await store.patch_record_state(key, state, [], True, None, False)
+    await store.write_modules(key, modules, [])
     total = 0
     while (records.peek() or {}).get("log") is not None:
         record = records.next() or {}
@@ -100,7 +100,7 @@ async def _stage(
             if not all(isinstance(message, dict) for message in page):
                 raise records.corrupt(f"a message of log {path!r} is not an object")
             await staging.keep_alive()
-            await store._append(key, LogWrite(path, page, -1))
+            await store.append_log(key, LogWrite(path, page, -1))
             left -= len(page)
             total += len(page)
             if progress is not None:
@@ -175,11 +175,13 @@ async def _place(
     try:
         for holding, metadata in snapshots:
             where = snapshot_key(target, metadata[SNAPSHOT]["snapshot_id"])
-            if await store._info(where) is None:  # else: left by an earlier import of it
+            if await store.read_record(where) is None:  # else: left by an earlier import of it
                 placed.append(where)
-            await store._copy(holding, where, None, metadata, True, None)
-        return await store._copy(staged, target, None, dict(archived.metadata), False, archived.ttl)
+            await store.copy_record(holding, where, None, metadata, True, None)
+        return await store.copy_record(
+            staged, target, None, dict(archived.metadata), False, archived.ttl
+        )
     except BaseException:
         for where in placed:
-            await store._delete(where)
+            await store.delete_record(where)
         raise

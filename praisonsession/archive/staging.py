@@ -37,7 +37,7 @@ class Staging:
         if now() - self._touched < STAGING_TTL / 4:
             return
         for key in self.keys:
-            if await self.store._touch(key, STAGING_TTL) is None:
+            if await self.store.touch_record(key, STAGING_TTL) is None:
                 raise SessionCorruptedError(
                     f"the staging session {key.session_id!r}", "it was deleted while in use"
                 )
@@ -45,5 +45,5 @@ class Staging:
 
     async def remove(self) -> None:
         for key in self.keys:
-            await self.store._delete(key)
+            await self.store.delete_record(key)
         self.keys.clear()

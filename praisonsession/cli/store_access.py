@@ -48,7 +48,7 @@ class OpenedStore:
     async def contents(self, session_id: str, user_id: str) -> SessionContents:
         """What the session holds (metadata, state, modules, log lengths), read in one step;
         a session that is not there (or has expired) is an error naming it."""
-        contents = await self.store._contents(self.store._key(session_id, user_id))
+        contents = await self.store.read_record_contents(self.store.record_key(session_id, user_id))
         if contents is None:
             raise self.missing(session_id, user_id)
         return contents

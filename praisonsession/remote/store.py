@@ -40,42 +40,42 @@ class RemoteStore(SessionBase):
 
     # -- sessions -------------------------------------------------------------------------
 
-    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         body = _key(key, metadata=metadata)
         if ttl is not UNSET:
             body["ttl"] = ttl
         return SessionInfo.from_json(await self._call("create", body))
 
-    async def _info(self, key: Key) -> SessionInfo | None:
+    async def read_record(self, key: Key) -> SessionInfo | None:
         return _info_or_none(await self._call("info", _key(key)))
 
-    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
         return SessionInfo.from_json(await self._call("set_metadata", _key(key, metadata=metadata)))
 
-    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         found = await self._call("list", {"user_id": user_id, "limit": limit, "after": after})
         return [SessionInfo.from_json(item) for item in found]
 
-    async def _delete(self, key: Key) -> bool:
+    async def delete_record(self, key: Key) -> bool:
         return bool(await self._call("delete", _key(key)))
 
-    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
         body = _key(key)
         if ttl is not UNSET:
             body["ttl"] = ttl
         return _info_or_none(await self._call("touch", body))
 
-    async def _purge(self) -> int:
+    async def purge_records(self) -> int:
         return int(await self._call("purge", {}))
 
     # -- key-value state ------------------------------------------------------------------
 
-    async def _get_state(
+    async def read_record_state(
         self, key: Key, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         return await self._call("get_state", _key(key, names=names, must_exist=must_exist))
 
-    async def _patch(
+    async def patch_record_state(
         self,
         key: Key,
         updates: dict[str, Any],
@@ -95,7 +95,7 @@ class RemoteStore(SessionBase):
         # setting the same keys again is harmless; a compare-and-set that won would then lose
         return int(await self._call("patch", body, safe=expected_version is None))
 
-    async def _increment(
+    async def increment_record_value(
         self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         body = _key(key, name=name, amount=amount, default=default, must_exist=must_exist)
@@ -103,7 +103,7 @@ class RemoteStore(SessionBase):
 
     # -- modules and message logs -----------------------------------------------------------
 
-    async def _save_modules(
+    async def write_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         body = _key(key, documents=documents, writes=[_write(w) for w in writes])
@@ -112,21 +112,21 @@ class RemoteStore(SessionBase):
         )
         return {str(path): int(length) for path, length in lengths.items()}
 
-    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         found = await self._call("load_modules", _key(key, names=names))
         if found is None:
             return None
         return StoredModules(found["documents"], found["logs"])
 
-    async def _append(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, write: LogWrite) -> int:
         return int(await self._call("append", _key(key, write=_write(write)), safe=False))
 
-    async def _read_log(
+    async def read_log(
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         return await self._call("read_log", _key(key, path=path, start=start, stop=stop))
 
-    async def _count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, path: str) -> int:
         return int(await self._call("count_log", _key(key, path=path)))
 
     # -- lifecycle ------------------------------------------------------------------------

@@ -107,7 +107,7 @@ async def _get_info(store: SessionBase, body: Body) -> Any:
 
 async def _set_metadata(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    return (await store._set_metadata(key, _object(body, "metadata"))).to_json()
+    return (await store.merge_record_metadata(key, _object(body, "metadata"))).to_json()
 
 
 async def _list(store: SessionBase, body: Body) -> Any:
@@ -135,7 +135,7 @@ async def _purge(store: SessionBase, body: Body) -> Any:
 
 async def _get_state(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    return await store._get_state(key, _names(body, "names"), _flag(body, "must_exist"))
+    return await store.read_record_state(key, _names(body, "names"), _flag(body, "must_exist"))
 
 
 async def _patch(store: SessionBase, body: Body) -> Any:
@@ -171,12 +171,12 @@ async def _save_modules(store: SessionBase, body: Body) -> Any:
     writes = body.get("writes", [])
     if not isinstance(writes, list):
         raise InvalidValueError("writes must be a list of log writes.")
-    return await store._save_modules(key, documents, [_write(w) for w in writes])
+    return await store.write_modules(key, documents, [_write(w) for w in writes])
 
 
 async def _load_modules(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    stored = await store._load_modules(key, _names(body, "names", "module name") or [])
+    stored = await store.read_modules(key, _names(body, "names", "module name") or [])
     return None if stored is None else {"documents": stored.documents, "logs": stored.logs}
 
 
@@ -185,7 +185,7 @@ async def _append(store: SessionBase, body: Body) -> Any:
     write = _write(body.get("write"))
     if write.start is None:
         raise InvalidValueError("An append's start must be -1 (at the end) or a length.")
-    return await store._append(key, write)
+    return await store.append_log(key, write)
 
 
 async def _read_log(store: SessionBase, body: Body) -> Any:

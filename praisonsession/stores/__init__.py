@@ -1,4 +1,5 @@
-"""Async session stores (AgentScope's ``SessionBase`` layer) and ``open_store``.
+"""Async session stores (AgentScope's ``SessionBase`` layer), ``open_store``, and the backend
+protocol (``StoreBackend`` and the records it passes) that a new backend or a wrapper implements.
 
 The backends load on first use (``from praisonsession.stores import SqliteSession`` works as
 usual): each pulls in its own standard-library modules, and ``import praisonsession`` should
@@ -10,8 +11,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .backend import UNSET, LogWrite, StoreBackend, StoredModules
 from .base import SessionBase
-from .record import FORMAT_VERSION, SessionInfo
+from .record import FORMAT_VERSION, Key, SessionContents, SessionInfo
 from .urls import open_store
 
 if TYPE_CHECKING:
@@ -29,12 +31,18 @@ _BACKENDS = {
 
 __all__ = [
     "FORMAT_VERSION",
+    "UNSET",
     "InMemorySession",
     "JSONSession",
+    "Key",
+    "LogWrite",
     "RedisSession",
     "SessionBase",
+    "SessionContents",
     "SessionInfo",
     "SqliteSession",
+    "StoreBackend",
+    "StoredModules",
     "open_store",
 ]
 

@@ -1,32 +1,32 @@
-"""``SessionBase``: the async store interface every backend implements.
+"""``SessionBase``: the async store every backend is, a template over ``StoreBackend``.
 
 The two AgentScope calls, ``save_session_state`` and ``load_session_state``, keep their exact
 signatures. Around them every backend offers, atomically: key-value state (read, replace,
 patch, increment, compare-and-set), append-only message logs, listing, deletion, metadata and
 TTL. This class validates every argument once and turns module trees into stored documents;
-backends implement the underscore methods and never see an unchecked id or value.
+backends implement the record operations of :class:`~praisonsession.stores.backend.StoreBackend`
+and never see an unchecked id or value. The hierarchy operations (``hierarchy.py``) and the
+ack bookkeeping (``acks.py``) live apart.
 
-One module past 500 lines, on purpose: it is the contract, every public store call with its
-checks next to the abstract primitive it maps to, so a backend author reads one file. The
-hierarchy operations (``hierarchy.py``) and the ack bookkeeping (``acks.py``) live apart.
+Past 500 lines, on purpose: every public store call stands with its checks next to the record
+operation it maps to, so a backend author reads one file beside ``backend.py``.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     InvalidIdError,
     InvalidValueError,
     SessionNotFoundError,
     StateDictError,
-    UnsupportedOperationError,
 )
 from ..identifiers import check_key, check_session_id, check_user_id
 from ..json_data import JSONValue, check_json_data, detach
 from .acks import LogAcks
+from .backend import UNSET, LogWrite, StoredModules
 from .hierarchy import SNAPSHOT_OWNER, HierarchyOperations
 from .record import Key, SessionInfo
 
@@ -34,29 +34,10 @@ if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start s
     from ..state.message_log import MessageLog
     from ..state.module import StateModule
 
-__all__ = ["Key", "LogWrite", "SessionBase", "StoredModules"]
-
-UNSET: Any = object()
-_KEYS_REMEMBERED = 1024  # validated (session_id, user_id) pairs a store remembers
+__all__ = ["UNSET", "Key", "LogWrite", "SessionBase", "StoredModules"]
 
 
-class LogWrite(NamedTuple):
-    """Messages for one log: replacing it (``start`` None), appended at its end (-1), or
-    appended only if it holds exactly ``start`` messages."""
-
-    path: str
-    messages: list[dict[str, Any]]
-    start: int | None
-
-
-class StoredModules(NamedTuple):
-    """What ``_load_modules`` returns: module documents and the message logs below them."""
-
-    documents: dict[str, Any]
-    logs: dict[str, list[dict[str, Any]]]
-
-
-class SessionBase(HierarchyOperations, ABC):
+class SessionBase(HierarchyOperations):
     """Base class of every store. Async; use it from any event loop, or through ``Session``.
 
     ``default_ttl`` (seconds) applies to sessions created without an explicit TTL;
@@ -100,7 +81,7 @@ class SessionBase(HierarchyOperations, ABC):
         """
         from ..state.module import StateModule, _snapshot_of
 
-        key = self._key(self._bound_id(session_id), user_id)
+        key = self.record_key(self._bound_id(session_id), user_id)
         documents: dict[str, Any] = {}
         logs: dict[str, MessageLog] = {}
         for name, module in state_modules.items():
@@ -121,7 +102,7 @@ class SessionBase(HierarchyOperations, ABC):
             else:
                 synced[path] = start
                 writes.append(LogWrite(path, log.messages_since(start), -1))
-        lengths = await self._save_modules(key, documents, writes)
+        lengths = await self.write_modules(key, documents, writes)
         for write in writes:
             log, length = logs[write.path], lengths[write.path]
             start = synced.get(write.path)
@@ -135,9 +116,9 @@ class SessionBase(HierarchyOperations, ABC):
     ) -> None:
         """Our appended messages landed at ``ours_at``; bring in what others stored before."""
         if ours_at > start:  # other writers appended between our last sync and our append
-            log.absorb(start, await self._read_log(key, path, start, ours_at))
+            log.absorb(start, await self.read_log(key, path, start, ours_at))
         elif ours_at < start:  # someone rewrote the log meanwhile: take it as stored
-            log.reset(await self._read_log(key, path, 0, None))
+            log.reset(await self.read_log(key, path, 0, None))
 
     async def load_session_state(
         self,
@@ -149,14 +130,14 @@ class SessionBase(HierarchyOperations, ABC):
         """Load the named modules; all of them are checked before any of them changes."""
         from ..state.module import StateModule
 
-        key = self._key(self._bound_id(session_id), user_id)
+        key = self.record_key(self._bound_id(session_id), user_id)
         for name, module in state_modules.items():
             if not isinstance(module, StateModule):
                 raise InvalidValueError(
                     f"load_session_state({name}=...) got a {type(module).__name__}; "
                     "pass StateModule instances."
                 )
-        stored = await self._load_modules(key, list(state_modules))
+        stored = await self.read_modules(key, list(state_modules))
         if stored is None:
             self._nothing_stored_for(key, state_modules)
             if allow_not_exist:
@@ -199,7 +180,7 @@ class SessionBase(HierarchyOperations, ABC):
         """
         from ..state.module import StateModule
 
-        key = self._key(session_id, user_id)
+        key = self.record_key(session_id, user_id)
         taken = 0
         for name, module in state_modules.items():
             if not isinstance(module, StateModule):
@@ -211,16 +192,16 @@ class SessionBase(HierarchyOperations, ABC):
                 start = self._acks.synced_length(key, path, log)
                 if start is None:
                     continue
-                held = await self._count_log(key, path)
+                held = await self.count_log(key, path)
                 if held == start:
                     continue
                 if held > start:
-                    newer = await self._read_log(key, path, start, held)
+                    newer = await self.read_log(key, path, start, held)
                     log.absorb(start, newer)
                     taken += len(newer)
                     held = start + len(newer)
                 else:  # rewritten by someone else: ours had nothing unsaved, so take theirs
-                    stored = await self._read_log(key, path, 0, None)
+                    stored = await self.read_log(key, path, 0, None)
                     log.reset(stored)
                     taken += len(stored)
                     held = len(stored)
@@ -242,16 +223,16 @@ class SessionBase(HierarchyOperations, ABC):
         ``ttl`` replaces the stored TTL when given; otherwise an existing session keeps its own
         and a new one gets ``default_ttl``.
         """
-        key = self._key(session_id, user_id)
+        key = self.record_key(session_id, user_id)
         if ttl is not UNSET:
             ttl = _check_ttl(ttl)
         if metadata is not None:
             check_json_data(metadata, "metadata")
-        return await self._create(key, ttl, detach(metadata or {}, "metadata"))
+        return await self.create_record(key, ttl, detach(metadata or {}, "metadata"))
 
     async def get_info(self, session_id: str, user_id: str = "") -> SessionInfo | None:
         """The session's metadata, or None if it does not exist or has expired."""
-        return await self._info(self._key(session_id, user_id))
+        return await self.read_record(self.record_key(session_id, user_id))
 
     async def exists(self, session_id: str, user_id: str = "") -> bool:
         """True if the session is stored and has not expired."""
@@ -262,7 +243,9 @@ class SessionBase(HierarchyOperations, ABC):
     ) -> SessionInfo:
         """Merge user metadata (JSON data) into the session's metadata."""
         check_json_data(metadata, "metadata")
-        return await self._set_metadata(self._key(session_id, user_id), detach(metadata, "m"))
+        return await self.merge_record_metadata(
+            self.record_key(session_id, user_id), detach(metadata, "m")
+        )
 
     async def list_sessions(
         self, user_id: str = "", *, limit: int = 100, after: str | None = None
@@ -276,7 +259,7 @@ class SessionBase(HierarchyOperations, ABC):
             raise InvalidValueError(f"limit must be an int from 1 to 10000, got {limit!r}.")
         if after is not None:
             check_session_id(after)
-        return await self._list(user, limit, after)
+        return await self.list_records(user, limit, after)
 
     async def list_users(self) -> list[str]:
         """Every user with a live session, sorted: where listing a whole store starts.
@@ -285,13 +268,13 @@ class SessionBase(HierarchyOperations, ABC):
         of users (sessions count only where a user's have all expired). Snapshots are not a
         user's: their reserved owner is never listed.
         """
-        return sorted(user for user in await self._users() if user != SNAPSHOT_OWNER)
+        return sorted(user for user in await self.list_record_owners() if user != SNAPSHOT_OWNER)
 
     async def delete_session(self, session_id: str, user_id: str = "") -> bool:
         """Delete a session and everything in it. True if there was something to delete."""
-        key = self._key(session_id, user_id)
+        key = self.record_key(session_id, user_id)
         self._acks.forget(key)
-        return await self._delete(key)
+        return await self.delete_record(key)
 
     async def touch(
         self, session_id: str, user_id: str = "", *, ttl: float | None = UNSET
@@ -299,19 +282,19 @@ class SessionBase(HierarchyOperations, ABC):
         """Restart the session's TTL (optionally a new one); None if it is gone."""
         if ttl is not UNSET:
             ttl = _check_ttl(ttl)
-        return await self._touch(self._key(session_id, user_id), ttl)
+        return await self.touch_record(self.record_key(session_id, user_id), ttl)
 
     async def expire(self, session_id: str, user_id: str = "") -> bool:
         """End the session now: it is gone for every reader exactly as if its TTL ran out
         (reads that need it raise ``SessionExpiredError``; ``purge_expired`` removes it, and
         opening it again starts it afresh). True if it was live."""
-        key = self._key(session_id, user_id)
+        key = self.record_key(session_id, user_id)
         self._acks.forget(key)
-        return await self._touch(key, 0.0) is not None
+        return await self.touch_record(key, 0.0) is not None
 
     async def purge_expired(self) -> int:
         """Remove every expired session from storage; returns how many were removed."""
-        return await self._purge()
+        return await self.purge_records()
 
     # -- key-value state ------------------------------------------------------------------
 
@@ -319,7 +302,7 @@ class SessionBase(HierarchyOperations, ABC):
         self, session_id: str, user_id: str = "", *, must_exist: bool = False
     ) -> dict[str, JSONValue]:
         """The whole key-value state ({} for a session that does not exist, unless must_exist)."""
-        return await self._get_state(self._key(session_id, user_id), None, must_exist)
+        return await self.read_record_state(self.record_key(session_id, user_id), None, must_exist)
 
     async def get_value(
         self,
@@ -331,7 +314,9 @@ class SessionBase(HierarchyOperations, ABC):
         must_exist: bool = False,
     ) -> JSONValue:
         """One value of a session's state, or ``default`` if the key is not set."""
-        state = await self._get_state(self._key(session_id, user_id), [check_key(name)], must_exist)
+        state = await self.read_record_state(
+            self.record_key(session_id, user_id), [check_key(name)], must_exist
+        )
         return state.get(name, default)
 
     async def patch_state(
@@ -350,7 +335,7 @@ class SessionBase(HierarchyOperations, ABC):
         ``replace=True`` drops every key not in ``updates``. With ``expected_version`` the
         change happens only if the session is still at that version, else ConflictError.
         """
-        key = self._key(session_id, user_id)
+        key = self.record_key(session_id, user_id)
         updates = dict(updates or {})
         for name in updates:
             check_key(name)
@@ -360,7 +345,7 @@ class SessionBase(HierarchyOperations, ABC):
             not isinstance(expected_version, int) or isinstance(expected_version, bool)
         ):
             raise InvalidValueError(f"expected_version must be an int, got {expected_version!r}")
-        return await self._patch(
+        return await self.patch_record_state(
             key, detach(updates, "state"), deletes, replace, expected_version, must_exist
         )
 
@@ -393,10 +378,10 @@ class SessionBase(HierarchyOperations, ABC):
         must_exist: bool = False,
     ) -> int | float:
         """Add ``amount`` to a numeric key atomically (starting from ``default``); the new value."""
-        key = self._key(session_id, user_id)
+        key = self.record_key(session_id, user_id)
         _check_number(amount, "increment")
         _check_number(default, "default")
-        return await self._increment(key, check_key(name), amount, default, must_exist)
+        return await self.increment_record_value(key, check_key(name), amount, default, must_exist)
 
     # -- message logs ---------------------------------------------------------------------
 
@@ -414,28 +399,30 @@ class SessionBase(HierarchyOperations, ABC):
         With ``expected_length`` the append happens only if the log still has that many
         messages, else ConflictError.
         """
-        key = self._key(session_id, user_id)
+        key = self.record_key(session_id, user_id)
         items = _check_messages(messages)
         start = -1 if expected_length is None else expected_length
-        return await self._append(key, LogWrite(check_key(log, "log name"), items, start))
+        return await self.append_log(key, LogWrite(check_key(log, "log name"), items, start))
 
     async def read_messages(
         self, session_id: str, user_id: str, log: str, start: int = 0, stop: int | None = None
     ) -> list[dict[str, Any]]:
         """Messages ``start:stop`` of a named log ([] if it does not exist)."""
-        key = self._key(session_id, user_id)
+        key = self.record_key(session_id, user_id)
         if start < 0 or (stop is not None and stop < start):
             raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
-        return await self._read_log(key, check_key(log, "log name"), start, stop)
+        return await self.read_log(key, check_key(log, "log name"), start, stop)
 
     async def message_count(self, session_id: str, user_id: str, log: str) -> int:
         """How many messages a named log holds (0 if it does not exist)."""
-        return await self._count_log(self._key(session_id, user_id), check_key(log, "log name"))
+        return await self.count_log(
+            self.record_key(session_id, user_id), check_key(log, "log name")
+        )
 
     async def clear_messages(self, session_id: str, user_id: str, log: str) -> None:
         """Empty a named log, in one atomic step."""
-        key = self._key(session_id, user_id)
-        await self._save_modules(key, {}, [LogWrite(check_key(log, "log name"), [], None)])
+        key = self.record_key(session_id, user_id)
+        await self.write_modules(key, {}, [LogWrite(check_key(log, "log name"), [], None)])
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -462,99 +449,8 @@ class SessionBase(HierarchyOperations, ABC):
             )
         return self.session_id
 
-    def _key(self, session_id: str, user_id: str) -> Key:
-        """The validated key; a pair seen before is not checked again (ids are immutable)."""
-        if type(session_id) is str and type(user_id) is str:
-            key = self._keys_seen.get((session_id, user_id))
-            if key is not None:
-                return key
-        key = Key(check_user_id(user_id), check_session_id(session_id))
-        if type(session_id) is str and type(user_id) is str:
-            if len(self._keys_seen) >= _KEYS_REMEMBERED:
-                self._keys_seen.clear()
-            self._keys_seen[session_id, user_id] = key
-        return key
-
     def _new_ttl(self, ttl: float | None) -> float | None:
         return self.default_ttl if ttl is UNSET else ttl
-
-    # -- what a backend implements --------------------------------------------------------
-
-    @abstractmethod
-    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo: ...
-
-    @abstractmethod
-    async def _info(self, key: Key) -> SessionInfo | None: ...
-
-    @abstractmethod
-    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo: ...
-
-    @abstractmethod
-    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]: ...
-
-    @abstractmethod
-    async def _delete(self, key: Key) -> bool: ...
-
-    @abstractmethod
-    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None: ...
-
-    @abstractmethod
-    async def _purge(self) -> int: ...
-
-    @abstractmethod
-    async def _get_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
-    ) -> dict[str, Any]: ...
-
-    @abstractmethod
-    async def _patch(
-        self,
-        key: Key,
-        updates: dict[str, Any],
-        deletes: list[str],
-        replace: bool,
-        expected_version: int | None,
-        must_exist: bool,
-    ) -> int: ...
-
-    @abstractmethod
-    async def _increment(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
-    ) -> int | float: ...
-
-    @abstractmethod
-    async def _save_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
-    ) -> dict[str, int]:
-        """Store module documents (merged by name) and log writes in one atomic step; return
-        each written log's length afterwards, by path.
-
-        ``start`` None replaces the log, -1 appends at its end, and a number appends only if the
-        log holds exactly that many messages, else raises ConflictError and changes nothing.
-        """
-
-    @abstractmethod
-    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None: ...
-
-    @abstractmethod
-    async def _append(self, key: Key, write: LogWrite) -> int:
-        """Append; ``write.start == -1`` means append whatever the current length."""
-
-    @abstractmethod
-    async def _read_log(
-        self, key: Key, path: str, start: int, stop: int | None
-    ) -> list[dict[str, Any]]: ...
-
-    async def _users(self) -> set[str]:
-        """The owners of live sessions (the snapshots' owner may be among them)."""
-        raise UnsupportedOperationError(
-            f"{type(self).__name__} cannot list its users; list them where the sessions are "
-            "stored (praisonsession list --store URL)."
-        )
-
-    async def _count_log(self, key: Key, path: str) -> int:
-        """Backends override this with a count that does not read the messages."""
-        return len(await self._read_log(key, path, 0, None))
 
 
 def _logger() -> Any:

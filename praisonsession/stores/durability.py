@@ -25,4 +25,4 @@ def check_durability(durability: object) -> str:
             f"durability must be 'process' (survives a crash of the process) or 'power' "
             f"(survives a power loss too, at the cost of an fsync per write), got {durability!r}."
         )
-    return durability  # type: ignore[return-value]
+    return str(durability)

@@ -1,10 +1,10 @@
 """Sessions that branch: forks, snapshots, the parent/child tree, and erasing a user.
 
-Every operation here stands on two primitives each backend provides in one atomic step:
-``_copy`` (a whole session onto another key: state, modules, message logs) and ``_contents``
-(what a session holds, read at once). So a fork or a restore is all or nothing on every
-backend, crash included, and a snapshot is a copy of the content, never an index into a log
-that later edits could shift.
+Every operation here stands on two operations of :class:`StoreBackend`, each one atomic
+step: ``copy_record`` (a whole session onto another key: state, modules, message logs) and
+``read_record_contents`` (what a session holds, read at once). So a fork or a restore is
+all or nothing on every backend, crash included, and a snapshot is a copy of the content,
+never an index into a log that later edits could shift.
 
 Snapshots are kept as sessions of a reserved owner (:data:`SNAPSHOT_OWNER`), an id no user can
 have (ids are printable text; this one begins with a control character), so they never show up
@@ -26,10 +26,10 @@ from ..errors import (
     InvalidValueError,
     SessionNotFoundError,
     SnapshotNotFoundError,
-    UnsupportedOperationError,
 )
 from ..identifiers import DEFAULT_USER, check_key, check_user_id, new_session_id
-from .record import Key, SessionContents, SessionInfo, now
+from .backend import UNSET, StoreBackend
+from .record import Key, SessionInfo, now
 
 __all__ = ["SNAPSHOT_OWNER", "HierarchyOperations", "SnapshotInfo", "TreeNode", "staging_key"]
 
@@ -42,7 +42,6 @@ SNAPSHOT = "snapshot"
 _SEPARATOR = "\x1e"
 _MAX_DEPTH = 10_000  # parent links followed before a chain is taken for a cycle
 _PAGE = 1000
-_UNSET: Any = object()
 _stamp_lock = threading.Lock()
 _last_stamp = 0
 
@@ -76,37 +75,8 @@ class TreeNode(NamedTuple):
     children: list[TreeNode]
 
 
-class HierarchyOperations:
+class HierarchyOperations(StoreBackend):
     """Forks, snapshots, the tree and erasing a user, for :class:`SessionBase`."""
-
-    # -- what a backend provides ----------------------------------------------------------
-
-    async def _copy(
-        self,
-        source: Key,
-        target: Key,
-        cut: tuple[str, int] | None,
-        metadata: dict[str, Any],
-        replace: bool,
-        ttl: Any,
-    ) -> SessionInfo:
-        """Copy the live session ``source`` onto ``target`` in one atomic step.
-
-        ``cut`` keeps only the first n messages of one log. A live target is refused
-        (ConflictError) unless ``replace``, which keeps its identity, age and TTL; a new one
-        gets ``ttl`` (anything but a number or None: the source's). ``metadata`` is merged in.
-        """
-        raise UnsupportedOperationError(
-            f"{type(self).__name__} cannot fork, snapshot or archive sessions; for a remote "
-            "session, run them on the server (praisonsession fork/export --store URL)."
-        )
-
-    async def _contents(self, key: Key) -> SessionContents | None:
-        """What the live session holds, read in one step (None if it is not live)."""
-        raise UnsupportedOperationError(
-            f"{type(self).__name__} cannot read a whole session; for a remote session, "
-            "export it on the server (praisonsession export --store URL)."
-        )
 
     # -- forks ----------------------------------------------------------------------------
 
@@ -123,8 +93,8 @@ class HierarchyOperations:
         recording its parent. ``at_message=(log, n)`` keeps only the first ``n`` messages of
         that log; ``new_user_id`` forks into another user's sessions (a guest's conversation
         moved to the account they signed in with)."""
-        source = self._key(session_id, user_id)  # type: ignore[attr-defined]
-        target = self._key(  # type: ignore[attr-defined]
+        source = self.record_key(session_id, user_id)
+        target = self.record_key(
             new_session_id() if new_id is None else new_id,
             source.user_id if new_user_id is None else new_user_id,
         )
@@ -139,11 +109,11 @@ class HierarchyOperations:
                 f"{source.session_id!r}: forking onto it would make the tree a cycle."
             )
         parent = {PARENT: {"session_id": source.session_id, "user_id": source.user_id}}
-        return await self._copy(source, target, cut, parent, False, _UNSET)
+        return await self.copy_record(source, target, cut, parent, False, UNSET)
 
     async def _check_cut_log(self, source: Key, log: str) -> None:
         """A cut names a log the session has: a misspelt name would copy every log whole."""
-        contents = await self._contents(source)
+        contents = await self.read_record_contents(source)
         if contents is not None and log not in contents.logs:
             held = ", ".join(sorted(contents.logs)) or "none"
             raise InvalidValueError(
@@ -153,12 +123,12 @@ class HierarchyOperations:
 
     async def parent_of(self, session_id: str, user_id: str = "") -> tuple[str, str] | None:
         """The (session_id, user_id) this session was forked from, or None."""
-        info = await self._info(self._key(session_id, user_id))  # type: ignore[attr-defined]
+        info = await self.read_record(self.record_key(session_id, user_id))
         return None if info is None else _parent(info)
 
     async def children_of(self, session_id: str, user_id: str = "") -> list[SessionInfo]:
         """The live sessions of this user forked from this session, ordered by id."""
-        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        key = self.record_key(session_id, user_id)
         return [
             info
             for info in await self._all_sessions(key.user_id)
@@ -205,7 +175,7 @@ class HierarchyOperations:
         seen = {key}
         current = key
         for _ in range(_MAX_DEPTH):
-            info = await self._info(current)  # type: ignore[attr-defined]
+            info = await self.read_record(current)
             parent = None if info is None else _parent(info)
             if parent is None:
                 break
@@ -219,7 +189,7 @@ class HierarchyOperations:
         found: list[SessionInfo] = []
         after: str | None = None
         while True:
-            page = await self._list(user_id, _PAGE, after)  # type: ignore[attr-defined]
+            page = await self.list_records(user_id, _PAGE, after)
             found.extend(page)
             if len(page) < _PAGE:
                 return found
@@ -229,8 +199,8 @@ class HierarchyOperations:
 
     async def list_logs(self, session_id: str, user_id: str = "") -> dict[str, int]:
         """The session's message logs by name, each with how many messages it holds."""
-        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
-        contents = await self._contents(key)
+        key = self.record_key(session_id, user_id)
+        contents = await self.read_record_contents(key)
         if contents is None:
             raise SessionNotFoundError(key.session_id, key.user_id)
         return dict(sorted(contents.logs.items()))
@@ -242,10 +212,10 @@ class HierarchyOperations:
     ) -> SnapshotInfo:
         """Copy the session's content as it is now, to restore later; the copy is not an
         index into the session, so later edits and truncations of its logs leave it whole."""
-        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        key = self.record_key(session_id, user_id)
         if label is not None:
             check_key(label, "snapshot label")
-        contents = await self._contents(key)
+        contents = await self.read_record_contents(key)
         if contents is None:
             raise SessionNotFoundError(key.session_id, key.user_id)
         snapshot_id = f"{_snapshot_stamp():016d}-{secrets.token_hex(4)}"
@@ -258,17 +228,17 @@ class HierarchyOperations:
             "messages": sum(contents.logs.values()),
         }
         target = Key(SNAPSHOT_OWNER, _snapshot_name(key, snapshot_id))
-        info = await self._copy(key, target, None, {SNAPSHOT: about}, False, None)
+        info = await self.copy_record(key, target, None, {SNAPSHOT: about}, False, None)
         return _snapshot_info(info)
 
     async def list_snapshots(self, session_id: str, user_id: str = "") -> list[SnapshotInfo]:
         """The session's snapshots, oldest first."""
-        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        key = self.record_key(session_id, user_id)
         prefix = _snapshot_name(key, "")
         found: list[SnapshotInfo] = []
         after = prefix
         while True:
-            page = await self._list(SNAPSHOT_OWNER, _PAGE, after)  # type: ignore[attr-defined]
+            page = await self.list_records(SNAPSHOT_OWNER, _PAGE, after)
             mine = [info for info in page if info.session_id.startswith(prefix)]
             found.extend(_snapshot_info(info) for info in mine)
             if len(page) < _PAGE or len(mine) < len(page):
@@ -281,11 +251,11 @@ class HierarchyOperations:
         """Put the session's content back as the snapshot holds it, in one atomic step (a crash
         leaves the session as it was or as restored, never half of each). The session keeps
         its identity and TTL, and moves on one version."""
-        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        key = self.record_key(session_id, user_id)
         source = Key(SNAPSHOT_OWNER, _snapshot_name(key, snapshot_id_of(snapshot)))
         try:
-            return await self._copy(
-                source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, _UNSET
+            return await self.copy_record(
+                source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, UNSET
             )
         except SessionNotFoundError:
             raise SnapshotNotFoundError(
@@ -296,9 +266,9 @@ class HierarchyOperations:
         self, session_id: str, user_id: str, snapshot: str | SnapshotInfo
     ) -> bool:
         """Delete one snapshot; True if it was there."""
-        key = self._key(session_id, user_id)  # type: ignore[attr-defined]
+        key = self.record_key(session_id, user_id)
         name = _snapshot_name(key, snapshot_id_of(snapshot))
-        return await self._delete(Key(SNAPSHOT_OWNER, name))  # type: ignore[attr-defined]
+        return await self.delete_record(Key(SNAPSHOT_OWNER, name))
 
     # -- erasing a user -----------------------------------------------------------------------
 
@@ -308,18 +278,18 @@ class HierarchyOperations:
         Expired sessions are purged first (anyone's: they were gone for every reader), so
         none of the user's stays stored until the next purge."""
         user = check_erasable_user(user_id)
-        await self._purge()  # type: ignore[attr-defined]
+        await self.purge_records()
         erased: list[str] = []
         for info in await self._all_sessions(user):
-            await self._delete(Key(user, info.session_id))  # type: ignore[attr-defined]
+            await self.delete_record(Key(user, info.session_id))
             erased.append(info.session_id)
         snapshots = staging = 0
         for info in await self._all_sessions(SNAPSHOT_OWNER):
             about = info.metadata.get(SNAPSHOT) or {}
             if about.get("user_id") == user:
-                snapshots += await self._delete(info_key(info))  # type: ignore[attr-defined]
+                snapshots += await self.delete_record(info_key(info))
             elif _staged_for(info.session_id, user):  # an export's copy, an import's sections
-                staging += await self._delete(info_key(info))  # type: ignore[attr-defined]
+                staging += await self.delete_record(info_key(info))
         return {
             "sessions": len(erased),
             "snapshots": snapshots,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConflictError
 from ..identifiers import filename_for
@@ -20,11 +21,27 @@ from .document import SessionDocument, resolve
 from .file_lock import FileLock
 from .record import Key, SessionContents, SessionInfo, copied_info, copy_conflict, now
 
+T = TypeVar("T")
+
 
 class JSONCopies:
-    """``_copy`` and ``_log_paths`` for :class:`~praisonsession.stores.json_files.JSONSession`."""
+    """``copy_record`` and ``read_record_contents`` for
+    :class:`~praisonsession.stores.json_files.JSONSession`."""
 
-    async def _copy(
+    if TYPE_CHECKING:  # what JSONSession provides
+
+        def _guarded(self, function: Callable[..., T], *args: Any) -> T: ...
+
+        async def _run(
+            self,
+            key: Key,
+            work: Callable[[SessionDocument | None, float], tuple[T, SessionDocument | None]],
+            must_exist: bool = False,
+            writes: bool = True,
+            adopt: bool = True,
+        ) -> T: ...
+
+    async def copy_record(
         self,
         source: Key,
         target: Key,
@@ -36,7 +53,7 @@ class JSONCopies:
         from ..execution import offload
 
         return await offload(
-            self._guarded,  # type: ignore[attr-defined]
+            self._guarded,
             self._copy_locked,
             source,
             target,
@@ -94,7 +111,7 @@ class JSONCopies:
                         file.unlink(missing_ok=True)
             return info
 
-    async def _contents(self, key: Key) -> SessionContents | None:
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
         def work(doc: SessionDocument | None, at: float) -> tuple[SessionContents | None, None]:
             if doc is None:
                 return None, None
@@ -102,4 +119,4 @@ class JSONCopies:
             found = SessionContents(doc.info, copy_json(doc.state), copy_json(doc.modules), counts)
             return found, None
 
-        return await self._run(key, work, writes=False)  # type: ignore[attr-defined]
+        return await self._run(key, work, writes=False)

@@ -179,7 +179,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         ``file`` is a path, or a file name under ``save_dir``. The file is left where it is.
         """
-        key = self._key(session_id, user_id)
+        key = self.record_key(session_id, user_id)
         source = Path(file)
         if not source.is_absolute() and not source.exists():
             source = self.save_dir / source
@@ -307,7 +307,7 @@ class JSONSession(JSONCopies, SessionBase):
 
     # -- sessions -------------------------------------------------------------------------
 
-    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         def work(doc, at):
             if doc is None:
                 doc = SessionDocument.new(key, self._new_ttl(ttl), metadata, at)
@@ -318,13 +318,13 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work)
 
-    async def _info(self, key: Key) -> SessionInfo | None:
+    async def read_record(self, key: Key) -> SessionInfo | None:
         def work(doc, at):
             return (None if doc is None else doc.info), None
 
         return await self._run(key, work, writes=False)
 
-    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
         def work(doc, at):
             doc.merge_metadata(metadata)
             doc.touch(at, self.sliding_ttl)
@@ -333,7 +333,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work, must_exist=True)
 
-    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         def scan() -> list[SessionInfo]:
             user_dir = self._user_dir(user_id)
             if not user_dir.is_dir():
@@ -351,7 +351,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await offload(self._guarded, scan)
 
-    async def _users(self) -> set[str]:
+    async def list_record_owners(self) -> set[str]:
         def scan() -> set[str]:
             if not self.save_dir.is_dir():
                 return set()
@@ -391,7 +391,7 @@ class JSONSession(JSONCopies, SessionBase):
                 continue
             yield info
 
-    async def _delete(self, key: Key) -> bool:
+    async def delete_record(self, key: Key) -> bool:
         def work(doc, at):
             if doc is not None:
                 self._remove(key)
@@ -399,7 +399,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work)
 
-    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
         def work(doc, at):
             if doc is None:
                 return None, None
@@ -408,7 +408,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work)
 
-    async def _purge(self) -> int:
+    async def purge_records(self) -> int:
         def scan() -> list[Key]:
             at = now()
             expired = []
@@ -446,7 +446,7 @@ class JSONSession(JSONCopies, SessionBase):
         doc.touch(at, True)
         return doc
 
-    async def _get_state(self, key, names, must_exist) -> dict[str, Any]:
+    async def read_record_state(self, key, names, must_exist) -> dict[str, Any]:
         def work(doc, at):
             if doc is None:
                 return {}, None
@@ -457,7 +457,9 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work, must_exist, writes=False)
 
-    async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
+    async def patch_record_state(
+        self, key, updates, deletes, replace, expected_version, must_exist
+    ) -> int:
         def work(doc, at):
             doc = doc or self._new_doc(key, at)
             check_version(key.session_id, doc.info.version, expected_version)
@@ -468,7 +470,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work, must_exist)
 
-    async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
         def work(doc, at):
             doc = doc or self._new_doc(key, at)
             value = doc.increment(name, amount, default)
@@ -580,7 +582,7 @@ class JSONSession(JSONCopies, SessionBase):
                 if path.name not in wanted:
                     path.unlink(missing_ok=True)
 
-    async def _save_modules(self, key, documents, writes) -> dict[str, int]:
+    async def write_modules(self, key, documents, writes) -> dict[str, int]:
         def work(doc, at):
             doc = doc or self._new_doc(key, at)
             for write in writes:
@@ -595,7 +597,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work)
 
-    async def _load_modules(self, key, names) -> StoredModules | None:
+    async def read_modules(self, key, names) -> StoredModules | None:
         def work(doc, at):
             if doc is None:
                 return None, None
@@ -610,7 +612,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work, writes=False)
 
-    async def _append(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, write: LogWrite) -> int:
         def work(doc, at):
             doc = doc or self._new_doc(key, at)
             doc.touch(at, self.sliding_ttl)
@@ -620,7 +622,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work)
 
-    async def _read_log(self, key, path, start, stop):
+    async def read_log(self, key, path, start, stop):
         def work(doc, at):
             if doc is None or path not in doc.logs:
                 return [], None
@@ -631,7 +633,7 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work, writes=False)
 
-    async def _count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, path: str) -> int:
         def work(doc, at):
             ref = None if doc is None else doc.logs.get(path)
             return (0 if ref is None else ref["count"]), None

@@ -41,7 +41,7 @@ class InMemorySession(SessionBase):
         doc.touch(at, self.sliding_ttl)
         return doc
 
-    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         with self._lock:
             at = now()
             doc = self._live(key, at)
@@ -52,12 +52,12 @@ class InMemorySession(SessionBase):
                 doc.touch(at, self.sliding_ttl, ttl)
             return doc.info
 
-    async def _info(self, key: Key) -> SessionInfo | None:
+    async def read_record(self, key: Key) -> SessionInfo | None:
         with self._lock:
             doc = self._live(key, now())
             return None if doc is None else doc.info
 
-    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
         with self._lock:
             at = now()
             doc = self._writable(key, at, True)
@@ -65,7 +65,7 @@ class InMemorySession(SessionBase):
             doc.changed(at)
             return doc.info
 
-    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         with self._lock:
             at = now()
             infos = [
@@ -77,18 +77,18 @@ class InMemorySession(SessionBase):
             ]
         return sorted(infos, key=lambda info: info.session_id)[:limit]
 
-    async def _users(self) -> set[str]:
+    async def list_record_owners(self) -> set[str]:
         with self._lock:
             at = now()
             return {key.user_id for key, doc in self._docs.items() if not doc.info.is_expired(at)}
 
-    async def _delete(self, key: Key) -> bool:
+    async def delete_record(self, key: Key) -> bool:
         with self._lock:
             live = self._live(key, now()) is not None
             self._docs.pop(key, None)
             return live
 
-    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
         with self._lock:
             at = now()
             doc = self._live(key, at)
@@ -97,7 +97,7 @@ class InMemorySession(SessionBase):
             doc.touch(at, True, ttl)
             return doc.info
 
-    async def _purge(self) -> int:
+    async def purge_records(self) -> int:
         with self._lock:
             at = now()
             gone = [key for key, doc in self._docs.items() if doc.info.is_expired(at)]
@@ -105,7 +105,7 @@ class InMemorySession(SessionBase):
                 del self._docs[key]
             return len(gone)
 
-    async def _get_state(
+    async def read_record_state(
         self, key: Key, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         with self._lock:
@@ -119,7 +119,9 @@ class InMemorySession(SessionBase):
             )
             return _copy(state)
 
-    async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
+    async def patch_record_state(
+        self, key, updates, deletes, replace, expected_version, must_exist
+    ) -> int:
         with self._lock:
             at = now()
             live = self._live(key, at, must_exist)
@@ -131,7 +133,7 @@ class InMemorySession(SessionBase):
             doc.changed(at)
             return doc.info.version
 
-    async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
         with self._lock:
             at = now()
             doc = self._writable(key, at, must_exist)
@@ -139,7 +141,7 @@ class InMemorySession(SessionBase):
             doc.changed(at)
             return value
 
-    async def _save_modules(
+    async def write_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         with self._lock:
@@ -161,7 +163,7 @@ class InMemorySession(SessionBase):
             doc.changed(at)
             return lengths
 
-    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         with self._lock:
             at = now()
             doc = self._live(key, at)
@@ -174,7 +176,7 @@ class InMemorySession(SessionBase):
                 {p: _copy(m) for p, m in doc.logs.items() if p.split(".")[0] in wanted},
             )
 
-    async def _append(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, write: LogWrite) -> int:
         with self._lock:
             at = now()
             doc = self._writable(key, at, False)
@@ -187,7 +189,7 @@ class InMemorySession(SessionBase):
             doc.changed(at)
             return len(log)
 
-    async def _read_log(self, key: Key, path: str, start: int, stop: int | None):
+    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
         with self._lock:
             at = now()
             doc = self._live(key, at)
@@ -196,14 +198,14 @@ class InMemorySession(SessionBase):
             doc.touch(at, self.sliding_ttl)
             return _copy(doc.logs.get(path, [])[start:stop])
 
-    async def _count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, path: str) -> int:
         with self._lock:
             doc = self._live(key, now())
             return 0 if doc is None else len(doc.logs.get(path, []))
 
     # -- copies (fork, snapshot, restore) ---------------------------------------------------
 
-    async def _copy(
+    async def copy_record(
         self,
         source: Key,
         target: Key,
@@ -227,7 +229,7 @@ class InMemorySession(SessionBase):
             self._docs[target] = SessionDocument(info, _copy(doc.state), _copy(doc.modules), logs)
             return info
 
-    async def _contents(self, key: Key) -> SessionContents | None:
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
         with self._lock:
             doc = self._live(key, now())
             if doc is None:

@@ -226,7 +226,7 @@ def copied_info(
     ttl: Any,
     at: float,
 ) -> SessionInfo:
-    """The metadata of ``target`` after a session is copied onto it (``_copy``).
+    """The metadata of ``target`` after a session is copied onto it (``copy_record``).
 
     Onto a live session (``current``, a restore) it keeps its identity, age and TTL, and moves
     on one version; a new one (a fork, a snapshot) starts at version 1, now, with ``ttl`` (the

@@ -38,7 +38,7 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ..errors import (
     ConflictError,
@@ -490,7 +490,7 @@ class SqliteSession(SqliteCopies, SessionBase):
 
     # -- sessions -------------------------------------------------------------------------
 
-    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         def work(conn: sqlite3.Connection) -> SessionInfo:
             at = now()
             info = self._live_info(conn, key, at, purge=True)
@@ -506,17 +506,17 @@ class SqliteSession(SqliteCopies, SessionBase):
                 (new_ttl, dumps(merged), key.user_id, key.session_id),
             )
             conn.execute(SET_EXPIRY, (expires, key.user_id, key.session_id))
-            return self._fetch_info(conn, key)  # type: ignore[return-value]
+            return cast(SessionInfo, self._fetch_info(conn, key))  # just written
 
         return await self._write(work)
 
-    async def _info(self, key: Key) -> SessionInfo | None:
+    async def read_record(self, key: Key) -> SessionInfo | None:
         def work(conn: sqlite3.Connection) -> SessionInfo | None:
             return self._live_info(conn, key, now())
 
         return await self._transaction(work, write=False)
 
-    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
         def work(conn: sqlite3.Connection) -> SessionInfo:
             at = now()
             info = self._writable(conn, key, at, True)
@@ -525,11 +525,11 @@ class SqliteSession(SqliteCopies, SessionBase):
                 (dumps({**info.metadata, **metadata}), key.user_id, key.session_id),
             )
             self._bump(conn, key, info, at)
-            return self._fetch_info(conn, key)  # type: ignore[return-value]
+            return cast(SessionInfo, self._fetch_info(conn, key))  # just written
 
         return await self._write(work)
 
-    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         def work(conn: sqlite3.Connection) -> list[SessionInfo]:
             rows = conn.execute(
                 f"SELECT {INFO_COLUMNS} {SESSION_AND_HEAD} WHERE s.user_id=? "
@@ -541,7 +541,7 @@ class SqliteSession(SqliteCopies, SessionBase):
 
         return await self._transaction(work, write=False)
 
-    async def _users(self) -> set[str]:
+    async def list_record_owners(self) -> set[str]:
         def work(conn: sqlite3.Connection) -> set[str]:
             rows = conn.execute(
                 "SELECT DISTINCT user_id FROM ps_state "
@@ -552,7 +552,7 @@ class SqliteSession(SqliteCopies, SessionBase):
 
         return await self._transaction(work, write=False)
 
-    async def _delete(self, key: Key) -> bool:
+    async def delete_record(self, key: Key) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
             live = self._live_info(conn, key, now()) is not None
             self._delete_rows(conn, key)
@@ -560,7 +560,7 @@ class SqliteSession(SqliteCopies, SessionBase):
 
         return await self._write(work)
 
-    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
         def work(conn: sqlite3.Connection) -> SessionInfo | None:
             at = now()
             info = self._live_info(conn, key, at, purge=True)
@@ -577,7 +577,7 @@ class SqliteSession(SqliteCopies, SessionBase):
 
         return await self._write(work)
 
-    async def _purge(self) -> int:
+    async def purge_records(self) -> int:
         def work(conn: sqlite3.Connection) -> int:
             expired = conn.execute(
                 "SELECT user_id, session_id FROM ps_state WHERE expires_at<=? AND name=''",
@@ -591,7 +591,7 @@ class SqliteSession(SqliteCopies, SessionBase):
 
     # -- key-value state ------------------------------------------------------------------
 
-    async def _get_state(
+    async def read_record_state(
         self, key: Key, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         def work(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -620,7 +620,9 @@ class SqliteSession(SqliteCopies, SessionBase):
         except SessionCorruptedError:  # decode it again to say what it is (paths print slowly)
             return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.path})")
 
-    async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
+    async def patch_record_state(
+        self, key, updates, deletes, replace, expected_version, must_exist
+    ) -> int:
         def work(conn: sqlite3.Connection) -> int:
             self._begin_write(conn, key, now(), must_exist)
             version = self._cursor().execute(VERSION, (key.user_id, key.session_id)).fetchone()[0]
@@ -645,7 +647,7 @@ class SqliteSession(SqliteCopies, SessionBase):
 
         return await self._write(work)
 
-    async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
         ids = (key.user_id, key.session_id, name)
 
         def work(conn: sqlite3.Connection) -> int | float:
@@ -697,7 +699,7 @@ class SqliteSession(SqliteCopies, SessionBase):
         )
         return length + len(write.messages)
 
-    async def _save_modules(
+    async def write_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         def work(conn: sqlite3.Connection) -> dict[str, int]:
@@ -715,7 +717,7 @@ class SqliteSession(SqliteCopies, SessionBase):
 
         return await self._write(work)
 
-    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         def work(conn: sqlite3.Connection) -> StoredModules:
             documents = {}
             logs: dict[str, list[dict[str, Any]]] = {}
@@ -740,14 +742,14 @@ class SqliteSession(SqliteCopies, SessionBase):
 
         return await self._read_then_slide(key, work)
 
-    async def _append(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, write: LogWrite) -> int:
         def work(conn: sqlite3.Connection) -> int:
             self._begin_write(conn, key, now(), False)
             return self._write_log(conn, key, write, self._log_length(conn, key, write.path))
 
         return await self._write(work)
 
-    async def _read_log(self, key: Key, path: str, start: int, stop: int | None):
+    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             rows = conn.execute(
                 "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
@@ -760,7 +762,7 @@ class SqliteSession(SqliteCopies, SessionBase):
 
         return await self._read_then_slide(key, work) or []
 
-    async def _count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, path: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
             if not self._live_ttl(conn, key, now())[0]:
                 return 0

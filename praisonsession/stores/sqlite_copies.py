@@ -10,7 +10,8 @@ Kept apart from ``sqlite.py``, whose hot paths it does not touch.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConflictError
 from ..json_data import dumps, loads
@@ -37,12 +38,29 @@ _COPY_MESSAGES = (
     "AND NOT (log=? AND seq>=?)"
 )
 _CONTENT = ("ps_state", "ps_modules", "ps_messages")
+T = TypeVar("T")
 
 
 class SqliteCopies:
-    """``_copy`` and ``_log_paths`` for :class:`~praisonsession.stores.sqlite.SqliteSession`."""
+    """``copy_record`` and ``read_record_contents`` for
+    :class:`~praisonsession.stores.sqlite.SqliteSession`."""
 
-    async def _copy(
+    if TYPE_CHECKING:  # what SqliteSession provides
+
+        def _live_info(
+            self,
+            conn: sqlite3.Connection,
+            key: Key,
+            at: float,
+            must_exist: bool = False,
+            purge: bool = False,
+        ) -> SessionInfo | None: ...
+
+        async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+
+        async def _transaction(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T: ...
+
+    async def copy_record(
         self,
         source: Key,
         target: Key,
@@ -53,8 +71,8 @@ class SqliteCopies:
     ) -> SessionInfo:
         def work(conn: sqlite3.Connection) -> SessionInfo:
             at = now()
-            found = self._live_info(conn, source, at, must_exist=True)  # type: ignore[attr-defined]
-            current = self._live_info(conn, target, at, purge=True)  # type: ignore[attr-defined]
+            found = self._live_info(conn, source, at, must_exist=True)
+            current = self._live_info(conn, target, at, purge=True)
             if current is not None and not replace:
                 raise ConflictError(copy_conflict(target))
             info = copied_info(found, target, current, metadata, ttl, at)
@@ -75,11 +93,11 @@ class SqliteCopies:
             conn.execute(_COPY_MESSAGES, (*ids, *sources, log, keep))
             return info
 
-        return await self._write(work)  # type: ignore[attr-defined]
+        return await self._write(work)
 
-    async def _contents(self, key: Key) -> SessionContents | None:
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
         def work(conn: sqlite3.Connection) -> SessionContents | None:
-            info = self._live_info(conn, key, now())  # type: ignore[attr-defined]
+            info = self._live_info(conn, key, now())
             if info is None:
                 return None
             ids = (key.user_id, key.session_id)
@@ -106,4 +124,4 @@ class SqliteCopies:
             )
             return SessionContents(info, state, modules, counts)
 
-        return await self._transaction(work, write=False)  # type: ignore[attr-defined]
+        return await self._transaction(work, write=False)

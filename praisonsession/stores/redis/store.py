@@ -384,7 +384,7 @@ class RedisSession(SessionBase):
         """Import the session AgentScope's RedisSession stored under ``key`` (the full key, as
         AgentScope wrote it) as session ``session_id`` of ``user_id``. The key is left in place.
         """
-        target = self._key(session_id, user_id)
+        target = self.record_key(session_id, user_id)
         if not isinstance(key, str) or not key:
             raise InvalidValueError(f"key must be the AgentScope key as a str, got {key!r}.")
         reply = await self._session("info", target, [], adopt=False)
@@ -394,7 +394,7 @@ class RedisSession(SessionBase):
                 "delete it first, or import under another session_id."
             )
         await self._import_agentscope(target, key)
-        info = await self._info(target)
+        info = await self.read_record(target)
         if info is None:
             raise SessionNotFoundError(
                 target.session_id, target.user_id, f"There is no AgentScope key {key!r}."
@@ -403,7 +403,7 @@ class RedisSession(SessionBase):
 
     # -- copies (fork, snapshot, restore) ---------------------------------------------------
 
-    async def _copy(
+    async def copy_record(
         self,
         source: Key,
         target: Key,
@@ -412,7 +412,7 @@ class RedisSession(SessionBase):
         replace: bool,
         ttl: Any,
     ) -> SessionInfo:
-        await self._info(source)  # adopts the source's AgentScope key first, if it has one
+        await self.read_record(source)  # adopts the source's AgentScope key first, if it has one
         keep_ttl = ttl is not None and not isinstance(ttl, (int, float))
         args = [
             source.user_id,
@@ -442,7 +442,7 @@ class RedisSession(SessionBase):
             raise error_for(status, reply, target, self.url)
         raise AssertionError(f"AgentScope session {target.session_id!r} could not be imported")
 
-    async def _contents(self, key: Key) -> SessionContents | None:
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
         reply = await self._session("contents", key, [])
         if as_text(reply[0]) == "none":
             return None
@@ -460,19 +460,19 @@ class RedisSession(SessionBase):
 
     # -- sessions ---------------------------------------------------------------------------
 
-    async def _create(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         reply = await self._session("create", key, ttl_args(ttl) + metadata_args(metadata))
         return session_info(reply[1], key.user_id, key.session_id, self.url)
 
-    async def _info(self, key: Key) -> SessionInfo | None:
+    async def read_record(self, key: Key) -> SessionInfo | None:
         reply = await self._session("info", key, [])
         return self._info_or_none(reply[1], key)
 
-    async def _set_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
         reply = await self._session("set_metadata", key, metadata_args(metadata), True)
         return session_info(reply[1], key.user_id, key.session_id, self.url)
 
-    async def _list(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         namespace = self._layout.namespace
         index = self._layout.user_index(user_id)
         args = [namespace, user_id, after or "", limit, self._clock_override()]
@@ -483,7 +483,7 @@ class RedisSession(SessionBase):
             for i in range(0, len(flat), 2)
         ]
 
-    async def _users(self) -> set[str]:
+    async def list_record_owners(self) -> set[str]:
         """SCAN over the users' indexes (never KEYS: the server keeps serving meanwhile), one
         batch per script call, which keeps the users that have a live session. SCAN may name
         an index twice but never misses one that exists throughout; the set drops repeats."""
@@ -503,15 +503,15 @@ class RedisSession(SessionBase):
             if cursor == "0":
                 return users
 
-    async def _delete(self, key: Key) -> bool:
+    async def delete_record(self, key: Key) -> bool:
         reply = await self._session("delete", key, [])
         return as_text(reply[1]) == "1"
 
-    async def _touch(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
         reply = await self._session("touch", key, ttl_args(ttl))
         return self._info_or_none(reply[1], key)
 
-    async def _purge(self) -> int:
+    async def purge_records(self) -> int:
         removed = 0
         expiry = self._layout.expiry
         args = [self._layout.namespace, _PURGE_BATCH, self._clock_override()]
@@ -523,7 +523,7 @@ class RedisSession(SessionBase):
 
     # -- key-value state --------------------------------------------------------------------
 
-    async def _get_state(
+    async def read_record_state(
         self, key: Key, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         args = [flag(must_exist), flag(names is None), *(names or [])]
@@ -535,7 +535,9 @@ class RedisSession(SessionBase):
             state[name] = json_value(flat[i + 1], self._describe_state_key(key, name))
         return state
 
-    async def _patch(self, key, updates, deletes, replace, expected_version, must_exist) -> int:
+    async def patch_record_state(
+        self, key, updates, deletes, replace, expected_version, must_exist
+    ) -> int:
         args: list[Any] = [
             flag(must_exist),
             flag(replace),
@@ -553,7 +555,7 @@ class RedisSession(SessionBase):
             )
         return int(reply[1])
 
-    async def _increment(self, key, name, amount, default, must_exist) -> int | float:
+    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
         common = [flag(must_exist), name, json_number(amount), json_number(default)]
         for _ in range(_MAX_INCREMENT_RETRIES):
             reply = await self._session("increment", key, [*common, "add"], must_exist)
@@ -576,7 +578,7 @@ class RedisSession(SessionBase):
 
     # -- modules and logs -------------------------------------------------------------------
 
-    async def _save_modules(
+    async def write_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         """Returns each written log's length afterwards, by path: with ``start`` -1 the
@@ -596,7 +598,7 @@ class RedisSession(SessionBase):
             )
         return {write.path: int(length) for write, length in zip(writes, reply[1:], strict=True)}
 
-    async def _load_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         reply = await self._session("load_modules", key, list(names))
         if reply[0] == "none":
             return None
@@ -613,7 +615,7 @@ class RedisSession(SessionBase):
             logs[path] = [json_value(m, what) for m in flat_logs[i + 1]]
         return StoredModules(documents, logs)
 
-    async def _append(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, write: LogWrite) -> int:
         start = -1 if write.start is None else write.start
         args = [write.path, start, *map(dumps, write.messages)]
         reply = await self._session("append", key, args)
@@ -623,7 +625,7 @@ class RedisSession(SessionBase):
             )
         return int(reply[1])
 
-    async def _read_log(self, key: Key, path: str, start: int, stop: int | None):
+    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
         args = [path, start, "" if stop is None else stop]
         reply = await self._session("read_log", key, args)
         what = self._describe_log(key, path)

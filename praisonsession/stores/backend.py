@@ -1,0 +1,207 @@
+"""``StoreBackend``: the operations a backend implements, on records addressed by a ``Key``.
+
+This is the store interface below ``SessionBase``'s user-facing methods. Those take
+``(session_id, user_id)``, check every argument and turn module trees into documents; the
+operations here take a validated :class:`Key` and checked JSON data, and each one is a single
+atomic step of the backend. The server, the remote client, archives and the CLI call them;
+a wrapper (encryption, caching, counting) is a ``SessionBase`` that forwards them to another.
+
+Every name says what it acts on (a record, its state, a log, its modules), so none can be
+taken for the user-facing method of the same idea (``get_info(session_id, user_id)`` versus
+``read_record(key)``). ``docs/pages/stores.md`` describes each one for backend authors.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, NamedTuple
+
+from ..errors import UnsupportedOperationError
+from ..identifiers import check_session_id, check_user_id
+from .record import Key, SessionContents, SessionInfo
+
+__all__ = ["UNSET", "Key", "LogWrite", "StoreBackend", "StoredModules"]
+
+#: "Not given": a TTL argument that keeps the stored TTL (or takes the default for a new record).
+UNSET: Any = object()
+_KEYS_REMEMBERED = 1024  # validated (session_id, user_id) pairs a store remembers
+
+
+class LogWrite(NamedTuple):
+    """Messages for one log: replacing it (``start`` None), appended at its end (-1), or
+    appended only if it holds exactly ``start`` messages."""
+
+    path: str
+    messages: list[dict[str, Any]]
+    start: int | None
+
+
+class StoredModules(NamedTuple):
+    """What ``read_modules`` returns: module documents and the message logs below them."""
+
+    documents: dict[str, Any]
+    logs: dict[str, list[dict[str, Any]]]
+
+
+class StoreBackend(ABC):
+    """The backend protocol: every operation is atomic and takes a validated ``Key``.
+
+    A record is one session of one user: its info (``SessionInfo``: version, TTL, metadata), its
+    key-value state, its module documents and its message logs. A record whose TTL ran out is
+    not live: reads treat it as missing (``must_exist`` raises ``SessionExpiredError``) and
+    writes start it afresh. Arguments arrive checked; backends do not check them again.
+    """
+
+    _keys_seen: dict[tuple[str, str], Key]  # ``SessionBase.__init__`` makes it
+
+    def record_key(self, session_id: str, user_id: str) -> Key:
+        """The validated key of a session; a pair seen before is not checked again (ids are
+        immutable). Raises ``InvalidIdError`` for an id that cannot be one."""
+        seen = self._keys_seen
+        if type(session_id) is str and type(user_id) is str:
+            key = seen.get((session_id, user_id))
+            if key is not None:
+                return key
+        key = Key(check_user_id(user_id), check_session_id(session_id))
+        if type(session_id) is str and type(user_id) is str:
+            if len(seen) >= _KEYS_REMEMBERED:
+                seen.clear()
+            seen[session_id, user_id] = key
+        return key
+
+    # -- records ----------------------------------------------------------------------------
+
+    @abstractmethod
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        """Open the record: create it (or start it afresh if it expired), merge ``metadata``
+        into its own and restart its TTL; ``ttl`` replaces the stored one unless ``UNSET``."""
+
+    @abstractmethod
+    async def read_record(self, key: Key) -> SessionInfo | None:
+        """The live record's info, or None."""
+
+    @abstractmethod
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        """Merge ``metadata`` into the record's (creating it if needed); moves it on a version."""
+
+    @abstractmethod
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        """At most ``limit`` live records of the user with a session id above ``after``, in
+        session id order."""
+
+    @abstractmethod
+    async def delete_record(self, key: Key) -> bool:
+        """Remove the record and all it holds; True if it was live."""
+
+    @abstractmethod
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+        """Restart the live record's TTL (``ttl`` replaces it unless ``UNSET``; 0 ends the
+        record now); None if it is not live."""
+
+    @abstractmethod
+    async def purge_records(self) -> int:
+        """Remove every expired record from storage; how many went."""
+
+    async def list_record_owners(self) -> set[str]:
+        """The owners of live records (the snapshots' owner may be among them). Optional:
+        raises ``UnsupportedOperationError`` where a backend cannot tell."""
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot list its users; list them where the sessions are "
+            "stored (praisonsession list --store URL)."
+        )
+
+    # -- key-value state --------------------------------------------------------------------
+
+    @abstractmethod
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        """The state (only ``names`` if given); {} for a record that is not live, unless
+        ``must_exist`` (``SessionNotFoundError`` / ``SessionExpiredError``)."""
+
+    @abstractmethod
+    async def patch_record_state(
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
+    ) -> int:
+        """Set ``updates`` and drop ``deletes`` (every other key too if ``replace``) in one
+        step; the record's new version. ``ConflictError`` and no change when
+        ``expected_version`` is given and is not the record's (0 for a missing one)."""
+
+    @abstractmethod
+    async def increment_record_value(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
+        """Add ``amount`` to the number at ``name`` (``default`` if absent) in one step; the new
+        value. ``InvalidValueError`` if the value held is not a number."""
+
+    # -- module documents and message logs --------------------------------------------------
+
+    @abstractmethod
+    async def write_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        """Store module documents (merged by name) and log writes in one atomic step; return
+        each written log's length afterwards, by path.
+
+        ``start`` None replaces the log, -1 appends at its end, and a number appends only if the
+        log holds exactly that many messages, else raises ConflictError and changes nothing.
+        """
+
+    @abstractmethod
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        """The documents of modules ``names`` and every log below them (paths starting with
+        ``name.``), read at once; None for a record that is not live."""
+
+    @abstractmethod
+    async def append_log(self, key: Key, write: LogWrite) -> int:
+        """Append one write as ``write_modules`` does (``start`` -1: at the end whatever its
+        length); the log's new length."""
+
+    @abstractmethod
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
+        """Messages ``start:stop`` of the log at ``path``; [] if it or the record is missing."""
+
+    async def count_log(self, key: Key, path: str) -> int:
+        """How many messages the log holds. Backends override this with a count that does not
+        read the messages."""
+        return len(await self.read_log(key, path, 0, None))
+
+    # -- whole records (forks, snapshots, archives) -----------------------------------------
+
+    async def copy_record(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        """Copy the live record ``source`` onto ``target`` in one atomic step.
+
+        ``cut`` keeps only the first n messages of one log. A live target is refused
+        (ConflictError) unless ``replace``, which keeps its identity, age and TTL; a new one
+        gets ``ttl`` (``UNSET``: the source's). ``metadata`` is merged in. A missing source
+        raises ``SessionNotFoundError``. Optional: the default raises
+        ``UnsupportedOperationError``.
+        """
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot fork, snapshot or archive sessions; for a remote "
+            "session, run them on the server (praisonsession fork/export --store URL)."
+        )
+
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
+        """What the live record holds (info, state, modules, each log's length), read in one
+        step; None if it is not live. Optional, like ``copy_record``."""
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot read a whole session; for a remote session, "
+            "export it on the server (praisonsession export --store URL)."
+        )

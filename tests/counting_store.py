@@ -1,0 +1,121 @@
+"""A store wrapper written only against the public backend protocol: it takes a backend, is a
+backend, and counts the record operations that reach the one it wraps.
+
+It proves that a wrapper (encryption, caching) needs nothing private: the conformance suites run
+on it as one more backend (``wrapped`` in ``backends.CONFORMANCE_BACKENDS``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from praisonsession.stores import (
+    Key,
+    LogWrite,
+    SessionBase,
+    SessionContents,
+    SessionInfo,
+    StoredModules,
+)
+
+
+class CountingStore(SessionBase):
+    """Forwards every record operation to ``inner`` and counts it in ``calls``."""
+
+    def __init__(self, inner: SessionBase) -> None:
+        super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
+        self.inner = inner
+        self.url = inner.url
+        self.runs_inline = inner.runs_inline
+        self.calls: Counter[str] = Counter()
+
+    def _count(self, operation: str) -> SessionBase:
+        self.calls[operation] += 1
+        return self.inner
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        return await self._count("create_record").create_record(key, ttl, metadata)
+
+    async def read_record(self, key: Key) -> SessionInfo | None:
+        return await self._count("read_record").read_record(key)
+
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        return await self._count("merge_record_metadata").merge_record_metadata(key, metadata)
+
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        return await self._count("list_records").list_records(user_id, limit, after)
+
+    async def delete_record(self, key: Key) -> bool:
+        return await self._count("delete_record").delete_record(key)
+
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+        return await self._count("touch_record").touch_record(key, ttl)
+
+    async def purge_records(self) -> int:
+        return await self._count("purge_records").purge_records()
+
+    async def list_record_owners(self) -> set[str]:
+        return await self._count("list_record_owners").list_record_owners()
+
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        return await self._count("read_record_state").read_record_state(key, names, must_exist)
+
+    async def patch_record_state(
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
+    ) -> int:
+        inner = self._count("patch_record_state")
+        return await inner.patch_record_state(
+            key, updates, deletes, replace, expected_version, must_exist
+        )
+
+    async def increment_record_value(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
+        inner = self._count("increment_record_value")
+        return await inner.increment_record_value(key, name, amount, default, must_exist)
+
+    async def write_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        return await self._count("write_modules").write_modules(key, documents, writes)
+
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        return await self._count("read_modules").read_modules(key, names)
+
+    async def append_log(self, key: Key, write: LogWrite) -> int:
+        return await self._count("append_log").append_log(key, write)
+
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
+        return await self._count("read_log").read_log(key, path, start, stop)
+
+    async def count_log(self, key: Key, path: str) -> int:
+        return await self._count("count_log").count_log(key, path)
+
+    async def copy_record(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        inner = self._count("copy_record")
+        return await inner.copy_record(source, target, cut, metadata, replace, ttl)
+
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
+        return await self._count("read_record_contents").read_record_contents(key)
