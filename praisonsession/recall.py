@@ -22,6 +22,7 @@ from .knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
 from .memory.context import DEFAULT_BUDGET, build_context
 from .memory.long_term import LongTermMemory
 from .memory.short_term import SessionLogs, ShortTermMemory
+from .notebook_display import SearchHits
 from .recall_options import EMBEDDER_NAMES, default_overlap
 from .vectors import chroma_client
 
@@ -143,7 +144,7 @@ class Recall:
         if memory_type in ("long", "all"):
             hits += await offload(self.long.search, vector, limit)
         hits.sort(key=lambda hit: -hit["score"])
-        return hits[:limit]
+        return SearchHits(hits[:limit])
 
     async def session_memories(self) -> list[dict[str, Any]]:
         """The long-term memories this session added (for a fork or an archive)."""
@@ -168,7 +169,7 @@ class Recall:
 
     async def search_knowledge(self, query: str, limit: int) -> list[dict[str, Any]]:
         vector = await offload(self.embedder.embed_query, query)
-        return await offload(self.knowledge.search, vector, limit)
+        return SearchHits(await offload(self.knowledge.search, vector, limit))
 
     # -- context --------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..embeddings import Embedder
 from ..errors import KnowledgeSourceError
+from ..notebook_display import html_table
 from ..progress import progress_bar
 from ..vectors import VectorIndex, collection_name
 from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
@@ -44,6 +45,12 @@ class KnowledgeAdded:
             f"KnowledgeAdded({len(self.sources)} sources, {self.chunks_added} chunks added, "
             f"{self.chunks_skipped} already known)"
         )
+
+    def _repr_html_(self) -> str:
+        caption = (
+            f"Knowledge added: {self.chunks_added} chunks new, {self.chunks_skipped} already known"
+        )
+        return html_table(caption, ("source",), [(source,) for source in self.sources])
 
 
 class KnowledgeBase:

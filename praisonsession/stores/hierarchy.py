@@ -28,6 +28,7 @@ from ..errors import (
     SnapshotNotFoundError,
 )
 from ..identifiers import DEFAULT_USER, check_key, check_user_id, new_session_id
+from ..notebook_display import SnapshotList, TreeList, tree_html
 from .backend import UNSET, StoreBackend
 from .record import Key, SessionInfo, now
 
@@ -67,12 +68,18 @@ class SnapshotInfo(NamedTuple):
     version: int
     messages: int
 
+    def _repr_html_(self) -> str:
+        return SnapshotList([self])._repr_html_()
+
 
 class TreeNode(NamedTuple):
     """One session of a user's tree, and the sessions forked from it."""
 
     info: SessionInfo
     children: list[TreeNode]
+
+    def _repr_html_(self) -> str:
+        return tree_html([self])
 
 
 class HierarchyOperations(StoreBackend):
@@ -168,7 +175,7 @@ class HierarchyOperations(StoreBackend):
                         other.children.remove(node)
                 roots.append(node)
                 reach(node)
-        return sorted(roots, key=lambda node: node.info.session_id)
+        return TreeList(sorted(roots, key=lambda node: node.info.session_id))
 
     async def _lineage(self, key: Key) -> set[Key]:
         """The session and its ancestors, as far as links lead (a loop stops the walk)."""
@@ -242,7 +249,7 @@ class HierarchyOperations(StoreBackend):
             mine = [info for info in page if info.session_id.startswith(prefix)]
             found.extend(_snapshot_info(info) for info in mine)
             if len(page) < _PAGE or len(mine) < len(page):
-                return found
+                return SnapshotList(found)
             after = page[-1].session_id
 
     async def restore_snapshot(
