@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import tracing
 from .errors import InvalidValueError, RemoteModeError
 from .execution import bounded, offload
 from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
@@ -204,6 +205,8 @@ class AsyncSession(SessionTree):
         Not a coroutine itself: an opened session hands back ``bounded(...)`` to be awaited,
         one coroutine fewer on every call (the hot path of a SQLite increment is ~20 us).
         """
+        if tracing.on:
+            work = tracing.session_call(what, self, work)
         if self._opened:
             return bounded(work, self._timeout, (what, self._session_id))
         return self._open_then(what, work)

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import runtime
+from .. import runtime, tracing
 from ..errors import InvalidValueError
 from ..execution import bounded, offload
 from ..identifiers import check_key, filename_for, readable_name
@@ -165,6 +165,7 @@ class Agent(StateModule):
 
     start = chat  # PraisonAI's name for the same call
 
+    @tracing.agent_turn
     async def achat(self, message: str, *, turn_key: str | None = None) -> str:
         """``chat`` for async code: the HTTP call and tools run off the event loop.
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import requests
 
+from .. import tracing
 from ..execution import remaining
 from ..redaction import redact_text
 from .config import LLMConfig
@@ -60,7 +61,8 @@ class ChatClient:
             if tool_choice is not None:
                 body["tool_choice"] = tool_choice
         data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        return call_with_retries(lambda: self._post(data), self.config)
+        send = lambda: call_with_retries(lambda: self._post(data), self.config)  # noqa: E731
+        return tracing.chat_completion(self.config, body, send) if tracing.on else send()
 
     def _post(self, data: bytes) -> ChatReply:
         url = self.config.shown_endpoint  # what messages show: no password

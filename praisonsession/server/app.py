@@ -30,6 +30,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .. import tracing
 from .._version import __version__
 from ..errors import (
     InvalidValueError,
@@ -170,6 +171,8 @@ class ServerApp:
         self._asgi = BodyLimit(api, max_body)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if tracing.on:
+            return await tracing.server_request(scope, receive, send, self._asgi)
         await self._asgi(scope, receive, send)
 
 
