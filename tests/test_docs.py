@@ -84,9 +84,10 @@ def _undocumented() -> list[str]:
             owner = next(k for k in value.__mro__ if attribute in vars(k))
             if not owner.__module__.startswith("praisonsession"):
                 continue  # list's, NamedTuple's, pydantic's own
-            target = static.fget if isinstance(static, property) else getattr(value, attribute)
+            target = static if isinstance(static, property) else getattr(value, attribute)
+            # an override without a docstring of its own inherits its protocol's (getdoc)
             if (callable(target) or isinstance(static, property)) and not (
-                getattr(target, "__doc__", None) or ""
+                inspect.getdoc(target) or ""
             ).strip():
                 missing.append(f"{name}.{attribute}")
     return missing
