@@ -1,8 +1,12 @@
-# Two commands: `make demo` and `make test`. Both create .venv and install what they need.
+# Two commands: `make demo` and `make test`. Each creates its own virtual environment with what
+# it needs: the demo only the memory extra (.venv-demo), the tests the whole dev toolchain (.venv).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+DEMO_VENV := .venv-demo
+DEMO_PY := $(DEMO_VENV)/bin/python
+DEMO_STAMP := $(DEMO_VENV)/.installed
 
 .PHONY: demo test lint bench docs clean
 
@@ -13,8 +17,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m compileall -q praisonsession  # what pip does for a regular install: bytecode ready
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(PY) -m praisonsession.demo
+# the demo needs the memory extra and nothing else: no test, lint or docs tools to download
+$(DEMO_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_PY) -m pip install --quiet --disable-pip-version-check -e '.[memory]'
+	$(DEMO_PY) -m compileall -q praisonsession
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(DEMO_PY) -m praisonsession.demo
 
 test: $(STAMP)
 	$(PY) -m ruff check praisonsession tests benchmarks examples
@@ -39,4 +50,4 @@ docs: $(STAMP)
 	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site
 
 clean:
-	rm -rf $(VENV) site .pytest_cache .ruff_cache .praisonsession
+	rm -rf $(VENV) $(DEMO_VENV) site .pytest_cache .ruff_cache .praisonsession
