@@ -97,6 +97,8 @@ class AsyncSession(SessionTree):
         self._timeout = timeout
         self._session_ttl = _check_ttl(session_ttl)
         self._settings = resolve_settings(settings)
+        if self._settings.tracing and not tracing.on:  # a .env file or a settings argument
+            tracing.enable(self._settings.tracing_content)
         self._remote: RemoteClient | None = None
         if agent_url is None:
             if api_key is not None:

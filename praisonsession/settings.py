@@ -93,6 +93,12 @@ KNOBS: dict[str, Knob] = {
         "Bearer token for session servers (Session(agent_url=...), praisonsession serve).",
         secret=True,
     ),
+    "tracing": Knob(
+        False, bool, "OpenTelemetry spans for store, memory, LLM, agent and server work."
+    ),
+    "tracing_content": Knob(
+        False, bool, "Whether spans also carry message content (prompts, replies, queries)."
+    ),
 }
 
 #: Settings that may be empty, meaning "not set" (an empty variable in a .env file, say).
@@ -121,6 +127,8 @@ class Settings:
     llm_model: str
     llm_api_key: str | None
     remote_token: str | None
+    tracing: bool
+    tracing_content: bool
 
     def __init__(self, **values: Any) -> None:
         _refuse_unknown({name: repr(name) for name in values}, "argument")

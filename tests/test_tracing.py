@@ -205,3 +205,27 @@ def test_tracing_is_switched_on_by_the_environment(tmp_path: Path) -> None:
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
         )
         assert done.stdout.split() == [expected, "False"]  # imported only at the first span
+
+
+def test_the_tracing_setting_switches_it_on(tmp_path: Path) -> None:
+    code = (
+        "from praisonsession import Session, tracing\n"
+        "print(tracing.on)\n"
+        "Session('s', store='memory://').close()\n"
+        "print(tracing.on)\n"
+    )
+    import subprocess
+    import sys
+
+    (tmp_path / ".env").write_text("PRAISONSESSION_TRACING=true\n", "utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRAISONSESSION_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]  # the .env file, read by the session
