@@ -151,12 +151,12 @@ class AsyncSession(SessionTree):
 
     @property
     def memory_config(self) -> dict[str, Any]:
-        """The memory options this session was opened with (a copy)."""
+        """The memory options this session was opened with."""
         return self._memory_config
 
     @property
     def knowledge_config(self) -> dict[str, Any]:
-        """The knowledge options this session was opened with (a copy)."""
+        """The knowledge options this session was opened with."""
         return self._knowledge_config
 
     @property

@@ -114,12 +114,12 @@ class Session:
 
     @property
     def memory_config(self) -> dict[str, Any]:
-        """The memory options this session was opened with (a copy)."""
+        """The memory options this session was opened with."""
         return self._core.memory_config
 
     @property
     def knowledge_config(self) -> dict[str, Any]:
-        """The knowledge options this session was opened with (a copy)."""
+        """The knowledge options this session was opened with."""
         return self._core.knowledge_config
 
     @property
