@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_remote.py
 	$(PY) benchmarks/bench_hierarchy.py
 	$(PY) benchmarks/bench_tracing.py
+	$(PY) benchmarks/bench_long_conversations.py
 
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site

@@ -349,6 +349,25 @@ class AsyncSession(SessionTree):
             self._store.refresh_session_state(self._session_id, self._user_id, **modules),
         )
 
+    async def usage(self) -> dict[str, Any]:
+        """Tokens the session's agents used, as their LLM reported them: ``{"session": totals,
+        "agents": {name: totals}}``, totals holding ``turns``, ``requests``, ``summaries``,
+        ``prompt_tokens``, ``completion_tokens`` and ``total_tokens``."""
+        return await self._call("usage", self._usage())
+
+    async def _usage(self) -> dict[str, Any]:
+        from .agents.usage import read_usage
+
+        store = self._store
+        contents = await store.read_record_contents(
+            store.record_key(self._session_id, self._user_id)
+        )
+
+        async def read(path: str) -> list[dict[str, Any]]:
+            return await store.read_messages(self._session_id, self._user_id, path)
+
+        return await read_usage(contents.logs if contents is not None else (), read)
+
     # -- message logs ---------------------------------------------------------------------
 
     async def append_messages(self, log: str, messages: Sequence[dict[str, Any]]) -> int:
@@ -523,6 +542,24 @@ class AsyncSession(SessionTree):
         max_items = _check_limit(max_items)
         return await self._recalling(
             "get_context", lambda recall: recall.get_context(query, max_items)
+        )
+
+    async def index_turns(self, log: str, before: int) -> int:
+        """Embed the turns of ``log`` before message ``before`` for :meth:`recall_turns`
+        (batched; each turn once); how many turns are indexed."""
+        self._local_only("index_turns")
+        return await self._recalling("index_turns", lambda recall: recall.index_turns(log, before))
+
+    async def recall_turns(
+        self, log: str, query: str, before: int, limit: int = 4
+    ) -> list[tuple[int, list[dict[str, Any]]]]:
+        """The turns of ``log`` before message ``before`` most related to ``query``, oldest
+        first, as ``(index of the turn's first message, its messages)``: what an agent puts
+        back into its request from the part of its history that left the window."""
+        self._local_only("recall_turns")
+        query = _check_text(query, "query")
+        return await self._recalling(
+            "recall_turns", lambda recall: recall.recall_turns(log, query, before, limit)
         )
 
     # -- agents ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from .knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
 from .memory.context import DEFAULT_BUDGET, build_context
 from .memory.long_term import LongTermMemory
 from .memory.short_term import SessionLogs, ShortTermMemory
+from .memory.turns import TurnIndex
 from .notebook_display import SearchHits
 from .recall_options import EMBEDDER_NAMES, default_overlap
 from .vectors import chroma_client
@@ -104,6 +106,8 @@ class Recall:
         size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
         self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id)
         self.short = ShortTermMemory(logs, self.embedder)
+        self.turns = TurnIndex(logs, self.embedder)
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self.knowledge = KnowledgeBase(
             client,
             namespace,
@@ -120,6 +124,17 @@ class Recall:
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).
         self.context_min_score = float(memory_config.get("context_min_score", 0.25))
+
+    async def query_vector(self, query: str) -> list[float]:
+        """``query`` embedded, from a small cache: an agent's turn asks for the context and
+        for related older turns with the same message, and embeds it once."""
+        vector = self._queries.get(query)
+        if vector is None:
+            vector = await offload(self.embedder.embed_query, query)
+            self._queries[query] = vector
+            while len(self._queries) > 16:
+                self._queries.popitem(last=False)
+        return vector
 
     # -- memory ---------------------------------------------------------------------------
 
@@ -162,6 +177,17 @@ class Recall:
             removed += await offload(self.long.clear)
         return removed
 
+    # -- an agent's older turns ------------------------------------------------------------
+
+    async def index_turns(self, log: str, before: int) -> int:
+        return await self.turns.index(log, before)
+
+    async def recall_turns(
+        self, log: str, query: str, before: int, limit: int
+    ) -> list[tuple[int, list[dict[str, Any]]]]:
+        vector = await self.query_vector(query)
+        return await self.turns.search(log, vector, before, limit, self.context_min_score)
+
     # -- knowledge ------------------------------------------------------------------------
 
     async def add_knowledge(self, source: str | Path) -> KnowledgeAdded:
@@ -174,7 +200,7 @@ class Recall:
     # -- context --------------------------------------------------------------------------
 
     async def get_context(self, query: str, max_items: int) -> str:
-        vector = await offload(self.embedder.embed_query, query)
+        vector = await self.query_vector(query)
         entries = await self.short.entries()
         return await offload(self._context, entries, vector, max_items)
 

@@ -211,6 +211,20 @@ class Session:
         """Take in the messages other processes appended to the modules' logs meanwhile."""
         return self._run(self._core.refresh_modules(**modules))
 
+    def index_turns(self, log: str, before: int) -> int:
+        """Embed the turns of ``log`` before message ``before`` (see ``AsyncSession``)."""
+        return self._on_loop(self._core.index_turns(log, before))
+
+    def recall_turns(
+        self, log: str, query: str, before: int, limit: int = 4
+    ) -> list[tuple[int, list[dict[str, Any]]]]:
+        """The older turns of ``log`` most related to ``query`` (see ``AsyncSession``)."""
+        return self._on_loop(self._core.recall_turns(log, query, before, limit))
+
+    def usage(self) -> dict[str, Any]:
+        """Tokens the session's agents used, per agent and in total (see ``AsyncSession.usage``)."""
+        return self._run(self._core.usage())
+
     # -- message logs ---------------------------------------------------------------------
 
     def append_messages(self, log: str, messages: Sequence[dict[str, Any]]) -> int:

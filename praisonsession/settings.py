@@ -84,6 +84,13 @@ KNOBS: dict[str, Knob] = {
         "Embedder for memory and knowledge: 'minilm' (all-MiniLM-L6-v2, offline).",
         {"pattern": r"^(minilm|all-MiniLM-L6-v2(-int8)?)$"},
     ),
+    "context_budget": Knob(
+        None,
+        "int | None",
+        "Tokens an agent may send per request; default: per model (3/4 of its context window, "
+        "at most 32,000), else 8,000.",
+        {"ge": 256},
+    ),
     "llm_base_url": Knob(None, "str | None", "OpenAI-compatible base URL."),
     "llm_model": Knob("gpt-4o-mini", str, "Chat model name.", {"min_length": 1}),
     "llm_api_key": Knob(None, "str | None", "API key for the LLM endpoint.", secret=True),
@@ -102,7 +109,14 @@ KNOBS: dict[str, Knob] = {
 }
 
 #: Settings that may be empty, meaning "not set" (an empty variable in a .env file, say).
-_BLANK_IS_NONE = ("store_url", "vector_store_url", "llm_base_url", "llm_api_key", "remote_token")
+_BLANK_IS_NONE = (
+    "context_budget",
+    "store_url",
+    "vector_store_url",
+    "llm_base_url",
+    "llm_api_key",
+    "remote_token",
+)
 
 
 class Settings:
@@ -123,6 +137,7 @@ class Settings:
     vector_store_url: str | None
     vector_namespace: str
     embedder: str
+    context_budget: int | None
     llm_base_url: str | None
     llm_model: str
     llm_api_key: str | None

@@ -385,7 +385,7 @@ def test_a_failed_llm_call_leaves_no_half_turn(
 def test_history_window_counts_turns(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
-    agent = tutor(open_session(), server, history_window=2)
+    agent = tutor(open_session(), server, history_window=2, recall_turns=0)
     for i in range(5):
         agent.chat(f"q{i}")
     assert server.last_messages() == [

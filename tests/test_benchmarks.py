@@ -57,3 +57,12 @@ def test_bench_tracing_prints_off_and_on_beside_no_hook(tmp_path: Path) -> None:
     for row in ("| get_state, memory:// (ops/s) |", "| increment_state, SQLite (ops/s) |"):
         assert row in out
     assert "| raw SQLite UPDATE + COMMIT (ops/s) |" in out
+
+
+def test_bench_long_conversations_keeps_facts_within_budget_in_quick_mode(tmp_path: Path) -> None:
+    out = run_benchmark("bench_long_conversations.py", "--quick", cwd=tmp_path)
+    (row,) = [line for line in out.splitlines() if line.startswith("| 60 |")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == "30 (7)" and cells[2] == "12"  # facts (corrected), questions
+    assert float(cells[3].rstrip("%")) >= 90  # fact present in the request when asked
+    assert cells[6].startswith("0 of 60")  # no request over budget

@@ -94,13 +94,17 @@ def test_seed_003_the_state_and_session_tutorial(tmp_path: Path) -> None:
         {"role": "assistant", "content": "Hello! How can I assist you today?"},
     ]
     saved = out.split("The saved state:\n", 1)[1].split("Current state of the agent:", 1)[0]
-    assert json.loads(saved) == {"agent": {"history": {"messages": turn}}}
+    # besides the history, an agent keeps its summary records and the LLM's usage per turn
+    (usage,) = json.loads(saved)["agent"]["usage"]["messages"]
+    assert usage["role"] == "usage" and usage["turn"] == 0 and usage["requests"] == 1
+    logs = {"summaries": {"messages": []}, "usage": {"messages": [usage]}}
+    assert json.loads(saved) == {"agent": {"history": {"messages": turn}, **logs}}
     assert out.count("Friday: Hello! How can I assist you today?") == 2
     cleared, loaded = out.split("Current state of the agent:\n", 1)[1].split(
         "After loading the session state:\n"
     )
-    assert json.loads(cleared) == {"history": {"messages": []}}
-    assert json.loads(loaded) == {"history": {"messages": turn}}
+    assert json.loads(cleared) == {"history": {"messages": []}, **logs}
+    assert json.loads(loaded) == {"history": {"messages": turn}, **logs}
 
 
 def test_seed_004_praisonais_session_docs(tmp_path: Path) -> None:

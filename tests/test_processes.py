@@ -24,6 +24,7 @@ import pytest
 
 from backends import redis_prefix
 from praisonsession import Session, open_store, runtime
+from praisonsession.agents.compaction import SUMMARY_PROMPT
 from process_workers import (
     CRASH_SEED,
     CRASH_TRIALS,
@@ -163,6 +164,7 @@ def test_two_processes_chatting_with_one_agent_keep_every_turn(
     with Session("shared", "u", store=store_url) as session:
         agent = session.Agent("Tutor", memory=False, llm={"base_url": server.url, "model": "m"})
         history = agent.history.to_list()
+        summaries = agent.summaries.to_list()
     assert len(history) == 2 * 2 * TURNS_PER_PROCESS
     questions = history[0::2]
     assert [m["role"] for m in questions] == ["user"] * (2 * TURNS_PER_PROCESS)
@@ -173,7 +175,14 @@ def test_two_processes_chatting_with_one_agent_keep_every_turn(
         mine = [m["content"] for m in questions if m["content"].startswith(f"{name}-")]
         assert mine == [f"{name}-{i}" for i in range(TURNS_PER_PROCESS)]
     assert all(2 * TURNS_PER_PROCESS <= length <= len(history) for length in results.values())
-    assert len(server.chat_requests) == 2 * TURNS_PER_PROCESS
+    # besides one request per turn, the summary calls of compaction, each saved as a record
+    summary_calls = [
+        r
+        for r in server.chat_requests
+        if r.body["messages"][0]["content"].startswith(SUMMARY_PROMPT[:40])
+    ]
+    assert len(server.chat_requests) - len(summary_calls) == 2 * TURNS_PER_PROCESS
+    assert len(summary_calls) == len(summaries)
 
 
 def test_a_session_written_by_one_process_is_read_by_another(

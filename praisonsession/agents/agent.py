@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import runtime, tracing
-from ..errors import InvalidValueError
+from ..errors import InvalidValueError, MissingDependencyError
 from ..execution import bounded, offload
 from ..identifiers import check_key, filename_for, readable_name
 from ..llm.config import LLMConfig, resolve_llm
@@ -31,8 +32,12 @@ from ..llm.errors import LLMNotConfiguredError
 from ..redaction import redact_url
 from ..state.message_log import MessageLog
 from ..state.module import StateModule
-from .prompt import for_model, recent_turns, system_prompt
+from .compaction import COMPACT_EVERY, compact, latest_summary, needs_compaction
+from .context_window import Request, assemble, default_budget, fit_turn
+from .prompt import system_prompt
+from .tokens import TokenCounter, coerce_counter, message_tokens
 from .tools import Toolbox
+from .usage import add_usage, usage_record
 
 if TYPE_CHECKING:
     from ..llm.client import ChatClient
@@ -63,9 +68,12 @@ class Agent(StateModule):
     Create it with ``session.Agent(...)`` (or :func:`~praisonsession.agents.create_agent`),
     which restores the saved history and returns the live agent if the session has one.
 
-    Options beyond PraisonAI's: ``history_window`` (turns of history sent, None for all),
-    ``max_tool_rounds`` (tool-call rounds per turn), ``context_items`` (``max_items`` for the
-    session's ``get_context``), ``goal`` and ``backstory`` (added to the system message).
+    Options beyond PraisonAI's: ``history_window`` (at most this many recent turns sent, None
+    for as many as fit), ``max_tool_rounds`` (tool-call rounds per turn), ``context_items``
+    (``max_items`` for the session's ``get_context``), ``goal`` and ``backstory`` (added to the
+    system message), and for long conversations (see ``docs/pages/long-conversations.md``):
+    ``context_budget`` (tokens per request), ``token_counter``, ``recall_turns`` (older turns
+    recalled by similarity, 0 for none) and ``compact_every`` (turns per summary update).
     """
 
     def __init__(
@@ -84,14 +92,25 @@ class Agent(StateModule):
         history_window: int | None = 20,
         max_tool_rounds: int = 5,
         context_items: int = 3,
+        context_budget: int | None = None,
+        token_counter: TokenCounter | Callable[[str], int] | None = None,
+        recall_turns: int = 4,
+        compact_every: int = COMPACT_EVERY,
     ) -> None:
         super().__init__()
         self.session = session
         self.name = check_key(name, "agent name")
         self.key = module_key(self.name)
         self.history = MessageLog()
+        #: Summary records of older turns (see ``agents/compaction.py``): saved beside the history.
+        self.summaries = MessageLog()
+        #: What the LLM reported per turn (see ``agents/usage.py``): saved beside the history.
+        self.usage = MessageLog()
+        self._recall_missing: str | None = None  # why recall is off, when the extra is missing
         # one turn at a time per event loop (the sync chat and async users may use two loops)
         self._turn_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+        self._indexing: set[asyncio.Future[Any]] = set()
+        self.last_request: Request | None = None
         self._client: ChatClient | None = None
         self.configure(
             role=role,
@@ -105,6 +124,10 @@ class Agent(StateModule):
             history_window=history_window,
             max_tool_rounds=max_tool_rounds,
             context_items=context_items,
+            context_budget=context_budget,
+            token_counter=token_counter,
+            recall_turns=recall_turns,
+            compact_every=compact_every,
         )
 
     def configure(
@@ -121,6 +144,10 @@ class Agent(StateModule):
         history_window: int | None = 20,
         max_tool_rounds: int = 5,
         context_items: int = 3,
+        context_budget: int | None = None,
+        token_counter: TokenCounter | Callable[[str], int] | None = None,
+        recall_turns: int = 4,
+        compact_every: int = COMPACT_EVERY,
     ) -> None:
         """Set everything but the name and the history (what a repeated ``Agent(...)`` does)."""
         for label, text in (
@@ -135,8 +162,11 @@ class Agent(StateModule):
             ("history_window", history_window, 0),
             ("max_tool_rounds", max_tool_rounds, 0),
             ("context_items", context_items, 1),
+            ("context_budget", context_budget, 256),
+            ("recall_turns", recall_turns, 0),
+            ("compact_every", compact_every, 1),
         ):
-            if count is None and label == "history_window":
+            if count is None and label in ("history_window", "context_budget"):
                 continue
             if isinstance(count, bool) or not isinstance(count, int) or count < low:
                 raise InvalidValueError(f"{label} must be an int >= {low}, got {count!r}.")
@@ -152,6 +182,14 @@ class Agent(StateModule):
         self.history_window = history_window
         self.max_tool_rounds = max_tool_rounds
         self.context_items = context_items
+        self.recall_turns = recall_turns
+        self.compact_every = compact_every
+        self.token_counter = coerce_counter(token_counter)
+        self.context_budget = (
+            context_budget
+            or getattr(self.session.settings, "context_budget", None)
+            or default_budget(config.model)
+        )
         if self._client is not None and self._client.config != config:
             self._client.close()
             self._client = None
@@ -186,33 +224,127 @@ class Agent(StateModule):
                 if done is not None:
                     return done
             context = await self._context(message)
-            system = system_prompt(
-                self.name, self.role, self.instructions, self.goal, self.backstory, context
-            )
-            prefix: list[Message] = [{"role": "system", "content": system}]
-            prefix += for_model(recent_turns(self.history.messages_since(0), self.history_window))
-            turn = await self._turn(client, prefix, message)
+            request = await self._request(client, message, context)
+            self.last_request = request
+            turn, usage = await self._turn(client, request, message)
             if turn_key is not None:
                 turn[0]["metadata"] = {TURN_KEY: turn_key}
+            self.usage.append(usage_record(len(self.history), self.llm.model, usage))
             self.history.extend(turn)
             await self._save()
+        self._index_meanwhile(len(self.history))
         return turn[-1]["content"]
 
-    async def _turn(self, client: ChatClient, prefix: list[Message], message: str) -> list[Message]:
+    async def _request(self, client: ChatClient, message: str, context: str) -> Request:
+        """The request for this turn within ``context_budget``: compacts first when enough
+        turns have left the window since the last summary, then recalls related older turns.
+        """
+        history = self.history.messages_since(0)
+        system = system_prompt(self.name, self.role, self.instructions, self.goal, self.backstory)
+        summary = latest_summary(self.summaries.messages_since(0), len(history))
+        options: dict[str, Any] = {
+            "system": system,
+            "message": message,
+            "history": history,
+            "budget": self._message_budget(),
+            "counter": self.token_counter,
+            "max_turns": self.history_window,
+            "context": context,
+        }
+        request = assemble(**options, summary=str(summary["content"]) if summary else "")
+        covered = int(summary["covers"][1]) if summary else 0
+        if needs_compaction(history, covered, request.window_start, self.compact_every):
+            summary = await self._compact(client, history, summary, request.window_start)
+        recalled: list[tuple[int, list[Message]]] = []
+        if self.memory and self.recall_turns and request.window_start > 0:
+            recalled = await self._recall(message, request.window_start)
+        return assemble(
+            **options, recalled=recalled, summary=str(summary["content"]) if summary else ""
+        )
+
+    def _message_budget(self) -> int:
+        """The budget less what the tool schemas cost (they travel with every request)."""
+        if not self.tools:
+            return self.context_budget
+        schemas = self.token_counter.count(json.dumps(self.tools.schemas))
+        return max(self.context_budget - schemas, self.context_budget // 2)
+
+    async def _compact(
+        self, client: ChatClient, history: list[Message], previous: Message | None, upto: int
+    ) -> Message:
+        """One summary call (see ``compaction.compact``); the record is saved with the turn."""
+
+        async def complete(messages: list[Message]) -> Any:
+            return await bounded(
+                offload(client.complete, messages, None, None),
+                self.session.timeout,
+                f"agent {self.name!r}: summary request (model {self.llm.model!r})",
+            )
+
+        record = await compact(
+            history=history,
+            previous=previous,
+            upto=upto,
+            complete=complete,
+            counter=self.token_counter,
+            max_tokens=max(200, self.context_budget // 5),
+            input_tokens=self.context_budget,
+            model=self.llm.model,
+        )
+        self.summaries.append(record)
+        return record
+
+    async def _recall(self, message: str, before: int) -> list[tuple[int, list[Message]]]:
+        """Older turns related to ``message`` from the session's memory; none, and recall
+        off for this agent, when the memory extra is not installed."""
+        if self._recall_missing is not None or not message.strip():
+            return []
+        try:
+            return await self.session.recall_turns(
+                self.log_name, message, before, self.recall_turns
+            )
+        except MissingDependencyError as exc:
+            self._recall_missing = str(exc)
+            return []
+
+    def _index_meanwhile(self, before: int) -> None:
+        """Embed the saved turns in the background (each once, the new one here), so that when
+        they leave the window the next recall finds them indexed and only ranks (a failure
+        here only moves the indexing to that recall)."""
+        if not (self.memory and self.recall_turns) or self._recall_missing or before <= 0:
+            return
+        task = asyncio.ensure_future(self.session.index_turns(self.log_name, before))
+        self._indexing.add(task)
+        task.add_done_callback(_forget(self._indexing))
+
+    async def _turn(
+        self, client: ChatClient, request: Request, message: str
+    ) -> tuple[list[Message], dict[str, int]]:
         """The new messages of one turn: the user's, tool calls and results, the answer.
 
         At most ``max_tool_rounds`` rounds of tool calls; the request after the last round says
-        ``tool_choice="none"``, so the model has to answer in text.
+        ``tool_choice="none"``, so the model has to answer in text. The history keeps the user's
+        message whole even when the request carried it cut; tool results that would overflow
+        the budget are cut in the request only. Returns the messages and the turn's summed
+        ``usage``.
         """
+        prefix = request.messages[:-1]
+        sent = request.messages[-1]
+        room = request.budget - sum(message_tokens(m, self.token_counter) for m in prefix)
         turn: list[Message] = [{"role": "user", "content": message}]
+        usage: dict[str, int] = {}
         rounds = 0
         while True:
             choice = "none" if self.tools and rounds >= self.max_tool_rounds else None
+            current = [sent, *turn[1:]]
+            if len(current) > 1:
+                current = fit_turn(current, room, self.token_counter)
             reply = await bounded(
-                offload(client.complete, prefix + turn, self.tools.schemas, choice),
+                offload(client.complete, prefix + current, self.tools.schemas, choice),
                 self.session.timeout,
                 f"agent {self.name!r}: one LLM request (model {self.llm.model!r})",
             )
+            add_usage(usage, reply.usage)
             if reply.tool_calls and choice is None:
                 turn.append(reply.to_message())
                 for call in reply.tool_calls:
@@ -227,7 +359,7 @@ class Agent(StateModule):
                     "message. Ask me to continue.)"
                 )
             turn.append({"role": "assistant", "content": text})
-            return turn
+            return turn, usage
 
     def clear_history(self) -> None:
         """Forget the conversation, here and in the store."""
@@ -237,6 +369,8 @@ class Agent(StateModule):
         """``clear_history`` for async code."""
         async with self._turn_lock():
             self.history.clear()
+            self.summaries.clear()
+            self.usage.clear()
             await self._save()
 
     # -- plumbing -------------------------------------------------------------------------
@@ -351,6 +485,15 @@ def _reply_of_turn(history: list[Message], turn_key: str) -> str | None:
                     reply = later.get("content")
             return None if reply is None else str(reply)
     return None
+
+
+def _forget(tasks: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:
+    def done(task: asyncio.Future[Any]) -> None:
+        tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed indexing is retried by the next recall
+
+    return done
 
 
 def _sources(knowledge: Iterable[str] | bool | None) -> list[str] | None:

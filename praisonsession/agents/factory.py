@@ -22,7 +22,17 @@ __all__ = ["AGENT_OPTIONS", "AgentRegistry", "create_agent"]
 
 #: Options accepted besides PraisonAI's named parameters.
 AGENT_OPTIONS = frozenset(
-    {"goal", "backstory", "history_window", "max_tool_rounds", "context_items"}
+    {
+        "goal",
+        "backstory",
+        "history_window",
+        "max_tool_rounds",
+        "context_items",
+        "context_budget",
+        "token_counter",
+        "recall_turns",
+        "compact_every",
+    }
 )
 #: PraisonAI options that have no effect here (PraisonAI's factory drops them too).
 IGNORED_OPTIONS = frozenset({"verbose", "user_id", "markdown"})

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from ..agents.usage import agent_name_of, read_usage
 from ..erasure import aerase_user
 from ..stores.base import SessionBase
 from ..stores.hierarchy import PARENT
@@ -148,12 +149,23 @@ async def _details(opened: OpenedStore, session_id: str, user_id: str, last: int
         logs.append({"log": path, "messages": count, "last": recent})
     children = await store.children_of(session_id, user_id)
     snapshots = await store.list_snapshots(session_id, user_id)
+
+    async def read(path: str) -> list[dict[str, Any]]:
+        return await store.read_messages(session_id, user_id, path)
+
+    summaries = {}
+    for path in sorted(contents.logs):
+        named = agent_name_of(path)
+        if named is not None and named[1] == "summaries":
+            summaries[named[0]] = await read(path)
     return {
         "session": contents.info.to_json(),
         "children": [child.session_id for child in children],
         "state": contents.state,
         "modules": sorted(contents.modules),
         "logs": logs,
+        "summaries": summaries,
+        "usage": await read_usage(contents.logs, read),
         "snapshots": [snapshot._asdict() for snapshot in snapshots],
     }
 
@@ -200,10 +212,39 @@ def _print_details(details: dict) -> None:
                 ),
                 "  ",
             )
+    _print_summaries(details["summaries"])
+    _print_usage(details["usage"])
     snapshots = details["snapshots"]
     click.echo(f"\nSnapshots: {len(snapshots)}")
     if snapshots:
         print_snapshots(snapshots, "  ")
+
+
+def _print_summaries(summaries: dict[str, list[dict[str, Any]]]) -> None:
+    """Each agent's running summary: how many versions, and what the newest covers."""
+    click.echo(f"\nSummaries: {sum(len(records) for records in summaries.values())}")
+    for agent, records in summaries.items():
+        if not records:
+            continue
+        latest = records[-1]
+        start, stop = latest.get("covers", [0, 0])
+        click.echo(
+            f"  {agent}: version {latest.get('version')} covers messages {start}-{stop} "
+            f"({latest.get('method')}, {len(records)} versions)"
+        )
+        click.echo(f"    {clip(' '.join(str(latest.get('content', '')).split()), 200)}")
+
+
+def _print_usage(usage: dict[str, Any]) -> None:
+    """Tokens per agent and for the session, as the LLM reported them."""
+    agents = usage["agents"]
+    click.echo(f"\nUsage: {plural(len(agents), 'agent')}")
+    if not agents:
+        return
+    columns = ("turns", "requests", "prompt_tokens", "completion_tokens", "total_tokens")
+    rows = [(name, *(totals[c] for c in columns)) for name, totals in agents.items()]
+    rows.append(("(session)", *(usage["session"][c] for c in columns)))
+    print_table(("AGENT", "TURNS", "REQUESTS", "PROMPT", "COMPLETION", "TOTAL"), rows, "  ")
 
 
 def _message_text(message: dict[str, Any]) -> str:

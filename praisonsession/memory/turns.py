@@ -1,0 +1,128 @@
+"""``TurnIndex``: an agent's older turns, searchable by meaning, for recall into the request.
+
+The index is derived from the conversation log, never the other way round: it is built from
+the log the first time it is needed, in batches (one embedder call per batch of turns), then
+grows by the turns that left the agent's window. So a fork, a restore or an imported archive
+needs nothing copied: the new session's index rebuilds from its own log. Vectors live in
+process memory (384 floats a turn: 1,000 turns are 1.5 MB).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..embeddings import Embedder
+
+if TYPE_CHECKING:
+    from .short_term import SessionLogs
+
+__all__ = ["TurnIndex"]
+
+Message = dict[str, Any]
+#: Turns embedded per embedder call when a long log is indexed.
+BATCH = 64
+#: Characters of a turn that are embedded (MiniLM reads 256 tokens at most anyway).
+TEXT_LIMIT = 1200
+
+
+@dataclass
+class _Indexed:
+    starts: list[int] = field(default_factory=list)
+    turns: list[list[Message]] = field(default_factory=list)
+    vectors: list[list[float]] = field(default_factory=list)
+    upto: int = 0
+    last: Message | None = None  # the last indexed message, to notice a rewritten log
+
+
+class TurnIndex:
+    """Turns of a session's logs, embedded once each."""
+
+    def __init__(self, logs: SessionLogs, embedder: Embedder) -> None:
+        self.logs = logs
+        self.embedder = embedder
+        self._lock = threading.Lock()
+        self._logs: dict[str, _Indexed] = {}
+
+    async def index(self, log: str, before: int) -> int:
+        """Index the whole turns of ``log`` before message ``before``; how many are indexed."""
+        from ..execution import offload
+
+        indexed = self._logs.setdefault(log, _Indexed())
+        if indexed.upto and indexed.last is not None:
+            check = await self.logs.read_messages(log, indexed.upto - 1, indexed.upto)
+            if check != [indexed.last]:  # cleared or rewritten since: start again
+                indexed = self._logs[log] = _Indexed()
+        if before <= indexed.upto:
+            return len(indexed.starts)
+        messages = await self.logs.read_messages(log, indexed.upto, before)
+        turns = _whole_turns(messages, indexed.upto)
+        if not turns:
+            return len(indexed.starts)
+        texts = [_turn_text(turn) for _, turn in turns]
+        vectors: list[list[float]] = []
+        for first in range(0, len(texts), BATCH):
+            vectors += await offload(self.embedder.embed, texts[first : first + BATCH])
+        with self._lock:
+            if self._logs.get(log) is indexed and indexed.upto == turns[0][0]:
+                for (start, turn), vector in zip(turns, vectors, strict=True):
+                    indexed.starts.append(start)
+                    indexed.turns.append(turn)
+                    indexed.vectors.append(vector)
+                end = turns[-1][0] + len(turns[-1][1])
+                indexed.upto = end
+                indexed.last = turns[-1][1][-1]
+        return len(indexed.starts)
+
+    async def search(
+        self, log: str, vector: list[float], before: int, limit: int, min_score: float
+    ) -> list[tuple[int, list[Message]]]:
+        """The ``limit`` turns before ``before`` closest to the query ``vector``, oldest first,
+        as ``(start index, messages)``."""
+        await self.index(log, before)
+        indexed = self._logs.get(log)
+        if indexed is None or not indexed.starts or limit <= 0:
+            return []
+        with self._lock:
+            count = sum(1 for start in indexed.starts if start < before)
+            matrix = indexed.vectors[:count]
+            starts = indexed.starts[:count]
+            turns = indexed.turns[:count]
+        if not matrix:
+            return []
+        import numpy as np  # installed with the memory extra (onnxruntime needs it)
+
+        vectors = np.asarray(matrix, dtype=np.float32)
+        target = np.asarray(vector, dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1) * max(float(np.linalg.norm(target)), 1e-12)
+        scores = (vectors @ target) / np.maximum(norms, 1e-12)
+        order = np.lexsort((-np.arange(len(starts)), -scores))[:limit]  # ties: newest first
+        chosen = sorted(int(i) for i in order if scores[i] >= min_score)
+        return [(starts[i], turns[i]) for i in chosen]
+
+
+def _whole_turns(messages: list[Message], offset: int) -> list[tuple[int, list[Message]]]:
+    """The turns in ``messages`` (each from a user message to the next)."""
+    turns: list[tuple[int, list[Message]]] = []
+    current: list[Message] = []
+    start = offset
+    for index, message in enumerate(messages):
+        if message.get("role") == "user" and current:
+            turns.append((start, current))
+            current = []
+            start = offset + index
+        current.append(message)
+    if current:
+        turns.append((start, current))
+    return turns
+
+
+def _turn_text(turn: list[Message]) -> str:
+    """What is embedded for a turn: what the user said, then the answer."""
+    parts = [
+        str(message.get("content") or "")
+        for message in turn
+        if message.get("role") in ("user", "assistant") and message.get("content")
+    ]
+    return " ".join(" ".join(parts).split())[:TEXT_LIMIT]
