@@ -7,9 +7,7 @@ cell's value and nothing else does. Every text is escaped: stored text is never 
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 __all__ = ["SearchHits", "SnapshotList", "TreeList", "html_table", "moment", "tree_html"]
@@ -19,6 +17,8 @@ _SHOWN_TEXT = 200  # characters of a hit's text in a table cell
 
 def html_table(caption: str, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A table with a caption and a header row; every cell escaped."""
+    import html  # for display only: ``import praisonsession`` stays fast
+
     head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>"
@@ -34,6 +34,8 @@ def html_table(caption: str, headers: Sequence[str], rows: Iterable[Sequence[Any
 
 def moment(seconds: float | None) -> str:
     """A stored time as people read it (UTC)."""
+    from datetime import datetime, timezone
+
     if seconds is None:
         return "never"
     return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -81,6 +83,8 @@ class SnapshotList(list):  # type: ignore[type-arg]
 
 def tree_html(nodes: Sequence[Any]) -> str:
     """Sessions as nested lists, each fork under its parent (``TreeNode``: info, children)."""
+    import html
+
     if not nodes:
         return "<ul></ul>"
     items = []

@@ -15,7 +15,6 @@ OpenTelemetry GenAI conventions (``gen_ai.*``) and, for store operations, the da
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -145,6 +144,8 @@ def chat_completion(config: Any, body: dict[str, Any], send: Callable[[], Any]) 
         if isinstance(body.get(field), (int, float)):
             attributes[f"gen_ai.request.{field}"] = body[field]
     if _content:
+        import json
+
         attributes["gen_ai.input.messages"] = json.dumps(body["messages"], ensure_ascii=False)
     with _span(f"chat {config.model}", "CLIENT", attributes) as span:
         try:
@@ -164,6 +165,8 @@ def chat_completion(config: Any, body: dict[str, Any], send: Callable[[], Any]) 
         if reply.finish_reason:
             span.set_attribute("gen_ai.response.finish_reasons", [reply.finish_reason])
         if _content:
+            import json
+
             output = json.dumps([reply.to_message()], ensure_ascii=False)
             span.set_attribute("gen_ai.output.messages", output)
         return reply
@@ -177,6 +180,8 @@ def agent_turn(chat: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]
     async def traced(agent: Any, message: str, **options: Any) -> T:
         if not on:
             return await chat(agent, message, **options)
+        import json
+
         attributes = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent.name,
