@@ -14,6 +14,7 @@ from .errors import (
     AmbiguousLegacyDataError,
     ConflictError,
     DamagedArchiveError,
+    DecryptionError,
     EmbedderMismatchError,
     InvalidIdError,
     InvalidSettingError,
@@ -44,8 +45,10 @@ from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 if TYPE_CHECKING:
     from .erasure import ErasureReport, aerase_user, erase_user
     from .state import LoadResult, MessageLog, StateModule
+    from .stores.encrypted import EncryptedStore
     from .stores.json_files import JSONSession
     from .stores.memory import InMemorySession
+    from .stores.postgres import PostgresSession
     from .stores.redis import RedisSession
     from .stores.sqlite import SqliteSession
 
@@ -56,7 +59,9 @@ __all__ = [
     "AsyncSession",
     "ConflictError",
     "DamagedArchiveError",
+    "DecryptionError",
     "EmbedderMismatchError",
+    "EncryptedStore",
     "ErasureReport",
     "InMemorySession",
     "InvalidIdError",
@@ -68,6 +73,7 @@ __all__ = [
     "MessageLog",
     "MissingDependencyError",
     "OperationTimeoutError",
+    "PostgresSession",
     "PraisonSessionError",
     "RedisSession",
     "RemoteAuthError",
@@ -97,9 +103,19 @@ __all__ = [
 ]
 
 
+_STORES = (
+    "EncryptedStore",
+    "InMemorySession",
+    "JSONSession",
+    "PostgresSession",
+    "RedisSession",
+    "SqliteSession",
+)
+
+
 def __getattr__(name: str) -> Any:
     """Store backends and state modules load on first use, so that the import stays fast."""
-    if name in ("InMemorySession", "JSONSession", "RedisSession", "SqliteSession"):
+    if name in _STORES:
         from . import stores
 
         value = getattr(stores, name)

@@ -13,6 +13,7 @@ __all__ = [
     "AmbiguousLegacyDataError",
     "ConflictError",
     "DamagedArchiveError",
+    "DecryptionError",
     "EmbedderMismatchError",
     "InvalidIdError",
     "InvalidSettingError",
@@ -127,6 +128,19 @@ class SnapshotNotFoundError(SessionNotFoundError):
             self,
             f"Session {session_id!r} of user {user_id!r} has no snapshot {snapshot_id!r}; "
             "list its snapshots (session.snapshots()) and pass one of their ids.",
+        )
+
+
+class DecryptionError(SessionCorruptedError):
+    """An encrypted store found a value it cannot open: not encrypted at all (plaintext is
+    refused, never trusted), altered, moved from elsewhere, or sealed with another key."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        PraisonSessionError.__init__(
+            self,
+            f"Cannot decrypt {what}: {detail}. Nothing was changed. Check encryption_key (a "
+            "rotated key needs `praisonsession rekey`), or restore the data from a backup.",
         )
 
 

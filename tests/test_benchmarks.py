@@ -59,6 +59,20 @@ def test_bench_tracing_prints_off_and_on_beside_no_hook(tmp_path: Path) -> None:
     assert "| raw SQLite UPDATE + COMMIT (ops/s) |" in out
 
 
+@pytest.mark.slow
+def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_store(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_postgres.py", "--quick", cwd=tmp_path)
+    assert out.startswith("PostgreSQL ")
+    assert "| inline (Session's way) |" in out and "| on the loop, asyncio pool |" in out
+    assert "| 10 |" in out and "| 300 |" in out  # a saved turn at both history sizes
+    assert "4 processes x 50 appended turns on one session: 200 of 200 stored, none lost" in out
+    for store in ("memory", "json", "sqlite", "redis", "postgres"):
+        assert f"| {store} | 300 |" in out and f"| {store} | 1,000 |" in out
+        assert f"- {store}: first page x" in out
+
+
 def test_bench_long_conversations_keeps_facts_within_budget_in_quick_mode(tmp_path: Path) -> None:
     out = run_benchmark("bench_long_conversations.py", "--quick", cwd=tmp_path)
     (row,) = [line for line in out.splitlines() if line.startswith("| 60 |")]
@@ -66,3 +80,13 @@ def test_bench_long_conversations_keeps_facts_within_budget_in_quick_mode(tmp_pa
     assert cells[1] == "30 (7)" and cells[2] == "12"  # facts (corrected), questions
     assert float(cells[3].rstrip("%")) >= 90  # fact present in the request when asked
     assert cells[6].startswith("0 of 60")  # no request over budget
+
+
+@pytest.mark.slow
+def test_bench_encryption_prints_each_store_encrypted_and_not_beside_raw_sqlite(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_encryption.py", "--quick", cwd=tmp_path)
+    for store in ("SQLite", "JSON"):
+        assert f"| {store} | " in out
+    assert "raw SQLite insert" in out and "compare-and-set" in out

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from backends import redis_store_url
+from backends import postgres_store_url, redis_store_url
 from praisonsession import Session
 from praisonsession.cli import main
 from redis_server import _free_port
@@ -72,10 +72,13 @@ def url_of(kind: str, request: pytest.FixtureRequest, root: Path) -> str:
     if kind == "redis":
         request.getfixturevalue("redis_url")
         return redis_store_url(root / "redis")
+    if kind == "postgres":
+        request.getfixturevalue("postgres_url")
+        return postgres_store_url(root / "postgres")
     return {"sqlite": f"sqlite://{root}/sessions.db", "json": f"json://{root}/json-store"}[kind]
 
 
-@pytest.fixture(params=["sqlite", "json", "redis"])
+@pytest.fixture(params=["sqlite", "json", "redis", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A store URL of each persistent backend in turn."""
     return url_of(request.param, request, tmp_path)
@@ -360,6 +363,17 @@ def test_a_damaged_archive_imports_nothing(sqlite: str, tmp_path: Path) -> None:
     assert not (tmp_path / "other.db").exists()  # checked before anything was written
 
 
+def test_an_archive_of_brackets_nested_100k_deep_is_a_typed_error(
+    sqlite: str, tmp_path: Path
+) -> None:
+    archive = tmp_path / "deep.jsonl"
+    archive.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    result = cli("import", str(archive), "--store", f"sqlite://{tmp_path}/other.db")
+    assert result.exit_code == 1
+    assert "line 1 is not JSON" in one_line(result.stderr)
+    assert "Traceback" not in result.stderr
+
+
 def test_importing_onto_a_session_that_exists_is_refused(sqlite: str, tmp_path: Path) -> None:
     seed(sqlite)
     archive = tmp_path / "chat_1.jsonl"
@@ -579,7 +593,8 @@ def test_a_bad_store_url_is_one_line_and_exit_2(command: list[str], tmp_path: Pa
     assert done.returncode == 2 and done.stdout == ""
     assert one_line(done.stderr) == (
         "Error: Unknown store scheme 'bogus' in 'bogus://x'; use one of: memory://, "
-        "json:///path/to/dir, sqlite:///path/to/file.db, redis://host:6379/0."
+        "json:///path/to/dir, sqlite:///path/to/file.db, redis://host:6379/0, "
+        "postgresql://user@host:5432/db."
     )
 
 

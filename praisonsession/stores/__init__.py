@@ -17,13 +17,17 @@ from .record import FORMAT_VERSION, Key, SessionContents, SessionInfo
 from .urls import open_store
 
 if TYPE_CHECKING:
+    from .encrypted import EncryptedStore
     from .json_files import JSONSession
     from .memory import InMemorySession
+    from .postgres import PostgresSession
     from .redis import RedisSession
     from .sqlite import SqliteSession
 
 _BACKENDS = {
+    "EncryptedStore": ".encrypted",
     "InMemorySession": ".memory",
+    "PostgresSession": ".postgres",
     "JSONSession": ".json_files",
     "RedisSession": ".redis",
     "SqliteSession": ".sqlite",
@@ -32,10 +36,12 @@ _BACKENDS = {
 __all__ = [
     "FORMAT_VERSION",
     "UNSET",
+    "EncryptedStore",
     "InMemorySession",
     "JSONSession",
     "Key",
     "LogWrite",
+    "PostgresSession",
     "RedisSession",
     "SessionBase",
     "SessionContents",

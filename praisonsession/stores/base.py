@@ -85,6 +85,7 @@ class SessionBase(HierarchyOperations):
         documents: dict[str, Any] = {}
         logs: dict[str, MessageLog] = {}
         for name, module in state_modules.items():
+            check_module_name(name)
             if not isinstance(module, StateModule):
                 raise InvalidValueError(
                     f"save_session_state({name}=...) got a {type(module).__name__}; "
@@ -132,6 +133,7 @@ class SessionBase(HierarchyOperations):
 
         key = self.record_key(self._bound_id(session_id), user_id)
         for name, module in state_modules.items():
+            check_module_name(name)
             if not isinstance(module, StateModule):
                 raise InvalidValueError(
                     f"load_session_state({name}=...) got a {type(module).__name__}; "
@@ -183,6 +185,7 @@ class SessionBase(HierarchyOperations):
         key = self.record_key(session_id, user_id)
         taken = 0
         for name, module in state_modules.items():
+            check_module_name(name)
             if not isinstance(module, StateModule):
                 raise InvalidValueError(
                     f"refresh_session_state({name}=...) got a {type(module).__name__}; "
@@ -409,6 +412,14 @@ class SessionBase(HierarchyOperations):
     ) -> list[dict[str, Any]]:
         """Messages ``start:stop`` of a named log ([] if it does not exist)."""
         key = self.record_key(session_id, user_id)
+        for name, value in (("start", start), ("stop", stop)):
+            if (value is not None or name == "start") and (
+                isinstance(value, bool) or not isinstance(value, int)
+            ):
+                raise InvalidValueError(
+                    f"read_messages: {name} must be a whole number (an int), got "
+                    f"{type(value).__name__} {value!r}."
+                )
         if start < 0 or (stop is not None and stop < start):
             raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
         return await self.read_log(key, check_key(log, "log name"), start, stop)
@@ -457,6 +468,30 @@ def _logger() -> Any:
     import logging  # on first use: ``import praisonsession`` stays fast
 
     return logging.getLogger("praisonsession")
+
+
+def check_wait(seconds: Any, name: str) -> float:
+    """How long a store waits for a lock (``busy_timeout``, ``lock_timeout``): a finite number
+    of seconds >= 0. A negative or NaN wait would turn every contended write into a failure."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise InvalidValueError(f"{name} must be a number of seconds, got {seconds!r}.")
+    if not 0 <= seconds < float("inf"):  # NaN fails too
+        raise InvalidValueError(
+            f"{name}={seconds!r} is not valid; use a finite number of seconds >= 0, e.g. 30."
+        )
+    return float(seconds)
+
+
+def check_module_name(name: object) -> str:
+    """A module's name: a state key without ``.``, which separates it from the names of the
+    message logs inside it (``agent.memory``); with one it could be saved but not read back."""
+    check_key(name, "module name")
+    if "." in name:  # type: ignore[operator]
+        raise InvalidIdError(
+            f"module name {name!r} contains '.', which separates a module from the logs inside "
+            "it; use '_' instead."
+        )
+    return name  # type: ignore[return-value]
 
 
 def _check_ttl(ttl: Any) -> float | None:

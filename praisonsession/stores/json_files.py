@@ -27,6 +27,7 @@ copies for forks and snapshots live in modules of their own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -47,10 +48,11 @@ from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
 from ..state.module import StateModule
 from .agentscope_files import adoptable, bound_file, read_modules, serialise_modules
-from .base import Key, LogWrite, SessionBase, StoredModules, load_states
+from .base import Key, LogWrite, SessionBase, StoredModules, check_wait, load_states
 from .document import SessionDocument, resolve
 from .durability import check_durability
 from .file_lock import FileLock
+from .hierarchy import SNAPSHOT_OWNER
 from .json_copies import JSONCopies
 from .record import SessionInfo, check_version, now
 
@@ -96,7 +98,7 @@ class JSONSession(JSONCopies, SessionBase):
         session_id, save_dir = _constructor_arguments(args, session_id, save_dir)
         super().__init__(session_id, default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         self.save_dir = Path(save_dir).expanduser().resolve()
-        self.lock_timeout = float(lock_timeout)
+        self.lock_timeout = check_wait(lock_timeout, "lock_timeout")
         self.url = f"json://{self.save_dir}"
         #: "process" or "power": whether each write is fsynced (file and directory).
         self.durability = check_durability(durability)
@@ -430,6 +432,25 @@ class JSONSession(JSONCopies, SessionBase):
         for key in await offload(self._guarded, scan):
             count += await self._delete_if_expired(key)
         return count
+
+    async def scrub_erased_user(self, user_id: str) -> None:
+        """After an erasure: the user's lock files and crash debris go, and with them the
+        directory whose name spells the user id; the snapshots' leftover lock files too."""
+
+        def sweep(folder: Path, remove_folder: bool) -> None:
+            for lock in folder.glob("*.lock"):
+                stem = lock.name[: -len(".lock")]
+                with FileLock(lock, self.lock_timeout) as held:
+                    if (folder / f"{stem}.json").exists() or (folder / f"{stem}.logs").exists():
+                        continue  # a live session (another user's snapshot, say)
+                    (folder / f".{stem}.json.tmp").unlink(missing_ok=True)
+                    held.remove()
+            if remove_folder:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only if nothing else is left in it
+
+        await offload(self._guarded, sweep, self._user_dir(user_id), True)
+        await offload(self._guarded, sweep, self._user_dir(SNAPSHOT_OWNER), False)
 
     async def _delete_if_expired(self, key: Key) -> bool:
         def work(doc, at):
