@@ -10,6 +10,7 @@ Routes, for each agent path (``/agent`` by default):
   "version", "endpoints"}``; no token needed.
 - ``POST <path>/store/<operation>``: the store routes of remote sessions (see ``store_api``).
 - ``/docs``, ``/openapi.json``: the API, documented by FastAPI.
+- ``/ui/``: the session browser (read-only, behind the same token; see ``praisonsession.ui``).
 
 Errors are JSON, ``{"error": {"type", "message", "status", "fields"}, "detail"}`` (see
 ``praisonsession.remote.wire``): 400 a bad body, 401 no or wrong token, 404 no such route or
@@ -124,6 +125,7 @@ def create_app(
 
     for path in paths:
         _add_agent_routes(app, path, hosting, authorized, timeout, health)
+    _add_browser(app, store, token)
 
     @app.exception_handler(PraisonSessionError)
     async def typed_error(request: Request, exc: PraisonSessionError) -> JSONResponse:
@@ -231,6 +233,19 @@ def _add_agent_routes(
             tags=["store"],
             openapi_extra=_json_request({"user_id": "me", "session_id": "chat_1"}),
         )
+
+
+def _add_browser(app: FastAPI, store: SessionBase, token: str | None) -> None:
+    """The session browser at ``/ui/``, read-only, behind the server's token."""
+    from fastapi.responses import RedirectResponse
+
+    from ..ui import create_ui_app
+
+    @app.get("/ui", include_in_schema=False)
+    async def browser_home() -> RedirectResponse:
+        return RedirectResponse("/ui/")
+
+    app.mount("/ui", create_ui_app(store, token=token, close_store=False))
 
 
 def _store_route(operation: str, store: SessionBase, timeout: float) -> Any:
