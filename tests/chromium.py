@@ -76,6 +76,8 @@ ERROR_TRAP = (
 
 def script_errors(browser: Any) -> list[str]:
     """Severe console entries (script errors, failed loads) and trapped errors since the last call."""
-    logged = [entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    logged = [
+        entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"
+    ]
     trapped = browser.execute_script("return window.__errors || [];") or []
     return logged + list(trapped)

@@ -25,12 +25,26 @@ __all__ = ["ui"]
     help="Token the page asks for (required off loopback).",
 )
 @click.option(
+    "--user-token",
+    "user_tokens",
+    metavar="USER=TOKEN",
+    multiple=True,
+    help="A token that sees only USER's sessions; repeat for several users.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="warning",
     show_default=True,
 )
-def ui(store_url: str | None, host: str, port: int, token: str | None, log_level: str) -> None:
+def ui(
+    store_url: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    user_tokens: tuple[str, ...],
+    log_level: str,
+) -> None:
     """Browse the store's users, sessions, state, history (with tool calls), summaries,
     usage, snapshots and fork trees in a web page. Nothing is changed.
 
@@ -52,15 +66,25 @@ def ui(store_url: str | None, host: str, port: int, token: str | None, log_level
     from ..settings import Settings
     from ..ui import create_ui_app
 
+    by_token: dict[str, str] = {}
+    for pair in user_tokens:
+        user, equals, secret = pair.partition("=")
+        if not equals or not user or not secret.strip():
+            raise click.BadParameter(
+                f"{pair!r} is not USER=TOKEN, e.g. --user-token alice=s3cret-for-alice.",
+                param_hint="--user-token",
+            )
+        by_token[secret.strip()] = user
     try:
-        check_bind(host, token)
+        check_bind(host, token or next(iter(by_token), None))
         store = resolve_store(store_url, Settings())
+        app = create_ui_app(store, token=token, user_tokens=by_token, close_store=True)
     except PraisonSessionError as exc:
         raise failure(exc) from None
-    app = create_ui_app(store, token=token, close_store=True)
+    guarded = bool(token or by_token)
     click.echo(
         f"praisonsession ui: store {redact_url(store.url)}; "
-        f"token {'required' if token else 'not required (loopback only)'}; "
+        f"token {'required' if guarded else 'not required (loopback only)'}; "
         f"open http://{host}:{port}/",
         err=True,
     )

@@ -1,6 +1,6 @@
 """``create_ui_app``: the session browser as an ASGI app (Starlette), read-only.
 
-``/`` is the page (HTML, CSS and JavaScript shipped in this package: no build step, no CDN);
+``/`` is the page (``/health`` answers without a token) (HTML, CSS and JavaScript shipped in this package: no build step, no CDN);
 ``/api/...`` is the JSON it reads, each route one :class:`~.browse.SessionBrowser` view:
 
 - ``GET /api/me``: who the token is (``{"user": id}`` for a user token, else ``{"user": null}``)
@@ -157,7 +157,11 @@ def create_ui_app(
             if close_store:
                 await store.close()
 
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "server": "praisonsession-ui"})
+
     routes = [
+        Route("/health", health),
         Route("/api/me", api(me)),
         Route("/api/users", api(list_users)),
         Route("/api/sessions", api(sessions)),

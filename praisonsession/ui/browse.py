@@ -111,7 +111,9 @@ class SessionBrowser:
 
 def _page_size(limit: Any) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
-        raise InvalidValueError(f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r}.")
+        raise InvalidValueError(
+            f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r}."
+        )
     return limit
 
 

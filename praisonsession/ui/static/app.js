@@ -19,7 +19,7 @@ function el(tag, attrs, ...children) {
     else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -58,7 +58,7 @@ function table(headers, rows, numeric) {
   const body = rows.map((cells) =>
     el("tr", {}, cells.map((cell, i) =>
       el("td", { class: numeric && numeric[i] ? "num" : null }, cell instanceof Node ? cell : String(cell)))));
-  return el("table", {}, el("thead", {}, head), el("tbody", {}, body));
+  return el("table", {}, headers.some(Boolean) ? el("thead", {}, head) : null, el("tbody", {}, body));
 }
 
 // -- the API ---------------------------------------------------------------------------------
