@@ -75,7 +75,7 @@ ERROR_TRAP = (
 
 
 def script_errors(browser: Any) -> list[str]:
-    """Severe console entries (script errors, failed loads) and trapped errors since the last call."""
+    """Severe console entries (script errors, failed loads) and trapped errors so far."""
     logged = [
         entry["message"] for entry in browser.get_log("browser") if entry["level"] == "SEVERE"
     ]

@@ -1,7 +1,8 @@
 """``create_ui_app``: the session browser as an ASGI app (Starlette), read-only.
 
-``/`` is the page (``/health`` answers without a token) (HTML, CSS and JavaScript shipped in this package: no build step, no CDN);
-``/api/...`` is the JSON it reads, each route one :class:`~.browse.SessionBrowser` view:
+``/`` is the page (HTML, CSS and JavaScript shipped in this package: no build step, no CDN);
+``/health`` answers without a token. ``/api/...`` is the JSON the page reads, each route one
+:class:`~.browse.SessionBrowser` view:
 
 - ``GET /api/me``: who the token is (``{"user": id}`` for a user token, else ``{"user": null}``)
 - ``GET /api/users``, ``GET /api/sessions?user=&q=&after=&limit=``
