@@ -229,9 +229,22 @@ async function treeView(user, current) {
     const label = el("a", { class: "node" + (node.session_id === current ? " current" : ""), href: route("session", user, node.session_id), text: node.session_id });
     return el("li", {}, label, node.children.length ? el("ul", {}, node.children.map(branch)) : null);
   }
+  function holds(node) {
+    const stack = [node];
+    while (stack.length) {
+      const next = stack.pop();
+      if (next.session_id === current) return true;
+      stack.push(...next.children);
+    }
+    return false;
+  }
+  // a session's page shows the tree it belongs to; the user's page shows every tree
+  const mine = current ? tree.filter(holds) : tree;
+  const shown = mine.length ? mine : tree;
   return [
-    el("h1", {}, "Fork tree of ", el("code", { text: user })),
-    tree.length ? el("ul", { class: "tree", id: "tree" }, tree.map(branch)) : el("p", { class: "muted", text: "No sessions." }),
+    el("h1", {}, "Fork tree of ", el("code", { text: current && mine.length ? current : user })),
+    current ? el("div", { class: "toolbar" }, link(`all of ${user}'s sessions as trees`, "tree", user)) : null,
+    shown.length ? el("ul", { class: "tree", id: "tree" }, shown.map(branch)) : el("p", { class: "muted", text: "No sessions." }),
   ];
 }
 
