@@ -95,6 +95,7 @@ def test_navigation_from_users_to_history_page_2_to_the_fork_tree(ui: UIServer, 
     assert [a.text for a in browser.find_elements(By.CSS_SELECTOR, "#tree " + path)] == [
         "trip-porto-budget"
     ]
+    assert "chat-000" not in browser.find_element(By.ID, "tree").text  # only its own tree
     click_link(browser, "trip-porto-budget")
     wait_for(browser, lambda: browser.find_element(By.ID, "session-id").text == "trip-porto-budget")
 

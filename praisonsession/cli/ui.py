@@ -49,8 +49,9 @@ def ui(
     usage, snapshots and fork trees in a web page. Nothing is changed.
 
     \b
-    praisonsession ui --store sqlite://sessions.db
-    then open http://127.0.0.1:8080/
+    Example:
+      praisonsession ui --store sqlite://sessions.db
+      then open http://127.0.0.1:8080/
     """
     try:
         import starlette  # noqa: F401
