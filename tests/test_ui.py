@@ -191,3 +191,37 @@ def test_serve_has_the_browser_behind_its_token(store_url: str) -> None:
             timeout=30,
         )
         assert answer.json()["state"]["city"] == "Lisbon"
+
+
+def test_no_view_reads_a_whole_history_and_usage_counts_as_show_does(store_url: str) -> None:
+    from praisonsession.agents.usage import usage_totals
+    from praisonsession.ui.browse import SessionBrowser
+
+    reads: list[tuple[str, str, int, int | None]] = []
+
+    async def look() -> tuple[dict, dict, dict]:
+        store = resolve_store(store_url, Settings())
+        read = store.read_messages
+
+        async def counted(session_id, user_id, log, start=0, stop=None):  # type: ignore[no-untyped-def]
+            reads.append((session_id, log, start, stop))
+            return await read(session_id, user_id, log, start, stop)
+
+        store.read_messages = counted  # type: ignore[method-assign]
+        try:
+            browser = SessionBrowser(store)
+            overview = await browser.session("alice", LONG)
+            await browser.messages("alice", LONG, HISTORY, start=5000, limit=50)
+            details = await browser.session("alice", "trip-planning")
+            logs = {
+                entry["log"]: await read("trip-planning", "alice", entry["log"])
+                for entry in details["logs"]
+            }
+            return overview, details, logs
+        finally:
+            await store.close()
+
+    overview, details, logs = asyncio.run(look())
+    assert {"log": HISTORY, "messages": 10_000} in overview["logs"]
+    assert [r for r in reads if r[0] == LONG] == [(LONG, HISTORY, 5000, 5050)]
+    assert details["usage"] == usage_totals(logs)

@@ -1,14 +1,15 @@
 """What the session browser reads: read-only views of a store, as JSON-ready dicts.
 
 Every view calls public store operations only (list, read, count, snapshots, tree) and reads
-message logs one page at a time, so a session with 10,000 messages costs one page per request.
+a history one page at a time, never whole: a session with 10,000 messages costs one page per
+request, and its overview reads the logs' lengths, the summaries and the usage records.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..agents.usage import agent_name_of, read_usage
+from ..agents.usage import USAGE_FIELDS, agent_name_of
 from ..errors import InvalidValueError, SessionNotFoundError
 from ..stores.base import SessionBase
 from ..stores.hierarchy import PARENT, TreeNode
@@ -69,10 +70,18 @@ class SessionBrowser:
             return await store.read_messages(session_id, user_id, log)
 
         summaries: dict[str, list[dict[str, Any]]] = {}
-        for log in sorted(contents.logs):
+        usage_logs: dict[str, list[dict[str, Any]]] = {}
+        lengths: dict[str, int] = {}
+        for log, length in sorted(contents.logs.items()):
             named = agent_name_of(log)
-            if named is not None and named[1] == "summaries":
+            if named is None:
+                continue
+            if named[1] == "summaries":
                 summaries[named[0]] = await read(log)
+            elif named[1] == "usage":
+                usage_logs[named[0]] = await read(log)
+            else:  # the history is never read whole here: its length is enough
+                lengths[named[0]] = length
         children = await store.children_of(session_id, user_id)
         snapshots = await store.list_snapshots(session_id, user_id)
         parent = info.metadata.get(PARENT)
@@ -84,7 +93,7 @@ class SessionBrowser:
             "modules": sorted(contents.modules),
             "logs": [{"log": name, "messages": n} for name, n in sorted(contents.logs.items())],
             "summaries": summaries,
-            "usage": await read_usage(contents.logs, read),
+            "usage": _usage(lengths, usage_logs, summaries),
             "snapshots": [snapshot._asdict() for snapshot in snapshots],
         }
 
@@ -107,6 +116,51 @@ class SessionBrowser:
     async def tree(self, user_id: str) -> list[dict[str, Any]]:
         """The user's sessions as a forest: each under the one it was forked from."""
         return [_node(root) for root in await self.store.session_tree(user_id)]
+
+
+def _usage(
+    lengths: dict[str, int],
+    usage_logs: dict[str, list[dict[str, Any]]],
+    summaries: dict[str, list[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Each agent's totals, as ``agents.usage.usage_totals`` counts them, from the usage and
+    summary records and the history's length alone: one usage record per turn, so a long
+    history is not read to count its turns."""
+    fields = ("turns", "requests", "summaries", *USAGE_FIELDS)
+    agents: dict[str, dict[str, int]] = {}
+    for name in sorted(set(lengths) | set(usage_logs) | set(summaries)):
+        length = lengths.get(name, 0)
+        totals = agents[name] = dict.fromkeys(fields, 0)
+        for record in usage_logs.get(name, []):
+            turn = record.get("turn")
+            if isinstance(turn, int) and turn < length:
+                totals["turns"] += 1
+                _add(totals, record, int(record.get("requests", 1) or 1))
+        for record in summaries.get(name, []):
+            covers = record.get("covers")
+            if (
+                record.get("method") == "llm"
+                and isinstance(covers, list)
+                and len(covers) == 2
+                and isinstance(covers[1], int)
+                and covers[1] <= length
+            ):
+                totals["summaries"] += 1
+                _add(totals, record.get("usage"), 1)
+    session = dict.fromkeys(fields, 0)
+    for totals in agents.values():
+        for field, value in totals.items():
+            session[field] += value
+    return {"session": session, "agents": agents}
+
+
+def _add(totals: dict[str, int], usage: Any, requests: int) -> None:
+    totals["requests"] += requests
+    if isinstance(usage, dict):
+        for field in USAGE_FIELDS:
+            value = usage.get(field)
+            if isinstance(value, int) and not isinstance(value, bool):
+                totals[field] += value
 
 
 def _page_size(limit: Any) -> int:
