@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .state import LoadResult, MessageLog, StateModule
     from .stores.json_files import JSONSession
     from .stores.memory import InMemorySession
+    from .stores.postgres import PostgresSession
     from .stores.redis import RedisSession
     from .stores.sqlite import SqliteSession
 
@@ -65,6 +66,7 @@ __all__ = [
     "MessageLog",
     "MissingDependencyError",
     "OperationTimeoutError",
+    "PostgresSession",
     "PraisonSessionError",
     "RedisSession",
     "RemoteAuthError",
@@ -95,7 +97,13 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Store backends and state modules load on first use, so that the import stays fast."""
-    if name in ("InMemorySession", "JSONSession", "RedisSession", "SqliteSession"):
+    if name in (
+        "InMemorySession",
+        "JSONSession",
+        "PostgresSession",
+        "RedisSession",
+        "SqliteSession",
+    ):
         from . import stores
 
         value = getattr(stores, name)

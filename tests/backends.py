@@ -16,15 +16,21 @@ from praisonsession.identifiers import DEFAULT_USER, filename_for
 from praisonsession.stores.base import Key
 
 BACKENDS = ["memory", "json", "sqlite"]  # the facade tests (test_session.py) run on these
-STORE_BACKENDS = [*BACKENDS, "redis"]  # every backend, each with a URL
+STORE_BACKENDS = [*BACKENDS, "redis", "postgres"]  # every backend, each with a URL
 #: The store conformance suites run on every backend, and on a wrapper (``counting_store.py``,
 #: over SQLite) that uses only the public backend protocol.
 CONFORMANCE_BACKENDS = [*STORE_BACKENDS, "wrapped"]
-PERSISTENT = ["json", "sqlite", "redis"]
+PERSISTENT = ["json", "sqlite", "redis", "postgres"]
+SHARED = ["json", "sqlite", "redis", "postgres"]  # stores many processes open by URL
+LEGACY = ["json", "sqlite", "redis"]  # where AgentScope 1.0 kept sessions (it has no PostgreSQL)
+SERVERS = {"redis": "redis_url", "postgres": "postgres_url"}  # the fixture each kind needs
 
 #: The test session's redis-server (``redis://127.0.0.1:PORT/0``), set by the ``redis_url``
 #: fixture in conftest.py before any redis store is made.
 REDIS_URL: str | None = None
+#: The test session's PostgreSQL (``postgresql://postgres@127.0.0.1:PORT/postgres``), set by
+#: the ``postgres_url`` fixture in conftest.py before any postgres store is made.
+POSTGRES_URL: str | None = None
 
 
 def redis_prefix(root: Path) -> str:
@@ -38,6 +44,26 @@ def redis_store_url(root: Path) -> str:
     return f"{REDIS_URL}?key_prefix={redis_prefix(root)}"
 
 
+def postgres_schema(root: Path) -> str:
+    """A schema of its own for every test directory, so tests never see each other."""
+    return "t_" + hashlib.sha1(str(root).encode()).hexdigest()[:16]
+
+
+def postgres_store_url(root: Path) -> str:
+    if POSTGRES_URL is None:
+        raise RuntimeError("no PostgreSQL server: request the postgres_url fixture first")
+    return f"{POSTGRES_URL}?schema={postgres_schema(root)}"
+
+
+def store_url(kind: str, root: Path) -> str:
+    """A URL of a fresh store of a kind that many processes can share, under ``root``."""
+    if kind == "redis":
+        return redis_store_url(root)
+    if kind == "postgres":
+        return postgres_store_url(root)
+    return f"json://{root}/j" if kind == "json" else f"sqlite://{root}/s.db"
+
+
 class RawAccess:
     """Reaches under a store's API to damage or age what it stored, as the world might."""
 
@@ -45,7 +71,12 @@ class RawAccess:
         self.store = store
 
     def corrupt_state(self, session_id: str, user_id: str) -> None:
-        if _is_redis(self.store):
+        if _is_postgres(self.store):
+            self._sql(
+                "UPDATE {s}.ps_state SET value='{{broken' WHERE user_id=%s AND session_id=%s",
+                (user_id, session_id),
+            )
+        elif _is_redis(self.store):
             with self._redis() as client:
                 client.hset(self._redis_keys(session_id, user_id)[1], "a", "{broken")
         elif isinstance(self.store, JSONSession):
@@ -60,7 +91,12 @@ class RawAccess:
             raise AssertionError("an in-memory store holds objects, not bytes")
 
     def set_format(self, session_id: str, user_id: str, found: int) -> None:
-        if _is_redis(self.store):
+        if _is_postgres(self.store):
+            self._sql(
+                "UPDATE {s}.ps_sessions SET format=%s WHERE user_id=%s AND session_id=%s",
+                (found, user_id, session_id),
+            )
+        elif _is_redis(self.store):
             with self._redis() as client:
                 client.hset(self._redis_keys(session_id, user_id)[0], "format", found)
         elif isinstance(self.store, JSONSession):
@@ -108,6 +144,13 @@ class RawAccess:
         return session_id
 
     def raw_bytes(self, session_id: str, user_id: str) -> bytes:
+        if _is_postgres(self.store):
+            rows = self._sql(
+                "SELECT name, convert_to(value, 'UTF8') FROM {s}.ps_state "
+                "WHERE user_id=%s AND session_id=%s ORDER BY name",
+                (user_id, session_id),
+            )
+            return b"".join(name.encode() + b"=" + bytes(value) + b"\n" for name, value in rows)
         if _is_redis(self.store):
             with self._redis() as client:
                 state = client.hgetall(self._redis_keys(session_id, user_id)[1])
@@ -126,6 +169,25 @@ class RawAccess:
             self.store.save_dir if isinstance(self.store, JSONSession) else self.store.path.parent
         )
         return [p for p in root.parent.rglob("*") if p.is_file()]
+
+    def age(self, session_id: str, user_id: str, seconds: float) -> None:
+        """Move a PostgreSQL session's expiry ``seconds`` into the past (as time passing)."""
+        self._sql(
+            "UPDATE {s}.ps_sessions SET expires_at = expires_at - %s "
+            "WHERE user_id=%s AND session_id=%s",
+            (seconds, user_id, session_id),
+        )
+
+    def _sql(self, statement: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement on the store's tables ({s} is its schema), in a connection of
+        its own."""
+        import psycopg
+        from psycopg import sql
+
+        text = sql.SQL(statement).format(s=sql.Identifier(self.store.schema))
+        with psycopg.connect(self.store._connections.conninfo, autocommit=True) as conn:
+            cursor = conn.execute(text, params)
+            return cursor.fetchall() if cursor.description else []
 
     def _doc_path(self, session_id: str, user_id: str) -> Path:
         assert isinstance(self.store, JSONSession)
@@ -163,10 +225,10 @@ def make_store(kind: str, root: Path, **options: Any) -> SessionBase:
         return InMemorySession(**options)
     if kind == "json":
         return JSONSession(root / "json-store", **options)
-    if kind == "redis":
+    if kind in ("redis", "postgres"):
         from praisonsession import open_store
 
-        return open_store(redis_store_url(root), **options)
+        return open_store(store_url(kind, root), **options)
     if kind == "wrapped":
         return CountingStore(SqliteSession(root / "wrapped-store" / "sessions.db", **options))
     return SqliteSession(root / "sqlite-store" / "sessions.db", **options)
@@ -178,9 +240,14 @@ def kind_of(store: SessionBase) -> str:
         "JSONSession": "json",
         "SqliteSession": "sqlite",
         "RedisSession": "redis",
+        "PostgresSession": "postgres",
         "CountingStore": "wrapped",
     }[type(store).__name__]
 
 
 def _is_redis(store: SessionBase) -> bool:
     return type(store).__name__ == "RedisSession"
+
+
+def _is_postgres(store: SessionBase) -> bool:
+    return type(store).__name__ == "PostgresSession"

@@ -13,6 +13,7 @@ import backends
 from backends import CONFORMANCE_BACKENDS, PERSISTENT, RawAccess, make_store
 from chroma_server import chroma_url  # noqa: F401 - shared fixture
 from llm_server import ScriptedChatServer, isolate_llm_env, serving
+from postgres_server import PostgresServer
 from praisonsession import SessionBase, clock, runtime
 from redis_server import RedisServer
 from sessions import open_session  # noqa: F401 - shared fixture
@@ -39,9 +40,31 @@ def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server (127.0.0.1, free port, temporary directory, run as ``nobody``
+    when the tests run as root) for the whole test session.
+
+    Started only when a test needs it. Tests share it safely: each store gets a schema of
+    its own (see ``backends.postgres_schema``).
+    """
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """``postgresql://postgres@127.0.0.1:PORT/postgres`` of the test session's server."""
+    backends.POSTGRES_URL = postgres_server.url
+    return postgres_server.url
+
+
 def _open(kind: str, request: pytest.FixtureRequest, root: Path) -> SessionBase:
-    if kind == "redis":
-        request.getfixturevalue("redis_url")
+    if kind in backends.SERVERS:
+        request.getfixturevalue(backends.SERVERS[kind])
     return make_store(kind, root)
 
 
@@ -64,6 +87,14 @@ def persistent_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
 @pytest.fixture
 def raw(persistent_store: SessionBase) -> RawAccess:
     return RawAccess(persistent_store)
+
+
+@pytest.fixture(params=backends.LEGACY)
+def legacy_raw(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RawAccess]:
+    """Raw access to each backend AgentScope 1.0 also wrote sessions to."""
+    store = _open(request.param, request, tmp_path)
+    yield RawAccess(store)
+    runtime.run(store.close())
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from backends import make_store
+from backends import SERVERS, STORE_BACKENDS, make_store
 from praisonsession import (
     AsyncSession,
     ConflictError,
@@ -140,8 +140,8 @@ def stores(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[
     opened: list[SessionBase] = []
 
     def open_(kind: str, **options: Any) -> SessionBase:
-        if kind == "redis":
-            request.getfixturevalue("redis_url")
+        if kind in SERVERS:
+            request.getfixturevalue(SERVERS[kind])
         store = make_store(kind, tmp_path / f"{kind}-{len(opened)}", **options)
         opened.append(store)
         return store
@@ -167,7 +167,7 @@ def test_a_round_trip_through_every_backend_gives_back_identical_content(
     assert [s[3] for s in original["snapshots"]] == [10_001, 5_001]
 
     current = source
-    for hop, kind in enumerate(["sqlite", "redis", "json", "memory"]):
+    for hop, kind in enumerate(["sqlite", "redis", "postgres", "json", "memory"]):
         following = stores(kind)
         if hop % 2 == 0:
             path = tmp_path / f"hop-{hop}.jsonl"
@@ -497,6 +497,6 @@ def test_an_import_slower_than_the_staging_ttl_keeps_every_staged_section(
     assert leftovers(store) == []
 
 
-@pytest.fixture(params=["memory", "json", "sqlite", "redis"])
+@pytest.fixture(params=STORE_BACKENDS)
 def kind(request: pytest.FixtureRequest) -> str:
     return request.param

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from backends import CONFORMANCE_BACKENDS, make_store
+from backends import CONFORMANCE_BACKENDS, SERVERS, make_store
 from praisonsession import (
     AsyncSession,
     InvalidValueError,
@@ -74,8 +74,8 @@ def test_aliases_stay_aliases_in_both() -> None:
 
 @pytest.fixture(params=CONFORMANCE_BACKENDS)
 def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionBase:
-    if request.param == "redis":
-        request.getfixturevalue("redis_url")
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
     store = make_store(request.param, tmp_path)
     yield store
     runtime.run(store.close())

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from backends import CONFORMANCE_BACKENDS, make_store
+from backends import CONFORMANCE_BACKENDS, SERVERS, make_store
 from praisonsession import (
     AsyncSession,
     InvalidIdError,
@@ -421,8 +421,8 @@ def raised_by(call: Callable[[], Any], expected: type[BaseException]) -> BaseExc
 @pytest.fixture(params=CONFORMANCE_BACKENDS)
 def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Session]:
     """A session with state, a number near the float limit, a big int and a message log."""
-    if request.param == "redis":
-        request.getfixturevalue("redis_url")
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
     store = make_store(request.param, tmp_path)
     session = Session("s", "u", store=store, settings={"data_dir": str(tmp_path / "data")})
     session.save_state({"a": 1, "text": "hello", "huge": 1e308, "big": 10**3999, "n": 3})

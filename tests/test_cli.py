@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from backends import redis_store_url
+from backends import postgres_store_url, redis_store_url
 from praisonsession import Session
 from praisonsession.cli import main
 from redis_server import _free_port
@@ -73,10 +73,13 @@ def url_of(kind: str, request: pytest.FixtureRequest, root: Path) -> str:
     if kind == "redis":
         request.getfixturevalue("redis_url")
         return redis_store_url(root / "redis")
+    if kind == "postgres":
+        request.getfixturevalue("postgres_url")
+        return postgres_store_url(root / "postgres")
     return {"sqlite": f"sqlite://{root}/sessions.db", "json": f"json://{root}/json-store"}[kind]
 
 
-@pytest.fixture(params=["sqlite", "json", "redis"])
+@pytest.fixture(params=["sqlite", "json", "redis", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A store URL of each persistent backend in turn."""
     return url_of(request.param, request, tmp_path)
@@ -512,7 +515,8 @@ def test_a_bad_store_url_is_one_line_and_exit_2(command: list[str], tmp_path: Pa
     assert done.returncode == 2 and done.stdout == ""
     assert one_line(done.stderr) == (
         "Error: Unknown store scheme 'bogus' in 'bogus://x'; use one of: memory://, "
-        "json:///path/to/dir, sqlite:///path/to/file.db, redis://host:6379/0."
+        "json:///path/to/dir, sqlite:///path/to/file.db, redis://host:6379/0, "
+        "postgresql://user@host:5432/db."
     )
 
 

@@ -1,9 +1,9 @@
 """Sessions that branch, as a user meets them: ``fork``, snapshots, the tree, erasing a user.
 
-Every test runs on each backend (memory, JSON, SQLite, Redis) through the ``store`` fixture,
-on the public ``Session`` (and ``AsyncSession``) API; the store-level twin of these promises
-is ``test_hierarchy_conformance.py``. Archives are in ``test_archives.py``, kills in
-``test_hierarchy_crashes.py``.
+Every test runs on each backend (memory, JSON, SQLite, Redis, PostgreSQL) through the
+``store`` fixture, on the public ``Session`` (and ``AsyncSession``) API; the store-level twin
+of these promises is ``test_hierarchy_conformance.py``. Archives are in
+``test_archives.py``, kills in ``test_hierarchy_crashes.py``.
 """
 
 from __future__ import annotations

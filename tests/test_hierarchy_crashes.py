@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from backends import redis_prefix
+from backends import SERVERS, SHARED, store_url
 from praisonsession import Session, SessionBase, erase_user, open_store, runtime
 from praisonsession.archive import STAGING_TTL
 from praisonsession.clock import ManualClock
@@ -35,9 +35,11 @@ USER = "crash"
 MESSAGES = 3000  # in the module's log: a copy takes a few milliseconds, long enough to hit
 
 
-@pytest.fixture(params=["json", "sqlite"])
+@pytest.fixture(params=["json", "sqlite", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    return f"json://{tmp_path}/j" if request.param == "json" else f"sqlite://{tmp_path}/s.db"
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
+    return store_url(request.param, tmp_path)
 
 
 @pytest.fixture
@@ -243,11 +245,11 @@ def summary(content: dict[str, Any]) -> dict[str, Any]:
 # -- staging left by a killed export or import ----------------------------------------------
 
 
-@pytest.fixture(params=["json", "sqlite", "redis"])
+@pytest.fixture(params=SHARED)
 def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "redis":
-        return f"{request.getfixturevalue('redis_url')}?key_prefix={redis_prefix(tmp_path)}"
-    return f"json://{tmp_path}/j" if request.param == "json" else f"sqlite://{tmp_path}/s.db"
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
+    return store_url(request.param, tmp_path)
 
 
 def staging(store: SessionBase) -> list[str]:

@@ -22,7 +22,8 @@ from typing import IO
 
 import pytest
 
-from backends import redis_prefix
+from backends import SERVERS, SHARED
+from backends import store_url as shared_store_url
 from praisonsession import Session, open_store, runtime
 from praisonsession.agents.compaction import SUMMARY_PROMPT
 from process_workers import (
@@ -39,15 +40,14 @@ INCREMENTS_PER_PROCESS = 500
 APPENDS_PER_PROCESS = 100
 
 
-@pytest.fixture(params=["json", "sqlite", "redis"])
+@pytest.fixture(params=SHARED)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh store of each shareable kind: ``json://<tmp>/j``, ``sqlite://<tmp>/s.db``, and
-    the test session's redis-server under a key prefix of this test's own."""
-    if request.param == "json":
-        return f"json://{tmp_path}/j"
-    if request.param == "redis":
-        return f"{request.getfixturevalue('redis_url')}?key_prefix={redis_prefix(tmp_path)}"
-    return f"sqlite://{tmp_path}/s.db"
+    """A fresh store of each shareable kind: ``json://<tmp>/j``, ``sqlite://<tmp>/s.db``, the
+    test session's redis-server under a key prefix of this test's own, and its PostgreSQL
+    server under a schema of this test's own."""
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
+    return shared_store_url(request.param, tmp_path)
 
 
 def run_together(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from backends import STORE_BACKENDS, make_store, redis_store_url
+from backends import SERVERS, STORE_BACKENDS, make_store, store_url
 from praisonsession import (
     InMemorySession,
     InvalidIdError,
@@ -27,9 +27,9 @@ from praisonsession.settings import Settings
 
 @pytest.fixture(params=STORE_BACKENDS)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "redis":
-        request.getfixturevalue("redis_url")  # starts the test session's redis-server
-        return redis_store_url(tmp_path)
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])  # starts the test session's server
+        return store_url(request.param, tmp_path)
     return {
         "memory": "memory://",
         "json": f"json://{tmp_path}/json-store",

@@ -515,7 +515,10 @@ def test_a_newer_format_is_refused_with_a_clear_error(raw: RawAccess, run) -> No
         run(raw.store.get_info("s", "u"))
 
 
-def test_an_agentscope_session_is_migrated_on_first_read(raw: RawAccess, run, tmp_path) -> None:
+def test_an_agentscope_session_is_migrated_on_first_read(
+    legacy_raw: RawAccess, run, tmp_path
+) -> None:
+    raw = legacy_raw
     raw.write_agentscope("planning-2025-08-08", {"planner": {"steps": ["plan", "act \ud800"]}})
     migrated = make_store(kind_of(raw.store), tmp_path)  # a store opened after AgentScope's
     planner = Planner()

@@ -24,7 +24,8 @@ store_option = click.option(
     metavar="URL",
     default=None,
     help="Where sessions are kept: sqlite://sessions.db (a relative path; three slashes for "
-    "an absolute one: sqlite:///srv/sessions.db), json://sessions-dir, redis://host:6379/0. "
+    "an absolute one: sqlite:///srv/sessions.db), json://sessions-dir, redis://host:6379/0, "
+    "postgresql://user@host/db. "
     "Default: the store_url setting (PRAISONSESSION_STORE_URL), else SQLite under "
     "./.praisonsession, as Session() uses.",
 )

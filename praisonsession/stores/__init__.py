@@ -19,11 +19,13 @@ from .urls import open_store
 if TYPE_CHECKING:
     from .json_files import JSONSession
     from .memory import InMemorySession
+    from .postgres import PostgresSession
     from .redis import RedisSession
     from .sqlite import SqliteSession
 
 _BACKENDS = {
     "InMemorySession": ".memory",
+    "PostgresSession": ".postgres",
     "JSONSession": ".json_files",
     "RedisSession": ".redis",
     "SqliteSession": ".sqlite",
@@ -36,6 +38,7 @@ __all__ = [
     "JSONSession",
     "Key",
     "LogWrite",
+    "PostgresSession",
     "RedisSession",
     "SessionBase",
     "SessionContents",

@@ -1,7 +1,12 @@
-"""``InMemorySession``: sessions in a dict, for tests and throw-away work. Lost at exit."""
+"""``InMemorySession``: sessions in a dict, for tests and throw-away work. Lost at exit.
+
+Each user's session ids are also kept sorted, so that a page of ``list_sessions`` costs a
+binary search and the page, however many sessions the user has.
+"""
 
 from __future__ import annotations
 
+import bisect
 import threading
 from typing import Any
 
@@ -28,7 +33,21 @@ class InMemorySession(SessionBase):
     def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
         super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         self._docs: dict[Key, SessionDocument] = {}
+        self._ids: dict[str, list[str]] = {}  # each user's session ids, sorted
         self._lock = threading.RLock()
+
+    def _put(self, key: Key, doc: SessionDocument) -> SessionDocument:
+        if key not in self._docs:
+            bisect.insort(self._ids.setdefault(key.user_id, []), key.session_id)
+        self._docs[key] = doc
+        return doc
+
+    def _drop(self, key: Key) -> None:
+        if self._docs.pop(key, None) is not None:
+            ids = self._ids[key.user_id]
+            del ids[bisect.bisect_left(ids, key.session_id)]
+            if not ids:
+                del self._ids[key.user_id]
 
     def _live(self, key: Key, at: float, must_exist: bool = False) -> SessionDocument | None:
         return resolve(self._docs.get(key), key, at, must_exist)
@@ -37,7 +56,7 @@ class InMemorySession(SessionBase):
         """The live document, or a new one in place of a missing or expired one."""
         doc = self._live(key, at, must_exist)
         if doc is None:
-            doc = self._docs[key] = SessionDocument.new(key, self.default_ttl, {}, at)
+            doc = self._put(key, SessionDocument.new(key, self.default_ttl, {}, at))
         doc.touch(at, self.sliding_ttl)
         return doc
 
@@ -46,7 +65,7 @@ class InMemorySession(SessionBase):
             at = now()
             doc = self._live(key, at)
             if doc is None:
-                doc = self._docs[key] = SessionDocument.new(key, self._new_ttl(ttl), metadata, at)
+                doc = self._put(key, SessionDocument.new(key, self._new_ttl(ttl), metadata, at))
             else:
                 doc.merge_metadata(metadata)
                 doc.touch(at, self.sliding_ttl, ttl)
@@ -68,14 +87,16 @@ class InMemorySession(SessionBase):
     async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         with self._lock:
             at = now()
-            infos = [
-                doc.info
-                for key, doc in self._docs.items()
-                if key.user_id == user_id
-                and not doc.info.is_expired(at)
-                and (after is None or key.session_id > after)
-            ]
-        return sorted(infos, key=lambda info: info.session_id)[:limit]
+            ids = self._ids.get(user_id, [])
+            infos: list[SessionInfo] = []
+            start = 0 if after is None else bisect.bisect_right(ids, after)
+            for index in range(start, len(ids)):  # sorted: it stops at the page's end
+                info = self._docs[Key(user_id, ids[index])].info
+                if not info.is_expired(at):
+                    infos.append(info)
+                    if len(infos) == limit:
+                        break
+            return infos
 
     async def list_record_owners(self) -> set[str]:
         with self._lock:
@@ -85,7 +106,7 @@ class InMemorySession(SessionBase):
     async def delete_record(self, key: Key) -> bool:
         with self._lock:
             live = self._live(key, now()) is not None
-            self._docs.pop(key, None)
+            self._drop(key)
             return live
 
     async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
@@ -102,7 +123,7 @@ class InMemorySession(SessionBase):
             at = now()
             gone = [key for key, doc in self._docs.items() if doc.info.is_expired(at)]
             for key in gone:
-                del self._docs[key]
+                self._drop(key)
             return len(gone)
 
     async def read_record_state(
@@ -226,7 +247,7 @@ class InMemorySession(SessionBase):
             info = copied_info(
                 doc.info, target, None if current is None else current.info, metadata, ttl, at
             )
-            self._docs[target] = SessionDocument(info, _copy(doc.state), _copy(doc.modules), logs)
+            self._put(target, SessionDocument(info, _copy(doc.state), _copy(doc.modules), logs))
             return info
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:

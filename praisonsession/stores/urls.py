@@ -20,15 +20,19 @@ SCHEMES = (
     "json:///path/to/dir",
     "sqlite:///path/to/file.db",
     "redis://host:6379/0",
+    "postgresql://user@host:5432/db",
 )
 
 
 def open_store(url: str, **options: Any) -> SessionBase:
-    """A store for ``memory://``, ``json:///dir``, ``sqlite:///file.db`` or ``redis://...``.
+    """A store for ``memory://``, ``json:///dir``, ``sqlite:///file.db``, ``redis://...`` or
+    ``postgresql://...``.
 
     Relative paths are written with two slashes (``sqlite://sessions.db``) and absolute ones
     with three (``sqlite:///tmp/sessions.db``). Redis URLs are
     ``redis://[[user]:password@]host[:port][/db][?key_prefix=app:]`` (``rediss://`` for TLS).
+    PostgreSQL URLs are ``postgresql://[user[:password]@]host[:port]/db[?schema=app]``
+    (``postgres://`` too; other query parameters, such as ``sslmode``, go to libpq).
     Options go to the backend's constructor; the file stores also take some in the URL's query
     (``sqlite:///s.db?durability=power``, see :data:`FILE_OPTIONS`), which win over them.
     """
@@ -61,6 +65,10 @@ def open_store(url: str, **options: Any) -> SessionBase:
         from .redis import RedisSession
 
         return RedisSession.from_url(url, **options)
+    if scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresSession
+
+        return PostgresSession.from_url(url, **options)
     raise InvalidValueError(
         f"Unknown store scheme {scheme!r} in {_shown(url)}; use one of: {', '.join(SCHEMES)}."
     )

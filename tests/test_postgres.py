@@ -1,0 +1,298 @@
+"""What only PostgreSQL has: its URL, its schema (named, quoted, versioned), the two ways a
+call runs (a blocking connection of the caller's thread, or an asyncio pool), and a server
+that is down. Everything shared with the other stores is in the conformance suites, which run
+on PostgreSQL too; every test here uses the test session's real server (``postgres_url``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from backends import postgres_schema
+from praisonsession import (
+    InvalidValueError,
+    MissingDependencyError,
+    PostgresSession,
+    Session,
+    StoreUnavailableError,
+    UnsupportedFormatError,
+    open_store,
+)
+from praisonsession.stores.postgres.url import parse_url
+
+
+def schema_url(postgres_url: str, tmp_path: Path, schema: str | None = None) -> str:
+    return f"{postgres_url}?schema={schema or postgres_schema(tmp_path)}"
+
+
+def query(store: PostgresSession, text: str, params: tuple = ()) -> list[tuple]:
+    """One statement on a connection of its own ({s}: the store's schema, quoted)."""
+    import psycopg
+    from psycopg import sql
+
+    statement = sql.SQL(text).format(s=sql.Identifier(store.schema))
+    with psycopg.connect(store._connections.conninfo, autocommit=True) as conn:
+        cursor = conn.execute(statement, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+# -- URLs -----------------------------------------------------------------------------------
+
+
+def test_urls_give_the_store_its_options_and_libpq_the_rest() -> None:
+    conninfo, options = parse_url(
+        "postgres://app:secret@db.internal:6543/sessions?schema=chat&pool_size=4"
+        "&sslmode=require&connect_timeout=3&durability=power"
+    )
+    assert conninfo == (
+        "postgresql://app:secret@db.internal:6543/sessions?sslmode=require&connect_timeout=3"
+    )
+    assert options == {
+        "schema": "chat",
+        "pool_size": 4,
+        "connect_timeout": 3.0,
+        "durability": "power",
+    }
+    store = open_store("postgresql://app:secret@db.internal/sessions?schema=chat")
+    assert isinstance(store, PostgresSession)
+    assert store.url == "postgresql://app:***@db.internal/sessions?schema=chat"  # no password
+    assert "secret" not in repr(store)
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://h/db?pool_size=many", "pool_size='many' is not valid"),
+        ("postgresql://h/db?pool_size=0", "pool_size must be an int >= 1"),
+        ("postgresql://h:port/db", "invalid port"),
+        ("postgresql://h/db?connect_timeout=soon", "connect_timeout='soon' is not seconds"),
+        ("postgresql://h/db?durability=always", "'process'"),
+        ("postgresql://h/db?schema=" + "x" * 64, "1 to 63 characters"),
+    ],
+)
+def test_a_bad_url_is_refused_before_connecting(url: str, message: str) -> None:
+    with pytest.raises(InvalidValueError, match=message):
+        open_store(url)
+
+
+# -- the schema ------------------------------------------------------------------------------
+
+
+def test_tables_live_in_the_named_schema_whose_name_is_quoted_never_spliced(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    odd = 'Odd "schema"; DROP TABLE x; --'
+    store = open_store(postgres_url, schema=odd)
+    try:
+        assert run(store.increment("s", "u", "n")) == 1
+        tables = query(
+            store,
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+            "ORDER BY table_name",
+            (odd,),
+        )
+        assert [t for (t,) in tables] == [
+            "ps_logs", "ps_messages", "ps_modules", "ps_schema", "ps_sessions", "ps_state",
+        ]  # fmt: skip
+        assert query(store, "SELECT version FROM {s}.ps_schema") == [(1,)]
+        other = open_store(schema_url(postgres_url, tmp_path))
+        assert run(other.get_state("s", "u")) == {}  # another schema, another store
+        run(other.close())
+    finally:
+        query(store, "DROP SCHEMA {s} CASCADE")
+        run(store.close())
+
+
+def test_ids_are_parameters_even_when_they_look_like_sql(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    store = open_store(schema_url(postgres_url, tmp_path))
+    evil = "x'); DELETE FROM ps_state; --"
+    run(store.patch_state("victim", "u", {"keep": 1}))
+    run(store.patch_state(evil, evil, {evil: evil}))
+    assert run(store.get_state(evil, evil)) == {evil: evil}
+    assert run(store.get_state("victim", "u")) == {"keep": 1}
+    run(store.close())
+
+
+def test_a_schema_of_a_newer_version_is_refused_and_left_alone(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    url = schema_url(postgres_url, tmp_path)
+    store = open_store(url)
+    run(store.increment("s", "u", "n"))
+    query(store, "UPDATE {s}.ps_schema SET version = 99")
+    newer = open_store(url)
+    with pytest.raises(UnsupportedFormatError, match="Upgrade praisonsession"):
+        run(newer.get_state("s", "u"))
+    assert query(store, "SELECT version FROM {s}.ps_schema") == [(99,)]
+    run(newer.close())
+    run(store.close())
+
+
+def test_many_stores_creating_one_schema_at_once_create_it_once(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    """The advisory lock: eight threads, each with a store of its own, meet a schema that
+    does not exist yet; every one of them works, and the schema is made once."""
+    url = schema_url(postgres_url, tmp_path)
+    errors: list[BaseException] = []
+    stores = [open_store(url) for _ in range(8)]
+
+    def first_call(store: PostgresSession) -> None:
+        try:
+            run(store.increment("s", "u", "n"), inline=True)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_call, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert run(stores[0].get_value("s", "u", "n")) == 8
+    assert query(stores[0], "SELECT count(*) FROM {s}.ps_schema") == [(1,)]
+    for store in stores:
+        run(store.close(), inline=True)
+
+
+# -- the two ways a call runs ----------------------------------------------------------------
+
+
+def test_a_sync_session_runs_inline_on_a_connection_of_its_thread_and_async_code_on_a_pool(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    url = schema_url(postgres_url, tmp_path)
+    with Session("chat", "ada", store=url) as session:
+        store = session.store
+        assert isinstance(store, PostgresSession) and store.runs_inline
+        for _ in range(5):
+            session.increment_state("turns")
+        session.append_messages("log", [{"role": "user", "content": "hi"}])
+        inline = store._connections._local.conn
+        assert inline is not None and not inline.closed  # this thread's own connection
+        assert store._connections._pools == {}  # no event loop was needed
+
+        async def from_async_code() -> tuple[int, list]:
+            value = await store.increment("chat", "ada", "turns")
+            return value, await store.read_messages("chat", "ada", "log")
+
+        value, messages = asyncio.run(from_async_code())  # a loop: the pool of that loop
+        assert (value, messages) == (6, [{"role": "user", "content": "hi"}])
+        assert session.get_state("turns") == 6  # and back inline, seeing the same rows
+
+
+def test_an_increment_by_another_writer_in_between_is_counted(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    """Two stores on one session take turns: each one's remembered value goes stale, and the
+    server's compare (on the session's version, then on the value) catches it every time."""
+    url = schema_url(postgres_url, tmp_path)
+    first, second = open_store(url), open_store(url)
+    values = []
+    for i in range(20):
+        store = first if i % 3 else second
+        values.append(run(store.increment("s", "u", "n", 2), inline=True))
+        if i == 10:
+            run(second.patch_state("s", "u", {"other": True}), inline=True)
+    assert values == list(range(2, 42, 2))
+    run(first.patch_state("s", "u", {"n": "text"}), inline=True)
+    with pytest.raises(InvalidValueError, match="not a number"):
+        run(second.increment("s", "u", "n"), inline=True)
+    run(first.delete_session("s", "u"), inline=True)
+    assert run(second.increment("s", "u", "n"), inline=True) == 1  # a new session, from 0
+    for store in (first, second):
+        run(store.close(), inline=True)
+
+
+# -- a server that is not there ----------------------------------------------------------
+
+
+def test_a_server_that_is_down_raises_a_typed_error_within_connect_timeout() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens there once the socket closes
+    store = open_store(f"postgresql://app:hunter2@127.0.0.1:{port}/db?connect_timeout=1")
+    started = time.monotonic()
+    with (
+        pytest.raises(StoreUnavailableError, match="Cannot reach PostgreSQL") as caught,
+        Session("s", store=store) as session,
+    ):
+        session.get_state("a")
+    assert time.monotonic() - started < 10
+    assert "hunter2" not in str(caught.value)
+
+
+def test_durability_power_warns_when_the_server_does_not_fsync(
+    postgres_url: str, tmp_path: Path, run, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(schema_url(postgres_url, tmp_path) + "&durability=power")
+    assert store.durability == "power"
+    with caplog.at_level(logging.WARNING, logger="praisonsession"):
+        run(store.increment("s", "u", "n"))
+    fsync = query(store, "SELECT current_setting('fsync')")[0][0]
+    warned = [r for r in caplog.records if "fsync" in r.getMessage()]
+    assert len(warned) == (1 if fsync != "on" else 0)
+    run(store.close())
+
+
+# -- installation -----------------------------------------------------------------------------
+
+
+def test_import_praisonsession_does_not_import_psycopg() -> None:
+    code = (
+        "import sys, praisonsession\n"
+        "from praisonsession import PostgresSession\n"
+        "assert 'psycopg' not in sys.modules, 'psycopg imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from praisonsession.stores.postgres import store
+
+    monkeypatch.setattr(store._Errors, "races", ())  # as in a process that made no store yet
+    for name in ("psycopg", "psycopg_pool", "psycopg.errors"):
+        monkeypatch.setitem(sys.modules, name, None)  # what an environment without it gives
+    with pytest.raises(MissingDependencyError, match=r"praisonsession\[postgres\]"):
+        PostgresSession("postgresql://127.0.0.1/db")
+
+
+def test_a_lock_wait_bounded_on_the_server_fails_typed_and_applies_nothing(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    import psycopg
+
+    url = schema_url(postgres_url, tmp_path)
+    store = open_store(url)
+    run(store.increment("s", "u", "n"), inline=True)
+    impatient = open_store(url + "&options=-c%20lock_timeout%3D200ms")
+    with psycopg.connect(store._connections.conninfo) as holder:  # a transaction left open
+        holder.execute(
+            f'SELECT 1 FROM "{store.schema}".ps_sessions WHERE session_id = %s FOR UPDATE', ("s",)
+        )
+        with pytest.raises(StoreUnavailableError, match="nothing of the call was applied"):
+            run(impatient.increment("s", "u", "n"), inline=True)
+        holder.rollback()
+    assert run(store.get_value("s", "u", "n"), inline=True) == 1
+    for opened in (store, impatient):
+        run(opened.close(), inline=True)
+
+
+def test_a_server_that_refuses_the_connection_is_reported_at_once(postgres_url: str, run) -> None:
+    store = open_store(postgres_url.rsplit("/", 1)[0] + "/no_such_database")
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match=r"refused the connection.*no_such_database"):
+        run(store.get_state("s", "u"), inline=True)
+    assert time.monotonic() - started < 5  # not retried as if the server were away
+    run(store.close(), inline=True)
