@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 import requests
-from ui_seed import HISTORY, LONG, NASTY_ID, seed_store
-from ui_server import UIServer
 
 from praisonsession.session_options import resolve_store
 from praisonsession.settings import Settings
 from remote_server import SessionServer
+from ui_seed import HISTORY, LONG, NASTY_ID, seed_store
+from ui_server import UIServer
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,10 +10,11 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from chromium import ERROR_TRAP, chromium, script_errors
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
+
+from chromium import ERROR_TRAP, chromium, script_errors
 from test_ui import ADMIN, seeded
 from ui_seed import HISTORY, LONG, NASTY_ID
 from ui_server import UIServer
