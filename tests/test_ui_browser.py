@@ -15,6 +15,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from chromium import ERROR_TRAP, chromium, script_errors
+from remote_server import SessionServer
 from test_ui import ADMIN, seeded
 from ui_seed import HISTORY, LONG, NASTY_ID
 from ui_server import UIServer
@@ -154,13 +155,21 @@ def test_ids_and_messages_are_shown_as_text_never_run(ui: UIServer, browser: Any
     assert browser.find_elements(By.CSS_SELECTOR, "main img, main script, main b") == []
 
 
-def test_a_guarded_browser_asks_for_the_token(ui: UIServer, browser: Any):
-    with UIServer(ui.store_url, token=ADMIN) as guarded:
-        browser.get(guarded.page_url)
+@pytest.mark.parametrize("where", ["ui", "serve"])
+def test_a_guarded_browser_asks_for_the_token(ui: UIServer, browser: Any, where: str):
+    if where == "ui":
+        guarded, page = UIServer(ui.store_url, token=ADMIN), "/"
+    else:  # the same page on the session server, at /ui/
+        guarded, page = SessionServer(ui.store_url, token=ADMIN), "/ui"
+    with guarded:
+        browser.get(guarded.base_url + page)
         box = wait_for(browser, lambda: browser.find_element(By.ID, "token"))
         assert heading(browser) == "Token needed"
         box.send_keys(ADMIN)
         box.submit()
         wait_for(browser, lambda: heading(browser) == "Users")
         assert browser.find_element(By.ID, "users").text.split() == ["alice", "bob"]
+        click_link(browser, "bob")
+        click_link(browser, "support")
+        wait_for(browser, lambda: browser.find_element(By.ID, "session-id").text == "support")
     script_errors(browser)  # the first 401 is logged as a failed load, by design
