@@ -88,6 +88,9 @@ def test_sessions_page_by_page_and_search(ui: UIServer) -> None:
     ]
     assert found["next"] is None
     assert [row["forked"] for row in found["sessions"]] == [True, False, True, True]
+    titled = get(ui, "/api/sessions", user="alice", q="to lisbon").json()["sessions"]
+    assert "trip-planning" in [row["session_id"] for row in titled]
+    assert all(row["title"] == "Trip to Lisbon" for row in titled)
 
 
 def test_a_sessions_state_summaries_usage_and_snapshots(ui: UIServer) -> None:

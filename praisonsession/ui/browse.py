@@ -7,6 +7,7 @@ request, and its overview reads the logs' lengths, the summaries and the usage r
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..agents.usage import USAGE_FIELDS, agent_name_of
@@ -34,8 +35,9 @@ class SessionBrowser:
     async def sessions(
         self, user_id: str, *, search: str = "", after: str | None = None, limit: int = 50
     ) -> dict[str, Any]:
-        """One page of the user's sessions whose id contains ``search`` (case-insensitive),
-        ordered by id; ``next`` is the cursor of the following page (None at the end)."""
+        """One page of the user's sessions whose id or metadata (a title, say) contains
+        ``search`` (case-insensitive), ordered by id; ``next`` is the cursor of the
+        following page (None at the end)."""
         limit = _page_size(limit)
         needle = search.casefold()
         found: list[dict[str, Any]] = []
@@ -46,7 +48,7 @@ class SessionBrowser:
             scanned += len(page)
             for info in page:
                 cursor = info.session_id
-                if needle in info.session_id.casefold():
+                if needle in info.session_id.casefold() or _in_metadata(needle, info):
                     found.append(_session_row(info))
                     if len(found) == limit:
                         return {"sessions": found, "next": cursor}
@@ -171,6 +173,11 @@ def _page_size(limit: Any) -> int:
     return limit
 
 
+def _in_metadata(needle: str, info: Any) -> bool:
+    metadata = {name: value for name, value in info.metadata.items() if name != PARENT}
+    return bool(metadata) and needle in json.dumps(metadata, ensure_ascii=False).casefold()
+
+
 def _session_row(info: Any) -> dict[str, Any]:
     return {
         "session_id": info.session_id,
@@ -178,6 +185,7 @@ def _session_row(info: Any) -> dict[str, Any]:
         "created_at": info.created_at,
         "version": info.version,
         "forked": PARENT in info.metadata,
+        "title": title if isinstance(title := info.metadata.get("title"), str) else None,
     }
 
 

@@ -111,13 +111,14 @@ async function usersView() {
 async function userView(user, search, after) {
   setCrumbs(link(user, "user", user));
   const page = await api("sessions", { user, q: search, after, limit: PAGE });
-  const box = el("input", { type: "search", id: "search", placeholder: "search session ids", value: search || "" });
+  const box = el("input", { type: "search", id: "search", placeholder: "search ids and titles", value: search || "" });
   const form = el("form", {
     class: "toolbar",
     onsubmit: (event) => { event.preventDefault(); location.hash = route("user", user, box.value.trim()); },
   }, box, el("button", { type: "submit", text: "Search" }), link("fork tree", "tree", user));
   const rows = page.sessions.map((s) =>
     el("li", {}, link(s.session_id, "session", user, s.session_id),
+      s.title ? el("span", { class: "title", text: s.title }) : null,
       el("span", { class: "muted", text: (s.forked ? "fork · " : "") + "updated " + when(s.updated_at) })));
   const pager = el("div", { class: "toolbar" },
     after ? el("button", { id: "first-page", onclick: () => { location.hash = route("user", user, search || ""); }, text: "« first" }) : null,
