@@ -25,7 +25,7 @@ from ui_server import UIServer  # noqa: E402
 OUT = TESTS.parent / "docs" / "pages" / "images"
 HISTORY_PATH = quote(HISTORY, safe="")
 SHOTS = {
-    "ui-sessions.png": "#/user/alice",
+    "ui-sessions.png": "#/user/alice/trip",
     "ui-session.png": "#/session/alice/trip-planning",
     "ui-history.png": f"#/log/alice/trip-planning/{HISTORY_PATH}/1",
     "ui-long-history.png": f"#/log/alice/{LONG}/{HISTORY_PATH}/137",

@@ -118,7 +118,7 @@ async function userView(user, search, after) {
   }, box, el("button", { type: "submit", text: "Search" }), link("fork tree", "tree", user));
   const rows = page.sessions.map((s) =>
     el("li", {}, link(s.session_id, "session", user, s.session_id),
-      s.title ? el("span", { class: "title", text: s.title }) : null,
+      el("span", { class: "title", text: s.title || "" }),
       el("span", { class: "muted", text: (s.forked ? "fork · " : "") + "updated " + when(s.updated_at) })));
   const pager = el("div", { class: "toolbar" },
     after ? el("button", { id: "first-page", onclick: () => { location.hash = route("user", user, search || ""); }, text: "« first" }) : null,
