@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_limits.py
 	$(PY) benchmarks/bench_remote.py
 	$(PY) benchmarks/bench_hierarchy.py
+	$(PY) benchmarks/bench_agentscope_agents.py
 	$(PY) benchmarks/bench_long_conversations.py
 
 docs: $(STAMP)

@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/check_agentscope_interop.py
 
-Needs AgentScope in its own virtualenv (``/tmp/as1`` or ``$AGENTSCOPE_PYTHON``; see
+Needs AgentScope: the ``interop`` extra installs it beside praisonsession (``make test``);
+else its own virtualenv (``/tmp/as1`` or ``$AGENTSCOPE_PYTHON``; see
 ``benchmarks/README.md``). Both directions use the bound API of AgentScope's tutorial on our
 side (``JSONSession(session_id, save_dir)``, ``save_path``) and AgentScope 1.0's own
 ``JSONSession(save_dir)`` on theirs. Prints what each side read and exits non-zero on a
@@ -12,6 +13,7 @@ mismatch.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import subprocess
@@ -22,7 +24,10 @@ from pathlib import Path
 from praisonsession import JSONSession, StateModule
 
 PEER = Path(__file__).resolve().parent / "peers" / "agentscope_file_interop.py"
-PYTHON = os.environ.get("AGENTSCOPE_PYTHON", "/tmp/as1/bin/python")
+# the interop extra installs it here; otherwise its own virtualenv
+PYTHON = os.environ.get("AGENTSCOPE_PYTHON") or (
+    sys.executable if importlib.util.find_spec("agentscope") else "/tmp/as1/bin/python"
+)
 
 
 class Memory(StateModule):

@@ -3,8 +3,9 @@ against PraisonAI's own ``Agent.launch`` server, run against the real PraisonAI.
 
     .venv/bin/python benchmarks/check_praisonai_remote_interop.py
 
-Needs PraisonAI in its own virtualenv (``/tmp/praison`` or ``$PRAISONAI_PYTHON``, with
-fastapi and uvicorn for its server; see ``benchmarks/README.md``). The LLM is the scripted
+Needs PraisonAI: the ``interop`` extra installs it beside praisonsession (``make test``);
+else its own virtualenv (``/tmp/praison`` or ``$PRAISONAI_PYTHON``, with fastapi and uvicorn
+for its server; see ``benchmarks/README.md``). The LLM is the scripted
 server on 127.0.0.1; it answers with every user message it was sent, so a reply shows which
 conversation the agent saw. Conversation: alice says her name, bob says his, alice asks hers.
 
@@ -18,6 +19,7 @@ Prints what each side saw and exits non-zero if (1) or (2) does not hold.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -38,7 +40,10 @@ from praisonsession.llm.local_server import ScriptedChatServer  # noqa: E402
 from remote_server import SessionServer, free_port  # noqa: E402
 
 PEER = HERE / "peers" / "praisonai_remote.py"
-PYTHON = os.environ.get("PRAISONAI_PYTHON", "/tmp/praison/bin/python")
+# the interop extra installs it here; otherwise its own virtualenv
+PYTHON = os.environ.get("PRAISONAI_PYTHON") or (
+    sys.executable if importlib.util.find_spec("praisonaiagents") else "/tmp/praison/bin/python"
+)
 TURNS = [
     ["alice", "My name is Ada"],
     ["bob", "My name is Bob"],

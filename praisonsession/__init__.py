@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 from .async_session import AsyncSession
 from .errors import (
+    AgentURLError,
     AmbiguousLegacyDataError,
     ConflictError,
+    DecryptionError,
     EmbedderMismatchError,
     InvalidIdError,
     InvalidSettingError,
@@ -42,6 +44,7 @@ from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 if TYPE_CHECKING:
     from .erasure import ErasureReport, aerase_user, erase_user
     from .state import LoadResult, MessageLog, StateModule
+    from .stores.encrypted import EncryptedStore
     from .stores.json_files import JSONSession
     from .stores.memory import InMemorySession
     from .stores.postgres import PostgresSession
@@ -51,10 +54,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FORMAT_VERSION",
+    "AgentURLError",
     "AmbiguousLegacyDataError",
     "AsyncSession",
     "ConflictError",
+    "DecryptionError",
     "EmbedderMismatchError",
+    "EncryptedStore",
     "ErasureReport",
     "InMemorySession",
     "InvalidIdError",
@@ -95,15 +101,19 @@ __all__ = [
 ]
 
 
+_STORES = (
+    "EncryptedStore",
+    "InMemorySession",
+    "JSONSession",
+    "PostgresSession",
+    "RedisSession",
+    "SqliteSession",
+)
+
+
 def __getattr__(name: str) -> Any:
     """Store backends and state modules load on first use, so that the import stays fast."""
-    if name in (
-        "InMemorySession",
-        "JSONSession",
-        "PostgresSession",
-        "RedisSession",
-        "SqliteSession",
-    ):
+    if name in _STORES:
         from . import stores
 
         value = getattr(stores, name)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from .recall import Recall
     from .remote.client import RemoteClient
     from .settings import Settings
-    from .state.module import StateModule
+    from .state.protocol import Stateful
 
 __all__ = ["MEMORY_TYPES", "AsyncSession"]
 
@@ -171,15 +171,23 @@ class AsyncSession(SessionTree):
 
     @property
     def memory(self) -> AsyncMemoryView:
-        """PraisonAI's ``session.memory``: ``await session.memory.search_long_term(...)``."""
+        """PraisonAI's ``session.memory``: ``await session.memory.search_long_term(...)``.
+
+        On a remote session it raises RemoteModeError (a ValueError) at once, as PraisonAI's
+        does: memory lives with the agent on the server."""
         from .praisonai_views import AsyncMemoryView
+
+        self._local_only("session.memory")
 
         return AsyncMemoryView(self)
 
     @property
     def knowledge(self) -> AsyncKnowledgeView:
-        """PraisonAI's ``session.knowledge``: ``await session.knowledge.search(...)``."""
+        """PraisonAI's ``session.knowledge``: ``await session.knowledge.search(...)``;
+        RemoteModeError at once on a remote session."""
         from .praisonai_views import AsyncKnowledgeView
+
+        self._local_only("session.knowledge")
 
         return AsyncKnowledgeView(self)
 
@@ -308,8 +316,9 @@ class AsyncSession(SessionTree):
 
     # -- your own state modules -----------------------------------------------------------
 
-    async def save_modules(self, **modules: StateModule) -> None:
-        """Persist StateModules (agents, memories, your classes) with this session.
+    async def save_modules(self, **modules: Stateful) -> None:
+        """Persist state modules with this session: ours, AgentScope's agents, memories and
+        toolkits, or any object with ``state_dict()`` and ``load_state_dict()``.
 
         Message logs inside them are appended to, not rewritten, when only appended to.
         """
@@ -318,7 +327,7 @@ class AsyncSession(SessionTree):
             self._store.save_session_state(self._session_id, self._user_id, **modules),
         )
 
-    async def load_modules(self, **modules: StateModule) -> None:
+    async def load_modules(self, **modules: Stateful) -> None:
         """Load StateModules saved under the same names; names never saved are left as they are."""
         await self._call(
             "load_modules",
@@ -327,7 +336,7 @@ class AsyncSession(SessionTree):
             ),
         )
 
-    async def refresh_modules(self, **modules: StateModule) -> int:
+    async def refresh_modules(self, **modules: Stateful) -> int:
         """Take into the modules' message logs the messages other processes appended since they
         were saved or loaded here; returns how many came in."""
         return await self._call(
@@ -438,7 +447,7 @@ class AsyncSession(SessionTree):
         ``"long"`` memories belong to the user and are found from any of their sessions;
         ``"short"`` ones are this session's notes, kept (and expiring) with the session.
         """
-        self._local_only("add_memory")
+        self._local_only("add_memory()")
         text = _check_text(text, "text")
         memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
         return await self._recalling(
@@ -474,7 +483,7 @@ class AsyncSession(SessionTree):
 
         ``memory_type`` is ``"long"``, ``"short"`` or ``"all"`` (both, best first).
         """
-        self._local_only("search_memory")
+        self._local_only("search_memory()")
         query = _check_text(query, "query")
         memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
         limit = _check_limit(limit)
@@ -487,7 +496,7 @@ class AsyncSession(SessionTree):
 
         Long-term memories other sessions of the user added are kept. Returns how many went.
         """
-        self._local_only("clear_memory")
+        self._local_only("clear_memory()")
         memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
         return await self._recalling(
             "clear_memory", lambda recall: recall.clear_memory(memory_type)
@@ -499,7 +508,7 @@ class AsyncSession(SessionTree):
         Content already held is skipped; long additions show a progress bar. Not bounded by
         ``timeout`` as a whole (a large folder takes minutes); each URL fetch is.
         """
-        self._local_only("add_knowledge")
+        self._local_only("add_knowledge()")
         if isinstance(source, os.PathLike):
             source = Path(source)
         if not self._opened:
@@ -508,7 +517,7 @@ class AsyncSession(SessionTree):
 
     async def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
         """Knowledge chunks closest to ``query``: dicts with id, text, score, metadata, source."""
-        self._local_only("search_knowledge")
+        self._local_only("search_knowledge()")
         query = _check_text(query, "query")
         limit = _check_limit(limit)
         return await self._recalling(
@@ -518,7 +527,7 @@ class AsyncSession(SessionTree):
     async def get_context(self, query: str, max_items: int = 3) -> str:
         """Prompt context for ``query``: this session's notes, long-term memory and knowledge,
         labelled by section, within ``memory_config["context_chars"]`` (4000) characters."""
-        self._local_only("get_context")
+        self._local_only("get_context()")
         query = _check_text(query, "query")
         max_items = _check_limit(max_items)
         return await self._recalling(
@@ -614,7 +623,7 @@ class AsyncSession(SessionTree):
     def _local_only(self, what: str) -> None:
         if self._remote is not None:
             raise RemoteModeError(
-                f"{what}() is not available on a remote session: memory and knowledge live "
+                f"{what} is not available on a remote session: memory and knowledge live "
                 f"with the agent on the session server at {self._remote.shown_url}. Run it "
                 "there (in the agent factory given to praisonsession serve --agent, or in a "
                 "local Session on the server's store)."

@@ -67,7 +67,7 @@ async def _erase_vectors(user: str, session_ids: list[str], settings: Settings) 
     if not settings.vector_store_url and not Path(location).is_dir():
         return 0  # memory and knowledge were never used here
     from .execution import offload
-    from .vectors import chroma_client, collection_name, erase_owner
+    from .vectors import chroma_client, collection_name, erase_owner, scrub_embedded
 
     namespace = settings.vector_namespace
     names = [
@@ -76,4 +76,7 @@ async def _erase_vectors(user: str, session_ids: list[str], settings: Settings) 
         *(collection_name(namespace, "knowledge", "session", user, s) for s in session_ids),
     ]
     client = await offload(chroma_client, location)
-    return await offload(erase_owner, client, namespace, user, names)
+    removed = await offload(erase_owner, client, namespace, user, names)
+    if not settings.vector_store_url:  # a server's files are its operator's to vacuum
+        await offload(scrub_embedded, Path(location))
+    return removed

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "AgentURLError",
     "AmbiguousLegacyDataError",
     "ConflictError",
+    "DecryptionError",
     "EmbedderMismatchError",
     "InvalidIdError",
     "InvalidSettingError",
@@ -99,6 +101,19 @@ class SessionCorruptedError(PraisonSessionError):
             f"Stored data is corrupt: {what}"
             + (f" ({detail})" if detail else "")
             + ". Nothing was overwritten; restore it from a backup or delete the session."
+        )
+
+
+class DecryptionError(SessionCorruptedError):
+    """An encrypted store found a value it cannot open: not encrypted at all (plaintext is
+    refused, never trusted), altered, moved from elsewhere, or sealed with another key."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        PraisonSessionError.__init__(
+            self,
+            f"Cannot decrypt {what}: {detail}. Nothing was changed. Check encryption_key (a "
+            "rotated key needs `praisonsession rekey`), or restore the data from a backup.",
         )
 
 
@@ -195,6 +210,15 @@ class RemoteConnectionError(RemoteError, ConnectionError):
     """A session server could not be reached, or gave no answer within ``timeout``.
 
     Subclasses ``ConnectionError``, which is what PraisonAI's remote ``Session`` raises.
+    """
+
+
+class AgentURLError(RemoteConnectionError, InvalidValueError):
+    """``agent_url`` cannot name a session server (``mock://agent``, no host, a bad port).
+
+    A ``ConnectionError``, which is what PraisonAI's ``Session(agent_url=...)`` raises for such
+    a URL (it cannot connect to it), and an ``InvalidValueError`` (``ValueError``), which is
+    what it is.
     """
 
 

@@ -144,6 +144,18 @@ def loads(text: str | bytes, what: str) -> JSONValue:
     ):  # a counter's value: read as json reads it, sooner
         return int(text)
     try:
-        return json.loads(text)
+        return decode(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise SessionCorruptedError(what, f"{type(exc).__name__}: {exc}") from None
+
+
+def decode(text: str | bytes, **options: Any) -> JSONValue:
+    """``json.loads``, with brackets nested too deep for Python (``[[[[...``, 100,000 deep)
+    refused as a ``ValueError`` like any other bad JSON instead of a ``RecursionError``."""
+    try:
+        return json.loads(text, **options)
+    except RecursionError:
+        raise ValueError(
+            "it nests brackets deeper than can be read (a JSON value of ours is at most "
+            f"{_MAX_DEPTH} levels deep)"
+        ) from None

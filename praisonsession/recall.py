@@ -119,6 +119,12 @@ class Recall:
             timeout=settings.timeout,
             progress=bool(knowledge_config.get("progress", True)),
         )
+        key = settings.resolved_encryption_key()
+        if key is not None:  # the texts Chroma keeps are sealed too; vectors stay searchable
+            from .sealing import TextSealer, load_key
+
+            sealer = TextSealer(load_key(key))
+            self.long.index.sealer = self.knowledge.index.sealer = sealer
         self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).

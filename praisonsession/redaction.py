@@ -9,52 +9,53 @@ for URLs inside free text, such as the message of an exception raised by another
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
-__all__ = ["redact_text", "redact_url"]
+from .errors import InvalidValueError
+
+__all__ = ["clean_secret", "is_secret_parameter", "redact_text", "redact_url"]
 
 MASK = "***"
-#: Query parameters whose values are secrets wherever they appear.
-SECRET_PARAMETERS = frozenset(
-    {
-        "api_key",
-        "apikey",
-        "key",
-        "token",
-        "access_token",
-        "auth",
-        "password",
-        "passwd",
-        "pwd",
-        "secret",
-        "sig",
-        "signature",
-    }
+#: A query parameter whose name holds one of these words carries a secret, whatever the rest of
+#: its name says (``auth_token``, ``client_secret``, ``x-api-key``, ``X-Amz-Signature``...).
+#: Masking a harmless parameter by mistake costs a reader little; printing a secret costs much.
+_SECRET_NAME = re.compile(
+    r"token|key|secret|passw|pwd|auth|signature|signed|credential|cookie|session|jwt|bearer|private"
+    r"|(?:^|[-_.])sig(?:$|[-_.])",
+    re.IGNORECASE,
 )
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
+#: A URL in free text; punctuation that ends a sentence is not part of it.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]*[^\s'\"<>.,;:!?)\]]")
+
+
+def is_secret_parameter(name: str) -> bool:
+    """Whether a query parameter named ``name`` holds a secret."""
+    return _SECRET_NAME.search(name) is not None
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password and secret query values replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return _redact_userinfo(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
+    """``url`` with its password and secret query values replaced by ``***``.
+
+    Everything else is kept as written, its slashes included (``sqlite:///x.db?token=***``).
+    """
+    scheme, found, rest = url.partition("://")
+    if not found:
+        scheme, rest = "", url  # "user:password@host", a URL without its scheme
+    authority, tail = _split_authority(rest)
+    if "@" in authority:
+        userinfo, _, host = authority.rpartition("@")
         user, has_password, _ = userinfo.partition(":")
-        netloc = f"{user}:{MASK}@{host}" if has_password else f"{user}@{host}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(name.lower() in SECRET_PARAMETERS for name, _ in pairs):
-            query = urlencode(
-                [(n, MASK if n.lower() in SECRET_PARAMETERS else v) for n, v in pairs], safe="*:"
-            )
-    if netloc == parts.netloc and query == parts.query:
-        return url  # nothing secret; rebuilding would turn sqlite:///x into sqlite:/x
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        authority = f"{user}:{MASK}@{host}" if has_password else f"{user}@{host}"
+    before, question, query = tail.partition("?")
+    if question:
+        query, hash_, fragment = query.partition("#")
+        pairs = [part.partition("=") for part in query.split("&")]
+        query = "&".join(
+            f"{name}{eq}{MASK}" if eq and is_secret_parameter(unquote(name)) else f"{name}{eq}{v}"
+            for name, eq, v in pairs
+        )
+        tail = f"{before}?{query}{hash_}{fragment}"
+    return f"{scheme}{found}{authority}{tail}"
 
 
 def redact_text(text: str, *secrets: str | None) -> str:
@@ -67,6 +68,27 @@ def redact_text(text: str, *secrets: str | None) -> str:
     return text
 
 
-def _redact_userinfo(url: str) -> str:
-    """Fallback for text that is not a well-formed URL: mask what follows ``user:``."""
-    return re.sub(r"(//[^/@:\s]*:)[^@/\s]*@", rf"\1{MASK}@", url)
+def _split_authority(rest: str) -> tuple[str, str]:
+    """``[userinfo@]host[:port]``, and what follows it (path, query, fragment)."""
+    for index, char in enumerate(rest):
+        if char in "/?#":
+            return rest[:index], rest[index:]
+    return rest, ""
+
+
+def clean_secret(secret: str, what: str) -> str:
+    """An API key or token ready for an HTTP header: the whitespace around it dropped (a key
+    read from a file ends with a newline), and refused, without being shown, when a character
+    in it cannot go in a header. Left alone, either would fail deep in the HTTP library with
+    an error whose text holds the whole key."""
+    cleaned = secret.strip()
+    if not cleaned:
+        raise InvalidValueError(f"{what} is empty; pass the key itself, not a blank line.")
+    for position, char in enumerate(cleaned, 1):
+        if not " " <= char <= "~":
+            raise InvalidValueError(
+                f"{what} has a character that cannot be sent in an HTTP header at position "
+                f"{position} of {len(cleaned)} (U+{ord(char):04X}); keys and tokens are plain "
+                "ASCII. Check that it was copied whole and from the right place."
+            )
+    return cleaned

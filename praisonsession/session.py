@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .llm import LLMConfig
     from .praisonai_views import KnowledgeView, MemoryView
     from .settings import Settings
-    from .state.module import StateModule
+    from .state.protocol import Stateful
     from .stores.hierarchy import SnapshotInfo, TreeNode
 
 __all__ = ["Session"]
@@ -140,15 +140,23 @@ class Session:
 
     @property
     def memory(self) -> MemoryView:
-        """PraisonAI's ``session.memory``: ``session.memory.search_long_term("tea")``."""
+        """PraisonAI's ``session.memory``: ``session.memory.search_long_term("tea")``.
+
+        On a remote session it raises RemoteModeError (a ValueError) at once, as PraisonAI's
+        does: memory lives with the agent on the server."""
         from .praisonai_views import MemoryView
+
+        self._core._local_only("session.memory")
 
         return MemoryView(self)
 
     @property
     def knowledge(self) -> KnowledgeView:
-        """PraisonAI's ``session.knowledge``: ``session.knowledge.search("office hours")``."""
+        """PraisonAI's ``session.knowledge``: ``session.knowledge.search("office hours")``;
+        RemoteModeError at once on a remote session."""
         from .praisonai_views import KnowledgeView
+
+        self._core._local_only("session.knowledge")
 
         return KnowledgeView(self)
 
@@ -188,15 +196,16 @@ class Session:
 
     # -- your own state modules -----------------------------------------------------------
 
-    def save_modules(self, **modules: StateModule) -> None:
-        """Persist StateModules (agents, memories, your classes) with this session."""
+    def save_modules(self, **modules: Stateful) -> None:
+        """Persist state modules with this session: ours, AgentScope's agents, memories and
+        toolkits, or any object with ``state_dict()`` and ``load_state_dict()``."""
         return self._run(self._core.save_modules(**modules))
 
-    def load_modules(self, **modules: StateModule) -> None:
+    def load_modules(self, **modules: Stateful) -> None:
         """Load StateModules saved under the same names; names never saved are left as they are."""
         return self._run(self._core.load_modules(**modules))
 
-    def refresh_modules(self, **modules: StateModule) -> int:
+    def refresh_modules(self, **modules: Stateful) -> int:
         """Take in the messages other processes appended to the modules' logs meanwhile."""
         return self._run(self._core.refresh_modules(**modules))
 

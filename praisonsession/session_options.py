@@ -29,7 +29,7 @@ def resolve_settings(settings: Any) -> Settings:
 
 def resolve_store(store: Any, settings: Settings) -> SessionBase:
     if isinstance(store, SessionBase):
-        return store
+        return _encrypted(store, settings)
     if store is not None and not isinstance(store, str):
         raise InvalidValueError(
             f"store must be a SessionBase instance or a URL string, got {store!r}."
@@ -45,7 +45,21 @@ def resolve_store(store: Any, settings: Settings) -> SessionBase:
         options["durability"] = settings.durability
     if url.lower().startswith("sqlite:"):
         options["busy_timeout"] = settings.sqlite_busy_timeout
-    return open_store(url, **options)
+    if settings.resolved_encryption_key() is not None:
+        _encrypted(None, settings)  # a bad key is refused before the store is opened
+    return _encrypted(open_store(url, **options), settings)
+
+
+def _encrypted(store: Any, settings: Settings) -> Any:
+    """``store`` sealed with the settings' ``encryption_key``, if one is set."""
+    key = settings.resolved_encryption_key()
+    if key is None or type(store).__name__ == "EncryptedStore":
+        return store
+    from .stores.encrypted import EncryptedStore, load_key
+
+    if store is None:
+        return load_key(key)
+    return EncryptedStore(store, key)
 
 
 def checked_config(kind: str, config: Any) -> dict[str, Any]:

@@ -182,15 +182,30 @@ class SessionTree:
 
         resolved = resolve_settings(settings)
         target = resolve_store(store, resolved)
+        from .memory.long_term import check_metadata
+
         with _counting(progress, "Importing") as tell:
-            info, memories, _ = await import_session(target, path, session_id, user_id, tell)
+            info, memories, _ = await import_session(
+                target, path, session_id, user_id, tell, check_metadata
+            )
         imported = cls(info.session_id, info.user_id, store=target, settings=resolved)
         imported._owns_store = not isinstance(store, SessionBase)  # it opened the store
         imported._opened = True
         if memories:
-            recall = await imported._memory()
-            await recall.restore_memories(memories)
+            try:
+                recall = await imported._memory()
+                await recall.restore_memories(memories)
+            except BaseException:  # all or nothing: no import without its memories
+                await _unplace(target, info)
+                raise
         return imported
+
+
+async def _unplace(store: SessionBase, info: Any) -> None:
+    """Take back an imported session and the snapshots placed with it."""
+    for snapshot in await store.list_snapshots(info.session_id, info.user_id):
+        await store.delete_snapshot(info.session_id, info.user_id, snapshot.snapshot_id)
+    await store.delete_record(store.record_key(info.session_id, info.user_id))
 
 
 def _cut(at_message: Any) -> Any:

@@ -100,6 +100,15 @@ KNOBS: dict[str, Knob] = {
         "Bearer token for session servers (Session(agent_url=...), praisonsession serve).",
         secret=True,
     ),
+    "encryption_key": Knob(
+        None,
+        "str | None",
+        "Key that encrypts every store at rest (32 bytes, urlsafe base64); default: none.",
+        secret=True,
+    ),
+    "encryption_key_file": Knob(
+        None, "str | None", "File holding encryption_key (its first line); default: none."
+    ),
 }
 
 #: Settings that may be empty, meaning "not set" (an empty variable in a .env file, say).
@@ -110,6 +119,8 @@ _BLANK_IS_NONE = (
     "llm_base_url",
     "llm_api_key",
     "remote_token",
+    "encryption_key",
+    "encryption_key_file",
 )
 
 
@@ -136,6 +147,8 @@ class Settings:
     llm_model: str
     llm_api_key: str | None
     remote_token: str | None
+    encryption_key: str | None
+    encryption_key_file: str | None
 
     def __init__(self, **values: Any) -> None:
         _refuse_unknown({name: repr(name) for name in values}, "argument")
@@ -153,6 +166,23 @@ class Settings:
         if self.store_url:
             return self.store_url
         return f"sqlite:///{(self.data_dir / 'sessions.db').expanduser().resolve()}"
+
+    def resolved_encryption_key(self) -> str | None:
+        """``encryption_key``, or the first line of ``encryption_key_file``; None if neither."""
+        if self.encryption_key:
+            return self.encryption_key
+        if not self.encryption_key_file:
+            return None
+        try:
+            with open(Path(self.encryption_key_file).expanduser(), "rb") as file:
+                line = file.readline(1024)
+        except OSError as exc:
+            raise InvalidSettingError(
+                f"encryption_key_file {self.encryption_key_file!r} cannot be read "
+                f"({type(exc).__name__}); give a readable file that holds the key.",
+                name="encryption_key_file",
+            ) from None
+        return line.decode("ascii", "replace").strip()
 
     def as_dict(self) -> dict[str, Any]:
         """Every knob and its value (the API key included: handle with care)."""
@@ -218,6 +248,16 @@ def _env_file_names() -> list[str]:
     """Setting names a .env file sets (its PRAISONSESSION_* lines)."""
     if not os.path.isfile(ENV_FILE):
         return []
+    with open(ENV_FILE, "rb") as file:
+        raw = file.read()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:  # nothing of it is shown: it may hold keys
+        raise InvalidSettingError(
+            f"The {ENV_FILE} file in {os.getcwd()} is not UTF-8 text (byte {exc.start + 1} of "
+            f"{len(raw)} is not). Save it as UTF-8, or remove it.",
+            source=ENV_FILE,
+        ) from None
     from dotenv import dotenv_values  # python-dotenv, which pydantic-settings installs
 
     return [
@@ -256,8 +296,12 @@ def _explain(exc: Any, values: dict[str, Any], environment: dict[str, str]) -> I
     value = error.get("input")
     if knob is not None and knob.secret:
         shown = "***"
-    else:
-        shown = repr(redact_url(value) if isinstance(value, str) else value)
+    elif isinstance(value, str):
+        shown = repr(redact_url(value))
+    elif value is None or isinstance(value, (bool, int, float)):
+        shown = repr(value)
+    else:  # a list or dict may hold a URL with its password, or a key: say only what it is
+        shown = f"<a {type(value).__name__}>"
     if name in values:
         where, source = f"settings[{name!r}]={shown}", "argument"
     elif name in environment:

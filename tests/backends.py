@@ -19,11 +19,13 @@ BACKENDS = ["memory", "json", "sqlite"]  # the facade tests (test_session.py) ru
 STORE_BACKENDS = [*BACKENDS, "redis", "postgres"]  # every backend, each with a URL
 #: The store conformance suites run on every backend, and on a wrapper (``counting_store.py``,
 #: over SQLite) that uses only the public backend protocol.
-CONFORMANCE_BACKENDS = [*STORE_BACKENDS, "wrapped"]
+CONFORMANCE_BACKENDS = [*STORE_BACKENDS, "wrapped", "encrypted"]
 PERSISTENT = ["json", "sqlite", "redis", "postgres"]
 SHARED = ["json", "sqlite", "redis", "postgres"]  # stores many processes open by URL
 LEGACY = ["json", "sqlite", "redis"]  # where AgentScope 1.0 kept sessions (it has no PostgreSQL)
 SERVERS = {"redis": "redis_url", "postgres": "postgres_url"}  # the fixture each kind needs
+#: The key of the "encrypted" backend (an EncryptedStore over a JSON store).
+ENCRYPTION_KEY = "bXktdGVzdC1rZXktb2YtMzItYnl0ZXMtZXhhY3RseSE="
 
 #: The test session's redis-server (``redis://127.0.0.1:PORT/0``), set by the ``redis_url``
 #: fixture in conftest.py before any redis store is made.
@@ -231,6 +233,10 @@ def make_store(kind: str, root: Path, **options: Any) -> SessionBase:
         return open_store(store_url(kind, root), **options)
     if kind == "wrapped":
         return CountingStore(SqliteSession(root / "wrapped-store" / "sessions.db", **options))
+    if kind == "encrypted":
+        from praisonsession import EncryptedStore
+
+        return EncryptedStore(JSONSession(root / "encrypted-store", **options), ENCRYPTION_KEY)
     return SqliteSession(root / "sqlite-store" / "sessions.db", **options)
 
 
@@ -242,6 +248,7 @@ def kind_of(store: SessionBase) -> str:
         "RedisSession": "redis",
         "PostgresSession": "postgres",
         "CountingStore": "wrapped",
+        "EncryptedStore": "encrypted",
     }[type(store).__name__]
 
 

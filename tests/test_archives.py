@@ -10,6 +10,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import signal
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -22,6 +25,7 @@ from backends import SERVERS, STORE_BACKENDS, make_store
 from praisonsession import (
     AsyncSession,
     ConflictError,
+    InvalidValueError,
     MessageLog,
     Session,
     SessionBase,
@@ -294,6 +298,23 @@ def record(value: Any) -> bytes:
     return json.dumps(value).encode() + b"\n"
 
 
+def with_version(version: Any) -> bytes:
+    return record({"archive": {"format": "praisonsession-archive", "version": version}})
+
+
+def with_ttl(line: bytes, ttl: float) -> bytes:
+    session = json.loads(line)
+    session["session"]["ttl"] = ttl
+    return record(session)
+
+
+def twice_the_first_log(lines: list[bytes]) -> list[bytes]:
+    """The first log and its pages written a second time, right after it (count kept)."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(b'{"log"'))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(b'{"messages"'))
+    return [*lines[:end], *lines[start:end], *lines[end:]]
+
+
 CORRUPTIONS: dict[str, Callable[[list[bytes]], bytes]] = {
     "empty file": lambda lines: b"",
     "not an archive": lambda lines: b"Dear diary,\ntoday I exported nothing.\n",
@@ -335,6 +356,18 @@ CORRUPTIONS: dict[str, Callable[[list[bytes]], bytes]] = {
         ]
     ),
     "an unknown record": lambda lines: resealed([*lines[:-1], record({"surprise": 1})]),
+    "brackets nested 100,000 deep": lambda lines: resealed(
+        [*lines[:-1], b"[" * 100_000 + b"]" * 100_000 + b"\n"]
+    ),
+    "version 0": lambda lines: resealed([with_version(0), *lines[1:-1]]),
+    "version -1": lambda lines: resealed([with_version(-1), *lines[1:-1]]),
+    "version true": lambda lines: resealed([with_version(True), *lines[1:-1]]),
+    "a negative ttl": lambda lines: resealed([lines[0], with_ttl(lines[1], -5), *lines[2:-1]]),
+    "a log record twice": lambda lines: resealed(twice_the_first_log(lines[:-1])),
+    # the session's sections and its snapshots are fine; only the memory at the end is not
+    "a memory naming another user": lambda lines: resealed(
+        [*lines[:-1], record({"memory": {"text": "t", "metadata": {"user_id": "mallory"}}})]
+    ),
 }
 
 
@@ -500,3 +533,53 @@ def test_an_import_slower_than_the_staging_ttl_keeps_every_staged_section(
 @pytest.fixture(params=STORE_BACKENDS)
 def kind(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+# -- bounded lines, and nothing left by a killed export ---------------------------------------
+
+
+def test_large_messages_export_in_lines_an_import_reads_and_a_longer_line_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from praisonsession.archive import exporting, layout
+
+    monkeypatch.setattr(layout, "MAX_LINE", 4096)
+    monkeypatch.setattr(exporting, "MAX_LINE", 4096)
+    session = Session("s", "u", store="memory://")
+    messages = [{"role": "user", "content": f"{i}:" + "x" * 900} for i in range(40)]
+    session.append_messages("chat", messages)
+    session.export(tmp_path / "a.jsonl")
+    lines = (tmp_path / "a.jsonl").read_bytes().splitlines(keepends=True)
+    assert max(map(len, lines)) <= 4096 and len(lines) > 10  # the page of 40 was split
+    copy = Session.import_archive(tmp_path / "a.jsonl", store="memory://")
+    assert copy.read_messages("chat") == messages
+    session.append_messages("chat", [{"role": "user", "content": "y" * 5000}])
+    with pytest.raises(InvalidValueError, match="at most 4,096 bytes"):
+        session.export(tmp_path / "b.jsonl")
+    assert not (tmp_path / "b.jsonl").exists()
+    (tmp_path / "c.jsonl").write_bytes(resealed([*lines[:-1], record({"x": "z" * 5000})]))
+    with pytest.raises(SessionCorruptedError, match="longer than 4,096 bytes"):
+        Session.import_archive(tmp_path / "c.jsonl", store="memory://")
+
+
+def test_a_killed_export_leaves_no_file_at_all(tmp_path: Path) -> None:
+    """The archive has no name until it is complete: SIGKILL in the middle leaves nothing."""
+    script = f"""
+import os, signal
+from praisonsession import Session
+from praisonsession.archive import exporting
+
+session = Session("s", "u", store="memory://")
+session.append_messages("chat", [{{"role": "user", "content": f"n{{i}}"}} for i in range(2000)])
+write = exporting._Writer.write
+def write_then_die(self, record):
+    write(self, record)
+    if self.lines == 3:
+        self.file.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+exporting._Writer.write = write_then_die
+session.export({str(tmp_path / "a.jsonl")!r})
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

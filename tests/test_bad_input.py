@@ -11,6 +11,7 @@ inputs.
 from __future__ import annotations
 
 import math
+import os
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,10 +35,12 @@ from praisonsession import (
     SqliteSession,
     StateModule,
     StoreUnavailableError,
+    erase_user,
     open_store,
     runtime,
 )
-from praisonsession.llm import LLMNotConfiguredError, LLMUnavailableError
+from praisonsession.llm import LLMNotConfiguredError, LLMUnavailableError, resolve_llm
+from praisonsession.settings import Settings
 
 PASSWORD = "hunter2-planted-password"
 API_KEY = "sk-planted-api-key-0123456789"
@@ -174,6 +177,27 @@ SESSION_CASES = [
         lambda s: s.read_messages("log", 2, 1),
     ),
     Case("save_modules: a dict", InvalidValueError, lambda s: s.save_modules(notes={"x": 1})),
+    Case(
+        "save_modules: a dotted name", InvalidIdError, lambda s: s.save_modules(**{"a.b": Notes()})
+    ),
+    Case("save_modules: an empty name", InvalidIdError, lambda s: s.save_modules(**{"": Notes()})),
+    Case(
+        "save_modules: NUL in name", InvalidIdError, lambda s: s.save_modules(**{"a\x00": Notes()})
+    ),
+    Case(
+        "save_modules: name too long",
+        InvalidIdError,
+        lambda s: s.save_modules(**{"m" * 1025: Notes()}),
+    ),
+    Case(
+        "load_modules: a dotted name", InvalidIdError, lambda s: s.load_modules(**{"a.b": Notes()})
+    ),
+    Case("read_messages: start as text", InvalidValueError, lambda s: s.read_messages("log", "0")),
+    Case("read_messages: start a float", InvalidValueError, lambda s: s.read_messages("log", 1.5)),
+    Case("read_messages: start True", InvalidValueError, lambda s: s.read_messages("log", True)),
+    Case(
+        "read_messages: stop a float", InvalidValueError, lambda s: s.read_messages("log", 0, 2.0)
+    ),
     Case("load_modules: an int", InvalidValueError, lambda s: s.load_modules(notes=5)),
     Case("add_memory: empty text", InvalidValueError, lambda s: s.add_memory("  ")),
     Case("add_memory: text not a str", InvalidValueError, lambda s: s.add_memory(42)),
@@ -220,6 +244,27 @@ SESSION_CASES = [
 ]
 
 # -- mistakes made before there is a session (run once each) ----------------------------------
+
+
+def fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def exported(root: Path, destination: Callable[[], Path]) -> Any:
+    """Export a small session to ``destination``; what was there before must still be there,
+    and no partial file may be left beside it."""
+    target = destination()
+    before = sorted(p.name for p in target.parent.iterdir()) if target.parent.is_dir() else None
+    kind = target.stat().st_mode if target.exists() else None
+    session = Session("s", "u", store="memory://")
+    session.append_messages("log", [{"role": "user", "content": "hi"}])
+    try:
+        return session.export(target)
+    finally:
+        if before is not None:
+            assert sorted(p.name for p in target.parent.iterdir()) == before
+        assert (target.stat().st_mode if target.exists() else None) == kind
 
 
 def session_with(**options: Any) -> Callable[[Path], Any]:
@@ -385,6 +430,93 @@ GLOBAL_CASES = [
         lambda r: JSONSession("../escape", r / "j").save_path,
     ),
     Case("AsyncSession: timeout negative", InvalidValueError, lambda r: AsyncSession(timeout=-1)),
+    Case(
+        "export: to a directory",
+        InvalidValueError,
+        lambda r: exported(r, lambda: r),
+    ),
+    Case(
+        "export: into a directory that does not exist",
+        InvalidValueError,
+        lambda r: exported(r, lambda: r / "missing" / "a.jsonl"),
+    ),
+    Case(
+        "export: to a FIFO",
+        InvalidValueError,
+        lambda r: exported(r, lambda: fifo(r / "pipe")),
+    ),
+    Case(
+        "export: to a device",
+        InvalidValueError,
+        lambda r: exported(r, lambda: Path("/dev/null")),
+    ),
+    Case(
+        "import_archive: a directory",
+        InvalidValueError,
+        lambda r: Session.import_archive(r, store="memory://"),
+    ),
+    Case(
+        "import_archive: a FIFO",
+        InvalidValueError,
+        lambda r: Session.import_archive(fifo(r / "pipe"), store="memory://"),
+    ),
+    Case(
+        "erase_user: None (would be the default user)",
+        InvalidIdError,
+        lambda r: erase_user(None, store=f"sqlite://{r}/s.db"),
+    ),
+    Case(
+        "store: redis URL with an unknown option",
+        InvalidValueError,
+        lambda r: open_store("redis://127.0.0.1:9/0?bogus=1"),
+    ),
+    Case(
+        "store: redis socket_timeout not a number",
+        InvalidValueError,
+        lambda r: open_store("redis://127.0.0.1:9/0?socket_timeout=abc"),
+    ),
+    Case(
+        "store: sqlite busy_timeout negative",
+        InvalidValueError,
+        lambda r: open_store(f"sqlite://{r}/s.db?busy_timeout=-5"),
+    ),
+    Case(
+        "SqliteSession: busy_timeout NaN",
+        InvalidValueError,
+        lambda r: SqliteSession(r / "s.db", busy_timeout=math.nan),
+    ),
+    Case(
+        "JSONSession: lock_timeout NaN",
+        InvalidValueError,
+        lambda r: JSONSession(r / "j", lock_timeout=math.nan),
+    ),
+    Case(
+        "JSONSession: lock_timeout -1",
+        InvalidValueError,
+        lambda r: JSONSession(r / "j", lock_timeout=-1),
+    ),
+    Case(
+        "settings: store_url a list, password planted",
+        InvalidSettingError,
+        lambda r: Settings(store_url=[f"redis://u:{PASSWORD}@h/0"]),
+    ),
+    Case(
+        "store: user:password@host without a scheme",
+        InvalidValueError,
+        lambda r: open_store(f"u:{PASSWORD}@h"),
+    ),
+    Case(
+        "Agent: api key read from a file with a non-Latin-1 character, key planted",
+        InvalidValueError,
+        lambda r: resolve_llm({"model": "m", "api_key": API_KEY + "\u2013"}, None),
+    ),
+    Case(
+        "Session: agent_url token and another api_key, key planted",
+        InvalidValueError,
+        lambda r: Session(
+            "s", agent_url=f"http://127.0.0.1:9/agent?token={API_KEY}", api_key="x" * 8
+        ),
+    ),
 ]
 
 # -- environment variables -------------------------------------------------------------------
@@ -464,6 +596,15 @@ def test_a_bad_environment_variable_is_named(
     monkeypatch.setenv(variable, value)
     error = raised_by(lambda: Session("s", store="memory://"), InvalidSettingError)
     assert variable in str(error)
+
+
+def test_a_dot_env_file_that_is_not_utf8_is_named_without_its_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_bytes(f"PRAISONSESSION_LLM_API_KEY={API_KEY}\xe9\n".encode("latin-1"))
+    error = raised_by(lambda: Session("s", store="memory://"), InvalidSettingError)
+    assert ".env" in str(error) and "UTF-8" in str(error)
 
 
 def test_a_misspelt_setting_suggests_the_right_name() -> None:

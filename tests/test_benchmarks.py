@@ -66,6 +66,15 @@ def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_sto
         assert f"- {store}: first page x" in out
 
 
+def test_bench_agentscope_agents_puts_every_session_beside_agentscopes(tmp_path: Path) -> None:
+    out = run_benchmark("bench_agentscope_agents.py", "--quick", cwd=tmp_path)
+    for size in ("10", "100"):
+        assert f"| {size} | AgentScope JSONSession |" in out
+        assert f"| {size} | AgentScope RedisSession |" in out
+        assert out.count(f"| {size} | ours, layout=agentscope |") == 2  # JSON and Redis
+        assert f"| {size} | ours, native Redis |" in out
+
+
 def test_bench_long_conversations_keeps_facts_within_budget_in_quick_mode(tmp_path: Path) -> None:
     out = run_benchmark("bench_long_conversations.py", "--quick", cwd=tmp_path)
     (row,) = [line for line in out.splitlines() if line.startswith("| 60 |")]
@@ -73,3 +82,13 @@ def test_bench_long_conversations_keeps_facts_within_budget_in_quick_mode(tmp_pa
     assert cells[1] == "30 (7)" and cells[2] == "12"  # facts (corrected), questions
     assert float(cells[3].rstrip("%")) >= 90  # fact present in the request when asked
     assert cells[6].startswith("0 of 60")  # no request over budget
+
+
+@pytest.mark.slow
+def test_bench_encryption_prints_each_store_encrypted_and_not_beside_raw_sqlite(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_encryption.py", "--quick", cwd=tmp_path)
+    for store in ("SQLite", "JSON"):
+        assert f"| {store} | " in out
+    assert "raw SQLite insert" in out and "compare-and-set" in out

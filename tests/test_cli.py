@@ -351,6 +351,17 @@ def test_a_damaged_archive_imports_nothing(sqlite: str, tmp_path: Path) -> None:
     assert not (tmp_path / "other.db").exists()  # checked before anything was written
 
 
+def test_an_archive_of_brackets_nested_100k_deep_is_a_typed_error(
+    sqlite: str, tmp_path: Path
+) -> None:
+    archive = tmp_path / "deep.jsonl"
+    archive.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n")
+    result = cli("import", str(archive), "--store", f"sqlite://{tmp_path}/other.db")
+    assert result.exit_code == 1
+    assert "line 1 is not JSON" in one_line(result.stderr)
+    assert "Traceback" not in result.stderr
+
+
 def test_importing_onto_a_session_that_exists_is_refused(sqlite: str, tmp_path: Path) -> None:
     seed(sqlite)
     archive = tmp_path / "chat_1.jsonl"

@@ -36,6 +36,7 @@ RUN = [
     "agentscope_002_sqlite_session/sqlite_session.py",
     "agentscope_003_state_tutorial/state_and_session.py",
     "praisonai_004_session/session_docs.py",
+    "agentscope_003_state_tutorial/state_and_session_agentscope.py",  # in test_interop.py
 ]
 
 

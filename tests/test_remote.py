@@ -246,7 +246,8 @@ def test_health_and_the_api_docs_need_no_token(served: SessionServer) -> None:
 
 
 def test_malformed_json_and_a_missing_query_are_400(served: SessionServer) -> None:
-    for body in (b'{"query": "unterminated', b"[1, 2]", {"session_id": "no-query"}, b"NaN"):
+    nested = b"[" * 20_000 + b"]" * 20_000  # RecursionError in json, once a 500
+    for body in (b'{"query": "unterminated', b"[1, 2]", {"session_id": "no-query"}, b"NaN", nested):
         answer = post(served.agent_url, body)
         assert answer.status_code == 400, body
         error = answer.json()["error"]

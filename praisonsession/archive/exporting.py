@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,20 +15,38 @@ from ..json_data import dumps
 from ..stores.base import SessionBase
 from ..stores.hierarchy import snapshot_key
 from ..stores.record import Key, SessionInfo
-from .layout import PAGE, ArchiveSummary, Progress, header_record
+from .layout import MAX_LINE, PAGE, ArchiveSummary, Progress, header_record
 from .staging import STAGING_TTL, Staging
 
 __all__ = ["export_session"]
 
 
 class _Writer:
-    def __init__(self, file: IO[bytes]) -> None:
+    def __init__(self, file: IO[bytes], sealer: Any = None) -> None:
         self.file = file
         self.digest = hashlib.sha256()
         self.lines = 0
+        self.sealer = sealer  # a TextSealer: every record after the header goes sealed
+
+    def _line(self, record: dict[str, Any]) -> bytes:
+        text = dumps(record)
+        if self.sealer is not None and self.lines > 0:  # bound to its line: none can move
+            text = dumps({"sealed": self.sealer.seal("archive", str(self.lines), text)})
+        return text.encode("utf-8") + b"\n"
 
     def write(self, record: dict[str, Any]) -> None:
-        line = dumps(record).encode("utf-8") + b"\n"
+        line = self._line(record)
+        if len(line) > MAX_LINE and "messages" in record and len(record["messages"]) > 1:
+            half = len(record["messages"]) // 2  # pages only need to add up to the log's count
+            self.write({"messages": record["messages"][:half]})
+            self.write({"messages": record["messages"][half:]})
+            return
+        if len(line) > MAX_LINE:
+            raise InvalidValueError(
+                f"The session holds a record of {len(line):,} bytes; an archive line is at most "
+                f"{MAX_LINE:,} bytes, so that an import never needs much memory. Shorten it "
+                "before exporting."
+            )
         self.digest.update(line)
         self.file.write(line)
         self.lines += 1
@@ -55,8 +74,9 @@ async def export_session(
     await store.copy_record(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
     try:
         with _opened(destination) as file:
-            writer = _Writer(file)
-            writer.write(header_record())
+            sealer = getattr(store, "archive_sealer", lambda: None)()
+            writer = _Writer(file, sealer)
+            writer.write(header_record(sealed=sealer is not None))
             messages = await _write_session(store, copy, writer, info, progress, staging)
             await staging.remove()  # written: the snapshots are read where they are
             snapshots = await store.list_snapshots(key.session_id, key.user_id)
@@ -113,17 +133,90 @@ async def _write_session(
 def _opened(destination: Any) -> Iterator[IO[bytes]]:
     if isinstance(destination, (str, os.PathLike)):
         path = Path(destination)
-        partial = path.with_name(f".{path.name}.partial")
-        try:
-            with open(partial, "wb") as file:
-                yield file
-            os.replace(partial, path)  # only a complete archive gets the name asked for
-        except BaseException:
-            partial.unlink(missing_ok=True)  # a failed export leaves nothing behind
-            raise
+        _check_destination(path)
+        with _unnamed_file(path) as file:
+            yield file
     elif hasattr(destination, "write"):
         yield destination
     else:
         raise InvalidValueError(
             f"export takes a path or a binary file, got {type(destination).__name__}."
         )
+
+
+def _check_destination(path: Path) -> None:
+    """An export replaces a regular file or creates one; it never replaces a directory, a
+    FIFO or a device (as root, ``/dev/full`` would have become a regular file)."""
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        if not path.parent.is_dir():
+            raise InvalidValueError(
+                f"Cannot export to {path}: the directory {path.parent} does not exist. "
+                "Create it first, or export somewhere else."
+            ) from None
+        return
+    if not stat.S_ISREG(found.st_mode):
+        kind = "a directory" if stat.S_ISDIR(found.st_mode) else "not a regular file"
+        raise InvalidValueError(
+            f"Cannot export to {path}: it is {kind}, which an export never replaces. "
+            "Name a file (it may exist; it is then replaced), or pass an open binary file."
+        )
+
+
+@contextmanager
+def _unnamed_file(path: Path) -> Iterator[IO[bytes]]:
+    """A file that gets ``path`` only once it is complete, readable by its owner alone.
+
+    On Linux it has no name at all until then (``O_TMPFILE``): a killed export leaves nothing
+    behind, not even a hidden partial copy of the session. Elsewhere a hidden partial file is
+    used, removed when the export fails.
+    """
+    flags = getattr(os, "O_TMPFILE", 0)
+    fd = -1
+    if flags:
+        try:
+            fd = os.open(path.parent, flags | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError:  # a file system without O_TMPFILE
+            fd = -1
+    if fd < 0:
+        partial = path.with_name(f".{path.name}.partial")
+        try:
+            with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
+                yield file
+            os.replace(partial, path)  # only a complete archive gets the name asked for
+        except BaseException:
+            partial.unlink(missing_ok=True)  # a failed export leaves nothing behind
+            raise
+        return
+    with open(fd, "wb") as file:
+        yield file
+        file.flush()
+        os.fsync(file.fileno())
+        _give_name(file.fileno(), path)
+
+
+def _give_name(fd: int, path: Path) -> None:
+    """Link the unnamed file at ``fd`` to ``path``, replacing a regular file there."""
+    source = f"/proc/self/fd/{fd}"
+    spare = path.with_name(f".{path.name}.{os.getpid()}.complete")
+    spare.unlink(missing_ok=True)
+    try:
+        os.link(source, spare, follow_symlinks=True)
+    except OSError:  # no /proc to link through (a sandbox): copy the complete file instead
+        _copy_out(fd, spare)
+    os.replace(spare, path)  # a kill between the two leaves a complete archive, never a part
+
+
+def _copy_out(fd: int, spare: Path) -> None:
+    out = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        offset, size = 0, os.fstat(fd).st_size
+        while offset < size:
+            offset += os.copy_file_range(fd, out, size - offset, offset, None)
+        os.fsync(out)
+    except BaseException:
+        os.close(out)
+        spare.unlink(missing_ok=True)
+        raise
+    os.close(out)

@@ -3,9 +3,10 @@ placed in atomic copies, the session last."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ..errors import ConflictError, InvalidIdError
+from ..errors import ConflictError, InvalidIdError, InvalidValueError
 from ..stores.base import LogWrite, SessionBase
 from ..stores.hierarchy import SNAPSHOT, snapshot_id_of, snapshot_key
 from ..stores.record import Key, SessionInfo, copy_conflict
@@ -21,6 +22,7 @@ async def import_session(
     session_id: str | None,
     user_id: str | None,
     progress: Progress | None = None,
+    check_memory: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[SessionInfo, list[dict[str, Any]], ArchiveSummary]:
     """Read an archive into ``store`` (as ``session_id`` of ``user_id``, or as archived);
     returns the imported session, the memories to add, and a summary.
@@ -30,9 +32,12 @@ async def import_session(
     makes the import visible; should it fail, the snapshots placed for it go again). A
     conflict, a corrupt record or a crash halfway leaves no trace but staging sessions, which
     are deleted, or expire (:data:`STAGING_TTL`) if the process was killed.
+
+    ``check_memory`` checks each memory's metadata as the vector store will take it, so that a
+    memory it would refuse refuses the archive before anything is placed.
     """
     verify(source)
-    records = Records(source)
+    records = Records(source, getattr(store, "archive_sealer", lambda: None)())
     records.take("archive", dict)
     archived = SessionInfo.from_json(records.take("session", dict), f"{records.what}'s session")
     records.check_data(dict(archived.metadata), "the session's metadata")
@@ -54,7 +59,7 @@ async def import_session(
         record = records.next()
         while record is not None:
             if "memory" in record:
-                memories.append(_memory(records, record))
+                memories.append(_memory(records, record, check_memory))
             elif "snapshot" in record:
                 snapshot = await _stage_snapshot(store, records, record, target, staging, progress)
                 snapshots.append(snapshot)
@@ -87,10 +92,14 @@ async def _stage(
     await store.patch_record_state(key, state, [], True, None, False)
     await store.write_modules(key, modules, [])
     total = 0
+    seen: set[str] = set()
     while (records.peek() or {}).get("log") is not None:
         record = records.next() or {}
         path = records.field(record, "log", str)
         records.check_name(path, "log name")
+        if path in seen:  # an export writes each log once: a second one is not to be merged
+            raise records.corrupt(f"log {path!r} appears twice")
+        seen.add(path)
         left = records.field(record, "count", int)
         while left > 0:
             page = records.take("messages", list)
@@ -151,7 +160,9 @@ async def _stage_snapshot(
     return holding, {**metadata, SNAPSHOT: moved}
 
 
-def _memory(records: Records, record: dict[str, Any]) -> dict[str, Any]:
+def _memory(
+    records: Records, record: dict[str, Any], check: Callable[[dict[str, Any]], None] | None
+) -> dict[str, Any]:
     memory = records.field(record, "memory", dict)
     text, metadata, created = memory.get("text"), memory.get("metadata"), memory.get("created_at")
     if not isinstance(text, str) or not isinstance(metadata, (dict, type(None))):
@@ -159,6 +170,11 @@ def _memory(records: Records, record: dict[str, Any]) -> dict[str, Any]:
     if created is not None and (not isinstance(created, (int, float)) or isinstance(created, bool)):
         raise records.corrupt("a memory's time is not a number")
     records.check_data(memory, "a memory")
+    if check is not None:
+        try:
+            check(dict(metadata or {}))
+        except InvalidValueError as exc:
+            raise records.corrupt(f"a memory's metadata is refused: {exc}") from None
     return memory
 
 

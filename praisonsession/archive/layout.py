@@ -4,8 +4,8 @@ file (line count and SHA-256 in the end line) that comes before anything is impo
 from __future__ import annotations
 
 import hashlib
-import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -16,12 +16,15 @@ from ..errors import (
     UnsupportedFormatError,
 )
 from ..identifiers import check_key
-from ..json_data import check_json_data
+from ..json_data import check_json_data, decode
 
 #: Bumped when the layout changes; an archive of a newer version is refused.
 ARCHIVE_VERSION = 1
 MAGIC = "praisonsession-archive"
 PAGE = 500  # messages per line
+#: The longest line an archive may hold: an import reads one line at a time, and decoding one
+#: takes several times its size in memory. An export splits a page of large messages to fit.
+MAX_LINE = 16 * 1024 * 1024
 
 Progress = Callable[[int], None]  # told how many more messages were written or read
 
@@ -37,24 +40,61 @@ class ArchiveSummary(NamedTuple):
     lines: int
 
 
-def header_record() -> dict[str, Any]:
-    return {"archive": {"format": MAGIC, "version": ARCHIVE_VERSION}}
+def header_record(sealed: bool = False) -> dict[str, Any]:
+    """The first line; ``sealed``: every other record is encrypted (``{"sealed": ...}``)."""
+    header: dict[str, Any] = {"format": MAGIC, "version": ARCHIVE_VERSION}
+    if sealed:
+        header["sealed"] = True
+    return {"archive": header}
 
 
 def lines_of(source: Any) -> Iterator[bytes]:
+    """The archive's lines, none longer than :data:`MAX_LINE` (a longer one is corruption,
+    found before it is read whole)."""
     if isinstance(source, (str, os.PathLike)):
-        try:
-            with open(source, "rb") as file:
-                yield from file
+        try:  # O_NONBLOCK: opening a FIFO must not wait for a writer before it is refused
+            fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             raise InvalidValueError(f"There is no archive {source}.") from None
+        except IsADirectoryError:
+            raise InvalidValueError(f"{source} is a directory, not an archive.") from None
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+            raise InvalidValueError(
+                f"{source} is {kind}; an import reads a regular file (twice: to check it, "
+                "then to place it). Save the archive to a file first."
+            )
+        os.set_blocking(fd, True)
+        with open(fd, "rb") as file:
+            yield from _bounded_lines(file, source)
     elif hasattr(source, "read"):
         source.seek(0)
-        yield from source
+        for line in source:  # a file given open: as it iterates (a pipe's reader, a test's)
+            if len(line) > MAX_LINE:
+                raise _too_long(source)
+            yield line
     else:
         raise InvalidValueError(
             f"import_archive takes a path or a binary file, got {type(source).__name__}."
         )
+
+
+def _bounded_lines(file: Any, source: Any) -> Iterator[bytes]:
+    while True:
+        line = file.readline(MAX_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE:
+            raise _too_long(source)
+        yield line
+
+
+def _too_long(source: Any) -> SessionCorruptedError:
+    return SessionCorruptedError(
+        named(source), f"a line is longer than {MAX_LINE:,} bytes, which no export writes"
+    )
 
 
 def named(source: Any) -> str:
@@ -73,7 +113,7 @@ def verify(source: Any) -> int:
         if end is not None:
             raise SessionCorruptedError(what, f"there is data after its end (line {number + 1})")
         try:
-            record = json.loads(line)
+            record = decode(line)
         except ValueError:
             raise SessionCorruptedError(what, f"line {number + 1} is not JSON") from None
         if number == 0:
@@ -97,8 +137,10 @@ def _check_header(record: Any, what: str) -> None:
     if not isinstance(header, dict) or header.get("format") != MAGIC:
         raise SessionCorruptedError(what, "it is not a praisonsession archive")
     version = header.get("version")
-    if not isinstance(version, int):
+    if version is None:
         raise SessionCorruptedError(what, "its version is missing")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SessionCorruptedError(what, f"its version {version!r:.20} is not a version")
     if version > ARCHIVE_VERSION:
         raise UnsupportedFormatError(what, version, ARCHIVE_VERSION)
 
@@ -108,11 +150,15 @@ class Records:
     was written, not that an export wrote it (a hand-made file can be sealed too), so every
     record is checked to be what an export puts there: anything else is corruption."""
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, sealer: Any = None) -> None:
+        """``sealer`` (a ``TextSealer``) opens the records of an archive exported sealed."""
         self.what = named(source)
         self._lines = lines_of(source)
         self._ahead: Any = None
         self._peeked = False
+        self._sealer = sealer
+        self._sealed = False
+        self._number = -1
 
     def corrupt(self, detail: str) -> SessionCorruptedError:
         return SessionCorruptedError(self.what, detail)
@@ -121,12 +167,31 @@ class Records:
         """The next record, left in place; None at the end."""
         if not self._peeked:
             line = next(self._lines, None)
-            record = None if line is None else json.loads(line)
+            self._number += 1
+            record = None if line is None else decode(line)
             if record is not None and not isinstance(record, dict):
                 raise self.corrupt(f"a record is {type(record).__name__}, not an object")
+            if self._number == 0 and record is not None:
+                self._sealed = (record.get("archive") or {}).get("sealed") is True
+                if self._sealed and self._sealer is None:
+                    raise InvalidValueError(
+                        f"{self.what} is encrypted: import it into a store opened with the "
+                        "encryption_key it was exported with."
+                    )
+            elif self._sealed and record is not None and "end" not in record:
+                record = self._open(record)
             self._ahead = None if record is None or "end" in record else record
             self._peeked = True
         return self._ahead
+
+    def _open(self, record: dict[str, Any]) -> dict[str, Any]:
+        sealed = record.get("sealed")
+        if set(record) != {"sealed"} or not isinstance(sealed, str):
+            raise self.corrupt(f"line {self._number + 1} is not encrypted like the rest")
+        opened = decode(self._sealer.open("archive", str(self._number), sealed))
+        if not isinstance(opened, dict):
+            raise self.corrupt(f"a record is {type(opened).__name__}, not an object")
+        return opened
 
     def next(self) -> dict[str, Any] | None:
         record = self.peek()

@@ -38,6 +38,7 @@ def main() -> None:
 # each module adds its commands to `main`
 from . import archives as _archives  # noqa: E402, F401 - export, import
 from . import branches as _branches  # noqa: E402, F401 - fork, snapshots, snapshot, restore
+from . import keys as _keys  # noqa: E402, F401 - rekey
 from . import serve as _serve  # noqa: E402, F401 - serve
 from . import sessions as _sessions  # noqa: E402, F401 - list, show, delete, purge, erase-user
 from . import ui as _ui  # noqa: E402, F401 - ui

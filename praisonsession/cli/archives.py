@@ -14,6 +14,7 @@ import click
 
 from ..archive import ArchiveSummary
 from ..async_session import AsyncSession
+from ..stores.agentscope_files import layout_file, module_states, serialise_modules
 from . import main
 from .options import (
     json_option,
@@ -30,8 +31,17 @@ __all__ = ["export", "import_command"]
 
 @main.command(short_help="Write a session to a portable archive file.")
 @session_argument
-@click.argument("file", type=click.Path(dir_okay=False, writable=True, allow_dash=True))
+@click.argument("file", type=click.Path(writable=True, allow_dash=True))
 @user_option
+@click.option(
+    "--agentscope",
+    "agentscope_file",
+    is_flag=True,
+    help="Write AgentScope 1.0's session file instead: the session's modules as "
+    "{name: state dict}, which AgentScope's JSONSession loads. FILE may be a directory: the "
+    "file then gets AgentScope's name there ({user}_{session}.json, or {session}.json for "
+    "the default user).",
+)
 @progress_option
 @store_option
 @json_option
@@ -39,6 +49,7 @@ def export(
     session_id: str,
     file: str,
     user_id: str,
+    agentscope_file: bool,
     progress: bool | None,
     store_url: str | None,
     as_json: bool,
@@ -50,8 +61,14 @@ def export(
     \b
     Example:
       praisonsession export chat_1 chat_1.jsonl --store redis://localhost:6379/0
+      praisonsession export chat_1 ./agentscope-sessions --agentscope --user bob
     """
+    if agentscope_file:
+        _export_agentscope(session_id, Path(file), user_id, store_url, as_json)
+        return
     to_stdout = file == "-"
+    if Path(file).is_dir():
+        raise click.BadParameter(f"{file} is a directory; name the archive file", param_hint="FILE")
     if to_stdout and as_json:
         raise click.UsageError("--json and FILE - would both write to stdout; name a file.")
     if not to_stdout and not Path(file).absolute().parent.is_dir():
@@ -67,6 +84,37 @@ def export(
         f" -> {'stdout' if to_stdout else file}",
         err=to_stdout,  # stdout holds the archive
     )
+
+
+def _export_agentscope(
+    session_id: str, file: Path, user_id: str, store_url: str | None, as_json: bool
+) -> None:
+    """The session's modules in AgentScope's session-file format (its state, logs outside
+    modules, snapshots and memories have no place there and are left out)."""
+    with opened_store(store_url) as opened:
+        key = opened.store.record_key(session_id, user_id)
+        if file.is_dir():
+            file = layout_file(file, key)
+        elif not file.absolute().parent.is_dir():
+            raise click.BadParameter(f"there is no directory {file.parent}", param_hint="FILE")
+        states = opened.run(_agentscope_states(opened, session_id, user_id))
+    file.write_bytes(serialise_modules(states))
+    if as_json:
+        print_json({"file": str(file), "modules": sorted(states)})
+        return
+    click.echo(
+        f"Exported the {plural(len(states), 'module')} of session {session_id!r} of user "
+        f"{user_id!r} as AgentScope's session file {file}"
+    )
+
+
+async def _agentscope_states(opened: OpenedStore, session_id: str, user_id: str) -> dict:
+    contents = await opened.contents(session_id, user_id)
+    logs = {}
+    for path in contents.logs:
+        if path.split(".")[0] in contents.modules:
+            logs[path] = await opened.store.read_messages(session_id, user_id, path)
+    return module_states(contents.modules, logs)
 
 
 async def _export(

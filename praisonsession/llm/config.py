@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValueError
-from ..redaction import redact_url
+from ..redaction import clean_secret, redact_url
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -94,6 +94,8 @@ class LLMConfig:
         object.__setattr__(self, "base_url", _normalise_base_url(self.base_url))
         if self.api_key is not None and not isinstance(self.api_key, str):
             raise InvalidValueError("The LLM api_key must be a str or None.")
+        if self.api_key:
+            object.__setattr__(self, "api_key", clean_secret(self.api_key, "The LLM api_key"))
         for name in ("timeout", "max_retry_wait", "retry_backoff"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:

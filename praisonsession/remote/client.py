@@ -23,12 +23,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import requests
 import tenacity
 
 from ..errors import (
+    AgentURLError,
     InvalidValueError,
     PraisonSessionError,
     RemoteAuthError,
@@ -37,7 +38,8 @@ from ..errors import (
     RemoteServerError,
 )
 from ..execution import remaining
-from ..redaction import redact_text, redact_url
+from ..json_data import decode
+from ..redaction import clean_secret, is_secret_parameter, redact_text, redact_url
 from .wire import HEALTH, IDEMPOTENCY_HEADER, SERVER_NAME, decode_error, store_path
 
 __all__ = ["RemoteClient", "ServerInfo", "normalize_agent_url"]
@@ -54,11 +56,12 @@ DEADLINE_MARGIN = 0.2
 
 def normalize_agent_url(agent_url: Any) -> str:
     """``agent_url`` with ``http://`` prepended when it names no scheme, and no trailing
-    slash; refused unless it is an http(s) URL with a host."""
-    if not isinstance(agent_url, str) or not agent_url.strip():
+    slash; refused unless it is an http(s) URL with a host (AgentURLError: a ConnectionError,
+    as PraisonAI raises when it cannot connect to such a URL)."""
+    if not isinstance(agent_url, str):
         raise InvalidValueError(
-            f"agent_url must be a URL such as 'http://127.0.0.1:8000/agent', got "
-            f"{type(agent_url).__name__ if not isinstance(agent_url, str) else repr(agent_url)}."
+            "agent_url must be a URL such as 'http://127.0.0.1:8000/agent', got "
+            f"{type(agent_url).__name__}."
         )
     url = agent_url.strip()
     if "://" not in url:
@@ -67,15 +70,41 @@ def normalize_agent_url(agent_url: Any) -> str:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError as exc:
-        raise InvalidValueError(
-            f"agent_url {redact_url(url)!r} is not a valid URL: {exc}."
+        raise AgentURLError(
+            f"agent_url {redact_url(url)!r} is not a valid URL: {exc}. Use one such as "
+            "'http://127.0.0.1:8000/agent'.",
+            url=redact_url(url),
         ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidValueError(
-            f"agent_url {redact_url(url)!r} is not an http(s) URL with a host; e.g. "
-            "'http://127.0.0.1:8000/agent'."
+        raise AgentURLError(
+            f"Cannot connect to agent_url {redact_url(url)!r}: it is not an http(s) URL with "
+            "a host. Use one such as 'http://127.0.0.1:8000/agent' (http:// is added when "
+            "the URL names no scheme).",
+            url=redact_url(url),
         )
     return url.rstrip("/")
+
+
+def _split_query(url: str) -> tuple[str, list[tuple[str, str]], str | None]:
+    """``url`` without its query, the query's plain parameters, and the value of a secret one
+    (``?token=...``), which goes in the Authorization header instead of every logged URL.
+
+    Kept in the URL, a query would also end up in the middle of the paths built from it
+    (``/agent?x=1/health``); requests appends these parameters to each request instead.
+    """
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, [], None
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    plain = [(name, value) for name, value in pairs if not is_secret_parameter(name)]
+    secrets = [value for name, value in pairs if is_secret_parameter(name)]
+    if len(secrets) > 1:
+        raise InvalidValueError(
+            f"agent_url {redact_url(url)!r} carries {len(secrets)} secret parameters; pass the "
+            "server's token once, as api_key."
+        )
+    bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")).rstrip("/")
+    return bare, plain, secrets[0] if secrets else None
 
 
 @dataclass(frozen=True)
@@ -107,8 +136,19 @@ class RemoteClient:
     def __init__(self, agent_url: str, *, token: str | None, timeout: float) -> None:
         if token is not None and (not isinstance(token, str) or not token.strip()):
             raise InvalidValueError("api_key must be a non-empty str (the server's token).")
-        self.url = normalize_agent_url(agent_url)
-        self.shown_url = redact_url(self.url)
+        if token is not None:
+            token = clean_secret(token, "The session server's token (api_key)")
+        url = normalize_agent_url(agent_url)
+        self.url, self._params, lifted = _split_query(url)
+        if lifted is not None:  # sent as a header: a URL is written to logs, a header is not
+            lifted = clean_secret(lifted, f"The token in agent_url {redact_url(url)!r}")
+            if token is not None and token != lifted:
+                raise InvalidValueError(
+                    f"agent_url {redact_url(url)!r} carries a token in its query and api_key "
+                    "(or PRAISONSESSION_REMOTE_TOKEN) gives another; pass it once, as api_key."
+                )
+            token = lifted
+        self.shown_url = redact_url(url)
         self.timeout = timeout
         self.server: ServerInfo | None = None
         self._token = token
@@ -319,7 +359,9 @@ class RemoteClient:
         left = remaining(self.timeout)
         left = max(0.001, left - min(DEADLINE_MARGIN, left / 10))
         try:
-            response = self._http.request(method, url, data=data, headers=headers, timeout=left)
+            response = self._http.request(
+                method, url, params=self._params, data=data, headers=headers, timeout=left
+            )
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
             raise RemoteConnectionError(
                 f"Cannot send to {self.shown_url}: {redact_text(str(exc), self._token)}. "
@@ -405,6 +447,6 @@ def _transient_answer(response: requests.Response) -> bool:
 
 def _json_or_none(response: requests.Response) -> Any:
     try:
-        return response.json()
-    except ValueError:
+        return decode(response.content)
+    except (ValueError, UnicodeDecodeError):
         return None

@@ -21,7 +21,6 @@ failed.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -42,7 +41,7 @@ from ..errors import (
 )
 from ..execution import bounded
 from ..identifiers import DEFAULT_USER, check_session_id, check_user_id
-from ..json_data import check_json_data
+from ..json_data import check_json_data, decode
 from ..remote.wire import HEALTH, IDEMPOTENCY_HEADER, SERVER_NAME, encode_error, store_path
 from ..settings import Settings
 from ..stores.base import SessionBase
@@ -267,7 +266,7 @@ async def _json_body(request: Request) -> Any:
         raise ValueError(f"{constant} is not JSON")
 
     try:
-        data = json.loads(raw, parse_constant=refuse)
+        data = decode(raw, parse_constant=refuse)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidValueError(
             f"The request body is not valid JSON ({exc}); send a JSON object with "

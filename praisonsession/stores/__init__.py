@@ -17,6 +17,7 @@ from .record import FORMAT_VERSION, Key, SessionContents, SessionInfo
 from .urls import open_store
 
 if TYPE_CHECKING:
+    from .encrypted import EncryptedStore
     from .json_files import JSONSession
     from .memory import InMemorySession
     from .postgres import PostgresSession
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .sqlite import SqliteSession
 
 _BACKENDS = {
+    "EncryptedStore": ".encrypted",
     "InMemorySession": ".memory",
     "PostgresSession": ".postgres",
     "JSONSession": ".json_files",
@@ -34,6 +36,7 @@ _BACKENDS = {
 __all__ = [
     "FORMAT_VERSION",
     "UNSET",
+    "EncryptedStore",
     "InMemorySession",
     "JSONSession",
     "Key",

@@ -18,12 +18,43 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import AmbiguousLegacyDataError, InvalidIdError, SessionCorruptedError
+from ..errors import (
+    AmbiguousLegacyDataError,
+    InvalidIdError,
+    InvalidValueError,
+    SessionCorruptedError,
+)
 from ..identifiers import DEFAULT_USER
 from ..json_data import dumps, loads
 from .record import Key
 
-__all__ = ["agentscope_name", "owners_of", "read_modules", "safe_file", "serialise_modules"]
+__all__ = [
+    "LAYOUTS",
+    "agentscope_name",
+    "check_layout",
+    "check_owner",
+    "held_modules",
+    "layout_file",
+    "module_states",
+    "owners_of",
+    "read_modules",
+    "record_owner",
+    "safe_file",
+    "serialise_modules",
+]
+
+#: ``layout=`` of the JSON and Redis stores: this library's own (isolated, append-only logs)
+#: or AgentScope's (its file names and keys, so that AgentScope reads what was saved).
+LAYOUTS = ("native", "agentscope")
+
+
+def check_layout(layout: Any) -> str:
+    if layout not in LAYOUTS:
+        raise InvalidValueError(
+            f"layout must be 'native' (this library's files and keys) or 'agentscope' "
+            f"(AgentScope's own, so that AgentScope loads what is saved), got {layout!r}."
+        )
+    return str(layout)
 
 
 def agentscope_name(key: Key) -> str:
@@ -67,7 +98,8 @@ def adoptable(save_dir: Path, key: Key) -> Path | None:
             f"{', '.join(f'session {o.session_id!r} of user {o.user_id!r}' for o in owners)}"
             " (AgentScope's file names do not tell them apart), so it was not imported. Import "
             "it for the right one explicitly: JSONSession(save_dir).import_agentscope("
-            f"{name!r}, session_id=..., user_id=...), then move the file away."
+            f"{name!r}, session_id=..., user_id=...), then move the file away; or keep "
+            "using AgentScope's files as they are: JSONSession(save_dir, layout='agentscope')."
         )
     return path
 
@@ -102,3 +134,96 @@ def serialise_modules(modules: dict[str, Any]) -> bytes:
     """The bytes of an AgentScope file: exactly ``{name: state_dict}``, nothing else, so that
     ``json.load`` shows what AgentScope's tutorial shows and AgentScope reads it back."""
     return dumps(modules).encode("utf-8")
+
+
+def layout_file(save_dir: Path, key: Key) -> Path:
+    """The file AgentScope 1.0.x keeps ``key`` in, for the store's AgentScope layout."""
+    path = safe_file(save_dir, agentscope_name(key))
+    if path is None:
+        raise InvalidIdError(
+            f"Session {key.session_id!r} of user {key.user_id!r} cannot have an AgentScope "
+            "session file: its name would leave save_dir, start with a dot or be too long. "
+            "Use ids that are plain file names, or the native layout (layout='native')."
+        )
+    return path
+
+
+def _owner_file(path: Path) -> Path:
+    return path.with_name(f".{path.name}.owner")
+
+
+def _owner(path: Path) -> list[Any] | None:
+    """What this library recorded of ``path``'s last save here: ``[user, session, names,
+    stamp]`` (the module names it wrote, and the file's size and mtime just after)."""
+    try:
+        owner = loads(_owner_file(path).read_bytes(), f"owner of {path}")
+    except FileNotFoundError:
+        return None
+    if not isinstance(owner, list) or len(owner) < 2:
+        raise SessionCorruptedError(f"owner of {path}", "not [user_id, session_id, ...]")
+    return owner
+
+
+def check_owner(path: Path, key: Key) -> None:
+    """Refuse ``key`` the file ``path`` when this library saved another (user, session) pair
+    there: AgentScope's names cannot tell them apart, so one would read the other's data."""
+    owner = _owner(path)
+    if owner is None or owner[:2] == [key.user_id, key.session_id]:
+        return
+    user, session = owner[:2]
+    raise AmbiguousLegacyDataError(
+        f"The AgentScope session file {path} holds session {session!r} of user {user!r}, and "
+        f"AgentScope's naming gives session {key.session_id!r} of user {key.user_id!r} the same "
+        "file, so it is neither read nor overwritten for them. Keep one of the two in the "
+        "native layout (JSONSession(save_dir) without layout='agentscope'), or move it to "
+        "an unambiguous id: a session id without '_' for the default user, or a user id "
+        "without '_' (praisonsession fork / export + import copy a session to a new id)."
+    )
+
+
+def held_modules(path: Path, saving: dict[str, Any]) -> dict[str, Any]:
+    """The modules ``path`` holds that a save of ``saving`` must keep. When this library
+    wrote the file last (its size and mtime are as recorded) and every name in it is being
+    saved again, nothing is kept and the file is not read: a save then costs what
+    AgentScope's does."""
+    if not path.is_file():
+        return {}
+    owner = _owner(path)
+    if owner is None or len(owner) != 4 or owner[3] != _stamp(path):
+        return read_modules(path)  # AgentScope (or someone) wrote it last: keep what it holds
+    return {} if set(owner[2]) <= set(saving) else read_modules(path)
+
+
+def record_owner(path: Path, key: Key, names: list[str]) -> None:
+    """Remember which (user, session) pair saved ``path``, with what (see
+    :func:`check_owner` and :func:`held_modules`); written aside, then renamed."""
+    owner = _owner_file(path)
+    partial = owner.with_name(owner.name + ".tmp")
+    record = [key.user_id, key.session_id, sorted(names), _stamp(path)]
+    partial.write_bytes(dumps(record).encode("utf-8"))
+    os.replace(partial, owner)
+
+
+def _stamp(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def module_states(documents: dict[str, Any], logs: dict[str, list[Any]]) -> dict[str, Any]:
+    """Stored module documents with their message logs put back where each log's dotted path
+    says, as ``state_dict()`` returned them: the content of an AgentScope session file."""
+    states = dict(documents)
+    for path, messages in logs.items():
+        name, *parts = path.split(".")
+        if name not in states:
+            continue
+        if not parts:
+            if states[name] == {}:
+                states[name] = {"messages": messages}
+            continue
+        node = states[name]
+        for part in parts[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and node.get(parts[-1]) == {}:
+            node[parts[-1]] = {"messages": messages}
+    return states

@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..identifiers import check_key, check_session_id, check_user_id
 from ..json_data import JSONValue, check_json_data, detach
+from ..state.protocol import check_modules, foreign_state, is_ours, load_foreign
 from .acks import LogAcks
 from .backend import UNSET, LogWrite, StoredModules
 from .hierarchy import SNAPSHOT_OWNER, HierarchyOperations
@@ -71,26 +72,24 @@ class SessionBase(HierarchyOperations):
     # -- AgentScope's API -----------------------------------------------------------------
 
     async def save_session_state(
-        self, session_id: str | None = None, user_id: str = "", **state_modules: StateModule
+        self, session_id: str | None = None, user_id: str = "", **state_modules: Any
     ) -> None:
         """Save the named modules. Modules saved earlier under other names are kept.
+
+        A module is this library's StateModule or any object with ``state_dict()`` and
+        ``load_state_dict(state_dict, strict=...)`` (AgentScope's agents, memories, toolkits),
+        saved as its state dict, atomically with the others.
 
         A message log this store already holds is appended to, not rewritten, when it was only
         appended to since; messages other writers appended meanwhile are kept, before ours, and
         taken into the log so that it reads as the store does. An edited log is written in full.
         """
-        from ..state.module import StateModule, _snapshot_of
-
         key = self.record_key(self._bound_id(session_id), user_id)
-        documents: dict[str, Any] = {}
+        for name in state_modules:
+            check_module_name(name)
+        check_modules("save_session_state", state_modules)
         logs: dict[str, MessageLog] = {}
-        for name, module in state_modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"save_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
-            documents[name] = _snapshot_of(module, name, logs)
+        documents = {name: snapshot(module, name, logs) for name, module in state_modules.items()}
         writes = []
         synced: dict[str, int] = {}
         for path, log in logs.items():
@@ -125,18 +124,17 @@ class SessionBase(HierarchyOperations):
         session_id: str | None = None,
         user_id: str = "",
         allow_not_exist: bool = True,
-        **state_modules: StateModule,
+        **state_modules: Any,
     ) -> None:
-        """Load the named modules; all of them are checked before any of them changes."""
-        from ..state.module import StateModule
+        """Load the named modules; all of them are checked before any of them changes.
 
+        A module the session does not hold is left as it is. With ``allow_not_exist=False`` a
+        missing session raises SessionNotFoundError (a ``ValueError``, as in AgentScope).
+        """
         key = self.record_key(self._bound_id(session_id), user_id)
-        for name, module in state_modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"load_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
+        for name in state_modules:
+            check_module_name(name)
+        check_modules("load_session_state", state_modules)
         stored = await self.read_modules(key, list(state_modules))
         if stored is None:
             self._nothing_stored_for(key, state_modules)
@@ -150,11 +148,13 @@ class SessionBase(HierarchyOperations):
             raise SessionNotFoundError(key.session_id, key.user_id)
         documents = {
             name: _attach_logs(module, name, stored.documents[name], stored.logs)
+            if is_ours(module)
+            else stored.documents[name]
             for name, module in state_modules.items()
             if name in stored.documents
         }
         load_states(state_modules, documents, f"session {key.session_id!r}", trusted=True)
-        for name, module in state_modules.items():
+        for name, module in _ours(state_modules).items():
             if name in stored.documents:
                 for path, log in _logs_of(module, name).items():
                     self._acks.record(key, path, log, len(log))
@@ -162,32 +162,28 @@ class SessionBase(HierarchyOperations):
             key, {n: m for n, m in state_modules.items() if n not in stored.documents}
         )
 
-    def _nothing_stored_for(self, key: Key, modules: dict[str, StateModule]) -> None:
+    def _nothing_stored_for(self, key: Key, modules: dict[str, Any]) -> None:
         """Modules the store does not hold: their logs are synced at length 0, so that their
         first save appends after whatever another writer stores there meanwhile."""
-        for name, module in modules.items():
+        for name, module in _ours(modules).items():
             for path, log in _logs_of(module, name).items():
                 self._acks.record(key, path, log, 0)
 
     async def refresh_session_state(
-        self, session_id: str, user_id: str = "", **state_modules: StateModule
+        self, session_id: str, user_id: str = "", **state_modules: Any
     ) -> int:
         """Take into the modules' message logs what other writers appended since they were last
         saved or loaded here; returns how many messages came in.
 
         One count per log when nothing is new. A log edited here since is left alone: its next
-        save writes it as it is.
+        save writes it as it is. Foreign modules (AgentScope's) have no logs: nothing to take.
         """
-        from ..state.module import StateModule
-
         key = self.record_key(session_id, user_id)
+        for name in state_modules:
+            check_module_name(name)
+        check_modules("refresh_session_state", state_modules)
         taken = 0
-        for name, module in state_modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"refresh_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
+        for name, module in _ours(state_modules).items():
             for path, log in _logs_of(module, name).items():
                 start = self._acks.synced_length(key, path, log)
                 if start is None:
@@ -406,6 +402,14 @@ class SessionBase(HierarchyOperations):
     ) -> list[dict[str, Any]]:
         """Messages ``start:stop`` of a named log ([] if it does not exist)."""
         key = self.record_key(session_id, user_id)
+        for name, value in (("start", start), ("stop", stop)):
+            if (value is not None or name == "start") and (
+                isinstance(value, bool) or not isinstance(value, int)
+            ):
+                raise InvalidValueError(
+                    f"read_messages: {name} must be a whole number (an int), got "
+                    f"{type(value).__name__} {value!r}."
+                )
         if start < 0 or (stop is not None and stop < start):
             raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
         return await self.read_log(key, check_key(log, "log name"), start, stop)
@@ -456,6 +460,30 @@ def _logger() -> Any:
     return logging.getLogger("praisonsession")
 
 
+def check_wait(seconds: Any, name: str) -> float:
+    """How long a store waits for a lock (``busy_timeout``, ``lock_timeout``): a finite number
+    of seconds >= 0. A negative or NaN wait would turn every contended write into a failure."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise InvalidValueError(f"{name} must be a number of seconds, got {seconds!r}.")
+    if not 0 <= seconds < float("inf"):  # NaN fails too
+        raise InvalidValueError(
+            f"{name}={seconds!r} is not valid; use a finite number of seconds >= 0, e.g. 30."
+        )
+    return float(seconds)
+
+
+def check_module_name(name: object) -> str:
+    """A module's name: a state key without ``.``, which separates it from the names of the
+    message logs inside it (``agent.memory``); with one it could be saved but not read back."""
+    check_key(name, "module name")
+    if "." in name:  # type: ignore[operator]
+        raise InvalidIdError(
+            f"module name {name!r} contains '.', which separates a module from the logs inside "
+            "it; use '_' instead."
+        )
+    return name  # type: ignore[return-value]
+
+
 def _check_ttl(ttl: Any) -> float | None:
     if ttl is None:
         return None
@@ -495,11 +523,13 @@ def _check_messages(messages: Any) -> list[dict[str, Any]]:
 
 
 def load_states(
-    modules: dict[str, StateModule], states: dict[str, Any], where: str, trusted: bool = False
+    modules: dict[str, Any], states: dict[str, Any], where: str, trusted: bool = False
 ) -> None:
     """Load ``states[name]`` into each module that has one: all are checked, then all are
     applied, or none is. A missing key raises; a stored key no module has is logged.
 
+    Our modules are planned and checked first; foreign ones load through their own
+    ``load_state_dict`` (undone if one of them raises), then ours are applied.
     ``trusted`` states were just decoded from a store, so they are neither checked nor copied.
     """
     from ..state.module import _plan_of
@@ -507,7 +537,7 @@ def load_states(
     actions = []
     missing: list[str] = []
     unexpected: list[str] = []
-    for name, module in modules.items():
+    for name, module in _ours(modules).items():
         if name in states:
             actions.extend(
                 _plan_of(module, states[name], True, f"{name}.", missing, unexpected, trusted)
@@ -516,8 +546,22 @@ def load_states(
         raise StateDictError(where, missing, unexpected)
     if unexpected:
         _logger().warning("Ignored stored keys that no module has: %s", unexpected)
+    load_foreign({n: m for n, m in modules.items() if not is_ours(m)}, states)
     for apply in actions:
         apply()
+
+
+def snapshot(module: Any, name: str, logs: dict[str, MessageLog] | None = None) -> Any:
+    """The document a module is stored as: ours with its message logs set apart in ``logs``
+    (when given), a foreign one as its ``state_dict()``, checked to be JSON data."""
+    from ..state.module import _snapshot_of
+
+    return _snapshot_of(module, name, logs) if is_ours(module) else foreign_state(module, name)
+
+
+def _ours(modules: dict[str, Any]) -> dict[str, StateModule]:
+    """This library's StateModules among ``modules`` (the ones with message logs)."""
+    return {name: module for name, module in modules.items() if is_ours(module)}
 
 
 def _logs_of(module: StateModule, name: str) -> dict[str, MessageLog]:

@@ -27,14 +27,30 @@ class FileLock:
         self._fd: int | None = None
 
     def __enter__(self) -> FileLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            self._acquire(fd)
-        except BaseException:
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            except FileNotFoundError:  # its directory went with an erased user: make it again
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                continue
+            try:
+                self._acquire(fd)
+                if _still_named(fd, self.path):
+                    break
+            except BaseException:
+                os.close(fd)
+                raise
+            # the lock file was removed (an erasure) while we waited: lock the current one
+            _unlock(fd)
             os.close(fd)
-            raise
         self._fd = fd
         return self
+
+    def remove(self) -> None:
+        """Delete the lock file while holding it (an erased user keeps no lock files): a
+        process that was waiting for it finds it gone and locks the file that replaces it."""
+        if self._fd is not None:
+            self.path.unlink(missing_ok=True)
 
     def _acquire(self, fd: int) -> None:
         if _try_lock(fd):
@@ -66,6 +82,16 @@ class FileLock:
                 _unlock(fd)
             finally:
                 os.close(fd)
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    """Whether ``path`` is still the file open at ``fd``."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only

@@ -281,6 +281,7 @@ class HierarchyOperations(StoreBackend):
                 snapshots += await self.delete_record(info_key(info))
             elif _staged_for(info.session_id, user):  # an export's copy, an import's sections
                 staging += await self.delete_record(info_key(info))
+        await self.scrub_erased_user(user)
         return {
             "sessions": len(erased),
             "snapshots": snapshots,
@@ -288,13 +289,18 @@ class HierarchyOperations(StoreBackend):
             "session_ids": erased,
         }
 
+    async def scrub_erased_user(self, user_id: str) -> None:
+        """After an erasure, remove what the backend still keeps of ``user_id`` beneath the
+        API: a write-ahead log, lock files, bookkeeping keys. Nothing to do by default; a
+        store that wraps another forwards it."""
+
 
 def check_erasable_user(user_id: Any) -> str:
     """The user to erase, spelled out: elsewhere an empty id means the default user, which an
     erasure must not reach by accident."""
-    if user_id == "":
+    if user_id is None or user_id == "":
         raise InvalidIdError(
-            "Erasing needs the user id spelled out; an empty one would mean the default user. "
+            f"Erasing needs the user id spelled out; {user_id!r} would mean the default user. "
             f"Pass {DEFAULT_USER!r} if that is the user to erase."
         )
     return check_user_id(user_id)

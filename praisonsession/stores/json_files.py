@@ -27,6 +27,7 @@ copies for forks and snapshots live in modules of their own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -45,12 +46,23 @@ from ..errors import (
 from ..execution import offload
 from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
-from ..state.module import StateModule
-from .agentscope_files import adoptable, bound_file, read_modules, serialise_modules
-from .base import Key, LogWrite, SessionBase, StoredModules, load_states
+from ..state.protocol import check_modules
+from .agentscope_files import (
+    adoptable,
+    bound_file,
+    check_layout,
+    check_owner,
+    held_modules,
+    layout_file,
+    read_modules,
+    record_owner,
+    serialise_modules,
+)
+from .base import Key, LogWrite, SessionBase, StoredModules, check_wait, load_states, snapshot
 from .document import SessionDocument, resolve
 from .durability import check_durability
 from .file_lock import FileLock
+from .hierarchy import SNAPSHOT_OWNER
 from .json_copies import JSONCopies
 from .record import SessionInfo, check_version, now
 
@@ -77,6 +89,15 @@ class JSONSession(JSONCopies, SessionBase):
     session id and read and write AgentScope's own file at :attr:`save_path`
     (``{save_dir}/{session_id}.json``, ``{"agent": {...}}``), which AgentScope itself reads.
 
+    ``layout="agentscope"`` (``json:///dir?layout=agentscope``) keeps the modules of
+    ``save_session_state`` / ``load_session_state`` (and ``Session.save_modules``) in AgentScope
+    1.0's own files, ``{save_dir}/{user_id}_{session_id}.json`` (``{session_id}.json`` for the
+    default user), so that AgentScope's ``JSONSession(save_dir)`` loads them with the same
+    arguments, and the other way round. Its names are ambiguous (``a_b_c.json`` is session
+    ``b_c`` of user ``a`` and session ``c`` of user ``a_b``): a file saved here for one pair is
+    refused to any other with AmbiguousLegacyDataError. The rest of the API (state, logs,
+    metadata) keeps its native files beside them.
+
     File I/O runs in a worker thread when called from a running loop, and directly on the
     caller's thread when the sync facade runs it inline.
     """
@@ -92,15 +113,18 @@ class JSONSession(JSONCopies, SessionBase):
         sliding_ttl: bool = True,
         lock_timeout: float = 30.0,
         durability: str = "process",
+        layout: str = "native",
     ) -> None:
         session_id, save_dir = _constructor_arguments(args, session_id, save_dir)
         super().__init__(session_id, default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         self.save_dir = Path(save_dir).expanduser().resolve()
-        self.lock_timeout = float(lock_timeout)
+        self.lock_timeout = check_wait(lock_timeout, "lock_timeout")
         self.url = f"json://{self.save_dir}"
         #: "process" or "power": whether each write is fsynced (file and directory).
         self.durability = check_durability(durability)
         self._fsync = self.durability == "power"
+        #: "native" or "agentscope": where save_session_state / load_session_state keep modules.
+        self.layout = check_layout(layout)
 
     @property
     def save_path(self) -> str:
@@ -110,10 +134,14 @@ class JSONSession(JSONCopies, SessionBase):
     # -- AgentScope's bound API: its own file format, at save_path ---------------------------
 
     async def save_session_state(
-        self, session_id: str | None = None, user_id: str = "", **state_modules: StateModule
+        self, session_id: str | None = None, user_id: str = "", **state_modules: Any
     ) -> None:
         if session_id is None and self.session_id is not None and not user_id:
-            return await self._save_bound(state_modules)
+            key = Key(DEFAULT_USER, self.session_id)
+            return await self._save_file(Path(self.save_path), key, state_modules)
+        if self.layout == "agentscope":
+            key = self.record_key(self._bound_id(session_id), user_id)
+            return await self._save_file(layout_file(self.save_dir, key), key, state_modules)
         return await super().save_session_state(session_id, user_id, **state_modules)
 
     async def load_session_state(
@@ -121,51 +149,58 @@ class JSONSession(JSONCopies, SessionBase):
         session_id: str | None = None,
         user_id: str = "",
         allow_not_exist: bool = True,
-        **state_modules: StateModule,
+        **state_modules: Any,
     ) -> None:
         if session_id is None and self.session_id is not None and not user_id:
-            return await self._load_bound(allow_not_exist, state_modules)
+            key = Key(DEFAULT_USER, self.session_id)
+            path = Path(self.save_path)
+            return await self._load_file(path, key, allow_not_exist, state_modules)
+        if self.layout == "agentscope":
+            key = self.record_key(self._bound_id(session_id), user_id)
+            path = layout_file(self.save_dir, key)
+            return await self._load_file(path, key, allow_not_exist, state_modules)
         return await super().load_session_state(
             session_id, user_id, allow_not_exist, **state_modules
         )
 
-    async def _save_bound(self, modules: dict[str, StateModule]) -> None:
-        for name, module in modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"save_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
-        states = {name: module.state_dict() for name, module in modules.items()}
-        path = Path(self.save_path)
+    async def _save_file(self, path: Path, key: Key, modules: dict[str, Any]) -> None:
+        """Save modules in AgentScope's own file ``path``, in its format (bound API, or the
+        AgentScope layout)."""
+        check_modules("save_session_state", modules)
+        states = {name: snapshot(module, name) for name, module in modules.items()}
 
         def write() -> None:
             self.save_dir.mkdir(parents=True, exist_ok=True)
             with FileLock(self.save_dir / f".{path.name}.lock", self.lock_timeout):
+                check_owner(path, key)
                 # modules saved earlier under other names are kept (AgentScope dropped them)
-                held = read_modules(path) if path.is_file() else {}
-                _atomic_write(path, serialise_modules({**held, **states}), self._fsync)
+                merged = {**held_modules(path, states), **states}
+                _atomic_write(path, serialise_modules(merged), self._fsync)
+                record_owner(path, key, list(merged))
 
         await offload(self._guarded, write)
 
-    async def _load_bound(self, allow_not_exist: bool, modules: dict[str, StateModule]) -> None:
-        path = Path(self.save_path)
-        for name, module in modules.items():
-            if not isinstance(module, StateModule):
-                raise InvalidValueError(
-                    f"load_session_state({name}=...) got a {type(module).__name__}; "
-                    "pass StateModule instances."
-                )
+    async def _load_file(
+        self, path: Path, key: Key, allow_not_exist: bool, modules: dict[str, Any]
+    ) -> None:
+        check_modules("load_session_state", modules)
 
         def read() -> dict[str, Any] | None:
+            check_owner(path, key)
             return read_modules(path) if path.is_file() else None
 
         states = await offload(self._guarded, read)
         if states is None:
             if allow_not_exist:
+                _logger().info(
+                    "Session %r of user %r does not exist (no file %s). Skip loading.",
+                    key.session_id,
+                    key.user_id,
+                    path,
+                )
                 return
             raise SessionNotFoundError(
-                self._bound_id(None), DEFAULT_USER, f"There is no session file {path}."
+                key.session_id, key.user_id, f"There is no session file {path}."
             )
         load_states(modules, states, f"AgentScope session file {path}")
 
@@ -212,8 +247,8 @@ class JSONSession(JSONCopies, SessionBase):
         path = self._doc_path(key)
         try:
             raw = path.read_bytes()
-        except FileNotFoundError:
-            return self._adopt_legacy(key, at) if adopt else None
+        except FileNotFoundError:  # AgentScope's layout leaves AgentScope's files where they are
+            return self._adopt_legacy(key, at) if adopt and self.layout == "native" else None
         return self._decode_doc(raw, key, at, f"session file {path}")
 
     def _adopt_legacy(self, key: Key, at: float) -> SessionDocument | None:
@@ -428,6 +463,25 @@ class JSONSession(JSONCopies, SessionBase):
         for key in await offload(self._guarded, scan):
             count += await self._delete_if_expired(key)
         return count
+
+    async def scrub_erased_user(self, user_id: str) -> None:
+        """After an erasure: the user's lock files and crash debris go, and with them the
+        directory whose name spells the user id; the snapshots' leftover lock files too."""
+
+        def sweep(folder: Path, remove_folder: bool) -> None:
+            for lock in folder.glob("*.lock"):
+                stem = lock.name[: -len(".lock")]
+                with FileLock(lock, self.lock_timeout) as held:
+                    if (folder / f"{stem}.json").exists() or (folder / f"{stem}.logs").exists():
+                        continue  # a live session (another user's snapshot, say)
+                    (folder / f".{stem}.json.tmp").unlink(missing_ok=True)
+                    held.remove()
+            if remove_folder:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only if nothing else is left in it
+
+        await offload(self._guarded, sweep, self._user_dir(user_id), True)
+        await offload(self._guarded, sweep, self._user_dir(SNAPSHOT_OWNER), False)
 
     async def _delete_if_expired(self, key: Key) -> bool:
         def work(doc, at):

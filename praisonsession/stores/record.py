@@ -151,6 +151,8 @@ class SessionInfo(NamedTuple):
                 or not math.isfinite(value)
             ):
                 raise SessionCorruptedError(what, f"{name} is {value!r:.40}, not a number")
+            if name == "ttl" and value < 0:  # it would be expired before it was read
+                raise SessionCorruptedError(what, f"ttl is {value!r:.40}, a negative time")
             times[name] = float(value)
         if not isinstance(metadata, dict):
             raise SessionCorruptedError(what, "its metadata is not a JSON object")

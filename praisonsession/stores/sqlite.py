@@ -51,7 +51,7 @@ from ..errors import (
 from ..execution import expired, pause, remaining
 from ..identifiers import DEFAULT_USER
 from ..json_data import add_numbers, dumps, loads
-from .base import UNSET, Key, LogWrite, SessionBase, StoredModules
+from .base import UNSET, Key, LogWrite, SessionBase, StoredModules, check_wait
 from .durability import check_durability
 from .record import FORMAT_VERSION, SessionInfo, check_version, now, resolve_info
 from .sqlite_copies import SqliteCopies
@@ -132,7 +132,7 @@ class SqliteSession(SqliteCopies, SessionBase):
             raise InvalidValueError("synchronous must be one of OFF, NORMAL, FULL, EXTRA.")
         self.path = Path(path).expanduser().resolve()
         self.url = f"sqlite://{self.path}"
-        self.busy_timeout = float(busy_timeout)
+        self.busy_timeout = check_wait(busy_timeout, "busy_timeout")
         self._synchronous = synchronous.upper()
         #: What an acknowledged write survives: "process" (a crash of the process) or
         #: "power" (a power loss too), from the ``synchronous`` in use.
@@ -161,6 +161,9 @@ class SqliteSession(SqliteCopies, SessionBase):
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute(f"PRAGMA synchronous={self._synchronous}")
+                # deleted rows are overwritten with zeros, not left in free space: an erased
+                # user's messages must not be readable from the file's bytes
+                conn.execute("PRAGMA secure_delete=ON")
             except sqlite3.DatabaseError as exc:
                 conn.close()
                 if _is_busy(exc):
@@ -575,6 +578,22 @@ class SqliteSession(SqliteCopies, SessionBase):
             return self._fetch_info(conn, key)
 
         return await self._write(work)
+
+    async def scrub_erased_user(self, user_id: str) -> None:
+        """After an erasure: move the zeroed pages into the file and empty the write-ahead log,
+        which still holds the erased rows as they were until a checkpoint."""
+        started, patience = time.monotonic(), remaining(self.busy_timeout)
+        while True:
+            busy, _, _ = self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return
+            if time.monotonic() - started > patience:
+                raise StoreUnavailableError(
+                    f"{self.path}: the erased rows are deleted, but another connection kept "
+                    "reading for longer than busy_timeout, so the write-ahead log still holds "
+                    "them. Close other programs using the file and erase the user again."
+                )
+            await pause(0.01)
 
     async def purge_records(self) -> int:
         def work(conn: sqlite3.Connection) -> int:

@@ -12,7 +12,7 @@ from .base import SessionBase
 #: Query parameters the file stores take in their URL, and how each is read.
 FILE_OPTIONS: dict[str, dict[str, type]] = {
     "sqlite": {"durability": str, "synchronous": str, "busy_timeout": float},
-    "json": {"durability": str, "lock_timeout": float},
+    "json": {"durability": str, "lock_timeout": float, "layout": str},
 }
 
 SCHEMES = (

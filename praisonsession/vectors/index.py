@@ -14,6 +14,7 @@ chromadb is imported on first use only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -117,6 +118,29 @@ def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> in
     return removed
 
 
+def scrub_embedded(directory: Path) -> None:
+    """After an erasure, leave none of the deleted texts in the embedded store's SQLite file:
+    Chroma deletes rows but not the bytes they held in free pages, nor the terms of its full
+    text index. Merging that index and rebuilding the file (``VACUUM``) removes both."""
+    import sqlite3
+
+    path = Path(directory) / "chroma.sqlite3"
+    if not path.is_file():
+        return
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        conn.execute("PRAGMA secure_delete=ON")
+        # rewrites the index without the deleted documents' terms (if Chroma has one)
+        with contextlib.suppress(sqlite3.OperationalError):
+            conn.execute(
+                "INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
+                "VALUES('optimize')"
+            )
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
+
+
 def collection_name(namespace: str, kind: str, *scope: str) -> str:
     """A valid Chroma name per scope; ids can hold any text, so they go in as a digest."""
     if not scope:
@@ -138,6 +162,7 @@ class VectorIndex:
         self.name = name
         self.embedder = embedder
         self.owner = owner  # the user whose data it holds (None: shared): erase_user finds it
+        self.sealer: Any = None  # a TextSealer when encryption_key is set: texts stored sealed
         self._client = client
         self._opened: Any = None
         self._opening = threading.Lock()
@@ -196,8 +221,15 @@ class VectorIndex:
         if not ids:
             return
         if vectors is None:
-            vectors = self.embedder.embed(texts)
+            vectors = self.embedder.embed(texts)  # from the text itself: search keeps working
+        if self.sealer is not None:
+            texts = [self.sealer.seal(self.name, i, t) for i, t in zip(ids, texts, strict=True)]
         self.collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
+
+    def _text(self, entry: str, text: str | None) -> str:
+        if self.sealer is None or text is None:
+            return text or ""
+        return self.sealer.open(self.name, entry, text)
 
     def existing(self, ids: list[str]) -> set[str]:
         if not ids:
@@ -211,7 +243,12 @@ class VectorIndex:
             include=["documents", "metadatas", "distances"],
         )
         return [
-            Hit(id=i, text=text or "", score=round(1.0 - float(distance), 6), metadata=meta or {})
+            Hit(
+                id=i,
+                text=self._text(i, text),
+                score=round(1.0 - float(distance), 6),
+                metadata=meta or {},
+            )
             for i, text, meta, distance in zip(
                 found["ids"][0],
                 found["documents"][0],
@@ -228,7 +265,7 @@ class VectorIndex:
         """(id, text, metadata) of every entry matching ``where``, oldest id first."""
         found = self.collection.get(where=where, include=["documents", "metadatas"])
         rows = zip(found["ids"], found["documents"], found["metadatas"], strict=True)
-        return sorted((i, text or "", dict(meta or {})) for i, text, meta in rows)
+        return sorted((i, self._text(i, text), dict(meta or {})) for i, text, meta in rows)
 
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""

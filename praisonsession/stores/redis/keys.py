@@ -73,6 +73,11 @@ class KeyLayout:
         """The SCAN pattern that matches every user's index (and nothing else of the store)."""
         return _glob_escaped(self.namespace) + "u:*:sessions"
 
+    @property
+    def op_keys(self) -> str:
+        """The SCAN pattern that matches every op key of the store."""
+        return _glob_escaped(self.namespace) + "op:*"
+
     def session_keys(self, key: Key) -> list[str]:
         """The session's keys (meta, state, modules, logs), its user's index, and the expiry
         and imported sets (the message lists are named in the ``logs`` set)."""

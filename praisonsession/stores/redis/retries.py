@@ -86,7 +86,14 @@ async def call_with_retries(
                 f"a key of this store in {url}",
                 "it holds another Redis type than this library writes",
             ) from None
-        raise StoreUnavailableError(f"Redis at {url} refused the command: {exc}") from exc
+        hint = ""
+        if "unknown command" in str(exc).lower() and "eval" in str(exc).lower():
+            hint = (
+                " This client or server runs no Lua scripts, which this store needs: with "
+                "fakeredis, install its Lua support (pip install 'fakeredis[lua]'); or use a "
+                "real Redis server."
+            )
+        raise StoreUnavailableError(f"Redis at {url} refused the command: {exc}{hint}") from exc
 
 
 def _retryable(exc: BaseException) -> bool:

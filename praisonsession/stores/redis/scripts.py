@@ -40,7 +40,7 @@ SESSION_SCRIPTS = (
     "copy",
     "contents",
 )
-STORE_SCRIPTS = ("list", "users", "purge", "enc")
+STORE_SCRIPTS = ("list", "users", "purge", "enc", "forget")
 WRITES = frozenset(
     {
         "create",

@@ -22,9 +22,12 @@ from ...errors import (
 )
 from ...execution import loop_running_here
 from ...json_data import add_numbers, dumps
-from ..base import Key, LogWrite, SessionBase, StoredModules
+from ...state.protocol import check_modules
+from ..agentscope_files import check_layout
+from ..base import Key, LogWrite, SessionBase, StoredModules, load_states, snapshot
 from ..durability import check_durability
 from ..record import SessionContents, SessionInfo, copy_conflict
+from . import agentscope
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
 from .inline import InlineClient
@@ -107,6 +110,7 @@ class RedisSession(SessionBase):
         socket_timeout: float | None = 5.0,
         socket_connect_timeout: float | None = 2.0,
         durability: str = "process",
+        layout: str = "native",
         **kwargs: Any,
     ) -> None:
         if key_ttl is not None and default_ttl is not None and key_ttl != default_ttl:
@@ -130,6 +134,9 @@ class RedisSession(SessionBase):
         self._scripts = load_scripts()
         self.key_prefix = key_prefix
         self._layout = KeyLayout(key_prefix)
+        #: "native" or "agentscope": where save_session_state / load_session_state keep
+        #: modules (AgentScope's ``{key_prefix}user_id:U:session:S:state``, see agentscope.py).
+        self.layout = check_layout(layout)
         self.retry_attempts = retry_attempts
         self.retry_max_delay = float(retry_max_delay)
         self._options: dict[str, Any] = {
@@ -179,6 +186,38 @@ class RedisSession(SessionBase):
         if "durability" in settings:  # and so does its ?durability= over the settings' one
             given.pop("durability", None)
         return cls(**{**settings, **given})
+
+    # -- AgentScope's layout ----------------------------------------------------------------
+
+    async def save_session_state(
+        self, session_id: str | None = None, user_id: str = "", **state_modules: Any
+    ) -> None:
+        if self.layout == "native":
+            return await super().save_session_state(session_id, user_id, **state_modules)
+        key = self.record_key(self._bound_id(session_id), user_id)
+        check_modules("save_session_state", state_modules)
+        states = {name: snapshot(module, name) for name, module in state_modules.items()}
+        await agentscope.save_modules(self, key, states)
+
+    async def load_session_state(
+        self,
+        session_id: str | None = None,
+        user_id: str = "",
+        allow_not_exist: bool = True,
+        **state_modules: Any,
+    ) -> None:
+        if self.layout == "native":
+            return await super().load_session_state(
+                session_id, user_id, allow_not_exist, **state_modules
+            )
+        key = self.record_key(self._bound_id(session_id), user_id)
+        check_modules("load_session_state", state_modules)
+        states = await agentscope.load_modules(self, key)
+        if states is None:
+            if allow_not_exist:
+                return
+            raise SessionNotFoundError(key.session_id, key.user_id)
+        load_states(state_modules, states, f"AgentScope session {key.session_id!r}")
 
     # -- clients ----------------------------------------------------------------------------
 
@@ -501,6 +540,17 @@ class RedisSession(SessionBase):
             cursor = as_text(reply[1])
             if cursor == "0":
                 return users
+
+    async def scrub_erased_user(self, user_id: str) -> None:
+        """After an erasure: the op keys whose kept reply names the user go now, not in a
+        minute (``forget.lua``)."""
+        cursor = "0"
+        while True:
+            args = [self._layout.op_keys, cursor, _SCAN_BATCH, user_id]
+            reply = await self._call("forget", [], args)
+            cursor = as_text(reply[1])
+            if cursor == "0":
+                return
 
     async def delete_record(self, key: Key) -> bool:
         reply = await self._session("delete", key, [])

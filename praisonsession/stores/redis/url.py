@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from ...errors import InvalidValueError
 from ...redaction import redact_url
 
-__all__ = ["display_url", "parse_url"]
+__all__ = ["QUERY_OPTIONS", "display_url", "parse_url"]
+
+#: The query parameters a redis:// URL takes, and the kind of value each holds. Anything else
+#: is refused here: passed on, redis-py would fail later with a bare TypeError.
+QUERY_OPTIONS: dict[str, str] = {
+    "key_prefix": "text",
+    "durability": "text",
+    "client_name": "text",
+    "default_ttl": "seconds?",
+    "key_ttl": "seconds?",
+    "layout": "text",
+    "sliding_ttl": "flag",
+    "retry_attempts": "count",
+    "retry_max_delay": "seconds",
+    "socket_timeout": "seconds?",
+    "socket_connect_timeout": "seconds?",
+    "health_check_interval": "seconds",
+    "socket_keepalive": "flag",
+    "max_connections": "count?",
+}
 
 
 def parse_url(url: str) -> dict[str, Any]:
@@ -42,7 +62,13 @@ def parse_url(url: str) -> dict[str, Any]:
     if scheme == "rediss":
         settings["ssl"] = True
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        settings[name] = value if name == "key_prefix" else _query_value(value)
+        kind = QUERY_OPTIONS.get(name)
+        if kind is None:
+            raise InvalidValueError(
+                f"Store URL {redact_url(url)!r}: {name!r} is not an option of redis:// URLs; "
+                f"use {', '.join(sorted(QUERY_OPTIONS))}."
+            )
+        settings[name] = _read_option(url, name, value, kind)
     return settings
 
 
@@ -74,19 +100,32 @@ def display_url(
     return url
 
 
-def _query_value(value: str) -> Any:
+def _read_option(url: str, name: str, value: str, kind: str) -> Any:
+    """One query value read as its option's kind, or a typed error naming the option."""
     lowered = value.lower()
-    if lowered in ("true", "yes", "on"):
-        return True
-    if lowered in ("false", "no", "off"):
-        return False
-    if lowered in ("none", "null", ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return float(value)
-    except ValueError:
+    if kind == "text":
         return value
+    if lowered in ("none", "null", "") and kind in ("seconds?", "count?"):
+        return None
+    if kind == "flag":
+        if lowered in ("true", "yes", "on", "1"):
+            return True
+        if lowered in ("false", "no", "off", "0"):
+            return False
+    else:
+        try:
+            number = int(value) if kind.startswith("count") else float(value)
+        except ValueError:
+            number = None
+        if number is not None and math.isfinite(number) and number >= 0:
+            return number
+    wanted = {
+        "flag": "true or false",
+        "count": "a whole number >= 0",
+        "count?": "a whole number >= 0",
+        "seconds": "a number of seconds >= 0",
+        "seconds?": "a number of seconds >= 0, or none",
+    }[kind]
+    raise InvalidValueError(
+        f"Store URL {redact_url(url)!r}: {name}={value!r} is not valid; use {wanted}."
+    )

@@ -1,0 +1,328 @@
+"""Encryption at rest (``encryption_key``): nothing readable in the files, plaintext and tampered
+records refused with a typed error, copies and archives round-trip, increments and appends
+exact under many processes. The store conformance suites also run on an encrypted store
+(``backends.CONFORMANCE_BACKENDS``)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backends import make_store
+from praisonsession import (
+    DecryptionError,
+    EncryptedStore,
+    InvalidSettingError,
+    InvalidValueError,
+    Session,
+    SessionBase,
+    StateModule,
+    runtime,
+)
+from praisonsession.state import MessageLog
+
+KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
+OTHER_KEY = base64.urlsafe_b64encode(b"o" * 32).decode()
+SECRET = "pelican-4471"
+
+
+class Notes(StateModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.title = ""
+        self.register_state("title")
+        self.log = MessageLog()
+
+
+@pytest.fixture(params=["memory", "json", "sqlite", "redis"])
+def kind(request: pytest.FixtureRequest) -> str:
+    if request.param == "redis":
+        request.getfixturevalue("redis_url")
+    return request.param
+
+
+@pytest.fixture
+def plain(kind: str, tmp_path: Path) -> Iterator[SessionBase]:
+    store = make_store(kind, tmp_path)
+    yield store
+    runtime.run(store.close())
+
+
+def sealed_session(plain: SessionBase, session_id: str = "s", key: str = KEY) -> Session:
+    return Session(session_id, "u", store=EncryptedStore(plain, key))
+
+
+def fill(session: Session) -> None:
+    session.set_state("secret", {"text": SECRET, "n": [1, 2.5, None]})
+    session.increment_state("count", 3)
+    session.append_messages("chat", [{"role": "user", "content": f"my {SECRET}"}])
+    notes = Notes()
+    notes.title = f"title {SECRET}"
+    notes.log.append({"role": "assistant", "content": f"noted {SECRET}"})
+    session.save_modules(notes=notes)
+    runtime.run(session.store.set_metadata(session.session_id, session.user_id, topic=SECRET))
+
+
+def contents(session: Session) -> Any:
+    notes = Notes()
+    session.load_modules(notes=notes)
+    return (
+        session.restore_state(),
+        session.read_messages("chat"),
+        notes.title,
+        notes.log.messages_since(0),
+        session.get_info().metadata["topic"],
+    )
+
+
+EXPECTED = (
+    {"secret": {"text": SECRET, "n": [1, 2.5, None]}, "count": 3},
+    [{"role": "user", "content": f"my {SECRET}"}],
+    f"title {SECRET}",
+    [{"role": "assistant", "content": f"noted {SECRET}"}],
+    SECRET,
+)
+
+
+def test_everything_round_trips_and_nothing_is_stored_in_the_clear(
+    plain: SessionBase, kind: str, tmp_path: Path
+) -> None:
+    session = sealed_session(plain)
+    fill(session)
+    assert contents(session) == EXPECTED
+    raw = Session("s", "u", store=plain)
+    assert raw.get_state("count").startswith("psenc1:")  # the inner store holds only seals
+    if kind in ("json", "sqlite"):
+        stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+        assert b"chat" in stored  # names stay readable; the texts do not
+        assert SECRET.encode() not in stored
+
+
+def test_forks_snapshots_and_archives_keep_working(plain: SessionBase, tmp_path: Path) -> None:
+    session = sealed_session(plain)
+    fill(session)
+    fork = session.fork("child", user_id="v")
+    snapshot = session.snapshot(f"label {SECRET}")
+    session.set_state("secret", "changed")
+    assert contents(fork) == EXPECTED
+    reopened = Session("child", "v", store=EncryptedStore(plain, KEY))  # opening merges, keeps
+    assert contents(reopened) == EXPECTED  # the key of the session it was copied from
+    session.restore(snapshot)
+    assert contents(session) == EXPECTED
+    assert session.snapshots()[0].label == f"label {SECRET}"
+    session.export(tmp_path / "a.jsonl")
+    archive = (tmp_path / "a.jsonl").read_bytes()
+    assert SECRET.encode() not in archive and b'"sealed":true' in archive.splitlines()[0]
+    with pytest.raises(InvalidValueError, match="is encrypted"):
+        Session.import_archive(tmp_path / "a.jsonl", store=make_store("memory", tmp_path))
+    imported = Session.import_archive(
+        tmp_path / "a.jsonl", store=EncryptedStore(plain, KEY), session_id="copy"
+    )
+    assert contents(imported) == EXPECTED
+    assert Session("copy", "u", store=plain).get_state("count").startswith("psenc1:")
+
+
+def test_a_plaintext_record_is_refused_not_trusted(plain: SessionBase) -> None:
+    Session("s", "u", store=plain).set_state("secret", SECRET)
+    Session("s", "u", store=plain).append_messages("chat", [{"content": SECRET}])
+    session = sealed_session(plain)
+    with pytest.raises(DecryptionError, match="not encrypted") as caught:
+        session.get_state("secret")
+    assert SECRET not in str(caught.value)
+    with pytest.raises(DecryptionError, match="not encrypted"):
+        session.read_messages("chat")
+
+
+def test_a_tampered_moved_or_foreign_value_is_refused(plain: SessionBase) -> None:
+    session = sealed_session(plain)
+    session.set_state("a", SECRET)
+    session.set_state("b", "other")
+    raw = Session("s", "u", store=plain)
+    sealed = raw.get_state("a")
+    flipped = sealed[:-6] + ("A" if sealed[-6] != "A" else "B") + sealed[-5:]
+    raw.set_state("a", flipped)
+    with pytest.raises(DecryptionError, match="does not open"):
+        session.get_state("a")
+    raw.set_state("b", sealed)  # a valid seal, moved to another key
+    with pytest.raises(DecryptionError, match="does not open"):
+        session.get_state("b")
+    Session("t", "u", store=plain).set_state("a", sealed)  # and to another session
+    with pytest.raises(DecryptionError):
+        sealed_session(plain, "t").get_state("a")
+    sealed_session(plain, "w").set_state("a", SECRET)
+    with pytest.raises(DecryptionError, match="does not open"):
+        sealed_session(plain, "w", key=OTHER_KEY).get_state("a")
+
+
+def test_the_key_comes_from_settings_the_environment_or_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite://{tmp_path}/s.db"
+    Session("s", store=url, settings={"encryption_key": KEY}).set_state("k", SECRET)
+    (tmp_path / "key").write_text(KEY + "\n")
+    from_file = Session("s", store=url, settings={"encryption_key_file": str(tmp_path / "key")})
+    assert from_file.get_state("k") == SECRET
+    monkeypatch.setenv("PRAISONSESSION_ENCRYPTION_KEY", KEY)
+    assert Session("s", store=url).get_state("k") == SECRET
+    assert SECRET.encode() not in (tmp_path / "s.db").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "key", ["short", KEY[:-4], "!" * 44, base64.urlsafe_b64encode(b"x" * 31).decode()]
+)
+def test_a_bad_key_is_refused_without_being_shown(key: str, tmp_path: Path) -> None:
+    with pytest.raises(InvalidSettingError, match="32 bytes") as caught:
+        Session("s", store=f"sqlite://{tmp_path}/s.db", settings={"encryption_key": key})
+    assert key not in str(caught.value)
+    assert not (tmp_path / "s.db").exists()
+
+
+@pytest.fixture(params=["json", "sqlite", "redis"])
+def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "redis":
+        from backends import redis_store_url
+
+        request.getfixturevalue("redis_url")
+        return redis_store_url(tmp_path)
+    return {"json": f"json://{tmp_path}/j", "sqlite": f"sqlite://{tmp_path}/s.db"}[request.param]
+
+
+def run_together(*args: Any) -> dict[str, list[int]]:
+    from test_processes import run_together as run
+
+    return run(*args)
+
+
+def test_increments_and_appends_stay_exact_under_many_processes(
+    shared_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRAISONSESSION_ENCRYPTION_KEY", KEY)  # the workers inherit it
+    results = run_together("increment", shared_url, tmp_path, 60)
+    returned = sorted(v for values in results.values() for v in values)
+    assert returned == list(range(1, 4 * 60 + 1))  # every value handed out exactly once
+    script = (
+        "import sys\nfrom praisonsession import Session\n"
+        "s = Session('shared', 'u', store=sys.argv[1])\n"
+        "for i in range(40): s.append_messages('log', [{'content': f'{sys.argv[2]}-{i}'}])\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, shared_url, f"p{n}"], cwd=tmp_path)
+        for n in range(3)
+    ]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0, 0]
+    session = Session("shared", "u", store=shared_url)
+    assert session.get_state("hits") == 240
+    log = [m["content"] for m in session.read_messages("log")]
+    assert sorted(log) == sorted(f"p{n}-{i}" for n in range(3) for i in range(40))
+    for n in range(3):  # each process's messages in the order it sent them
+        mine = [int(c.split("-")[1]) for c in log if c.startswith(f"p{n}-")]
+        assert mine == list(range(40))
+    monkeypatch.delenv("PRAISONSESSION_ENCRYPTION_KEY")
+    assert str(Session("shared", "u", store=shared_url).get_state("hits")).startswith("psenc1:")
+    session.close()
+    assert json.dumps(os.environ.get("PRAISONSESSION_ENCRYPTION_KEY")) == "null"
+
+
+def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
+    plain: SessionBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from praisonsession.stores import encrypted
+
+    for n in range(6):
+        fill(sealed_session(plain, f"s{n}"))
+    sealed_session(plain, "s0").fork("child", user_id="v")
+    sealed_session(plain, "s0").snapshot(f"label {SECRET}")
+
+    writes = 0
+    real = EncryptedStore.write_modules
+
+    async def crash_on_the_fourth(self: Any, *args: Any) -> Any:
+        nonlocal writes
+        writes += 1
+        if writes == 4:
+            raise OSError("the disk failed")  # as a crash would stop it, halfway
+        return await real(self, *args)
+
+    monkeypatch.setattr(EncryptedStore, "write_modules", crash_on_the_fourth)
+    with pytest.raises(OSError, match="disk failed"):
+        runtime.run(encrypted.rekey(plain, KEY, OTHER_KEY))
+    monkeypatch.setattr(EncryptedStore, "write_modules", real)
+    both = EncryptedStore(plain, OTHER_KEY, old_keys=(KEY,))
+    for n in range(6):  # half old, half new: all of it opens with the two keys
+        assert contents(Session(f"s{n}", "u", store=both)) == EXPECTED
+
+    from click.testing import CliRunner
+
+    from praisonsession.cli import main
+
+    (tmp_path / "old.key").write_text(KEY + "\n")
+    (tmp_path / "new.key").write_text(OTHER_KEY + "\n")
+    if isinstance(plain, type(make_store("memory", tmp_path))):
+        runtime.run(encrypted.rekey(plain, KEY, OTHER_KEY))
+    else:
+        result = CliRunner().invoke(
+            main,
+            [
+                "rekey",
+                "--old-key-file",
+                str(tmp_path / "old.key"),
+                "--new-key-file",
+                str(tmp_path / "new.key"),
+                "--store",
+                plain.url,
+                "--yes",
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        assert "Sealed 8 sessions" in result.output  # six, the fork and the snapshot
+    for n in range(6):
+        assert contents(sealed_session(plain, f"s{n}", key=OTHER_KEY)) == EXPECTED
+    assert contents(Session("child", "v", store=EncryptedStore(plain, OTHER_KEY))) == EXPECTED
+    only_new = sealed_session(plain, "s0", key=OTHER_KEY)
+    assert only_new.snapshots()[0].label == f"label {SECRET}"
+    with pytest.raises(DecryptionError):
+        sealed_session(plain, "s1").get_state("secret")  # the old key opens nothing now
+
+
+def test_memory_and_knowledge_texts_are_sealed_and_still_found(tmp_path: Path) -> None:
+    settings = {"data_dir": str(tmp_path / "data"), "encryption_key": KEY}
+    session = Session("s", "u", store=f"sqlite://{tmp_path}/s.db", settings=settings)
+    session.add_memory(f"Ada keeps her passport number {SECRET} in the blue folder")
+    session.add_knowledge(f"The meeting about {SECRET} is on Friday in room 4.")
+    (hit,) = session.search_memory("where is the passport", limit=1)
+    assert hit["text"] == f"Ada keeps her passport number {SECRET} in the blue folder"
+    assert SECRET in session.search_knowledge("when is the meeting", limit=1)[0]["text"]
+    session.close()
+    stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert SECRET.encode() not in stored and b"passport" not in stored
+    other = {"data_dir": str(tmp_path / "other")}
+    Session("s", "u", store="memory://", settings=other).add_memory(f"plain {SECRET}")
+    sealed = Session("s", "u", store="memory://", settings={**other, "encryption_key": KEY})
+    with pytest.raises(DecryptionError, match="not encrypted") as caught:
+        sealed.search_memory("plain")  # a text stored without the key is refused, not trusted
+    assert SECRET not in str(caught.value)
+
+
+def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_path: Path) -> None:
+    import hashlib
+
+    session = sealed_session(plain)
+    fill(session)
+    session.export(tmp_path / "a.jsonl")
+    lines = (tmp_path / "a.jsonl").read_bytes().splitlines(keepends=True)
+    body = [lines[0], lines[2], lines[1], *lines[3:-1]]  # two sealed lines swapped
+    end = {"end": {"lines": len(body), "sha256": hashlib.sha256(b"".join(body)).hexdigest()}}
+    (tmp_path / "b.jsonl").write_bytes(b"".join(body) + json.dumps(end).encode() + b"\n")
+    with pytest.raises(DecryptionError):  # the digest matches; each line is bound to its place
+        Session.import_archive(
+            tmp_path / "b.jsonl", store=EncryptedStore(plain, KEY), session_id="x"
+        )
+    assert runtime.run(plain.read_record(plain.record_key("x", "u"))) is None

@@ -1,0 +1,114 @@
+"""Erasure that leaves nothing: after ``erase_user``, a scan of every byte a backend keeps (its
+files, with SQLite's write-ahead log, or every Redis key and value) and of the embedded vector
+store finds none of the user's texts, ids or names, while another user's data is all there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backends import make_store, redis_prefix
+from praisonsession import Session, SessionBase, erase_user, runtime
+
+#: In every text, id and name of the erased user; in none of the kept user's.
+MARK = b"q7f3a"
+KEPT = b"b0b0z"
+
+
+def fill(store: SessionBase, settings: dict[str, Any], user: str, mark: str, folder: Path) -> None:
+    """Everything a user leaves: state, counters, logs, modules, a snapshot, a fork, an export,
+    memories and knowledge in both scopes."""
+    session = Session(f"talk-{mark}", user, store=store, settings=settings)
+    session.save_state({f"key-{mark}": f"value {mark}", "n": 1})
+    for _ in range(5):
+        session.increment_state(f"count-{mark}")
+    session.set_state(f"key-{mark}", f"changed {mark}")  # an old value replaced, not deleted
+    session.append_messages(f"log-{mark}", [{"content": f"msg {i} {mark}"} for i in range(300)])
+    session.snapshot(f"label {mark}")
+    session.fork(f"fork-{mark}").append_messages("chat", [{"content": f"forked {mark}"}])
+    session.export(folder / f"{mark}.jsonl")
+    (folder / f"{mark}.jsonl").unlink()
+    session.add_memory(f"{user} likes quokkas {mark}", topic=f"topic-{mark}")
+    note = folder / f"note-{mark}.txt"
+    note.write_text(f"A note about {mark}: quokkas live on Rottnest Island.")
+    session.add_knowledge(str(note))
+    note.unlink()
+    scoped = Session(
+        f"scoped-{mark}",
+        user,
+        store=store,
+        settings=settings,
+        knowledge_config={"scope": "session"},
+    )
+    scoped.add_knowledge(f"Session note {mark}: the meeting is on Friday.")
+    session.close()
+    scoped.close()
+
+
+def every_byte(root: Path, store: SessionBase) -> bytes:
+    """Every file under ``root`` and, for Redis, every key and value of the store."""
+    found = [path.read_bytes() + str(path).encode() for path in root.rglob("*") if path.is_file()]
+    found += [str(path).encode() for path in root.rglob("*")]
+
+    if type(store).__name__ == "RedisSession":
+        found += list(_redis_contents(store))
+    return b"\n".join(found)
+
+
+def _redis_contents(store: Any) -> Iterator[bytes]:
+    import redis
+
+    from backends import REDIS_URL
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        for key in client.scan_iter(match=store.key_prefix + "*", count=1000):
+            yield key
+            kind = client.type(key).decode()
+            if kind == "string":
+                yield client.get(key) or b""
+            elif kind == "hash":
+                yield b"".join(k + v for k, v in client.hgetall(key).items())
+            elif kind == "list":
+                yield b"".join(client.lrange(key, 0, -1))
+            elif kind == "set":
+                yield b"".join(client.smembers(key))
+            elif kind == "zset":
+                yield b"".join(client.zrange(key, 0, -1))
+            else:
+                raise AssertionError(f"unexpected Redis type {kind} of {key!r}")
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite", "redis"])
+def test_after_erasure_no_byte_of_the_user_is_left_anywhere(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if kind == "redis":
+        request.getfixturevalue("redis_url")
+        assert redis_prefix(tmp_path)  # the store's keys are its own
+    store = make_store(kind, tmp_path)
+    settings = {"data_dir": str(tmp_path / "data")}
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    fill(store, settings, "erin-" + MARK.decode(), MARK.decode(), scratch)
+    fill(store, settings, "bob-" + KEPT.decode(), KEPT.decode(), scratch)
+    assert MARK in every_byte(tmp_path, store)
+
+    report = erase_user("erin-" + MARK.decode(), store=store, settings=settings)
+
+    assert (report.sessions, report.snapshots) == (3, 1)
+    left = every_byte(tmp_path, store)
+    at = left.find(MARK)
+    assert at < 0, f"found {left[max(0, at - 80) : at + 80]!r}"
+    assert left.count(KEPT) > 300  # the other user's data is all there
+    kept = Session(f"talk-{KEPT.decode()}", "bob-" + KEPT.decode(), store=store, settings=settings)
+    assert len(kept.read_messages(f"log-{KEPT.decode()}")) == 300
+    assert kept.search_memory("quokkas", limit=5)[0]["text"].endswith(KEPT.decode())
+    kept.close()
+    runtime.run(store.close())
