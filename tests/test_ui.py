@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 import requests
 
+from praisonsession import runtime
 from praisonsession.session_options import resolve_store
 from praisonsession.settings import Settings
+from praisonsession.stores.base import SessionBase
 from remote_server import SessionServer
 from ui_seed import HISTORY, LONG, NASTY_ID, seed_store
 from ui_server import UIServer
@@ -228,3 +230,27 @@ def test_no_view_reads_a_whole_history_and_usage_counts_as_show_does(store_url: 
     assert {"log": HISTORY, "messages": 10_000} in overview["logs"]
     assert [r for r in reads if r[0] == LONG] == [(LONG, HISTORY, 5000, 5050)]
     assert details["usage"] == usage_totals(logs)
+
+
+def test_every_backend_serves_the_browser_views(store: SessionBase) -> None:
+    """The views call public store operations only, so each backend answers them alike."""
+    from praisonsession.ui.browse import SessionBrowser
+
+    async def look() -> None:
+        await seed_store(store, long_messages=120)
+        browser = SessionBrowser(store)
+        assert await browser.users() == ["alice", "bob"]
+        first = await browser.sessions("alice", limit=40)
+        rest = await browser.sessions("alice", limit=40, after=first["next"])
+        ids = [row["session_id"] for row in first["sessions"] + rest["sessions"]]
+        assert len(ids) == 66 and ids == sorted(ids) and rest["next"] is None
+        details = await browser.session("alice", "trip-planning")
+        assert details["state"]["city"] == "Lisbon" and len(details["snapshots"]) == 1
+        assert details["usage"]["session"]["total_tokens"] == 352 + 427 + 250
+        page = await browser.messages("alice", LONG, HISTORY, start=100, limit=50)
+        assert page["total"] == 120
+        assert [m["content"] for m in page["messages"]] == [f"message {n}" for n in range(100, 120)]
+        [root] = [n for n in await browser.tree("alice") if n["session_id"] == "trip-planning"]
+        assert [c["session_id"] for c in root["children"]] == ["trip-lisbon-family", "trip-porto"]
+
+    runtime.run(look())
