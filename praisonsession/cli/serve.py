@@ -100,7 +100,7 @@ def serve(
     click.echo(
         f"praisonsession serve: agents {served}; store {redact_url(hosting.store.url)}; "
         f"token {'required' if token else 'not required (loopback only)'}; "
-        f"API docs at http://{host}:{port}/docs",
+        f"API docs at http://{host}:{port}/docs; sessions at http://{host}:{port}/ui/",
         err=True,
     )
     runner.serve(app, host=host, port=port, log_level=log_level)
