@@ -29,11 +29,14 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py
 	$(PY) benchmarks/bench_memory.py
+	$(PY) benchmarks/bench_memory_quality.py
+	$(PY) benchmarks/bench_knowledge_ingest.py
 	$(PY) benchmarks/bench_agents.py
 	$(PY) benchmarks/bench_redis.py
 	$(PY) benchmarks/bench_postgres.py
 	$(PY) benchmarks/bench_limits.py
 	$(PY) benchmarks/bench_remote.py
+	$(PY) benchmarks/bench_server.py
 	$(PY) benchmarks/bench_hierarchy.py
 	$(PY) benchmarks/bench_agentscope_agents.py
 	$(PY) benchmarks/bench_long_conversations.py

@@ -477,14 +477,14 @@ def bench_add_memories(root: Path, count: int, seed: int, singles: int = 50) -> 
     """``add_memories`` of ``count`` short memories; the model alone on the same texts; and
     ``add_memory`` one at a time, for contrast. The model is loaded before timing."""
     rng = random.Random(seed + 2)
-    texts = [memory_text(rng) for _ in range(count)]  # some repeat, as memories do; ids differ
+    texts = [memory_text(rng) for _ in range(count)]  # some repeat: dedupe=False keeps each
     tokens = token_counts(texts)
     session = open_session(root / "batch", f"bench_batch_{uuid.uuid4().hex[:8]}")
     recall = recall_of(session)
     recall.embedder.embed(["warm-up"])
     session.add_memory("warm-up")  # opens the collection
     with stopwatch() as batch:
-        ids = session.add_memories(texts)
+        ids = session.add_memories(texts, dedupe=False)
     stored = recall.long.index.count() - 1
     if len(set(ids)) != count or stored != count:
         raise RuntimeError(f"add_memories stored {stored} of {count}")

@@ -17,9 +17,9 @@ One run measures, through the synchronous ``praisonsession.Session`` facade:
    runtime's event loop through the store's asyncio pool, the path Session does not take.
 2. A saved turn (``Session.save_modules(agent=...)``, one new message in the agent's
    ``MessageLog``) at 10 and 10,000 messages of history, beside a bare psycopg turn: one
-   statement that moves the session's counter with ``UPDATE ... RETURNING`` and inserts the
-   message at the position it returns. The ratio at each size, and growth (cost@10,000 /
-   cost@10).
+   statement that bumps the session's version, updated time and log length with ``UPDATE ...
+   RETURNING`` and inserts the message at the position it returns. The ratio at each size,
+   and growth (cost@10,000 / cost@10).
 3. 8 processes x 500 appended turns on one session (``append_messages``): every message is
    checked, none lost, duplicated or out of order within its writer; total turns/s.
 4. ``list_sessions`` p95 of the first page (100 sessions) and of a page deep in (after the
@@ -162,18 +162,22 @@ def ours_turns(url: str, session_id: str, history: int, turns: int) -> float:
 
 
 def raw_turns(server_url: str, session_id: str, history: int, turns: int) -> float:
-    """Median ms of one bare turn: one statement moves the session's counter and inserts the
-    message at the position it returns."""
+    """Median ms of one bare turn: one statement bumps the session (its version, updated time
+    and log length, as ours does) and inserts the message at the position it returns."""
     import psycopg
 
     with psycopg.connect(server_url, autocommit=True) as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS raw_sessions (id text PRIMARY KEY, length bigint)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS raw_sessions (id text PRIMARY KEY, version bigint, "
+            "updated_at double precision, length bigint)"
+        )
         conn.execute(
             "CREATE TABLE IF NOT EXISTS raw_messages (id text, seq bigint, message text, "
             "PRIMARY KEY (id, seq))"
         )
         conn.execute(
-            "INSERT INTO raw_sessions VALUES (%s, 0) ON CONFLICT DO NOTHING", (session_id,)
+            "INSERT INTO raw_sessions VALUES (%s, 0, %s, 0) ON CONFLICT DO NOTHING",
+            (session_id, time.time()),
         )
         (length,) = conn.execute(
             "SELECT length FROM raw_sessions WHERE id = %s", (session_id,)
@@ -185,15 +189,15 @@ def raw_turns(server_url: str, session_id: str, history: int, turns: int) -> flo
             )
             conn.execute("UPDATE raw_sessions SET length = %s WHERE id = %s", (history, session_id))
         turn = (
-            "WITH s AS (UPDATE raw_sessions SET length = length + 1 WHERE id = %s "
-            "RETURNING length) INSERT INTO raw_messages SELECT %s, length - 1, %s FROM s "
-            "RETURNING seq"
+            "WITH s AS (UPDATE raw_sessions SET version = version + 1, updated_at = %s, "
+            "length = length + 1 WHERE id = %s RETURNING length) "
+            "INSERT INTO raw_messages SELECT %s, length - 1, %s FROM s RETURNING seq"
         )
         times = []
         for i in range(turns):
             message = json.dumps(make_message(history + i))
             start = time.perf_counter()
-            conn.execute(turn, (session_id, session_id, message)).fetchone()
+            conn.execute(turn, (time.time(), session_id, session_id, message)).fetchone()
             times.append(time.perf_counter() - start)
     return statistics.median(times) * 1000
 

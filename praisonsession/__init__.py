@@ -20,6 +20,7 @@ from .errors import (
     InvalidSettingError,
     InvalidValueError,
     KnowledgeSourceError,
+    MemoryNotFoundError,
     MissingDependencyError,
     OperationTimeoutError,
     PraisonSessionError,
@@ -38,6 +39,7 @@ from .errors import (
     UnsupportedFormatError,
     UnsupportedOperationError,
 )
+from .memory.lifecycle import MemoryId
 from .session import Session
 from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 
@@ -69,6 +71,8 @@ __all__ = [
     "JSONSession",
     "KnowledgeSourceError",
     "LoadResult",
+    "MemoryId",
+    "MemoryNotFoundError",
     "MessageLog",
     "MissingDependencyError",
     "OperationTimeoutError",

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import InvalidValueError, RemoteModeError
+from .errors import InvalidValueError, MemoryNotFoundError, RemoteModeError
 from .execution import bounded, offload
 from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
 from .json_data import JSONValue, check_json_data
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .agents.factory import AgentRegistry
     from .knowledge.knowledge_base import KnowledgeAdded
     from .llm import LLMConfig
+    from .memory.lifecycle import MemoryId
     from .praisonai_views import AsyncKnowledgeView, AsyncMemoryView
     from .recall import Recall
     from .remote.client import RemoteClient
@@ -441,26 +442,37 @@ class AsyncSession(SessionTree):
 
         return await self._call(what, opened_then_used())
 
-    async def add_memory(self, text: str, memory_type: str = "long", **metadata: JSONValue) -> str:
-        """Remember ``text``; returns its id.
+    async def add_memory(
+        self, text: str, memory_type: str = "long", *, dedupe: bool = True, **metadata: JSONValue
+    ) -> MemoryId:
+        """Remember ``text``; returns its id (a str whose ``event`` says what happened).
 
         ``"long"`` memories belong to the user and are found from any of their sessions;
         ``"short"`` ones are this session's notes, kept (and expiring) with the session.
+        The same text again returns the existing id (``event == "NONE"``); a close paraphrase
+        updates that memory to the new wording (``"UPDATE"``); ``dedupe=False`` always adds.
         """
         self._local_only("add_memory()")
         text = _check_text(text, "text")
         memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
+        dedupe = _check_flag(dedupe, "dedupe")
         return await self._recalling(
-            "add_memory", lambda recall: recall.add_memory(text, memory_type, metadata)
+            "add_memory", lambda recall: recall.add_memory(text, memory_type, metadata, dedupe)
         )
 
     async def add_memories(
-        self, texts: Sequence[str], memory_type: str = "long", **metadata: JSONValue
-    ) -> list[str]:
+        self,
+        texts: Sequence[str],
+        memory_type: str = "long",
+        *,
+        dedupe: bool = True,
+        **metadata: JSONValue,
+    ) -> list[MemoryId]:
         """Remember many texts at once (the same metadata for each); their ids, in order.
 
         Embedded and stored in batches, several times faster than one ``add_memory`` each;
-        a long list shows a progress bar. Not bounded by ``timeout`` as a whole.
+        a long list shows a progress bar. Not bounded by ``timeout`` as a whole. Repeats and
+        paraphrases, within the list or of memories held, are not stored twice.
         """
         if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
             raise InvalidValueError(
@@ -469,26 +481,105 @@ class AsyncSession(SessionTree):
             )
         texts = [_check_text(text, f"texts[{i}]") for i, text in enumerate(texts)]
         memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
+        dedupe = _check_flag(dedupe, "dedupe")
         if not texts:
             return []
         if not self._opened:
             await self.open()
         recall = await bounded(self._memory(), self._timeout, "opening memory")
-        return await recall.add_memories(texts, memory_type, metadata)
+        return await recall.add_memories(texts, memory_type, metadata, dedupe)
 
     async def search_memory(
-        self, query: str, memory_type: str = "long", limit: int = 5
+        self,
+        query: str,
+        memory_type: str = "long",
+        limit: int = 5,
+        *,
+        where: dict[str, Any] | None = None,
+        prefer_recent: bool | None = None,
     ) -> list[dict[str, Any]]:
         """Memories closest in meaning to ``query``: dicts with id, text, score and metadata.
 
-        ``memory_type`` is ``"long"``, ``"short"`` or ``"all"`` (both, best first).
+        ``memory_type`` is ``"long"``, ``"short"`` or ``"all"`` (both, best first). ``where``
+        filters on metadata and on ``created_at``/``updated_at`` (``{"topic": "food"}``,
+        ``{"stars": {"$gte": 4}}``, ``$in``, ``$and``, ``$or``...). ``prefer_recent`` (default
+        ``memory_config["prefer_recent"]``, True) puts newer memories first among close matches.
         """
         self._local_only("search_memory()")
         query = _check_text(query, "query")
         memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
         limit = _check_limit(limit)
+        checked = _check_where(where)
+        if prefer_recent is not None:
+            prefer_recent = _check_flag(prefer_recent, "prefer_recent")
         return await self._recalling(
-            "search_memory", lambda recall: recall.search_memory(query, memory_type, limit)
+            "search_memory",
+            lambda recall: recall.search_memory(query, memory_type, limit, checked, prefer_recent),
+        )
+
+    async def list_memories(
+        self,
+        memory_type: str = "all",
+        *,
+        where: dict[str, Any] | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Memories oldest first (short notes, then long-term), ``limit`` at a time: pass the
+        last id of a page as ``after`` for the next. ``where`` as in ``search_memory``."""
+        self._local_only("list_memories()")
+        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        limit = _check_limit(limit)
+        checked = _check_where(where)
+        if after is not None:
+            after = _check_text(after, "after")
+        return await self._recalling(
+            "list_memories",
+            lambda recall: recall.list_memories(memory_type, checked, limit, after),
+        )
+
+    async def get_memory(self, memory_id: str) -> dict[str, Any] | None:
+        """The memory with this id (as ``search_memory`` shows it, score None), or None."""
+        self._local_only("get_memory()")
+        memory_id = _check_text(memory_id, "memory_id")
+        return await self._recalling("get_memory", lambda recall: recall.get_memory(memory_id))
+
+    async def update_memory(
+        self, memory_id: str, text: str | None = None, **metadata: JSONValue
+    ) -> dict[str, Any]:
+        """Change a memory's text and/or metadata (merged into what it has); the memory as it
+        is now. The change is recorded in ``memory_history``. ``MemoryNotFoundError`` if no
+        memory has this id."""
+        self._local_only("update_memory()")
+        memory_id = _check_text(memory_id, "memory_id")
+        if text is not None:
+            text = _check_text(text, "text")
+        check_json_data(metadata, "memory metadata")
+        found = await self._recalling(
+            "update_memory", lambda recall: recall.update_memory(memory_id, text, metadata)
+        )
+        if found is None:
+            raise MemoryNotFoundError(
+                f"No memory has the id {memory_id!r} here: it was never added, or was deleted. "
+                "list_memories() shows the ids there are."
+            )
+        return found
+
+    async def delete_memory(self, memory_id: str) -> bool:
+        """Forget one memory; True if it was there. Recorded in ``memory_history``."""
+        self._local_only("delete_memory()")
+        memory_id = _check_text(memory_id, "memory_id")
+        return await self._recalling(
+            "delete_memory", lambda recall: recall.delete_memory(memory_id)
+        )
+
+    async def memory_history(self, memory_id: str) -> list[dict[str, Any]]:
+        """Every change to a memory, oldest first: dicts with ``event`` (``"ADD"``,
+        ``"UPDATE"``, ``"DELETE"``), ``text``, ``previous`` and ``at`` (seconds since the epoch)."""
+        self._local_only("memory_history()")
+        memory_id = _check_text(memory_id, "memory_id")
+        return await self._recalling(
+            "memory_history", lambda recall: recall.memory_history(memory_id)
         )
 
     async def clear_memory(self, memory_type: str = "all") -> int:
@@ -515,13 +606,19 @@ class AsyncSession(SessionTree):
             await self.open()
         return await (await self._memory()).add_knowledge(source)
 
-    async def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
-        """Knowledge chunks closest to ``query``: dicts with id, text, score, metadata, source."""
+    async def search_knowledge(
+        self, query: str, limit: int = 5, *, where: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Knowledge chunks closest to ``query``: dicts with id, text, score, metadata, source.
+
+        ``where`` filters on ``source``, ``kind``, ``chunk`` and ``created_at``, in the form
+        ``search_memory`` takes."""
         self._local_only("search_knowledge()")
         query = _check_text(query, "query")
         limit = _check_limit(limit)
+        checked = _check_where(where)
         return await self._recalling(
-            "search_knowledge", lambda recall: recall.search_knowledge(query, limit)
+            "search_knowledge", lambda recall: recall.search_knowledge(query, limit, checked)
         )
 
     async def get_context(self, query: str, max_items: int = 3) -> str:
@@ -537,7 +634,7 @@ class AsyncSession(SessionTree):
     async def index_turns(self, log: str, before: int) -> int:
         """Embed the turns of ``log`` before message ``before`` for :meth:`recall_turns`
         (batched; each turn once); how many turns are indexed."""
-        self._local_only("index_turns")
+        self._local_only("index_turns()")
         return await self._recalling("index_turns", lambda recall: recall.index_turns(log, before))
 
     async def recall_turns(
@@ -546,7 +643,7 @@ class AsyncSession(SessionTree):
         """The turns of ``log`` before message ``before`` most related to ``query``, oldest
         first, as ``(index of the turn's first message, its messages)``: what an agent puts
         back into its request from the part of its history that left the window."""
-        self._local_only("recall_turns")
+        self._local_only("recall_turns()")
         query = _check_text(query, "query")
         return await self._recalling(
             "recall_turns", lambda recall: recall.recall_turns(log, query, before, limit)
@@ -771,6 +868,18 @@ def _check_memory_type(memory_type: Any, allowed: tuple[str, ...]) -> str:
     if memory_type not in allowed:
         raise InvalidValueError(f"memory_type must be one of {allowed}, got {memory_type!r}.")
     return memory_type
+
+
+def _check_flag(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidValueError(f"{what} must be True or False, got {value!r}.")
+    return value
+
+
+def _check_where(where: Any) -> Any:
+    from .vectors.filters import parse_where  # light: no chromadb
+
+    return parse_where(where)
 
 
 def _check_limit(limit: Any) -> int:

@@ -67,14 +67,10 @@ async def _erase_vectors(user: str, session_ids: list[str], settings: Settings) 
     if not settings.vector_store_url and not Path(location).is_dir():
         return 0  # memory and knowledge were never used here
     from .execution import offload
-    from .vectors import chroma_client, collection_name, erase_owner, scrub_embedded
+    from .vectors import chroma_client, erase_owner, scrub_embedded, user_collections
 
     namespace = settings.vector_namespace
-    names = [
-        collection_name(namespace, "memory", user),
-        collection_name(namespace, "knowledge", "user", user),
-        *(collection_name(namespace, "knowledge", "session", user, s) for s in session_ids),
-    ]
+    names = user_collections(namespace, user, session_ids)
     client = await offload(chroma_client, location)
     removed = await offload(erase_owner, client, namespace, user, names)
     if not settings.vector_store_url:  # a server's files are its operator's to vacuum

@@ -188,6 +188,19 @@ class EmbedderMismatchError(PraisonSessionError):
     """A vector collection was created with another embedder than the one in use now."""
 
 
+class MemoryNotFoundError(PraisonSessionError, KeyError):
+    """No memory has this id in this session or its user's long-term memory (never added, or
+    deleted). ``get_memory`` returns None instead; ``list_memories`` shows the ids there are."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class IsolationError(PraisonSessionError):
+    """A vector operation read an entry of another user or scope back; it was withheld. Only
+    data written around praisonsession (by hand into its collections) can cause it."""
+
+
 class KnowledgeSourceError(PraisonSessionError, ValueError):
     """A knowledge source that cannot be read: missing, unsupported, empty, binary, or a URL
     that did not answer with a document. Nothing from it was added."""

@@ -1,10 +1,11 @@
 """``session.memory`` and ``session.knowledge``: PraisonAI's objects, over this session.
 
 PraisonAI code reaches past ``Session`` into ``session.memory.store_long_term(...)`` or
-``session.knowledge.search(...)``. These views give those calls (the ones PraisonAI's ``Session``
-itself makes, and its ``Memory``/``Knowledge`` search and reset calls) on top of the session's
-own memory and knowledge, scoped as they are there: to this user, and this session where the
-session's methods say so. Each view has an async twin for ``AsyncSession``.
+``session.knowledge.search(...)``; mem0-style code calls ``get``, ``update``, ``delete``,
+``history`` and ``get_all`` with a memory's id. These views give those calls (the ones
+PraisonAI's ``Session`` itself makes, and its ``Memory``/``Knowledge`` search and reset calls)
+on top of the session's own memory and knowledge, scoped as they are there: to this user, and
+this session where the session's methods say so. Each view has an async twin for ``AsyncSession``.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ class MemoryView:
     def search_short_term(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
         return self._session.search_memory(query, "short", limit)
 
-    def search_long_term(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
-        return self._session.search_memory(query, "long", limit)
+    def search_long_term(
+        self, query: str, limit: int = 5, where: dict[str, Any] | None = None, **_: Any
+    ) -> list[dict[str, Any]]:
+        return self._session.search_memory(query, "long", limit, where=where)
 
     def search(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
         return self._session.search_memory(query, "all", limit)
@@ -40,6 +43,21 @@ class MemoryView:
 
     def reset_long_term(self) -> int:
         return self._session.clear_memory("long")
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        return self._session.get_memory(memory_id)
+
+    def update(self, memory_id: str, text: str | None = None, **metadata: Any) -> dict[str, Any]:
+        return self._session.update_memory(memory_id, text, **metadata)
+
+    def delete(self, memory_id: str) -> bool:
+        return self._session.delete_memory(memory_id)
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        return self._session.memory_history(memory_id)
+
+    def get_all(self, limit: int = 100, where: dict[str, Any] | None = None, **_: Any) -> list:
+        return self._session.list_memories("all", where=where, limit=limit)
 
     def build_context_for_task(self, task_descr: str, max_items: int = 3, **_: Any) -> str:
         return self._session.get_context(task_descr, max_items)
@@ -83,8 +101,10 @@ class AsyncMemoryView:
     async def search_short_term(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
         return await self._session.search_memory(query, "short", limit)
 
-    async def search_long_term(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
-        return await self._session.search_memory(query, "long", limit)
+    async def search_long_term(
+        self, query: str, limit: int = 5, where: dict[str, Any] | None = None, **_: Any
+    ) -> list[dict[str, Any]]:
+        return await self._session.search_memory(query, "long", limit, where=where)
 
     async def search(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
         return await self._session.search_memory(query, "all", limit)
@@ -94,6 +114,25 @@ class AsyncMemoryView:
 
     async def reset_long_term(self) -> int:
         return await self._session.clear_memory("long")
+
+    async def get(self, memory_id: str) -> dict[str, Any] | None:
+        return await self._session.get_memory(memory_id)
+
+    async def update(
+        self, memory_id: str, text: str | None = None, **metadata: Any
+    ) -> dict[str, Any]:
+        return await self._session.update_memory(memory_id, text, **metadata)
+
+    async def delete(self, memory_id: str) -> bool:
+        return await self._session.delete_memory(memory_id)
+
+    async def history(self, memory_id: str) -> list[dict[str, Any]]:
+        return await self._session.memory_history(memory_id)
+
+    async def get_all(
+        self, limit: int = 100, where: dict[str, Any] | None = None, **_: Any
+    ) -> list:
+        return await self._session.list_memories("all", where=where, limit=limit)
 
     async def build_context_for_task(self, task_descr: str, max_items: int = 3, **_: Any) -> str:
         return await self._session.get_context(task_descr, max_items)

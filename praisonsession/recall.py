@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,17 +22,20 @@ from .execution import offload
 from .knowledge.chunking import DEFAULT_SIZE
 from .knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
 from .memory.context import DEFAULT_BUDGET, build_context
-from .memory.long_term import LongTermMemory
+from .memory.lifecycle import MemoryId
+from .memory.long_term import LongTermMemory, page_of
+from .memory.paraphrase import DEFAULT_THRESHOLD
 from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
 from .recall_options import EMBEDDER_NAMES, default_overlap
-from .vectors import chroma_client
+from .vectors import Where, chroma_client
 
 if TYPE_CHECKING:
     from .settings import Settings
 
 __all__ = ["Recall", "default_embedder"]
 
+_ALL = 10**9  # no limit
 _embedders: dict[str, Embedder] = {}
 _embedders_lock = threading.Lock()
 
@@ -47,6 +51,13 @@ def default_embedder(name: str) -> Embedder:
                 )
             _embedders[name] = MiniLMEmbedder()
         return _embedders[name]
+
+
+#: Collections last found empty: (client, collection name) -> when. A turn of an agent whose
+#: user has no memories and no knowledge skips the embedding and the searches; an add in this
+#: process forgets the entry at once, one in another process is seen within EMPTY_TRUST s.
+_found_empty: dict[tuple[int, str], float] = {}
+EMPTY_TRUST = 1.0
 
 
 # Embedders a forked child inherited: kept, never used and never freed there, because freeing
@@ -101,10 +112,13 @@ class Recall:
             or Path(settings.data_dir).expanduser().resolve() / "chroma"
         )
         client = chroma_client(location)
+        self._client_id = id(client)
         namespace = settings.vector_namespace
         size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
-        self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id)
-        self.short = ShortTermMemory(logs, self.embedder)
+        threshold = float(memory_config.get("dedupe_threshold", DEFAULT_THRESHOLD))
+        self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id, threshold)
+        self.short = ShortTermMemory(logs, self.embedder, session_id, threshold)
+        self.prefer_recent = bool(memory_config.get("prefer_recent", True))
         self.turns = TurnIndex(logs, self.embedder)
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self.knowledge = KnowledgeBase(
@@ -125,6 +139,7 @@ class Recall:
 
             sealer = TextSealer(load_key(key))
             self.long.index.sealer = self.knowledge.index.sealer = sealer
+            self.long.history_index.sealer = sealer  # a history holds the memories' texts
         self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).
@@ -136,35 +151,80 @@ class Recall:
         vector = self._queries.get(query)
         if vector is None:
             vector = await offload(self.embedder.embed_query, query)
-            self._queries[query] = vector
-            while len(self._queries) > 16:
-                self._queries.popitem(last=False)
+            self._remember(query, vector)
         return vector
+
+    def _remember(self, query: str, vector: list[float]) -> None:
+        self._queries[query] = vector
+        while len(self._queries) > 16:
+            self._queries.popitem(last=False)
 
     # -- memory ---------------------------------------------------------------------------
 
-    async def add_memory(self, text: str, memory_type: str, metadata: dict[str, Any]) -> str:
+    async def add_memory(
+        self, text: str, memory_type: str, metadata: dict[str, Any], dedupe: bool = True
+    ) -> MemoryId:
         if memory_type == "short":
-            return await self.short.add(text, metadata)
-        return await offload(self.long.add, text, metadata)
+            return await self.short.add(text, metadata, dedupe)
+        return await self._filling(self.long.index, self.long.add, text, metadata, dedupe)
 
     async def add_memories(
-        self, texts: list[str], memory_type: str, metadata: dict[str, Any]
-    ) -> list[str]:
+        self, texts: list[str], memory_type: str, metadata: dict[str, Any], dedupe: bool = True
+    ) -> list[MemoryId]:
         if memory_type == "short":
-            return await self.short.add_many(texts, metadata)
-        return await offload(self.long.add_many, texts, metadata, self.progress)
+            return await self.short.add_many(texts, metadata, dedupe)
+        return await self._filling(
+            self.long.index, self.long.add_many, texts, metadata, self.progress, dedupe
+        )
 
-    async def search_memory(self, query: str, memory_type: str, limit: int) -> list[dict]:
+    async def search_memory(
+        self,
+        query: str,
+        memory_type: str,
+        limit: int,
+        where: Where | None = None,
+        prefer_recent: bool | None = None,
+    ) -> list[dict]:
+        recent = self.prefer_recent if prefer_recent is None else prefer_recent
         vector = await offload(self.embedder.embed_query, query)
         hits: list[dict[str, Any]] = []
         if memory_type in ("short", "all"):
             entries = await self.short.entries()
-            hits += await offload(self.short.rank, entries, vector, limit)
+            hits += await offload(self.short.rank, entries, vector, limit, where, recent)
         if memory_type in ("long", "all"):
-            hits += await offload(self.long.search, vector, limit)
-        hits.sort(key=lambda hit: -hit["score"])
+            hits += await offload(self.long.search, vector, limit, where, recent)
+        if memory_type == "all":
+            hits.sort(key=lambda hit: -hit["score"])
         return hits[:limit]
+
+    async def list_memories(
+        self, memory_type: str, where: Where | None, limit: int, after: str | None
+    ) -> list[dict[str, Any]]:
+        if memory_type == "short":
+            return await self.short.list(where, limit, after)
+        if memory_type == "long":
+            return await offload(self.long.list, where, limit, after)
+        everything = await self.short.list(where, _ALL) + await offload(self.long.list, where, _ALL)
+        return page_of(everything, limit, after)  # short notes first, then long memories
+
+    async def get_memory(self, memory_id: str) -> dict[str, Any] | None:
+        found = await self.short.get(memory_id)
+        return found if found is not None else await offload(self.long.get, memory_id)
+
+    async def update_memory(
+        self, memory_id: str, text: str | None, metadata: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        found = await self.short.update(memory_id, text, metadata)
+        if found is not None:
+            return found
+        return await offload(self.long.update, memory_id, text, metadata)
+
+    async def delete_memory(self, memory_id: str) -> bool:
+        return await self.short.delete(memory_id) or await offload(self.long.delete, memory_id)
+
+    async def memory_history(self, memory_id: str) -> list[dict[str, Any]]:
+        found = await self.short.history(memory_id)
+        return found or await offload(self.long.history, memory_id)
 
     async def session_memories(self) -> list[dict[str, Any]]:
         """The long-term memories this session added (for a fork or an archive)."""
@@ -172,7 +232,7 @@ class Recall:
 
     async def restore_memories(self, memories: list[dict[str, Any]]) -> int:
         """Add memories copied from another session as this session's."""
-        return await offload(self.long.restore, memories)
+        return await self._filling(self.long.index, self.long.restore, memories)
 
     async def clear_memory(self, memory_type: str) -> int:
         removed = 0
@@ -196,23 +256,79 @@ class Recall:
     # -- knowledge ------------------------------------------------------------------------
 
     async def add_knowledge(self, source: str | Path) -> KnowledgeAdded:
-        return await offload(self.knowledge.add, source)
+        return await self._filling(self.knowledge.index, self.knowledge.add, source)
 
-    async def search_knowledge(self, query: str, limit: int) -> list[dict[str, Any]]:
+    async def search_knowledge(
+        self, query: str, limit: int, where: Where | None = None
+    ) -> list[dict[str, Any]]:
         vector = await offload(self.embedder.embed_query, query)
-        return await offload(self.knowledge.search, vector, limit)
+        return await offload(self.knowledge.search, vector, limit, where)
 
     # -- context --------------------------------------------------------------------------
 
     async def get_context(self, query: str, max_items: int) -> str:
-        vector = await self.query_vector(query)
         entries = await self.short.entries()
-        return await offload(self._context, entries, vector, max_items)
+        if not entries and self._known_empty():
+            return ""  # nothing to find: no embedding, no search, no thread
+        known = self._queries.get(query)
+        context, vector = await offload(self._search_context, entries, query, known, max_items)
+        if known is None and vector is not None:
+            self._remember(query, vector)
+        return context
+
+    def _search_context(
+        self,
+        entries: list[dict[str, Any]],
+        query: str,
+        vector: list[float] | None,
+        max_items: int,
+    ) -> tuple[str, list[float] | None]:
+        """Embed (unless known) and search everything, in one trip off the loop (blocking)."""
+        if not entries and self._empty(self.long.index) and self._empty(self.knowledge.index):
+            return "", vector
+        if vector is None:
+            vector = self.embedder.embed_query(query)
+        return self._context(entries, vector, max_items), vector
+
+    # -- "anything to find?" --------------------------------------------------------------
+
+    def _known_empty(self) -> bool:
+        """Both collections were found empty within EMPTY_TRUST s (no I/O: for the loop)."""
+        now = time.monotonic()
+        for index in (self.long.index, self.knowledge.index):
+            seen = _found_empty.get((self._client_id, index.name))
+            if seen is None or now - seen > EMPTY_TRUST:
+                return False
+        return True
+
+    def _empty(self, index: Any) -> bool:
+        """Whether ``index`` holds nothing (blocking: it may count the collection)."""
+        key = (self._client_id, index.name)
+        seen = _found_empty.get(key)
+        if seen is not None and time.monotonic() - seen <= EMPTY_TRUST:
+            return True
+        if index.count() == 0:
+            _found_empty[key] = time.monotonic()
+            return True
+        _found_empty.pop(key, None)
+        return False
+
+    async def _filling(self, index: Any, add: Any, *args: Any) -> Any:
+        """Run ``add`` off the loop, forgetting that ``index`` was empty before and after it
+        (a search running meanwhile may have counted it empty)."""
+        _found_empty.pop((self._client_id, index.name), None)
+        try:
+            return await offload(add, *args)
+        finally:
+            _found_empty.pop((self._client_id, index.name), None)
 
     def _context(self, entries: list[dict[str, Any]], vector: list[float], max_items: int) -> str:
         sections = [
-            ("Recent notes from this session", self.short.rank(entries, vector, max_items)),
-            ("Long-term memory", self.long.search(vector, max_items)),
+            (
+                "Recent notes from this session",
+                self.short.rank(entries, vector, max_items, prefer_recent=self.prefer_recent),
+            ),
+            ("Long-term memory", self.long.search(vector, max_items, None, self.prefer_recent)),
             ("Knowledge", self.knowledge.search(vector, max_items)),
         ]
         relevant = [

@@ -31,6 +31,8 @@ _MEMORY_KEYS = (
     "context_min_score",
     "progress",
     "provider",
+    "dedupe_threshold",
+    "prefer_recent",
 )
 _KNOWLEDGE_KEYS = (
     "embedder",
@@ -59,6 +61,10 @@ def check_memory_config(config: Any) -> dict[str, Any]:
             checked[key] = _number(value, "memory_config['context_min_score']", -1.0, 1.0)
         elif key == "progress":
             checked[key] = _flag(value, "memory_config['progress']")
+        elif key == "dedupe_threshold":
+            checked[key] = _number(value, "memory_config['dedupe_threshold']", 0.0, 1.0)
+        elif key == "prefer_recent":
+            checked[key] = _flag(value, "memory_config['prefer_recent']")
         elif key == "provider":
             _check_provider(value, "memory_config['provider']")
     return checked

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .archive import ArchiveSummary
     from .knowledge.knowledge_base import KnowledgeAdded
     from .llm import LLMConfig
+    from .memory.lifecycle import MemoryId
     from .praisonai_views import KnowledgeView, MemoryView
     from .settings import Settings
     from .state.protocol import Stateful
@@ -245,32 +246,87 @@ class Session:
 
     # -- memory and knowledge -------------------------------------------------------------
 
-    def add_memory(self, text: str, memory_type: str = "long", **metadata: JSONValue) -> str:
-        """Remember ``text``; returns its id.
+    def add_memory(
+        self, text: str, memory_type: str = "long", *, dedupe: bool = True, **metadata: JSONValue
+    ) -> MemoryId:
+        """Remember ``text``; returns its id (a str whose ``event`` says what happened).
 
         ``"long"`` memories belong to the user and are found from any of their sessions;
         ``"short"`` ones are this session's notes, kept (and expiring) with the session.
+        The same text again returns the existing id (``event == "NONE"``); a close paraphrase
+        updates that memory (``"UPDATE"``); ``dedupe=False`` always adds.
         """
-        return self._on_loop(self._core.add_memory(text, memory_type, **metadata))
+        return self._on_loop(self._core.add_memory(text, memory_type, dedupe=dedupe, **metadata))
 
     def add_memories(
-        self, texts: Sequence[str], memory_type: str = "long", **metadata: JSONValue
-    ) -> list[str]:
+        self,
+        texts: Sequence[str],
+        memory_type: str = "long",
+        *,
+        dedupe: bool = True,
+        **metadata: JSONValue,
+    ) -> list[MemoryId]:
         """Remember many texts at once (the same metadata for each); their ids, in order.
 
         Embedded and stored in batches, several times faster than one ``add_memory`` each;
-        a long list shows a progress bar.
+        a long list shows a progress bar. Repeats and paraphrases are not stored twice.
         """
-        return self._on_loop(self._core.add_memories(texts, memory_type, **metadata), bounded=False)
+        work = self._core.add_memories(texts, memory_type, dedupe=dedupe, **metadata)
+        return self._on_loop(work, bounded=False)
 
     def search_memory(
-        self, query: str, memory_type: str = "long", limit: int = 5
+        self,
+        query: str,
+        memory_type: str = "long",
+        limit: int = 5,
+        *,
+        where: dict[str, Any] | None = None,
+        prefer_recent: bool | None = None,
     ) -> list[dict[str, Any]]:
         """Memories closest in meaning to ``query``: dicts with id, text, score and metadata.
 
-        ``memory_type`` is ``"long"``, ``"short"`` or ``"all"`` (both, best first).
+        ``memory_type`` is ``"long"``, ``"short"`` or ``"all"`` (both, best first); ``where``
+        filters (``{"topic": "food"}``, ``{"stars": {"$gte": 4}}``, ``$in``, ``$and``, ``$or``,
+        ``created_at``/``updated_at``); ``prefer_recent`` puts newer first among close matches.
         """
-        return self._on_loop(self._core.search_memory(query, memory_type, limit))
+        return self._on_loop(
+            self._core.search_memory(
+                query, memory_type, limit, where=where, prefer_recent=prefer_recent
+            )
+        )
+
+    def list_memories(
+        self,
+        memory_type: str = "all",
+        *,
+        where: dict[str, Any] | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Memories oldest first, ``limit`` at a time (``after``: the page before's last id)."""
+        return self._on_loop(
+            self._core.list_memories(memory_type, where=where, limit=limit, after=after)
+        )
+
+    def get_memory(self, memory_id: str) -> dict[str, Any] | None:
+        """The memory with this id, or None."""
+        return self._on_loop(self._core.get_memory(memory_id))
+
+    def update_memory(
+        self, memory_id: str, text: str | None = None, **metadata: JSONValue
+    ) -> dict[str, Any]:
+        """Change a memory's text and/or metadata; the memory as it is now (recorded in its
+        history). ``MemoryNotFoundError`` if no memory has this id."""
+        return self._on_loop(self._core.update_memory(memory_id, text, **metadata))
+
+    def delete_memory(self, memory_id: str) -> bool:
+        """Forget one memory; True if it was there (recorded in its history)."""
+        return self._on_loop(self._core.delete_memory(memory_id))
+
+    def memory_history(self, memory_id: str) -> list[dict[str, Any]]:
+        """Every change to a memory, oldest first: ``event`` (ADD, UPDATE, DELETE), ``text``,
+        ``previous``, ``at``."""
+        return self._on_loop(self._core.memory_history(memory_id))
 
     def clear_memory(self, memory_type: str = "all") -> int:
         """Forget this session's memories of a type (``"short"``, ``"long"`` or ``"all"``)."""
@@ -283,9 +339,12 @@ class Session:
         """
         return self._on_loop(self._core.add_knowledge(source), bounded=False)
 
-    def search_knowledge(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
-        """Knowledge chunks closest to ``query``: dicts with id, text, score, metadata, source."""
-        return self._on_loop(self._core.search_knowledge(query, limit))
+    def search_knowledge(
+        self, query: str, limit: int = 5, *, where: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """Knowledge chunks closest to ``query``: dicts with id, text, score, metadata, source;
+        ``where`` filters on source, kind, chunk and created_at."""
+        return self._on_loop(self._core.search_knowledge(query, limit, where=where))
 
     def get_context(self, query: str, max_items: int = 3) -> str:
         """Prompt context for ``query``: this session's notes, long-term memory and knowledge."""

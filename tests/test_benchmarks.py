@@ -53,6 +53,51 @@ def test_bench_hierarchy_prints_every_operation_on_every_store(tmp_path: Path) -
 
 
 @pytest.mark.slow
+def test_bench_server_prints_every_ratio_beside_the_bare_stack(tmp_path: Path) -> None:
+    out = run_benchmark("bench_server.py", "--quick", cwd=tmp_path)
+    for measure in (
+        "| increment, ours |",
+        "| increment, bare Starlette |",
+        "| JSON route, bare Starlette |",
+        "| chat, memory=False, ours |",
+        "| chat, memory on and empty, ours |",
+        "| chat, bare Starlette |",
+        "of increment, bare Starlette | >= 0.8 ",
+        "of chat, bare Starlette | >= 0.6 ",
+        "server: largest / smallest history",
+        "Agent.chat: largest / smallest history",
+        "- get_context (embed once, 3 searches):",
+        "| Session(agent_url=...) |",
+        "| requests.Session |",
+    ):
+        assert measure in out
+
+
+def test_bench_memory_quality_prints_every_target_beside_the_raw_engine(tmp_path: Path) -> None:
+    out = run_benchmark("bench_memory_quality.py", "--quick", cwd=tmp_path)
+    for line in (
+        "recall@5 (answerable)",
+        "updated above stale",
+        "no answer: best < 0.25",
+        "add_memory agreed with the decision on 8/8 pairs",
+        "threshold sweep",
+        "p95 ms",
+    ):
+        assert line in out
+    targets = out.split("Targets:")[1].strip().splitlines()
+    assert len(targets) == 5 and all(t.split()[0] in ("PASS", "MISS") for t in targets)
+
+
+@pytest.mark.slow
+def test_bench_knowledge_ingest_times_each_stage_beside_the_embedder(tmp_path: Path) -> None:
+    out = run_benchmark("bench_knowledge_ingest.py", "--quick", cwd=tmp_path)
+    assert "Knowledge ingestion: 40 Markdown files" in out
+    assert "embedder alone, same chunks (raw)" in out
+    for stage in ("read files", "chunk", "look up known chunks", "embed", "write to Chroma"):
+        assert stage in out
+
+
+@pytest.mark.slow
 def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_store(
     tmp_path: Path,
 ) -> None:

@@ -615,8 +615,8 @@ def test_erase_user_removes_memories_and_knowledge_in_every_scope_of_that_user_o
     )
     assert sorted(report.session_ids) == ["forked", "personal", "scoped"]
     assert (report.sessions, report.snapshots) == (3, 1)
-    # memories: 2, user knowledge: 1 chunk, session knowledge: 1 chunk
-    assert report.vector_entries == 4
+    # memories: 2 and their history (2 ADDs), user knowledge: 1 chunk, session knowledge: 1
+    assert report.vector_entries == 6
 
     personal = open_session("personal", "bob")
     assert personal.search_memory("tea forked") == []

@@ -33,6 +33,20 @@ from praisonsession.settings import Settings
 HELLO = [{"role": "user", "content": "Hello"}]
 
 
+@pytest.fixture(autouse=True, params=["thread", "loop"])
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on both paths: ``complete`` on the calling thread (requests), and
+    ``acomplete`` on an event loop (what agents use: on the loop itself for http://)."""
+    if request.param == "loop":
+        from praisonsession import runtime
+
+        def on_the_loop(self, messages, tools=None, tool_choice=None):  # type: ignore[no-untyped-def]
+            return runtime.run(ChatClient.acomplete(self, messages, tools, tool_choice))
+
+        monkeypatch.setattr(ChatClient, "complete", on_the_loop)
+    return request.param
+
+
 def client_for(server: ScriptedChatServer, **options) -> ChatClient:
     """A client with fast retries, so that retry tests take milliseconds."""
     fields = {"model": "test-model", "base_url": server.url, "retry_backoff": 0.01}
@@ -380,3 +394,29 @@ def test_importing_praisonsession_loads_no_http_stack() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_on_a_loop_an_http_endpoint_is_called_without_a_thread(
+    server: ScriptedChatServer, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """The server's agents chat on the event loop: no worker thread holds the GIL the loop
+    needs. An https:// endpoint (or one behind a proxy) keeps the thread path."""
+    import praisonsession.llm.client as client_module
+    from praisonsession import runtime
+
+    def no_thread(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the LLM request went to a worker thread")
+
+    monkeypatch.setattr(client_module, "offload", no_thread)
+    server.say("one", "two")
+    with client_for(server) as client:
+        for expected in ("one", "two"):
+            reply = runtime.run(ChatClient.acomplete(client, HELLO))
+            assert reply.content == expected
+    assert len({r.client_port for r in server.requests}) == 1  # kept alive
+    assert "accept-encoding" not in server.requests[0].headers
+    assert not client_for(server, base_url="https://llm.example/v1")._on_loop
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    assert not client_for(server, base_url="http://llm.example/v1")._on_loop

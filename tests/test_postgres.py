@@ -20,9 +20,11 @@ import pytest
 from backends import postgres_schema
 from praisonsession import (
     InvalidValueError,
+    MessageLog,
     MissingDependencyError,
     PostgresSession,
     Session,
+    StateModule,
     StoreUnavailableError,
     UnsupportedFormatError,
     open_store,
@@ -213,6 +215,50 @@ def test_an_increment_by_another_writer_in_between_is_counted(
     assert run(second.increment("s", "u", "n"), inline=True) == 1  # a new session, from 0
     for store in (first, second):
         run(store.close(), inline=True)
+
+
+class _Notes(StateModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.topic = "first"
+        self.memory = MessageLog()
+        self.register_state("topic")
+
+
+def test_a_turn_skips_its_unchanged_document_only_while_nobody_else_wrote_the_session(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A one-log save leaves the module document alone (not even locked) when the session is
+    still at the version its own last save left; after another writer, it writes it again."""
+    url = schema_url(postgres_url, tmp_path)
+    first, second = open_store(url), open_store(url)
+    mine, theirs = _Notes(), _Notes()
+
+    def document_row() -> tuple:
+        return query(first, "SELECT document, xmin::text, xmax::text FROM {s}.ps_modules")[0]
+
+    with Session("s", "u", store=first) as ours, Session("s", "u", store=second) as other:
+        ours.load_modules(notes=mine)
+        mine.memory.append({"role": "user", "content": "0"})
+        ours.save_modules(notes=mine)
+        written = document_row()
+        mine.memory.append({"role": "user", "content": "1"})
+        ours.save_modules(notes=mine)
+        assert document_row() == written  # skipped: neither rewritten nor locked
+
+        other.load_modules(notes=theirs)
+        theirs.topic = "second"
+        theirs.memory.append({"role": "user", "content": "2"})
+        other.save_modules(notes=theirs)
+        assert '"second"' in document_row()[0]
+
+        mine.memory.append({"role": "user", "content": "3"})
+        ours.save_modules(notes=mine)  # unchanged here, but the stored one is theirs now
+        fresh = _Notes()
+        other.load_modules(notes=fresh)
+        assert fresh.topic == "first"
+        assert [m["content"] for m in fresh.memory] == ["0", "1", "2", "3"]
+        assert [m["content"] for m in mine.memory] == ["0", "1", "2", "3"]
 
 
 # -- a server that is not there ----------------------------------------------------------

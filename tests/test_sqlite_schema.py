@@ -333,3 +333,41 @@ def test_every_write_moves_the_head_by_one_version_and_slides_its_expiry(
     assert run(store.purge_expired()) == 1
     assert run(store.get_info("s", "u")) is None
     run(store.close())
+
+
+def test_on_an_event_loop_checkpoints_run_off_the_loop(tmp_path: Path) -> None:
+    """A checkpoint fsyncs the file: on a loop's connection SQLite's own auto-checkpoint is
+    off, and every CHECKPOINT_EVERY commits one runs in a worker thread instead."""
+    import asyncio
+    import threading
+
+    from praisonsession.stores import sqlite as sqlite_module
+
+    store = SqliteSession(tmp_path / "loop.db")
+    ran_on: list[str] = []
+    checkpoint = store._checkpoint
+
+    def counted() -> None:
+        ran_on.append(threading.current_thread().name)
+        checkpoint()
+
+    store._checkpoint = counted  # type: ignore[method-assign]
+    commits = sqlite_module.CHECKPOINT_EVERY * 3
+
+    async def main() -> int:
+        loop_thread = threading.current_thread().name
+        for i in range(commits):
+            await store.increment("s", "u", "n", 1)
+            if i % 50 == 0:
+                await asyncio.sleep(0.01)  # the worker thread gets its turn
+        await asyncio.sleep(0.3)
+        conn = store._local.conn
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+        assert ran_on and loop_thread not in ran_on
+        return await store.increment("s", "u", "n", 0)
+
+    assert asyncio.run(main()) == commits
+    assert len(ran_on) >= 2
+    asyncio.run(store.close())
+    wal = tmp_path / "loop.db-wal"
+    assert not wal.exists() or wal.stat().st_size < 4 * 1024 * 1024

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -184,8 +185,24 @@ def test_the_command_refuses_to_serve_beyond_loopback_without_a_token(store_url:
     assert "without a token" in done.stderr
 
 
-def test_serve_has_the_browser_behind_its_token(store_url: str) -> None:
-    with SessionServer(store_url, token=ADMIN) as server:
+def test_serve_has_the_browser_behind_its_tokens(store_url: str, tmp_path: Path) -> None:
+    from praisonsession.server.tokens import issue_token
+
+    secret = "a-secret-of-the-ui-tests-" + "z" * 40
+    secret_file = tmp_path / "server.secret"
+    secret_file.write_text(secret + "\n")
+    alice = issue_token(secret.encode(), "alice", 600)
+    args = ("--secret-file", str(secret_file))
+    with SessionServer(store_url, token=ADMIN, args=args) as server:
+
+        def ask(path: str, token: str, **params: str) -> Any:
+            headers = {"Authorization": f"Bearer {token}"}
+            return requests.get(server.base_url + path, params=params, headers=headers, timeout=30)
+
+        assert ask("/ui/api/users", alice).json() == {"users": ["alice"]}
+        assert ask("/ui/api/session", alice, user="alice", id="trip-planning").status_code == 200
+        assert ask("/ui/api/session", alice, user="bob", id="support").status_code == 403
+        assert ask("/ui/api/users", ADMIN).json() == {"users": ["alice", "bob"]}
         home = requests.get(server.base_url + "/ui", timeout=30)
         assert home.url.endswith("/ui/") and "<main" in home.text
         assert requests.get(server.base_url + "/ui/api/users", timeout=30).status_code == 401

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import runtime
 from ..errors import InvalidValueError, MissingDependencyError
-from ..execution import bounded, offload
+from ..execution import bounded
 from ..identifiers import check_key, filename_for
 from ..llm.config import LLMConfig, resolve_llm
 from ..llm.errors import LLMNotConfiguredError
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..llm.client import ChatClient
     from .host import AgentHost
 
-__all__ = ["TURN_KEY", "Agent", "module_key"]
+__all__ = ["TURN_KEY", "Agent", "TurnIndex", "module_key"]
 
 Message = dict[str, Any]
 #: Where a turn's idempotency key is kept: ``user_message["metadata"][TURN_KEY]``.
@@ -105,6 +105,7 @@ class Agent(StateModule):
         self._indexing: set[asyncio.Future[Any]] = set()
         self.last_request: Request | None = None
         self._client: ChatClient | None = None
+        self._turns = TurnIndex()
         self.configure(
             role=role,
             instructions=instructions,
@@ -212,7 +213,7 @@ class Agent(StateModule):
         async with self._turn_lock():
             await self.session.refresh_modules(**{self.key: self})
             if turn_key is not None:
-                done = _reply_of_turn(self.history.messages_since(0), turn_key)
+                done = self._turns.reply(self.history, turn_key)
                 if done is not None:
                     return done
             context = await self._context(message)
@@ -223,7 +224,11 @@ class Agent(StateModule):
                 turn[0]["metadata"] = {TURN_KEY: turn_key}
             self.usage.append(usage_record(len(self.history), self.llm.model, usage))
             self.history.extend(turn)
-            await self._save()
+            try:
+                await self._save()
+            except BaseException:
+                self._turns.forget()  # the unsaved turn may be moved by the next refresh
+                raise
         self._index_meanwhile(len(self.history))
         return turn[-1]["content"]
 
@@ -268,7 +273,7 @@ class Agent(StateModule):
 
         async def complete(messages: list[Message]) -> Any:
             return await bounded(
-                offload(client.complete, messages, None, None),
+                client.acomplete(messages, None, None),
                 self.session.timeout,
                 f"agent {self.name!r}: summary request (model {self.llm.model!r})",
             )
@@ -332,7 +337,7 @@ class Agent(StateModule):
             if len(current) > 1:
                 current = fit_turn(current, room, self.token_counter)
             reply = await bounded(
-                offload(client.complete, prefix + current, self.tools.schemas, choice),
+                client.acomplete(prefix + current, self.tools.schemas, choice),
                 self.session.timeout,
                 f"agent {self.name!r}: one LLM request (model {self.llm.model!r})",
             )
@@ -449,28 +454,50 @@ class Agent(StateModule):
         return f"<table><caption>praisonsession Agent</caption>{body}</table>"
 
 
-def _reply_of_turn(history: list[Message], turn_key: str) -> str | None:
-    """The reply of the turn saved under ``turn_key``, or None if there is none.
+class TurnIndex:
+    """Where each idempotency key's turn starts in a history: ``reply`` costs the same at 10
+    or 10,000 turns.
 
-    Scans from the end: a retried request comes soon after the first attempt.
+    It reads only the messages added since it last looked; a history edited other than by
+    appending (its ``revision`` moved, or it got shorter) is read again from the start.
     """
-    for index in range(len(history) - 1, -1, -1):
-        message = history[index]
-        metadata = message.get("metadata")
-        if (
-            message.get("role") == "user"
-            and isinstance(metadata, dict)
-            and metadata.get(TURN_KEY) == turn_key
-        ):
-            reply = None
-            for position in range(index + 1, len(history)):
-                later = history[position]
-                if later.get("role") == "user":
-                    break
-                if later.get("role") == "assistant" and not later.get("tool_calls"):
-                    reply = later.get("content")
-            return None if reply is None else str(reply)
-    return None
+
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        self._starts: dict[str, int] = {}
+        self._read = 0
+        self._revision = -1
+
+    def reply(self, history: MessageLog, turn_key: str) -> str | None:
+        """The reply of the turn saved under ``turn_key``, or None if there is none."""
+        if history.revision != self._revision or len(history) < self._read:
+            self.forget()
+            self._revision = history.revision
+        if len(history) > self._read:
+            for offset, message in enumerate(history.messages_since(self._read)):
+                metadata = message.get("metadata")
+                if message.get("role") == "user" and isinstance(metadata, dict):
+                    key = metadata.get(TURN_KEY)
+                    if isinstance(key, str):
+                        self._starts[key] = self._read + offset
+            self._read = len(history)
+        start = self._starts.get(turn_key)
+        if start is None:
+            return None
+        return _reply_from(history, start)
+
+
+def _reply_from(history: MessageLog, start: int) -> str | None:
+    """The final answer of the turn whose user message is at ``start``."""
+    reply = None
+    for message in history.messages_since(start + 1):
+        if message.get("role") == "user":
+            break
+        if message.get("role") == "assistant" and not message.get("tool_calls"):
+            reply = message.get("content")
+    return None if reply is None else str(reply)
 
 
 def _forget(tasks: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], None]:

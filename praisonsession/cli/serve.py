@@ -1,16 +1,17 @@
-"""``praisonsession serve``: host agents for remote sessions (``Session(agent_url=...)``)."""
+"""``praisonsession serve``: host agents for remote sessions (``Session(agent_url=...)``); and
+``praisonsession token``: a user token for such a server."""
 
 from __future__ import annotations
 
 import click
 
-from ..errors import PraisonSessionError
+from ..errors import InvalidValueError, PraisonSessionError
 from ..redaction import redact_url
 from . import main
 from .exit_codes import failure
 from .options import store_option
 
-__all__ = ["serve"]
+__all__ = ["serve", "token"]
 
 
 @main.command()
@@ -30,7 +31,15 @@ __all__ = ["serve"]
     envvar="PRAISONSESSION_REMOTE_TOKEN",
     show_envvar=True,
     default=None,
-    help="Bearer token every chat and store request must carry (required off loopback).",
+    help="The admin token: it may reach every user's sessions (a token or a secret is "
+    "required off loopback).",
+)
+@click.option(
+    "--secret-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="File holding the secret that signs user tokens (praisonsession token); else the "
+    "environment variable PRAISONSESSION_SERVER_SECRET, if set.",
 )
 @click.option(
     "--path", default="/agent", show_default=True, help="Path of an --agent without PATH=."
@@ -50,6 +59,34 @@ __all__ = ["serve"]
     help="Seconds each store operation and LLM request may take.",
 )
 @click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0.001),
+    default=10.0,
+    show_default=True,
+    help="Seconds a client may take to send a request's headers.",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0.001),
+    default=30.0,
+    show_default=True,
+    help="Seconds a client may take to send a request's body.",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0.001),
+    default=5.0,
+    show_default=True,
+    help="Seconds an idle kept-alive connection stays open.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1),
+    default=1000,
+    show_default=True,
+    help="Connections at once; beyond it, the one waiting longest on its client is closed.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
@@ -61,9 +98,14 @@ def serve(
     host: str,
     port: int,
     token: str | None,
+    secret_file: str | None,
     path: str,
     max_body: int | None,
     timeout: float,
+    header_timeout: float,
+    body_timeout: float,
+    idle_timeout: float,
+    max_connections: int,
     log_level: str,
 ) -> None:
     """Serve agents to remote sessions: one conversation per (user_id, session_id), kept in
@@ -82,6 +124,7 @@ def serve(
             'pip install "praisonsession[server]"'
         ) from None
     from ..server import runner
+    from ..server.connections import Limits
 
     try:
         app = runner.prepare(
@@ -89,6 +132,7 @@ def serve(
             agents,
             host=host,
             token=token,
+            secret_file=secret_file,
             path=path,
             max_body=max_body,
             timeout=timeout,
@@ -97,10 +141,53 @@ def serve(
         raise failure(exc) from None  # the same exit codes as every command
     hosting = app.hosting
     served = ", ".join(f"{p} ({spec})" for p, (spec, _) in sorted(hosting.factories.items()))
+    access = app.access
+    tokens = " and ".join(
+        kind
+        for kind, present in (("admin", access.token is not None), ("user", access.secret))
+        if present
+    )
     click.echo(
         f"praisonsession serve: agents {served}; store {redact_url(hosting.store.url)}; "
-        f"token {'required' if token else 'not required (loopback only)'}; "
+        f"{tokens + ' tokens accepted' if tokens else 'no token required (loopback only)'}; "
         f"API docs at http://{host}:{port}/docs; sessions at http://{host}:{port}/ui/",
         err=True,
     )
-    runner.serve(app, host=host, port=port, log_level=log_level)
+    limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)
+    runner.serve(app, host=host, port=port, log_level=log_level, limits=limits)
+
+
+@main.command()
+@click.option("--user", "user_id", required=True, help="The user the token may act for.")
+@click.option(
+    "--ttl",
+    type=click.FloatRange(min=1),
+    default=3600.0,
+    show_default=True,
+    help="Seconds the token stays valid.",
+)
+@click.option(
+    "--secret-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The server's secret file (serve --secret-file); else PRAISONSESSION_SERVER_SECRET.",
+)
+def token(user_id: str, ttl: float, secret_file: str | None) -> None:
+    """Print a token that reaches only USER's sessions on a server with the same secret.
+
+    \b
+    praisonsession token --user alice --ttl 3600 --secret-file server.secret
+    Session(agent_url="http://host:8000/agent", user_id="alice", api_key=TOKEN)
+    """
+    from ..server.tokens import SECRET_ENV, issue_token, load_secret
+
+    try:
+        secret = load_secret(secret_file)
+        if secret is None:
+            raise InvalidValueError(
+                f"No secret: pass --secret-file PATH (the file serve --secret-file reads) or "
+                f"set {SECRET_ENV}. The secret never goes on the command line."
+            )
+        click.echo(issue_token(secret, user_id, ttl))
+    except PraisonSessionError as exc:
+        raise failure(exc) from None

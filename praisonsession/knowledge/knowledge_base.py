@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import clock
 from ..embeddings import Embedder
 from ..errors import KnowledgeSourceError
 from ..progress import progress_bar
-from ..vectors import VectorIndex, collection_name
+from ..vectors import ScopedIndex, Where, knowledge_scope
 from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
 from .sources import Document, fetch_url, files_in, is_url, looks_like_path, read_file
 
@@ -67,25 +68,13 @@ class KnowledgeBase:
         self.scope = scope
         self.user_id = user_id
         self.session_id = session_id
-        name = collection_name(namespace, "knowledge", *self._scope_fields().values())
-        owner = None if scope == "global" else user_id
-        self.index = VectorIndex(client, name, embedder, owner=owner)
+        self.index = ScopedIndex(
+            client, knowledge_scope(namespace, scope, user_id, session_id), embedder
+        )
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.timeout = timeout
         self.progress = progress
-
-    # -- scope ----------------------------------------------------------------------------
-
-    def _scope_fields(self) -> dict[str, str]:
-        if self.scope == "global":
-            return {"scope": "global"}
-        if self.scope == "user":
-            return {"scope": "user", "user_id": self.user_id}
-        return {"scope": "session", "user_id": self.user_id, "session_id": self.session_id}
-
-    def _scope_key(self) -> str:
-        return "\x1f".join(self._scope_fields().values())
 
     # -- reading --------------------------------------------------------------------------
 
@@ -121,13 +110,14 @@ class KnowledgeBase:
 
     def add(self, source: str | Path) -> KnowledgeAdded:
         documents = self.read(source)
+        at = clock.now()
         pieces: list[tuple[str, str, dict[str, Any]]] = []
         for document in documents:
             chunks = chunk_text(document.text, self.chunk_size, self.chunk_overlap)
             if not chunks and len(documents) == 1:
                 raise KnowledgeSourceError(f"{document.source} holds no text; nothing was added.")
             for number, chunk in enumerate(chunks):
-                pieces.append((self._chunk_id(chunk), chunk, self._metadata(document, number)))
+                pieces.append((self._chunk_id(chunk), chunk, self._metadata(document, number, at)))
         unique = list({piece[0]: piece for piece in pieces}.values())
         known = self.index.existing([piece[0] for piece in unique])
         new = [piece for piece in unique if piece[0] not in known]
@@ -150,21 +140,21 @@ class KnowledgeBase:
         )
 
     def _chunk_id(self, chunk: str) -> str:
-        digest = hashlib.sha256(f"{self._scope_key()}\x1e{chunk}".encode("utf-8", "replace"))
+        scope = "\x1f".join(value for _, value in self.index.scope.fields)
+        digest = hashlib.sha256(f"{scope}\x1e{chunk}".encode("utf-8", "replace"))
         return "k" + digest.hexdigest()[:40]
 
-    def _metadata(self, document: Document, number: int) -> dict[str, Any]:
-        return {
-            **self._scope_fields(),
-            "source": document.source,
-            "kind": document.kind,
-            "chunk": number,
-        }
+    def _metadata(self, document: Document, number: int, at: float) -> dict[str, Any]:
+        return {"source": document.source, "kind": document.kind, "chunk": number, "created_at": at}
 
     # -- searching ------------------------------------------------------------------------
 
-    def search(self, vector: list[float], limit: int) -> list[dict[str, Any]]:
-        hits = self.index.query(vector, limit)
+    def search(
+        self, vector: list[float], limit: int, where: Where | None = None
+    ) -> list[dict[str, Any]]:
+        """The chunks closest to ``vector``; ``where`` filters on source, kind, chunk (its
+        number in the source) and created_at."""
+        hits = self.index.query(vector, limit, None if where is None else where.to_chroma())
         return [
             {
                 "id": hit.id,

@@ -7,18 +7,28 @@ This module imports ``requests`` and ``tenacity``; nothing imports it until an a
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+import os
+import weakref
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import requests
 
-from ..execution import remaining
+from ..execution import offload, remaining
 from ..redaction import redact_text
 from .config import LLMConfig
 from .errors import LLMAuthError, LLMRequestError
+from .loop_http import LoopConnections
 from .replies import ChatReply, parse_reply
-from .retry import TransientError, call_with_retries, is_retry_status, retry_after_seconds
+from .retry import (
+    TransientError,
+    acall_with_retries,
+    call_with_retries,
+    is_retry_status,
+    retry_after_seconds,
+)
 
 __all__ = ["ChatClient"]
 
@@ -44,6 +54,15 @@ class ChatClient:
         )
         if config.api_key:
             self._http.headers["Authorization"] = f"Bearer {config.api_key}"
+        _read_environment_once(self._http, config.endpoint, bool(config.api_key))
+        # the loop path: a plain http:// endpoint, no proxy, no .netrc credentials
+        self._on_loop = (
+            config.endpoint.startswith("http://")
+            and "@" not in config.endpoint.split("/")[2]  # credentials in the URL: requests
+            and not self._http.proxies
+            and self._http.auth is None
+        )
+        self._pools: weakref.WeakKeyDictionary[Any, LoopConnections] = weakref.WeakKeyDictionary()
 
     def complete(
         self,
@@ -53,14 +72,55 @@ class ChatClient:
     ) -> ChatReply:
         """One chat completion: the request body is ``model``, ``messages``, the configured
         request fields, then ``tools`` and ``tool_choice`` when given."""
+        data = self._request(messages, tools, tool_choice)
+        return call_with_retries(lambda: self._post(data), self.config)
+
+    async def acomplete(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+    ) -> ChatReply:
+        """``complete`` for a running event loop: on the loop itself for an ``http://``
+        endpoint reached without a proxy (see ``loop_http``), else in a worker thread."""
+        connections = self._loop_connections()
+        if connections is None:
+            return await offload(self.complete, messages, tools, tool_choice)
+        data = self._request(messages, tools, tool_choice)
+
+        async def attempt() -> ChatReply:
+            timeout = max(0.001, remaining(self.config.timeout))
+            status, headers, content = await connections.post(data, timeout)
+            return self._answer(status, headers, content)
+
+        return await acall_with_retries(attempt, self.config)
+
+    def _request(
+        self,
+        messages: Sequence[dict[str, Any]],
+        tools: Sequence[dict[str, Any]] | None,
+        tool_choice: str | None,
+    ) -> bytes:
         body: dict[str, Any] = {"model": self.config.model, "messages": list(messages)}
         body.update(self.config.params)
         if tools:
             body["tools"] = list(tools)
             if tool_choice is not None:
                 body["tool_choice"] = tool_choice
-        data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        return call_with_retries(lambda: self._post(data), self.config)
+        return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+    def _loop_connections(self) -> LoopConnections | None:
+        if not self._on_loop:
+            return None
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        connections = self._pools.get(loop)
+        if connections is None:
+            unsent = ("connection", "accept-encoding")  # the loop path reads plain bodies
+            headers = {k: v for k, v in self._http.headers.items() if k.lower() not in unsent}
+            connections = self._pools[loop] = LoopConnections(self.config.endpoint, headers)
+        return connections
 
     def _post(self, data: bytes) -> ChatReply:
         url = self.config.shown_endpoint  # what messages show: no password
@@ -73,12 +133,16 @@ class ChatClient:
             raise LLMRequestError(
                 f"Cannot send to {url}: {reason}. Fix base_url.", url=url
             ) from None
-        status = response.status_code
+        return self._answer(response.status_code, response.headers, response.content)
+
+    def _answer(self, status: int, headers: Mapping[str, str], content: bytes) -> ChatReply:
+        """The reply in a 2xx answer; else the error the status stands for."""
+        url = self.config.shown_endpoint
         if 200 <= status < 300:
-            return parse_reply(response.content, url)
-        detail = _error_detail(response)
+            return parse_reply(content, url)
+        detail = _error_detail(content)
         if is_retry_status(status):
-            raise TransientError(status, detail, retry_after_seconds(response.headers))
+            raise TransientError(status, detail, retry_after_seconds(headers))
         if status in (401, 403):
             sent = "an API key" if self.config.api_key else "no API key"
             raise LLMAuthError(
@@ -103,6 +167,11 @@ class ChatClient:
 
     def close(self) -> None:
         self._http.close()
+        for loop, connections in list(self._pools.items()):
+            if not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # the loop stopped meanwhile
+                    loop.call_soon_threadsafe(connections.close)
+        self._pools.clear()
 
     def __enter__(self) -> ChatClient:
         return self
@@ -114,10 +183,28 @@ class ChatClient:
         return f"ChatClient({self.config!r})"
 
 
-def _error_detail(response: requests.Response, limit: int = 300) -> str:
+def _read_environment_once(http: requests.Session, endpoint: str, has_key: bool) -> None:
+    """Take the environment's proxy, CA bundle and ``.netrc`` settings for ``endpoint`` now.
+
+    requests reads them on every call otherwise (every environment variable, and ``~/.netrc``
+    from disk), Python work that holds the GIL: in the server, many such calls in worker
+    threads kept its event loop waiting.
+    """
+    http.proxies.update(requests.utils.get_environ_proxies(endpoint))
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if bundle:
+        http.verify = bundle
+    if not has_key:
+        netrc = requests.utils.get_netrc_auth(endpoint)
+        if netrc:
+            http.auth = netrc
+    http.trust_env = False
+
+
+def _error_detail(content: bytes, limit: int = 300) -> str:
     """The server's own words: OpenAI's ``error.message``, vLLM's ``message``, or the text."""
     try:
-        data = response.json()
+        data = json.loads(content)
     except ValueError:
         data = None
     if isinstance(data, dict):
@@ -127,4 +214,4 @@ def _error_detail(response: requests.Response, limit: int = 300) -> str:
         for key in ("error", "message", "detail"):
             if isinstance(data.get(key), str):
                 return data[key][:limit]
-    return response.text.strip()[:limit]
+    return content.decode("utf-8", "replace").strip()[:limit]

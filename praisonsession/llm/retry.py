@@ -9,9 +9,10 @@ asks for a longer wait than the budget has left is not waited for: the call fail
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
 
@@ -23,7 +24,7 @@ from ..redaction import redact_text
 from .config import LLMConfig
 from .errors import LLMUnavailableError
 
-__all__ = ["TransientError", "call_with_retries", "retry_after_seconds"]
+__all__ = ["TransientError", "acall_with_retries", "call_with_retries", "retry_after_seconds"]
 
 T = TypeVar("T")
 
@@ -153,6 +154,39 @@ def call_with_retries(
     except (TransientError, requests.exceptions.RequestException) as exc:
         # from None: the message says what happened; the chained urllib3 traceback (dozens of
         # lines, the endpoint's URL in it) says nothing more that a user can act on
+        raise _unavailable(exc, config, attempts, time.monotonic() - started, budget) from None
+
+
+async def acall_with_retries(attempt: Callable[[], Awaitable[T]], config: LLMConfig) -> T:
+    """``call_with_retries`` for a coroutine: the same policy, waiting without blocking."""
+    started = time.monotonic()
+    try:  # the usual case, answered at once: no retry machinery to set up
+        return await attempt()
+    except Exception as exc:
+        if not _is_transient(exc):
+            raise
+        first = exc
+    budget = _Budget(config)
+    retrying = tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception(_is_transient),
+        wait=budget.wait,
+        stop=budget.stop,
+        sleep=asyncio.sleep,
+        reraise=True,
+    )
+    attempts = 1
+
+    async def counted() -> T:
+        nonlocal attempts, first
+        if first is not None:  # the attempt made above: tenacity counts it and waits after it
+            failed, first = first, None
+            raise failed
+        attempts += 1
+        return await attempt()
+
+    try:
+        return await retrying(counted)
+    except (TransientError, requests.exceptions.RequestException) as exc:
         raise _unavailable(exc, config, attempts, time.monotonic() - started, budget) from None
 
 

@@ -306,10 +306,17 @@ class RemoteClient:
             data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
             headers = {**(headers or {}), "Content-Type": "application/json"}
         started = time.monotonic()
-        failures: list[_Transient] = []
-        took = [0.0]  # how long the last attempt took
+        try:  # the usual case, answered at once: no retry machinery to set up
+            return self._attempt(method, url, data, headers, safe)
+        except _Transient as exc:
+            failures: list[_Transient] = [exc]
+        took = [time.monotonic() - started]  # how long the last attempt took
+        first = [True]
 
         def attempt() -> requests.Response:
+            if first[0]:  # the attempt made above: tenacity counts it and waits after it
+                first[0] = False
+                raise failures[0]
             if failures and remaining(self.timeout) <= 0:
                 raise _OutOfTime  # the operation's deadline came first: report the last failure
             began = time.monotonic()

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 from ..session_options import resolve_store
 from ..settings import Settings
 from .agents_spec import load_agents
+from .connections import DEFAULT_LIMITS, Limits, guarded_protocol, raise_file_limit
 from .security import check_bind
+from .tokens import load_secret
 
 if TYPE_CHECKING:
     from .app import ServerApp
@@ -21,15 +23,17 @@ def prepare(
     *,
     host: str = "127.0.0.1",
     token: str | None = None,
+    secret_file: str | None = None,
     path: str = "/agent",
     max_body: int | None = None,
     timeout: float = 30.0,
 ) -> ServerApp:
     """The app for these options, after every check that can fail before serving (the bind
-    rule, the agent factories, the store URL)."""
+    rule, the secret, the agent factories, the store URL)."""
     from .app import DEFAULT_MAX_BODY, create_app
 
-    check_bind(host, token)
+    secret = load_secret(secret_file)
+    check_bind(host, token, secret)
     factories = load_agents(agents, path)
     settings = Settings()
     store = resolve_store(store_url, settings)
@@ -37,14 +41,34 @@ def prepare(
         store,
         factories,
         token=token,
+        secret=secret,
         settings=settings,
         timeout=timeout,
         max_body=DEFAULT_MAX_BODY if max_body is None else max_body,
     )
 
 
-def serve(app: Any, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info") -> None:
-    """Run ``app`` until interrupted (Ctrl-C or SIGTERM finish the requests in flight)."""
+def serve(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    limits: Limits = DEFAULT_LIMITS,
+) -> None:
+    """Run ``app`` until interrupted (Ctrl-C or SIGTERM finish the requests in flight), with
+    uvloop and httptools, and the header, body and idle timeouts and connection cap of
+    ``limits``."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level=log_level, server_header=False)
+    raise_file_limit(limits.max_connections + 256)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        server_header=False,
+        http=guarded_protocol(limits),
+        timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type] - a float works
+        backlog=max(2048, limits.max_connections),
+    )

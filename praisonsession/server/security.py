@@ -1,9 +1,12 @@
-"""Who may talk to the server, and how much: the token, the loopback rule, the body cap.
+"""Who may talk to the server, and how much: the tokens, the loopback rule, the body cap.
 
-- A server bound to anything but a loopback address must have a token (``check_bind``).
-- With a token, every agent and store request needs ``Authorization: Bearer <token>`` (or
-  PraisonAI's ``X-Auth-Token``), compared in constant time. ``/health`` and the API docs stay
-  open: they hold no session data.
+- A server bound to anything but a loopback address must have a token or a secret
+  (``check_bind``).
+- The admin token (``--token``) may do everything; a user token (signed with the server's
+  secret, see ``tokens``) only what concerns its own user: a request naming another user is
+  refused with 403 and logged, without the token. Either travels as ``Authorization: Bearer
+  <token>`` (or PraisonAI's ``X-Auth-Token``); the admin token is compared in constant time.
+  ``/health`` and the API docs stay open: they hold no session data.
 - A request body larger than the cap is refused with 413 before the app reads any of it.
 """
 
@@ -12,13 +15,19 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ..errors import InvalidValueError, RemoteAuthError
 from ..remote.wire import encode_error
+from .tokens import looks_like_user_token, user_of_token
 
-__all__ = ["BodyLimit", "check_bind", "is_loopback", "token_matches"]
+__all__ = ["ADMIN", "Access", "BodyLimit", "check_bind", "is_loopback", "token_matches"]
+
+logger = logging.getLogger("praisonsession.server")
+#: What ``Access.grant`` returns for a request that may touch every user's data.
+ADMIN = None
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -36,11 +45,11 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: it may resolve to anything
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """Refuse to serve beyond this machine without a token."""
+def check_bind(host: str, token: str | None, secret: bytes | None = None) -> None:
+    """Refuse to serve beyond this machine without a token or a secret for user tokens."""
     if token is not None and not token.strip():
         raise InvalidValueError("The token is empty; pass a long random string, or none.")
-    if not is_loopback(host) and not token:
+    if not is_loopback(host) and not token and not secret:
         raise InvalidValueError(
             f"Refusing to serve on {host!r} without a token: anyone who can reach that "
             "address could read and change every session. Pass --token (or set "
@@ -60,6 +69,64 @@ def token_matches(expected: str, headers: Any) -> bool:
     if not given:
         given = (headers.get("x-auth-token") or "").strip()
     return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+class Access:
+    """Who a request is: ``ADMIN`` (every user), or the one user its token was issued to.
+
+    With neither an admin token nor a secret the server is open (loopback only, see
+    ``check_bind``) and every request is ``ADMIN``.
+    """
+
+    def __init__(self, token: str | None = None, secret: bytes | None = None) -> None:
+        self.token = None if token is None else token.encode("utf-8")
+        self.secret = secret
+        self.open = token is None and secret is None
+
+    def grant(self, authorization: bytes | None, x_auth_token: bytes | None) -> str | None:
+        """The request's user (``ADMIN`` for the admin token), from its two token headers;
+        :class:`RemoteAuthError` (401) without a valid token."""
+        if self.open:
+            return ADMIN
+        given = b""
+        if authorization:
+            scheme, _, credentials = authorization.partition(b" ")
+            if scheme.lower() == b"bearer":
+                given = credentials.strip()
+        if not given and x_auth_token:
+            given = x_auth_token.strip()
+        if self.token is not None and hmac.compare_digest(given, self.token):
+            return ADMIN
+        if self.secret is not None and given:
+            text = given.decode("latin-1")
+            if looks_like_user_token(text):
+                return user_of_token(self.secret, text)
+        raise unauthorized(bool(authorization or x_auth_token))
+
+    def user_for(self, grant: str | None, requested: Any, what: str) -> Any:
+        """The user a request may act for: ``requested``, or the token's own user when the
+        request names none; 403 (logged, without the token) when it names another."""
+        if grant is ADMIN:
+            return requested
+        if requested is None or requested == "":
+            return grant
+        if requested != grant:
+            logger.warning(
+                "403: a token of user %r asked for %s of user %r; refused.",
+                grant,
+                what,
+                requested,
+            )
+            raise forbidden(grant, what)
+        return requested
+
+
+def forbidden(grant: str, what: str) -> RemoteAuthError:
+    return RemoteAuthError(
+        f"Forbidden: this token is for user {grant!r}, and {what} belongs to another user (or "
+        "to all). Use a token issued for that user, or the server's admin token.",
+        status=403,
+    )
 
 
 def unauthorized(has_token: bool) -> RemoteAuthError:

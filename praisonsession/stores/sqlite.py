@@ -31,6 +31,7 @@ text are in ``sqlite_schema.py``; copies for forks and snapshots in ``sqlite_cop
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -48,7 +49,7 @@ from ..errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
-from ..execution import expired, pause, remaining
+from ..execution import expired, loop_running_here, pause, remaining
 from ..identifiers import DEFAULT_USER
 from ..json_data import add_numbers, dumps, loads
 from .base import UNSET, Key, LogWrite, SessionBase, StoredModules, check_wait
@@ -76,6 +77,9 @@ from .sqlite_schema import (
 )
 
 T = TypeVar("T")
+#: Commits of an event loop's connection between two checkpoints run off the loop (SQLite's
+#: own auto-checkpoint, off for those connections, runs at 1,000 WAL pages).
+CHECKPOINT_EVERY = 200
 
 
 # Every store of the process, so that a forked child can drop the connections it inherited.
@@ -141,9 +145,12 @@ class SqliteSession(SqliteCopies, SessionBase):
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._schema_ready = False
+        self._commits = 0  # of loop connections since the last checkpoint
+        self._checkpointing = False
         _stores.add(self)
 
     def _forget_connections_after_fork(self) -> None:
+        self._commits, self._checkpointing = 0, False  # a checkpoint thread stayed behind
         _inherited.extend(self._connections)
         self._connections = []
         self._connections_lock = threading.Lock()
@@ -169,6 +176,12 @@ class SqliteSession(SqliteCopies, SessionBase):
                 if _is_busy(exc):
                     raise
                 raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
+            if loop_running_here():
+                # On an event loop, a checkpoint (an fsync of the file, under load many ms)
+                # would stop every coroutine of the loop: the loop's connection leaves it to
+                # a worker thread, every CHECKPOINT_EVERY commits (_after_commit).
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                self._local.on_loop = True
             self._local.conn = conn
             self._local.cursor = conn.cursor()
             with self._connections_lock:
@@ -202,6 +215,8 @@ class SqliteSession(SqliteCopies, SessionBase):
                 try:
                     result = work(conn)
                     cursor.execute("COMMIT")
+                    if write and getattr(local, "on_loop", False):
+                        self._after_commit()
                     return result
                 except BaseException:
                     if conn.in_transaction:
@@ -312,6 +327,35 @@ class SqliteSession(SqliteCopies, SessionBase):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+    def _after_commit(self) -> None:
+        """Count a commit of a loop's connection; every CHECKPOINT_EVERY, checkpoint the WAL
+        into the file in a worker thread (one at a time), as SQLite's auto-checkpoint would
+        have done inline."""
+        self._commits += 1
+        if self._commits < CHECKPOINT_EVERY or self._checkpointing:
+            return
+        import asyncio
+
+        self._commits = 0
+        self._checkpointing = True
+        future = asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
+        future.add_done_callback(self._checkpointed)
+
+    def _checkpoint(self) -> None:
+        """A connection of its own, opened and closed here: ``close`` may close the store's
+        connections meanwhile, and a file deleted meanwhile is not created again (mode=rw)."""
+        with contextlib.suppress(sqlite3.Error):  # busy or gone: the next one will do it
+            conn = sqlite3.connect(self.path.as_uri() + "?mode=rw", uri=True, timeout=0)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                conn.close()
+
+    def _checkpointed(self, future: Any) -> None:
+        self._checkpointing = False
+        if not future.cancelled():
+            future.exception()  # retrieved; _checkpoint suppresses SQLite's own errors
 
     async def close(self) -> None:
         with self._connections_lock:

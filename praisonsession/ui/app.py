@@ -54,17 +54,28 @@ def create_ui_app(
     *,
     token: str | None = None,
     user_tokens: Mapping[str, str] | None = None,
+    access: Any = None,
     close_store: bool = False,
 ) -> Starlette:
     """The browser over ``store``. ``token`` sees every user; each of ``user_tokens``
     (token -> user id) sees one. With neither, anyone who can reach it sees all: bind
-    loopback (``praisonsession ui`` refuses otherwise)."""
+    loopback (``praisonsession ui`` refuses otherwise). ``access``, the session server's
+    ``server.security.Access``, decides instead when given: its admin token sees every user,
+    its signed user tokens one user each."""
     browser = SessionBrowser(store)
     users = {t: check_user_id(u) for t, u in (user_tokens or {}).items()}
     guarded = token is not None or bool(users)
 
     def caller(request: Request) -> str | None:
         """The user a request may see (None: every user); raises on a missing/wrong token."""
+        if access is not None:
+            headers = request.headers
+            authorization = headers.get("authorization")
+            x_auth_token = headers.get("x-auth-token")
+            return access.grant(
+                None if authorization is None else authorization.encode("latin-1"),
+                None if x_auth_token is None else x_auth_token.encode("latin-1"),
+            )
         if not guarded:
             return None
         given = _bearer(request)

@@ -1,20 +1,31 @@
 """Vector collections (ChromaDB) that remember their embedder: the floor under memory and
 knowledge. chromadb is imported on first use only."""
 
-from .index import (
-    Hit,
-    VectorIndex,
-    chroma_client,
+from .filters import Where, parse_where
+from .index import Hit, VectorIndex, chroma_client, erase_owner, scrub_embedded
+from .scope import (
+    IsolationError,
+    Scope,
+    ScopedIndex,
     collection_name,
-    erase_owner,
-    scrub_embedded,
+    knowledge_scope,
+    memory_scope,
+    user_collections,
 )
 
 __all__ = [
     "Hit",
+    "IsolationError",
+    "Scope",
+    "ScopedIndex",
     "VectorIndex",
+    "Where",
     "chroma_client",
     "collection_name",
     "erase_owner",
+    "knowledge_scope",
+    "memory_scope",
+    "parse_where",
     "scrub_embedded",
+    "user_collections",
 ]

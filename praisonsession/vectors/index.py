@@ -15,9 +15,9 @@ chromadb is imported on first use only.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,7 @@ class Hit:
     text: str
     score: float
     metadata: dict[str, Any]
+    vector: list[float] | None = None
 
 
 def chroma_client(location: str | Path) -> Any:
@@ -104,6 +105,25 @@ def _new_client(location: str) -> Any:
     return chromadb.PersistentClient(path=location, settings=settings)
 
 
+_UNFLUSHED = "hnsw segment reader"
+_RETRIES = (0.05, 0.2, 0.5, 1.0)
+
+
+def _retrying_unflushed(query: Any) -> Any:
+    """``query()``, tried again a few times when a Chroma server answers that a collection's
+    vector index is not on its disk yet ("Error creating hnsw segment reader: Nothing found on
+    disk"): it says so, now and then, for a collection written to a moment before by another
+    client (seen under concurrent writes, chromadb 1.5)."""
+    for pause in _RETRIES:
+        try:
+            return query()
+        except Exception as exc:  # chromadb.errors.InternalError; chromadb is imported lazily
+            if _UNFLUSHED not in str(exc):
+                raise
+            time.sleep(pause)
+    return query()
+
+
 def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> int:
     """Delete the collections of this namespace that ``owner``'s data lives in: the ones named
     (known by construction) and any other that records ``owner``; how many entries went."""
@@ -139,14 +159,6 @@ def scrub_embedded(directory: Path) -> None:
         conn.execute("VACUUM")
     finally:
         conn.close()
-
-
-def collection_name(namespace: str, kind: str, *scope: str) -> str:
-    """A valid Chroma name per scope; ids can hold any text, so they go in as a digest."""
-    if not scope:
-        return f"{namespace}_{kind}"
-    digest = hashlib.sha256("\x1f".join(scope).encode("utf-8")).hexdigest()[:32]
-    return f"{namespace}_{kind}_{digest}"
 
 
 class VectorIndex:
@@ -236,40 +248,92 @@ class VectorIndex:
             return set()
         return set(self.collection.get(ids=ids, include=[])["ids"])
 
-    def query(self, vector: list[float], limit: int) -> list[Hit]:
-        found = self.collection.query(
-            query_embeddings=[vector],
-            n_results=limit,
-            include=["documents", "metadatas", "distances"],
+    def query(
+        self,
+        vector: list[float],
+        limit: int,
+        where: dict[str, Any] | None = None,
+        vectors: bool = False,
+    ) -> list[Hit]:
+        return self.query_many([vector], limit, where, vectors)[0]
+
+    def query_many(
+        self,
+        queries: list[list[float]],
+        limit: int,
+        where: dict[str, Any] | None = None,
+        vectors: bool = False,
+    ) -> list[list[Hit]]:
+        """The ``limit`` entries closest to each query vector (one Chroma call for all), with
+        their own vectors when asked."""
+        if not queries:
+            return []
+        include = ["documents", "metadatas", "distances", *(["embeddings"] if vectors else [])]
+        found = _retrying_unflushed(
+            lambda: self.collection.query(
+                query_embeddings=queries, n_results=limit, where=where, include=include
+            )
         )
+        embedded = found.get("embeddings") if vectors else None
+        return [
+            [
+                Hit(
+                    id=i,
+                    text=self._text(i, text),
+                    score=round(1.0 - float(far), 6),
+                    metadata=meta or {},
+                    vector=None if embedded is None else [float(x) for x in embedded[q][n]],
+                )
+                for n, (i, text, meta, far) in enumerate(
+                    zip(ids, texts, metas, distances, strict=True)
+                )
+            ]
+            for q, (ids, texts, metas, distances) in enumerate(
+                zip(
+                    found["ids"],
+                    found["documents"],
+                    found["metadatas"],
+                    found["distances"],
+                    strict=True,
+                )
+            )
+        ]
+
+    def get(
+        self,
+        ids: list[str] | None = None,
+        where: dict[str, Any] | None = None,
+        limit: int | None = None,
+        vectors: bool = False,
+    ) -> list[Hit]:
+        """Entries by id and/or ``where`` (score 0), with their vectors when asked."""
+        if ids is not None and not ids:
+            return []
+        include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
+        found = self.collection.get(ids=ids, where=where, limit=limit, include=include)
+        embedded = found.get("embeddings") if vectors else None
         return [
             Hit(
                 id=i,
                 text=self._text(i, text),
-                score=round(1.0 - float(distance), 6),
-                metadata=meta or {},
+                score=0.0,
+                metadata=dict(meta or {}),
+                vector=None if embedded is None else [float(x) for x in embedded[n]],
             )
-            for i, text, meta, distance in zip(
-                found["ids"][0],
-                found["documents"][0],
-                found["metadatas"][0],
-                found["distances"][0],
-                strict=True,
+            for n, (i, text, meta) in enumerate(
+                zip(found["ids"], found["documents"], found["metadatas"], strict=True)
             )
         ]
 
     def count(self) -> int:
         return self.collection.count()
 
-    def entries(self, where: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-        """(id, text, metadata) of every entry matching ``where``, oldest id first."""
-        found = self.collection.get(where=where, include=["documents", "metadatas"])
-        rows = zip(found["ids"], found["documents"], found["metadatas"], strict=True)
-        return sorted((i, self._text(i, text), dict(meta or {})) for i, text, meta in rows)
+    def delete_ids(self, ids: list[str]) -> None:
+        if ids:
+            self.collection.delete(ids=ids)
 
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""
         ids = self.collection.get(where=where, include=[])["ids"]
-        if ids:
-            self.collection.delete(ids=ids)
+        self.delete_ids(ids)
         return len(ids)

@@ -164,7 +164,7 @@ BUMP_LIVE = (
 SAVE_APPENDING = (
     "WITH b AS (" + BUMP_LIVE + "), "
     "d AS (INSERT INTO {s}.ps_modules AS o (user_id, session_id, name, document) "
-    "SELECT %(u)s, %(s)s, n, doc FROM b, unnest(%(names)s::text[], %(docs)s::text[]) AS m(n, doc) "
+    "SELECT %(u)s, %(s)s, n, doc FROM b, unnest(%(names)s::text[], %(docs)b::text[]) AS m(n, doc) "
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document = EXCLUDED.document "
     "WHERE o.document <> EXCLUDED.document), "  # an unchanged document costs no new row
     # each log's messages are a run of %(msgs)s: the log's count, after those of the logs before
@@ -175,10 +175,32 @@ SAVE_APPENDING = (
     "DO UPDATE SET length = o.length + EXCLUDED.length RETURNING log, length), "
     "m AS (INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
     "SELECT %(u)s, %(s)s, w.lg, l.length - w.cnt + x.i - w.first - 1, x.msg "
-    "FROM l JOIN w ON l.log = w.lg JOIN unnest(%(msgs)s::text[]) WITH ORDINALITY AS x(msg, i) "
+    "FROM l JOIN w ON l.log = w.lg JOIN unnest(%(msgs)b::text[]) WITH ORDINALITY AS x(msg, i) "
     "ON x.i > w.first AND x.i <= w.first + w.cnt) "
     "SELECT (SELECT count(*) FROM b), (SELECT array_agg(log) FROM l), "
     "(SELECT array_agg(length) FROM l)"
+)
+# The same save when it appends to one log (a turn of one agent), without the window that
+# splits the messages among logs (0.25 ms against 0.19 ms for this form, bare). A document the
+# client marks as the one it wrote last is skipped when the session is still at the version
+# and creation time that write left (%(known)s, %(created)s): nobody wrote it since, so the
+# stored document is that one; even unchanged, an upsert would lock and probe its row.
+SAVE_ONE_LOG = (
+    "WITH b AS (" + BUMP_LIVE.replace("RETURNING version", "RETURNING version, created_at") + "), "
+    "d AS (INSERT INTO {s}.ps_modules AS o (user_id, session_id, name, document) "
+    "SELECT %(u)s, %(s)s, n, doc FROM b, "
+    "unnest(%(names)s::text[], %(docs)b::text[], %(mine)s::boolean[]) AS m(n, doc, mine) "
+    "WHERE NOT (mine AND b.version - 1 = %(known)s AND b.created_at = %(created)s) "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document = EXCLUDED.document "
+    "WHERE o.document <> EXCLUDED.document), "
+    "l AS (INSERT INTO {s}.ps_logs AS o (user_id, session_id, log, length) "
+    "SELECT %(u)s, %(s)s, %(log)s, %(count)s::bigint FROM b "
+    "ON CONFLICT (user_id, session_id, log) DO UPDATE SET length = o.length + EXCLUDED.length "
+    "RETURNING length), "
+    "m AS (INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
+    "SELECT %(u)s, %(s)s, %(log)s, l.length - %(count)s::bigint + x.i - 1, x.msg "
+    "FROM l, unnest(%(msgs)b::text[]) WITH ORDINALITY AS x(msg, i)) "
+    "SELECT l.length, b.version, b.created_at FROM l, b"
 )
 INCREMENT = (
     "SELECT is_live, applied, held, at_version, created "
@@ -237,7 +259,7 @@ SET_LOG_LENGTH = (
 CLEAR_LOG = "DELETE FROM {s}.ps_messages WHERE user_id=%s AND session_id=%s AND log=%s"
 INSERT_MESSAGES = (
     "INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
-    "SELECT %s, %s, %s, %s::bigint + i - 1, m FROM unnest(%s::text[]) WITH ORDINALITY AS x(m, i)"
+    "SELECT %s, %s, %s, %s::bigint + i - 1, m FROM unnest(%b::text[]) WITH ORDINALITY AS x(m, i)"
 )
 LOAD_MODULES = (
     "SELECT name, document FROM {s}.ps_modules WHERE user_id=%s AND session_id=%s "

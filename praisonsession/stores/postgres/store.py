@@ -10,7 +10,8 @@ statement is one statement, sent in autocommit (one round trip):
 - a save that appends to message logs (a turn) bumps the session, merges the module documents,
   takes each log's new length from ``ps_logs`` with ``INSERT ... ON CONFLICT DO UPDATE``
   (which sees the latest length, whoever wrote it) and inserts the messages there, in one
-  statement of data-modifying CTEs;
+  statement of data-modifying CTEs; a module document this store wrote last, unchanged, is
+  not touched while the session is at the version that write left;
 - an increment calls ``ps_increment``, which locks the session and writes the value the client
   computed (Python's arithmetic, exact for every int and float) only if the key still holds
   what the client computed from. The store remembers the last value it saw of each key, so a
@@ -152,6 +153,9 @@ class PostgresSession(SessionBase):
         self._schema_ready = False
         self._values: dict[tuple[Key, str], str | None] = {}
         self._heads: dict[Key, tuple[int, float]] = {}
+        # per session: the version and creation time our last one-log save left, and the
+        # module documents it wrote (see SAVE_ONE_LOG)
+        self._saved: dict[Key, tuple[int, float, dict[str, str]]] = {}
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> PostgresSession:
@@ -627,12 +631,30 @@ class PostgresSession(SessionBase):
     async def _save_appending(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int] | None:
-        """The one-statement save (see ``SAVE_APPENDING``); None if the session was not live
-        as it is, and nothing was written."""
+        """The one-statement save (``SAVE_ONE_LOG`` for one log, else ``SAVE_APPENDING``);
+        None if the session was not live as it is, and nothing was written."""
         params: dict[str, Any] = {
             **self._bump_params(key, now()),
             "names": list(documents),
             "docs": [dumps(d) for d in documents.values()],
+        }
+        if len(writes) == 1:  # a turn of one agent: the shorter statement
+            (write,) = writes
+            known, created, written = self._saved.get(key, (-1, 0.0, {}))
+            pairs = list(zip(params["names"], params["docs"], strict=True))
+            params["mine"] = [written.get(name) == doc for name, doc in pairs]
+            params |= {"known": known, "created": created, "log": write.path}
+            params["count"] = len(write.messages)
+            params["msgs"] = [dumps(message) for message in write.messages]
+            rows = await self._statement("SAVE_ONE_LOG", params)
+            if not rows:
+                return None
+            length, version, created = rows[0]
+            if len(self._saved) >= _VALUES_REMEMBERED:
+                self._saved.clear()
+            self._saved[key] = (version, created, dict(pairs))
+            return {write.path: length}
+        params |= {
             "logs": [w.path for w in writes],
             "counts": [len(w.messages) for w in writes],
             "msgs": [dumps(message) for w in writes for message in w.messages],

@@ -1,0 +1,104 @@
+"""The rules under memory, without a model or a store: filters, paraphrases, newer first."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from praisonsession import InvalidValueError
+from praisonsession.memory.paraphrase import is_paraphrase, names_differ, one_slot_changed
+from praisonsession.memory.recency import prefer_newer
+from praisonsession.vectors.filters import parse_where
+
+RECORD = {"topic": "food", "stars": 4, "vegan": True, "created_at": 1_700_000_000.0}
+
+
+@pytest.mark.parametrize(
+    ("where", "passes", "chroma"),
+    [
+        ({"topic": "food"}, True, {"topic": {"$eq": "food"}}),
+        ({"topic": {"$ne": "food"}}, False, {"topic": {"$ne": "food"}}),
+        ({"stars": {"$in": [3, 4]}}, True, {"stars": {"$in": [3, 4]}}),
+        ({"stars": {"$nin": [3, 4]}}, False, {"stars": {"$nin": [3, 4]}}),
+        (
+            {"stars": {"$gte": 4, "$lt": 5}},
+            True,
+            {"$and": [{"stars": {"$gte": 4}}, {"stars": {"$lt": 5}}]},
+        ),
+        (
+            {"vegan": True, "stars": 4.0},
+            True,
+            {"$and": [{"vegan": {"$eq": True}}, {"stars": {"$eq": 4.0}}]},
+        ),
+        ({"vegan": 1}, False, {"vegan": {"$eq": 1}}),  # a bool is not a number
+        ({"$or": [{"topic": "drink"}, {"stars": {"$gt": 3}}]}, True, None),
+        ({"$and": [{"topic": "food"}]}, True, {"topic": {"$eq": "food"}}),
+        ({"missing": {"$ne": 1}}, False, None),
+        ({"topic": {"$gt": 1}}, False, None),  # a str is never greater than a number
+        (
+            {"created_at": {"$lt": dt.datetime.fromtimestamp(1_800_000_000, tz=dt.timezone.utc)}},
+            True,
+            {"created_at": {"$lt": 1_800_000_000.0}},
+        ),
+    ],
+)
+def test_a_filter_means_the_same_in_python_and_for_chroma(where, passes, chroma) -> None:
+    checked = parse_where(where)
+    assert checked is not None and checked.matches(RECORD) is passes
+    if chroma is not None:
+        assert checked.to_chroma() == chroma
+    assert checked.to_chroma(lambda f: "x_" + f) != checked.to_chroma() or not checked.fields()
+
+
+def test_no_filter_is_none_and_a_bad_one_names_what_is_accepted() -> None:
+    assert parse_where(None) is None and parse_where({}) is None
+    with pytest.raises(InvalidValueError, match=r"\$between.*Accepted: where=\{"):
+        parse_where({"stars": {"$between": [1, 2]}})
+    with pytest.raises(InvalidValueError, match="NaN"):
+        parse_where({"stars": float("nan")})
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "changed"),
+    [
+        ("User has a dog named Rex", "User has a cat named Rex", True),
+        ("User lives in Oslo", "User is based in Oslo", True),
+        ("User likes tea", "User really likes tea", False),  # an insertion, not a swap
+        ("User's car is a green Subaru", "The user owns a green Subaru", False),
+        ("Same words", "Same words", False),
+    ],
+)
+def test_one_slot_changed(a: str, b: str, changed: bool) -> None:
+    assert one_slot_changed(a, b) is changed
+
+
+def test_paraphrase_needs_the_score_the_same_names_and_negations() -> None:
+    assert is_paraphrase(0.9, "The user owns a green Subaru", "User's car is a green Subaru", 0.72)
+    # a one-word swap in a sentence otherwise the same merges only when nearly identical
+    assert not is_paraphrase(0.9, "User is based in Nairobi", "User resides in Nairobi", 0.72)
+    assert is_paraphrase(0.96, "User is based in Nairobi", "User resides in Nairobi", 0.72)
+    assert names_differ("Ada lives in Oslo", "ada lives in oslo") is False
+    assert is_paraphrase(0.99, "Ada lives in Oslo", "Ada lives in Bergen", 0.72) is False
+    assert is_paraphrase(0.95, "User likes tea", "User no longer likes tea", 0.72) is False
+    assert is_paraphrase(0.97, "User likes green tea", "User loves green tea", 0.72) is True
+    assert is_paraphrase(0.9, "User has a dog named Rex", "User has a cat named Rex", 0.72) is False
+    assert is_paraphrase(0.7, "User prefers tea", "User enjoys a cup of tea", 0.72) is False
+
+
+def hit(text: str, score: float, at: float) -> dict:
+    return {"text": text, "score": score, "metadata": {"updated_at": at}}
+
+
+def test_newer_memories_go_above_the_older_ones_they_update() -> None:
+    old = hit("User lives in Oslo", 0.8, 1.0)
+    unrelated = hit("User plays chess", 0.5, 3.0)
+    moved = hit("User moved to Berlin", 0.6, 2.0)
+    ranked = prefer_newer([old, unrelated, moved], [[1.0, 0.0], [0.0, 1.0], [0.9, 0.1]])
+    assert [r["text"] for r in ranked] == [
+        "User moved to Berlin",
+        "User lives in Oslo",
+        "User plays chess",
+    ]
+    close = hit("User likes tea", 0.75, 5.0)
+    assert prefer_newer([old, close], [[1.0, 0.0], [0.0, 1.0]]) == [old, close]  # unrelated
