@@ -22,13 +22,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .choices import MEMORY_QUERIES, MEMORY_TYPES, MemoryQuery, MemoryType, check_choice
+from .counts import check_count
 from .errors import InvalidValueError, MemoryNotFoundError, RemoteModeError
 from .execution import bounded, offload
 from .identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
 from .json_data import JSONValue, check_json_data
 from .session_options import checked_config, resolve_settings, resolve_store
 from .session_tree import SessionTree
-from .stores.base import UNSET, SessionBase, _check_ttl
+from .stores.base import UNSET, SessionBase, check_ttl
 from .stores.record import SessionInfo, now
 
 if TYPE_CHECKING:
@@ -37,7 +39,6 @@ if TYPE_CHECKING:
     from .agents import Agent
     from .agents.factory import AgentRegistry
     from .knowledge.knowledge_base import KnowledgeAdded
-    from .llm import LLMConfig
     from .memory.lifecycle import MemoryId
     from .praisonai_views import AsyncKnowledgeView, AsyncMemoryView
     from .recall import Recall
@@ -49,8 +50,6 @@ __all__ = ["MEMORY_TYPES", "AsyncSession"]
 
 T = TypeVar("T")
 
-MEMORY_TYPES = ("short", "long")
-
 
 class AsyncSession(SessionTree):
     """A remembered session for async code: state, TTL, memory, knowledge and agents.
@@ -61,7 +60,8 @@ class AsyncSession(SessionTree):
     ``json:///dir``, ``sqlite:///file.db``, ``redis://host:6379/0``,
     ``postgresql://user@host/db``); ``settings=`` a
     :class:`~praisonsession.settings.Settings` or a dict of its fields. ``timeout`` (seconds)
-    bounds each operation; when it runs out the operation raises ``OperationTimeoutError``.
+    bounds each operation (None: the settings' ``timeout``, 30 s unless set); when it runs out
+    the operation raises ``OperationTimeoutError``.
 
     ``agent_url=`` makes it a remote session: the agent and the stored session live on a
     session server (``praisonsession serve``); ``chat`` talks to the agent, the state calls
@@ -76,7 +76,7 @@ class AsyncSession(SessionTree):
         agent_url: str | None = None,
         memory_config: dict[str, Any] | None = None,
         knowledge_config: dict[str, Any] | None = None,
-        timeout: float = 30,
+        timeout: float | None = None,
         session_ttl: float | None = None,
         *,
         store: SessionBase | str | None = None,
@@ -87,7 +87,10 @@ class AsyncSession(SessionTree):
         self._user_id = DEFAULT_USER if user_id is None else check_user_id(user_id)
         self._memory_config = checked_config("memory", memory_config)
         self._knowledge_config = checked_config("knowledge", knowledge_config)
-        if (
+        self._settings = resolve_settings(settings)
+        if timeout is None:
+            timeout = self._settings.timeout
+        elif (
             isinstance(timeout, bool)
             or not isinstance(timeout, (int, float))
             or not 0 < timeout < float("inf")  # NaN fails this too
@@ -96,8 +99,7 @@ class AsyncSession(SessionTree):
                 f"timeout must be a positive, finite number of seconds, got {timeout!r}."
             )
         self._timeout = timeout
-        self._session_ttl = _check_ttl(session_ttl)
-        self._settings = resolve_settings(settings)
+        self._session_ttl = check_ttl(session_ttl)
         self._remote: RemoteClient | None = None
         if agent_url is None:
             if api_key is not None:
@@ -196,9 +198,10 @@ class AsyncSession(SessionTree):
 
     @property
     def runs_inline(self) -> bool:
-        """True when the store's operations may be driven on the caller's thread (see
-        ``praisonsession.runtime``); the sync facade uses this to skip the loop hop."""
-        return self._store.runs_inline
+        """True when the sync facade drives store operations on the caller's thread (see
+        ``praisonsession.runtime``): the store allows it and the ``sync_calls`` setting is
+        ``"inline"`` (the default); ``"loop"`` sends every one to the background loop."""
+        return self._store.runs_inline and self._settings.sync_calls == "inline"
 
     def _call(self, what: str, work: Awaitable[T]) -> Awaitable[T]:
         """An operation on the stored session: opened first if need be, within ``timeout``.
@@ -443,7 +446,12 @@ class AsyncSession(SessionTree):
         return await self._call(what, opened_then_used())
 
     async def add_memory(
-        self, text: str, memory_type: str = "long", *, dedupe: bool = True, **metadata: JSONValue
+        self,
+        text: str,
+        memory_type: MemoryType = "long",
+        *,
+        dedupe: bool = True,
+        **metadata: JSONValue,
     ) -> MemoryId:
         """Remember ``text``; returns its id (a str whose ``event`` says what happened).
 
@@ -454,7 +462,7 @@ class AsyncSession(SessionTree):
         """
         self._local_only("add_memory()")
         text = _check_text(text, "text")
-        memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
+        memory_type = check_choice(memory_type, MEMORY_TYPES, "memory_type")
         dedupe = _check_flag(dedupe, "dedupe")
         return await self._recalling(
             "add_memory", lambda recall: recall.add_memory(text, memory_type, metadata, dedupe)
@@ -463,7 +471,7 @@ class AsyncSession(SessionTree):
     async def add_memories(
         self,
         texts: Sequence[str],
-        memory_type: str = "long",
+        memory_type: MemoryType = "long",
         *,
         dedupe: bool = True,
         **metadata: JSONValue,
@@ -480,7 +488,7 @@ class AsyncSession(SessionTree):
                 "for one text use add_memory."
             )
         texts = [_check_text(text, f"texts[{i}]") for i, text in enumerate(texts)]
-        memory_type = _check_memory_type(memory_type, MEMORY_TYPES)
+        memory_type = check_choice(memory_type, MEMORY_TYPES, "memory_type")
         dedupe = _check_flag(dedupe, "dedupe")
         if not texts:
             return []
@@ -492,7 +500,7 @@ class AsyncSession(SessionTree):
     async def search_memory(
         self,
         query: str,
-        memory_type: str = "long",
+        memory_type: MemoryQuery = "long",
         limit: int = 5,
         *,
         where: dict[str, Any] | None = None,
@@ -507,7 +515,7 @@ class AsyncSession(SessionTree):
         """
         self._local_only("search_memory()")
         query = _check_text(query, "query")
-        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        memory_type = check_choice(memory_type, MEMORY_QUERIES, "memory_type")
         limit = _check_limit(limit)
         checked = _check_where(where)
         if prefer_recent is not None:
@@ -528,7 +536,7 @@ class AsyncSession(SessionTree):
         """Memories oldest first (short notes, then long-term), ``limit`` at a time: pass the
         last id of a page as ``after`` for the next. ``where`` as in ``search_memory``."""
         self._local_only("list_memories()")
-        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        memory_type = check_choice(memory_type, MEMORY_QUERIES, "memory_type")
         limit = _check_limit(limit)
         checked = _check_where(where)
         if after is not None:
@@ -582,13 +590,13 @@ class AsyncSession(SessionTree):
             "memory_history", lambda recall: recall.memory_history(memory_id)
         )
 
-    async def clear_memory(self, memory_type: str = "all") -> int:
+    async def clear_memory(self, memory_type: MemoryQuery = "all") -> int:
         """Forget this session's memories of a type (``"short"``, ``"long"`` or ``"all"``).
 
         Long-term memories other sessions of the user added are kept. Returns how many went.
         """
         self._local_only("clear_memory()")
-        memory_type = _check_memory_type(memory_type, (*MEMORY_TYPES, "all"))
+        memory_type = check_choice(memory_type, MEMORY_QUERIES, "memory_type")
         return await self._recalling(
             "clear_memory", lambda recall: recall.clear_memory(memory_type)
         )
@@ -651,23 +659,13 @@ class AsyncSession(SessionTree):
 
     # -- agents ---------------------------------------------------------------------------
 
-    async def Agent(
-        self,
-        name: str,
-        role: str = "Assistant",
-        instructions: str | None = None,
-        tools: list[Callable[..., Any]] | None = None,
-        memory: bool = True,
-        knowledge: list[str] | None = None,
-        llm: str | dict[str, Any] | LLMConfig | None = None,
-        **kwargs: Any,
-    ) -> Agent:
+    async def Agent(self, *args: Any, **options: Any) -> Agent:
         """An agent whose conversation is kept in this session and restored when it is reopened.
 
-        ``llm`` is a model name, a dict with ``model``, ``base_url`` and ``api_key``, or None for
-        the settings (``PRAISONSESSION_LLM_*``, then ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``).
-        Asking again for the same name returns the same live agent. Chat with ``await
-        agent.achat(...)`` (or ``agent.chat(...)`` from synchronous code).
+        Takes what an :class:`~praisonsession.agents.spec.AgentSpec` takes (PraisonAI's
+        ``name, role, instructions, tools, memory, knowledge, llm``, and more by keyword), or a
+        spec. Asking again for the same name returns the same live agent. Chat
+        with ``await agent.achat(...)`` (or ``agent.chat(...)`` from synchronous code).
         """
         if self._remote is not None:
             raise RemoteModeError(
@@ -676,12 +674,12 @@ class AsyncSession(SessionTree):
                 "session: session.chat(message)."
             )
         from .agents.factory import AgentRegistry, create_agent
+        from .agents.spec import AgentSpec
 
+        spec = AgentSpec.of(*args, **options)
         if self._registry is None:
             self._registry = AgentRegistry()
-        return await create_agent(
-            self, self._registry, name, role, instructions, tools, memory, knowledge, llm, **kwargs
-        )
+        return await create_agent(self, self._registry, spec)
 
     create_agent = Agent
 
@@ -864,12 +862,6 @@ def _check_text(text: Any, what: str) -> str:
     return text
 
 
-def _check_memory_type(memory_type: Any, allowed: tuple[str, ...]) -> str:
-    if memory_type not in allowed:
-        raise InvalidValueError(f"memory_type must be one of {allowed}, got {memory_type!r}.")
-    return memory_type
-
-
 def _check_flag(value: Any, what: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidValueError(f"{what} must be True or False, got {value!r}.")
@@ -883,6 +875,4 @@ def _check_where(where: Any) -> Any:
 
 
 def _check_limit(limit: Any) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-        raise InvalidValueError(f"limit must be an int from 1 to 1000, got {limit!r}.")
-    return limit
+    return check_count(limit, "limit", low=1, high=1000)

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .choices import MemoryQuery, MemoryType
 from .embeddings import Embedder, MiniLMEmbedder, coerce_embedder
 from .errors import InvalidValueError
 from .execution import offload
@@ -162,14 +163,18 @@ class Recall:
     # -- memory ---------------------------------------------------------------------------
 
     async def add_memory(
-        self, text: str, memory_type: str, metadata: dict[str, Any], dedupe: bool = True
+        self, text: str, memory_type: MemoryType, metadata: dict[str, Any], dedupe: bool = True
     ) -> MemoryId:
         if memory_type == "short":
             return await self.short.add(text, metadata, dedupe)
         return await self._filling(self.long.index, self.long.add, text, metadata, dedupe)
 
     async def add_memories(
-        self, texts: list[str], memory_type: str, metadata: dict[str, Any], dedupe: bool = True
+        self,
+        texts: list[str],
+        memory_type: MemoryType,
+        metadata: dict[str, Any],
+        dedupe: bool = True,
     ) -> list[MemoryId]:
         if memory_type == "short":
             return await self.short.add_many(texts, metadata, dedupe)
@@ -180,7 +185,7 @@ class Recall:
     async def search_memory(
         self,
         query: str,
-        memory_type: str,
+        memory_type: MemoryQuery,
         limit: int,
         where: Where | None = None,
         prefer_recent: bool | None = None,
@@ -234,7 +239,7 @@ class Recall:
         """Add memories copied from another session as this session's."""
         return await self._filling(self.long.index, self.long.restore, memories)
 
-    async def clear_memory(self, memory_type: str) -> int:
+    async def clear_memory(self, memory_type: MemoryQuery) -> int:
         removed = 0
         if memory_type in ("short", "all"):
             removed += await self.short.clear()

@@ -13,6 +13,8 @@ import difflib
 import math
 from typing import Any
 
+from .choices import KNOWLEDGE_SCOPES, check_choice
+from .counts import check_count, is_int
 from .errors import InvalidValueError
 from .redaction import redact_url
 
@@ -22,7 +24,6 @@ __all__ = ["EMBEDDER_NAMES", "check_knowledge_config", "check_memory_config"]
 EMBEDDER_NAMES = ("minilm", "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8")
 #: PraisonAI's memory providers that mean "a Chroma collection", which is what is used here.
 _CHROMA_PROVIDERS = ("rag", "chroma", "chromadb")
-_SCOPES = ("user", "session", "global")
 
 _MEMORY_KEYS = (
     "embedder",
@@ -80,11 +81,7 @@ def check_knowledge_config(config: Any) -> dict[str, Any]:
         if key == "embedder":
             checked[key] = check_embedder(value, "knowledge_config['embedder']")
         elif key == "scope":
-            if value not in _SCOPES:
-                raise InvalidValueError(
-                    f"knowledge_config['scope'] must be one of {_SCOPES}, got {value!r}."
-                )
-            checked[key] = value
+            checked[key] = check_choice(value, KNOWLEDGE_SCOPES, "knowledge_config['scope']")
         elif key == "chunk_size":
             checked[key] = _int(value, "knowledge_config['chunk_size']", low=50)
         elif key == "chunk_overlap":
@@ -157,9 +154,7 @@ def _flag(value: Any, where: str) -> bool:
 
 
 def _int(value: Any, where: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidValueError(f"{where} must be an int of at least {low}, got {value!r}.")
-    return value
+    return check_count(value, where, low=low)
 
 
 def _number(value: Any, where: str, low: float, high: float) -> float:
@@ -237,7 +232,7 @@ def _vector_store(value: Any) -> str | None:
     if host is None:
         return None
     port = config.get("port", 8000)
-    if not isinstance(host, str) or isinstance(port, bool) or not isinstance(port, int):
+    if not isinstance(host, str) or not is_int(port):
         raise InvalidValueError(
             "knowledge_config['vector_store']['config'] needs a str host and an int port."
         )

@@ -11,11 +11,12 @@ call that outlives ``timeout`` can be abandoned.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from . import runtime
 from .async_session import AsyncSession
+from .choices import MemoryQuery, MemoryType
 from .json_data import JSONValue
 from .stores.base import UNSET, SessionBase
 from .stores.record import SessionInfo
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
     from .agents import Agent
     from .archive import ArchiveSummary
     from .knowledge.knowledge_base import KnowledgeAdded
-    from .llm import LLMConfig
     from .memory.lifecycle import MemoryId
     from .praisonai_views import KnowledgeView, MemoryView
     from .settings import Settings
@@ -44,8 +44,8 @@ class Session:
     (``memory://``, ``json:///dir``, ``sqlite:///file.db``, ``redis://host:6379/0``,
     ``postgresql://user@host/db``); ``settings=`` a
     :class:`~praisonsession.settings.Settings` or a dict of its fields.
-    ``timeout`` (seconds) bounds each call. For async code use :class:`AsyncSession`, which
-    has the same methods as coroutines.
+    ``timeout`` (seconds) bounds each call (None: the settings' ``timeout``, 30 s unless set).
+    For async code use :class:`AsyncSession`, which has the same methods as coroutines.
 
     ``Session(agent_url="http://host:8000/agent", api_key=...)`` is a remote session: it tests
     the connection now, ``chat`` talks to the agent a session server hosts, and the state
@@ -59,7 +59,7 @@ class Session:
         agent_url: str | None = None,
         memory_config: dict[str, Any] | None = None,
         knowledge_config: dict[str, Any] | None = None,
-        timeout: float = 30,
+        timeout: float | None = None,
         session_ttl: float | None = None,
         *,
         store: SessionBase | str | None = None,
@@ -85,7 +85,10 @@ class Session:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """A store operation: inline on this thread when the store allows it."""
         core = self._core
-        return runtime.run(coro, timeout=core.timeout, inline=core.runs_inline)
+        if core.runs_inline:
+            return runtime.run(coro, timeout=core.timeout, inline=True)
+        what = getattr(coro, "__qualname__", "The call")  # named if the loop does not answer
+        return runtime.run(coro, timeout=core.timeout, what=what)
 
     def _on_loop(self, coro: Coroutine[Any, Any, T], bounded: bool = True) -> T:
         """Memory, knowledge and agents: on the background loop, where a call that outlives
@@ -247,7 +250,12 @@ class Session:
     # -- memory and knowledge -------------------------------------------------------------
 
     def add_memory(
-        self, text: str, memory_type: str = "long", *, dedupe: bool = True, **metadata: JSONValue
+        self,
+        text: str,
+        memory_type: MemoryType = "long",
+        *,
+        dedupe: bool = True,
+        **metadata: JSONValue,
     ) -> MemoryId:
         """Remember ``text``; returns its id (a str whose ``event`` says what happened).
 
@@ -261,7 +269,7 @@ class Session:
     def add_memories(
         self,
         texts: Sequence[str],
-        memory_type: str = "long",
+        memory_type: MemoryType = "long",
         *,
         dedupe: bool = True,
         **metadata: JSONValue,
@@ -277,7 +285,7 @@ class Session:
     def search_memory(
         self,
         query: str,
-        memory_type: str = "long",
+        memory_type: MemoryQuery = "long",
         limit: int = 5,
         *,
         where: dict[str, Any] | None = None,
@@ -328,7 +336,7 @@ class Session:
         ``previous``, ``at``."""
         return self._on_loop(self._core.memory_history(memory_id))
 
-    def clear_memory(self, memory_type: str = "all") -> int:
+    def clear_memory(self, memory_type: MemoryQuery = "all") -> int:
         """Forget this session's memories of a type (``"short"``, ``"long"`` or ``"all"``)."""
         return self._on_loop(self._core.clear_memory(memory_type))
 
@@ -352,27 +360,14 @@ class Session:
 
     # -- agents ---------------------------------------------------------------------------
 
-    def Agent(
-        self,
-        name: str,
-        role: str = "Assistant",
-        instructions: str | None = None,
-        tools: list[Callable[..., Any]] | None = None,
-        memory: bool = True,
-        knowledge: list[str] | None = None,
-        llm: str | dict[str, Any] | LLMConfig | None = None,
-        **kwargs: Any,
-    ) -> Agent:
+    def Agent(self, *args: Any, **options: Any) -> Agent:
         """An agent whose conversation is kept in this session and restored when it is reopened.
 
-        ``llm`` is a model name, a dict with ``model``, ``base_url`` and ``api_key``, or None for
-        the settings (``PRAISONSESSION_LLM_*``, then ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``).
-        Asking again for the same name returns the same live agent.
+        Takes what an :class:`~praisonsession.agents.spec.AgentSpec` takes (PraisonAI's
+        ``name, role, instructions, tools, memory, knowledge, llm``, and more by keyword), or a
+        spec. Asking again for the same name returns the same live agent.
         """
-        return self._on_loop(
-            self._core.Agent(name, role, instructions, tools, memory, knowledge, llm, **kwargs),
-            bounded=False,
-        )
+        return self._on_loop(self._core.Agent(*args, **options), bounded=False)
 
     create_agent = Agent
 

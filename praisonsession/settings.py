@@ -20,11 +20,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from .choices import DURABILITIES, SYNC_CALLS
 from .errors import InvalidSettingError
 
-__all__ = ["ENV_PREFIX", "Settings"]
+__all__ = ["DEFAULT_TIMEOUT", "ENV_PREFIX", "Settings"]
 
 ENV_PREFIX = "PRAISONSESSION_"
+#: Seconds a session, an LLM request or a server waits, unless told otherwise (``timeout``).
+DEFAULT_TIMEOUT = 30.0
 ENV_FILE = ".env"
 
 
@@ -55,13 +58,21 @@ KNOBS: dict[str, Knob] = {
         str,
         "What an acknowledged write survives: 'process' (a crash of the process) or 'power' "
         "(a power loss or OS crash, at the cost of an fsync per write).",
-        {"pattern": r"^(process|power)$"},
+        {"pattern": f"^({'|'.join(DURABILITIES)})$"},
     ),
     "timeout": Knob(
-        30.0,
+        DEFAULT_TIMEOUT,
         float,
         "Seconds to wait for a store or endpoint.",
         {"gt": 0, "allow_inf_nan": False},
+    ),
+    "sync_calls": Knob(
+        "inline",
+        str,
+        "How a sync Session call runs a store operation: 'inline' on the caller's thread where "
+        "the store allows it (fastest), or 'loop': always on the background event loop, so "
+        "that a timeout abandons even an operation blocked in the store.",
+        {"pattern": f"^({'|'.join(SYNC_CALLS)})$"},
     ),
     "sqlite_busy_timeout": Knob(
         30.0,
@@ -138,6 +149,7 @@ class Settings:
     sliding_ttl: bool
     durability: str
     timeout: float
+    sync_calls: str
     sqlite_busy_timeout: float
     vector_store_url: str | None
     vector_namespace: str

@@ -66,19 +66,8 @@ class CountingStore(SessionBase):
     ) -> dict[str, Any]:
         return await self._count("read_record_state").read_record_state(key, names, must_exist)
 
-    async def patch_record_state(
-        self,
-        key: Key,
-        updates: dict[str, Any],
-        deletes: list[str],
-        replace: bool,
-        expected_version: int | None,
-        must_exist: bool,
-    ) -> int:
-        inner = self._count("patch_record_state")
-        return await inner.patch_record_state(
-            key, updates, deletes, replace, expected_version, must_exist
-        )
+    async def patch_record_state(self, key: Key, *change: Any) -> int:
+        return await self._count("patch_record_state").patch_record_state(key, *change)
 
     async def increment_record_value(
         self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
@@ -105,17 +94,8 @@ class CountingStore(SessionBase):
     async def count_log(self, key: Key, path: str) -> int:
         return await self._count("count_log").count_log(key, path)
 
-    async def copy_record(
-        self,
-        source: Key,
-        target: Key,
-        cut: tuple[str, int] | None,
-        metadata: dict[str, Any],
-        replace: bool,
-        ttl: Any,
-    ) -> SessionInfo:
-        inner = self._count("copy_record")
-        return await inner.copy_record(source, target, cut, metadata, replace, ttl)
+    async def copy_record(self, source: Key, target: Key, *how: Any) -> SessionInfo:
+        return await self._count("copy_record").copy_record(source, target, *how)
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:
         return await self._count("read_record_contents").read_record_contents(key)

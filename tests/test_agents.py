@@ -7,6 +7,7 @@ bodies), and what the session's store holds afterwards.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import inspect
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 
 from llm_server import Reply, ScriptedChatServer
 from praisonsession import AsyncSession, InvalidValueError, Session, SessionBase, runtime
-from praisonsession.agents import Agent, function_schema, module_key
+from praisonsession.agents import Agent, AgentSpec, function_schema, module_key
 from praisonsession.agents.prompt import recent_turns
 from praisonsession.llm import LLMAuthError, LLMUnavailableError
 
@@ -717,6 +718,44 @@ def test_unknown_options_are_refused_and_praisonai_ones_accepted(
     agent.chat("Hi")
     expected = f"{SYSTEM}\n\nYour goal: Teach maths\n\nA patient tutor."
     assert server.last_messages()[0] == system(expected)
+
+
+def test_an_agent_spec_is_checked_once_frozen_and_reusable(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    llm = {"model": "test-model", "base_url": server.url, "api_key": "sk-test"}
+    spec = AgentSpec("Tutor", "Maths tutor", None, None, False, True, llm, goal="Teach")
+    assert spec.tools == () and spec.knowledge == () and spec.history_window == 20
+    assert AgentSpec("Tutor", knowledge="notes.txt").knowledge == ("notes.txt",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(spec, "role", "Other")  # noqa: B010 - the point is that it is refused
+    assert AgentSpec.of(spec) is spec
+    assert AgentSpec.of("Tutor", role="Maths tutor", verbose=True) == AgentSpec(
+        "Tutor", "Maths tutor"
+    )
+    for args, options, wording in (
+        (("Tutor",), {"histroy_window": 3}, r"\['histroy_window'\]"),
+        (("Tutor",), {"name": "Other"}, r"\['name'\] twice"),
+        ((), {"role": "x"}, "needs a name"),
+        (("Tutor", "r", None, None, True, None, None, "extra"), {}, "'extra'"),
+        (("Tutor",), {"context_items": 0}, r"context_items must be an int >= 1, got 0"),
+        (("Tutor",), {"history_window": True}, "history_window must be an int"),
+        (("Tutor",), {"goal": 3}, "goal must be a str"),
+        (("Tutor",), {"context_budget": 100}, "context_budget must be an int >= 256"),
+        (("Tutor",), {"token_counter": 3}, "token_counter must be"),
+    ):
+        with pytest.raises(InvalidValueError, match=wording):
+            AgentSpec.of(*args, **options)
+    session = open_session()
+    agent = session.Agent(spec)
+    assert (agent.spec, agent.role, agent.memory, agent.knowledge) == (
+        spec,
+        "Maths tutor",
+        False,
+        [],
+    )
+    assert session.Agent(name="Tutor", role="Another role", llm=llm) is agent  # reconfigured
+    assert agent.role == "Another role" and agent.spec.memory is True
 
 
 # -- async, display, housekeeping ----------------------------------------------------------

@@ -13,12 +13,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from llm_server import Reply
 from praisonsession import (
     AsyncSession,
+    InMemorySession,
     OperationTimeoutError,
     PraisonSessionError,
     RedisSession,
@@ -28,6 +30,7 @@ from praisonsession import (
     execution,
     runtime,
 )
+from praisonsession.stores import Key
 
 
 async def where() -> str:
@@ -404,3 +407,49 @@ def test_a_forked_child_loads_its_own_model_and_never_frees_the_inherited_one() 
     os.close(reader)
     assert answer == "True True True"
     assert recall.default_embedder("minilm") is inherited  # the parent keeps its own
+
+
+class BlockedStore(InMemorySession):
+    """A store whose state reads block their thread until released: a disk that hangs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.threads: list[str] = []
+
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        self.threads.append(threading.current_thread().name)
+        self.release.wait(10)
+        return await super().read_record_state(key, names, must_exist)
+
+
+@pytest.mark.parametrize("sync_calls", ["inline", "loop"])
+def test_the_sync_calls_setting_says_where_a_store_call_runs(sync_calls: str) -> None:
+    store = BlockedStore()
+    session = Session("s", store=store, timeout=0.5, settings={"sync_calls": sync_calls})
+    assert session.runs_inline is (sync_calls == "inline")
+    store.release.set()
+    assert session.get_state("n", 0) == 0
+    expected = threading.current_thread().name if sync_calls == "inline" else "praisonsession-loop"
+    assert store.threads == [expected]
+    store.release.clear()
+    releaser = threading.Timer(2, store.release.set)
+    releaser.start()
+    try:
+        if sync_calls == "inline":  # the caller's thread is the one blocked: it waits it out
+            started = time.monotonic()
+            assert session.get_state("n", 0) == 0
+            assert time.monotonic() - started >= 1.9
+        else:  # the caller gives up after timeout + grace; the loop's thread stays blocked
+            error, took = elapsed(lambda: session.get_state("n", 0))
+            assert isinstance(error, OperationTimeoutError) and "get_state" in str(error)
+            assert took < 1.9
+    finally:
+        releaser.join()
+
+
+def test_sync_calls_takes_only_its_two_words() -> None:
+    with pytest.raises(PraisonSessionError, match="sync_calls"):
+        Session("s", store="memory://", settings={"sync_calls": "threads"})

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from backends import SERVERS, STORE_BACKENDS, make_store, store_url
+from llm_server import ScriptedChatServer
 from praisonsession import (
     InMemorySession,
     InvalidIdError,
@@ -43,6 +44,23 @@ def test_defaults_match_praisonai_with_a_full_entropy_id() -> None:
         assert session.user_id == "default_user"
         assert session.timeout == 30 and session.session_ttl is None
     assert Session().session_id != Session().session_id
+
+
+def test_the_timeout_comes_from_the_settings_unless_given(
+    monkeypatch: pytest.MonkeyPatch, server: ScriptedChatServer
+) -> None:
+    assert Session(store="memory://", settings={"timeout": 5}).timeout == 5
+    monkeypatch.setenv("PRAISONSESSION_TIMEOUT", "7.5")
+    session = Session(store="memory://")
+    assert session.timeout == 7.5
+    assert Session(store="memory://", timeout=2).timeout == 2  # the argument wins
+    agent = session.Agent("Tutor", llm={"model": "m", "base_url": server.url})
+    assert agent.llm.timeout == 7.5  # the agent's requests are bounded by the session's
+    from praisonsession.server.app import create_app
+
+    agents = {"/agent": ("Tutor", lambda session: session.Agent("Tutor"))}
+    assert create_app(InMemorySession(), agents).hosting.timeout == 7.5  # praisonsession serve
+    assert create_app(InMemorySession(), agents, timeout=3).hosting.timeout == 3
 
 
 def test_the_default_store_is_sqlite_under_the_data_directory(tmp_path: Path) -> None:

@@ -243,3 +243,33 @@ def test_message_log_state_round_trips() -> None:
     assert other == log
     with pytest.raises(StateDictError):
         other.load_state_dict({})
+
+
+class Chat(StateModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.history = MessageLog()
+        self.inner = ClassA()
+        self.title = "maths"
+        self.register_state("title")
+
+
+def test_the_codec_takes_logs_out_of_a_document_and_puts_them_back() -> None:
+    from praisonsession.state.codec import attach_logs, load_states, logs_of, snapshot_module
+
+    chat = Chat()
+    chat.history.append({"role": "user", "content": "hi"})
+    logs: dict[str, MessageLog] = {}
+    document = snapshot_module(chat, "chat", logs)
+    assert list(logs) == ["chat.history"] and logs["chat.history"] is chat.history
+    assert document == {"history": {}, "inner": {"cnt": 123}, "title": "maths"}
+    assert logs_of(chat, "chat") == logs
+    stored = {"chat.history": [{"role": "user", "content": "hi"}]}
+    whole = attach_logs(chat, "chat", document, stored)
+    again = Chat()
+    load_states({"chat": again}, {"chat": whole}, "a test")
+    assert again.history.messages_since(0) == stored["chat.history"]
+    broken = Chat()
+    with pytest.raises(StateDictError):  # a missing key: nothing of it is loaded
+        load_states({"chat": broken}, {"chat": {"title": "other", "history": {}}}, "a test")
+    assert broken.title == "maths" and len(broken.history) == 0

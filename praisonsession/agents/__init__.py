@@ -5,6 +5,7 @@ Importing this package does not import ``requests`` or ``tenacity``; an agent's 
 
 from .agent import Agent, module_key
 from .factory import create_agent
+from .spec import AgentSpec
 from .tools import Toolbox, function_schema
 
-__all__ = ["Agent", "Toolbox", "create_agent", "function_schema", "module_key"]
+__all__ = ["Agent", "AgentSpec", "Toolbox", "create_agent", "function_schema", "module_key"]

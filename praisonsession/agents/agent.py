@@ -20,22 +20,24 @@ import asyncio
 import html
 import json
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from .. import runtime
 from ..errors import InvalidValueError, MissingDependencyError
 from ..execution import bounded
-from ..identifiers import check_key, filename_for
-from ..llm.config import LLMConfig, resolve_llm
+from ..identifiers import filename_for
+from ..llm.config import resolve_llm
 from ..llm.errors import LLMNotConfiguredError
 from ..redaction import redact_url
 from ..state.message_log import MessageLog
 from ..state.module import StateModule
-from .compaction import COMPACT_EVERY, compact, latest_summary, needs_compaction
+from .compaction import compact, latest_summary, needs_compaction
 from .context_window import Request, assemble, default_budget, fit_turn
 from .prompt import system_prompt
-from .tokens import TokenCounter, coerce_counter, message_tokens
+from .spec import AgentSpec
+from .tokens import coerce_counter, message_tokens
 from .tools import Toolbox
 from .usage import add_usage, usage_record
 
@@ -50,6 +52,10 @@ Message = dict[str, Any]
 TURN_KEY = "turn_key"
 
 
+#: Options the agent holds resolved rather than as given: set apart in ``configure``.
+_RESOLVED = frozenset({"name", "knowledge", "tools", "token_counter", "context_budget", "llm"})
+
+
 def module_key(name: str) -> str:
     """The store's module name for an agent: injective, and free of the "." path separator."""
     return "agent:" + filename_for(name)
@@ -59,40 +65,16 @@ class Agent(StateModule):
     """An agent that remembers: ``chat`` sends instructions, context and recent history.
 
     Create it with ``session.Agent(...)`` (or :func:`~praisonsession.agents.create_agent`),
-    which restores the saved history and returns the live agent if the session has one.
-
-    Options beyond PraisonAI's: ``history_window`` (at most this many recent turns sent, None
-    for as many as fit), ``max_tool_rounds`` (tool-call rounds per turn), ``context_items``
-    (``max_items`` for the session's ``get_context``), ``goal`` and ``backstory`` (added to the
-    system message), and for long conversations (see ``docs/pages/long-conversations.md``):
-    ``context_budget`` (tokens per request), ``token_counter``, ``recall_turns`` (older turns
-    recalled by similarity, 0 for none) and ``compact_every`` (turns per summary update).
+    which restores the saved history and returns the live agent if the session has one. Its
+    options are an :class:`~praisonsession.agents.spec.AgentSpec`; for the long-conversation
+    ones (``context_budget``, ``token_counter``, ``recall_turns``, ``compact_every``) see
+    ``docs/pages/long-conversations.md``.
     """
 
-    def __init__(
-        self,
-        session: AgentHost,
-        name: str,
-        role: str = "Assistant",
-        instructions: str | None = None,
-        tools: Iterable[Callable[..., Any]] | None = None,
-        memory: bool = True,
-        knowledge: Iterable[str] | bool | None = None,
-        llm: str | Mapping[str, Any] | LLMConfig | None = None,
-        *,
-        goal: str | None = None,
-        backstory: str | None = None,
-        history_window: int | None = 20,
-        max_tool_rounds: int = 5,
-        context_items: int = 3,
-        context_budget: int | None = None,
-        token_counter: TokenCounter | Callable[[str], int] | None = None,
-        recall_turns: int = 4,
-        compact_every: int = COMPACT_EVERY,
-    ) -> None:
+    def __init__(self, session: AgentHost, spec: AgentSpec) -> None:
         super().__init__()
         self.session = session
-        self.name = check_key(name, "agent name")
+        self.name = spec.name
         self.key = module_key(self.name)
         self.history = MessageLog()
         #: Summary records of older turns (see ``agents/compaction.py``): saved beside the history.
@@ -106,81 +88,23 @@ class Agent(StateModule):
         self.last_request: Request | None = None
         self._client: ChatClient | None = None
         self._turns = TurnIndex()
-        self.configure(
-            role=role,
-            instructions=instructions,
-            tools=tools,
-            memory=memory,
-            knowledge=knowledge,
-            llm=llm,
-            goal=goal,
-            backstory=backstory,
-            history_window=history_window,
-            max_tool_rounds=max_tool_rounds,
-            context_items=context_items,
-            context_budget=context_budget,
-            token_counter=token_counter,
-            recall_turns=recall_turns,
-            compact_every=compact_every,
-        )
+        self.configure(spec)
 
-    def configure(
-        self,
-        role: str = "Assistant",
-        instructions: str | None = None,
-        tools: Iterable[Callable[..., Any]] | None = None,
-        memory: bool = True,
-        knowledge: Iterable[str] | bool | None = None,
-        llm: str | Mapping[str, Any] | LLMConfig | None = None,
-        *,
-        goal: str | None = None,
-        backstory: str | None = None,
-        history_window: int | None = 20,
-        max_tool_rounds: int = 5,
-        context_items: int = 3,
-        context_budget: int | None = None,
-        token_counter: TokenCounter | Callable[[str], int] | None = None,
-        recall_turns: int = 4,
-        compact_every: int = COMPACT_EVERY,
-    ) -> None:
-        """Set everything but the name and the history (what a repeated ``Agent(...)`` does)."""
-        for label, text in (
-            ("role", role),
-            ("instructions", instructions),
-            ("goal", goal),
-            ("backstory", backstory),
-        ):
-            if text is not None and not isinstance(text, str):
-                raise InvalidValueError(f"{label} must be a str, got {type(text).__name__}.")
-        for label, count, low in (
-            ("history_window", history_window, 0),
-            ("max_tool_rounds", max_tool_rounds, 0),
-            ("context_items", context_items, 1),
-            ("context_budget", context_budget, 256),
-            ("recall_turns", recall_turns, 0),
-            ("compact_every", compact_every, 1),
-        ):
-            if count is None and label in ("history_window", "context_budget"):
-                continue
-            if isinstance(count, bool) or not isinstance(count, int) or count < low:
-                raise InvalidValueError(f"{label} must be an int >= {low}, got {count!r}.")
-        config = resolve_llm(llm, self.session.settings, timeout=self.session.timeout)
-        toolbox = Toolbox(tools or ())
-        self.role = role
-        self.instructions = instructions
-        self.goal = goal
-        self.backstory = backstory
-        self.memory = bool(memory)
-        self.knowledge = _sources(knowledge)
+    def configure(self, spec: AgentSpec) -> None:
+        """Take everything from ``spec`` but the name and the history (what a repeated
+        ``Agent(...)`` does)."""
+        config = resolve_llm(spec.llm, self.session.settings, timeout=self.session.timeout)
+        toolbox = Toolbox(spec.tools)  # all checked before anything changes
+        counter = coerce_counter(spec.token_counter)
+        self.spec = spec
+        for option in fields(spec):  # each plain option as an attribute (agent.role, ...)
+            if option.name not in _RESOLVED:
+                setattr(self, option.name, getattr(spec, option.name))
+        self.knowledge = None if spec.knowledge is None else list(spec.knowledge)
         self.tools = toolbox
-        self.history_window = history_window
-        self.max_tool_rounds = max_tool_rounds
-        self.context_items = context_items
-        self.recall_turns = recall_turns
-        self.compact_every = compact_every
-        self.token_counter = coerce_counter(token_counter)
+        self.token_counter = counter
         self.context_budget = (
-            context_budget
+            spec.context_budget
             or getattr(self.session.settings, "context_budget", None)
             or default_budget(config.model)
         )
@@ -507,17 +431,6 @@ def _forget(tasks: set[asyncio.Future[Any]]) -> Callable[[asyncio.Future[Any]], 
             task.exception()  # retrieved: a failed indexing is retried by the next recall
 
     return done
-
-
-def _sources(knowledge: Iterable[str] | bool | None) -> list[str] | None:
-    """PraisonAI takes a list of sources, or True for "use the session's knowledge"."""
-    if knowledge is None or knowledge is False:
-        return None
-    if knowledge is True:
-        return []
-    if isinstance(knowledge, str):
-        return [knowledge]
-    return [str(source) for source in knowledge]
 
 
 def _short(content: Any, limit: int = 120) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..counts import is_int
 from ..errors import ConflictError, InvalidIdError, InvalidValueError
 from ..stores.base import LogWrite, SessionBase
 from ..stores.hierarchy import SNAPSHOT, snapshot_id_of, snapshot_key
@@ -138,7 +139,7 @@ async def _stage_snapshot(
     if not isinstance(created_at, (int, float)) or isinstance(created_at, bool):
         raise records.corrupt(f"snapshot {snapshot_id!r} has no time it was taken")
     counts = [about.get("version", 0), about.get("messages", 0)]
-    if not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+    if not all(is_int(n) for n in counts):
         raise records.corrupt(f"snapshot {snapshot_id!r} has a count that is not a number")
     contents = records.take("contents", dict)
     metadata = contents.get("metadata") or {}

@@ -54,9 +54,9 @@ __all__ = ["serve", "token"]
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0.001),
-    default=30.0,
-    show_default=True,
-    help="Seconds each store operation and LLM request may take.",
+    default=None,
+    help="Seconds each store operation and LLM request may take (default: the timeout "
+    "setting, PRAISONSESSION_TIMEOUT, 30 s unless set).",
 )
 @click.option(
     "--header-timeout",
@@ -101,7 +101,7 @@ def serve(
     secret_file: str | None,
     path: str,
     max_body: int | None,
-    timeout: float,
+    timeout: float | None,
     header_timeout: float,
     body_timeout: float,
     idle_timeout: float,

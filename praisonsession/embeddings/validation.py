@@ -6,6 +6,7 @@ a tokenizer or a C++ runtime.
 
 from __future__ import annotations
 
+from ..counts import check_count
 from ..errors import InvalidValueError
 
 
@@ -31,10 +32,5 @@ def check_text(text: object) -> str:
 
 
 def check_positive_int(name: str, value: object, maximum: int | None = None) -> int:
-    """Return ``value`` if it is an int in ``1..maximum``, else raise TypeError/ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidValueError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1 or (maximum is not None and value > maximum):
-        bounds = f"between 1 and {maximum}" if maximum is not None else "at least 1"
-        raise InvalidValueError(f"{name} must be {bounds}, got {value}")
-    return value
+    """Return ``value`` if it is an int in ``1..maximum``, else raise InvalidValueError."""
+    return check_count(value, name, low=1, high=maximum)

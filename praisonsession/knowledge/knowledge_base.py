@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import clock
+from ..choices import KNOWLEDGE_SCOPES, KnowledgeScope, check_choice
 from ..embeddings import Embedder
 from ..errors import KnowledgeSourceError
 from ..progress import progress_bar
+from ..settings import DEFAULT_TIMEOUT
 from ..vectors import ScopedIndex, Where, knowledge_scope
 from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
 from .sources import Document, fetch_url, files_in, is_url, looks_like_path, read_file
 
-SCOPES = ("user", "session", "global")
 #: Chunks embedded and upserted together. The embedder sorts each call's texts by token count
 #: before padding them into model batches, so a call of many similar-length chunks wastes
 #: almost nothing on padding (64 per call ran ~1.3 model positions per real token here).
@@ -57,14 +58,13 @@ class KnowledgeBase:
         embedder: Embedder,
         user_id: str,
         session_id: str,
-        scope: str = "user",
+        scope: KnowledgeScope = "user",
         chunk_size: int = DEFAULT_SIZE,
         chunk_overlap: int = DEFAULT_OVERLAP,
-        timeout: float = 30.0,
+        timeout: float = DEFAULT_TIMEOUT,
         progress: bool = True,
     ) -> None:
-        if scope not in SCOPES:
-            raise KnowledgeSourceError(f"knowledge scope must be one of {SCOPES}, got {scope!r}.")
+        check_choice(scope, KNOWLEDGE_SCOPES, "knowledge scope", KnowledgeSourceError)
         self.scope = scope
         self.user_id = user_id
         self.session_id = session_id

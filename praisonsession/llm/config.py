@@ -20,8 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..counts import check_count
 from ..errors import InvalidValueError
 from ..redaction import clean_secret, redact_url
+from ..settings import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -71,7 +73,7 @@ class LLMConfig:
     base_url: str = DEFAULT_BASE_URL
     api_key: str | None = None
     #: Seconds to wait for one HTTP response.
-    timeout: float = 30.0
+    timeout: float = DEFAULT_TIMEOUT
     #: Retries after the first attempt, on 408/409/429/5xx, timeouts and refused connections.
     max_retries: int = 3
     #: Most seconds spent waiting between attempts, all retries together.
@@ -102,9 +104,7 @@ class LLMConfig:
                 raise InvalidValueError(f"llm {name} must be a number >= 0, got {value!r}.")
         if self.timeout == 0:
             raise InvalidValueError("llm timeout must be more than 0 seconds.")
-        retries = self.max_retries
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise InvalidValueError(f"llm max_retries must be an int >= 0, got {retries!r}.")
+        check_count(self.max_retries, "llm max_retries")
 
     @property
     def endpoint(self) -> str:

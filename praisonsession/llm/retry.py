@@ -10,7 +10,6 @@ asks for a longer wait than the budget has left is not waited for: the call fail
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from email.utils import parsedate_to_datetime
@@ -19,8 +18,8 @@ from typing import Any, TypeVar
 import requests
 import tenacity
 
-from ..execution import remaining
 from ..redaction import redact_text
+from ..retry_policy import RetryPolicy
 from .config import LLMConfig
 from .errors import LLMUnavailableError
 
@@ -86,15 +85,27 @@ def _is_transient(exc: BaseException) -> bool:
     )
 
 
+def retry_policy(config: LLMConfig) -> RetryPolicy:
+    """``max_retries`` after the first attempt, ``retry_backoff`` doubled up to
+    :data:`MAX_BACKOFF`, and ``max_retry_wait`` seconds of waiting in all."""
+    return RetryPolicy(
+        attempts=config.max_retries + 1,
+        first_wait=config.retry_backoff,
+        longest_wait=MAX_BACKOFF,
+        budget=config.max_retry_wait,
+    )
+
+
 class _Budget:
-    """tenacity's wait and stop, sharing one decision per attempt.
+    """tenacity's wait and stop, sharing one decision per attempt: the server's Retry-After,
+    else the policy's backoff, within what is left of the waiting budget.
 
     tenacity 8.2 asks ``stop`` before ``wait`` and later versions the other way round, so the
     delay is computed once per attempt by whichever asks first.
     """
 
     def __init__(self, config: LLMConfig) -> None:
-        self.config = config
+        self.policy = retry_policy(config)
         self._decided: tuple[int, float] | None = None
         self.refused_wait: float | None = None
 
@@ -109,21 +120,20 @@ class _Budget:
         asked = getattr(exc, "retry_after", None)
         if asked is not None:
             return float(asked)
-        backoff = self.config.retry_backoff * 2 ** (state.attempt_number - 1)
-        backoff = min(MAX_BACKOFF, backoff) * (0.5 + random.random() / 2)
+        backoff = self.policy.backoff(state.attempt_number)
         # idle_for: seconds slept before earlier attempts (not yet this one, in every version)
-        return min(backoff, max(0.0, self.config.max_retry_wait - state.idle_for))
+        return min(backoff, max(0.0, self.policy.budget - state.idle_for))
 
     def wait(self, state: tenacity.RetryCallState) -> float:
         return self.delay(state)
 
     def stop(self, state: tenacity.RetryCallState) -> bool:
-        if state.attempt_number > self.config.max_retries:
-            return True
+        """After the policy's attempts (``retrying`` asks that), at the calling session's
+        deadline, or before a wait the budget cannot pay (the server asked too much)."""
         seconds = self.delay(state)
-        if seconds >= remaining(float("inf")):  # the calling session's deadline comes first
+        if self.policy.outlives_deadline(seconds):
             return True
-        if state.idle_for + seconds > self.config.max_retry_wait + 1e-9:
+        if self.policy.over_budget(state.idle_for, seconds):
             self.refused_wait = seconds
             return True
         return False
@@ -134,12 +144,8 @@ def call_with_retries(
 ) -> T:
     """Call ``attempt`` until it succeeds, fails for good, or the retry budget is spent."""
     budget = _Budget(config)
-    retrying = tenacity.Retrying(
-        retry=tenacity.retry_if_exception(_is_transient),
-        wait=budget.wait,
-        stop=budget.stop,
-        sleep=sleep,
-        reraise=True,
+    retrying = budget.policy.retrying(
+        _is_transient, wait=budget.wait, stop=budget.stop, sleep=sleep
     )
     started = time.monotonic()
     attempts = 0
@@ -167,12 +173,8 @@ async def acall_with_retries(attempt: Callable[[], Awaitable[T]], config: LLMCon
             raise
         first = exc
     budget = _Budget(config)
-    retrying = tenacity.AsyncRetrying(
-        retry=tenacity.retry_if_exception(_is_transient),
-        wait=budget.wait,
-        stop=budget.stop,
-        sleep=asyncio.sleep,
-        reraise=True,
+    retrying = budget.policy.retrying(
+        _is_transient, wait=budget.wait, stop=budget.stop, sleep=asyncio.sleep, asynchronous=True
     )
     attempts = 1
 

@@ -18,7 +18,6 @@ error message or a log line.
 from __future__ import annotations
 
 import json
-import random
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from ..errors import (
 from ..execution import remaining
 from ..json_data import decode
 from ..redaction import clean_secret, is_secret_parameter, redact_text, redact_url
+from ..retry_policy import RetryPolicy
 from .wire import HEALTH, IDEMPOTENCY_HEADER, SERVER_NAME, decode_error, store_path
 
 __all__ = ["RemoteClient", "ServerInfo", "normalize_agent_url"]
@@ -50,6 +50,8 @@ MAX_ATTEMPTS = 6
 MAX_ANSWERED_RETRIES = 2
 MAX_BACKOFF = 2.0
 FIRST_BACKOFF = 0.1
+#: Waits of 0.1, 0.2, 0.4 ... s (jittered, at most 2 s), never past the operation's deadline.
+RETRIES = RetryPolicy(MAX_ATTEMPTS, FIRST_BACKOFF, MAX_BACKOFF)
 #: How much sooner than the operation's deadline a request gives up.
 DEADLINE_MARGIN = 0.2
 
@@ -328,22 +330,15 @@ class RemoteClient:
             finally:
                 took[0] = time.monotonic() - began
 
-        def stop(state: tenacity.RetryCallState) -> bool:
+        def stop(state: tenacity.RetryCallState) -> bool:  # besides RETRIES' attempts
             answered = sum(1 for failure in failures if failure.response is not None)
             left = remaining(float("inf"))
             return (
-                state.attempt_number >= MAX_ATTEMPTS
-                or answered > MAX_ANSWERED_RETRIES
+                answered > MAX_ANSWERED_RETRIES
                 or left <= max(FIRST_BACKOFF, took[0])  # no time for another such attempt
             )
 
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(_Transient),
-            wait=_backoff,
-            stop=stop,
-            sleep=time.sleep,
-            reraise=True,
-        )
+        retrying = RETRIES.retrying(lambda exc: isinstance(exc, _Transient), stop=stop)
         try:
             return retrying(attempt)
         except (_Transient, _OutOfTime):
@@ -408,12 +403,6 @@ class RemoteClient:
                 "been applied; it was not repeated."
             )
         return RemoteConnectionError(message, url=self.shown_url)
-
-
-def _backoff(state: tenacity.RetryCallState) -> float:
-    """Exponential backoff with jitter, never sleeping past the operation's deadline."""
-    delay = min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** (state.attempt_number - 1))
-    return min(delay * (0.5 + random.random() / 2), max(0.0, remaining(float("inf")) - 0.05))
 
 
 def _never_sent(exc: requests.exceptions.ConnectionError) -> bool:

@@ -27,7 +27,6 @@ __all__ = [
     "HEALTH",
     "IDEMPOTENCY_HEADER",
     "SERVER_NAME",
-    "STORE_OPERATIONS",
     "decode_error",
     "encode_error",
     "store_path",
@@ -36,25 +35,6 @@ __all__ = [
 SERVER_NAME = "praisonsession"
 HEALTH = "/health"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-#: Store routes: ``<agent path>/store/<operation>``, each the store method of the same name.
-STORE_OPERATIONS = (
-    "create",
-    "info",
-    "set_metadata",
-    "list",
-    "delete",
-    "touch",
-    "purge",
-    "get_state",
-    "patch",
-    "increment",
-    "save_modules",
-    "load_modules",
-    "append",
-    "read_log",
-    "count_log",
-)
-
 #: The HTTP status of each error class that crosses the wire (a subclass takes its base's).
 ERROR_STATUS: dict[str, int] = {
     "InvalidIdError": 400,
@@ -75,6 +55,8 @@ _FIELDS = ("session_id", "user_id", "expired_at", "what", "seconds", "found", "s
 
 
 def store_path(agent_path: str, operation: str) -> str:
+    """``<agent path>/store/<operation>``: the route of one store operation (the server's
+    ``store_api.OPERATIONS`` names them)."""
     return f"{agent_path.rstrip('/')}/store/{operation}"
 
 

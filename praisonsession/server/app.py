@@ -90,20 +90,21 @@ def create_app(
     token: str | None = None,
     secret: bytes | None = None,
     settings: Settings | None = None,
-    timeout: float = 30.0,
+    timeout: float | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     capacity: int = 1000,
     close_store: bool = True,
 ) -> ServerApp:
     """The app serving ``agents`` (agent path -> (its name for messages, factory)) over
     ``store``. ``token``, when set, is the admin token; ``secret``, when set, signs user tokens
-    (``praisonsession token``). With either, every chat and store request needs a token."""
+    (``praisonsession token``). With either, every chat and store request needs a token.
+    ``timeout`` bounds each store operation and agent turn (None: the settings' ``timeout``)."""
     if not agents:
         raise InvalidValueError("The server needs at least one agent: --agent module:factory.")
     paths = sorted(agents)
-    hosting = AgentHosting(
-        store, agents, settings or Settings(), timeout=timeout, capacity=capacity
-    )
+    settings = settings or Settings()
+    timeout = settings.timeout if timeout is None else timeout
+    hosting = AgentHosting(store, agents, settings, timeout=timeout, capacity=capacity)
     access = Access(token, secret)
     health_body = {
         "status": "ok",

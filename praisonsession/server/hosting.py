@@ -48,7 +48,7 @@ class AgentHosting:
         factories: dict[str, tuple[str, Factory]],
         settings: Settings,
         *,
-        timeout: float = 30.0,
+        timeout: float,
         capacity: int = 1000,
     ) -> None:
         self.store = store

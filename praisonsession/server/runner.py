@@ -26,7 +26,7 @@ def prepare(
     secret_file: str | None = None,
     path: str = "/agent",
     max_body: int | None = None,
-    timeout: float = 30.0,
+    timeout: float | None = None,
 ) -> ServerApp:
     """The app for these options, after every check that can fail before serving (the bind
     rule, the secret, the agent factories, the store URL)."""

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..counts import check_count
 from ..errors import InvalidValueError
 from ..identifiers import check_key, check_session_id, check_user_id
-from ..stores.base import UNSET, Key, LogWrite, SessionBase, _check_messages, _check_ttl
+from ..stores.base import UNSET, Key, LogWrite, SessionBase, check_messages, check_ttl
 
 __all__ = ["OPERATIONS", "run_operation"]
 
@@ -50,9 +51,7 @@ def _int(body: Body, name: str, default: int | None = None, *, low: int = 0) -> 
     value = body.get(name, default)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise InvalidValueError(f"{name} must be an int >= {low}, got {value!r}.")
-    return value
+    return check_count(value, name, low=low)
 
 
 def _object(body: Body, name: str) -> dict[str, Any]:
@@ -72,17 +71,17 @@ def _names(body: Body, name: str, what: str = "state key") -> list[str] | None:
 
 
 def _ttl(body: Body) -> Any:
-    return _check_ttl(body["ttl"]) if "ttl" in body else UNSET
+    return check_ttl(body["ttl"]) if "ttl" in body else UNSET
 
 
 def _write(value: Any) -> LogWrite:
     if not isinstance(value, dict):
         raise InvalidValueError("A log write must be an object with path, messages and start.")
     start = value.get("start")
-    if start is not None and (isinstance(start, bool) or not isinstance(start, int) or start < -1):
-        raise InvalidValueError(f"A log write's start must be null, -1 or >= 0, got {start!r}.")
+    if start is not None:
+        check_count(start, "A log write's start (null: replace, -1: append)", low=-1)
     path = check_key(value.get("path"), "log name")
-    return LogWrite(path, _check_messages(value.get("messages", [])), start)
+    return LogWrite(path, check_messages(value.get("messages", [])), start)
 
 
 def _info(info: Any) -> Any:

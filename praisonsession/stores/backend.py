@@ -22,8 +22,19 @@ from .record import Key, SessionContents, SessionInfo
 
 __all__ = ["UNSET", "Key", "LogWrite", "StoreBackend", "StoredModules"]
 
-#: "Not given": a TTL argument that keeps the stored TTL (or takes the default for a new record).
-UNSET: Any = object()
+
+class _Unset:
+    """The type of :data:`UNSET`: one object, shown by name in signatures and reprs."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: "Not given", the one marker for it: a TTL argument that keeps the stored TTL (or takes the
+#: default for a new record), where None already means "no expiry".
+UNSET: Any = _Unset()
 _KEYS_REMEMBERED = 1024  # validated (session_id, user_id) pairs a store remembers
 
 

@@ -3,13 +3,11 @@
 The two AgentScope calls, ``save_session_state`` and ``load_session_state``, keep their exact
 signatures. Around them every backend offers, atomically: key-value state (read, replace,
 patch, increment, compare-and-set), append-only message logs, listing, deletion, metadata and
-TTL. This class validates every argument once and turns module trees into stored documents;
-backends implement the record operations of :class:`~praisonsession.stores.backend.StoreBackend`
-and never see an unchecked id or value. The hierarchy operations (``hierarchy.py``) and the
-ack bookkeeping (``acks.py``) live apart.
-
-Past 500 lines, on purpose: every public store call stands with its checks next to the record
-operation it maps to, so a backend author reads one file beside ``backend.py``.
+TTL. This class validates every argument once and maps each call onto the record operations
+of :class:`~praisonsession.stores.backend.StoreBackend`, which backends implement and which
+never see an unchecked id or value. Module trees become documents through the codec in
+``state/codec.py``; the hierarchy operations (``hierarchy.py``) and the ack bookkeeping
+(``acks.py``) live apart.
 """
 
 from __future__ import annotations
@@ -17,15 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..counts import check_count
 from ..errors import (
     InvalidIdError,
     InvalidValueError,
     SessionNotFoundError,
-    StateDictError,
 )
 from ..identifiers import check_key, check_session_id, check_user_id
 from ..json_data import JSONValue, check_json_data, detach
-from ..state.protocol import check_modules, foreign_state, is_ours, load_foreign
 from .acks import LogAcks
 from .backend import UNSET, LogWrite, StoredModules
 from .hierarchy import SNAPSHOT_OWNER, HierarchyOperations
@@ -33,9 +30,16 @@ from .record import Key, SessionInfo
 
 if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start skips them
     from ..state.message_log import MessageLog
-    from ..state.module import StateModule
 
-__all__ = ["UNSET", "Key", "LogWrite", "SessionBase", "StoredModules"]
+__all__ = [
+    "UNSET",
+    "Key",
+    "LogWrite",
+    "SessionBase",
+    "StoredModules",
+    "check_messages",
+    "check_ttl",
+]
 
 
 class SessionBase(HierarchyOperations):
@@ -61,7 +65,7 @@ class SessionBase(HierarchyOperations):
         #: AgentScope's older API bound a store to one session: its ``save_session_state`` and
         #: ``load_session_state`` then take no session id. None for an unbound store.
         self.session_id = None if session_id is None else check_session_id(session_id)
-        self.default_ttl = _check_ttl(default_ttl)
+        self.default_ttl = check_ttl(default_ttl)
         self.sliding_ttl = bool(sliding_ttl)
         self._acks = LogAcks()
         self._keys_seen: dict[tuple[str, str], Key] = {}
@@ -84,12 +88,14 @@ class SessionBase(HierarchyOperations):
         appended to since; messages other writers appended meanwhile are kept, before ours, and
         taken into the log so that it reads as the store does. An edited log is written in full.
         """
+        from ..state.codec import check_modules, snapshot_module
+
         key = self.record_key(self._bound_id(session_id), user_id)
-        for name in state_modules:
-            check_module_name(name)
         check_modules("save_session_state", state_modules)
         logs: dict[str, MessageLog] = {}
-        documents = {name: snapshot(module, name, logs) for name, module in state_modules.items()}
+        documents = {
+            name: snapshot_module(module, name, logs) for name, module in state_modules.items()
+        }
         writes = []
         synced: dict[str, int] = {}
         for path, log in logs.items():
@@ -131,9 +137,9 @@ class SessionBase(HierarchyOperations):
         A module the session does not hold is left as it is. With ``allow_not_exist=False`` a
         missing session raises SessionNotFoundError (a ``ValueError``, as in AgentScope).
         """
+        from ..state.codec import attach_logs, check_modules, is_ours, load_states, logs_of, ours
+
         key = self.record_key(self._bound_id(session_id), user_id)
-        for name in state_modules:
-            check_module_name(name)
         check_modules("load_session_state", state_modules)
         stored = await self.read_modules(key, list(state_modules))
         if stored is None:
@@ -147,16 +153,16 @@ class SessionBase(HierarchyOperations):
                 return
             raise SessionNotFoundError(key.session_id, key.user_id)
         documents = {
-            name: _attach_logs(module, name, stored.documents[name], stored.logs)
+            name: attach_logs(module, name, stored.documents[name], stored.logs)
             if is_ours(module)
             else stored.documents[name]
             for name, module in state_modules.items()
             if name in stored.documents
         }
         load_states(state_modules, documents, f"session {key.session_id!r}", trusted=True)
-        for name, module in _ours(state_modules).items():
+        for name, module in ours(state_modules).items():
             if name in stored.documents:
-                for path, log in _logs_of(module, name).items():
+                for path, log in logs_of(module, name).items():
                     self._acks.record(key, path, log, len(log))
         self._nothing_stored_for(
             key, {n: m for n, m in state_modules.items() if n not in stored.documents}
@@ -165,8 +171,10 @@ class SessionBase(HierarchyOperations):
     def _nothing_stored_for(self, key: Key, modules: dict[str, Any]) -> None:
         """Modules the store does not hold: their logs are synced at length 0, so that their
         first save appends after whatever another writer stores there meanwhile."""
-        for name, module in _ours(modules).items():
-            for path, log in _logs_of(module, name).items():
+        from ..state.codec import logs_of, ours
+
+        for name, module in ours(modules).items():
+            for path, log in logs_of(module, name).items():
                 self._acks.record(key, path, log, 0)
 
     async def refresh_session_state(
@@ -178,13 +186,13 @@ class SessionBase(HierarchyOperations):
         One count per log when nothing is new. A log edited here since is left alone: its next
         save writes it as it is. Foreign modules (AgentScope's) have no logs: nothing to take.
         """
+        from ..state.codec import check_modules, logs_of, ours
+
         key = self.record_key(session_id, user_id)
-        for name in state_modules:
-            check_module_name(name)
         check_modules("refresh_session_state", state_modules)
         taken = 0
-        for name, module in _ours(state_modules).items():
-            for path, log in _logs_of(module, name).items():
+        for name, module in ours(state_modules).items():
+            for path, log in logs_of(module, name).items():
                 start = self._acks.synced_length(key, path, log)
                 if start is None:
                     continue
@@ -221,7 +229,7 @@ class SessionBase(HierarchyOperations):
         """
         key = self.record_key(session_id, user_id)
         if ttl is not UNSET:
-            ttl = _check_ttl(ttl)
+            ttl = check_ttl(ttl)
         if metadata is not None:
             check_json_data(metadata, "metadata")
         return await self.create_record(key, ttl, detach(metadata or {}, "metadata"))
@@ -250,8 +258,7 @@ class SessionBase(HierarchyOperations):
         Pass the last session_id of a page as ``after`` to get the next page.
         """
         user = check_user_id(user_id)
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
-            raise InvalidValueError(f"limit must be an int from 1 to 10000, got {limit!r}.")
+        check_count(limit, "limit", low=1, high=10_000)
         if after is not None:
             check_session_id(after)
         return await self.list_records(user, limit, after)
@@ -276,7 +283,7 @@ class SessionBase(HierarchyOperations):
     ) -> SessionInfo | None:
         """Restart the session's TTL (optionally a new one); None if it is gone."""
         if ttl is not UNSET:
-            ttl = _check_ttl(ttl)
+            ttl = check_ttl(ttl)
         return await self.touch_record(self.record_key(session_id, user_id), ttl)
 
     async def expire(self, session_id: str, user_id: str = "") -> bool:
@@ -335,10 +342,8 @@ class SessionBase(HierarchyOperations):
             check_key(name)
         check_json_data(updates, "state")
         deletes = [check_key(name) for name in delete]
-        if expected_version is not None and (
-            not isinstance(expected_version, int) or isinstance(expected_version, bool)
-        ):
-            raise InvalidValueError(f"expected_version must be an int, got {expected_version!r}")
+        if expected_version is not None:
+            check_count(expected_version, "expected_version", low=None)
         return await self.patch_record_state(
             key, detach(updates, "state"), deletes, replace, expected_version, must_exist
         )
@@ -393,7 +398,7 @@ class SessionBase(HierarchyOperations):
         messages, else ConflictError.
         """
         key = self.record_key(session_id, user_id)
-        items = _check_messages(messages)
+        items = check_messages(messages)
         start = -1 if expected_length is None else expected_length
         return await self.append_log(key, LogWrite(check_key(log, "log name"), items, start))
 
@@ -472,19 +477,9 @@ def check_wait(seconds: Any, name: str) -> float:
     return float(seconds)
 
 
-def check_module_name(name: object) -> str:
-    """A module's name: a state key without ``.``, which separates it from the names of the
-    message logs inside it (``agent.memory``); with one it could be saved but not read back."""
-    check_key(name, "module name")
-    if "." in name:  # type: ignore[operator]
-        raise InvalidIdError(
-            f"module name {name!r} contains '.', which separates a module from the logs inside "
-            "it; use '_' instead."
-        )
-    return name  # type: ignore[return-value]
-
-
-def _check_ttl(ttl: Any) -> float | None:
+def check_ttl(ttl: Any) -> float | None:
+    """A TTL in seconds as a float, or None (no expiry); the server and sessions check theirs
+    here too."""
     if ttl is None:
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
@@ -508,7 +503,8 @@ def _check_number(number: Any, label: str) -> None:
     check_json_data(number, label)
 
 
-def _check_messages(messages: Any) -> list[dict[str, Any]]:
+def check_messages(messages: Any) -> list[dict[str, Any]]:
+    """Messages as detached dicts of JSON data, each refused with its index if it is not."""
     if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, Sequence):
         raise InvalidValueError("messages must be a list of dicts.")
     items = []
@@ -520,74 +516,3 @@ def _check_messages(messages: Any) -> list[dict[str, Any]]:
             )
         items.append(detach(message, f"message {index}"))
     return items
-
-
-def load_states(
-    modules: dict[str, Any], states: dict[str, Any], where: str, trusted: bool = False
-) -> None:
-    """Load ``states[name]`` into each module that has one: all are checked, then all are
-    applied, or none is. A missing key raises; a stored key no module has is logged.
-
-    Our modules are planned and checked first; foreign ones load through their own
-    ``load_state_dict`` (undone if one of them raises), then ours are applied.
-    ``trusted`` states were just decoded from a store, so they are neither checked nor copied.
-    """
-    from ..state.module import _plan_of
-
-    actions = []
-    missing: list[str] = []
-    unexpected: list[str] = []
-    for name, module in _ours(modules).items():
-        if name in states:
-            actions.extend(
-                _plan_of(module, states[name], True, f"{name}.", missing, unexpected, trusted)
-            )
-    if missing:
-        raise StateDictError(where, missing, unexpected)
-    if unexpected:
-        _logger().warning("Ignored stored keys that no module has: %s", unexpected)
-    load_foreign({n: m for n, m in modules.items() if not is_ours(m)}, states)
-    for apply in actions:
-        apply()
-
-
-def snapshot(module: Any, name: str, logs: dict[str, MessageLog] | None = None) -> Any:
-    """The document a module is stored as: ours with its message logs set apart in ``logs``
-    (when given), a foreign one as its ``state_dict()``, checked to be JSON data."""
-    from ..state.module import _snapshot_of
-
-    return _snapshot_of(module, name, logs) if is_ours(module) else foreign_state(module, name)
-
-
-def _ours(modules: dict[str, Any]) -> dict[str, StateModule]:
-    """This library's StateModules among ``modules`` (the ones with message logs)."""
-    return {name: module for name, module in modules.items() if is_ours(module)}
-
-
-def _logs_of(module: StateModule, name: str) -> dict[str, MessageLog]:
-    """The message logs in a module tree, by dotted path."""
-    from ..state.message_log import MessageLog
-
-    return {path: sub for path, sub in module._walk(name).items() if isinstance(sub, MessageLog)}
-
-
-def _attach_logs(
-    module: StateModule, name: str, document: Any, logs: dict[str, list[dict[str, Any]]]
-) -> Any:
-    """Put each stored log back where the module tree has a MessageLog placeholder."""
-    from ..state.message_log import MessageLog
-
-    for path, sub in module._walk(name).items():
-        if not isinstance(sub, MessageLog):
-            continue
-        parts = path.split(".")[1:]
-        if not parts:
-            if document == {}:
-                document = {"messages": logs.get(path, [])}
-            continue
-        node = document
-        for part in parts[:-1]:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict) and node.get(parts[-1]) == {}:
-            node[parts[-1]] = {"messages": logs.get(path, [])}
-    return document

@@ -12,17 +12,18 @@ own durability (``appendonly`` and ``appendfsync``); ``RedisSession`` can only c
 
 from __future__ import annotations
 
+from typing import cast
+
+from ..choices import DURABILITIES, Durability
 from ..errors import InvalidValueError
 
 __all__ = ["DURABILITIES", "check_durability"]
 
-DURABILITIES = ("process", "power")
 
-
-def check_durability(durability: object) -> str:
+def check_durability(durability: object) -> Durability:
     if durability not in DURABILITIES:
         raise InvalidValueError(
             f"durability must be 'process' (survives a crash of the process) or 'power' "
             f"(survives a power loss too, at the cost of an fsync per write), got {durability!r}."
         )
-    return str(durability)
+    return cast(Durability, durability)

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from ..counts import check_count
 from ..errors import (
     ConflictError,
     InvalidIdError,
@@ -377,11 +378,7 @@ def _check_cut(at_message: Any) -> tuple[str, int] | None:
     ):
         log, count = at_message
         check_key(log, "log name")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise InvalidValueError(
-                f"at_message's message count must be an int >= 0, got {count!r}."
-            )
-        return log, count
+        return log, check_count(count, "at_message's message count")
     raise InvalidValueError(
         "at_message is (log name, n): keep the first n messages of that log, e.g. "
         f"('agent:tutor.history', 10) (an agent's log is agent.log_name); got {at_message!r}."

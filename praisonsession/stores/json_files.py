@@ -46,7 +46,7 @@ from ..errors import (
 from ..execution import offload
 from ..identifiers import DEFAULT_USER, filename_for
 from ..json_data import dumps, loads
-from ..state.protocol import check_modules
+from ..state.codec import check_modules, load_states, snapshot_module
 from .agentscope_files import (
     adoptable,
     bound_file,
@@ -58,7 +58,7 @@ from .agentscope_files import (
     record_owner,
     serialise_modules,
 )
-from .base import Key, LogWrite, SessionBase, StoredModules, check_wait, load_states, snapshot
+from .base import Key, LogWrite, SessionBase, StoredModules, check_wait
 from .document import SessionDocument, resolve
 from .durability import check_durability
 from .file_lock import FileLock
@@ -167,7 +167,7 @@ class JSONSession(JSONCopies, SessionBase):
         """Save modules in AgentScope's own file ``path``, in its format (bound API, or the
         AgentScope layout)."""
         check_modules("save_session_state", modules)
-        states = {name: snapshot(module, name) for name, module in modules.items()}
+        states = {name: snapshot_module(module, name) for name, module in modules.items()}
 
         def write() -> None:
             self.save_dir.mkdir(parents=True, exist_ok=True)

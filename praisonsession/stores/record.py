@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from ..clock import now as _clock_now
+from ..counts import is_int
 from ..errors import (
     ConflictError,
     SessionCorruptedError,
@@ -132,7 +133,7 @@ class SessionInfo(NamedTuple):
             if not isinstance(value, str):
                 raise SessionCorruptedError(what, f"{name} is {value!r:.40}, not a str")
         for name, value in (("format", fmt), ("version", version)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_int(value) or value < 0:
                 raise SessionCorruptedError(what, f"{name} is {value!r:.40}, not a count")
         check_format(fmt, what)
         times = {}

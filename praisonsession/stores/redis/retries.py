@@ -8,13 +8,13 @@ and a call run inline on the caller's thread; neither waits past the call's dead
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ...errors import OperationTimeoutError, SessionCorruptedError, StoreUnavailableError
-from ...execution import expired, pause, remaining
+from ...execution import expired, pause
+from ...retry_policy import RetryPolicy
 
 __all__ = ["call_with_retries"]
 
@@ -22,6 +22,12 @@ T = TypeVar("T")
 
 _FIRST_WAIT = 0.05  # seconds before the second attempt; doubled after each further one
 _LONGEST_WAIT = 1.0
+
+
+def retry_policy(attempts: int, max_delay: float) -> RetryPolicy:
+    """Waits of 0.05, 0.1, 0.2 ... s (at most 1 s, no jitter); ``max_delay`` bounds the time
+    from the first attempt's start to the end of the last wait."""
+    return RetryPolicy(attempts, _FIRST_WAIT, _LONGEST_WAIT, budget=max_delay, jitter=False)
 
 
 async def call_with_retries(
@@ -45,8 +51,8 @@ async def call_with_retries(
     import redis.exceptions as errors
 
     started = started or time.monotonic()
+    policy = retry_policy(attempts, max_delay)
     made = 1
-    wait = _FIRST_WAIT
     try:
         while True:
             try:
@@ -57,14 +63,15 @@ async def call_with_retries(
             except Exception as exc:
                 if not _retryable(exc):
                     raise
-                elapsed = time.monotonic() - started
-                if made >= attempts or elapsed + wait > max_delay:
+                wait = policy.backoff(made)
+                if policy.attempts_used(made) or policy.over_budget(
+                    time.monotonic() - started, wait
+                ):
                     raise
-                if remaining(math.inf) <= wait:
+                if policy.outlives_deadline(wait):
                     raise expired(f"retrying Redis after {type(exc).__name__}: {exc}") from exc
             await pause(wait)
             made += 1
-            wait = min(wait * 2, _LONGEST_WAIT)
     except OperationTimeoutError:  # the call's deadline (a TimeoutError, so an OSError too)
         raise
     except (errors.AuthenticationError, errors.AuthorizationError) as exc:

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ... import clock
+from ...counts import check_count
 from ...errors import (
     AmbiguousLegacyDataError,
     ConflictError,
@@ -22,9 +23,9 @@ from ...errors import (
 )
 from ...execution import loop_running_here
 from ...json_data import add_numbers, dumps
-from ...state.protocol import check_modules
+from ...state.codec import check_modules, load_states, snapshot_module
 from ..agentscope_files import check_layout
-from ..base import Key, LogWrite, SessionBase, StoredModules, load_states, snapshot
+from ..base import Key, LogWrite, SessionBase, StoredModules
 from ..durability import check_durability
 from ..record import SessionContents, SessionInfo, copy_conflict
 from . import agentscope
@@ -124,10 +125,9 @@ class RedisSession(SessionBase):
         )
         if not isinstance(key_prefix, str) or "\0" in key_prefix:
             raise InvalidValueError(f"key_prefix must be a str without NUL, got {key_prefix!r}.")
-        if isinstance(retry_attempts, bool) or not isinstance(retry_attempts, int):
-            raise InvalidValueError(f"retry_attempts must be an int, got {retry_attempts!r}.")
-        if retry_attempts < 1 or not retry_max_delay >= 0:
-            raise InvalidValueError("retry_attempts must be >= 1 and retry_max_delay >= 0.")
+        check_count(retry_attempts, "retry_attempts", low=1)
+        if not retry_max_delay >= 0:
+            raise InvalidValueError(f"retry_max_delay must be >= 0, got {retry_max_delay!r}.")
         _import_redis()
         self.durability = check_durability(durability)
         self._server_checked = durability != "power"
@@ -148,7 +148,7 @@ class RedisSession(SessionBase):
             "socket_connect_timeout": socket_connect_timeout,
             **kwargs,
         }
-        if "retry" not in kwargs:  # tenacity retries here; redis-py's own would stack up
+        if "retry" not in kwargs:  # retries.py retries here; redis-py's own would stack up
             from redis.asyncio.retry import Retry
             from redis.backoff import NoBackoff
 
@@ -196,7 +196,7 @@ class RedisSession(SessionBase):
             return await super().save_session_state(session_id, user_id, **state_modules)
         key = self.record_key(self._bound_id(session_id), user_id)
         check_modules("save_session_state", state_modules)
-        states = {name: snapshot(module, name) for name, module in state_modules.items()}
+        states = {name: snapshot_module(module, name) for name, module in state_modules.items()}
         await agentscope.save_modules(self, key, states)
 
     async def load_session_state(
