@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_agentscope_agents.py
 	$(PY) benchmarks/bench_tracing.py
 	$(PY) benchmarks/bench_long_conversations.py
+	$(PY) benchmarks/bench_encryption.py
 
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site
