@@ -380,3 +380,19 @@ def test_an_entry_of_another_user_written_around_the_library_is_withheld(open_se
         session.search_memory("secret")
     with pytest.raises(IsolationError):
         session.get_memory("planted")
+
+
+def test_an_entry_that_names_no_user_is_withheld_without_failing_the_search(open_session) -> None:
+    """A Chroma server read racing a write can return an entry without its metadata: it is
+    nobody's, so it is left out and the search still answers with the user's own memories."""
+    session = open_session("s", "ada")
+    session.add_memory("Ada's own orphan notes")
+    recall = session._core._recall
+    recall.long.index.collection.upsert(
+        ids=["orphan"],
+        documents=["an orphan without an owner"],
+        metadatas=[{"memory_id": "orphan"}],
+        embeddings=[recall.embedder.embed_query("an orphan without an owner")],
+    )
+    texts = [hit["text"] for hit in session.search_memory("orphan", limit=5)]
+    assert texts == ["Ada's own orphan notes"]

@@ -37,10 +37,12 @@ class MemoryId(str):
 
     @property
     def created(self) -> bool:
+        """True when this call stored a new memory (not the same one again, not an update)."""
         return self.event == ADD
 
     @property
     def updated(self) -> bool:
+        """True when a close paraphrase updated an existing memory (its old text: ``previous``)."""
         return self.event == UPDATE
 
     def __reduce__(self) -> Any:

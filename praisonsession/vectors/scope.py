@@ -53,14 +53,21 @@ class Scope:
     def stamp(self, metadata: dict[str, Any]) -> dict[str, Any]:
         return {**metadata, **dict(self.fields)}
 
-    def check(self, metadata: dict[str, Any], entry_id: str) -> None:
+    def check(self, metadata: dict[str, Any] | None, entry_id: str) -> bool:
+        """True for an entry of this scope; an entry that names another owner raises. One that
+        names no owner at all is withheld (False): a Chroma server read that races a write can
+        return an entry of this collection without its metadata, and it is nobody's to show."""
         for key, value in self.fields:
-            if metadata.get(key) != value:
+            found = metadata.get(key) if metadata else None
+            if found is None:
+                return False
+            if found != value:
                 raise IsolationError(
                     f"Entry {entry_id!r} of collection {self.collection!r} has {key}="
-                    f"{metadata.get(key)!r}, not {value!r}; it was withheld. Erase the data "
+                    f"{found!r}, not {value!r}; it was withheld. Erase the data "
                     "directory's chroma folder if it was written by hand."
                 )
+        return True
 
     def related(self, kind: str) -> Scope:
         """The same owner's collection of another kind (memory -> its history)."""
@@ -167,6 +174,4 @@ class ScopedIndex:
         return self.index.count()
 
     def _checked(self, hits: list[Hit]) -> list[Hit]:
-        for hit in hits:
-            self.scope.check(hit.metadata, hit.id)
-        return hits
+        return [hit for hit in hits if self.scope.check(hit.metadata, hit.id)]
