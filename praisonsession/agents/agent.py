@@ -37,7 +37,7 @@ from .compaction import compact, latest_summary, needs_compaction
 from .context_window import Request, assemble, default_budget, fit_turn
 from .prompt import system_prompt
 from .spec import AgentSpec
-from .tokens import coerce_counter, message_tokens
+from .tokens import CachedCounter, coerce_counter, message_tokens
 from .tools import Toolbox
 from .usage import add_usage, usage_record
 
@@ -102,7 +102,8 @@ class Agent(StateModule):
                 setattr(self, option.name, getattr(spec, option.name))
         self.knowledge = None if spec.knowledge is None else list(spec.knowledge)
         self.tools = toolbox
-        self.token_counter = counter
+        # the recent turns are counted again on every turn: each text is counted once
+        self.token_counter = CachedCounter(counter)
         self.context_budget = (
             spec.context_budget
             or getattr(self.session.settings, "context_budget", None)
