@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import tracing
 from .choices import MEMORY_QUERIES, MEMORY_TYPES, MemoryQuery, MemoryType, check_choice
 from .counts import check_count
 from .errors import InvalidValueError, MemoryNotFoundError, RemoteModeError
@@ -100,6 +101,8 @@ class AsyncSession(SessionTree):
             )
         self._timeout = timeout
         self._session_ttl = check_ttl(session_ttl)
+        if self._settings.tracing and not tracing.on:  # a .env file or a settings argument
+            tracing.enable(self._settings.tracing_content)
         self._remote: RemoteClient | None = None
         if agent_url is None:
             if api_key is not None:
@@ -132,10 +135,12 @@ class AsyncSession(SessionTree):
 
     @property
     def session_id(self) -> str:
+        """The session's id."""
         return self._session_id
 
     @property
     def user_id(self) -> str:
+        """The user the session belongs to (``default_user`` when none was given)."""
         return self._user_id
 
     @property
@@ -145,14 +150,17 @@ class AsyncSession(SessionTree):
 
     @property
     def is_remote(self) -> bool:
+        """True for a session on a server (``agent_url=...``)."""
         return self._remote is not None
 
     @property
     def memory_config(self) -> dict[str, Any]:
+        """The memory options this session was opened with."""
         return self._memory_config
 
     @property
     def knowledge_config(self) -> dict[str, Any]:
+        """The knowledge options this session was opened with."""
         return self._knowledge_config
 
     @property
@@ -162,14 +170,17 @@ class AsyncSession(SessionTree):
 
     @property
     def session_ttl(self) -> float | None:
+        """Seconds a session lives after its last use, or None for no expiry."""
         return self._session_ttl
 
     @property
     def settings(self) -> Settings:
+        """The settings this session was resolved with (environment, ``.env``, arguments)."""
         return self._settings
 
     @property
     def store(self) -> SessionBase:
+        """The store that keeps this session (a ``SessionBase``)."""
         return self._store
 
     @property
@@ -209,6 +220,8 @@ class AsyncSession(SessionTree):
         Not a coroutine itself: an opened session hands back ``bounded(...)`` to be awaited,
         one coroutine fewer on every call (the hot path of a SQLite increment is ~20 us).
         """
+        if tracing.on:
+            work = tracing.session_call(what, self, work)
         if self._opened:
             return bounded(work, self._timeout, (what, self._session_id))
         return self._open_then(what, work)
@@ -272,6 +285,7 @@ class AsyncSession(SessionTree):
         )
 
     async def get_state(self, key: str, default: JSONValue = None) -> JSONValue:
+        """One value of the state, or ``default`` if the key is not set."""
         return await self._call(
             "get_state",
             self._store.get_value(self._session_id, self._user_id, key, default, must_exist=True),
@@ -313,6 +327,7 @@ class AsyncSession(SessionTree):
         )
 
     async def clear_state(self) -> None:
+        """Remove every key of the state (message logs and modules stay)."""
         await self._call(
             "clear_state",
             self._store.patch_state(self._session_id, self._user_id, replace=True, must_exist=True),
@@ -390,6 +405,11 @@ class AsyncSession(SessionTree):
         return await self._call(
             "message_count", self._store.message_count(self._session_id, self._user_id, log)
         )
+
+    async def list_logs(self) -> dict[str, int]:
+        """This session's message logs by name (``agent:Assistant.history``...), each with how
+        many messages it holds: the names ``read_messages`` and ``fork(at_message=...)`` take."""
+        return await self._call("list_logs", self._store.list_logs(self._session_id, self._user_id))
 
     async def clear_messages(self, log: str) -> None:
         """Empty a named log."""

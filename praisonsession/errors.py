@@ -13,6 +13,7 @@ __all__ = [
     "AgentURLError",
     "AmbiguousLegacyDataError",
     "ConflictError",
+    "DamagedArchiveError",
     "DecryptionError",
     "EmbedderMismatchError",
     "InvalidIdError",
@@ -32,6 +33,7 @@ __all__ = [
     "SessionCorruptedError",
     "SessionExpiredError",
     "SessionNotFoundError",
+    "SnapshotNotFoundError",
     "StateDictError",
     "StoreUnavailableError",
     "UnsupportedFormatError",
@@ -104,6 +106,32 @@ class SessionCorruptedError(PraisonSessionError):
         )
 
 
+class DamagedArchiveError(SessionCorruptedError):
+    """An archive file that is not whole or not one of ours; the import wrote nothing."""
+
+    def __init__(self, what: str, detail: str) -> None:
+        self.what = what
+        PraisonSessionError.__init__(
+            self,
+            f"{what[:1].upper()}{what[1:]} is damaged ({detail}). Nothing was imported; "
+            "use an intact copy of the archive, or export the session again.",
+        )
+
+
+class SnapshotNotFoundError(SessionNotFoundError):
+    """The session has no snapshot of that id (the session itself may well exist)."""
+
+    def __init__(self, session_id: str, user_id: str, snapshot_id: str) -> None:
+        self.session_id = session_id
+        self.user_id = user_id
+        self.snapshot_id = snapshot_id
+        PraisonSessionError.__init__(
+            self,
+            f"Session {session_id!r} of user {user_id!r} has no snapshot {snapshot_id!r}; "
+            "list its snapshots (session.snapshots()) and pass one of their ids.",
+        )
+
+
 class DecryptionError(SessionCorruptedError):
     """An encrypted store found a value it cannot open: not encrypted at all (plaintext is
     refused, never trusted), altered, moved from elsewhere, or sealed with another key."""
@@ -154,6 +182,15 @@ class MissingDependencyError(PraisonSessionError, ImportError):
 
     Subclasses ``ImportError``, which is what code that probes for optional features catches.
     """
+
+
+def install_line(extra: str) -> str:
+    """How to install an extra, in the two forms: the one that works from a clone of the
+    repository today, and the one that works once the package is on PyPI."""
+    return (
+        f'pip install ".[{extra}]" in a clone of the repository (once praisonsession is '
+        f'published: pip install "praisonsession[{extra}]")'
+    )
 
 
 class OperationTimeoutError(PraisonSessionError, TimeoutError):

@@ -79,6 +79,19 @@ def check_key(key: object, what: str = "state key") -> str:
     return _check_text(key, what, MAX_KEY_LENGTH)
 
 
+def readable_name(identifier: str) -> str:
+    """An injective name for an id inside a store key where ``.`` separates parts.
+
+    Only ``.`` and ``%`` become ``%2E`` and ``%25``; capitals, spaces and other letters stay,
+    so an agent called ``Assistant`` keeps the log ``agent:Assistant.history``. Decoding
+    ``%XX`` gives the id back, the same as for :func:`filename_for`, so a name both produce
+    is the same id's.
+    """
+    if "." not in identifier and "%" not in identifier:
+        return identifier
+    return identifier.replace("%", "%25").replace(".", "%2E")
+
+
 def filename_for(identifier: str) -> str:
     """An injective, traversal-proof, case-insensitive-safe file name for an id.
 

@@ -28,6 +28,7 @@ from .memory.long_term import LongTermMemory, page_of
 from .memory.paraphrase import DEFAULT_THRESHOLD
 from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
+from .notebook_display import SearchHits
 from .recall_options import EMBEDDER_NAMES, default_overlap
 from .vectors import Where, chroma_client
 
@@ -200,7 +201,7 @@ class Recall:
             hits += await offload(self.long.search, vector, limit, where, recent)
         if memory_type == "all":
             hits.sort(key=lambda hit: -hit["score"])
-        return hits[:limit]
+        return SearchHits(hits[:limit])
 
     async def list_memories(
         self, memory_type: str, where: Where | None, limit: int, after: str | None
@@ -267,7 +268,7 @@ class Recall:
         self, query: str, limit: int, where: Where | None = None
     ) -> list[dict[str, Any]]:
         vector = await offload(self.embedder.embed_query, query)
-        return await offload(self.knowledge.search, vector, limit, where)
+        return SearchHits(await offload(self.knowledge.search, vector, limit, where))
 
     # -- context --------------------------------------------------------------------------
 

@@ -99,10 +99,12 @@ class Session:
 
     @property
     def session_id(self) -> str:
+        """The session's id."""
         return self._core.session_id
 
     @property
     def user_id(self) -> str:
+        """The user the session belongs to (``default_user`` when none was given)."""
         return self._core.user_id
 
     @property
@@ -112,34 +114,42 @@ class Session:
 
     @property
     def is_remote(self) -> bool:
+        """True for a session on a server (``agent_url=...``)."""
         return self._core.is_remote
 
     @property
     def memory_config(self) -> dict[str, Any]:
+        """The memory options this session was opened with."""
         return self._core.memory_config
 
     @property
     def knowledge_config(self) -> dict[str, Any]:
+        """The knowledge options this session was opened with."""
         return self._core.knowledge_config
 
     @property
     def timeout(self) -> float:
+        """Seconds each operation may take before ``OperationTimeoutError``."""
         return self._core.timeout
 
     @property
     def session_ttl(self) -> float | None:
+        """Seconds a session lives after its last use, or None for no expiry."""
         return self._core.session_ttl
 
     @property
     def settings(self) -> Settings:
+        """The settings this session was resolved with (environment, ``.env``, arguments)."""
         return self._core.settings
 
     @property
     def store(self) -> SessionBase:
+        """The store that keeps this session (a ``SessionBase``)."""
         return self._core.store
 
     @property
     def runs_inline(self) -> bool:
+        """True when store calls run on the caller's thread, with no loop hop."""
         return self._core.runs_inline
 
     @property
@@ -175,6 +185,7 @@ class Session:
         return self._run(self._core.set_state(key, value))
 
     def get_state(self, key: str, default: JSONValue = None) -> JSONValue:
+        """One value of the state, or ``default`` if the key is not set."""
         return self._run(self._core.get_state(key, default))
 
     def increment_state(
@@ -196,6 +207,7 @@ class Session:
         return self._run(self._core.delete_state(*keys))
 
     def clear_state(self) -> None:
+        """Remove every key of the state (message logs and modules stay)."""
         return self._run(self._core.clear_state())
 
     # -- your own state modules -----------------------------------------------------------
@@ -242,6 +254,10 @@ class Session:
     def message_count(self, log: str) -> int:
         """How many messages a named log holds."""
         return self._run(self._core.message_count(log))
+
+    def list_logs(self) -> dict[str, int]:
+        """This session's message logs by name, each with how many messages it holds."""
+        return self._run(self._core.list_logs())
 
     def clear_messages(self, log: str) -> None:
         """Empty a named log."""

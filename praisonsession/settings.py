@@ -111,6 +111,12 @@ KNOBS: dict[str, Knob] = {
         "Bearer token for session servers (Session(agent_url=...), praisonsession serve).",
         secret=True,
     ),
+    "tracing": Knob(
+        False, bool, "OpenTelemetry spans for store, memory, LLM, agent and server work."
+    ),
+    "tracing_content": Knob(
+        False, bool, "Whether spans also carry message content (prompts, replies, queries)."
+    ),
     "encryption_key": Knob(
         None,
         "str | None",
@@ -159,6 +165,8 @@ class Settings:
     llm_model: str
     llm_api_key: str | None
     remote_token: str | None
+    tracing: bool
+    tracing_content: bool
     encryption_key: str | None
     encryption_key_file: str | None
 

@@ -30,3 +30,8 @@ async def async_assistant(session: Any) -> Any:
 def not_an_agent(session: Any) -> Any:
     """A factory that gets it wrong: the server must say so, not crash."""
     return "I am not an agent"
+
+
+def no_session() -> Any:
+    """Not a factory: it takes no session (``serve`` refuses it at start-up)."""
+    return None

@@ -22,6 +22,7 @@ import pytest
 from llm_server import Reply, ScriptedChatServer
 from praisonsession import AsyncSession, InvalidValueError, Session, SessionBase, runtime
 from praisonsession.agents import Agent, AgentSpec, function_schema, module_key
+from praisonsession.agents.agent import escaped_module_key
 from praisonsession.agents.prompt import recent_turns
 from praisonsession.llm import LLMAuthError, LLMUnavailableError
 
@@ -314,7 +315,7 @@ def test_two_agents_in_one_session_keep_separate_histories(
         assistant("You said: to lead 1"),
         user("to lead 2"),
     ]
-    assert (lead.key, other.key) == ("agent:team%2Elead", "agent:team%20lead")
+    assert (lead.key, other.key) == ("agent:team%2Elead", "agent:team lead")
     assert stored(session, lead) == lead.history and len(lead.history) == 4
     assert stored(session, other) == [user("to other 1"), assistant("You said: to other 1")]
     reopened = open_session()
@@ -323,10 +324,45 @@ def test_two_agents_in_one_session_keep_separate_histories(
 
 
 def test_agent_names_map_to_distinct_store_keys() -> None:
-    names = ["a.b", "a b", "a%2Eb", "A.b", "a:b", "a/b", "ü"]
+    names = ["a.b", "a b", "a%2Eb", "A.b", "a:b", "a/b", "ü", "a%b"]
     keys = [module_key(n) for n in names]
     assert len(set(keys)) == len(names)
     assert all("." not in key for key in keys)
+    assert module_key("Assistant") == "agent:Assistant"
+    assert module_key("Team Lead ü") == "agent:Team Lead ü"
+
+
+def test_an_agent_with_capitals_has_a_readable_log_listed_by_the_session(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    session = open_session()
+    agent = tutor(session, server, name="Assistant")
+    server.say("Hello.")
+    agent.chat("Hi")
+    assert agent.log_name == "agent:Assistant.history"
+    logs = session.list_logs()
+    assert logs["agent:Assistant.history"] == 2
+    assert all(name.startswith("agent:Assistant.") for name in logs)  # its usage log too
+    assert done(open_session(cls=AsyncSession).list_logs()) == logs
+
+
+def test_a_history_saved_under_the_old_escaped_name_keeps_loading(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    old = "agent:%41ssistant.history"  # how "Assistant" was stored before names stayed readable
+    before = tutor(open_session(), server, name="Assistant")
+    before.key = escaped_module_key("Assistant")  # where versions before readable names saved
+    server.say("Hello.")
+    before.chat("Hi")
+    session = open_session()
+    agent = tutor(session, server, name="Assistant")
+    assert agent.history == [user("Hi"), assistant("Hello.")]
+    assert agent.log_name == old
+    server.say("Again.")
+    agent.chat("Once more")
+    logs = session.list_logs()
+    assert logs[old] == 4 and all(name.startswith("agent:%41ssistant.") for name in logs)
+    assert server.last_messages()[1:] == [user("Hi"), assistant("Hello."), user("Once more")]
 
 
 def test_a_failed_llm_call_leaves_no_half_turn(

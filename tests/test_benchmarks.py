@@ -52,6 +52,13 @@ def test_bench_hierarchy_prints_every_operation_on_every_store(tmp_path: Path) -
     assert "| sqlite | 10,000 |" in out and "| redis | 10,000 |" in out
 
 
+def test_bench_tracing_prints_off_and_on_beside_no_hook(tmp_path: Path) -> None:
+    out = run_benchmark("bench_tracing.py", "--quick", cwd=tmp_path)
+    for row in ("| get_state, memory:// (ops/s) |", "| increment_state, SQLite (ops/s) |"):
+        assert row in out
+    assert "| raw SQLite UPDATE + COMMIT (ops/s) |" in out
+
+
 @pytest.mark.slow
 def test_bench_server_prints_every_ratio_beside_the_bare_stack(tmp_path: Path) -> None:
     out = run_benchmark("bench_server.py", "--quick", cwd=tmp_path)

@@ -96,6 +96,10 @@ def run_script(*args: str, cwd: Path, **options: Any) -> subprocess.CompletedPro
     )
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def one_line(stderr: str) -> str:
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr
@@ -129,6 +133,24 @@ def test_serve_keeps_its_options() -> None:
     assert result.exit_code == 0
     for option in ("--store URL", "--agent", "--token", "--port"):
         assert option in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("agent", "takes"), [("os:getcwd", "()"), ("remote_agents:no_session", "()")]
+)
+def test_serve_refuses_an_agent_that_is_not_a_factory_of_a_session(agent: str, takes: str) -> None:
+    result = cli("serve", "--agent", agent, "--port", str(_free_port()))
+    assert result.exit_code == 2
+    message = one_line(result.stderr)
+    assert f"--agent {agent} cannot be called as" in message and f"it takes {takes}" in message
+    assert "def factory(session)" in message and "Uvicorn" not in result.output
+
+
+def test_serve_off_loopback_without_a_token_puts_no_secret_on_the_command_line() -> None:
+    result = cli("serve", "--agent", "remote_agents:assistant", "--host", "0.0.0.0")
+    message = one_line(result.stderr)
+    assert result.exit_code == 2 and "Refusing to serve on '0.0.0.0' without a token" in message
+    assert '--token "' not in message and "export PRAISONSESSION_REMOTE_TOKEN=" in message
 
 
 def test_serve_reports_a_bad_store_like_every_command() -> None:
@@ -335,7 +357,9 @@ def test_a_damaged_archive_imports_nothing(sqlite: str, tmp_path: Path) -> None:
     other = f"sqlite://{tmp_path}/other.db"
     result = cli("import", str(archive), "--store", other)
     assert result.exit_code == 1
-    assert "checksum does not match" in one_line(result.stderr)
+    message = one_line(result.stderr)
+    assert f"The archive {archive} is damaged (its checksum does not match" in message
+    assert "Nothing was imported" in message and "backup" not in message
     assert not (tmp_path / "other.db").exists()  # checked before anything was written
 
 
@@ -356,6 +380,8 @@ def test_importing_onto_a_session_that_exists_is_refused(sqlite: str, tmp_path: 
     cli("export", "chat_1", str(archive), "--user", "alice", "--store", sqlite)
     result = cli("import", str(archive), "--store", sqlite)
     assert result.exit_code == 1 and "already exists" in one_line(result.stderr)
+    assert "--session-id ID" in one_line(result.stderr)
+    assert "_id" not in one_line(result.stderr).replace("--session-id", "")  # no Python names
 
 
 # -- fork, snapshots, restore ------------------------------------------------------------------
@@ -373,6 +399,35 @@ def test_fork_at_a_message_keeps_that_many_and_records_its_parent(sqlite: str) -
     assert child["state"] == {"score": 15, "name": "Ada"}
     parent = cli_json("show", "chat_1", "--user", "alice", "--store", sqlite)
     assert parent["logs"][0]["messages"] == 8 and parent["children"] == ["retry"]
+
+
+def test_fork_errors_speak_in_the_commands_own_words(sqlite: str) -> None:
+    seed(sqlite)
+    cli("fork", "chat_1", "retry", "--user", "alice", "--store", sqlite)
+    taken = cli("fork", "chat_1", "retry", "--user", "alice", "--store", sqlite)
+    assert taken.exit_code == 1
+    assert one_line(taken.stderr) == (
+        "Error: Session 'retry' of user 'alice' already exists: name another NEW_ID (or none, "
+        "for a fresh id), or delete that session first (praisonsession delete retry --user "
+        "alice)."
+    )
+    no_log = cli("fork", "chat_1", "--user", "alice", "--at", "nolog:2", "--store", sqlite)
+    assert no_log.exit_code == 2
+    assert one_line(no_log.stderr) == (
+        "Error: Session 'chat_1' has no message log 'nolog' to cut; its logs: agent.memory."
+    )
+
+
+def test_fork_at_a_readable_agent_log_name(sqlite: str) -> None:
+    with Session("chat_1", "alice", store=sqlite) as session:
+        session.append_messages("agent:Assistant.history", [say(n) for n in range(4)])
+    shown = cli("show", "chat_1", "--user", "alice", "--store", sqlite)
+    assert "agent:Assistant.history" in shown.stdout
+    forked = cli_json(
+        "fork", "chat_1", "--user", "alice", "--at", "agent:Assistant.history:2", "--store", sqlite
+    )
+    with Session(forked["session"]["session_id"], "alice", store=sqlite) as child:
+        assert child.list_logs() == {"agent:Assistant.history": 2}
 
 
 def test_fork_into_another_users_sessions_under_a_fresh_id(sqlite: str) -> None:
@@ -404,7 +459,11 @@ def test_a_deleted_session_comes_back_from_its_snapshot(sqlite: str) -> None:
 def test_restoring_a_snapshot_that_is_not_there_fails(sqlite: str) -> None:
     seed(sqlite)
     result = cli("restore", "chat_1", "123-abc", "--user", "alice", "--yes", "--store", sqlite)
-    assert result.exit_code == 1 and "no snapshot '123-abc'" in one_line(result.stderr)
+    assert result.exit_code == 1
+    assert one_line(result.stderr) == (
+        "Error: Session 'chat_1' of user 'alice' has no snapshot '123-abc'; list its "
+        "snapshots with: praisonsession snapshots chat_1 --user alice"
+    )
 
 
 # -- confirmations -----------------------------------------------------------------------------
@@ -417,7 +476,27 @@ def test_delete_asks_first_and_anything_but_yes_aborts(answer: str, sqlite: str)
     assert result.exit_code == 1 and result.stdout == ""
     assert "Delete session 'chat_1' of user 'alice' (8 messages)" in result.stderr
     assert "Aborted" in result.stderr
+    assert ("--yes" in result.stderr) == (answer == "")  # no answer at all: no terminal
     assert cli_json("show", "chat_1", "--user", "alice", "--store", sqlite)["state"]["score"] == 15
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["delete", "chat_1", "--user", "alice"],
+        ["purge"],
+        ["erase-user", "alice"],
+        ["restore", "chat_1", "123-abc", "--user", "alice"],
+    ],
+    ids=["delete", "purge", "erase-user", "restore"],
+)
+def test_without_a_terminal_a_question_says_to_pass_yes(command: list[str], tmp_path: Path) -> None:
+    store = f"sqlite://{tmp_path}/s.db"
+    seed(store)
+    done = run_script(*command, "--store", store, cwd=tmp_path, input="")
+    assert done.returncode == 1
+    assert "no terminal to ask on" in done.stderr and "Pass --yes" in done.stderr
+    assert cli_json("show", "chat_1", "--user", "alice", "--store", store)["state"]["score"] == 15
 
 
 def test_delete_goes_ahead_on_yes_or_with_dash_dash_yes(sqlite: str) -> None:
@@ -529,6 +608,7 @@ def test_a_store_that_is_down_is_exit_3_within_seconds_and_keeps_its_password(
     assert time.monotonic() - started < 20  # the store's retries last about 2 s
     message = one_line(done.stderr)
     assert "could not be reached" in message and "Traceback" not in done.stderr
+    assert "write" not in message and "nothing reached the server" in message
     assert "hunter2" not in message and "redis://:***@127.0.0.1" in message
 
 
@@ -536,6 +616,9 @@ def test_a_store_that_is_down_is_exit_3_within_seconds_and_keeps_its_password(
 def test_ctrl_c_exits_130(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [str(SCRIPT), "import", "-", "--store", f"sqlite://{tmp_path}/s.db"],
+        # a suite run as a background job (`pytest &`) hands its children SIGINT ignored,
+        # and Python then never raises KeyboardInterrupt: give the child Ctrl-C back
+        preexec_fn=_default_sigint,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

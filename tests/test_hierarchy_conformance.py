@@ -56,6 +56,21 @@ def everything(store: SessionBase, run, session_id: str, user_id: str = "u") -> 
     }
 
 
+# -- logs -------------------------------------------------------------------------------------
+
+
+def test_list_logs_names_each_log_with_its_length(store: SessionBase, run) -> None:
+    seed(store, run)
+    run(store.append_messages("parent", "u", "agent:Assistant.history", [say(1), say(2)]))
+    assert run(store.list_logs("parent", "u")) == {
+        "agent.history": 6,
+        "agent.notes": 1,
+        "agent:Assistant.history": 2,
+    }
+    with pytest.raises(SessionNotFoundError):
+        run(store.list_logs("nobody", "u"))
+
+
 # -- forks ------------------------------------------------------------------------------------
 
 

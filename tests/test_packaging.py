@@ -7,7 +7,6 @@ error, and only an installed copy would notice.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -23,13 +22,13 @@ PACKAGE = ROOT / "praisonsession"
 
 
 def builds_wheels_offline() -> bool:
-    """Whether this environment's setuptools builds a wheel with nothing to fetch: by itself
-    from 70.1 on, with the ``wheel`` package before that."""
+    """Whether this environment's setuptools builds our wheel with nothing to fetch: 77 on
+    reads the SPDX ``license = "Apache-2.0"`` (and builds wheels without ``wheel``)."""
     try:
-        major, minor = (int(part) for part in version("setuptools").split(".")[:2])
+        major = int(version("setuptools").split(".")[0])
     except (PackageNotFoundError, ValueError):
         return False
-    return (major, minor) >= (70, 1) or importlib.util.find_spec("wheel") is not None
+    return major >= 77
 
 
 def build_wheel(tmp_path: Path) -> Path:
@@ -42,13 +41,29 @@ def build_wheel(tmp_path: Path) -> Path:
         PACKAGE, source / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
     )
     out = tmp_path / "dist"
-    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out)]
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out)]
     if builds_wheels_offline():
         command.append("--no-build-isolation")  # else pip fetches setuptools from its index
     done = subprocess.run([*command, str(source)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+    # setuptools prints a banner for a deprecated pyproject (a license table, say)
+    assert "Deprecat" not in done.stdout + done.stderr, done.stdout + done.stderr
     [wheel] = out.glob("*.whl")
     return wheel
+
+
+def test_the_metadata_has_an_spdx_license_and_a_documentation_link(tmp_path: Path) -> None:
+    assert builds_wheels_offline()  # the dev extra pins setuptools>=77: nothing is fetched
+    wheel = build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        [name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(name).decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
+    documentation = next(
+        line.split(", ", 1)[1] for line in metadata.splitlines() if "Documentation" in line
+    )
+    assert (ROOT / documentation).is_file()  # the docs, in the repository
+    assert "example.invalid" not in metadata
 
 
 def test_the_wheel_holds_the_lua_scripts_and_the_other_package_data(tmp_path: Path) -> None:

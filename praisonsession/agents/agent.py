@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from .. import runtime
+from .. import runtime, tracing
 from ..errors import InvalidValueError, MissingDependencyError
 from ..execution import bounded
-from ..identifiers import filename_for
+from ..identifiers import filename_for, readable_name
 from ..llm.config import resolve_llm
 from ..llm.errors import LLMNotConfiguredError
 from ..redaction import redact_url
@@ -57,7 +57,14 @@ _RESOLVED = frozenset({"name", "knowledge", "tools", "token_counter", "context_b
 
 
 def module_key(name: str) -> str:
-    """The store's module name for an agent: injective, and free of the "." path separator."""
+    """The store's module name for an agent: injective, readable (``agent:Assistant``), and
+    free of the "." path separator."""
+    return "agent:" + readable_name(name)
+
+
+def escaped_module_key(name: str) -> str:
+    """The module name agents had before names stayed readable (``agent:%41ssistant``): a
+    session saved then keeps its agent's history under it."""
     return "agent:" + filename_for(name)
 
 
@@ -122,6 +129,7 @@ class Agent(StateModule):
 
     start = chat  # PraisonAI's name for the same call
 
+    @tracing.agent_turn
     async def achat(self, message: str, *, turn_key: str | None = None) -> str:
         """``chat`` for async code: the HTTP call and tools run off the event loop.
 
@@ -326,6 +334,12 @@ class Agent(StateModule):
 
     async def _load(self) -> None:
         await self.session.load_modules(**{self.key: self})
+        escaped = escaped_module_key(self.name)
+        if self.history or escaped == self.key:
+            return
+        if await self.session.message_count(f"{escaped}.history"):  # saved before readable names
+            self.key = escaped
+            await self.session.load_modules(**{self.key: self})
 
     def close(self) -> None:
         """Release the HTTP connections (the agent reconnects if used again)."""

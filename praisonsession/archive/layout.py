@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from ..errors import (
+    DamagedArchiveError,
     InvalidIdError,
     InvalidValueError,
     SessionCorruptedError,
@@ -92,7 +93,7 @@ def _bounded_lines(file: Any, source: Any) -> Iterator[bytes]:
 
 
 def _too_long(source: Any) -> SessionCorruptedError:
-    return SessionCorruptedError(
+    return DamagedArchiveError(
         named(source), f"a line is longer than {MAX_LINE:,} bytes, which no export writes"
     )
 
@@ -111,11 +112,11 @@ def verify(source: Any) -> int:
     end: Any = None
     for number, line in enumerate(lines_of(source)):
         if end is not None:
-            raise SessionCorruptedError(what, f"there is data after its end (line {number + 1})")
+            raise DamagedArchiveError(what, f"there is data after its end (line {number + 1})")
         try:
             record = decode(line)
         except ValueError:
-            raise SessionCorruptedError(what, f"line {number + 1} is not JSON") from None
+            raise DamagedArchiveError(what, f"line {number + 1} is not JSON") from None
         if number == 0:
             _check_header(record, what)
         if isinstance(record, dict) and "end" in record:
@@ -124,23 +125,23 @@ def verify(source: Any) -> int:
         digest.update(line)
         count += 1
     if end is None:
-        raise SessionCorruptedError(what, "it is cut short (no end line)")
+        raise DamagedArchiveError(what, "it is cut short (no end line)")
     if not isinstance(end, dict) or end.get("lines") != count:
-        raise SessionCorruptedError(what, "its line count does not match")
+        raise DamagedArchiveError(what, "its line count does not match")
     if end.get("sha256") != digest.hexdigest():
-        raise SessionCorruptedError(what, "its checksum does not match: it was altered")
+        raise DamagedArchiveError(what, "its checksum does not match: it was altered")
     return count
 
 
 def _check_header(record: Any, what: str) -> None:
     header = record.get("archive") if isinstance(record, dict) else None
     if not isinstance(header, dict) or header.get("format") != MAGIC:
-        raise SessionCorruptedError(what, "it is not a praisonsession archive")
+        raise DamagedArchiveError(what, "it is not a praisonsession archive")
     version = header.get("version")
     if version is None:
-        raise SessionCorruptedError(what, "its version is missing")
+        raise DamagedArchiveError(what, "its version is missing")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise SessionCorruptedError(what, f"its version {version!r:.20} is not a version")
+        raise DamagedArchiveError(what, f"its version {version!r:.20} is not a version")
     if version > ARCHIVE_VERSION:
         raise UnsupportedFormatError(what, version, ARCHIVE_VERSION)
 
@@ -161,7 +162,7 @@ class Records:
         self._number = -1
 
     def corrupt(self, detail: str) -> SessionCorruptedError:
-        return SessionCorruptedError(self.what, detail)
+        return DamagedArchiveError(self.what, detail)
 
     def peek(self) -> dict[str, Any] | None:
         """The next record, left in place; None at the end."""

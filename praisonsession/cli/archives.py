@@ -14,8 +14,10 @@ import click
 
 from ..archive import ArchiveSummary
 from ..async_session import AsyncSession
+from ..errors import ConflictError
 from ..stores.agentscope_files import layout_file, module_states, serialise_modules
 from . import main
+from .exit_codes import CommandFailed, ExitCode
 from .options import (
     json_option,
     progress_option,
@@ -160,7 +162,15 @@ def import_command(
     """
     source = _stdin_copy() if file == "-" else file
     with opened_store(store_url, create=True) as opened:
-        imported = opened.run(_import(opened, source, session_id, user_id, _showing(progress)))
+        try:
+            imported = opened.run(_import(opened, source, session_id, user_id, _showing(progress)))
+        except ConflictError as exc:
+            raise CommandFailed(
+                f"{str(exc).split(';')[0]}: import the archive under another id with "
+                "--session-id ID (or for another user with --user USER), or delete that "
+                "session first (praisonsession delete).",
+                ExitCode.FAILED,
+            ) from None
     if as_json:
         print_json(imported)
         return

@@ -3,12 +3,16 @@ from a shell (the same operations as ``Session.fork``, ``snapshot`` and ``restor
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import click
 
+from ..errors import ConflictError, SnapshotNotFoundError
+from ..identifiers import DEFAULT_USER
 from ..stores.record import SessionInfo
 from . import main
+from .exit_codes import CommandFailed, ExitCode
 from .options import json_option, session_argument, store_option, user_option, yes_option
 from .output import confirm, print_json, print_table, relative
 from .store_access import OpenedStore, opened_store
@@ -63,7 +67,15 @@ def fork(
       praisonsession fork chat_1 chat_1_retry --at agent.memory:4
     """
     with opened_store(store_url) as opened:
-        child = opened.run(_fork(opened, session_id, user_id, new_id, cut, to_user))
+        try:
+            child = opened.run(_fork(opened, session_id, user_id, new_id, cut, to_user))
+        except ConflictError as exc:
+            taken = _ids(new_id, to_user or user_id)
+            raise CommandFailed(
+                f"{str(exc).split(';')[0]}: name another NEW_ID (or none, for a fresh id), or "
+                f"delete that session first (praisonsession delete {taken}).",
+                ExitCode.FAILED,
+            ) from None
     if as_json:
         print_json({"session": child.to_json()})
         return
@@ -166,7 +178,14 @@ def restore(
                 f"Replace the content of session {session_id!r} of user {user_id!r} in "
                 f"{opened.shown_url} with snapshot {snapshot_id}?"
             )
-        info = opened.run(opened.store.restore_snapshot(session_id, user_id, snapshot_id))
+        try:
+            info = opened.run(opened.store.restore_snapshot(session_id, user_id, snapshot_id))
+        except SnapshotNotFoundError:
+            raise CommandFailed(
+                f"Session {session_id!r} of user {user_id!r} has no snapshot {snapshot_id!r}; "
+                f"list its snapshots with: praisonsession snapshots {_ids(session_id, user_id)}",
+                ExitCode.FAILED,
+            ) from None
     if as_json:
         print_json({"session": info.to_json(), "restored_from": snapshot_id})
     else:
@@ -174,6 +193,12 @@ def restore(
             f"Restored session {session_id!r} of user {user_id!r} from snapshot {snapshot_id}"
             f" (now at version {info.version})."
         )
+
+
+def _ids(session_id: str | None, user_id: str | None) -> str:
+    """``ID [--user USER]`` as a shell would take them back."""
+    words = shlex.quote(session_id or "")
+    return words if user_id in (None, DEFAULT_USER) else f"{words} --user {shlex.quote(user_id)}"
 
 
 def print_snapshots(snapshots: list[dict[str, Any]], indent: str = "") -> None:

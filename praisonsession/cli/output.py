@@ -90,6 +90,16 @@ def plural(count: int, noun: str, nouns: str | None = None) -> str:
 
 
 def confirm(question: str) -> None:
-    """Ask on stderr (stdout stays for the output); anything but yes, or no terminal to ask
-    on, ends the command with "Aborted!" and exit code 1."""
-    click.confirm(question, abort=True, err=True)
+    """Ask on stderr (stdout stays for the output); anything but yes ends the command with
+    "Aborted!" and exit code 1, and no answer at all (no terminal to ask on: a script, a
+    pipe, a cron job) says to pass ``--yes``."""
+    try:
+        answer = click.confirm(question, err=True)
+    except click.Abort:  # end of input: nobody there to answer
+        click.echo("", err=True)
+        raise click.ClickException(
+            "Aborted: no answer (there is no terminal to ask on). Pass --yes to go ahead "
+            "without the question."
+        ) from None
+    if not answer:
+        raise click.Abort()

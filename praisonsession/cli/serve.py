@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import InvalidValueError, PraisonSessionError
+from ..errors import InvalidValueError, PraisonSessionError, install_line
 from ..redaction import redact_url
 from . import main
 from .exit_codes import failure
@@ -121,7 +121,7 @@ def serve(
     except ImportError as exc:
         raise click.ClickException(
             f"The server needs FastAPI and uvicorn ({exc}). Install them with: "
-            'pip install "praisonsession[server]"'
+            f"{install_line('server')}."
         ) from None
     from ..server import runner
     from ..server.connections import Limits

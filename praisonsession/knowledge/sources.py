@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from ..errors import KnowledgeSourceError
+from ..errors import KnowledgeSourceError, install_line
 from ..redaction import redact_text, redact_url
 
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".rst", ".text", ".csv", ".json"})
@@ -103,7 +103,7 @@ def pdf_text(data: bytes, source: str) -> str:
         from pypdf.errors import PyPdfError
     except ImportError:
         raise KnowledgeSourceError(
-            f"Reading {source} needs pypdf: pip install 'praisonsession[memory]'."
+            f"Reading {source} needs pypdf: {install_line('memory')}."
         ) from None
     try:
         reader = PdfReader(io.BytesIO(data))

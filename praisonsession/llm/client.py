@@ -16,6 +16,7 @@ from typing import Any
 
 import requests
 
+from .. import tracing
 from ..execution import offload, remaining
 from ..redaction import redact_text
 from .config import LLMConfig
@@ -72,8 +73,10 @@ class ChatClient:
     ) -> ChatReply:
         """One chat completion: the request body is ``model``, ``messages``, the configured
         request fields, then ``tools`` and ``tool_choice`` when given."""
-        data = self._request(messages, tools, tool_choice)
-        return call_with_retries(lambda: self._post(data), self.config)
+        body = self._body(messages, tools, tool_choice)
+        data = _encode(body)
+        send = lambda: call_with_retries(lambda: self._post(data), self.config)  # noqa: E731
+        return tracing.chat_completion(self.config, body, send) if tracing.on else send()
 
     async def acomplete(
         self,
@@ -84,9 +87,9 @@ class ChatClient:
         """``complete`` for a running event loop: on the loop itself for an ``http://``
         endpoint reached without a proxy (see ``loop_http``), else in a worker thread."""
         connections = self._loop_connections()
-        if connections is None:
+        if connections is None or tracing.on:  # the span wraps the worker thread's call
             return await offload(self.complete, messages, tools, tool_choice)
-        data = self._request(messages, tools, tool_choice)
+        data = _encode(self._body(messages, tools, tool_choice))
 
         async def attempt() -> ChatReply:
             timeout = max(0.001, remaining(self.config.timeout))
@@ -95,19 +98,19 @@ class ChatClient:
 
         return await acall_with_retries(attempt, self.config)
 
-    def _request(
+    def _body(
         self,
         messages: Sequence[dict[str, Any]],
         tools: Sequence[dict[str, Any]] | None,
         tool_choice: str | None,
-    ) -> bytes:
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.config.model, "messages": list(messages)}
         body.update(self.config.params)
         if tools:
             body["tools"] = list(tools)
             if tool_choice is not None:
                 body["tool_choice"] = tool_choice
-        return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        return body
 
     def _loop_connections(self) -> LoopConnections | None:
         if not self._on_loop:
@@ -215,3 +218,7 @@ def _error_detail(content: bytes, limit: int = 300) -> str:
             if isinstance(data.get(key), str):
                 return data[key][:limit]
     return content.decode("utf-8", "replace").strip()[:limit]
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")

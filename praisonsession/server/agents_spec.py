@@ -77,4 +77,28 @@ def load_factory(target: str) -> Any:
             f"--agent {target} is a {type(factory).__name__}, not a factory; define "
             "def factory(session): return session.Agent(...)."
         )
+    _check_takes_a_session(factory, target)
     return factory
+
+
+def _check_takes_a_session(factory: Any, target: str) -> None:
+    """Refuse now, before listening, a callable that cannot be called as ``factory(session)``
+    (``os:getcwd``, a function of no arguments): otherwise the first chat gets HTTP 500."""
+    import inspect
+
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # some built-ins do not say: let the first call tell
+        return
+    try:
+        signature.bind(object())
+    except TypeError:
+        raise InvalidValueError(
+            f"--agent {target} cannot be called as {attribute_of(target)}(session): it takes "
+            f"{signature}. An agent factory takes one argument, the session, and returns its "
+            "agent: def factory(session): return session.Agent(...)."
+        ) from None
+
+
+def attribute_of(target: str) -> str:
+    return target.partition(":")[2] or target

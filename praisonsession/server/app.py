@@ -38,6 +38,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from .. import tracing
 from .._version import __version__
 from ..errors import (
     InvalidValueError,
@@ -149,6 +150,11 @@ class ServerApp:
         self._fallback = BodyLimit(api, max_body)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if tracing.on:
+            return await tracing.server_request(scope, receive, send, self._dispatch)
+        await self._dispatch(scope, receive, send)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             endpoint = self.routes.get((scope["method"], scope["path"]))
             if endpoint is not None:

@@ -52,8 +52,9 @@ def check_bind(host: str, token: str | None, secret: bytes | None = None) -> Non
     if not is_loopback(host) and not token and not secret:
         raise InvalidValueError(
             f"Refusing to serve on {host!r} without a token: anyone who can reach that "
-            "address could read and change every session. Pass --token (or set "
-            "PRAISONSESSION_REMOTE_TOKEN), e.g. --token \"$(python -c 'import secrets; "
+            "address could read and change every session. Set a token in the "
+            "environment, where `ps` does not show it (as it would show --token): export "
+            "PRAISONSESSION_REMOTE_TOKEN=\"$(python -c 'import secrets; "
             "print(secrets.token_urlsafe(32))')\", and give clients the same token "
             "(Session(agent_url=..., api_key=...)); or bind 127.0.0.1."
         )

@@ -67,34 +67,42 @@ class MessageLog(StateModule):
     # -- list behaviour -------------------------------------------------------------------
 
     def append(self, message: Message) -> None:
+        """Add one message at the end (a save appends it, rewriting nothing)."""
         self._messages.append(_checked(message, len(self._messages)))
 
     def extend(self, messages: Iterable[Message]) -> None:
+        """Add messages at the end (a save appends them, rewriting nothing)."""
         start = len(self._messages)
         new = [_checked(m, start + i) for i, m in enumerate(messages)]
         self._messages.extend(new)
 
     def clear(self) -> None:
+        """Remove every message (the next save rewrites the log)."""
         self._messages.clear()
         self._edited()
 
     def insert(self, index: int, message: Message) -> None:
+        """Insert a message before ``index`` (the next save rewrites the log)."""
         self._messages.insert(index, _checked(message, index))
         self._edited()
 
     def pop(self, index: int = -1) -> Message:
+        """Remove and return the message at ``index`` (the next save rewrites the log)."""
         message = self._messages.pop(index)
         self._edited()
         return message
 
     def remove(self, message: Message) -> None:
+        """Remove the first message equal to ``message`` (the next save rewrites the log)."""
         self._messages.remove(message)
         self._edited()
 
     def index(self, message: Message, start: int = 0, stop: int | None = None) -> int:
+        """The position of the first message equal to ``message``."""
         return self._messages.index(message, start, len(self) if stop is None else stop)
 
     def count(self, message: Message) -> int:
+        """How many messages equal ``message``."""
         return self._messages.count(message)
 
     def __contains__(self, message: object) -> bool:

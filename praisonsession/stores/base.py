@@ -239,6 +239,7 @@ class SessionBase(HierarchyOperations):
         return await self.read_record(self.record_key(session_id, user_id))
 
     async def exists(self, session_id: str, user_id: str = "") -> bool:
+        """True if the session is stored and has not expired."""
         return await self.get_info(session_id, user_id) is not None
 
     async def set_metadata(
@@ -315,6 +316,7 @@ class SessionBase(HierarchyOperations):
         *,
         must_exist: bool = False,
     ) -> JSONValue:
+        """One value of a session's state, or ``default`` if the key is not set."""
         state = await self.read_record_state(
             self.record_key(session_id, user_id), [check_key(name)], must_exist
         )
@@ -351,6 +353,7 @@ class SessionBase(HierarchyOperations):
     async def replace_state(
         self, session_id: str, user_id: str, state: dict[str, JSONValue], **options: Any
     ) -> int:
+        """Replace a session's whole state with ``state``, in one atomic step."""
         return await self.patch_state(session_id, user_id, state, replace=True, **options)
 
     async def compare_and_set(

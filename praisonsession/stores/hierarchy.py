@@ -26,8 +26,10 @@ from ..errors import (
     InvalidIdError,
     InvalidValueError,
     SessionNotFoundError,
+    SnapshotNotFoundError,
 )
 from ..identifiers import DEFAULT_USER, check_key, check_user_id, new_session_id
+from ..notebook_display import SnapshotList, TreeList, tree_html
 from .backend import UNSET, StoreBackend
 from .record import Key, SessionInfo, now
 
@@ -67,12 +69,18 @@ class SnapshotInfo(NamedTuple):
     version: int
     messages: int
 
+    def _repr_html_(self) -> str:
+        return SnapshotList([self])._repr_html_()
+
 
 class TreeNode(NamedTuple):
     """One session of a user's tree, and the sessions forked from it."""
 
     info: SessionInfo
     children: list[TreeNode]
+
+    def _repr_html_(self) -> str:
+        return tree_html([self])
 
 
 class HierarchyOperations(StoreBackend):
@@ -117,7 +125,7 @@ class HierarchyOperations(StoreBackend):
         if contents is not None and log not in contents.logs:
             held = ", ".join(sorted(contents.logs)) or "none"
             raise InvalidValueError(
-                f"at_message: session {source.session_id!r} has no message log {log!r} to cut; "
+                f"Session {source.session_id!r} has no message log {log!r} to cut; "
                 f"its logs: {held}."
             )
 
@@ -168,7 +176,7 @@ class HierarchyOperations(StoreBackend):
                         other.children.remove(node)
                 roots.append(node)
                 reach(node)
-        return sorted(roots, key=lambda node: node.info.session_id)
+        return TreeList(sorted(roots, key=lambda node: node.info.session_id))
 
     async def _lineage(self, key: Key) -> set[Key]:
         """The session and its ancestors, as far as links lead (a loop stops the walk)."""
@@ -194,6 +202,16 @@ class HierarchyOperations(StoreBackend):
             if len(page) < _PAGE:
                 return found
             after = page[-1].session_id
+
+    # -- logs -------------------------------------------------------------------------------
+
+    async def list_logs(self, session_id: str, user_id: str = "") -> dict[str, int]:
+        """The session's message logs by name, each with how many messages it holds."""
+        key = self.record_key(session_id, user_id)
+        contents = await self.read_record_contents(key)
+        if contents is None:
+            raise SessionNotFoundError(key.session_id, key.user_id)
+        return dict(sorted(contents.logs.items()))
 
     # -- snapshots --------------------------------------------------------------------------
 
@@ -232,7 +250,7 @@ class HierarchyOperations(StoreBackend):
             mine = [info for info in page if info.session_id.startswith(prefix)]
             found.extend(_snapshot_info(info) for info in mine)
             if len(page) < _PAGE or len(mine) < len(page):
-                return found
+                return SnapshotList(found)
             after = page[-1].session_id
 
     async def restore_snapshot(
@@ -248,10 +266,8 @@ class HierarchyOperations(StoreBackend):
                 source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, UNSET
             )
         except SessionNotFoundError:
-            raise SessionNotFoundError(
-                key.session_id,
-                key.user_id,
-                f"It has no snapshot {snapshot_id_of(snapshot)!r}; list them with snapshots().",
+            raise SnapshotNotFoundError(
+                key.session_id, key.user_id, snapshot_id_of(snapshot)
             ) from None
 
     async def delete_snapshot(

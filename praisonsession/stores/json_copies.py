@@ -50,6 +50,7 @@ class JSONCopies:
         replace: bool,
         ttl: Any,
     ) -> SessionInfo:
+        """The record onto another key in one atomic step (see ``StoreBackend.copy_record``)."""
         from ..execution import offload
 
         return await offload(
@@ -112,6 +113,8 @@ class JSONCopies:
             return info
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:
+        """What the live record holds, read in one step (see ``StoreBackend``)."""
+
         def work(doc: SessionDocument | None, at: float) -> tuple[SessionContents | None, None]:
             if doc is None:
                 return None, None

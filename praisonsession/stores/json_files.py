@@ -136,6 +136,7 @@ class JSONSession(JSONCopies, SessionBase):
     async def save_session_state(
         self, session_id: str | None = None, user_id: str = "", **state_modules: Any
     ) -> None:
+        """Save the named modules (see ``SessionBase.save_session_state``)."""
         if session_id is None and self.session_id is not None and not user_id:
             key = Key(DEFAULT_USER, self.session_id)
             return await self._save_file(Path(self.save_path), key, state_modules)
@@ -151,6 +152,7 @@ class JSONSession(JSONCopies, SessionBase):
         allow_not_exist: bool = True,
         **state_modules: Any,
     ) -> None:
+        """Load the named modules (see ``SessionBase.load_session_state``)."""
         if session_id is None and self.session_id is not None and not user_id:
             key = Key(DEFAULT_USER, self.session_id)
             path = Path(self.save_path)

@@ -69,9 +69,11 @@ class SessionInfo(NamedTuple):
         )
 
     def is_expired(self, at: float | None = None) -> bool:
+        """True if the session's expiry has passed at ``at`` (now by default)."""
         return self.expires_at is not None and self.expires_at <= (now() if at is None else at)
 
     def time_to_expiry(self, at: float | None = None) -> float | None:
+        """Seconds until the session expires (None if it never does; 0 once expired)."""
         if self.expires_at is None:
             return None
         return max(0.0, self.expires_at - (now() if at is None else at))
@@ -83,6 +85,7 @@ class SessionInfo(NamedTuple):
         return self._replace(expires_at=at + self.ttl)
 
     def to_json(self) -> dict[str, Any]:
+        """The info as JSON data (what ``--json`` prints and ``from_json`` reads)."""
         return {
             "format": self.format,
             "session_id": self.session_id,
@@ -257,8 +260,8 @@ def copied_info(
 def copy_conflict(target: Key) -> str:
     """The message when a copy would land on a session that exists."""
     return (
-        f"Session {target.session_id!r} of user {target.user_id!r} already exists; fork to a "
-        "new id (or leave new_session_id out for a fresh one), or delete it first."
+        f"Session {target.session_id!r} of user {target.user_id!r} already exists; copy to "
+        "another id (or to a fresh one, by giving none), or delete it first."
     )
 
 

@@ -358,6 +358,7 @@ class SqliteSession(SqliteCopies, SessionBase):
             future.exception()  # retrieved; _checkpoint suppresses SQLite's own errors
 
     async def close(self) -> None:
+        """Close this store's database connections (a later call opens them again)."""
         with self._connections_lock:
             connections, self._connections = self._connections, []
         for conn in connections:

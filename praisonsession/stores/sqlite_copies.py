@@ -69,6 +69,8 @@ class SqliteCopies:
         replace: bool,
         ttl: Any,
     ) -> SessionInfo:
+        """The record onto another key in one atomic step (see ``StoreBackend.copy_record``)."""
+
         def work(conn: sqlite3.Connection) -> SessionInfo:
             at = now()
             found = self._live_info(conn, source, at, must_exist=True)
@@ -96,6 +98,8 @@ class SqliteCopies:
         return await self._write(work)
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:
+        """What the live record holds, read in one step (see ``StoreBackend``)."""
+
         def work(conn: sqlite3.Connection) -> SessionContents | None:
             info = self._live_info(conn, key, now())
             if info is None:

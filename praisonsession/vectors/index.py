@@ -30,6 +30,7 @@ from ..errors import (
     InvalidValueError,
     MissingDependencyError,
     StoreUnavailableError,
+    install_line,
 )
 from ..redaction import redact_text, redact_url
 
@@ -80,7 +81,7 @@ def _new_client(location: str) -> Any:
     except ImportError:
         raise MissingDependencyError(
             "Memory and knowledge keep their vectors in ChromaDB, which is not installed. "
-            'Install it with: pip install "praisonsession[memory]"'
+            f"Install it with: {install_line('memory')}."
         ) from None
 
     settings = ChromaSettings(anonymized_telemetry=False)  # no traffic anywhere but to us

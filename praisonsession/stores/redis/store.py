@@ -20,6 +20,7 @@ from ...errors import (
     MissingDependencyError,
     SessionCorruptedError,
     SessionNotFoundError,
+    install_line,
 )
 from ...execution import loop_running_here
 from ...json_data import add_numbers, dumps
@@ -57,7 +58,7 @@ def _import_redis() -> Any:
     except ImportError:
         raise MissingDependencyError(
             "RedisSession needs the 'redis' package (redis-py 5 or newer). Install it with: "
-            'pip install "praisonsession[redis]"'
+            f"{install_line('redis')}."
         ) from None
     return redis
 
