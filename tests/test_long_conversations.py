@@ -6,6 +6,7 @@ SQLite files (and every backend where records have to travel with a session).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -552,3 +553,34 @@ def test_show_prints_summaries_and_usage(
     )
     assert as_json["usage"] == session.usage()
     assert as_json["summaries"]["Tutor"][-1] == agent.summaries[-1]
+
+
+def test_a_recall_during_background_indexing_embeds_no_turn_twice(store_url: str) -> None:
+    from praisonsession.embeddings.minilm import MiniLMEmbedder
+    from praisonsession.memory.turns import TurnIndex
+
+    embedded: list[str] = []
+
+    class Counting(MiniLMEmbedder):
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            embedded.extend(texts)
+            return super().embed(texts)
+
+    async def race() -> tuple[list[int], int, list[str]]:
+        async with AsyncSession("turns", store=store_url) as core:
+            messages = []
+            for number in range(12):
+                messages.append({"role": "user", "content": f"my locker is number {number}"})
+                messages.append({"role": "assistant", "content": f"noted: {number}"})
+            await core.append_messages("talk", messages)
+            embedder = Counting()
+            turns = TurnIndex(core, embedder)
+            counts = await asyncio.gather(turns.index("talk", 24), turns.index("talk", 20))
+            again = await turns.index("talk", 24)
+            assert len(embedder.embed(["probe"])[0]) == 384  # the real model ran
+            del embedded[-1]
+            return list(counts), again, embedded
+
+    counts, again, embedded = runtime.run(race())
+    assert counts == [12, 12] and again == 12  # the second waited and found them indexed
+    assert len(embedded) == 12 and len(set(embedded)) == 12  # each turn embedded once

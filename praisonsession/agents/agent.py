@@ -162,7 +162,7 @@ class Agent(StateModule):
             except BaseException:
                 self._turns.forget()  # the unsaved turn may be moved by the next refresh
                 raise
-        self._index_meanwhile(len(self.history))
+        self._index_meanwhile(len(self.history), request.window_start)
         return turn[-1]["content"]
 
     async def _request(self, client: ChatClient, message: str, context: str) -> Request:
@@ -237,11 +237,15 @@ class Agent(StateModule):
             self._recall_missing = str(exc)
             return []
 
-    def _index_meanwhile(self, before: int) -> None:
+    def _index_meanwhile(self, before: int, window_start: int) -> None:
         """Embed the saved turns in the background (each once, the new one here), so that when
         they leave the window the next recall finds them indexed and only ranks (a failure
-        here only moves the indexing to that recall)."""
+        here only moves the indexing to that recall). While the whole conversation still fits
+        the window nothing can be recalled, so nothing is embedded: a short chat costs no
+        embedding, and the first turn to leave the window brings the others in one batch."""
         if not (self.memory and self.recall_turns) or self._recall_missing or before <= 0:
+            return
+        if window_start <= 0:
             return
         task = asyncio.ensure_future(self.session.index_turns(self.log_name, before))
         self._indexing.add(task)
