@@ -31,6 +31,7 @@ demo: $(DEMO_STAMP)
 	$(DEMO_PY) -m praisonsession.demo
 
 test: $(STAMP)
+	sh tests/browser/install_chromium.sh  # Debian's chromium + driver for tests/test_ui_browser.py
 	$(PY) -m ruff check praisonsession tests benchmarks examples
 	$(PY) -m pytest
 	$(PY) -m mkdocs build --strict --quiet -f docs/mkdocs.yml --site-dir ../$(VENV)/site
@@ -54,6 +55,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_agentscope_agents.py
 	$(PY) benchmarks/bench_tracing.py
 	$(PY) benchmarks/bench_long_conversations.py
+	$(PY) benchmarks/bench_encryption.py
 
 docs: $(STAMP)
 	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site

@@ -39,6 +39,7 @@ COMMANDS = [
     "snapshot",
     "restore",
     "serve",
+    "ui",
 ]
 SCRIPT = Path(sys.executable).with_name("praisonsession")
 
@@ -120,7 +121,7 @@ def test_help_lists_every_command_and_what_the_exit_codes_mean() -> None:
     assert "130  interrupted" in result.stdout
 
 
-@pytest.mark.parametrize("command", [c for c in COMMANDS if c != "serve"])
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c not in ("serve", "ui")])
 def test_every_command_explains_itself_with_an_example(command: str) -> None:
     result = cli(command, "--help")
     assert result.exit_code == 0
@@ -151,6 +152,17 @@ def test_serve_off_loopback_without_a_token_puts_no_secret_on_the_command_line()
     message = one_line(result.stderr)
     assert result.exit_code == 2 and "Refusing to serve on '0.0.0.0' without a token" in message
     assert '--token "' not in message and "export PRAISONSESSION_REMOTE_TOKEN=" in message
+
+
+def test_ui_keeps_its_options_and_reports_a_bad_store_like_every_command() -> None:
+    result = cli("ui", "--help")
+    assert result.exit_code == 0 and "praisonsession ui --store" in result.stdout
+    for option in ("--store URL", "--token", "--user-token USER=TOKEN", "--port"):
+        assert option in result.stdout
+    result = cli("ui", "--store", "bogus://x")
+    assert result.exit_code == 2 and "Unknown store scheme 'bogus'" in one_line(result.stderr)
+    result = cli("ui", "--user-token", "alice")
+    assert result.exit_code == 2 and "is not USER=TOKEN" in result.stderr
 
 
 def test_serve_reports_a_bad_store_like_every_command() -> None:

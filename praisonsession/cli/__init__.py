@@ -41,3 +41,4 @@ from . import branches as _branches  # noqa: E402, F401 - fork, snapshots, snaps
 from . import keys as _keys  # noqa: E402, F401 - rekey
 from . import serve as _serve  # noqa: E402, F401 - serve
 from . import sessions as _sessions  # noqa: E402, F401 - list, show, delete, purge, erase-user
+from . import ui as _ui  # noqa: E402, F401 - ui

@@ -150,7 +150,7 @@ def serve(
     click.echo(
         f"praisonsession serve: agents {served}; store {redact_url(hosting.store.url)}; "
         f"{tokens + ' tokens accepted' if tokens else 'no token required (loopback only)'}; "
-        f"API docs at http://{host}:{port}/docs",
+        f"API docs at http://{host}:{port}/docs; sessions at http://{host}:{port}/ui/",
         err=True,
     )
     limits = Limits(header_timeout, body_timeout, idle_timeout, max_connections)

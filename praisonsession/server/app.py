@@ -10,6 +10,7 @@ Routes, for each agent path (``/agent`` by default):
   "version", "endpoints"}``; no token needed.
 - ``POST <path>/store/<operation>``: the store routes of remote sessions (see ``store_api``).
 - ``/docs``, ``/openapi.json``: the API, documented by FastAPI.
+- ``/ui/``: the session browser (read-only, behind the same token; see ``praisonsession.ui``).
 
 The routes that carry traffic are plain ASGI endpoints found by one dictionary lookup on
 (method, path): each reads its headers once, checks the token inline, reads the body within
@@ -127,6 +128,7 @@ def create_app(
             routes["POST", store_path(path, operation)] = Endpoint(route, access, max_body)
 
     api = _documented_api(routes, paths, hosting, store, close_store, health_body)
+    _add_browser(api, store, access)
     return ServerApp(api, hosting, routes, max_body, access)
 
 
@@ -404,6 +406,20 @@ def _documented_api(
         return JSONResponse(body, status_code=status)
 
     return api
+
+
+def _add_browser(api: FastAPI, store: SessionBase, access: Access) -> None:
+    """The session browser at ``/ui/``, read-only, behind the server's tokens: the admin token
+    sees every user, a user token only its own."""
+    from fastapi.responses import RedirectResponse
+
+    from ..ui import create_ui_app
+
+    @api.get("/ui", include_in_schema=False)
+    async def browser_home() -> RedirectResponse:
+        return RedirectResponse("/ui/")
+
+    api.mount("/ui", create_ui_app(store, access=access, close_store=False))
 
 
 def _about(path: str, hosting: AgentHosting, paths: list[str]) -> tuple[str, str, Any]:

@@ -8,6 +8,9 @@ of :class:`~praisonsession.stores.backend.StoreBackend`, which backends implemen
 never see an unchecked id or value. Module trees become documents through the codec in
 ``state/codec.py``; the hierarchy operations (``hierarchy.py``) and the ack bookkeeping
 (``acks.py``) live apart.
+
+One module past 500 lines, on purpose: it is the contract, every public store call with its
+checks beside the record operation it maps to, so a backend author reads one file.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ in one compare-and-set, so concurrent saves lose nothing.
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from ...errors import AmbiguousLegacyDataError, ConflictError, SessionCorruptedError
 from ...json_data import dumps
@@ -21,10 +22,18 @@ from ..base import Key
 from .keys import agentscope_owners
 from .replies import json_value
 
-if TYPE_CHECKING:
-    from .store import RedisSession
+__all__ = ["LayoutHost", "load_modules", "save_modules"]
 
-__all__ = ["load_modules", "save_modules"]
+
+class LayoutHost(Protocol):
+    """What this layout needs of the ``RedisSession`` it serves (the store passes itself)."""
+
+    default_ttl: float | None
+
+    def _agentscope_key(self, key: Key) -> str: ...
+
+    async def _retrying(self, work: Callable[[Any, int], Awaitable[Any]]) -> Any: ...
+
 
 # Replace the key only if it still holds what was read (its SHA1, or nothing): no lost save.
 _SAVE = """
@@ -65,7 +74,7 @@ _GET_SLIDING = "return redis.call('GETEX', KEYS[1], 'PX', ARGV[1])"
 _ATTEMPTS = 20
 
 
-def agentscope_key(store: RedisSession, key: Key) -> str:
+def agentscope_key(store: LayoutHost, key: Key) -> str:
     """AgentScope's key of ``key``; refused when other (user, session) pairs share it."""
     owners = agentscope_owners(key.user_id, key.session_id)
     name = store._agentscope_key(key)
@@ -80,7 +89,7 @@ def agentscope_key(store: RedisSession, key: Key) -> str:
     return name
 
 
-async def load_modules(store: RedisSession, key: Key) -> dict[str, Any] | None:
+async def load_modules(store: LayoutHost, key: Key) -> dict[str, Any] | None:
     """The module states under AgentScope's key (None if there is none); a TTL slides."""
     name = agentscope_key(store, key)
     ttl = _milliseconds(store.default_ttl)
@@ -94,7 +103,7 @@ async def load_modules(store: RedisSession, key: Key) -> dict[str, Any] | None:
     return None if value is None else _modules(value, key, name)
 
 
-async def save_modules(store: RedisSession, key: Key, states: dict[str, Any]) -> None:
+async def save_modules(store: LayoutHost, key: Key, states: dict[str, Any]) -> None:
     """Merge ``states`` into the modules under AgentScope's key, in one compare-and-set."""
     name = agentscope_key(store, key)
     ttl = _milliseconds(store.default_ttl)

@@ -1,0 +1,92 @@
+"""``praisonsession ui``: browse a store's sessions in a web page (read-only)."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import PraisonSessionError
+from ..redaction import redact_url
+from . import main
+from .exit_codes import failure
+from .options import store_option
+
+__all__ = ["ui"]
+
+
+@main.command(short_help="Browse sessions in a web page (read-only).")
+@store_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    envvar="PRAISONSESSION_REMOTE_TOKEN",
+    show_envvar=True,
+    default=None,
+    help="Token the page asks for (required off loopback).",
+)
+@click.option(
+    "--user-token",
+    "user_tokens",
+    metavar="USER=TOKEN",
+    multiple=True,
+    help="A token that sees only USER's sessions; repeat for several users.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="warning",
+    show_default=True,
+)
+def ui(
+    store_url: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    user_tokens: tuple[str, ...],
+    log_level: str,
+) -> None:
+    """Browse the store's users, sessions, state, history (with tool calls), summaries,
+    usage, snapshots and fork trees in a web page. Nothing is changed.
+
+    \b
+    Example:
+      praisonsession ui --store sqlite://sessions.db
+      then open http://127.0.0.1:8080/
+    """
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise click.ClickException(
+            f"The browser needs Starlette and uvicorn ({exc}). Install them with: "
+            'pip install "praisonsession[server]"'
+        ) from None
+    from ..server.runner import serve
+    from ..server.security import check_bind
+    from ..session_options import resolve_store
+    from ..settings import Settings
+    from ..ui import create_ui_app
+
+    by_token: dict[str, str] = {}
+    for pair in user_tokens:
+        user, equals, secret = pair.partition("=")
+        if not equals or not user or not secret.strip():
+            raise click.BadParameter(
+                f"{pair!r} is not USER=TOKEN, e.g. --user-token alice=s3cret-for-alice.",
+                param_hint="--user-token",
+            )
+        by_token[secret.strip()] = user
+    try:
+        check_bind(host, token or next(iter(by_token), None))
+        store = resolve_store(store_url, Settings())
+        app = create_ui_app(store, token=token, user_tokens=by_token, close_store=True)
+    except PraisonSessionError as exc:
+        raise failure(exc) from None
+    guarded = bool(token or by_token)
+    click.echo(
+        f"praisonsession ui: store {redact_url(store.url)}; "
+        f"token {'required' if guarded else 'not required (loopback only)'}; "
+        f"open http://{host}:{port}/",
+        err=True,
+    )
+    serve(app, host=host, port=port, log_level=log_level)

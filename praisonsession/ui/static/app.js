@@ -1,0 +1,274 @@
+// The session browser's page: reads the JSON API beside it and draws with DOM nodes only.
+// Every id and message is user data, so text goes in through textContent, never as HTML.
+"use strict";
+
+const PAGE = 50; // messages per history page; sessions per list page
+const TOKEN_KEY = "praisonsession-ui-token";
+const main = document.getElementById("main");
+const crumbs = document.getElementById("crumbs");
+let drawing = 0; // the newest navigation: an older one's late answer is dropped
+
+// -- building nodes --------------------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "text") node.textContent = String(value);
+    else if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function link(text, ...parts) {
+  return el("a", { href: route(...parts), text });
+}
+
+function route(...parts) {
+  return "#/" + parts.map((part) => encodeURIComponent(String(part))).join("/");
+}
+
+function when(seconds) {
+  if (seconds === null || seconds === undefined) return "never";
+  return new Date(seconds * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+
+function json(value) {
+  return JSON.stringify(value, null, 2);
+}
+
+function show(...nodes) {
+  main.replaceChildren(...nodes);
+}
+
+function setCrumbs(...items) {
+  const nodes = [link("users")];
+  for (const item of items) nodes.push(el("span", { class: "sep", text: "›" }), item);
+  crumbs.replaceChildren(...nodes);
+}
+
+function table(headers, rows, numeric) {
+  const head = el("tr", {}, headers.map((h, i) => el("th", { class: numeric && numeric[i] ? "num" : null, text: h })));
+  const body = rows.map((cells) =>
+    el("tr", {}, cells.map((cell, i) =>
+      el("td", { class: numeric && numeric[i] ? "num" : null }, cell instanceof Node ? cell : String(cell)))));
+  return el("table", {}, headers.some(Boolean) ? el("thead", {}, head) : null, el("tbody", {}, body));
+}
+
+// -- the API ---------------------------------------------------------------------------------
+
+class AuthNeeded extends Error {}
+
+async function api(path, params) {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(params || {})) {
+    if (value !== undefined && value !== null && value !== "") query.set(name, String(value));
+  }
+  const headers = { Accept: "application/json" };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = "Bearer " + token;
+  const answer = await fetch("api/" + path + "?" + query.toString(), { headers });
+  let body = null;
+  try { body = await answer.json(); } catch (e) { body = null; }
+  if (answer.status === 401) throw new AuthNeeded(body && body.detail ? body.detail : "Token needed");
+  if (!answer.ok) throw new Error(body && body.detail ? body.detail : "HTTP " + answer.status);
+  return body;
+}
+
+function askToken(message) {
+  const input = el("input", { type: "password", id: "token", placeholder: "token", autocomplete: "off" });
+  const form = el("form", {
+    class: "card",
+    onsubmit: (event) => {
+      event.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+      draw();
+    },
+  }, el("p", { text: message }), input, " ", el("button", { type: "submit", text: "Open" }));
+  show(el("h1", { text: "Token needed" }), form);
+}
+
+// -- views -----------------------------------------------------------------------------------
+
+async function usersView() {
+  setCrumbs();
+  const me = await api("me");
+  if (me.user !== null) { location.hash = route("user", me.user); return null; }
+  const { users } = await api("users");
+  const items = users.map((user) => el("li", {}, link(user, "user", user)));
+  return [
+    el("h1", { text: "Users" }),
+    users.length ? el("ul", { class: "list", id: "users" }, items) : el("p", { class: "muted", text: "No sessions in this store yet." }),
+  ];
+}
+
+async function userView(user, search, after) {
+  setCrumbs(link(user, "user", user));
+  const page = await api("sessions", { user, q: search, after, limit: PAGE });
+  const box = el("input", { type: "search", id: "search", placeholder: "search ids and titles", value: search || "" });
+  const form = el("form", {
+    class: "toolbar",
+    onsubmit: (event) => { event.preventDefault(); location.hash = route("user", user, box.value.trim()); },
+  }, box, el("button", { type: "submit", text: "Search" }), link("fork tree", "tree", user));
+  const rows = page.sessions.map((s) =>
+    el("li", {}, link(s.session_id, "session", user, s.session_id),
+      el("span", { class: "title", text: s.title || "" }),
+      el("span", { class: "muted", text: (s.forked ? "fork · " : "") + "updated " + when(s.updated_at) })));
+  const pager = el("div", { class: "toolbar" },
+    after ? el("button", { id: "first-page", onclick: () => { location.hash = route("user", user, search || ""); }, text: "« first" }) : null,
+    page.next ? el("button", { id: "next-page", onclick: () => { location.hash = route("user", user, search || "", page.next); }, text: "next »" }) : null);
+  return [
+    el("h1", {}, "Sessions of ", el("code", { text: user })),
+    form,
+    rows.length ? el("ul", { class: "list", id: "sessions" }, rows)
+      : el("p", { class: "muted", id: "no-sessions", text: search ? "No session id contains that text." : "No sessions." }),
+    pager,
+  ];
+}
+
+async function sessionView(user, id) {
+  setCrumbs(link(user, "user", user), link(id, "session", user, id));
+  const d = await api("session", { user, id });
+  const info = d.session;
+  const facts = [
+    ["user", info.user_id], ["created", when(info.created_at)], ["updated", when(info.updated_at)],
+    ["expires", when(info.expires_at)], ["version", info.version],
+    ["parent", d.parent ? link(d.parent.session_id, "session", d.parent.user_id, d.parent.session_id) : "none"],
+    ["children", d.children.length ? el("span", {}, d.children.map((c, i) => [i ? ", " : "", link(c, "session", user, c)])) : "none"],
+  ];
+  const metadata = Object.fromEntries(Object.entries(info.metadata).filter(([k]) => k !== "parent"));
+  if (Object.keys(metadata).length) facts.push(["metadata", el("pre", { text: json(metadata) })]);
+  const stateKeys = Object.keys(d.state).sort();
+  const usageCols = ["turns", "requests", "prompt_tokens", "completion_tokens", "total_tokens"];
+  const usageRows = Object.entries(d.usage.agents).map(([name, t]) => [name, ...usageCols.map((c) => t[c])]);
+  if (usageRows.length) usageRows.push(["(session)", ...usageCols.map((c) => d.usage.session[c])]);
+  const summaries = Object.entries(d.summaries).flatMap(([agent, records]) =>
+    records.map((r) => el("div", { class: "card summary" },
+      el("div", { class: "muted", text: `${agent} · version ${r.version} · covers messages ${(r.covers || []).join("–")} · ${r.method || ""}` }),
+      el("pre", { text: typeof r.content === "string" ? r.content : json(r.content) }))));
+  return [
+    el("h1", {}, "Session ", el("code", { id: "session-id", text: info.session_id })),
+    el("div", { class: "toolbar" }, link("fork tree", "tree", user, id)),
+    el("div", { class: "card" }, table(["", ""], facts)),
+    el("h2", { text: `Message logs (${d.logs.length})` }),
+    d.logs.length ? el("div", { id: "logs" }, table(["log", "messages"],
+      d.logs.map((l) => [link(l.log, "log", user, id, l.log, 1), l.messages]), [false, true]))
+      : el("p", { class: "muted", text: "No message logs." }),
+    el("h2", { text: `State (${stateKeys.length} keys)` }),
+    stateKeys.length ? el("div", { id: "state" }, table(["key", "value"], stateKeys.map((k) => [el("code", { text: k }), el("pre", { text: json(d.state[k]) })])))
+      : el("p", { class: "muted", text: "No state." }),
+    el("h2", { text: `Summaries (${summaries.length})` }),
+    el("div", { id: "summaries" }, summaries.length ? summaries : el("p", { class: "muted", text: "No summaries: compaction has not run in this session." })),
+    el("h2", { text: "Usage" }),
+    el("div", { id: "usage" }, usageRows.length ? table(["agent", ...usageCols], usageRows, [false, true, true, true, true, true])
+      : el("p", { class: "muted", text: "No usage recorded." })),
+    el("h2", { text: `Snapshots (${d.snapshots.length})` }),
+    d.snapshots.length ? el("div", { id: "snapshots" }, table(["snapshot", "label", "taken", "version", "messages"],
+      d.snapshots.map((s) => [el("code", { text: s.snapshot_id }), s.label || "", when(s.created_at), s.version, s.messages]),
+      [false, false, false, true, true]))
+      : el("p", { class: "muted", text: "No snapshots." }),
+    el("h2", { text: "Modules" }),
+    el("p", { class: d.modules.length ? null : "muted", text: d.modules.join(", ") || "none" }),
+  ];
+}
+
+function messageNode(message, index) {
+  const role = typeof message.role === "string" ? message.role : "?";
+  const meta = el("div", { class: "meta" }, el("span", { class: "role", text: role }), "#" + (index + 1),
+    message.name ? " · " + message.name : "", message.tool_call_id ? " · answers " + message.tool_call_id : "");
+  const content = message.content;
+  const body = content === undefined || content === null ? null
+    : el("pre", { class: "content", text: typeof content === "string" ? content : json(content) });
+  const calls = Array.isArray(message.tool_calls) ? message.tool_calls.map((call) => {
+    const fn = (call && call.function) || {};
+    let args = fn.arguments;
+    if (typeof args === "string") { try { args = json(JSON.parse(args)); } catch (e) { /* shown as sent */ } }
+    else args = json(args);
+    return el("div", { class: "toolcall" },
+      el("div", {}, "tool call ", el("span", { class: "name", text: fn.name || "?" }), el("span", { class: "muted", text: call && call.id ? " · " + call.id : "" })),
+      el("pre", { text: args === undefined ? "" : String(args) }));
+  }) : [];
+  const known = new Set(["role", "content", "name", "tool_calls", "tool_call_id"]);
+  const extra = Object.fromEntries(Object.entries(message).filter(([k]) => !known.has(k)));
+  return el("div", { class: "message role-" + role.replace(/[^a-z]/g, ""), "data-index": index },
+    meta, body, calls, Object.keys(extra).length ? el("pre", { class: "muted", text: json(extra) }) : null);
+}
+
+async function logView(user, id, log, pageText) {
+  const page = Math.max(1, parseInt(pageText, 10) || 1);
+  setCrumbs(link(user, "user", user), link(id, "session", user, id), link(log, "log", user, id, log, 1));
+  const d = await api("messages", { user, id, log, start: (page - 1) * PAGE, limit: PAGE });
+  const pages = Math.max(1, Math.ceil(d.total / PAGE));
+  const go = (n) => { location.hash = route("log", user, id, log, Math.min(Math.max(1, n), pages)); };
+  const jump = el("input", { type: "number", id: "page-input", min: 1, max: pages, value: page });
+  const bar = () => el("div", { class: "toolbar" },
+    el("button", { class: "first", disabled: page <= 1, onclick: () => go(1), text: "« first" }),
+    el("button", { class: "prev", disabled: page <= 1, onclick: () => go(page - 1), text: "‹ prev" }),
+    el("span", { class: "page-info", text: `page ${page} of ${pages} · messages ${d.total ? d.start + 1 : 0}–${d.start + d.messages.length} of ${d.total}` }),
+    el("button", { class: "next", disabled: page >= pages, onclick: () => go(page + 1), text: "next ›" }),
+    el("button", { class: "last", disabled: page >= pages, onclick: () => go(pages), text: "last »" }));
+  const jumper = el("form", { class: "toolbar", onsubmit: (e) => { e.preventDefault(); go(parseInt(jump.value, 10) || 1); } },
+    "go to page ", jump, el("button", { type: "submit", text: "go" }));
+  return [
+    el("h1", {}, "History ", el("code", { text: log })),
+    bar(), jumper,
+    el("div", { id: "messages" }, d.messages.map((m, i) => messageNode(m, d.start + i))),
+    d.messages.length ? bar() : el("p", { class: "muted", text: "No messages on this page." }),
+  ];
+}
+
+async function treeView(user, current) {
+  setCrumbs(link(user, "user", user), current ? link(current, "session", user, current) : null, el("span", { text: "fork tree" }));
+  const { tree } = await api("tree", { user });
+  function branch(node) {
+    const label = el("a", { class: "node" + (node.session_id === current ? " current" : ""), href: route("session", user, node.session_id), text: node.session_id });
+    return el("li", {}, label, node.children.length ? el("ul", {}, node.children.map(branch)) : null);
+  }
+  function holds(node) {
+    const stack = [node];
+    while (stack.length) {
+      const next = stack.pop();
+      if (next.session_id === current) return true;
+      stack.push(...next.children);
+    }
+    return false;
+  }
+  // a session's page shows the tree it belongs to; the user's page shows every tree
+  const mine = current ? tree.filter(holds) : tree;
+  const shown = mine.length ? mine : tree;
+  return [
+    el("h1", {}, "Fork tree of ", el("code", { text: current && mine.length ? current : user })),
+    current ? el("div", { class: "toolbar" }, link(`all of ${user}'s sessions as trees`, "tree", user)) : null,
+    shown.length ? el("ul", { class: "tree", id: "tree" }, shown.map(branch)) : el("p", { class: "muted", text: "No sessions." }),
+  ];
+}
+
+// -- routing ---------------------------------------------------------------------------------
+
+const VIEWS = { "": usersView, user: userView, session: sessionView, log: logView, tree: treeView };
+
+async function draw() {
+  const mine = ++drawing;
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map((p) => decodeURIComponent(p));
+  const view = VIEWS[parts[0]] || usersView;
+  try {
+    const nodes = await view(...parts.slice(1));
+    if (mine !== drawing || nodes === null) return;
+    show(...nodes);
+    document.title = "praisonsession · " + (parts.slice(1, 3).filter(Boolean).join(" · ") || "users");
+    window.scrollTo(0, 0);
+  } catch (error) {
+    if (mine !== drawing) return;
+    if (error instanceof AuthNeeded) askToken(error.message);
+    else show(el("div", { class: "card error", id: "error", text: error.message }));
+  }
+}
+
+window.addEventListener("hashchange", draw);
+draw();

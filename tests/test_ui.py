@@ -1,0 +1,273 @@
+"""The session browser's JSON API and command, over a real SQLite store served by a real
+``praisonsession ui`` (and ``serve``) process on 127.0.0.1. The page itself is driven in
+Chromium by test_ui_browser.py."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from praisonsession import runtime
+from praisonsession.session_options import resolve_store
+from praisonsession.settings import Settings
+from praisonsession.stores.base import SessionBase
+from remote_server import SessionServer
+from ui_seed import HISTORY, LONG, NASTY_ID, seed_store
+from ui_server import UIServer
+
+pytestmark = pytest.mark.timeout(120)
+
+ADMIN = "admin-token-for-tests"
+ALICE = "alice-token-for-tests"
+
+
+def seeded(path: Path, long_messages: int = 10_000) -> str:
+    url = f"sqlite:///{path}"
+
+    async def fill() -> None:
+        store = resolve_store(url, Settings())
+        try:
+            await seed_store(store, long_messages)
+        finally:
+            await store.close()
+
+    asyncio.run(fill())
+    return url
+
+
+@pytest.fixture(scope="module")
+def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return seeded(tmp_path_factory.mktemp("ui") / "sessions.db")
+
+
+@pytest.fixture(scope="module")
+def ui(store_url: str) -> Iterator[UIServer]:
+    with UIServer(store_url) as server:
+        yield server
+
+
+def get(
+    server: UIServer, path: str, token: str | None = None, **params: object
+) -> requests.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return requests.get(server.base_url + path, params=params, headers=headers, timeout=30)
+
+
+def test_users_and_the_page_files(ui: UIServer) -> None:
+    assert get(ui, "/api/users").json() == {"users": ["alice", "bob"]}
+    page = get(ui, "/")
+    assert page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert '<script src="app.js"' in page.text
+    assert "textContent" in get(ui, "/app.js").text
+    assert get(ui, "/style.css").headers["content-type"].startswith("text/css")
+    assert get(ui, "/nothing.js").status_code == 404
+
+
+def test_sessions_page_by_page_and_search(ui: UIServer) -> None:
+    seen: list[str] = []
+    after = None
+    while True:
+        page = get(ui, "/api/sessions", user="alice", limit=7, after=after).json()
+        seen += [row["session_id"] for row in page["sessions"]]
+        after = page["next"]
+        if after is None:
+            break
+    assert len(seen) == 66 and seen == sorted(seen) and len(set(seen)) == 66
+    assert NASTY_ID in seen and LONG in seen
+    found = get(ui, "/api/sessions", user="alice", q="TRIP").json()
+    assert [row["session_id"] for row in found["sessions"]] == [
+        "trip-lisbon-family",
+        "trip-planning",
+        "trip-porto",
+        "trip-porto-budget",
+    ]
+    assert found["next"] is None
+    assert [row["forked"] for row in found["sessions"]] == [True, False, True, True]
+    titled = get(ui, "/api/sessions", user="alice", q="to lisbon").json()["sessions"]
+    assert "trip-planning" in [row["session_id"] for row in titled]
+    assert all(row["title"] == "Trip to Lisbon" for row in titled)
+
+
+def test_a_sessions_state_summaries_usage_and_snapshots(ui: UIServer) -> None:
+    details = get(ui, "/api/session", user="alice", id="trip-planning").json()
+    assert details["session"]["metadata"] == {"title": "Trip to Lisbon"}
+    assert details["state"] == {"city": "Lisbon", "budget_eur": 1200, "dates": ["May 3", "May 9"]}
+    assert details["children"] == ["trip-lisbon-family", "trip-porto"]
+    assert details["parent"] is None
+    assert {"log": HISTORY, "messages": 7} in details["logs"]
+    [summary] = details["summaries"]["assistant"]
+    assert summary["covers"] == [0, 5]
+    # two turns (352 + 427 tokens) and the summary call (250)
+    assert details["usage"]["session"]["total_tokens"] == 352 + 427 + 250
+    assert details["usage"]["agents"]["assistant"]["requests"] == 4
+    [snapshot] = details["snapshots"]
+    assert snapshot["label"] == "before-booking" and snapshot["messages"] == 10
+    fork = get(ui, "/api/session", user="alice", id="trip-porto").json()
+    assert fork["parent"] == {"session_id": "trip-planning", "user_id": "alice"}
+
+
+def test_history_is_read_one_page_at_a_time(ui: UIServer) -> None:
+    page = get(ui, "/api/messages", user="alice", id=LONG, log=HISTORY, start=9950, limit=50)
+    body = page.json()
+    assert body["total"] == 10_000 and body["start"] == 9950
+    assert [m["content"] for m in body["messages"]] == [f"message {n}" for n in range(9950, 10_000)]
+    past = get(ui, "/api/messages", user="alice", id=LONG, log=HISTORY, start=20_000).json()
+    assert past["messages"] == [] and past["total"] == 10_000
+    calls = get(ui, "/api/messages", user="alice", id="trip-planning", log=HISTORY).json()
+    assert calls["messages"][2]["tool_calls"][0]["function"]["name"] == "get_weather"
+
+
+def test_the_fork_tree(ui: UIServer) -> None:
+    tree = get(ui, "/api/tree", user="alice").json()["tree"]
+    [root] = [node for node in tree if node["session_id"] == "trip-planning"]
+    assert [child["session_id"] for child in root["children"]] == [
+        "trip-lisbon-family",
+        "trip-porto",
+    ]
+    [porto] = [c for c in root["children"] if c["session_id"] == "trip-porto"]
+    assert [c["session_id"] for c in porto["children"]] == ["trip-porto-budget"]
+    assert "trip-porto" not in [node["session_id"] for node in tree]
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "status", "said"),
+    [
+        ("/api/sessions", {"user": "alice", "limit": 0}, 400, "limit must be"),
+        ("/api/sessions", {"user": "alice", "limit": "ten"}, 400, "whole number"),
+        ("/api/messages", {"user": "alice", "id": LONG, "log": HISTORY, "start": -1}, 400, "start"),
+        ("/api/messages", {"user": "alice", "id": LONG}, 400, "Name the log"),
+        ("/api/session", {"user": "alice", "id": "no-such"}, 404, "does not exist"),
+        ("/api/messages", {"user": "alice", "id": "no-such", "log": HISTORY}, 404, "no-such"),
+        ("/api/session", {"user": "alice"}, 400, "session_id"),
+    ],
+)
+def test_bad_requests_get_typed_errors(
+    ui: UIServer, path: str, params: dict, status: int, said: str
+) -> None:
+    answer = get(ui, path, **params)
+    assert answer.status_code == status, answer.text
+    assert said in answer.json()["error"]["message"]
+
+
+def test_tokens_guard_the_api_and_a_user_token_sees_one_user(store_url: str) -> None:
+    args = ("--user-token", f"alice={ALICE}")
+    with UIServer(store_url, token=ADMIN, args=args) as server:
+        assert get(server, "/").status_code == 200  # the page holds no data
+        refused = get(server, "/api/users")
+        assert refused.status_code == 401 and "no token" in refused.json()["error"]["message"]
+        assert get(server, "/api/users", token="wrong").status_code == 401
+        assert get(server, "/api/users", token=ADMIN).json() == {"users": ["alice", "bob"]}
+        assert get(server, "/api/me", token=ALICE).json()["user"] == "alice"
+        assert get(server, "/api/users", token=ALICE).json() == {"users": ["alice"]}
+        assert get(server, "/api/sessions", token=ALICE, user="alice").status_code == 200
+        other = get(server, "/api/session", token=ALICE, user="bob", id="support")
+        assert other.status_code == 403 and "only user 'alice'" in other.json()["error"]["message"]
+        assert get(server, "/api/tree", token=ALICE, user="bob").status_code == 403
+
+
+def test_the_command_refuses_to_serve_beyond_loopback_without_a_token(store_url: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "praisonsession", "ui", "--store", store_url, "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},
+    )
+    assert done.returncode != 0
+    assert "without a token" in done.stderr
+
+
+def test_serve_has_the_browser_behind_its_tokens(store_url: str, tmp_path: Path) -> None:
+    from praisonsession.server.tokens import issue_token
+
+    secret = "a-secret-of-the-ui-tests-" + "z" * 40
+    secret_file = tmp_path / "server.secret"
+    secret_file.write_text(secret + "\n")
+    alice = issue_token(secret.encode(), "alice", 600)
+    args = ("--secret-file", str(secret_file))
+    with SessionServer(store_url, token=ADMIN, args=args) as server:
+
+        def ask(path: str, token: str, **params: str) -> Any:
+            headers = {"Authorization": f"Bearer {token}"}
+            return requests.get(server.base_url + path, params=params, headers=headers, timeout=30)
+
+        assert ask("/ui/api/users", alice).json() == {"users": ["alice"]}
+        assert ask("/ui/api/session", alice, user="alice", id="trip-planning").status_code == 200
+        assert ask("/ui/api/session", alice, user="bob", id="support").status_code == 403
+        assert ask("/ui/api/users", ADMIN).json() == {"users": ["alice", "bob"]}
+        home = requests.get(server.base_url + "/ui", timeout=30)
+        assert home.url.endswith("/ui/") and "<main" in home.text
+        assert requests.get(server.base_url + "/ui/api/users", timeout=30).status_code == 401
+        answer = requests.get(
+            server.base_url + "/ui/api/session",
+            params={"user": "alice", "id": "trip-planning"},
+            headers={"Authorization": f"Bearer {ADMIN}"},
+            timeout=30,
+        )
+        assert answer.json()["state"]["city"] == "Lisbon"
+
+
+def test_no_view_reads_a_whole_history_and_usage_counts_as_show_does(store_url: str) -> None:
+    from praisonsession.agents.usage import usage_totals
+    from praisonsession.ui.browse import SessionBrowser
+
+    reads: list[tuple[str, str, int, int | None]] = []
+
+    async def look() -> tuple[dict, dict, dict]:
+        store = resolve_store(store_url, Settings())
+        read = store.read_messages
+
+        async def counted(session_id, user_id, log, start=0, stop=None):  # type: ignore[no-untyped-def]
+            reads.append((session_id, log, start, stop))
+            return await read(session_id, user_id, log, start, stop)
+
+        store.read_messages = counted  # type: ignore[method-assign]
+        try:
+            browser = SessionBrowser(store)
+            overview = await browser.session("alice", LONG)
+            await browser.messages("alice", LONG, HISTORY, start=5000, limit=50)
+            details = await browser.session("alice", "trip-planning")
+            logs = {
+                entry["log"]: await read("trip-planning", "alice", entry["log"])
+                for entry in details["logs"]
+            }
+            return overview, details, logs
+        finally:
+            await store.close()
+
+    overview, details, logs = asyncio.run(look())
+    assert {"log": HISTORY, "messages": 10_000} in overview["logs"]
+    assert [r for r in reads if r[0] == LONG] == [(LONG, HISTORY, 5000, 5050)]
+    assert details["usage"] == usage_totals(logs)
+
+
+def test_every_backend_serves_the_browser_views(store: SessionBase) -> None:
+    """The views call public store operations only, so each backend answers them alike."""
+    from praisonsession.ui.browse import SessionBrowser
+
+    async def look() -> None:
+        await seed_store(store, long_messages=120)
+        browser = SessionBrowser(store)
+        assert await browser.users() == ["alice", "bob"]
+        first = await browser.sessions("alice", limit=40)
+        rest = await browser.sessions("alice", limit=40, after=first["next"])
+        ids = [row["session_id"] for row in first["sessions"] + rest["sessions"]]
+        assert len(ids) == 66 and ids == sorted(ids) and rest["next"] is None
+        details = await browser.session("alice", "trip-planning")
+        assert details["state"]["city"] == "Lisbon" and len(details["snapshots"]) == 1
+        assert details["usage"]["session"]["total_tokens"] == 352 + 427 + 250
+        page = await browser.messages("alice", LONG, HISTORY, start=100, limit=50)
+        assert page["total"] == 120
+        assert [m["content"] for m in page["messages"]] == [f"message {n}" for n in range(100, 120)]
+        [root] = [n for n in await browser.tree("alice") if n["session_id"] == "trip-planning"]
+        assert [c["session_id"] for c in root["children"]] == ["trip-lisbon-family", "trip-porto"]
+
+    runtime.run(look())
