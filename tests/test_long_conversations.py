@@ -6,6 +6,7 @@ SQLite files (and every backend where records have to travel with a session).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable
@@ -24,12 +25,23 @@ from praisonsession import (
     erase_user,
     runtime,
 )
-from praisonsession.agents.compaction import SUMMARY_PROMPT, extractive_summary, latest_summary
-from praisonsession.agents.context_window import DEFAULT_CONTEXT_BUDGET, default_budget
+from praisonsession.agents.compaction import (
+    SUMMARY_PROMPT,
+    extractive_summary,
+    latest_summary,
+    needs_compaction,
+)
+from praisonsession.agents.context_window import (
+    DEFAULT_CONTEXT_BUDGET,
+    default_budget,
+    split_turns,
+)
 from praisonsession.agents.tokens import (
     CUT_MARKER,
+    CachedCounter,
     EncodingCounter,
     EstimatedCounter,
+    coerce_counter,
     cut_to_tokens,
     estimate_tokens,
     message_tokens,
@@ -123,6 +135,43 @@ def test_a_text_cut_to_a_token_count_ends_with_a_marker_saying_how_much_was_left
     assert counter.count(cut) <= 50
     assert cut.endswith(CUT_MARKER.format(cut=len(text) - len(cut.split("\n[")[0])))
     assert cut_to_tokens("short", 50, counter) == "short"
+
+
+def test_a_cached_counter_counts_each_text_once_and_answers_like_the_counter() -> None:
+    calls: list[str] = []
+
+    def words(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    plain = EstimatedCounter()
+    cached = CachedCounter(EncodingCounter(type("E", (), {"encode": staticmethod(str.split)}), "w"))
+    texts = ["one two", "three", "one two", "four five six", "three"]
+    assert [cached.count(t) for t in texts] == [2, 1, 2, 3, 1]
+    assert cached.exact and cached.name == "w"
+    counting = CachedCounter(coerce_counter(words), size=2)
+    assert [counting.count(t) for t in [*texts, "one two"]] == [2, 1, 2, 3, 1, 2]
+    assert calls == ["one two", "three", "four five six", "one two"]  # the oldest gave way
+    estimated = CachedCounter(plain)
+    sample = "Grace Hopper's compiler, 1952: 3 passes."
+    assert estimated.count(sample) == plain.count(sample) == estimate_tokens(sample)
+    assert not estimated.exact
+
+
+def test_the_compaction_check_agrees_with_counting_every_turn() -> None:
+    history: list[dict[str, Any]] = []
+    for number in range(40):
+        history.append({"role": "user", "content": f"question {number}"})
+        if number % 3 == 0:
+            history.append({"role": "assistant", "content": "", "tool_calls": []})
+            history.append({"role": "tool", "tool_call_id": "c", "content": "x"})
+        history.append({"role": "assistant", "content": f"answer {number}"})
+    for covered in (0, 1, 7, 30):
+        for window_start in (0, 5, 30, 61, len(history)):
+            for every in (1, 3, 8, 50):
+                turns = len(split_turns(history[covered:window_start]))
+                expected = window_start > covered and turns >= every
+                assert needs_compaction(history, covered, window_start, every) is expected
 
 
 def test_a_token_counter_can_be_a_function_and_a_wrong_one_is_refused(
@@ -504,3 +553,34 @@ def test_show_prints_summaries_and_usage(
     )
     assert as_json["usage"] == session.usage()
     assert as_json["summaries"]["Tutor"][-1] == agent.summaries[-1]
+
+
+def test_a_recall_during_background_indexing_embeds_no_turn_twice(store_url: str) -> None:
+    from praisonsession.embeddings.minilm import MiniLMEmbedder
+    from praisonsession.memory.turns import TurnIndex
+
+    embedded: list[str] = []
+
+    class Counting(MiniLMEmbedder):
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            embedded.extend(texts)
+            return super().embed(texts)
+
+    async def race() -> tuple[list[int], int, list[str]]:
+        async with AsyncSession("turns", store=store_url) as core:
+            messages = []
+            for number in range(12):
+                messages.append({"role": "user", "content": f"my locker is number {number}"})
+                messages.append({"role": "assistant", "content": f"noted: {number}"})
+            await core.append_messages("talk", messages)
+            embedder = Counting()
+            turns = TurnIndex(core, embedder)
+            counts = await asyncio.gather(turns.index("talk", 24), turns.index("talk", 20))
+            again = await turns.index("talk", 24)
+            assert len(embedder.embed(["probe"])[0]) == 384  # the real model ran
+            del embedded[-1]
+            return list(counts), again, embedded
+
+    counts, again, embedded = runtime.run(race())
+    assert counts == [12, 12] and again == 12  # the second waited and found them indexed
+    assert len(embedded) == 12 and len(set(embedded)) == 12  # each turn embedded once

@@ -37,7 +37,7 @@ from .compaction import compact, latest_summary, needs_compaction
 from .context_window import Request, assemble, default_budget, fit_turn
 from .prompt import system_prompt
 from .spec import AgentSpec
-from .tokens import coerce_counter, message_tokens
+from .tokens import CachedCounter, coerce_counter, message_tokens
 from .tools import Toolbox
 from .usage import add_usage, usage_record
 
@@ -109,7 +109,8 @@ class Agent(StateModule):
                 setattr(self, option.name, getattr(spec, option.name))
         self.knowledge = None if spec.knowledge is None else list(spec.knowledge)
         self.tools = toolbox
-        self.token_counter = counter
+        # the recent turns are counted again on every turn: each text is counted once
+        self.token_counter = CachedCounter(counter)
         self.context_budget = (
             spec.context_budget
             or getattr(self.session.settings, "context_budget", None)
@@ -161,7 +162,7 @@ class Agent(StateModule):
             except BaseException:
                 self._turns.forget()  # the unsaved turn may be moved by the next refresh
                 raise
-        self._index_meanwhile(len(self.history))
+        self._index_meanwhile(len(self.history), request.window_start)
         return turn[-1]["content"]
 
     async def _request(self, client: ChatClient, message: str, context: str) -> Request:
@@ -236,11 +237,15 @@ class Agent(StateModule):
             self._recall_missing = str(exc)
             return []
 
-    def _index_meanwhile(self, before: int) -> None:
+    def _index_meanwhile(self, before: int, window_start: int) -> None:
         """Embed the saved turns in the background (each once, the new one here), so that when
         they leave the window the next recall finds them indexed and only ranks (a failure
-        here only moves the indexing to that recall)."""
+        here only moves the indexing to that recall). While the whole conversation still fits
+        the window nothing can be recalled, so nothing is embedded: a short chat costs no
+        embedding, and the first turn to leave the window brings the others in one batch."""
         if not (self.memory and self.recall_turns) or self._recall_missing or before <= 0:
+            return
+        if window_start <= 0:
             return
         task = asyncio.ensure_future(self.session.index_turns(self.log_name, before))
         self._indexing.add(task)

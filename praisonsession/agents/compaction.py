@@ -75,10 +75,20 @@ def latest_summary(records: Sequence[Message], history_length: int) -> Message |
 def needs_compaction(
     history: Sequence[Message], covered: int, window_start: int, every: int
 ) -> bool:
-    """Whether at least ``every`` turns between ``covered`` and the window are unsummarised."""
+    """Whether at least ``every`` turns between ``covered`` and the window are unsummarised.
+
+    Reads from ``covered`` on only until it has counted ``every`` turns (each starts at a user
+    message, or at ``covered``), so a turn's check does not grow with the history.
+    """
     if window_start - covered <= 0:
         return False
-    return len(split_turns(history[covered:window_start])) >= every
+    turns = 0
+    for index in range(covered, window_start):
+        if index == covered or history[index].get("role") == "user":
+            turns += 1
+            if turns >= every:
+                return True
+    return False
 
 
 def transcript(messages: Sequence[Message], offset: int = 0) -> str:

@@ -18,6 +18,7 @@ An estimate can be short by a few percent, so an agent that counts with one keep
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -34,6 +35,7 @@ __all__ = [
     "CUT_MARKER",
     "ESTIMATE_MARGIN",
     "MESSAGE_OVERHEAD",
+    "CachedCounter",
     "EncodingCounter",
     "EstimatedCounter",
     "TokenCounter",
@@ -136,6 +138,36 @@ class _FunctionCounter:
 
     def count(self, text: str) -> int:
         return int(self.function(text))
+
+
+class CachedCounter:
+    """Another counter with a memory of the texts it counted.
+
+    An agent counts the same recent messages on every turn; their texts never change once
+    saved, so each is counted once. Keyed by the text itself (a str caches its hash, so a
+    message's content looks up in constant time); the oldest entries go past ``size``.
+    """
+
+    def __init__(self, counter: TokenCounter, size: int = 4096) -> None:
+        self.counter = counter
+        self.name = counter.name
+        self.exact = counter.exact
+        self.size = size
+        self._counts: dict[str, int] = {}
+
+    def count(self, text: str) -> int:
+        counts = self._counts
+        found = counts.get(text)
+        if found is None:
+            found = counts[text] = self.counter.count(text)
+            if len(counts) > self.size:
+                # the oldest entry (another thread may have removed it already)
+                with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                    del counts[next(iter(counts))]
+        return found
+
+    def __repr__(self) -> str:
+        return f"CachedCounter({self.counter!r})"
 
 
 _CL100K_FILE = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"

@@ -9,6 +9,7 @@ process memory (384 floats a turn: 1,000 turns are 1.5 MB).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -44,9 +45,22 @@ class TurnIndex:
         self.embedder = embedder
         self._lock = threading.Lock()
         self._logs: dict[str, _Indexed] = {}
+        self._indexing: dict[tuple[int, str], asyncio.Lock] = {}
 
     async def index(self, log: str, before: int) -> int:
-        """Index the whole turns of ``log`` before message ``before``; how many are indexed."""
+        """Index the whole turns of ``log`` before message ``before``; how many are indexed.
+
+        One indexing of a log at a time: a recall arriving while the agent's background
+        indexing embeds a batch waits for it and finds the turns done, instead of embedding
+        the same turns again beside it (and the batch after it a third time).
+        """
+        key = (id(asyncio.get_running_loop()), log)
+        with self._lock:
+            lock = self._indexing.setdefault(key, asyncio.Lock())
+        async with lock:
+            return await self._index_now(log, before)
+
+    async def _index_now(self, log: str, before: int) -> int:
         from ..execution import offload
 
         indexed = self._logs.setdefault(log, _Indexed())
