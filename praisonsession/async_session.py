@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import tracing
-from .choices import MEMORY_QUERIES, MEMORY_TYPES, MemoryQuery, MemoryType, check_choice
+from .choices import (
+    MEMORY_QUERIES,
+    MEMORY_TYPES,
+    MemoryQuery,
+    MemoryType,
+    check_choice,
+    check_flag,
+)
 from .counts import check_count
 from .errors import InvalidValueError, MemoryNotFoundError, RemoteModeError
 from .execution import bounded, offload
@@ -483,7 +490,7 @@ class AsyncSession(SessionTree):
         self._local_only("add_memory()")
         text = _check_text(text, "text")
         memory_type = check_choice(memory_type, MEMORY_TYPES, "memory_type")
-        dedupe = _check_flag(dedupe, "dedupe")
+        dedupe = check_flag(dedupe, "dedupe")
         return await self._recalling(
             "add_memory", lambda recall: recall.add_memory(text, memory_type, metadata, dedupe)
         )
@@ -509,7 +516,7 @@ class AsyncSession(SessionTree):
             )
         texts = [_check_text(text, f"texts[{i}]") for i, text in enumerate(texts)]
         memory_type = check_choice(memory_type, MEMORY_TYPES, "memory_type")
-        dedupe = _check_flag(dedupe, "dedupe")
+        dedupe = check_flag(dedupe, "dedupe")
         if not texts:
             return []
         if not self._opened:
@@ -539,7 +546,7 @@ class AsyncSession(SessionTree):
         limit = _check_limit(limit)
         checked = _check_where(where)
         if prefer_recent is not None:
-            prefer_recent = _check_flag(prefer_recent, "prefer_recent")
+            prefer_recent = check_flag(prefer_recent, "prefer_recent")
         return await self._recalling(
             "search_memory",
             lambda recall: recall.search_memory(query, memory_type, limit, checked, prefer_recent),
@@ -880,12 +887,6 @@ def _check_text(text: Any, what: str) -> str:
     if not text.strip():
         raise InvalidValueError(f"{what} is empty; pass some text.")
     return text
-
-
-def _check_flag(value: Any, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidValueError(f"{what} must be True or False, got {value!r}.")
-    return value
 
 
 def _check_where(where: Any) -> Any:

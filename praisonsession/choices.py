@@ -21,6 +21,7 @@ __all__ = [
     "MemoryType",
     "SyncCalls",
     "check_choice",
+    "check_flag",
 ]
 
 #: Where a memory is kept: this session's recent messages, or long-term memory.
@@ -53,3 +54,10 @@ def check_choice(
         return value
     words = ", ".join(repr(choice) for choice in choices)
     raise error(f"{label} must be one of {words}; got {value!r}.")
+
+
+def check_flag(value: Any, label: str) -> bool:
+    """``value`` if it is a bool: a flag is True or False, never a truthy 1 or "yes"."""
+    if not isinstance(value, bool):
+        raise InvalidValueError(f"{label} must be True or False, got {value!r}.")
+    return value

@@ -13,7 +13,7 @@ import difflib
 import math
 from typing import Any
 
-from .choices import KNOWLEDGE_SCOPES, check_choice
+from .choices import KNOWLEDGE_SCOPES, check_choice, check_flag
 from .counts import check_count, is_int
 from .errors import InvalidValueError
 from .redaction import redact_url
@@ -61,11 +61,11 @@ def check_memory_config(config: Any) -> dict[str, Any]:
         elif key == "context_min_score":
             checked[key] = _number(value, "memory_config['context_min_score']", -1.0, 1.0)
         elif key == "progress":
-            checked[key] = _flag(value, "memory_config['progress']")
+            checked[key] = check_flag(value, "memory_config['progress']")
         elif key == "dedupe_threshold":
             checked[key] = _number(value, "memory_config['dedupe_threshold']", 0.0, 1.0)
         elif key == "prefer_recent":
-            checked[key] = _flag(value, "memory_config['prefer_recent']")
+            checked[key] = check_flag(value, "memory_config['prefer_recent']")
         elif key == "provider":
             _check_provider(value, "memory_config['provider']")
     return checked
@@ -87,7 +87,7 @@ def check_knowledge_config(config: Any) -> dict[str, Any]:
         elif key == "chunk_overlap":
             checked[key] = _int(value, "knowledge_config['chunk_overlap']", low=0)
         elif key == "progress":
-            checked[key] = _flag(value, "knowledge_config['progress']")
+            checked[key] = check_flag(value, "knowledge_config['progress']")
         elif key == "chunker":
             checked.update(_chunker(value))
         elif key == "vector_store":
@@ -145,12 +145,6 @@ def _refuse_unknown(given: dict[str, Any], known: tuple[str, ...], name: str) ->
             raise InvalidValueError(
                 f"{name} has no option {key!r}.{hint} Its options are: {', '.join(known)}."
             )
-
-
-def _flag(value: Any, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidValueError(f"{where} must be True or False, got {value!r}.")
-    return value
 
 
 def _int(value: Any, where: str, low: int) -> int:
