@@ -8,22 +8,14 @@ from ..errors import PraisonSessionError
 from ..redaction import redact_url
 from . import main
 from .exit_codes import failure
-from .options import store_option
+from .options import listen_options, store_option
 
 __all__ = ["ui"]
 
 
 @main.command(short_help="Browse sessions in a web page (read-only).")
 @store_option
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
-@click.option(
-    "--token",
-    envvar="PRAISONSESSION_REMOTE_TOKEN",
-    show_envvar=True,
-    default=None,
-    help="Token the page asks for (required off loopback).",
-)
+@listen_options(port=8080)
 @click.option(
     "--user-token",
     "user_tokens",
