@@ -51,7 +51,9 @@ function show(...nodes) {
 
 function setCrumbs(...items) {
   const nodes = [link("users")];
-  for (const item of items) nodes.push(el("span", { class: "sep", text: "›" }), item);
+  for (const item of items) {
+    if (item) nodes.push(el("span", { class: "sep", text: "›" }), item);
+  }
   crumbs.replaceChildren(...nodes);
 }
 
