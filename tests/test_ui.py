@@ -283,6 +283,9 @@ def test_tokens_guard_the_api_and_a_user_token_sees_one_user(store_url: str) -> 
         assert other.status_code == 403
         mine = get(server, "/api/memories", token=ALICE, user="alice", limit=500).json()
         assert len(mine["memories"]) == 25 and BOB_MEMORY not in str(mine)
+        assert mine["location"] is None  # the server's folders are the admin's to know
+        admin = get(server, "/api/memories", token=ADMIN, user="alice").json()
+        assert admin["location"].endswith("chroma")
         assert get(server, "/api/memories", user="alice").status_code == 401
 
 

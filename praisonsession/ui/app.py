@@ -157,12 +157,15 @@ def create_ui_app(
     async def memories(request: Request, allowed: str | None) -> Any:
         query = request.query_params
         session_id = query.get("id") or None
-        return await recalled.memories(
+        page = await recalled.memories(
             user_param(request, allowed),
             None if session_id is None else check_session_id(session_id),
             after=query.get("after") or None,
             limit=_number(query.get("limit"), 20, "limit"),
         )
+        if allowed is not None:  # where the server keeps its files is the admin's business
+            page["location"] = None
+        return page
 
     async def memory_history(request: Request, allowed: str | None) -> Any:
         query = request.query_params

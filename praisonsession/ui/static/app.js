@@ -366,7 +366,8 @@ async function memoriesView(user, session, after) {
   const open = (cursor) => { location.hash = route("memories", user, session, cursor); };
   const about = session
     ? "The session's own notes (add_memory(..., memory_type=\"short\")), kept in its store."
-    : `What ${user} asked to remember, from any session (add_memory(...)), read from ${page.location}.`;
+    : `What ${user} asked to remember, from any session (add_memory(...))` +
+      (page.location ? `, read from ${page.location}.` : ".");
   return [
     session ? el("h1", {}, "Short-term memories of ", el("code", { text: session }))
       : el("h1", {}, "Long-term memories of ", el("code", { text: user })),
