@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from praisonsession import runtime
+from praisonsession import AsyncSession, runtime
 from praisonsession.session_options import resolve_store
 from praisonsession.settings import Settings
 from praisonsession.stores.base import SessionBase
@@ -373,12 +373,22 @@ def test_no_view_reads_a_whole_history_and_usage_counts_as_show_does(store_url: 
     assert details["usage"] == usage_totals(logs)
 
 
-def test_every_backend_serves_the_browser_views(store: SessionBase) -> None:
+def test_every_backend_serves_the_browser_views(store: SessionBase, tmp_path: Path) -> None:
     """The views call public store operations only, so each backend answers them alike."""
     from praisonsession.ui.browse import SessionBrowser
+    from praisonsession.ui.memories import MemoryBrowser
 
     async def look() -> None:
         await seed_store(store, long_messages=120)
+        settings = Settings(data_dir=tmp_path / "data")
+        planning = AsyncSession("trip-planning", "alice", store=store, settings=settings)
+        for note in NOTES:
+            await planning.add_memory(note, "short", dedupe=False)
+        notes = MemoryBrowser(store, settings)
+        first = await notes.memories("alice", "trip-planning", limit=2)
+        rest = await notes.memories("alice", "trip-planning", after=first["next"])
+        assert [m["text"] for m in first["memories"] + rest["memories"]] == NOTES
+        assert rest["next"] is None
         browser = SessionBrowser(store)
         assert await browser.users() == ["alice", "bob"]
         first = await browser.sessions("alice", limit=40)
