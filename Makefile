@@ -20,9 +20,10 @@ $(STAMP): pyproject.toml
 
 # The demo needs the memory extra and nothing else: no test, lint or docs tools to download.
 # uv installs the same packages in a fraction of pip's time (parallel downloads and unpacking);
-# if uv cannot be had, pip does it alone (always with `make demo DEMO_INSTALLER=pip`). Neither
-# byte-compiles the packages up front (about a fifth of pip's time, 110 MB of .pyc files): Python
-# compiles the few modules the demo imports when it first runs.
+# if uv cannot be had, pip does it alone (always with `make demo DEMO_INSTALLER=pip`): a current
+# pip first, which installs the extra in half the time of the one a new venv comes with (Python
+# 3.11's pip 23.2). Neither byte-compiles the packages up front (about a fifth of pip's time,
+# 110 MB of .pyc files): Python compiles the few modules the demo imports when it first runs.
 DEMO_INSTALLER ?= uv
 PIP_QUICK := --quiet --disable-pip-version-check --no-compile --prefer-binary
 $(DEMO_STAMP): pyproject.toml
@@ -30,7 +31,8 @@ $(DEMO_STAMP): pyproject.toml
 	([ "$(DEMO_INSTALLER)" = uv ] \
 	  && $(DEMO_PY) -m pip install $(PIP_QUICK) uv \
 	  && $(DEMO_PY) -m uv pip install --quiet --python $(DEMO_PY) -e '.[memory]') \
-	  || $(DEMO_PY) -m pip install $(PIP_QUICK) -e '.[memory]'
+	  || ($(DEMO_PY) -m pip install $(PIP_QUICK) --upgrade pip \
+	  && $(DEMO_PY) -m pip install $(PIP_QUICK) -e '.[memory]')
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
