@@ -8,6 +8,7 @@ the medians are compared. Prints the load average beside each figure.
 
     python benchmarks/bench_demo_install.py              # demo via uv, demo via pip, dev install
     python benchmarks/bench_demo_install.py --rounds 1 --no-dev    # the demo paths only
+    python benchmarks/bench_demo_install.py --no-warm-up           # caches warm already
 
 Needs git, make and network access to the package index (or warm caches).
 """
@@ -61,15 +62,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds (default 2)")
     parser.add_argument("--no-dev", action="store_true", help="skip the dev install")
+    parser.add_argument(
+        "--no-warm-up", action="store_true", help="the caches are warm already: no first round"
+    )
     args = parser.parse_args()
     variants = {
         name: command
         for name, command in VARIANTS.items()
         if not (args.no_dev and name.startswith("dev"))
     }
-    print(f"warming the package caches (not timed; load {load()})", flush=True)
-    for command in variants.values():
-        timed(command)
+    if not args.no_warm_up:
+        print(f"warming the package caches (not timed; load {load()})", flush=True)
+        for command in variants.values():
+            timed(command)
     times: dict[str, list[float]] = {name: [] for name in variants}
     for round_ in range(args.rounds):
         for name, command in variants.items():
