@@ -237,6 +237,30 @@ def test_reading_memories_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "empty" / "chroma").exists()  # not even the folder
 
 
+def test_memories_sealed_with_the_encryption_key_are_shown_opened(tmp_path: Path) -> None:
+    import base64
+
+    from praisonsession.ui.memories import MemoryBrowser
+
+    key = base64.urlsafe_b64encode(b"u" * 32).decode()
+    settings = Settings(data_dir=tmp_path / "data", encryption_key=key)
+
+    async def look() -> tuple[dict, dict]:
+        store = resolve_store(f"sqlite:///{tmp_path / 's.db'}", settings)  # sealed too
+        try:
+            await seed_memories(store, settings)
+            browser = MemoryBrowser(store, settings)
+            return await browser.memories("bob"), await browser.memories("alice", "trip-planning")
+        finally:
+            await store.close()
+
+    bob, notes = asyncio.run(look())
+    assert [m["text"] for m in bob["memories"]] == [BOB_MEMORY]
+    assert [m["text"] for m in notes["memories"]] == NOTES
+    stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert b"locker code" not in stored and b"Alfama" not in stored
+
+
 @pytest.mark.parametrize(
     ("path", "params", "status", "said"),
     [
