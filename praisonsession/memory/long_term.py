@@ -26,7 +26,7 @@ from ..progress import progress_bar
 from ..vectors import Hit, ScopedIndex, Where, memory_scope
 from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, text_key
 from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
-from .recency import prefer_newer, similarities
+from .recency import newer_first, similarities
 
 RESERVED = frozenset(
     {"user_id", "session_id", "memory_type", "created_at", "updated_at", "memory_id", "dedupe"}
@@ -305,6 +305,21 @@ class LongTermMemory:
 
     # -- reading --------------------------------------------------------------------------
 
+    def candidates(
+        self,
+        vector: list[float],
+        limit: int,
+        where: Where | None = None,
+        prefer_recent: bool = False,
+    ) -> list[Hit]:
+        """The hits a search of ``limit`` ranks, best first, one per memory id (with their
+        vectors when ``prefer_recent`` is to reorder them)."""
+        # Room for the copies a fork made (one hit per id) and for recency to reorder.
+        wanted = limit * 3 if prefer_recent else limit + 4
+        chroma_where = where.to_chroma(stored_field) if where is not None else None
+        hits = self.index.query(vector, wanted, chroma_where, vectors=prefer_recent)
+        return _own_first(hits, self.session_id, keep_order=True)
+
     def search(
         self,
         vector: list[float],
@@ -312,15 +327,11 @@ class LongTermMemory:
         where: Where | None = None,
         prefer_recent: bool = False,
     ) -> list[dict[str, Any]]:
-        # Room for the copies a fork made (one hit per id) and for recency to reorder.
-        wanted = limit * 3 if prefer_recent else limit + 4
-        chroma_where = where.to_chroma(stored_field) if where is not None else None
-        hits = self.index.query(vector, wanted, chroma_where, vectors=prefer_recent)
-        hits = _own_first(hits, self.session_id, keep_order=True)
-        results = [as_result(hit) for hit in hits]
+        hits = self.candidates(vector, limit, where, prefer_recent)
         if prefer_recent:
-            results = prefer_newer(results, [hit.vector or [] for hit in hits])
-        return results[:limit]
+            hits = _newer_first(hits)
+        # Results (metadata parsed back from JSON) only for the hits returned.
+        return [as_result(hit) for hit in hits[:limit]]
 
     def list(
         self, where: Where | None = None, limit: int = 100, after: str | None = None
@@ -424,6 +435,17 @@ def _own_first(hits: list[Hit], session_id: str, keep_order: bool = False) -> li
         order = {id(hit): n for n, hit in enumerate(hits)}
         picked.sort(key=lambda hit: order[id(hit)])
     return picked
+
+
+def _newer_first(hits: list[Hit]) -> list[Hit]:
+    """Hits in ``prefer_recent`` order (see ``memory.recency``), ranked on what Chroma returned."""
+    order = newer_first(
+        [hit.metadata.get("updated_at") or 0 for hit in hits],
+        [hit.text for hit in hits],
+        [hit.score for hit in hits],
+        [[] if hit.vector is None else hit.vector for hit in hits],
+    )
+    return [hits[i] for i in order]
 
 
 def _spread(count: int, dimension: int, seed: int) -> list[list[float]]:
