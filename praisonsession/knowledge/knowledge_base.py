@@ -28,6 +28,7 @@ from .sources import Document, fetch_url, files_in, is_url, looks_like_path, rea
 #: almost nothing on padding (64 per call ran ~1.3 model positions per real token here).
 BATCH = 256
 _PROGRESS_FROM = 128  # chunks; smaller additions finish too fast for a bar to help
+Piece = tuple[str, str, dict[str, Any]]  # a chunk's id, text and metadata
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class KnowledgeBase:
         self.index = ScopedIndex(
             client, knowledge_scope(namespace, scope, user_id, session_id), embedder
         )
+        self.embedder = embedder
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.timeout = timeout
@@ -118,7 +120,7 @@ class KnowledgeBase:
     def add(self, source: str | Path) -> KnowledgeAdded:
         documents = self.read(source)
         at = clock.now()
-        pieces: list[tuple[str, str, dict[str, Any]]] = []
+        pieces: list[Piece] = []
         for document in documents:
             chunks = chunk_text(document.text, self.chunk_size, self.chunk_overlap)
             if not chunks and len(documents) == 1:
@@ -132,19 +134,38 @@ class KnowledgeBase:
         new.sort(key=lambda piece: len(piece[1]))
         show = self.progress and len(new) >= _PROGRESS_FROM
         with progress_bar(len(new), show, "chunk", "Adding knowledge") as bar:
-            for start in range(0, len(new), BATCH):
-                batch = new[start : start + BATCH]
-                self.index.add(
-                    [piece[0] for piece in batch],
-                    [piece[1] for piece in batch],
-                    [piece[2] for piece in batch],
-                )
-                bar.update(len(batch))
+            self._embed_and_write([new[s : s + BATCH] for s in range(0, len(new), BATCH)], bar)
         return KnowledgeAdded(
             sources=[document.source for document in documents],
             chunks_added=len(new),
             chunks_skipped=len(pieces) - len(new),
         )
+
+    def _embed_and_write(self, batches: list[list[Piece]], bar: Any) -> None:
+        """Embed each batch and write it to Chroma, writing one batch while the next is
+        embedded: the model runs in native code, so the write (SQLite, the vector index) is
+        hidden behind it instead of added to it. The batches are written in order; an error
+        stops the rest, after the write under way has finished."""
+        if len(batches) < 2:
+            for batch in batches:
+                self._write(batch, self.embedder.embed([piece[1] for piece in batch]), bar)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1, thread_name_prefix="praisonsession-knowledge-write") as pool:
+            writing = None
+            for batch in batches:
+                vectors = self.embedder.embed([piece[1] for piece in batch])
+                if writing is not None:
+                    writing.result()  # raises the write's error, if any
+                writing = pool.submit(self._write, batch, vectors, bar)
+            if writing is not None:
+                writing.result()
+
+    def _write(self, batch: list[Piece], vectors: list[list[float]], bar: Any) -> None:
+        ids, texts, metadatas = zip(*batch, strict=True)
+        self.index.add(list(ids), list(texts), list(metadatas), vectors)
+        bar.update(len(batch))
 
     def _chunk_id(self, chunk: str) -> str:
         scope = "\x1f".join(value for _, value in self.index.scope.fields)
