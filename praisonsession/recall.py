@@ -144,6 +144,7 @@ class Recall:
             self.long.index.sealer = self.knowledge.index.sealer = sealer
             self.long.history_index.sealer = sealer  # a history holds the memories' texts
             self.long.digest_key = sealer.digest_key("memory")  # ids reveal no text either
+            self.knowledge.digest_key = sealer.digest_key("knowledge")
         self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).

@@ -372,6 +372,24 @@ def test_a_memory_stored_under_a_plain_key_is_found_again_and_rekeyed(tmp_path: 
     assert session.add_memory("User's locker code is in the red notebook").event == "NONE"
 
 
+def test_knowledge_chunk_ids_are_keyed_and_chunks_stored_before_are_not_added_twice(
+    tmp_path: Path,
+) -> None:
+    settings = {"data_dir": str(tmp_path / "data"), "encryption_key": KEY}
+    session = Session("s", "u", store=f"sqlite://{tmp_path}/s.db", settings=settings)
+    kb = runtime.run(session._core._memory()).knowledge
+    digest_key, kb.digest_key = kb.digest_key, None  # as stored before keyed ids
+    assert session.add_knowledge(f"Old notes: the code word is {SECRET}.").chunks_added == 1
+    kb.digest_key = digest_key
+    assert session.add_knowledge(f"Old notes: the code word is {SECRET}.").chunks_added == 0
+    added = session.add_knowledge(f"New notes: the vault opens on {SECRET} day.")
+    assert added.chunks_added == 1
+    ids = {hit.id for hit in kb.index.get()}
+    new_text = f"New notes: the vault opens on {SECRET} day."
+    assert kb._chunk_id(new_text) in ids and kb._chunk_id(new_text, keyed=False) not in ids
+    assert session.add_knowledge(new_text).chunks_added == 0
+
+
 def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_path: Path) -> None:
     import hashlib
 

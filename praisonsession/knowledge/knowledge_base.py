@@ -8,6 +8,7 @@ adds nothing at all.
 from __future__ import annotations
 
 import hashlib
+import hmac
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,8 @@ class KnowledgeBase:
             client, knowledge_scope(namespace, scope, user_id, session_id), embedder
         )
         self.embedder = embedder
+        #: Set when the store is encrypted: chunk ids are then HMACs under it.
+        self.digest_key: bytes | None = None
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.timeout = timeout
@@ -129,6 +132,9 @@ class KnowledgeBase:
                 pieces.append((self._chunk_id(chunk), chunk, self._metadata(document, number, at)))
         unique = list({piece[0]: piece for piece in pieces}.values())
         known = self.index.existing([piece[0] for piece in unique])
+        if self.digest_key is not None:  # chunks stored before ids were keyed keep plain ids
+            plain = {self._chunk_id(piece[1], keyed=False): piece[0] for piece in unique}
+            known |= {plain[found] for found in self.index.existing(list(plain))}
         new = [piece for piece in unique if piece[0] not in known]
         # Similar lengths batch together, so the model pads less.
         new.sort(key=lambda piece: len(piece[1]))
@@ -167,10 +173,15 @@ class KnowledgeBase:
         self.index.add(list(ids), list(texts), list(metadatas), vectors)
         bar.update(len(batch))
 
-    def _chunk_id(self, chunk: str) -> str:
+    def _chunk_id(self, chunk: str, keyed: bool = True) -> str:
+        """A chunk's id: a digest of its scope and text, so adding it again adds nothing; an
+        HMAC under ``digest_key`` when the store is encrypted, so that the id does not let
+        anyone without the key recognise the text."""
         scope = "\x1f".join(value for _, value in self.index.scope.fields)
-        digest = hashlib.sha256(f"{scope}\x1e{chunk}".encode("utf-8", "replace"))
-        return "k" + digest.hexdigest()[:40]
+        data = f"{scope}\x1e{chunk}".encode("utf-8", "replace")
+        if keyed and self.digest_key is not None:
+            return "k" + hmac.new(self.digest_key, data, hashlib.sha256).hexdigest()[:40]
+        return "k" + hashlib.sha256(data).hexdigest()[:40]
 
     def _metadata(self, document: Document, number: int, at: float) -> dict[str, Any]:
         return {"source": document.source, "kind": document.kind, "chunk": number, "created_at": at}
