@@ -297,8 +297,15 @@ class Recall:
     async def search_knowledge(
         self, query: str, limit: int, where: Where | None = None
     ) -> list[dict[str, Any]]:
-        vector = await offload(self.embedder.embed_query, query)
-        return SearchHits(await offload(self.knowledge.search, vector, limit, where))
+        known = self._queries.get(query)
+
+        def embedded_and_searched() -> tuple[list[float], list[dict[str, Any]]]:
+            vector = known if known is not None else self.embedder.embed_query(query)
+            return vector, self.knowledge.search(vector, limit, where)
+
+        vector, hits = await offload(embedded_and_searched)
+        self._remember(query, vector)
+        return SearchHits(hits)
 
     # -- context --------------------------------------------------------------------------
 
