@@ -105,7 +105,9 @@ class MemoryBrowser:
         if not long_term.index.exists():
             return None
         sealer = text_sealer(settings)
-        long_term.index.sealer = long_term.history_index.sealer = sealer
+        if sealer is not None:  # as Recall opens it: the texts are sealed, the ids keyed
+            long_term.index.sealer = long_term.history_index.sealer = sealer
+            long_term.digest_key = sealer.digest_key("memory")
         return long_term
 
     async def _short_term(self, user_id: str, session_id: str) -> ShortTermMemory:
