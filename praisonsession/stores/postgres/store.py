@@ -631,8 +631,9 @@ class PostgresSession(SessionBase):
     async def _save_appending(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int] | None:
-        """The one-statement save (``SAVE_ONE_LOG`` for one log, else ``SAVE_APPENDING``);
-        None if the session was not live as it is, and nothing was written."""
+        """The one-statement save (``SAVE_ONE_LOG`` for one log, or ``APPEND_ONE_*`` when no
+        module document needs writing; else ``SAVE_APPENDING``); None if the session was not
+        live as it is, and nothing was written."""
         params: dict[str, Any] = {
             **self._bump_params(key, now()),
             "names": list(documents),
@@ -646,7 +647,15 @@ class PostgresSession(SessionBase):
             params |= {"known": known, "created": created, "log": write.path}
             params["count"] = len(write.messages)
             params["msgs"] = [dumps(message) for message in write.messages]
-            rows = await self._statement("SAVE_ONE_LOG", params)
+            rows = None
+            if not pairs or all(params["mine"]):  # no document to write: the short statement
+                one = "MESSAGE" if len(write.messages) == 1 else "LOG"
+                if one == "MESSAGE":
+                    params["msg"] = params["msgs"][0]
+                rows = await self._statement(f"APPEND_ONE_{one}{'_AT' if pairs else ''}", params)
+                # no row: not live as it is, or (_AT) written by another since: the full form
+            if not rows:
+                rows = await self._statement("SAVE_ONE_LOG", params)
             if not rows:
                 return None
             length, version, created = rows[0]
