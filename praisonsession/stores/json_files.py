@@ -391,8 +391,9 @@ class JSONSession(JSONCopies, SessionBase):
                 return []
             at = now()
             infos: list[SessionInfo] = []
+            folder = os.path.join(user_dir, "")  # a page builds 100 paths: strings, not Paths
             for session_id in self._index(user_id).ids_after(after):
-                info = self._stored_info(self._doc_path(Key(user_id, session_id)))
+                info = self._stored_info(f"{folder}{filename_for(session_id)}.json")
                 # a name whose file is gone (a crash between the two) is passed over
                 if info is not None and info.user_id == user_id and not info.is_expired(at):
                     infos.append(info)
@@ -433,11 +434,12 @@ class JSONSession(JSONCopies, SessionBase):
             if info is not None:
                 yield info
 
-    def _stored_info(self, path: Path) -> SessionInfo | None:
+    def _stored_info(self, path: str | Path) -> SessionInfo | None:
         """The metadata in one session file (see ``_stored_infos``)."""
         what = f"session file {path}"
         try:
-            data = loads(path.read_bytes(), what)
+            with open(path, "rb") as file:
+                data = loads(file.read(), what)
             if isinstance(data, dict) and "format" not in data:
                 return None
             return SessionInfo.from_json(data, what)

@@ -37,7 +37,7 @@ JOURNAL = ".sessions.journal"
 LOCK = ".sessions.lock"
 _INDEX_HEADER = b"praisonsession-index 1 "
 _JOURNAL_HEADER = b"praisonsession-journal 1 "
-_COMPACT_AT = 64 * 1024  # journal bytes before a rewrite (or an eighth of the index, if more)
+_COMPACT_AT = 32 * 1024  # journal bytes before a rewrite (or 1/32 of the index, if more)
 
 
 class SessionIndex:
@@ -66,11 +66,11 @@ class SessionIndex:
         with FileLock(self.folder / LOCK, self._timeout):
             generation = self._ready()
             path = self.folder / JOURNAL
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
             try:
                 size = os.fstat(fd).st_size
-                tail = _last_byte(path, size)
-                if tail != b"\n":  # a torn line (a crash mid-append) is dropped, not continued
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    # a torn line (a crash mid-append) is dropped, not continued
                     os.ftruncate(fd, _torn_from(path))
                 os.write(fd, line)
                 if self._fsync:
@@ -78,7 +78,7 @@ class SessionIndex:
                 size = os.fstat(fd).st_size
             finally:
                 os.close(fd)
-            if size > max(_COMPACT_AT, (self.folder / INDEX).stat().st_size // 8):
+            if size > max(_COMPACT_AT, (self.folder / INDEX).stat().st_size // 32):
                 self._rewrite(generation)
 
     def _ready(self) -> int:
@@ -276,14 +276,6 @@ def _generation(path: Path, header: bytes) -> int | None:
         return int(first[len(header) :])
     except ValueError:
         return None
-
-
-def _last_byte(path: Path, size: int) -> bytes:
-    if size == 0:
-        return b"\n"
-    with open(path, "rb") as file:
-        file.seek(size - 1)
-        return file.read(1)
 
 
 def _torn_from(path: Path) -> int:

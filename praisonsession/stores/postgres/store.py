@@ -69,6 +69,7 @@ __all__ = ["PostgresSession"]
 
 _VALUES_REMEMBERED = 4096  # last values seen of counters, for one-round-trip increments
 _UNKNOWN: Any = object()
+_NOTHING_SAVED: tuple[int, float, dict[str, str]] = (-1, 0.0, {})
 _END = 2**62
 
 
@@ -634,34 +635,41 @@ class PostgresSession(SessionBase):
         """The one-statement save (``SAVE_ONE_LOG`` for one log, or ``APPEND_ONE_*`` when no
         module document needs writing; else ``SAVE_APPENDING``); None if the session was not
         live as it is, and nothing was written."""
+        names = list(documents)
+        docs = [dumps(d) for d in documents.values()]
         params: dict[str, Any] = {
-            **self._bump_params(key, now()),
-            "names": list(documents),
-            "docs": [dumps(d) for d in documents.values()],
+            "now": now(),
+            "sliding": self.sliding_ttl,
+            "u": key.user_id,
+            "s": key.session_id,
+            "names": names,
+            "docs": docs,
         }
         if len(writes) == 1:  # a turn of one agent: the shorter statement
             (write,) = writes
-            known, created, written = self._saved.get(key, (-1, 0.0, {}))
-            pairs = list(zip(params["names"], params["docs"], strict=True))
-            params["mine"] = [written.get(name) == doc for name, doc in pairs]
+            known, created, written = self._saved.get(key, _NOTHING_SAVED)
+            mine = [written.get(name) == doc for name, doc in zip(names, docs, strict=True)]
+            messages = [dumps(message) for message in write.messages]
             params |= {"known": known, "created": created, "log": write.path}
-            params["count"] = len(write.messages)
-            params["msgs"] = [dumps(message) for message in write.messages]
             rows = None
-            if not pairs or all(params["mine"]):  # no document to write: the short statement
-                one = "MESSAGE" if len(write.messages) == 1 else "LOG"
-                if one == "MESSAGE":
-                    params["msg"] = params["msgs"][0]
-                rows = await self._statement(f"APPEND_ONE_{one}{'_AT' if pairs else ''}", params)
+            if all(mine):  # no document to write (or none given): the short statement
+                if len(messages) == 1:
+                    params["msg"] = messages[0]
+                    name = "APPEND_ONE_MESSAGE_AT" if names else "APPEND_ONE_MESSAGE"
+                else:
+                    params |= {"count": len(messages), "msgs": messages}
+                    name = "APPEND_ONE_LOG_AT" if names else "APPEND_ONE_LOG"
+                rows = await self._statement(name, params)
                 # no row: not live as it is, or (_AT) written by another since: the full form
             if not rows:
+                params |= {"mine": mine, "count": len(messages), "msgs": messages}
                 rows = await self._statement("SAVE_ONE_LOG", params)
             if not rows:
                 return None
             length, version, created = rows[0]
             if len(self._saved) >= _VALUES_REMEMBERED:
                 self._saved.clear()
-            self._saved[key] = (version, created, dict(pairs))
+            self._saved[key] = (version, created, dict(zip(names, docs, strict=True)))
             return {write.path: length}
         params |= {
             "logs": [w.path for w in writes],
