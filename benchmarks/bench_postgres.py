@@ -418,8 +418,9 @@ def report(results: dict[str, Any]) -> None:
         "Same work on both sides, one statement in autocommit at the server's commit settings: "
         "bump the session's version and updated time, move the log's length, insert the "
         "message at the position that returns. Ours also checks the session is live (format, "
-        "expiry), restarts a sliding TTL, keeps the length in its own ps_logs row, and runs "
-        "Session.save_modules' Python (the agent's snapshot, the acknowledged length)."
+        "expiry), restarts a sliding TTL, skips the agent's module document only if nobody "
+        "wrote the session since its last save, and runs Session.save_modules' Python (the "
+        "agent's snapshot, the acknowledged length)."
     )
     procs = results["processes"]
     print(

@@ -7,10 +7,10 @@ session take turns, writers of different sessions never wait for each other, and
 statement is one statement, sent in autocommit (one round trip):
 
 - a write of state, metadata or a module bumps the session with ``UPDATE ... RETURNING``;
-- a save that appends to message logs (a turn) bumps the session, merges the module documents,
-  takes each log's new length from ``ps_logs`` with ``INSERT ... ON CONFLICT DO UPDATE``
-  (which sees the latest length, whoever wrote it) and inserts the messages there, in one
-  statement of data-modifying CTEs; a module document this store wrote last, unchanged, is
+- a save that appends to message logs (a turn) bumps the session and moves each log's length
+  in its row with one ``UPDATE`` (which sees the latest row, whoever wrote it), merges the
+  module documents and inserts the messages at the positions it returns, in one statement
+  of data-modifying CTEs; a module document this store wrote last, unchanged, is
   not touched while the session is at the version that write left;
 - an increment calls ``ps_increment``, which locks the session and writes the value the client
   computed (Python's arithmetic, exact for every int and float) only if the key still holds
@@ -596,8 +596,8 @@ class PostgresSession(SessionBase):
             yield Query(self._sql["CLEAR_LOG"], (*key, write.path))
             length = 0
         else:
-            rows = yield Query(self._sql["LOG_LENGTH"], (*key, write.path))
-            length = rows[0][0] if rows else 0
+            rows = yield Query(self._sql["LOG_LENGTH"], (write.path, *key))
+            length = (rows[0][0] or 0) if rows else 0
             if write.start != -1 and write.start != length:
                 raise ConflictError(
                     f"Log {write.path!r} holds {length} messages, not {write.start}."
@@ -606,7 +606,7 @@ class PostgresSession(SessionBase):
             messages = [dumps(message) for message in write.messages]
             yield Query(self._sql["INSERT_MESSAGES"], (*key, write.path, length, messages))
         length += len(write.messages)
-        yield Query(self._sql["SET_LOG_LENGTH"], (*key, write.path, length))
+        yield Query(self._sql["SET_LOG_LENGTH"], (write.path, length, *key))
         return length
 
     async def write_modules(
@@ -782,7 +782,7 @@ class PostgresSession(SessionBase):
             for statement in self._sql["COPY_ROWS"]:
                 yield Query(statement, (*target, *source))
             log, keep = cut if cut is not None else ("", _END)
-            yield Query(self._sql["COPY_LOGS"], (*target, log, keep, *source))
+            yield Query(self._sql["COPY_LOGS"], (log, keep, *source, *target))
             yield Query(self._sql["COPY_MESSAGES"], (*target, *source, log, keep))
             return info
 
