@@ -69,7 +69,7 @@ class SessionIndex:
             fd = os.open(path, os.O_RDWR | os.O_APPEND)
             try:
                 size = os.fstat(fd).st_size
-                if size and os.pread(fd, 1, size - 1) != b"\n":
+                if size and _byte_at(fd, size - 1) != b"\n":
                     # a torn line (a crash mid-append) is dropped, not continued
                     os.ftruncate(fd, _torn_from(path))
                 os.write(fd, line)
@@ -276,6 +276,12 @@ def _generation(path: Path, header: bytes) -> int | None:
         return int(first[len(header) :])
     except ValueError:
         return None
+
+
+def _byte_at(fd: int, offset: int) -> bytes:
+    """One byte of a file (``os.pread`` is POSIX only; an O_APPEND write ignores the seek)."""
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, 1)
 
 
 def _torn_from(path: Path) -> int:
