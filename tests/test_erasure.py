@@ -1,6 +1,7 @@
 """Erasure that leaves nothing: after ``erase_user``, a scan of every byte a backend keeps (its
-files, with SQLite's write-ahead log, or every Redis key and value) and of the embedded vector
-store finds none of the user's texts, ids or names, while another user's data is all there.
+files, with SQLite's write-ahead log, every Redis key and value, every file of the PostgreSQL
+server's directory with its WAL) and of the embedded vector store finds none of the user's
+texts, ids or names, while another user's data is all there.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from backends import make_store, redis_prefix
+import backends
+from backends import make_store, postgres_schema, redis_prefix
 from praisonsession import Session, SessionBase, erase_user, runtime
 
 #: In every text, id and name of the erased user; in none of the kept user's.
@@ -49,14 +51,25 @@ def fill(store: SessionBase, settings: dict[str, Any], user: str, mark: str, fol
     scoped.close()
 
 
-def every_byte(root: Path, store: SessionBase) -> bytes:
-    """Every file under ``root`` and, for Redis, every key and value of the store."""
-    found = [path.read_bytes() + str(path).encode() for path in root.rglob("*") if path.is_file()]
-    found += [str(path).encode() for path in root.rglob("*")]
-
+def every_byte(root: Path, store: SessionBase, server: Path | None = None) -> bytes:
+    """Every file under ``root`` (and a server's directory) and, for Redis, every key and value
+    of the store."""
+    found = list(_files(root))
+    if server is not None:
+        found += _files(server)
     if type(store).__name__ == "RedisSession":
         found += list(_redis_contents(store))
     return b"\n".join(found)
+
+
+def _files(root: Path) -> Iterator[bytes]:
+    """Each file's name and bytes; a running server may remove one while we look."""
+    for path in root.rglob("*"):
+        yield str(path).encode()
+        try:
+            yield path.read_bytes() if path.is_file() else b""
+        except FileNotFoundError:
+            continue
 
 
 def _redis_contents(store: Any) -> Iterator[bytes]:
@@ -85,25 +98,31 @@ def _redis_contents(store: Any) -> Iterator[bytes]:
         client.close()
 
 
-@pytest.mark.parametrize("kind", ["json", "sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["json", "sqlite", "redis", "postgres"])
 def test_after_erasure_no_byte_of_the_user_is_left_anywhere(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    server = None
     if kind == "redis":
         request.getfixturevalue("redis_url")
         assert redis_prefix(tmp_path)  # the store's keys are its own
+    if kind == "postgres":
+        request.getfixturevalue("postgres_url")
+        server = request.getfixturevalue("postgres_server").dir  # its data, WAL and log
     store = make_store(kind, tmp_path)
     settings = {"data_dir": str(tmp_path / "data")}
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     fill(store, settings, "erin-" + MARK.decode(), MARK.decode(), scratch)
     fill(store, settings, "bob-" + KEPT.decode(), KEPT.decode(), scratch)
-    assert MARK in every_byte(tmp_path, store)
+    if kind == "postgres":  # as autovacuum would: planner statistics sample the user's values
+        _postgres(f'ANALYZE "{postgres_schema(tmp_path)}".ps_state', "CHECKPOINT")
+    assert MARK in every_byte(tmp_path, store, server)
 
     report = erase_user("erin-" + MARK.decode(), store=store, settings=settings)
 
-    assert (report.sessions, report.snapshots) == (3, 1)
-    left = every_byte(tmp_path, store)
+    assert (report.sessions, report.snapshots, report.leftovers) == (3, 1, [])
+    left = every_byte(tmp_path, store, server)
     at = left.find(MARK)
     assert at < 0, f"found {left[max(0, at - 80) : at + 80]!r}"
     assert left.count(KEPT) > 300  # the other user's data is all there
@@ -112,3 +131,11 @@ def test_after_erasure_no_byte_of_the_user_is_left_anywhere(
     assert kept.search_memory("quokkas", limit=5)[0]["text"].endswith(KEPT.decode())
     kept.close()
     runtime.run(store.close())
+
+
+def _postgres(*statements: str, url: str | None = None) -> None:
+    import psycopg
+
+    with psycopg.connect(url or backends.POSTGRES_URL, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)

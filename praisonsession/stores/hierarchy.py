@@ -298,18 +298,20 @@ class HierarchyOperations(StoreBackend):
                 snapshots += await self.delete_record(info_key(info))
             elif _staged_for(info.session_id, user):  # an export's copy, an import's sections
                 staging += await self.delete_record(info_key(info))
-        await self.scrub_erased_user(user)
+        leftovers = await self.scrub_erased_user(user)
         return {
             "sessions": len(erased),
             "snapshots": snapshots,
             "staging": staging,
             "session_ids": erased,
+            "leftovers": list(leftovers or []),
         }
 
-    async def scrub_erased_user(self, user_id: str) -> None:
+    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
         """After an erasure, remove what the backend still keeps of ``user_id`` beneath the
-        API: a write-ahead log, lock files, bookkeeping keys. Nothing to do by default; a
-        store that wraps another forwards it."""
+        API: a write-ahead log, lock files, bookkeeping keys, dead row versions. Nothing to do
+        by default; a store that wraps another forwards it. Returns what it could not remove
+        (one sentence each: what stays where, and what the operator can do), if anything."""
 
 
 def check_erasable_user(user_id: Any) -> str:
