@@ -139,3 +139,62 @@ def _postgres(*statements: str, url: str | None = None) -> None:
     with psycopg.connect(url or backends.POSTGRES_URL, autocommit=True) as conn:
         for statement in statements:
             conn.execute(statement)
+
+
+def test_postgres_without_privileges_erases_and_says_what_it_could_not_scrub(
+    tmp_path: Path, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user that owns its tables but is no superuser: the rows go and the tables are
+    rewritten, but the WAL cannot be switched nor checkpointed, nor pg_statistic rewritten.
+    The report and the log say so, one finding each, instead of claiming a clean erasure."""
+    admin = request.getfixturevalue("postgres_url")
+    role = postgres_schema(tmp_path) + "_r"
+    _postgres(f"CREATE ROLE {role} LOGIN", f"GRANT CREATE ON DATABASE postgres TO {role}")
+    login = admin.replace("postgres@", f"{role}@", 1)
+    url = f"{login}?schema={role}"
+    settings = {"data_dir": str(tmp_path / "data")}
+    for user in ("erin", "bob"):
+        session = Session("talk", user, store=url, settings=settings)
+        session.append_messages("chat", [{"content": f"hello from {user}"}])
+        session.close()
+    _postgres("ANALYZE", url=login)  # its tables: statistics hold the users' values
+
+    with caplog.at_level("WARNING", logger="praisonsession"):
+        report = erase_user("erin", store=url, settings=settings)
+
+    assert (report.sessions, report.session_ids) == (1, ["talk"])
+    found = "\n".join(report.leftovers)
+    assert len(report.leftovers) == 3, found
+    assert "pg_catalog.pg_statistic was not rewritten" in report.leftovers[0]
+    assert "pg_switch_wal() was refused" in report.leftovers[1]
+    assert "CHECKPOINT was refused" in report.leftovers[2]
+    assert "pg_checkpoint" in report.leftovers[2]
+    logged = [r.getMessage() for r in caplog.records if "erasure" in r.getMessage()]
+    assert len(logged) == 3 and all(role in line for line in logged)
+    assert Session("talk", "erin", store=url).read_messages("chat") == []
+    assert Session("talk", "bob", store=url).read_messages("chat")[0]["content"].endswith("bob")
+
+
+def test_postgres_erasure_under_an_open_snapshot_says_so_and_a_second_one_scrubs(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A transaction that took its snapshot before the erasure may still read the deleted
+    rows, so no rewrite can drop them yet: the report says which tables keep them; erasing
+    again once that transaction ends leaves nothing."""
+    import psycopg
+
+    request.getfixturevalue("postgres_url")
+    server = request.getfixturevalue("postgres_server").dir
+    store = make_store("postgres", tmp_path)
+    session = Session("talk", "erin-" + MARK.decode(), store=store)
+    session.append_messages("chat", [{"content": f"msg {i} {MARK.decode()}"} for i in range(50)])
+    with psycopg.connect(backends.POSTGRES_URL) as reader:  # a snapshot, no lock on our tables
+        reader.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        reader.execute("SELECT 1")
+        report = erase_user("erin-" + MARK.decode(), store=store)
+        assert report.sessions == 1
+        kept = [finding for finding in report.leftovers if "cannot be removed yet" in finding]
+        assert any(".ps_messages: " in finding for finding in kept), report.leftovers
+    assert erase_user("erin-" + MARK.decode(), store=store).leftovers == []
+    assert MARK not in every_byte(tmp_path, store, server)
+    runtime.run(store.close())

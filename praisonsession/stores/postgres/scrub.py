@@ -24,6 +24,8 @@ __all__ = ["LOCK_WAIT", "scrub_after_erasure"]
 #: while it waits for one every new statement on that table queues behind it: keep it short.
 LOCK_WAIT = "3s"
 
+Notices = list[tuple[str, str, str]]  # severity, message, detail
+
 # Another transaction's snapshot may still see the deleted rows: the rewrite must keep them.
 _RETRY_AFTER = 0.5
 
@@ -48,8 +50,13 @@ def scrub_after_erasure(
 
 def _scrub(conn: Any, schema: str, tables: Sequence[str]) -> list[str]:
     """The scrub on an open connection (autocommit: VACUUM runs outside transactions)."""
-    notices: list[Any] = []
-    conn.add_notice_handler(notices.append)
+    notices: Notices = []
+
+    def keep(notice: Any) -> None:  # read now: psycopg frees the notice once this returns
+        fields = notice.severity_nonlocalized, notice.message_primary, notice.message_detail
+        notices.append(tuple(field or "" for field in fields))
+
+    conn.add_notice_handler(keep)
     conn.execute("SELECT set_config('lock_timeout', %s, false)", (LOCK_WAIT,))
     row = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_stats WHERE schemaname = %s AND tablename = ANY(%s))",
@@ -65,7 +72,7 @@ def _scrub(conn: Any, schema: str, tables: Sequence[str]) -> list[str]:
     return left
 
 
-def _rewrite(conn: Any, notices: list[Any], schema: str, table: str, analyze: bool) -> list[str]:
+def _rewrite(conn: Any, notices: Notices, schema: str, table: str, analyze: bool) -> list[str]:
     options = "FULL, VERBOSE, ANALYZE" if analyze else "FULL, VERBOSE"
     left = _vacuum(conn, notices, schema, table, options)
     if left and all("cannot be removed yet" in found for found in left):
@@ -74,7 +81,7 @@ def _rewrite(conn: Any, notices: list[Any], schema: str, table: str, analyze: bo
     return left
 
 
-def _vacuum(conn: Any, notices: list[Any], schema: str, table: str, options: str) -> list[str]:
+def _vacuum(conn: Any, notices: Notices, schema: str, table: str, options: str) -> list[str]:
     """``VACUUM (options)`` of one table; what it could not do, from its errors and notices."""
     from psycopg import errors, sql
 
@@ -92,15 +99,15 @@ def _vacuum(conn: Any, notices: list[Any], schema: str, table: str, options: str
     except errors.Error as exc:
         return [f"{name} was not rewritten ({_first_line(exc)}): run VACUUM FULL {name}."]
     left = []
-    for notice in notices:
-        if notice.severity_nonlocalized == "WARNING":  # "permission denied to vacuum ..."
+    for severity, message, detail in notices:
+        if severity == "WARNING":  # "permission denied to vacuum ..."
             left.append(
-                f"{name} was not rewritten ({notice.message_primary}): its files keep the "
-                f"erased rows until its owner or a superuser runs VACUUM FULL {name}."
+                f"{name} was not rewritten ({message}): its files keep the erased rows "
+                f"until its owner or a superuser runs VACUUM FULL {name}."
             )
             continue
-        dead = re.match(r"\s*(\d+)", notice.message_detail or "")
-        if "removable" in (notice.message_primary or "") and dead and int(dead.group(1)):
+        dead = re.match(r"\s*(\d+)", detail)
+        if "removable" in message and dead and int(dead.group(1)):
             left.append(
                 f"{name}: {dead.group(1)} erased row versions cannot be removed yet (another "
                 "transaction's snapshot still sees them); erase the user again once it ends."
