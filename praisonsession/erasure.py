@@ -86,13 +86,14 @@ async def _erase_vectors(
     if not settings.vector_store_url:
         await offload(scrub_embedded, Path(location))
         return removed, []
-    # Measured on chroma run 1.5: deleting the collections leaves their texts, metadata and
-    # write-ahead log records in free space of the server's chroma.sqlite3, and no call of its
-    # API rewrites that file (overwriting entries first leaves the logged originals); only
-    # the operator's vacuum does. Said, not claimed away:
+    # Measured on chroma run 1.5: deleting the collections leaves their entries in free space
+    # of the server's chroma.sqlite3, and no call of its API rewrites that file. What it
+    # keeps of the user is sealed under their key (vectors/vault.py), which the store's
+    # erasure has just destroyed; the vectors themselves remain until the operator vacuums.
     finding = (
-        f"the Chroma server at {redact_url(settings.vector_store_url)} deleted the user's "
-        "collections, but its chroma.sqlite3 keeps their texts and names in free space until "
+        f"the Chroma server at {redact_url(settings.vector_store_url)} keeps the deleted "
+        "entries' vectors in free space of its chroma.sqlite3 (their texts, ids and names only "
+        "as ciphertext and keyed tokens under the user's key, destroyed by this erasure) until "
         "its operator runs: chroma vacuum --path <its data directory> --force"
     )
     _logger().warning("erasure of a user: %s", finding)

@@ -6,6 +6,8 @@ texts, ids or names, while another user's data is all there.
 
 from __future__ import annotations
 
+import base64
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,10 @@ import pytest
 
 import backends
 from backends import make_store, postgres_schema, redis_prefix
+from chroma_server import ChromaServer, chroma_command
 from praisonsession import Session, SessionBase, erase_user, runtime
+from praisonsession.stores.hierarchy import vault_key
+from praisonsession.vectors import memory_scope
 
 #: In every text, id and name of the erased user; in none of the kept user's.
 MARK = b"q7f3a"
@@ -198,3 +203,60 @@ def test_postgres_erasure_under_an_open_snapshot_says_so_and_a_second_one_scrubs
     assert erase_user("erin-" + MARK.decode(), store=store).leftovers == []
     assert MARK not in every_byte(tmp_path, store, server)
     runtime.run(store.close())
+
+
+def test_a_chroma_server_keeps_nothing_readable_of_an_erased_user(tmp_path: Path) -> None:
+    """A Chroma server keeps deleted entries in free space of its files, out of reach of its
+    API. So it only ever gets the user's texts, ids and names sealed under the user's key,
+    kept in the session store and destroyed by the erasure: after it, neither the server's
+    files nor the store hold a readable byte of the user, nor the key. The vectors stay in
+    the server's free space until its operator vacuums: the report says so, and the vacuum
+    removes them."""
+    import struct
+
+    import chromadb
+
+    server = ChromaServer().start()
+    try:
+        store = make_store("sqlite", tmp_path)
+        settings = {"data_dir": str(tmp_path / "data"), "vector_store_url": server.url}
+        scratch = tmp_path / "scratch"
+        scratch.mkdir()
+        erin, bob = "erin-" + MARK.decode(), "bob-" + KEPT.decode()
+        fill(store, settings, erin, MARK.decode(), scratch)
+        fill(store, settings, bob, KEPT.decode(), scratch)
+        key = base64.urlsafe_b64encode(runtime.run(vault_key(store, erin)))
+        assert key in every_byte(tmp_path, store)  # the store keeps the user's key
+        held = b"".join(_files(server.path))
+        assert held.count(b"psenc1:") >= 8 and MARK not in held and KEPT not in held
+        client = chromadb.HttpClient(host="127.0.0.1", port=server.port)
+        memories = client.get_collection(memory_scope("praisonsession", erin).collection)
+        vector = memories.get(include=["embeddings"])["embeddings"][0]
+        signature = struct.pack("<8f", *vector[:8])  # as the server stores it: float32
+        assert signature in held
+
+        report = erase_user(erin, store=store, settings=settings)
+
+        assert (report.sessions, report.vector_entries) == (3, 4)
+        assert len(report.leftovers) == 1
+        assert "chroma vacuum --path <its data directory> --force" in report.leftovers[0]
+        left = every_byte(tmp_path, store) + b"".join(_files(server.path))
+        assert MARK not in left and key not in left
+        kept = Session(f"talk-{KEPT.decode()}", bob, store=store, settings=settings)
+        topic = {"topic": f"topic-{KEPT.decode()}"}  # equality filters work on keyed tokens
+        found = kept.search_memory("quokkas", limit=5, where=topic)
+        assert [hit["metadata"]["topic"] for hit in found] == [topic["topic"]]
+        assert found[0]["text"] == f"{bob} likes quokkas {KEPT.decode()}"
+        kept.close()
+        runtime.run(store.close())
+
+        server.halt()  # the operator's vacuum, on the stopped server's directory
+        subprocess.run(
+            [*chroma_command(), "vacuum", "--path", str(server.path), "--force"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        assert signature not in b"".join(_files(server.path))
+    finally:
+        server.stop()

@@ -15,6 +15,7 @@ chromadb is imported on first use only.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 import time
@@ -33,6 +34,7 @@ from ..errors import (
     install_line,
 )
 from ..redaction import redact_text, redact_url
+from .vault import SEALED
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
@@ -133,10 +135,15 @@ def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> in
         name = collection.name
         if not name.startswith(f"{namespace}_"):
             continue
-        if name in names or (collection.metadata or {}).get("owner") == owner:
+        if name in names or (collection.metadata or {}).get("owner") in (owner, owner_tag(owner)):
             removed += collection.count()
             client.delete_collection(name)
     return removed
+
+
+def owner_tag(owner: str) -> str:
+    """How a vaulted collection names its owner: a digest, as its name does, not the id."""
+    return "sha256:" + hashlib.sha256(owner.encode("utf-8")).hexdigest()[:32]
 
 
 def scrub_embedded(directory: Path) -> None:
@@ -176,6 +183,7 @@ class VectorIndex:
         self.embedder = embedder
         self.owner = owner  # the user whose data it holds (None: shared): erase_user finds it
         self.sealer: Any = None  # a TextSealer when encryption_key is set: texts stored sealed
+        self.vault: Any = None  # a Vault on a Chroma server: texts and metadata under a user key
         self._client = client
         self._opened: Any = None
         self._opening = threading.Lock()
@@ -202,7 +210,7 @@ class VectorIndex:
                     metadata={
                         "embedder": embedder.name,
                         "dimension": embedder.dimension,
-                        **({} if self.owner is None else {"owner": self.owner}),
+                        **({} if self.owner is None else {"owner": self._owner_stored()}),
                     },
                     configuration={"hnsw": {"space": "cosine"}},
                     embedding_function=function,
@@ -215,6 +223,10 @@ class VectorIndex:
         if (found.get("embedder"), found.get("dimension")) != (embedder.name, embedder.dimension):
             raise self._mismatch(found.get("embedder"), found.get("dimension"))
         return collection
+
+    def _owner_stored(self) -> str:
+        assert self.owner is not None
+        return self.owner if self.vault is None else owner_tag(self.owner)
 
     def _mismatch(self, found: Any, dimension: Any) -> EmbedderMismatchError:
         size = f" ({dimension} dimensions)" if dimension else ""
@@ -235,14 +247,31 @@ class VectorIndex:
             return
         if vectors is None:
             vectors = self.embedder.embed(texts)  # from the text itself: search keeps working
-        if self.sealer is not None:
+        if self.vault is not None:
+            vault, name = self.vault, self.name
+            pairs = list(zip(ids, texts, metadatas, strict=True))
+            metadatas = [vault.seal_metadata(name, i, m) for i, _, m in pairs]
+            texts = [vault.seal_text(name, i, t) for i, t, _ in pairs]
+        elif self.sealer is not None:
             texts = [self.sealer.seal(self.name, i, t) for i, t in zip(ids, texts, strict=True)]
         self.collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
 
-    def _text(self, entry: str, text: str | None) -> str:
-        if self.sealer is None or text is None:
-            return text or ""
+    def _text(self, entry: str, text: str | None, metadata: Any) -> str:
+        if text is None:
+            return ""
+        if self.vault is not None and metadata and SEALED in metadata:
+            return self.vault.open_text(self.name, entry, text)
+        if self.sealer is None:
+            return text
         return self.sealer.open(self.name, entry, text)
+
+    def _metadata(self, entry: str, metadata: Any) -> dict[str, Any]:
+        if self.vault is None:
+            return dict(metadata or {})
+        return self.vault.open_metadata(self.name, entry, metadata) or {}
+
+    def _where(self, where: dict[str, Any] | None) -> dict[str, Any] | None:
+        return where if self.vault is None else self.vault.where(where)
 
     def existing(self, ids: list[str]) -> set[str]:
         if not ids:
@@ -272,7 +301,10 @@ class VectorIndex:
         include = ["documents", "metadatas", "distances", *(["embeddings"] if vectors else [])]
         found = _retrying_unflushed(
             lambda: self.collection.query(
-                query_embeddings=queries, n_results=limit, where=where, include=include
+                query_embeddings=queries,
+                n_results=limit,
+                where=self._where(where),
+                include=include,
             )
         )
         embedded = found.get("embeddings") if vectors else None
@@ -280,9 +312,9 @@ class VectorIndex:
             [
                 Hit(
                     id=i,
-                    text=self._text(i, text),
+                    text=self._text(i, text, meta),
                     score=round(1.0 - float(far), 6),
-                    metadata=meta or {},
+                    metadata=self._metadata(i, meta),
                     vector=None if embedded is None else [float(x) for x in embedded[q][n]],
                 )
                 for n, (i, text, meta, far) in enumerate(
@@ -311,14 +343,14 @@ class VectorIndex:
         if ids is not None and not ids:
             return []
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
-        found = self.collection.get(ids=ids, where=where, limit=limit, include=include)
+        found = self.collection.get(ids=ids, where=self._where(where), limit=limit, include=include)
         embedded = found.get("embeddings") if vectors else None
         return [
             Hit(
                 id=i,
-                text=self._text(i, text),
+                text=self._text(i, text, meta),
                 score=0.0,
-                metadata=dict(meta or {}),
+                metadata=self._metadata(i, meta),
                 vector=None if embedded is None else [float(x) for x in embedded[n]],
             )
             for n, (i, text, meta) in enumerate(
@@ -335,6 +367,6 @@ class VectorIndex:
 
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""
-        ids = self.collection.get(where=where, include=[])["ids"]
+        ids = self.collection.get(where=self._where(where), include=[])["ids"]
         self.delete_ids(ids)
         return len(ids)

@@ -1,0 +1,90 @@
+"""Crypto-erasure for a Chroma server: what it stores of a user opens only with that user's key.
+
+A Chroma server keeps deleted entries in free space of its own files, and no call of its API
+rewrites them (measured on ``chroma run`` 1.5). So nothing readable of a user goes there: each
+user has a random key, kept in the session store and destroyed by ``erase_user``, and
+:class:`Vault` seals every text with it (AES-256-GCM, bound to the collection and the entry),
+replaces every string of the metadata by a keyed token (HMAC-SHA256, so that equality filters
+still work: ``where`` values go through the same tokens) and keeps the metadata itself sealed
+beside them for reading back. Numbers, booleans, entry ids (digests) and the vectors stay as
+they are: see docs/pages/hierarchy.md for what they reveal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from ..errors import InvalidValueError
+from ..sealing import TextSealer
+
+__all__ = ["SEALED", "Vault"]
+
+#: The metadata field that holds the sealed metadata.
+SEALED = "ps_sealed"
+_TOKEN = "psk1:"
+_RANGES = ("$gt", "$gte", "$lt", "$lte")
+
+
+class Vault:
+    """Seals and tokenizes the entries of one user's collections with their key (32 bytes)."""
+
+    def __init__(self, key: bytes) -> None:
+        self._sealer = TextSealer(key)
+        self._mac = hashlib.sha256(b"praisonsession vault tokens\x00" + key).digest()
+
+    def seal_text(self, collection: str, entry: str, text: str) -> str:
+        return self._sealer.seal(collection, entry, text)
+
+    def open_text(self, collection: str, entry: str, text: str) -> str:
+        return self._sealer.open(collection, entry, text)
+
+    def seal_metadata(
+        self, collection: str, entry: str, metadata: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Tokens for the strings (what filters match), and the whole sealed beside them."""
+        stored = {name: self._stored(name, value) for name, value in metadata.items()}
+        stored[SEALED] = self._sealer.seal(collection, f"{entry}\x00metadata", json.dumps(metadata))
+        return stored
+
+    def open_metadata(
+        self, collection: str, entry: str, stored: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The metadata as given; an entry stored before the vault existed, as it is."""
+        if not stored or SEALED not in stored:
+            return stored
+        opened = self._sealer.open(collection, f"{entry}\x00metadata", stored[SEALED])
+        return dict(json.loads(opened))
+
+    def where(self, where: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A Chroma ``where`` with every string compared as its token."""
+        if where is None:
+            return None
+        out: dict[str, Any] = {}
+        for name, condition in where.items():
+            if name in ("$and", "$or"):
+                out[name] = [self.where(part) for part in condition]
+            elif isinstance(condition, dict):
+                out[name] = {op: self._compared(name, op, value) for op, value in condition.items()}
+            else:  # {"field": value}: equality
+                out[name] = self._stored(name, condition)
+        return out
+
+    def _compared(self, name: str, op: str, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self._stored(name, item) for item in value]
+        if op in _RANGES and isinstance(value, str):
+            raise InvalidValueError(
+                f"A range filter ({op}) on the text field {name!r} cannot run on a Chroma "
+                "server: texts are stored there as keyed tokens (erasure leaves nothing "
+                "readable). Compare numbers, or test equality with $eq/$in."
+            )
+        return self._stored(name, value)
+
+    def _stored(self, name: str, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        mac = hmac.new(self._mac, f"{name}\x00{value}".encode(), hashlib.sha256)
+        return _TOKEN + mac.hexdigest()[:40]
