@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 import backends
 from backends import make_store, postgres_schema, redis_prefix
 from chroma_server import ChromaServer, chroma_command
 from praisonsession import Session, SessionBase, erase_user, runtime
+from praisonsession.cli import main
 from praisonsession.stores.hierarchy import vault_key
 from praisonsession.vectors import memory_scope
 
@@ -178,6 +180,10 @@ def test_postgres_without_privileges_erases_and_says_what_it_could_not_scrub(
     assert len(logged) == 3 and all(role in line for line in logged)
     assert Session("talk", "erin", store=url).read_messages("chat") == []
     assert Session("talk", "bob", store=url).read_messages("chat")[0]["content"].endswith("bob")
+    said = CliRunner().invoke(main, ["erase-user", "bob", "--store", url, "--yes"])
+    assert said.exit_code == 0 and said.stdout.startswith("Erased user 'bob': 1 session")
+    assert said.stderr.count("Not scrubbed: ") == 3
+    assert "pg_checkpoint" in said.stderr
 
 
 def test_postgres_erasure_under_an_open_snapshot_says_so_and_a_second_one_scrubs(
