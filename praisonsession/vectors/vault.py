@@ -17,7 +17,6 @@ import hmac
 import json
 from typing import Any
 
-from ..errors import InvalidValueError
 from ..sealing import TextSealer
 
 __all__ = ["SEALED", "Vault"]
@@ -25,7 +24,6 @@ __all__ = ["SEALED", "Vault"]
 #: The metadata field that holds the sealed metadata.
 SEALED = "ps_sealed"
 _TOKEN = "psk1:"
-_RANGES = ("$gt", "$gte", "$lt", "$lte")
 
 
 class Vault:
@@ -73,14 +71,9 @@ class Vault:
         return out
 
     def _compared(self, name: str, op: str, value: Any) -> Any:
+        """Equal strings give equal tokens; ranges compare numbers only (``filters.py``)."""
         if isinstance(value, list):
             return [self._stored(name, item) for item in value]
-        if op in _RANGES and isinstance(value, str):
-            raise InvalidValueError(
-                f"A range filter ({op}) on the text field {name!r} cannot run on a Chroma "
-                "server: texts are stored there as keyed tokens (erasure leaves nothing "
-                "readable). Compare numbers, or test equality with $eq/$in."
-            )
         return self._stored(name, value)
 
     def _stored(self, name: str, value: Any) -> Any:
