@@ -233,8 +233,12 @@ def test_a_chroma_server_keeps_nothing_readable_of_an_erased_user(tmp_path: Path
         fill(store, settings, bob, KEPT.decode(), scratch)
         key = base64.urlsafe_b64encode(runtime.run(vault_key(store, erin)))
         assert key in every_byte(tmp_path, store)  # the store keeps the user's key
+        talk = Session(f"talk-{MARK.decode()}", erin, store=store, settings=settings)
+        memory_id = talk.search_memory("quokkas", limit=1)[0]["id"].encode()
+        talk.close()
         held = b"".join(_files(server.path))
         assert held.count(b"psenc1:") >= 8 and MARK not in held and KEPT not in held
+        assert memory_id not in held  # a digest of the text: stored under a keyed token
         client = chromadb.HttpClient(host="127.0.0.1", port=server.port)
         memories = client.get_collection(memory_scope("praisonsession", erin).collection)
         vector = memories.get(include=["embeddings"])["embeddings"][0]

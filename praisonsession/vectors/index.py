@@ -249,26 +249,27 @@ class VectorIndex:
             vectors = self.embedder.embed(texts)  # from the text itself: search keeps working
         if self.vault is not None:
             vault, name = self.vault, self.name
-            pairs = list(zip(ids, texts, metadatas, strict=True))
-            metadatas = [vault.seal_metadata(name, i, m) for i, _, m in pairs]
-            texts = [vault.seal_text(name, i, t) for i, t, _ in pairs]
+            pairs = list(zip(ids, metadatas, strict=True))
+            metadatas = [vault.seal_metadata(name, i, m) for i, m in pairs]
+            ids = self._ids(ids)
+            texts = [vault.seal_text(name, i, t) for i, t in zip(ids, texts, strict=True)]
         elif self.sealer is not None:
             texts = [self.sealer.seal(self.name, i, t) for i, t in zip(ids, texts, strict=True)]
         self.collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
 
-    def _text(self, entry: str, text: str | None, metadata: Any) -> str:
-        if text is None:
-            return ""
+    def _given(self, stored_id: str, text: str | None, metadata: Any, **more: Any) -> Hit:
+        """An entry as it was given (its own id, text and metadata), with ``more`` fields."""
         if self.vault is not None and metadata and SEALED in metadata:
-            return self.vault.open_text(self.name, entry, text)
-        if self.sealer is None:
-            return text
-        return self.sealer.open(self.name, entry, text)
+            entry, given = self.vault.open_entry(self.name, stored_id, metadata)
+            opened = self.vault.open_text(self.name, stored_id, text) if text else ""
+            return Hit(id=entry, text=opened, metadata=given, **more)
+        if self.sealer is not None and text is not None:
+            text = self.sealer.open(self.name, stored_id, text)
+        return Hit(id=stored_id, text=text or "", metadata=dict(metadata or {}), **more)
 
-    def _metadata(self, entry: str, metadata: Any) -> dict[str, Any]:
-        if self.vault is None:
-            return dict(metadata or {})
-        return self.vault.open_metadata(self.name, entry, metadata) or {}
+    def _ids(self, ids: list[str]) -> list[str]:
+        """The ids the entries are stored under."""
+        return ids if self.vault is None else [self.vault.entry_id(i) for i in ids]
 
     def _where(self, where: dict[str, Any] | None) -> dict[str, Any] | None:
         return where if self.vault is None else self.vault.where(where)
@@ -276,7 +277,8 @@ class VectorIndex:
     def existing(self, ids: list[str]) -> set[str]:
         if not ids:
             return set()
-        return set(self.collection.get(ids=ids, include=[])["ids"])
+        given = dict(zip(self._ids(ids), ids, strict=True))
+        return {given[i] for i in self.collection.get(ids=list(given), include=[])["ids"]}
 
     def query(
         self,
@@ -310,11 +312,11 @@ class VectorIndex:
         embedded = found.get("embeddings") if vectors else None
         return [
             [
-                Hit(
-                    id=i,
-                    text=self._text(i, text, meta),
+                self._given(
+                    i,
+                    text,
+                    meta,
                     score=round(1.0 - float(far), 6),
-                    metadata=self._metadata(i, meta),
                     vector=None if embedded is None else [float(x) for x in embedded[q][n]],
                 )
                 for n, (i, text, meta, far) in enumerate(
@@ -343,14 +345,19 @@ class VectorIndex:
         if ids is not None and not ids:
             return []
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
-        found = self.collection.get(ids=ids, where=self._where(where), limit=limit, include=include)
+        found = self.collection.get(
+            ids=None if ids is None else self._ids(ids),
+            where=self._where(where),
+            limit=limit,
+            include=include,
+        )
         embedded = found.get("embeddings") if vectors else None
         return [
-            Hit(
-                id=i,
-                text=self._text(i, text, meta),
+            self._given(
+                i,
+                text,
+                meta,
                 score=0.0,
-                metadata=self._metadata(i, meta),
                 vector=None if embedded is None else [float(x) for x in embedded[n]],
             )
             for n, (i, text, meta) in enumerate(
@@ -363,10 +370,11 @@ class VectorIndex:
 
     def delete_ids(self, ids: list[str]) -> None:
         if ids:
-            self.collection.delete(ids=ids)
+            self.collection.delete(ids=self._ids(ids))
 
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""
-        ids = self.collection.get(where=self._where(where), include=[])["ids"]
-        self.delete_ids(ids)
-        return len(ids)
+        stored = self.collection.get(where=self._where(where), include=[])["ids"]
+        if stored:
+            self.collection.delete(ids=stored)
+        return len(stored)

@@ -6,8 +6,9 @@ user has a random key, kept in the session store and destroyed by ``erase_user``
 :class:`Vault` seals every text with it (AES-256-GCM, bound to the collection and the entry),
 replaces every string of the metadata by a keyed token (HMAC-SHA256, so that equality filters
 still work: ``where`` values go through the same tokens) and keeps the metadata itself sealed
-beside them for reading back. Numbers, booleans, entry ids (digests) and the vectors stay as
-they are: see docs/pages/hierarchy.md for what they reveal.
+beside them for reading back, and stores each entry under a keyed token of its id (our ids are
+digests of the text: guessable). Numbers, booleans and the vectors stay as they are: see
+docs/pages/hierarchy.md for what they reveal.
 """
 
 from __future__ import annotations
@@ -33,28 +34,32 @@ class Vault:
         self._sealer = TextSealer(key)
         self._mac = hashlib.sha256(b"praisonsession vault tokens\x00" + key).digest()
 
-    def seal_text(self, collection: str, entry: str, text: str) -> str:
-        return self._sealer.seal(collection, entry, text)
+    def entry_id(self, entry: str) -> str:
+        """The id an entry is stored under: a keyed token, not the digest of its text."""
+        return self._stored("\x00id", entry)
 
-    def open_text(self, collection: str, entry: str, text: str) -> str:
-        return self._sealer.open(collection, entry, text)
+    def seal_text(self, collection: str, stored_id: str, text: str) -> str:
+        return self._sealer.seal(collection, stored_id, text)
+
+    def open_text(self, collection: str, stored_id: str, text: str) -> str:
+        return self._sealer.open(collection, stored_id, text)
 
     def seal_metadata(
         self, collection: str, entry: str, metadata: dict[str, Any]
     ) -> dict[str, Any]:
-        """Tokens for the strings (what filters match), and the whole sealed beside them."""
+        """Tokens for the strings (what filters match), and the entry's own id and metadata
+        sealed beside them (what reads give back)."""
         stored = {name: self._stored(name, value) for name, value in metadata.items()}
-        stored[SEALED] = self._sealer.seal(collection, f"{entry}\x00metadata", json.dumps(metadata))
+        whole = json.dumps({"id": entry, "metadata": metadata})
+        stored[SEALED] = self._sealer.seal(collection, f"{self.entry_id(entry)}\x00meta", whole)
         return stored
 
-    def open_metadata(
-        self, collection: str, entry: str, stored: dict[str, Any] | None
-    ) -> dict[str, Any] | None:
-        """The metadata as given; an entry stored before the vault existed, as it is."""
-        if not stored or SEALED not in stored:
-            return stored
-        opened = self._sealer.open(collection, f"{entry}\x00metadata", stored[SEALED])
-        return dict(json.loads(opened))
+    def open_entry(
+        self, collection: str, stored_id: str, stored: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
+        """The entry's own id and metadata, from what :meth:`seal_metadata` stored."""
+        opened = json.loads(self._sealer.open(collection, f"{stored_id}\x00meta", stored[SEALED]))
+        return opened["id"], dict(opened["metadata"])
 
     def where(self, where: dict[str, Any] | None) -> dict[str, Any] | None:
         """A Chroma ``where`` with every string compared as its token."""
