@@ -270,3 +270,39 @@ def test_a_chroma_server_keeps_nothing_readable_of_an_erased_user(tmp_path: Path
         assert signature not in b"".join(_files(server.path))
     finally:
         server.stop()
+
+
+def test_a_vaulted_collection_still_reaches_entries_stored_before_the_vault(
+    chroma_url: str,
+) -> None:
+    """Entries a Chroma server got before its collections were sealed stay readable,
+    filterable, replaceable (not duplicated) and deletable; new ones go sealed."""
+    import os
+    import uuid
+
+    from praisonsession.recall import default_embedder
+    from praisonsession.vectors import Vault, VectorIndex, chroma_client
+
+    client = chroma_client(chroma_url)
+    name = f"t{uuid.uuid4().hex}_legacy"
+    embedder = default_embedder("minilm")
+    before = VectorIndex(client, name, embedder, owner="ann")
+    before.add(["a", "b"], ["Ann likes tea", "Ann likes jazz"], [{"t": "drink"}, {"t": "music"}])
+    vaulted = VectorIndex(client, name, embedder, owner="ann")
+    vaulted.vault = Vault(os.urandom(32))
+    try:
+        assert [hit.id for hit in vaulted.get(where={"t": "drink"})] == ["a"]
+        assert vaulted.existing(["a", "b", "c"]) == {"a", "b"}
+        vaulted.add(["a"], ["Ann likes green tea"], [{"t": "drink"}])
+        assert vaulted.count() == 2  # replaced, not duplicated
+        found = vaulted.get(ids=["a"])
+        assert [(hit.id, hit.text, hit.metadata) for hit in found] == [
+            ("a", "Ann likes green tea", {"t": "drink"})
+        ]
+        raw = client.get_collection(name).get(include=["documents"])
+        assert "Ann likes jazz" in raw["documents"]  # as it was stored
+        assert [d for d in raw["documents"] if "green" in d] == []  # the new one sealed
+        vaulted.delete_ids(["b"])
+        assert vaulted.count() == 1
+    finally:
+        client.delete_collection(name)

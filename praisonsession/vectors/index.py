@@ -149,7 +149,12 @@ def owner_tag(owner: str) -> str:
 def scrub_embedded(directory: Path) -> None:
     """After an erasure, leave none of the deleted texts in the embedded store's SQLite file:
     Chroma deletes rows but not the bytes they held in free pages, nor the terms of its full
-    text index. Merging that index and rebuilding the file (``VACUUM``) removes both."""
+    text index. Merging that index and rebuilding the file (``VACUUM``) removes both.
+
+    Chroma also leaves a deleted collection's vector index folder (named by its segment's id)
+    on disk: its vectors, and now and then a ``length.bin`` padded with stale heap bytes that
+    held the deleted metadata. A folder whose segment is gone from the file is removed."""
+    import shutil
     import sqlite3
 
     path = Path(directory) / "chroma.sqlite3"
@@ -165,8 +170,21 @@ def scrub_embedded(directory: Path) -> None:
                 "VALUES('optimize')"
             )
         conn.execute("VACUUM")
+        segments = {row[0] for row in conn.execute("SELECT id FROM segments")}
     finally:
         conn.close()
+    for folder in Path(directory).iterdir():
+        if folder.is_dir() and _is_uuid(folder.name) and folder.name not in segments:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _is_uuid(name: str) -> bool:
+    import uuid
+
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
 
 
 class VectorIndex:
@@ -184,6 +202,7 @@ class VectorIndex:
         self.owner = owner  # the user whose data it holds (None: shared): erase_user finds it
         self.sealer: Any = None  # a TextSealer when encryption_key is set: texts stored sealed
         self.vault: Any = None  # a Vault on a Chroma server: texts and metadata under a user key
+        self._plain = False  # with a vault: the collection also holds entries stored before it
         self._client = client
         self._opened: Any = None
         self._opening = threading.Lock()
@@ -222,6 +241,9 @@ class VectorIndex:
         found = collection.metadata or {}
         if (found.get("embedder"), found.get("dimension")) != (embedder.name, embedder.dimension):
             raise self._mismatch(found.get("embedder"), found.get("dimension"))
+        if self.vault is not None:  # entries stored before the vault: keep them reachable
+            first = collection.get(limit=1, include=["metadatas"])["metadatas"]
+            self._plain = bool(first) and SEALED not in (first[0] or {})
         return collection
 
     def _owner_stored(self) -> str:
@@ -251,6 +273,9 @@ class VectorIndex:
             vault, name = self.vault, self.name
             pairs = list(zip(ids, metadatas, strict=True))
             metadatas = [vault.seal_metadata(name, i, m) for i, m in pairs]
+            collection = self.collection  # opened first: then it knows what it holds
+            if self._plain:  # an entry stored before the vault is replaced, not duplicated
+                collection.delete(ids=ids)
             ids = self._ids(ids)
             texts = [vault.seal_text(name, i, t) for i, t in zip(ids, texts, strict=True)]
         elif self.sealer is not None:
@@ -271,14 +296,19 @@ class VectorIndex:
         """The ids the entries are stored under."""
         return ids if self.vault is None else [self.vault.entry_id(i) for i in ids]
 
+    def _lookup(self, ids: list[str]) -> list[str]:
+        """The ids to find the entries by (with a vault, also those stored before it)."""
+        return ids if self.vault is None else self.vault.stored_ids(ids)
+
     def _where(self, where: dict[str, Any] | None) -> dict[str, Any] | None:
         return where if self.vault is None else self.vault.where(where)
 
     def existing(self, ids: list[str]) -> set[str]:
         if not ids:
             return set()
-        given = dict(zip(self._ids(ids), ids, strict=True))
-        return {given[i] for i in self.collection.get(ids=list(given), include=[])["ids"]}
+        lookup = self._lookup(ids)  # one id, or a token and the id: each names its entry
+        given = dict(zip(lookup, ids * (len(lookup) // len(ids)), strict=True))
+        return {given[i] for i in self.collection.get(ids=lookup, include=[])["ids"]}
 
     def query(
         self,
@@ -346,7 +376,7 @@ class VectorIndex:
             return []
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
         found = self.collection.get(
-            ids=None if ids is None else self._ids(ids),
+            ids=None if ids is None else self._lookup(ids),
             where=self._where(where),
             limit=limit,
             include=include,
@@ -370,7 +400,7 @@ class VectorIndex:
 
     def delete_ids(self, ids: list[str]) -> None:
         if ids:
-            self.collection.delete(ids=self._ids(ids))
+            self.collection.delete(ids=self._lookup(ids))
 
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""

@@ -62,7 +62,9 @@ class Vault:
         return opened["id"], dict(opened["metadata"])
 
     def where(self, where: dict[str, Any] | None) -> dict[str, Any] | None:
-        """A Chroma ``where`` with every string compared as its token."""
+        """A Chroma ``where`` in which a string matches its token, or the string itself as an
+        entry stored before the vault holds it (reachable, and erasable; one written around
+        the library is then found, and refused by the scope's check)."""
         if where is None:
             return None
         out: dict[str, Any] = {}
@@ -70,16 +72,23 @@ class Vault:
             if name in ("$and", "$or"):
                 out[name] = [self.where(part) for part in condition]
             elif isinstance(condition, dict):
-                out[name] = {op: self._compared(name, op, value) for op, value in condition.items()}
+                out[name] = dict(self._compared(name, op, v) for op, v in condition.items())
             else:  # {"field": value}: equality
-                out[name] = self._stored(name, condition)
+                out[name] = dict([self._compared(name, "$eq", condition)])
         return out
 
-    def _compared(self, name: str, op: str, value: Any) -> Any:
-        """Equal strings give equal tokens; ranges compare numbers only (``filters.py``)."""
-        if isinstance(value, list):
-            return [self._stored(name, item) for item in value]
-        return self._stored(name, value)
+    def _compared(self, name: str, op: str, value: Any) -> tuple[str, Any]:
+        """Strings compare by equality only (``filters.py`` keeps ranges for numbers)."""
+        values = value if isinstance(value, list) else [value]
+        if not any(isinstance(item, str) for item in values):
+            return op, value
+        either = [self._stored(name, item) for item in values] + values
+        return ("$nin" if op in ("$ne", "$nin") else "$in"), either
+
+    def stored_ids(self, entries: list[str]) -> list[str]:
+        """The ids to look ``entries`` up by: their tokens, and themselves (as an entry stored
+        before the vault has it)."""
+        return [self.entry_id(entry) for entry in entries] + list(entries)
 
     def _stored(self, name: str, value: Any) -> Any:
         if not isinstance(value, str):
