@@ -118,6 +118,7 @@ def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_sto
         assert f"- {store}: first page x" in out
 
 
+@pytest.mark.slow
 def test_bench_erasure_scrubs_postgres_and_prints_its_cost_beside_the_bare_statements(
     tmp_path: Path,
 ) -> None:
