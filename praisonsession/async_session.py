@@ -453,7 +453,7 @@ class AsyncSession(SessionTree):
             raise
         return self._recall
 
-    def _open_recall(self, vault: bytes | None) -> Recall:
+    def _open_recall(self, vault: bytes | None = None) -> Recall:
         from .recall import Recall
 
         return Recall(
