@@ -20,6 +20,7 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,9 @@ class Hit:
     text: str
     score: float
     metadata: dict[str, Any]
-    vector: list[float] | None = None
+    #: the entry's own vector when asked for: a list from ``get``, a numpy row from ``query``
+    #: (a search ranks with it and never needs it as Python floats)
+    vector: Sequence[float] | None = None
 
 
 def chroma_client(location: str | Path) -> Any:
@@ -282,15 +285,21 @@ class VectorIndex:
             texts = [self.sealer.seal(self.name, i, t) for i, t in zip(ids, texts, strict=True)]
         self.collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
 
-    def _given(self, stored_id: str, text: str | None, metadata: Any, **more: Any) -> Hit:
-        """An entry as it was given (its own id, text and metadata), with ``more`` fields."""
+    def _given(
+        self, stored_id: str, text: str | None, metadata: Any, copy: bool = False, **more: Any
+    ) -> Hit:
+        """An entry as it was given (its own id, text and metadata; ``copy``: a metadata dict
+        of its own), with ``more`` fields."""
         if self.vault is not None and metadata and SEALED in metadata:
             entry, given = self.vault.open_entry(self.name, stored_id, metadata)
             opened = self.vault.open_text(self.name, stored_id, text) if text else ""
             return Hit(id=entry, text=opened, metadata=given, **more)
         if self.sealer is not None and text is not None:
             text = self.sealer.open(self.name, stored_id, text)
-        return Hit(id=stored_id, text=text or "", metadata=dict(metadata or {}), **more)
+        metadata = metadata or {}
+        return Hit(
+            id=stored_id, text=text or "", metadata=dict(metadata) if copy else metadata, **more
+        )
 
     def _ids(self, ids: list[str]) -> list[str]:
         """The ids the entries are stored under."""
@@ -347,7 +356,7 @@ class VectorIndex:
                     text,
                     meta,
                     score=round(1.0 - float(far), 6),
-                    vector=None if embedded is None else [float(x) for x in embedded[q][n]],
+                    vector=None if embedded is None else embedded[q][n],
                 )
                 for n, (i, text, meta, far) in enumerate(
                     zip(ids, texts, metas, distances, strict=True)
@@ -387,6 +396,7 @@ class VectorIndex:
                 i,
                 text,
                 meta,
+                copy=True,
                 score=0.0,
                 vector=None if embedded is None else [float(x) for x in embedded[n]],
             )
