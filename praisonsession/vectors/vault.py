@@ -85,6 +85,10 @@ class Vault:
         either = [self._stored(name, item) for item in values] + values
         return ("$nin" if op in ("$ne", "$nin") else "$in"), either
 
+    def tokenized(self, stored: dict[str, Any]) -> bool:
+        """Whether these metadata came from :meth:`seal_metadata` (they hold tokens)."""
+        return any(isinstance(value, str) and value.startswith(_TOKEN) for value in stored.values())
+
     def stored_ids(self, entries: list[str]) -> list[str]:
         """The ids to look ``entries`` up by: their tokens, and themselves (as an entry stored
         before the vault has it)."""
