@@ -436,11 +436,12 @@ class AsyncSession(SessionTree):
             return self._recall
         import asyncio
 
+        vault = await self._vault_key()
         with self._opening_lock:
             if self._recall_opening is None:
                 self._recall_opening = _in_thread(
                     "praisonsession-memory-open",
-                    self._open_recall,
+                    lambda: self._open_recall(vault),
                 )
             opening = self._recall_opening
         try:
@@ -452,7 +453,7 @@ class AsyncSession(SessionTree):
             raise
         return self._recall
 
-    def _open_recall(self) -> Recall:
+    def _open_recall(self, vault: bytes | None = None) -> Recall:
         from .recall import Recall
 
         return Recall(
@@ -462,7 +463,22 @@ class AsyncSession(SessionTree):
             self._settings,
             self._memory_config,
             self._knowledge_config,
+            vault_key=vault,
         )
+
+    async def _vault_key(self) -> bytes | None:
+        """On a Chroma server, the user's key that its entries are sealed with: the server
+        keeps deleted bytes, and ``erase_user`` destroys the key (see ``vectors/vault.py``)."""
+        server = (
+            self._memory_config.get("vector_store_url")
+            or self._knowledge_config.get("vector_store_url")
+            or self._settings.vector_store_url
+        )
+        if not server or self._remote is not None:
+            return None
+        from .stores.hierarchy import vault_key
+
+        return await vault_key(self._store, self._user_id)
 
     async def _recalling(self, what: str, use: Callable[[Recall], Awaitable[T]]) -> T:
         """A memory or knowledge operation, opening included, within ``timeout``."""

@@ -2,7 +2,8 @@
 
 Every session of the user, every snapshot of them, their message logs, their long-term memories
 and their knowledge (user- and session-scoped collections). Another user's data is untouched,
-even one whose sessions have the same ids. The report says what went.
+even one whose sessions have the same ids. The report says what went, and what stays beneath
+the API that the library could not scrub (``leftovers``: never a silent claim).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import runtime
+from .redaction import redact_url
 from .session_options import resolve_settings, resolve_store
 from .stores.hierarchy import check_erasable_user
 
@@ -22,13 +24,16 @@ __all__ = ["ErasureReport", "aerase_user", "erase_user"]
 
 
 class ErasureReport(NamedTuple):
-    """What ``erase_user`` removed."""
+    """What ``erase_user`` removed, and ``leftovers``: where bytes of the user may remain
+    that the library could not scrub (a missing privilege or server setting, a Chroma server's
+    files), one sentence each with what to do. Empty when nothing remains."""
 
     user_id: str
     sessions: int
     snapshots: int
     vector_entries: int
     session_ids: list[str]
+    leftovers: list[str] = []  # noqa: RUF012 - a NamedTuple default, never mutated
 
 
 async def aerase_user(
@@ -47,8 +52,11 @@ async def aerase_user(
     finally:
         if store is None or isinstance(store, str):
             await target.close()
-    vectors = await _erase_vectors(user, found["session_ids"], resolved)
-    return ErasureReport(user, found["sessions"], found["snapshots"], vectors, found["session_ids"])
+    vectors, left = await _erase_vectors(user, found["session_ids"], resolved)
+    leftovers = [*found.get("leftovers", []), *left]
+    return ErasureReport(
+        user, found["sessions"], found["snapshots"], vectors, found["session_ids"], leftovers
+    )
 
 
 def erase_user(
@@ -61,11 +69,13 @@ def erase_user(
     return runtime.run(aerase_user(user_id, store, settings=settings))
 
 
-async def _erase_vectors(user: str, session_ids: list[str], settings: Settings) -> int:
+async def _erase_vectors(
+    user: str, session_ids: list[str], settings: Settings
+) -> tuple[int, list[str]]:
     embedded = Path(settings.data_dir).expanduser().resolve() / "chroma"
     location = settings.vector_store_url or embedded
     if not settings.vector_store_url and not Path(location).is_dir():
-        return 0  # memory and knowledge were never used here
+        return 0, []  # memory and knowledge were never used here
     from .execution import offload
     from .vectors import chroma_client, erase_owner, scrub_embedded, user_collections
 
@@ -73,6 +83,24 @@ async def _erase_vectors(user: str, session_ids: list[str], settings: Settings) 
     names = user_collections(namespace, user, session_ids)
     client = await offload(chroma_client, location)
     removed = await offload(erase_owner, client, namespace, user, names)
-    if not settings.vector_store_url:  # a server's files are its operator's to vacuum
+    if not settings.vector_store_url:
         await offload(scrub_embedded, Path(location))
-    return removed
+        return removed, []
+    # Measured on chroma run 1.5: deleting the collections leaves their entries in free space
+    # of the server's chroma.sqlite3, and no call of its API rewrites that file. What it
+    # keeps of the user is sealed under their key (vectors/vault.py), which the store's
+    # erasure has just destroyed; the vectors themselves remain until the operator vacuums.
+    finding = (
+        f"the Chroma server at {redact_url(settings.vector_store_url)} keeps the deleted "
+        "entries' vectors in free space of its chroma.sqlite3 (their texts, ids and names only "
+        "as ciphertext and keyed tokens under the user's key, destroyed by this erasure) until "
+        "its operator runs: chroma vacuum --path <its data directory> --force"
+    )
+    _logger().warning("erasure of a user: %s", finding)
+    return removed, [finding]
+
+
+def _logger() -> Any:
+    import logging
+
+    return logging.getLogger("praisonsession")

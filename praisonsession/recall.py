@@ -127,6 +127,7 @@ class Recall:
         settings: Settings,
         memory_config: dict[str, Any],
         knowledge_config: dict[str, Any],
+        vault_key: bytes | None = None,
     ) -> None:
         choice = memory_config.get("embedder") or knowledge_config.get("embedder")
         if choice is None or isinstance(choice, str):
@@ -163,6 +164,13 @@ class Recall:
             self.long.history_index.sealer = sealer  # a history holds the memories' texts
             self.long.digest_key = sealer.digest_key("memory")  # ids reveal no text either
             self.knowledge.digest_key = sealer.digest_key("knowledge")
+        if vault_key is not None:  # a Chroma server: crypto-erasure (vectors/vault.py)
+            from .vectors import Vault
+
+            vault = Vault(vault_key)
+            self.long.index.vault = self.long.history_index.vault = vault
+            if self.knowledge.index.scope.owner is not None:  # shared knowledge is nobody's
+                self.knowledge.index.vault = vault
         self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).

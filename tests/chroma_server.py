@@ -2,6 +2,7 @@
 
 Import ``chroma_url`` into a test module to get the fixture; the server starts once per test
 session, on a free port, with its data in a temporary directory, and is stopped afterwards.
+A test that must look at the server's files starts a :class:`ChromaServer` of its own.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _chroma_command() -> list[str]:
+def chroma_command() -> list[str]:
     beside_python = Path(sys.executable).with_name("chroma")
     if beside_python.exists():
         return [str(beside_python)]
@@ -37,37 +38,61 @@ def _chroma_command() -> list[str]:
     return [found]
 
 
-@pytest.fixture(scope="session")
-def chroma_url() -> Iterator[str]:
-    """The URL of a Chroma server that lives as long as the test session."""
-    data = tempfile.mkdtemp(prefix="chroma-server-")
-    port = _free_port()
-    log = open(Path(data) / "server.log", "wb")  # noqa: SIM115 - closed in finally
-    server = subprocess.Popen(
-        [*_chroma_command(), "run", "--host", "127.0.0.1", "--port", str(port), "--path", data],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
+class ChromaServer:
+    """``chroma run`` on a free port of 127.0.0.1, its data in ``path`` (a new temporary
+    directory, removed by ``stop``)."""
+
+    def __init__(self) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="chroma-server-"))
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> ChromaServer:
+        log = open(self.path / "server.log", "ab")  # noqa: SIM115 - the child keeps it
+        where = ["--host", "127.0.0.1", "--port", str(self.port), "--path", str(self.path)]
+        self._server = subprocess.Popen(
+            [*chroma_command(), "run", *where],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
-                urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1).close()
-                break
+                urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1).close()
+                return self
             except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
+                if self._server.poll() is not None or time.monotonic() > deadline:
+                    self.halt()
                     raise RuntimeError(
-                        f"chroma run did not start: {(Path(data) / 'server.log').read_text()}"
+                        f"chroma run did not start: {(self.path / 'server.log').read_text()}"
                     ) from None
                 time.sleep(0.2)
-        yield url
-    finally:
-        server.terminate()
+
+    def halt(self) -> None:
+        """Stop the server, keeping its files."""
+        if self._server is None:
+            return
+        self._server.terminate()
         try:
-            server.wait(timeout=10)
+            self._server.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-        shutil.rmtree(data, ignore_errors=True)
+            self._server.kill()
+            self._server.wait()
+        self._server = None
+
+    def stop(self) -> None:
+        """Stop the server and remove its files."""
+        self.halt()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def chroma_url() -> Iterator[str]:
+    """The URL of a Chroma server that lives as long as the test session."""
+    server = ChromaServer().start()
+    try:
+        yield server.url
+    finally:
+        server.stop()

@@ -180,6 +180,9 @@ class PostgresServer:
                 "-N", str(self.max_connections),
                 "-c", "shared_buffers=32MB",
                 "-c", "max_locks_per_transaction=256",
+                # what erasure needs to leave no bytes (docs/pages/hierarchy.md): old WAL
+                # segments are removed at a checkpoint, not renamed for reuse with their bytes
+                "-c", "wal_recycle=off",
             ]  # fmt: skip
             if not self.durable:
                 args += ["-c", "fsync=off", "-c", "full_page_writes=off"]

@@ -137,6 +137,16 @@ def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_sto
         assert f"- {store}: first page x" in out
 
 
+@pytest.mark.slow
+def test_bench_erasure_scrubs_postgres_and_prints_its_cost_beside_the_bare_statements(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_erasure.py", "--quick", cwd=tmp_path)
+    assert out.startswith("PostgreSQL ") and "wal_recycle=off" in out
+    assert "| 2,000 | " in out and "x | " in out  # erase_user beside the bare scrub
+    assert "No byte of the erased user left in the server's directory" in out
+
+
 def test_bench_agentscope_agents_puts_every_session_beside_agentscopes(tmp_path: Path) -> None:
     out = run_benchmark("bench_agentscope_agents.py", "--quick", cwd=tmp_path)
     for size in ("10", "100"):

@@ -568,6 +568,7 @@ def test_erase_user_removes_one_of_two_users_sharing_session_ids(store: str) -> 
     report = cli_json("erase-user", "alice", "--store", store, "--yes")
     assert report["user_id"] == "alice" and report["sessions"] == 2 and report["snapshots"] == 1
     assert sorted(report["session_ids"]) == ["chat_1", "chat_2"]
+    assert report["leftovers"] == []  # nothing stays beneath the API on any of them
     listed = cli_json("list", "--store", store)["sessions"]
     assert [(s["user_id"], s["session_id"]) for s in listed] == [
         ("bob", "chat_1"),

@@ -1,18 +1,27 @@
 """Erasure that leaves nothing: after ``erase_user``, a scan of every byte a backend keeps (its
-files, with SQLite's write-ahead log, or every Redis key and value) and of the embedded vector
-store finds none of the user's texts, ids or names, while another user's data is all there.
+files, with SQLite's write-ahead log, every Redis key and value, every file of the PostgreSQL
+server's directory with its WAL) and of the embedded vector store finds none of the user's
+texts, ids or names, while another user's data is all there.
 """
 
 from __future__ import annotations
 
+import base64
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from backends import make_store, redis_prefix
+import backends
+from backends import make_store, postgres_schema, redis_prefix
+from chroma_server import ChromaServer, chroma_command
 from praisonsession import Session, SessionBase, erase_user, runtime
+from praisonsession.cli import main
+from praisonsession.stores.hierarchy import vault_key
+from praisonsession.vectors import memory_scope
 
 #: In every text, id and name of the erased user; in none of the kept user's.
 MARK = b"q7f3a"
@@ -49,14 +58,25 @@ def fill(store: SessionBase, settings: dict[str, Any], user: str, mark: str, fol
     scoped.close()
 
 
-def every_byte(root: Path, store: SessionBase) -> bytes:
-    """Every file under ``root`` and, for Redis, every key and value of the store."""
-    found = [path.read_bytes() + str(path).encode() for path in root.rglob("*") if path.is_file()]
-    found += [str(path).encode() for path in root.rglob("*")]
-
+def every_byte(root: Path, store: SessionBase, server: Path | None = None) -> bytes:
+    """Every file under ``root`` (and a server's directory) and, for Redis, every key and value
+    of the store."""
+    found = list(_files(root))
+    if server is not None:
+        found += _files(server)
     if type(store).__name__ == "RedisSession":
         found += list(_redis_contents(store))
     return b"\n".join(found)
+
+
+def _files(root: Path) -> Iterator[bytes]:
+    """Each file's name and bytes; a running server may remove one while we look."""
+    for path in root.rglob("*"):
+        yield str(path).encode()
+        try:
+            yield path.read_bytes() if path.is_file() else b""
+        except FileNotFoundError:
+            continue
 
 
 def _redis_contents(store: Any) -> Iterator[bytes]:
@@ -85,25 +105,31 @@ def _redis_contents(store: Any) -> Iterator[bytes]:
         client.close()
 
 
-@pytest.mark.parametrize("kind", ["json", "sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["json", "sqlite", "redis", "postgres"])
 def test_after_erasure_no_byte_of_the_user_is_left_anywhere(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    server = None
     if kind == "redis":
         request.getfixturevalue("redis_url")
         assert redis_prefix(tmp_path)  # the store's keys are its own
+    if kind == "postgres":
+        request.getfixturevalue("postgres_url")
+        server = request.getfixturevalue("postgres_server").dir  # its data, WAL and log
     store = make_store(kind, tmp_path)
     settings = {"data_dir": str(tmp_path / "data")}
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     fill(store, settings, "erin-" + MARK.decode(), MARK.decode(), scratch)
     fill(store, settings, "bob-" + KEPT.decode(), KEPT.decode(), scratch)
-    assert MARK in every_byte(tmp_path, store)
+    if kind == "postgres":  # as autovacuum would: planner statistics sample the user's values
+        _postgres(f'ANALYZE "{postgres_schema(tmp_path)}".ps_state', "CHECKPOINT")
+    assert MARK in every_byte(tmp_path, store, server)
 
     report = erase_user("erin-" + MARK.decode(), store=store, settings=settings)
 
-    assert (report.sessions, report.snapshots) == (3, 1)
-    left = every_byte(tmp_path, store)
+    assert (report.sessions, report.snapshots, report.leftovers) == (3, 1, [])
+    left = every_byte(tmp_path, store, server)
     at = left.find(MARK)
     assert at < 0, f"found {left[max(0, at - 80) : at + 80]!r}"
     assert left.count(KEPT) > 300  # the other user's data is all there
@@ -112,3 +138,171 @@ def test_after_erasure_no_byte_of_the_user_is_left_anywhere(
     assert kept.search_memory("quokkas", limit=5)[0]["text"].endswith(KEPT.decode())
     kept.close()
     runtime.run(store.close())
+
+
+def _postgres(*statements: str, url: str | None = None) -> None:
+    import psycopg
+
+    with psycopg.connect(url or backends.POSTGRES_URL, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement)
+
+
+def test_postgres_without_privileges_erases_and_says_what_it_could_not_scrub(
+    tmp_path: Path, request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user that owns its tables but is no superuser: the rows go and the tables are
+    rewritten, but the WAL cannot be switched nor checkpointed, nor pg_statistic rewritten.
+    The report and the log say so, one finding each, instead of claiming a clean erasure."""
+    admin = request.getfixturevalue("postgres_url")
+    role = postgres_schema(tmp_path) + "_r"
+    _postgres(f"CREATE ROLE {role} LOGIN", f"GRANT CREATE ON DATABASE postgres TO {role}")
+    login = admin.replace("postgres@", f"{role}@", 1)
+    url = f"{login}?schema={role}"
+    settings = {"data_dir": str(tmp_path / "data")}
+    for user in ("erin", "bob"):
+        session = Session("talk", user, store=url, settings=settings)
+        session.append_messages("chat", [{"content": f"hello from {user}"}])
+        session.close()
+    _postgres("ANALYZE", url=login)  # its tables: statistics hold the users' values
+
+    with caplog.at_level("WARNING", logger="praisonsession"):
+        report = erase_user("erin", store=url, settings=settings)
+
+    assert (report.sessions, report.session_ids) == (1, ["talk"])
+    found = "\n".join(report.leftovers)
+    assert len(report.leftovers) == 3, found
+    assert "pg_catalog.pg_statistic was not rewritten" in report.leftovers[0]
+    assert "pg_switch_wal() was refused" in report.leftovers[1]
+    assert "CHECKPOINT was refused" in report.leftovers[2]
+    assert "pg_checkpoint" in report.leftovers[2]
+    logged = [r.getMessage() for r in caplog.records if "erasure" in r.getMessage()]
+    assert len(logged) == 3 and all(role in line for line in logged)
+    assert Session("talk", "erin", store=url).read_messages("chat") == []
+    assert Session("talk", "bob", store=url).read_messages("chat")[0]["content"].endswith("bob")
+    said = CliRunner().invoke(main, ["erase-user", "bob", "--store", url, "--yes"])
+    assert said.exit_code == 0 and said.stdout.startswith("Erased user 'bob': 1 session")
+    assert said.stderr.count("Not scrubbed: ") == 3
+    assert "pg_checkpoint" in said.stderr
+
+
+def test_postgres_erasure_under_an_open_snapshot_says_so_and_a_second_one_scrubs(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A transaction that took its snapshot before the erasure may still read the deleted
+    rows, so no rewrite can drop them yet: the report says which tables keep them; erasing
+    again once that transaction ends leaves nothing."""
+    import psycopg
+
+    request.getfixturevalue("postgres_url")
+    server = request.getfixturevalue("postgres_server").dir
+    store = make_store("postgres", tmp_path)
+    session = Session("talk", "erin-" + MARK.decode(), store=store)
+    session.append_messages("chat", [{"content": f"msg {i} {MARK.decode()}"} for i in range(50)])
+    with psycopg.connect(backends.POSTGRES_URL) as reader:  # a snapshot, no lock on our tables
+        reader.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        reader.execute("SELECT 1")
+        report = erase_user("erin-" + MARK.decode(), store=store)
+        assert report.sessions == 1
+        kept = [finding for finding in report.leftovers if "cannot be removed yet" in finding]
+        assert any(".ps_messages: " in finding for finding in kept), report.leftovers
+    assert erase_user("erin-" + MARK.decode(), store=store).leftovers == []
+    assert MARK not in every_byte(tmp_path, store, server)
+    runtime.run(store.close())
+
+
+def test_a_chroma_server_keeps_nothing_readable_of_an_erased_user(tmp_path: Path) -> None:
+    """A Chroma server keeps deleted entries in free space of its files, out of reach of its
+    API. So it only ever gets the user's texts, ids and names sealed under the user's key,
+    kept in the session store and destroyed by the erasure: after it, neither the server's
+    files nor the store hold a readable byte of the user, nor the key. The vectors stay in
+    the server's free space until its operator vacuums: the report says so, and the vacuum
+    removes them."""
+    import struct
+
+    import chromadb
+
+    server = ChromaServer().start()
+    try:
+        store = make_store("sqlite", tmp_path)
+        settings = {"data_dir": str(tmp_path / "data"), "vector_store_url": server.url}
+        scratch = tmp_path / "scratch"
+        scratch.mkdir()
+        erin, bob = "erin-" + MARK.decode(), "bob-" + KEPT.decode()
+        fill(store, settings, erin, MARK.decode(), scratch)
+        fill(store, settings, bob, KEPT.decode(), scratch)
+        key = base64.urlsafe_b64encode(runtime.run(vault_key(store, erin)))
+        assert key in every_byte(tmp_path, store)  # the store keeps the user's key
+        talk = Session(f"talk-{MARK.decode()}", erin, store=store, settings=settings)
+        memory_id = talk.search_memory("quokkas", limit=1)[0]["id"].encode()
+        talk.close()
+        held = b"".join(_files(server.path))
+        assert held.count(b"psenc1:") >= 8 and MARK not in held and KEPT not in held
+        assert memory_id not in held  # a digest of the text: stored under a keyed token
+        client = chromadb.HttpClient(host="127.0.0.1", port=server.port)
+        memories = client.get_collection(memory_scope("praisonsession", erin).collection)
+        vector = memories.get(include=["embeddings"])["embeddings"][0]
+        signature = struct.pack("<8f", *vector[:8])  # as the server stores it: float32
+        assert signature in held
+
+        report = erase_user(erin, store=store, settings=settings)
+
+        assert (report.sessions, report.vector_entries) == (3, 4)
+        assert len(report.leftovers) == 1
+        assert "chroma vacuum --path <its data directory> --force" in report.leftovers[0]
+        left = every_byte(tmp_path, store) + b"".join(_files(server.path))
+        assert MARK not in left and key not in left
+        kept = Session(f"talk-{KEPT.decode()}", bob, store=store, settings=settings)
+        topic = {"topic": f"topic-{KEPT.decode()}"}  # equality filters work on keyed tokens
+        found = kept.search_memory("quokkas", limit=5, where=topic)
+        assert [hit["metadata"]["topic"] for hit in found] == [topic["topic"]]
+        assert found[0]["text"] == f"{bob} likes quokkas {KEPT.decode()}"
+        kept.close()
+        runtime.run(store.close())
+
+        server.halt()  # the operator's vacuum, on the stopped server's directory
+        subprocess.run(
+            [*chroma_command(), "vacuum", "--path", str(server.path), "--force"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        assert signature not in b"".join(_files(server.path))
+    finally:
+        server.stop()
+
+
+def test_a_vaulted_collection_still_reaches_entries_stored_before_the_vault(
+    chroma_url: str,
+) -> None:
+    """Entries a Chroma server got before its collections were sealed stay readable,
+    filterable, replaceable (not duplicated) and deletable; new ones go sealed."""
+    import os
+    import uuid
+
+    from praisonsession.recall import default_embedder
+    from praisonsession.vectors import Vault, VectorIndex, chroma_client
+
+    client = chroma_client(chroma_url)
+    name = f"t{uuid.uuid4().hex}_legacy"
+    embedder = default_embedder("minilm")
+    before = VectorIndex(client, name, embedder, owner="ann")
+    before.add(["a", "b"], ["Ann likes tea", "Ann likes jazz"], [{"t": "drink"}, {"t": "music"}])
+    vaulted = VectorIndex(client, name, embedder, owner="ann")
+    vaulted.vault = Vault(os.urandom(32))
+    try:
+        assert [hit.id for hit in vaulted.get(where={"t": "drink"})] == ["a"]
+        assert vaulted.existing(["a", "b", "c"]) == {"a", "b"}
+        vaulted.add(["a"], ["Ann likes green tea"], [{"t": "drink"}])
+        assert vaulted.count() == 2  # replaced, not duplicated
+        found = vaulted.get(ids=["a"])
+        assert [(hit.id, hit.text, hit.metadata) for hit in found] == [
+            ("a", "Ann likes green tea", {"t": "drink"})
+        ]
+        raw = client.get_collection(name).get(include=["documents"])
+        assert "Ann likes jazz" in raw["documents"]  # as it was stored
+        assert [d for d in raw["documents"] if "green" in d] == []  # the new one sealed
+        vaulted.delete_ids(["b"])
+        assert vaulted.count() == 1
+    finally:
+        client.delete_collection(name)

@@ -346,3 +346,5 @@ def erase_user(user_id: str, yes: bool, store_url: str | None, as_json: bool):
         f"{plural(report.snapshots, 'snapshot')}, "
         f"{plural(report.vector_entries, 'vector entry', 'vector entries')} (memories, knowledge)."
     )
+    for finding in report.leftovers:  # what stays beneath the API: said, never claimed away
+        click.echo(f"Not scrubbed: {finding}", err=True)

@@ -196,8 +196,8 @@ class EncryptedStore(SessionBase):
     async def list_record_owners(self) -> set[str]:
         return await self.inner.list_record_owners()
 
-    async def scrub_erased_user(self, user_id: str) -> None:
-        await self.inner.scrub_erased_user(user_id)
+    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
+        return await self.inner.scrub_erased_user(user_id)
 
     # -- state ---------------------------------------------------------------------------
 

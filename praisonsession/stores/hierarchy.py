@@ -14,7 +14,10 @@ in a user's listing and cannot collide with a session. A snapshot's id sorts by 
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import hashlib
+import os
 import secrets
 import threading
 from collections.abc import Sequence
@@ -30,10 +33,17 @@ from ..errors import (
 )
 from ..identifiers import DEFAULT_USER, check_key, check_user_id, new_session_id
 from ..notebook_display import SnapshotList, TreeList, tree_html
-from .backend import UNSET, StoreBackend
+from .backend import UNSET, LogWrite, StoreBackend
 from .record import Key, SessionInfo, now
 
-__all__ = ["SNAPSHOT_OWNER", "HierarchyOperations", "SnapshotInfo", "TreeNode", "staging_key"]
+__all__ = [
+    "SNAPSHOT_OWNER",
+    "HierarchyOperations",
+    "SnapshotInfo",
+    "TreeNode",
+    "staging_key",
+    "vault_key",
+]
 
 #: The owner of every snapshot: not a valid user id (see ``identifiers.check_user_id``).
 SNAPSHOT_OWNER = "\x1esnapshots"
@@ -298,18 +308,20 @@ class HierarchyOperations(StoreBackend):
                 snapshots += await self.delete_record(info_key(info))
             elif _staged_for(info.session_id, user):  # an export's copy, an import's sections
                 staging += await self.delete_record(info_key(info))
-        await self.scrub_erased_user(user)
+        leftovers = await self.scrub_erased_user(user)
         return {
             "sessions": len(erased),
             "snapshots": snapshots,
             "staging": staging,
             "session_ids": erased,
+            "leftovers": list(leftovers or []),
         }
 
-    async def scrub_erased_user(self, user_id: str) -> None:
+    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
         """After an erasure, remove what the backend still keeps of ``user_id`` beneath the
-        API: a write-ahead log, lock files, bookkeeping keys. Nothing to do by default; a
-        store that wraps another forwards it."""
+        API: a write-ahead log, lock files, bookkeeping keys, dead row versions. Nothing to do
+        by default; a store that wraps another forwards it. Returns what it could not remove
+        (one sentence each: what stays where, and what the operator can do), if anything."""
 
 
 def check_erasable_user(user_id: Any) -> str:
@@ -344,6 +356,21 @@ def staging_key(kind: str, user_id: str) -> Key:
     sessions; its name carries a digest of the user, so that erasing the user removes it."""
     token = secrets.token_hex(8)
     return Key(SNAPSHOT_OWNER, f"{kind}{_SEPARATOR}{_user_digest(user_id)}{_SEPARATOR}{token}")
+
+
+async def vault_key(store: StoreBackend, user_id: str) -> bytes:
+    """The user's key for what a Chroma server keeps of them (``vectors/vault.py``): made on
+    first use, the same for every process (the first key appended to an empty log wins), and
+    erased with the user: its hidden session is named like a staging one, with their digest."""
+    key = Key(SNAPSHOT_OWNER, f"vault{_SEPARATOR}{_user_digest(user_id)}{_SEPARATOR}key")
+    found = await store.read_log(key, "vault", 0, 1)
+    if not found:
+        await store.create_record(key, None, {})  # no expiry, whatever the store's default
+        made = base64.urlsafe_b64encode(os.urandom(32)).decode("ascii")
+        with contextlib.suppress(ConflictError):  # another process appended first: theirs
+            await store.append_log(key, LogWrite("vault", [{"key": made}], 0))
+        found = await store.read_log(key, "vault", 0, 1)
+    return base64.urlsafe_b64decode(found[0]["key"])
 
 
 def _staged_for(name: str, user_id: str) -> bool:

@@ -12,12 +12,14 @@ from .scope import (
     memory_scope,
     user_collections,
 )
+from .vault import Vault
 
 __all__ = [
     "Hit",
     "IsolationError",
     "Scope",
     "ScopedIndex",
+    "Vault",
     "VectorIndex",
     "Where",
     "chroma_client",

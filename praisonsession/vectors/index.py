@@ -15,6 +15,7 @@ chromadb is imported on first use only.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 import time
@@ -34,6 +35,7 @@ from ..errors import (
     install_line,
 )
 from ..redaction import redact_text, redact_url
+from .vault import SEALED
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
@@ -136,16 +138,26 @@ def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> in
         name = collection.name
         if not name.startswith(f"{namespace}_"):
             continue
-        if name in names or (collection.metadata or {}).get("owner") == owner:
+        if name in names or (collection.metadata or {}).get("owner") in (owner, owner_tag(owner)):
             removed += collection.count()
             client.delete_collection(name)
     return removed
 
 
+def owner_tag(owner: str) -> str:
+    """How a vaulted collection names its owner: a digest, as its name does, not the id."""
+    return "sha256:" + hashlib.sha256(owner.encode("utf-8")).hexdigest()[:32]
+
+
 def scrub_embedded(directory: Path) -> None:
     """After an erasure, leave none of the deleted texts in the embedded store's SQLite file:
     Chroma deletes rows but not the bytes they held in free pages, nor the terms of its full
-    text index. Merging that index and rebuilding the file (``VACUUM``) removes both."""
+    text index. Merging that index and rebuilding the file (``VACUUM``) removes both.
+
+    Chroma also leaves a deleted collection's vector index folder (named by its segment's id)
+    on disk: its vectors, and now and then a ``length.bin`` padded with stale heap bytes that
+    held the deleted metadata. A folder whose segment is gone from the file is removed."""
+    import shutil
     import sqlite3
 
     path = Path(directory) / "chroma.sqlite3"
@@ -161,8 +173,21 @@ def scrub_embedded(directory: Path) -> None:
                 "VALUES('optimize')"
             )
         conn.execute("VACUUM")
+        segments = {row[0] for row in conn.execute("SELECT id FROM segments")}
     finally:
         conn.close()
+    for folder in Path(directory).iterdir():
+        if folder.is_dir() and _is_uuid(folder.name) and folder.name not in segments:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _is_uuid(name: str) -> bool:
+    import uuid
+
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
 
 
 class VectorIndex:
@@ -179,6 +204,8 @@ class VectorIndex:
         self.embedder = embedder
         self.owner = owner  # the user whose data it holds (None: shared): erase_user finds it
         self.sealer: Any = None  # a TextSealer when encryption_key is set: texts stored sealed
+        self.vault: Any = None  # a Vault on a Chroma server: texts and metadata under a user key
+        self._plain = False  # with a vault: the collection also holds entries stored before it
         self._client = client
         self._opened: Any = None
         self._opening = threading.Lock()
@@ -218,7 +245,7 @@ class VectorIndex:
                     metadata={
                         "embedder": embedder.name,
                         "dimension": embedder.dimension,
-                        **({} if self.owner is None else {"owner": self.owner}),
+                        **({} if self.owner is None else {"owner": self._owner_stored()}),
                     },
                     configuration={"hnsw": {"space": "cosine"}},
                     embedding_function=function,
@@ -230,7 +257,14 @@ class VectorIndex:
         found = collection.metadata or {}
         if (found.get("embedder"), found.get("dimension")) != (embedder.name, embedder.dimension):
             raise self._mismatch(found.get("embedder"), found.get("dimension"))
+        if self.vault is not None:  # entries stored before the vault: keep them reachable
+            first = collection.get(limit=1, include=["metadatas"])["metadatas"]
+            self._plain = bool(first) and SEALED not in (first[0] or {})
         return collection
+
+    def _owner_stored(self) -> str:
+        assert self.owner is not None
+        return self.owner if self.vault is None else owner_tag(self.owner)
 
     def _mismatch(self, found: Any, dimension: Any) -> EmbedderMismatchError:
         size = f" ({dimension} dimensions)" if dimension else ""
@@ -251,19 +285,55 @@ class VectorIndex:
             return
         if vectors is None:
             vectors = self.embedder.embed(texts)  # from the text itself: search keeps working
-        if self.sealer is not None:
+        if self.vault is not None:
+            vault, name = self.vault, self.name
+            pairs = list(zip(ids, metadatas, strict=True))
+            metadatas = [vault.seal_metadata(name, i, m) for i, m in pairs]
+            collection = self.collection  # opened first: then it knows what it holds
+            if self._plain:  # an entry stored before the vault is replaced, not duplicated
+                collection.delete(ids=ids)
+            ids = self._ids(ids)
+            texts = [vault.seal_text(name, i, t) for i, t in zip(ids, texts, strict=True)]
+        elif self.sealer is not None:
             texts = [self.sealer.seal(self.name, i, t) for i, t in zip(ids, texts, strict=True)]
         self.collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
 
-    def _text(self, entry: str, text: str | None) -> str:
-        if self.sealer is None or text is None:
-            return text or ""
-        return self.sealer.open(self.name, entry, text)
+    def _given(
+        self, stored_id: str, text: str | None, metadata: Any, copy: bool = False, **more: Any
+    ) -> Hit:
+        """An entry as it was given (its own id, text and metadata; ``copy``: a metadata dict
+        of its own), with ``more`` fields."""
+        if self.vault is not None and metadata:
+            if SEALED in metadata:
+                entry, given = self.vault.open_entry(self.name, stored_id, metadata)
+                opened = self.vault.open_text(self.name, stored_id, text) if text else ""
+                return Hit(id=entry, text=opened, metadata=given, **more)
+            if self.vault.tokenized(metadata):  # read without its sealed part (a server read
+                metadata = None  # racing the write): it names nobody, so the scope withholds it
+        if self.sealer is not None and text is not None:
+            text = self.sealer.open(self.name, stored_id, text)
+        metadata = metadata or {}
+        return Hit(
+            id=stored_id, text=text or "", metadata=dict(metadata) if copy else metadata, **more
+        )
+
+    def _ids(self, ids: list[str]) -> list[str]:
+        """The ids the entries are stored under."""
+        return ids if self.vault is None else [self.vault.entry_id(i) for i in ids]
+
+    def _lookup(self, ids: list[str]) -> list[str]:
+        """The ids to find the entries by (with a vault, also those stored before it)."""
+        return ids if self.vault is None else self.vault.stored_ids(ids)
+
+    def _where(self, where: dict[str, Any] | None) -> dict[str, Any] | None:
+        return where if self.vault is None else self.vault.where(where)
 
     def existing(self, ids: list[str]) -> set[str]:
         if not ids:
             return set()
-        return set(self.collection.get(ids=ids, include=[])["ids"])
+        lookup = self._lookup(ids)  # one id, or a token and the id: each names its entry
+        given = dict(zip(lookup, ids * (len(lookup) // len(ids)), strict=True))
+        return {given[i] for i in self.collection.get(ids=lookup, include=[])["ids"]}
 
     def query(
         self,
@@ -288,17 +358,20 @@ class VectorIndex:
         include = ["documents", "metadatas", "distances", *(["embeddings"] if vectors else [])]
         found = _retrying_unflushed(
             lambda: self.collection.query(
-                query_embeddings=queries, n_results=limit, where=where, include=include
+                query_embeddings=queries,
+                n_results=limit,
+                where=self._where(where),
+                include=include,
             )
         )
         embedded = found.get("embeddings") if vectors else None
         return [
             [
-                Hit(
-                    id=i,
-                    text=self._text(i, text),
+                self._given(
+                    i,
+                    text,
+                    meta,
                     score=round(1.0 - float(far), 6),
-                    metadata=meta or {},
                     vector=None if embedded is None else embedded[q][n],
                 )
                 for n, (i, text, meta, far) in enumerate(
@@ -327,14 +400,20 @@ class VectorIndex:
         if ids is not None and not ids:
             return []
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
-        found = self.collection.get(ids=ids, where=where, limit=limit, include=include)
+        found = self.collection.get(
+            ids=None if ids is None else self._lookup(ids),
+            where=self._where(where),
+            limit=limit,
+            include=include,
+        )
         embedded = found.get("embeddings") if vectors else None
         return [
-            Hit(
-                id=i,
-                text=self._text(i, text),
+            self._given(
+                i,
+                text,
+                meta,
+                copy=True,
                 score=0.0,
-                metadata=dict(meta or {}),
                 vector=None if embedded is None else [float(x) for x in embedded[n]],
             )
             for n, (i, text, meta) in enumerate(
@@ -347,10 +426,11 @@ class VectorIndex:
 
     def delete_ids(self, ids: list[str]) -> None:
         if ids:
-            self.collection.delete(ids=ids)
+            self.collection.delete(ids=self._lookup(ids))
 
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""
-        ids = self.collection.get(where=where, include=[])["ids"]
-        self.delete_ids(ids)
-        return len(ids)
+        stored = self.collection.get(where=self._where(where), include=[])["ids"]
+        if stored:
+            self.collection.delete(ids=stored)
+        return len(stored)

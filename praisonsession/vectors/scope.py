@@ -117,6 +117,15 @@ class ScopedIndex:
         self.index.sealer = sealer
 
     @property
+    def vault(self) -> Any:
+        """The ``Vault`` of the owner's key on a Chroma server (crypto-erasure), or None."""
+        return self.index.vault
+
+    @vault.setter
+    def vault(self, vault: Any) -> None:
+        self.index.vault = vault
+
+    @property
     def collection(self) -> Any:
         """The Chroma collection itself (benchmarks time it bare)."""
         return self.index.collection

@@ -454,6 +454,24 @@ class PostgresSession(SessionBase):
 
         return await self._write(plan)
 
+    async def scrub_erased_user(self, user_id: str) -> list[str]:
+        """After an erasure: rewrite the schema's tables so no dead row version keeps the
+        erased rows, and retire the WAL that logged them (see ``scrub.py``); what could not be
+        scrubbed, for the erasure report and the log."""
+        from ...execution import offload
+        from .scrub import scrub_after_erasure
+
+        left = await offload(
+            scrub_after_erasure,
+            self._connections.conninfo,
+            self._connections.connect_timeout,
+            self.schema,
+            sql.TABLES,
+        )
+        for finding in left:
+            _logger().warning("erasure on %s: %s", self.url, finding)
+        return left
+
     # -- key-value state ------------------------------------------------------------------
 
     async def read_record_state(
