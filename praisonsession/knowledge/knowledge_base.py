@@ -177,11 +177,8 @@ class KnowledgeBase:
         """A chunk's id: a digest of its scope and text, so adding it again adds nothing; an
         HMAC under ``digest_key`` when the store is encrypted, so that the id does not let
         anyone without the key recognise the text."""
-        scope = "\x1f".join(value for _, value in self.index.scope.fields)
-        data = f"{scope}\x1e{chunk}".encode("utf-8", "replace")
-        if keyed and self.digest_key is not None:
-            return "k" + hmac.new(self.digest_key, data, hashlib.sha256).hexdigest()[:40]
-        return "k" + hashlib.sha256(data).hexdigest()[:40]
+        values = [value for _, value in self.index.scope.fields]
+        return chunk_id(values, chunk, self.digest_key if keyed else None)
 
     def _metadata(self, document: Document, number: int, at: float) -> dict[str, Any]:
         return {"source": document.source, "kind": document.kind, "chunk": number, "created_at": at}
@@ -210,6 +207,16 @@ class KnowledgeBase:
 
     def clear(self) -> int:
         return self.index.delete()
+
+
+def chunk_id(scope_values: list[str], chunk: str, key: bytes | None) -> str:
+    """The id of ``chunk`` in the scope with these field values; an HMAC under ``key`` (the
+    knowledge digest key of an encrypted store), a plain digest without one."""
+    scope = "\x1f".join(scope_values)
+    data = f"{scope}\x1e{chunk}".encode("utf-8", "replace")
+    if key is not None:
+        return "k" + hmac.new(key, data, hashlib.sha256).hexdigest()[:40]
+    return "k" + hashlib.sha256(data).hexdigest()[:40]
 
 
 def _is_existing_path(text: str) -> bool:

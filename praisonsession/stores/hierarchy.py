@@ -42,6 +42,7 @@ __all__ = [
     "SnapshotInfo",
     "TreeNode",
     "staging_key",
+    "stored_vault_key",
     "vault_key",
 ]
 
@@ -362,7 +363,7 @@ async def vault_key(store: StoreBackend, user_id: str) -> bytes:
     """The user's key for what a Chroma server keeps of them (``vectors/vault.py``): made on
     first use, the same for every process (the first key appended to an empty log wins), and
     erased with the user: its hidden session is named like a staging one, with their digest."""
-    key = Key(SNAPSHOT_OWNER, f"vault{_SEPARATOR}{_user_digest(user_id)}{_SEPARATOR}key")
+    key = _vault_record(_user_digest(user_id))
     found = await store.read_log(key, "vault", 0, 1)
     if not found:
         await store.create_record(key, None, {})  # no expiry, whatever the store's default
@@ -371,6 +372,17 @@ async def vault_key(store: StoreBackend, user_id: str) -> bytes:
             await store.append_log(key, LogWrite("vault", [{"key": made}], 0))
         found = await store.read_log(key, "vault", 0, 1)
     return base64.urlsafe_b64decode(found[0]["key"])
+
+
+async def stored_vault_key(store: StoreBackend, user_digest: str) -> bytes | None:
+    """The vault key of the user whose digest this is (what a vaulted collection records as
+    its owner), or None when there is none (never made, or erased): read, never made."""
+    found = await store.read_log(_vault_record(user_digest), "vault", 0, 1)
+    return base64.urlsafe_b64decode(found[0]["key"]) if found else None
+
+
+def _vault_record(user_digest: str) -> Key:
+    return Key(SNAPSHOT_OWNER, f"vault{_SEPARATOR}{user_digest}{_SEPARATOR}key")
 
 
 def _staged_for(name: str, user_id: str) -> bool:

@@ -1,0 +1,275 @@
+"""Key rotation re-seals the vector store too (``praisonsession rekey``, ``rotation.rekey``):
+after it, memories, their history and knowledge open with the new key only, memory ids are
+the same, and a rotation killed at any point then run again ends complete."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from praisonsession import DecryptionError, Session
+from praisonsession.rotation import rekey
+
+KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
+NEW_KEY = base64.urlsafe_b64encode(b"n" * 32).decode()
+STRANGER_KEY = base64.urlsafe_b64encode(b"s" * 32).decode()
+SECRET = "pelican-4471"
+FACTS = [
+    f"Ada keeps her passport number {SECRET} in the blue folder",
+    "Ada's favourite composer is Erik Satie",
+    "Ada parks her bicycle behind the library",
+]
+NOTES = (
+    "The quarterly review happens on Friday in room 4. Bring the printed budget.\n\n"
+    "The office closes at six on Thursdays; the garage door needs the green badge."
+)
+
+
+@pytest.fixture(params=["embedded", "chroma-server"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
+    """Where a test's sessions and vectors live: a SQLite store, and embedded Chroma or the
+    real Chroma server (its own namespace there)."""
+    settings: dict[str, Any] = {"data_dir": str(tmp_path / "data")}
+    vectors: str = str(tmp_path / "data" / "chroma")
+    if request.param == "chroma-server":
+        vectors = settings["vector_store_url"] = request.getfixturevalue("chroma_url")
+        settings["vector_namespace"] = f"t{uuid.uuid4().hex}"
+    return {"store": f"sqlite://{tmp_path}/s.db", "settings": settings, "vectors": vectors}
+
+
+def opened(place: dict[str, Any], key: str, session_id: str = "s") -> Session:
+    settings = {**place["settings"], "encryption_key": key}
+    return Session(session_id, "ada", store=place["store"], settings=settings)
+
+
+def fill(place: dict[str, Any]) -> dict[str, Any]:
+    """Memories (one updated, one deleted), session and user knowledge, under KEY; what a
+    reader sees of them."""
+    session = opened(place, KEY)
+    ids = [str(session.add_memory(fact)) for fact in FACTS]
+    session.update_memory(ids[1], text="Ada's favourite composer is Claude Debussy")
+    session.delete_memory(ids[2])
+    session.add_knowledge(NOTES)
+    other = Session(
+        "s2",
+        "ada",
+        store=place["store"],
+        settings={**place["settings"], "encryption_key": KEY},
+        knowledge_config={"scope": "session"},
+    )
+    other.add_knowledge("The session's own note: the boiler code is 7781.")
+    seen = seen_by(session, ids)
+    seen["session_knowledge"] = [hit["text"] for hit in other.search_knowledge("boiler", limit=1)]
+    session.close()
+    other.close()
+    return seen
+
+
+def seen_by(session: Session, ids: list[str]) -> dict[str, Any]:
+    return {
+        "ids": ids,
+        "search": [(h["id"], h["text"]) for h in session.search_memory("passport", limit=2)],
+        "list": [(m["id"], m["text"]) for m in session.list_memories()],
+        "get": session.get_memory(ids[0]),
+        "history": [session.memory_history(i) for i in ids],
+        "knowledge": [h["text"] for h in session.search_knowledge("quarterly review", limit=2)],
+    }
+
+
+def check_rotated(place: dict[str, Any], before: dict[str, Any]) -> None:
+    """Everything reads as before under NEW_KEY, and nothing opens with KEY."""
+    session = opened(place, NEW_KEY)
+    ids = before["ids"]
+    after = seen_by(session, ids)
+    other = Session(
+        "s2",
+        "ada",
+        store=place["store"],
+        settings={**place["settings"], "encryption_key": NEW_KEY},
+        knowledge_config={"scope": "session"},
+    )
+    after["session_knowledge"] = [h["text"] for h in other.search_knowledge("boiler", limit=1)]
+    assert after == before
+    again = session.add_memory(FACTS[0])  # a rerun add finds the memory by its new key
+    assert (str(again), again.event) == (ids[0], "NONE")
+    assert session.add_knowledge(NOTES).chunks_skipped >= 1
+    assert session.add_knowledge(NOTES).chunks_added == 0
+    assert other.add_knowledge("The session's own note: the boiler code is 7781.").chunks_added == 0
+    updated = session.update_memory(ids[0], checked=True)
+    assert updated is not None and updated["metadata"]["checked"] is True
+    assert session.memory_history(ids[0])[-1]["event"] == "UPDATE"
+    assert session.delete_memory(ids[1]) is True
+    assert [m["id"] for m in session.list_memories()] == [ids[0]]
+    session.close()
+    other.close()
+    stale = opened(place, KEY)
+    with pytest.raises(DecryptionError):
+        stale.search_memory("passport")
+    with pytest.raises(DecryptionError):
+        stale.search_knowledge("quarterly review")
+    stale.close()
+
+
+def test_rekey_reseals_memories_history_and_knowledge_keeping_ids(
+    place: dict[str, Any],
+) -> None:
+    from praisonsession import runtime
+    from praisonsession.stores import encrypted, open_store
+
+    before = fill(place)
+    store = open_store(place["store"])
+    runtime.run(encrypted.rekey(store, KEY, NEW_KEY))  # the sessions alone, as before the fix
+    runtime.run(store.close())
+    if "vector_store_url" not in place["settings"]:
+        with pytest.raises(DecryptionError):  # the defect: memory no longer opened
+            opened(place, NEW_KEY).search_memory("passport")
+    report = rekey(KEY, NEW_KEY, place["store"], vector_store=place["vectors"])
+    assert report.sessions >= 2 and report.vector_entries >= 8  # memories, history, chunks
+    check_rotated(place, before)
+    again = rekey(KEY, NEW_KEY, place["store"], vector_store=place["vectors"])
+    assert again.vector_entries == 0  # a rerun of a finished rotation rewrites nothing
+
+
+def test_the_cli_rotates_the_vector_store_it_is_given(
+    place: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from praisonsession.cli import main
+
+    before = fill(place)
+    (tmp_path / "old.key").write_text(KEY + "\n")
+    (tmp_path / "new.key").write_text(NEW_KEY + "\n")
+    namespace = place["settings"].get("vector_namespace")
+    if namespace:
+        monkeypatch.setenv("PRAISONSESSION_VECTOR_NAMESPACE", namespace)
+    old, new = str(tmp_path / "old.key"), str(tmp_path / "new.key")
+    command = ["rekey", "--old-key-file", old, "--new-key-file", new, "--store", place["store"]]
+    result = CliRunner().invoke(main, [*command, "--vector-store", place["vectors"], "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "Sealed 2 sessions" in result.output or "Sealed 3 sessions" in result.output
+    assert "vector entries of" in result.output
+    check_rotated(place, before)
+
+
+def test_help_says_where_the_vectors_are(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from praisonsession.cli import main
+
+    result = CliRunner().invoke(main, ["rekey", "--help"])
+    assert "--vector-store" in result.output and "memory" in result.output
+
+
+def test_an_entry_sealed_with_neither_key_is_named_and_kept(tmp_path: Path) -> None:
+    place = {
+        "store": f"sqlite://{tmp_path}/s.db",
+        "settings": {"data_dir": str(tmp_path / "data")},
+        "vectors": str(tmp_path / "data" / "chroma"),
+    }
+    fill(place)
+    from praisonsession.sealing import TextSealer, load_key
+    from praisonsession.vectors import chroma_client
+
+    client = chroma_client(place["vectors"])
+    (memories,) = [
+        c for c in client.list_collections() if "_memory_" in c.name and "history" not in c.name
+    ]
+    memories = client.get_collection(memories.name)
+    stranger = TextSealer(load_key(STRANGER_KEY)).seal(memories.name, "mforeign", "not ours")
+    vector = [float(x) for x in memories.get(limit=1, include=["embeddings"])["embeddings"][0]]
+    memories.add(ids=["mforeign"], documents=[stranger], metadatas=[{"user_id": "ada"}],
+                 embeddings=[vector])  # fmt: skip
+    with pytest.raises(DecryptionError, match="'mforeign'") as caught:
+        rekey(KEY, NEW_KEY, place["store"], vector_store=place["vectors"])
+    assert "neither the old nor the new key" in str(caught.value)
+    kept = memories.get(ids=["mforeign"], include=["documents"])["documents"]
+    assert kept == [stranger]  # nothing lost
+    session = opened(place, NEW_KEY)
+    assert session.get_memory(session.list_memories()[0]["id"])["text"].startswith("Ada")
+
+
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    from praisonsession.rotation import rekey
+
+    where, point, count = sys.argv[4], sys.argv[5], int(sys.argv[6])
+    calls = {"n": 0}
+
+    def killing(real):
+        def call(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == count:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(*args, **kwargs)
+        return call
+
+    if point == "store":
+        from praisonsession.stores.encrypted import EncryptedStore
+        real = EncryptedStore.write_modules
+        async def write_modules(self, *args):
+            calls["n"] += 1
+            if calls["n"] == count:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return await real(self, *args)
+        EncryptedStore.write_modules = write_modules
+    else:
+        from chromadb.api.models.Collection import Collection
+        setattr(Collection, point, killing(getattr(Collection, point)))
+    rekey(sys.argv[1], sys.argv[2], sys.argv[3], vector_store=where)
+    """
+)
+
+
+def assert_one_key_each(place: dict[str, Any]) -> None:
+    """Every sealed text of the embedded store opens with exactly one of the two keys."""
+    from praisonsession.sealing import TextSealer, load_key
+    from praisonsession.vectors import chroma_client
+
+    old, new = TextSealer(load_key(KEY)), TextSealer(load_key(NEW_KEY))
+    client = chroma_client(place["vectors"])
+    for listed in client.list_collections():
+        found = client.get_collection(listed.name).get(include=["documents"])
+        for entry, text in zip(found["ids"], found["documents"], strict=True):
+            opens = []
+            for sealer in (old, new):
+                try:
+                    sealer.open(listed.name, entry, text)
+                    opens.append(sealer)
+                except DecryptionError:
+                    pass
+            assert len(opens) == 1, (listed.name, entry)
+
+
+@pytest.mark.parametrize(
+    ("point", "count"), [("store", 2), ("upsert", 1), ("upsert", 3), ("delete", 1)]
+)
+def test_a_killed_rekey_run_again_ends_complete(point: str, count: int, tmp_path: Path) -> None:
+    place = {
+        "store": f"sqlite://{tmp_path}/s.db",
+        "settings": {"data_dir": str(tmp_path / "data")},
+        "vectors": str(tmp_path / "data" / "chroma"),
+    }
+    before = fill(place)
+    args = [KEY, NEW_KEY, place["store"], place["vectors"], point, str(count)]
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, *args],
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "PRAISONSESSION_DATA_DIR": place["settings"]["data_dir"]},
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr.decode()[-2000:]
+    assert_one_key_each(place)
+    rekey(KEY, NEW_KEY, place["store"], vector_store=place["vectors"])
+    assert_one_key_each(place)
+    check_rotated(place, before)
