@@ -359,12 +359,15 @@ def staging_key(kind: str, user_id: str) -> Key:
     return Key(SNAPSHOT_OWNER, f"{kind}{_SEPARATOR}{_user_digest(user_id)}{_SEPARATOR}{token}")
 
 
-async def vault_key(store: StoreBackend, user_id: str) -> bytes:
+async def vault_key(store: StoreBackend, user_id: str, create: bool = True) -> bytes | None:
     """The user's key for what a Chroma server keeps of them (``vectors/vault.py``): made on
     first use, the same for every process (the first key appended to an empty log wins), and
-    erased with the user: its hidden session is named like a staging one, with their digest."""
+    erased with the user: its hidden session is named like a staging one, with their digest.
+    ``create=False`` (a reader): None when the user has none yet."""
     key = _vault_record(_user_digest(user_id))
     found = await store.read_log(key, "vault", 0, 1)
+    if not found and not create:
+        return None
     if not found:
         await store.create_record(key, None, {})  # no expiry, whatever the store's default
         made = base64.urlsafe_b64encode(os.urandom(32)).decode("ascii")

@@ -21,7 +21,8 @@ from ..recall import default_embedder, text_sealer, vector_location
 from ..redaction import redact_url
 from ..settings import Settings
 from ..stores.base import SessionBase
-from ..vectors import chroma_client
+from ..stores.hierarchy import vault_key
+from ..vectors import Vault, chroma_client
 from .browse import check_page_size
 
 __all__ = ["MemoryBrowser"]
@@ -56,7 +57,7 @@ class MemoryBrowser:
         the ``after`` of the following page (None at the end)."""
         limit = check_page_size(limit)
         if session_id is None:
-            long_term = await offload(self._long_term, user_id)
+            long_term = await offload(self._long_term, user_id, await self._vault(user_id))
             if long_term is None:  # nothing held: an `after` is then no id of this list
                 found = page_of([], limit + 1, after)
             else:
@@ -83,12 +84,18 @@ class MemoryBrowser:
             )
         if session_id is not None:
             return await (await self._short_term(user_id, session_id)).history(memory_id)
-        long_term = await offload(self._long_term, user_id)
+        long_term = await offload(self._long_term, user_id, await self._vault(user_id))
         if long_term is None or not await offload(long_term.history_index.exists):
             return []
         return await offload(long_term.history, memory_id)
 
-    def _long_term(self, user_id: str) -> LongTermMemory | None:
+    async def _vault(self, user_id: str) -> bytes | None:
+        """On a Chroma server, the user's key its entries are sealed with (none made here)."""
+        if not str(self.location).startswith(("http://", "https://")):
+            return None
+        return await vault_key(self.store, user_id, create=False)
+
+    def _long_term(self, user_id: str, vault: bytes | None) -> LongTermMemory | None:
         """The user's long-term memory, or None when it holds nothing yet (blocking)."""
         location = self.location
         embedded = not str(location).startswith(("http://", "https://"))
@@ -102,6 +109,8 @@ class MemoryBrowser:
             user_id,
             session_id="",
         )
+        if vault is not None:  # as Recall opens it on a server (before the index is opened)
+            long_term.index.vault = long_term.history_index.vault = Vault(vault)
         if not long_term.index.exists():
             return None
         sealer = text_sealer(settings)
