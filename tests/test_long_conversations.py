@@ -276,6 +276,35 @@ def test_older_turns_are_folded_into_versioned_summary_records_one_call_per_comp
     assert session.read_messages(f"{agent.key}.summaries") == records
 
 
+def test_a_summary_longer_than_asked_is_cut_so_requests_stay_bounded_and_turns_keep_numbers(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    # a model that ignores the word limit: it repeats the whole prompt back, so without a cap
+    # each summary would hold the one before it and every request would grow
+    server.responder = lambda body: (
+        "- " + body["messages"][-1]["content"] if is_summary_request(body) else "ok"
+    )
+    agent = agent_on(open_session(), server, history_window=2, compact_every=2, context_budget=2000)
+    counter = EstimatedCounter()
+    limit = max(200, 2000 // 5)
+    for i in range(40):
+        agent.chat(f"Turn number {i} says hello.")
+    records = agent.summaries.to_list()
+    assert len(records) >= 8
+    assert all(counter.count(r["content"]) <= limit for r in records)
+    assert len(records) >= 12 and all(r["method"] == "llm" for r in records)
+    assert all(r["content"].endswith("more characters …]") for r in records[-4:])
+    # each record counts the turns it covers, and the next prompt numbers on from there
+    assert [r["turns"] for r in records] == [
+        sum(1 for m in agent.history[: r["covers"][1]] if m["role"] == "user") for r in records
+    ]
+    last = summary_requests(server)[-1]["messages"][-1]["content"]
+    first_new = records[-2]["turns"] + 1
+    assert f"[{first_new}] user: Turn number {first_new - 1} says hello." in last
+    sizes = [request_tokens(body, counter) for body in chat_requests(server)[-10:]]
+    assert max(sizes) - min(sizes) < 100
+
+
 def test_a_failed_summary_call_leaves_an_extractive_summary_and_the_next_compaction_asks_again(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
