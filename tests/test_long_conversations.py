@@ -613,3 +613,39 @@ def test_a_recall_during_background_indexing_embeds_no_turn_twice(store_url: str
     counts, again, embedded = runtime.run(race())
     assert counts == [12, 12] and again == 12  # the second waited and found them indexed
     assert len(embedded) == 12 and len(set(embedded)) == 12  # each turn embedded once
+
+
+def test_turn_recall_ranks_like_a_full_scan_across_index_growth(store_url: str) -> None:
+    from praisonsession.embeddings.minilm import MiniLMEmbedder
+    from praisonsession.memory.turns import TurnIndex
+
+    topics = ["sailing knots", "my locker code 4821", "baking bread", "train timetables"]
+
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        async with AsyncSession("turns", store=store_url) as core:
+            embedder = MiniLMEmbedder()
+            turns = TurnIndex(core, embedder)
+            messages: list[dict[str, Any]] = []
+            for number in range(150):  # past the first matrix (64 rows) twice
+                topic = topics[number % len(topics)]
+                messages.append({"role": "user", "content": f"turn {number}: {topic}"})
+                messages.append({"role": "assistant", "content": f"noted {number}"})
+                if number in (40, 100):  # indexed in three steps, as a conversation grows
+                    await core.append_messages("talk", messages)
+                    await turns.index("talk", 2 * (number + 1))
+                    messages = []
+            await core.append_messages("talk", messages)
+            query = embedder.embed_query("what is my locker code?")
+            found = await turns.search("talk", query, 200, 5, 0.0)
+            early = await turns.search("talk", query, 21, 5, 0.0)  # only turns before 21
+            # the same ranking by a scan of every turn, newest first on ties
+            texts = [f"turn {n}: {topics[n % 4]} noted {n}" for n in range(100)]
+            vectors = embedder.embed(texts)
+            scores = [sum(a * b for a, b in zip(v, query, strict=True)) for v in vectors]
+            best = sorted(range(100), key=lambda n: (-round(scores[n], 5), -n))[:5]
+            return [start for start, _ in found], [start for start, _ in early], sorted(best)
+
+    found, early, best = runtime.run(run())
+    assert found == [2 * n for n in best]  # oldest first, as a request shows them
+    assert all((start // 2) % 4 == 1 for start in found)  # every one about the locker
+    assert early and all(start < 21 for start in early)

@@ -10,6 +10,7 @@ process memory (384 floats a turn: 1,000 turns are 1.5 MB).
 from __future__ import annotations
 
 import asyncio
+import bisect
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,9 +33,32 @@ TEXT_LIMIT = 1200
 class _Indexed:
     starts: list[int] = field(default_factory=list)
     turns: list[list[Message]] = field(default_factory=list)
-    vectors: list[list[float]] = field(default_factory=list)
+    #: One row per turn (float32), with room to grow: rows beyond ``len(starts)`` are unused.
+    vectors: Any = None
+    norms: Any = None
     upto: int = 0
     last: Message | None = None  # the last indexed message, to notice a rewritten log
+
+    def add(self, starts: list[int], turns: list[list[Message]], vectors: Any) -> None:
+        """Append turns; the matrix doubles when full, so an append is amortized constant
+        and a search never converts the vectors again."""
+        import numpy as np
+
+        block = np.asarray(vectors, dtype=np.float32)
+        held = len(self.starts)
+        need = held + len(block)
+        if self.vectors is None or need > len(self.vectors):
+            capacity = max(need, 64, 2 * (0 if self.vectors is None else len(self.vectors)))
+            grown = np.empty((capacity, block.shape[1]), dtype=np.float32)
+            norms = np.empty(capacity, dtype=np.float32)
+            if held:
+                grown[:held] = self.vectors[:held]
+                norms[:held] = self.norms[:held]
+            self.vectors, self.norms = grown, norms  # a search holding the old ones is unharmed
+        self.vectors[held:need] = block
+        self.norms[held:need] = np.linalg.norm(block, axis=1)
+        self.starts += starts
+        self.turns += turns
 
 
 class TurnIndex:
@@ -80,10 +104,7 @@ class TurnIndex:
             vectors += await offload(self.embedder.embed, texts[first : first + BATCH])
         with self._lock:
             if self._logs.get(log) is indexed and indexed.upto == turns[0][0]:
-                for (start, turn), vector in zip(turns, vectors, strict=True):
-                    indexed.starts.append(start)
-                    indexed.turns.append(turn)
-                    indexed.vectors.append(vector)
+                indexed.add([start for start, _ in turns], [turn for _, turn in turns], vectors)
                 end = turns[-1][0] + len(turns[-1][1])
                 indexed.upto = end
                 indexed.last = turns[-1][1][-1]
@@ -98,21 +119,24 @@ class TurnIndex:
         indexed = self._logs.get(log)
         if indexed is None or not indexed.starts or limit <= 0:
             return []
-        with self._lock:
-            count = sum(1 for start in indexed.starts if start < before)
-            matrix = indexed.vectors[:count]
-            starts = indexed.starts[:count]
-            turns = indexed.turns[:count]
-        if not matrix:
+        with self._lock:  # rows once written never change; a growth makes new arrays
+            count = bisect.bisect_left(indexed.starts, before)
+            vectors, norms = indexed.vectors, indexed.norms
+            starts, turns = indexed.starts, indexed.turns
+        if not count:
             return []
         import numpy as np  # installed with the memory extra (onnxruntime needs it)
 
-        vectors = np.asarray(matrix, dtype=np.float32)
         target = np.asarray(vector, dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1) * max(float(np.linalg.norm(target)), 1e-12)
-        scores = (vectors @ target) / np.maximum(norms, 1e-12)
-        order = np.lexsort((-np.arange(len(starts)), -scores))[:limit]  # ties: newest first
-        chosen = sorted(int(i) for i in order if scores[i] >= min_score)
+        scale = max(float(np.linalg.norm(target)), 1e-12)
+        scores = (vectors[:count] @ target) / np.maximum(norms[:count] * scale, 1e-12)
+        if count > limit:  # the best ``limit`` in linear time, then ties broken newest first
+            floor = np.partition(scores, count - limit)[count - limit]
+            candidates = np.flatnonzero(scores >= floor)
+        else:
+            candidates = np.arange(count)
+        ranked = candidates[np.lexsort((-candidates, -scores[candidates]))][:limit]
+        chosen = sorted(int(i) for i in ranked if scores[i] >= min_score)
         return [(starts[i], turns[i]) for i in chosen]
 
 
