@@ -649,3 +649,29 @@ def test_turn_recall_ranks_like_a_full_scan_across_index_growth(store_url: str) 
     assert found == [2 * n for n in best]  # oldest first, as a request shows them
     assert all((start // 2) % 4 == 1 for start in found)  # every one about the locker
     assert early and all(start < 21 for start in early)
+
+
+def test_a_long_chat_embeds_its_turns_in_batches_each_once(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    from praisonsession.embeddings.minilm import MiniLMEmbedder
+
+    calls: list[list[str]] = []
+
+    class Counting(MiniLMEmbedder):
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            calls.append(list(texts))
+            return super().embed(texts)
+
+    session = open_session(memory_config={"embedder": Counting()})
+    agent = agent_on(session, server, memory=True, history_window=6)
+    agent.chat("My bike lock code is 5590.")
+    for i in range(60):
+        agent.chat(f"Chatting about rivers, part {i}.")
+    turn_batches = [batch for batch in calls if any("part" in text for text in batch)]
+    embedded = [text for batch in turn_batches for text in batch]
+    assert len(embedded) == len(set(embedded))  # each turn once
+    assert len(embedded) >= 50  # all but the newest window's turns
+    assert len(turn_batches) <= len(embedded) // 2  # batches, not one call per turn
+    agent.chat("What is my bike lock code?")
+    assert "5590" in server.chat_requests[-1].body["messages"][0]["content"]

@@ -92,6 +92,7 @@ class Agent(StateModule):
         # one turn at a time per event loop (the sync chat and async users may use two loops)
         self._turn_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._indexing: set[asyncio.Future[Any]] = set()
+        self._indexed_to = 0  # the history length the last background indexing was asked for
         self.last_request: Request | None = None
         self._client: ChatClient | None = None
         self._turns = TurnIndex()
@@ -238,15 +239,24 @@ class Agent(StateModule):
             return []
 
     def _index_meanwhile(self, before: int, window_start: int) -> None:
-        """Embed the saved turns in the background (each once, the new one here), so that when
-        they leave the window the next recall finds them indexed and only ranks (a failure
-        here only moves the indexing to that recall). While the whole conversation still fits
-        the window nothing can be recalled, so nothing is embedded: a short chat costs no
-        embedding, and the first turn to leave the window brings the others in one batch."""
+        """Embed the saved turns in the background (each once), so that when they leave the
+        window the next recall finds them indexed and only ranks (a failure here only moves
+        the indexing to that recall). While the whole conversation still fits the window
+        nothing can be recalled, so nothing is embedded: a short chat costs no embedding.
+
+        Turns are embedded in batches, not one per turn: only the turns before the window
+        are searched, so the index may lag the conversation by up to a window. It catches up
+        (to the newest turn) once less than half the window is indexed ahead of the window's
+        start; a batch of ten short turns costs half what ten single ones do."""
         if not (self.memory and self.recall_turns) or self._recall_missing or before <= 0:
             return
         if window_start <= 0:
             return
+        if self._indexed_to > before:  # the history was cleared or rewritten since
+            self._indexed_to = 0
+        if self._indexed_to - window_start >= (before - window_start) // 2:
+            return  # enough indexed ahead: the next turns to leave the window are done
+        self._indexed_to = before
         task = asyncio.ensure_future(self.session.index_turns(self.log_name, before))
         self._indexing.add(task)
         task.add_done_callback(_forget(self._indexing))
