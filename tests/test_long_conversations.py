@@ -137,6 +137,53 @@ def test_a_text_cut_to_a_token_count_ends_with_a_marker_saying_how_much_was_left
     assert cut_to_tokens("short", 50, counter) == "short"
 
 
+def test_a_cut_keeps_the_longest_prefix_that_fits_as_a_full_bisection_finds_it() -> None:
+    import random
+
+    def bisected(text: str, room: int, counter: Any) -> int:
+        low, high = 0, len(text)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if counter.count(text[:middle]) <= room:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    rng = random.Random(7)
+    words = [
+        "alpha",
+        "b",
+        "1234567",
+        "Ünïcödé",
+        "!!!",
+        "   ",
+        "\n",
+        "extraordinarily",
+        "it's",
+        "中文",
+    ]
+    counters = [EstimatedCounter(), CachedCounter(EstimatedCounter()), cl100k()]
+    for trial in range(150):
+        text = "".join(
+            rng.choice(words) + rng.choice([" ", "", "  "]) for _ in range(rng.randint(1, 600))
+        )
+        for tokens in (3, 20, 90, 400):
+            counter = counters[trial % 3]
+            cut = cut_to_tokens(text, tokens, counter)
+            if counter.count(text) <= tokens:
+                assert cut == text
+                continue
+            marker = counter.count(CUT_MARKER.format(cut=len(text)))
+            if tokens <= marker:
+                continue
+            kept = cut.rsplit("\n[… cut to fit", 1)[0]
+            assert counter.count(cut) <= tokens and text.startswith(kept)
+            if counter is not counters[2]:  # the estimate grows with every character added
+                keep = bisected(text, tokens - marker, counter)
+                assert cut == text[:keep] + CUT_MARKER.format(cut=len(text) - keep)
+
+
 def test_a_cached_counter_counts_each_text_once_and_answers_like_the_counter() -> None:
     calls: list[str] = []
 

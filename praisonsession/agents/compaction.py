@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .context_window import split_turns
-from .tokens import TokenCounter, cut_to_tokens
+from .tokens import CUT_MARKER, CachedCounter, TokenCounter, cut_to_tokens
 
 __all__ = [
     "COMPACT_EVERY",
@@ -211,11 +211,36 @@ async def compact(
     record["method"] = "llm"
     # a model that writes past the limit it was asked for (no endpoint has to honour it) would
     # make every later request, and the next summary's prompt, longer than the one before
-    record["content"] = cut_to_tokens(content, max_tokens, counter)
+    record["content"] = _within(content, max_tokens, counter)
     usage = getattr(reply, "usage", None)
     if isinstance(usage, dict):
         record["usage"] = usage
     return record
+
+
+def _within(summary: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``summary`` cut to ``max_tokens`` at a line break (whole bullets), with the marker.
+
+    Each line is counted once and the kept ones once more together, where cutting at the
+    exact longest prefix would count prefixes of the whole text again and again; a first
+    line longer than the limit is cut within it."""
+    if counter.count(summary) <= max_tokens:
+        return summary
+    count = counter.counter.count if isinstance(counter, CachedCounter) else counter.count
+    room = max_tokens - count(CUT_MARKER.format(cut=len(summary)))
+    kept: list[str] = []
+    spent = 0
+    for line in summary.split("\n"):
+        spent += count(line) + 1
+        if spent > room:
+            break
+        kept.append(line)
+    while kept and count("\n".join(kept)) > room:  # the sum of the lines ran short
+        kept.pop()
+    if not kept:
+        return cut_to_tokens(summary, max_tokens, counter)
+    text = "\n".join(kept)
+    return text + CUT_MARKER.format(cut=len(summary) - len(text))
 
 
 def _turns_before(history: Sequence[Message], index: int) -> int:

@@ -246,19 +246,65 @@ def cut_to_tokens(text: str, tokens: int, counter: TokenCounter) -> str:
     """``text`` cut so that it and the cut marker fit in ``tokens``; unchanged if it fits.
 
     The cut keeps the beginning and says how much was left out, so a model (and a reader of
-    the request) can tell that the text was longer.
+    the request) can tell that the text was longer. It keeps the longest prefix that fits.
     """
-    if counter.count(text) <= tokens:
+    total = counter.count(text)
+    if total <= tokens:
         return text
     marker_cost = counter.count(CUT_MARKER.format(cut=len(text)))
     room = tokens - marker_cost
     if room <= 0:  # not even a word fits: the marker alone says what was there
         return CUT_MARKER.format(cut=len(text)).strip()
-    low, high = 0, len(text)
-    while low < high:  # the longest prefix that fits, found by bisection on characters
-        middle = (low + high + 1) // 2
-        if counter.count(text[:middle]) <= room:
-            low = middle
+    keep = _longest_prefix(text, total, room, counter)
+    return text[:keep] + CUT_MARKER.format(cut=len(text) - keep)
+
+
+def _longest_prefix(text: str, total: int, room: int, counter: TokenCounter) -> int:
+    """The length of the longest prefix of ``text`` (``total`` tokens) that counts at most
+    ``room`` tokens.
+
+    Tokens grow about linearly with characters, so the search starts where the whole text's
+    ratio puts the answer, widens a step at a time (doubling) until it has a prefix that fits
+    and one that does not, then closes in, interpolating every other step: about half the
+    counts of a bisection over the whole text, each of a prefix about the answer's length.
+    Prefixes are counted by the counter underneath a ``CachedCounter``: none is worth a place
+    in its memory."""
+    count = counter.counter.count if isinstance(counter, CachedCounter) else counter.count
+    size = len(text)
+    low, low_count = 0, 0  # a prefix that fits
+    high, high_count = size, total  # one that does not
+    guess = min(max(size * room // max(high_count, 1), 1), size - 1)
+    found = count(text[:guess])
+    step = max(8, abs(room - found) * guess // max(found, 1) + 8)
+    if found <= room:
+        low, low_count = guess, found
+        while high - low > 1:
+            probe = min(low + step, high - 1)
+            found = count(text[:probe])
+            if found > room:
+                high, high_count = probe, found
+                break
+            low, low_count, step = probe, found, step * 2
+    else:
+        high, high_count = guess, found
+        while high - low > 1:
+            probe = max(high - step, low + 1)
+            found = count(text[:probe])
+            if found <= room:
+                low, low_count = probe, found
+                break
+            high, high_count, step = probe, found, step * 2
+    interpolate = True
+    while high - low > 1:
+        if interpolate and high_count > low_count:
+            guess = low + (room - low_count) * (high - low) // (high_count - low_count)
         else:
-            high = middle - 1
-    return text[:low] + CUT_MARKER.format(cut=len(text) - low)
+            guess = (low + high) // 2
+        guess = min(max(guess, low + 1), high - 1)
+        interpolate = not interpolate
+        found = count(text[:guess])
+        if found <= room:
+            low, low_count = guess, found
+        else:
+            high, high_count = guess, found
+    return low
