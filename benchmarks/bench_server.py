@@ -454,17 +454,7 @@ def main() -> None:
             process(bare, bare_port, workdir, env, "bare") as plain,
         ):
             results = measure(args, ours_port, ours.pid, bare_port, plain.pid, workdir)
-            results["growth_server"] = {
-                size: per_request_us(
-                    ours_port,
-                    [
-                        post("/agent", chat_body(f"q{i}", f"h{size}", "growth"))
-                        for i in range(growth_turns)
-                    ],
-                    expect("session_id", f"h{size}"),
-                )
-                for size in history_sizes
-            }
+            results["growth_server"] = server_growth(ours_port, history_sizes, growth_turns)
             results["full_one_client_us"] = per_request_us(
                 ours_port,
                 [post("/full", chat_body("what colour is box 7?", "one", "full"))] * growth_turns,
@@ -653,30 +643,56 @@ def client_side(port: int, calls: int, rounds: int = 5) -> dict[str, float]:
     return {name: statistics.median(values) * 1e6 for name, values in found.items()}
 
 
+def server_growth(port: int, sizes: tuple[int, ...], turns: int) -> dict[int, float]:
+    """Median µs of a turn through the server at each history size, one client; the sizes
+    take turns (one request each, round after round), so the machine's load moves them alike."""
+    connections = {size: Connection(port) for size in sizes}
+    times: dict[int, list[float]] = {size: [] for size in sizes}
+    try:
+        for i in range(-1, turns):  # -1: the first turn of each (loads the history) untimed
+            for size in sizes:
+                query = f"q{i}"
+                began = time.perf_counter()
+                status, body = connections[size].request(
+                    post("/agent", chat_body(query, f"h{size}", "growth"))
+                )
+                took = time.perf_counter() - began
+                reply_to(query)(status, json.loads(body))
+                if i >= 0:
+                    times[size].append(took)
+    finally:
+        for connection in connections.values():
+            connection.close()
+    return {size: statistics.median(values) * 1e6 for size, values in times.items()}
+
+
 def agent_growth(
     workdir: Path, llm_url: str, sizes: tuple[int, ...], turns: int
 ) -> dict[int, float]:
-    """Median µs of ``Agent.chat`` at each history size (memory=False, a local SQLite store)."""
+    """Median µs of ``Agent.chat`` at each history size (memory=False, a local SQLite store),
+    the sizes taking turns as in ``server_growth``."""
     url = f"sqlite:///{workdir / 'agent.db'}"
-    found: dict[int, float] = {}
-    for size in sizes:
-        fill_history(url, "growth", f"a{size}", size)
-        with Session(f"a{size}", "growth", store=url) as s:
-            agent = s.Agent(
+    times: dict[int, list[float]] = {size: [] for size in sizes}
+    with contextlib.ExitStack() as stack:
+        agents = {}
+        for size in sizes:
+            fill_history(url, "growth", f"a{size}", size)
+            s = stack.enter_context(Session(f"a{size}", "growth", store=url))
+            agents[size] = s.Agent(
                 name="Assistant", memory=False, llm={"base_url": llm_url, "model": "bench"}
             )
-            agent.chat("warm up")
-            times = []
-            for i in range(turns):
+            agents[size].chat("warm up")
+        for i in range(turns):
+            for size, agent in agents.items():
                 began = time.perf_counter()
                 reply = agent.chat(f"q{i}")
-                times.append(time.perf_counter() - began)
+                times[size].append(time.perf_counter() - began)
                 if reply != f"You said: q{i}":
                     raise SystemExit(f"Agent.chat answered {reply!r}")
+        for size, agent in agents.items():
             if len(agent.history) != 2 * (size + turns + 1):
                 raise SystemExit(f"history {len(agent.history)}, not {2 * (size + turns + 1)}")
-        found[size] = statistics.median(times) * 1e6
-    return found
+    return {size: statistics.median(values) * 1e6 for size, values in times.items()}
 
 
 def stages(store_url: str, data_dir: Path, llm_url: str, repeat: int) -> dict[str, float]:
