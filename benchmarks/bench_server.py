@@ -294,7 +294,7 @@ Check = Callable[[int, dict[str, Any]], None]
 def load(
     port: int,
     pid: int,
-    requests_for: Callable[[int], bytes],
+    requests_for: Callable[[int], bytes | Callable[[int], bytes]],
     check: Check,
     seconds: float,
     clients: int = CLIENTS,
@@ -312,7 +312,8 @@ def load(
         try:
             start.wait()
             while not stop.is_set():
-                status, body = connection.request(data)
+                sent = data(counts[index]) if callable(data) else data
+                status, body = connection.request(sent)
                 check(status, json.loads(body))
                 counts[index] += 1
         except Exception as exc:
@@ -477,7 +478,7 @@ def measure(
     inc_ours, seen_ours = counted()
     inc_bare, seen_bare = counted()
     acknowledged: dict[str, list[int]] = {"ours": [0] * CLIENTS, "bare": [0] * CLIENTS}
-    targets: dict[str, tuple[int, int, Callable[[int], bytes], Check]] = {
+    targets: dict[str, tuple[int, int, Callable[[int], Any], Check]] = {
         "increment, ours": (
             ours_port,
             ours_pid,
@@ -511,6 +512,12 @@ def measure(
             ours_port,
             ours_pid,
             lambda i: post("/memory", chat_body("hi", f"m{i}", "empty")),
+            reply_to("hi"),
+        ),
+        "chat, memory on and empty, 10-turn sessions, ours": (
+            ours_port,
+            ours_pid,
+            lambda i: lambda n: post("/memory", chat_body("hi", f"n{i}-{n // 10}", "empty")),
             reply_to("hi"),
         ),
         "chat, bare Starlette": (
@@ -745,6 +752,11 @@ def report(results: dict[str, Any], args: argparse.Namespace, memories: int, chu
         ("JSON route, bare Starlette", None, None),
         ("chat, memory=False, ours", "chat, bare Starlette", 0.8),
         ("chat, memory on and empty, ours", "chat, bare Starlette", 0.6),
+        (
+            "chat, memory on and empty, 10-turn sessions, ours",
+            "chat, bare Starlette",
+            0.6,
+        ),
         ("chat, 1,000 memories + 100 chunks, ours", "chat, bare Starlette", None),
         ("chat, bare Starlette", None, None),
     ]
@@ -804,7 +816,10 @@ SIDES = f"""Each chat turn: the LLM stand-in answers at once, so the server is t
   call every 8 turns that leave the window), calls the LLM, appends the user and assistant
   messages to the session's SQLite store. memory=False: nothing else. Memory on: the user's
   long-term memories and knowledge are looked up (skipped while the user has none), and turns
-  that left the window are recalled by meaning (the query and each turn embedded once).
+  that left the window are recalled by meaning (the query and each turn embedded once, the
+  turns in batches). Each client keeps one session all run long, so its sessions outgrow the
+  window and recall runs; with 10-turn sessions (a new one every 10 turns, opened by the
+  server on its first turn) nothing has left the window and nothing is embedded.
 - bare: a Starlette route reads the session's last {2 * WINDOW_TURNS} messages from SQLite (one
   SELECT), calls the LLM with them in a thread (requests), and inserts the user and assistant
   messages (one transaction). No budget, no summary, no memory.
