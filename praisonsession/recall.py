@@ -121,8 +121,11 @@ class Recall:
         self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id, threshold)
         self.short = ShortTermMemory(logs, self.embedder, session_id, threshold)
         self.prefer_recent = bool(memory_config.get("prefer_recent", True))
-        self.turns = TurnIndex(logs, self.embedder)
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        # a turn is indexed by what the user said, which the agent embedded as its query then:
+        # the same vector, when the embedder embeds queries and documents alike
+        symmetric = isinstance(self.embedder, MiniLMEmbedder)
+        self.turns = TurnIndex(logs, self.embedder, self._queries.get if symmetric else None)
         self.knowledge = KnowledgeBase(
             client,
             namespace,

@@ -685,8 +685,8 @@ def test_turn_recall_ranks_like_a_full_scan_across_index_growth(store_url: str) 
             query = embedder.embed_query("what is my locker code?")
             found = await turns.search("talk", query, 200, 5, 0.0)
             early = await turns.search("talk", query, 21, 5, 0.0)  # only turns before 21
-            # the same ranking by a scan of every turn, newest first on ties
-            texts = [f"turn {n}: {topics[n % 4]} noted {n}" for n in range(100)]
+            # the same ranking by a scan of every turn (by what the user said), newest first
+            texts = [f"turn {n}: {topics[n % 4]}" for n in range(100)]
             vectors = embedder.embed(texts)
             scores = [sum(a * b for a, b in zip(v, query, strict=True)) for v in vectors]
             best = sorted(range(100), key=lambda n: (-round(scores[n], 5), -n))[:5]
@@ -698,27 +698,32 @@ def test_turn_recall_ranks_like_a_full_scan_across_index_growth(store_url: str) 
     assert early and all(start < 21 for start in early)
 
 
-def test_a_long_chat_embeds_its_turns_in_batches_each_once(
+def test_a_long_chat_embeds_each_turn_once_reusing_its_query_and_batches_the_rest(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
     from praisonsession.embeddings.minilm import MiniLMEmbedder
 
-    calls: list[list[str]] = []
+    batches: list[list[str]] = []
+    queries: list[str] = []
 
     class Counting(MiniLMEmbedder):
         def embed(self, texts: list[str]) -> list[list[float]]:
-            calls.append(list(texts))
+            batches.append(list(texts))
             return super().embed(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            queries.append(text)
+            return super().embed_query(text)
 
     session = open_session(memory_config={"embedder": Counting()})
     agent = agent_on(session, server, memory=True, history_window=6)
-    agent.chat("My bike lock code is 5590.")
-    for i in range(60):
-        agent.chat(f"Chatting about rivers, part {i}.")
-    turn_batches = [batch for batch in calls if any("part" in text for text in batch)]
-    embedded = [text for batch in turn_batches for text in batch]
-    assert len(embedded) == len(set(embedded))  # each turn once
-    assert len(embedded) >= 50  # all but the newest window's turns
-    assert len(turn_batches) <= len(embedded) // 2  # batches, not one call per turn
+    said = ["My bike lock code is 5590."] + [f"Chatting about rivers, part {i}." for i in range(60)]
+    for message in said:
+        agent.chat(message)
     agent.chat("What is my bike lock code?")
     assert "5590" in server.chat_requests[-1].body["messages"][0]["content"]
+    embedded = [text for batch in batches for text in batch] + queries
+    assert len(embedded) == len(set(embedded))  # no text twice: a turn's query is its vector
+    assert set(embedded) <= {*said, "What is my bike lock code?"}  # what the user said
+    # the turns said before recall started come in batches, not one call each
+    assert 0 < len(batches) <= 3 and len(queries) >= 50

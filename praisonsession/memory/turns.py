@@ -5,6 +5,11 @@ the log the first time it is needed, in batches (one embedder call per batch of 
 grows by the turns that left the agent's window. So a fork, a restore or an imported archive
 needs nothing copied: the new session's index rebuilds from its own log. Vectors live in
 process memory (384 floats a turn: 1,000 turns are 1.5 MB).
+
+A turn is found by what the user said in it, the text a later message is compared with.
+That is also the text the agent embedded as its query when the turn was new, so with a
+symmetric embedder (``known``) a turn costs no embedding of its own: an agent's turn embeds
+once, whether it recalls, indexes or both.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +33,9 @@ Message = dict[str, Any]
 BATCH = 64
 #: Characters of a turn that are embedded (MiniLM reads 256 tokens at most anyway).
 TEXT_LIMIT = 1200
+
+#: A vector already computed for a text (the agent's recent queries), or None.
+Known = Callable[[str], "list[float] | None"]
 
 
 @dataclass
@@ -64,9 +73,10 @@ class _Indexed:
 class TurnIndex:
     """Turns of a session's logs, embedded once each."""
 
-    def __init__(self, logs: SessionLogs, embedder: Embedder) -> None:
+    def __init__(self, logs: SessionLogs, embedder: Embedder, known: Known | None = None) -> None:
         self.logs = logs
         self.embedder = embedder
+        self.known = known
         self._lock = threading.Lock()
         self._logs: dict[str, _Indexed] = {}
         self._indexing: dict[tuple[int, str], asyncio.Lock] = {}
@@ -99,9 +109,15 @@ class TurnIndex:
         if not turns:
             return len(indexed.starts)
         texts = [_turn_text(turn) for _, turn in turns]
-        vectors: list[list[float]] = []
-        for first in range(0, len(texts), BATCH):
-            vectors += await offload(self.embedder.embed, texts[first : first + BATCH])
+        vectors: list[Any] = [None] * len(texts)
+        if self.known is not None:
+            vectors = [self.known(text) for text in texts]
+        missing = [i for i, vector in enumerate(vectors) if vector is None]
+        for first in range(0, len(missing), BATCH):
+            batch = missing[first : first + BATCH]
+            found = await offload(self.embedder.embed, [texts[i] for i in batch])
+            for i, vector in zip(batch, found, strict=True):
+                vectors[i] = vector
         with self._lock:
             if self._logs.get(log) is indexed and indexed.upto == turns[0][0]:
                 indexed.add([start for start, _ in turns], [turn for _, turn in turns], vectors)
@@ -157,10 +173,11 @@ def _whole_turns(messages: list[Message], offset: int) -> list[tuple[int, list[M
 
 
 def _turn_text(turn: list[Message]) -> str:
-    """What is embedded for a turn: what the user said, then the answer."""
-    parts = [
-        str(message.get("content") or "")
-        for message in turn
-        if message.get("role") in ("user", "assistant") and message.get("content")
-    ]
-    return " ".join(" ".join(parts).split())[:TEXT_LIMIT]
+    """What is embedded for a turn: what the user said (as said, so that it is the text the
+    agent's query was), or, in a turn without words from the user, the answer."""
+    for role in ("user", "assistant"):
+        for message in turn:
+            content = message.get("content")
+            if message.get("role") == role and isinstance(content, str) and content.strip():
+                return content if len(content) <= TEXT_LIMIT else content[:TEXT_LIMIT]
+    return " ".join(str(message.get("content") or "") for message in turn)[:TEXT_LIMIT]
