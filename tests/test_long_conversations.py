@@ -267,6 +267,8 @@ def test_every_request_fits_the_budget_and_the_raw_history_is_never_changed(
     for body in requests:
         assert request_tokens(body, agent.token_counter) <= 600
         assert request_tokens(body, exact) <= 600  # the estimate's margin holds on real tokens
+    # what the last request counts, counted when asked: the request that was sent
+    assert agent.last_request.tokens == request_tokens(requests[-1], agent.token_counter)
     history = agent.history.to_list()
     assert [m["content"] for m in history if m["role"] == "user"] == said
     assert [m["content"] for m in history if m["role"] == "assistant"] == [

@@ -274,7 +274,7 @@ class Agent(StateModule):
         """
         prefix = request.messages[:-1]
         sent = request.messages[-1]
-        room = request.budget - sum(message_tokens(m, self.token_counter) for m in prefix)
+        room: int | None = None  # counted only if tool results have to fit in
         turn: list[Message] = [{"role": "user", "content": message}]
         usage: dict[str, int] = {}
         rounds = 0
@@ -282,6 +282,9 @@ class Agent(StateModule):
             choice = "none" if self.tools and rounds >= self.max_tool_rounds else None
             current = [sent, *turn[1:]]
             if len(current) > 1:
+                if room is None:
+                    spent = sum(message_tokens(m, self.token_counter) for m in prefix)
+                    room = request.budget - spent
                 current = fit_turn(current, room, self.token_counter)
             reply = await bounded(
                 client.acomplete(prefix + current, self.tools.schemas, choice),
