@@ -60,6 +60,8 @@ def default_embedder(name: str) -> Embedder:
 #: process forgets the entry at once, one in another process is seen within EMPTY_TRUST s.
 _found_empty: dict[tuple[int, str], float] = {}
 EMPTY_TRUST = 1.0
+#: Entries kept before the stale ones are dropped (two per user: memory and knowledge).
+_EMPTY_MEMORY = 4096
 
 
 # Embedders a forked child inherited: kept, never used and never freed there, because freeing
@@ -317,7 +319,11 @@ class Recall:
         if seen is not None and time.monotonic() - seen <= EMPTY_TRUST:
             return True
         if index.count() == 0:
-            _found_empty[key] = time.monotonic()
+            now = time.monotonic()
+            if len(_found_empty) >= _EMPTY_MEMORY:  # users come and go: forget the stale ones
+                for stale in [k for k, seen in _found_empty.items() if now - seen > EMPTY_TRUST]:
+                    _found_empty.pop(stale, None)
+            _found_empty[key] = now
             return True
         _found_empty.pop(key, None)
         return False
