@@ -20,7 +20,7 @@ import asyncio
 import html
 import json
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -170,7 +170,7 @@ class Agent(StateModule):
         """The request for this turn within ``context_budget``: compacts first when enough
         turns have left the window since the last summary, then recalls related older turns.
         """
-        history = self.history.messages_since(0)
+        history = self.history.view()
         system = system_prompt(self.name, self.role, self.instructions, self.goal, self.backstory)
         summary = latest_summary(self.summaries.messages_since(0), len(history))
         options: dict[str, Any] = {
@@ -201,7 +201,7 @@ class Agent(StateModule):
         return max(self.context_budget - schemas, self.context_budget // 2)
 
     async def _compact(
-        self, client: ChatClient, history: list[Message], previous: Message | None, upto: int
+        self, client: ChatClient, history: Sequence[Message], previous: Message | None, upto: int
     ) -> Message:
         """One summary call (see ``compaction.compact``); the record is saved with the turn."""
 
