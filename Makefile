@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py
 	$(PY) benchmarks/bench_memory.py
 	$(PY) benchmarks/bench_memory_quality.py
+	$(PY) benchmarks/bench_memory_search.py
 	$(PY) benchmarks/bench_knowledge_ingest.py
 	$(PY) benchmarks/bench_agents.py
 	$(PY) benchmarks/bench_redis.py

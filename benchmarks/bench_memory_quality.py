@@ -20,10 +20,10 @@ b. Paraphrase pairs: the second text of each pair added after the first; a ``sam
    it does not. The decision is the one ``add_memory`` makes (nearest memory, threshold,
    named-things check); a sample goes through ``add_memory`` itself to show they agree, and a
    sweep over thresholds shows why the default is what it is.
-c. Search latency at 100,000 memories of one user (``--quick``: 1,000): 5,000 added with
-   ``add_memories(..., dedupe=False)``, the rest written straight to the collection with mixed
-   vectors (see ``fill``); ``search_memory(q, limit=5)`` p50/p95 over 200 queries, beside the
-   raw engine (embed the query + ``collection.query``) as a ratio.
+c. Search latency at 100,000 memories of one user (``--quick``: 1,000), with the fixture and
+   the interleaved timing of ``bench_memory_search.py``: ``search_memory(q, limit=5)`` on new
+   questions, p50/p95 over 200 queries, beside the raw engine (embed the query +
+   ``collection.query``) as a ratio.
 
 Targets: recall@5 >= 0.9, updated above stale >= 95%, paraphrases suppressed >= 95% with
 < 2% of distinct facts merged, search p95 < 20 ms at 100,000 memories.
@@ -45,6 +45,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+
+import bench_memory_search  # noqa: E402
 
 from praisonsession import Session  # noqa: E402
 from praisonsession.memory.paraphrase import DEFAULT_THRESHOLD, is_paraphrase  # noqa: E402
@@ -231,118 +233,23 @@ def bench_pairs(root: Path, data: dict, sample: int) -> dict[str, Any]:
 
 # -- c. latency at scale ------------------------------------------------------------------
 
-WORDS = [
-    "garden",
-    "invoice",
-    "meeting",
-    "recipe",
-    "flight",
-    "doctor",
-    "budget",
-    "novel",
-    "concert",
-    "bicycle",
-    "tax",
-    "school",
-    "printer",
-    "holiday",
-    "birthday",
-    "piano",
-    "marathon",
-    "kitchen",
-    "contract",
-    "salary",
-    "dentist",
-    "museum",
-    "coffee",
-    "passport",
-    "laptop",
-    "neighbour",
-    "ferry",
-    "hiking",
-    "painting",
-    "insurance",
-    "wedding",
-]
-
-
-def memory_text(rng: random.Random) -> str:
-    a, b, c = rng.sample(WORDS, 3)
-    return (
-        f"User mentioned the {a} and the {b} while talking about {c} on day {rng.randrange(9999)}"
-    )
-
-
-def fill(session: Session, count: int, rng: random.Random, embedded: int) -> int:
-    """Give the session's user ``count`` memories; how many went through ``add_memories``.
-
-    The first ``embedded`` go through ``add_memories(..., dedupe=False)``. Embedding 100,000
-    texts takes half an hour on a shared 2-core machine, so the rest are written straight to
-    the user's collection (same ids, texts and metadata as ``add_memory`` writes), each with
-    the normalised sum of two embedded memories' vectors and the two texts joined: what the
-    search then runs over is the same kind of index, at full size.
-    """
-    import numpy as np
-
-    texts = [memory_text(rng) for _ in range(min(count, embedded))]
-    session.add_memories(texts, dedupe=False)
-    long = session._core._recall.long
-    base = long.index.get(vectors=True)
-    matrix = np.asarray([hit.vector for hit in base], dtype=np.float32)
-    written = len(base)
-    while written < count:
-        size = min(5000, count - written)
-        a = rng.choices(range(len(base)), k=size)
-        b = rng.choices(range(len(base)), k=size)
-        vectors = matrix[a] + matrix[b]
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        ids = [f"m{written + n:031x}" for n in range(size)]
-        joined = [f"{base[i].text}; {base[j].text}" for i, j in zip(a, b, strict=True)]
-        at = time.time()
-        metadatas = [long._metadata(i, t, {}, at, at) for i, t in zip(ids, joined, strict=True)]
-        long.index.add(ids, joined, metadatas, vectors.tolist())
-        written += size
-    return len(texts)
-
 
 def bench_latency(root: Path, count: int, queries: int, embedded: int) -> dict[str, Any]:
-    rng = random.Random(11)
-    session = open_session(root, "scale", "scale_user")
-    started = time.perf_counter()
-    through_api = fill(session, count, rng, embedded)
-    fill_s = time.perf_counter() - started
-    questions = [f"what did the user say about the {rng.choice(WORDS)}" for _ in range(queries)]
-    for question in questions[:5]:  # warm-up: the first queries load the index
-        session.search_memory(question)
-    ours = []
-    for question in questions:
-        start = time.perf_counter()
-        hits = session.search_memory(question, limit=5)
-        ours.append(time.perf_counter() - start)
-        assert len(hits) == 5
-    recall = session._core._recall
-    collection = recall.long.index.collection
-    raw, embed, chroma = [], [], []
-    for question in questions:
-        start = time.perf_counter()
-        vector = recall.embedder.embed_query(question)
-        embedded = time.perf_counter()
-        collection.query(query_embeddings=[vector], n_results=5)
-        end = time.perf_counter()
-        raw.append(end - start)
-        embed.append(embedded - start)
-        chroma.append(end - embedded)
+    """``search_memory`` at ``count`` memories of one user, by ``bench_memory_search`` (its
+    fixture: ``embedded`` memories embedded, the rest mixtures of two of them)."""
+    figures = bench_memory_search.measure(root / "latency", (count,), queries, embedded)
+    row = figures["sizes"][-1]
     return {
-        "memories": collection.count(),
-        "added_with_add_memories": through_api,
-        "fill_s": fill_s,
+        "memories": row["memories"],
+        "embedded": embedded,
+        "fill_s": figures["write_s"] + figures["embed_s"],
         "queries": queries,
-        "p50_ms": 1000 * percentile(ours, 0.5),
-        "p95_ms": 1000 * percentile(ours, 0.95),
-        "raw_p50_ms": 1000 * percentile(raw, 0.5),
-        "raw_p95_ms": 1000 * percentile(raw, 0.95),
-        "raw_embed_p95_ms": 1000 * percentile(embed, 0.95),
-        "raw_chroma_p95_ms": 1000 * percentile(chroma, 0.95),
+        "p50_ms": row["ours_cold"]["p50_ms"],
+        "p95_ms": row["ours_cold"]["p95_ms"],
+        "raw_p50_ms": row["bare"]["p50_ms"],
+        "raw_p95_ms": row["bare"]["p95_ms"],
+        "raw_embed_p95_ms": row["embed"]["p95_ms"],
+        "raw_chroma_p95_ms": row["chroma"]["p95_ms"],
     }
 
 
@@ -426,8 +333,8 @@ def report_pairs(p: dict[str, Any]) -> None:
 def report_latency(lat: dict[str, Any]) -> None:
     print(
         f"\nc. Search at {lat['memories']:,} memories of one user "
-        f"({lat['added_with_add_memories']:,} through add_memories, the rest written as mixtures; "
-        f"{lat['fill_s']:.0f} s), {lat['queries']} queries:"
+        f"({lat['embedded']:,} embedded, the rest mixtures of two; built in {lat['fill_s']:.0f} s; "
+        f"bench_memory_search.py shows it at every size, cold and warm), {lat['queries']} queries:"
     )
     print(f"   {'':14} {'praisonsession':>15} {'raw engine':>11} {'ratio':>7}")
     for name, key in (("p50 ms", "p50_ms"), ("p95 ms", "p95_ms")):
@@ -449,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=int, help="memories for the latency run")
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text("utf-8"))
-    scale, queries, sample, embedded = 100_000, 200, 60, 5_000
+    scale, queries, sample, embedded = 100_000, 200, 60, bench_memory_search.BASE
     if args.quick:
         users = data["users"][:4]
         keep = {user["user_id"] for user in users}

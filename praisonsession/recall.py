@@ -24,8 +24,9 @@ from .knowledge.chunking import DEFAULT_SIZE
 from .knowledge.knowledge_base import KnowledgeAdded, KnowledgeBase
 from .memory.context import DEFAULT_BUDGET, build_context
 from .memory.lifecycle import MemoryId
-from .memory.long_term import LongTermMemory, page_of
+from .memory.long_term import LongTermMemory, as_result, page_of
 from .memory.paraphrase import DEFAULT_THRESHOLD
+from .memory.recency import prefer_newer
 from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
 from .notebook_display import SearchHits
@@ -147,6 +148,8 @@ class Recall:
             sealer = TextSealer(load_key(key))
             self.long.index.sealer = self.knowledge.index.sealer = sealer
             self.long.history_index.sealer = sealer  # a history holds the memories' texts
+            self.long.digest_key = sealer.digest_key("memory")  # ids reveal no text either
+            self.knowledge.digest_key = sealer.digest_key("knowledge")
         self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).
@@ -197,16 +200,43 @@ class Recall:
         prefer_recent: bool | None = None,
     ) -> list[dict]:
         recent = self.prefer_recent if prefer_recent is None else prefer_recent
-        vector = await offload(self.embedder.embed_query, query)
-        hits: list[dict[str, Any]] = []
-        if memory_type in ("short", "all"):
-            entries = await self.short.entries()
-            hits += await offload(self.short.rank, entries, vector, limit, where, recent)
-        if memory_type in ("long", "all"):
-            hits += await offload(self.long.search, vector, limit, where, recent)
-        if memory_type == "all":
-            hits.sort(key=lambda hit: -hit["score"])
-        return SearchHits(hits[:limit])
+        entries = await self.short.entries() if memory_type in ("short", "all") else []
+        known = self._queries.get(query)
+
+        def embedded_and_searched() -> tuple[list[float], list[dict[str, Any]]]:
+            # one trip off the loop for both: each hop to a worker thread costs a wake-up
+            vector = known if known is not None else self.embedder.embed_query(query)
+            return vector, self._search(vector, entries, memory_type, limit, where, recent)
+
+        vector, hits = await offload(embedded_and_searched)
+        self._remember(query, vector)
+        return SearchHits(hits)
+
+    def _search(
+        self,
+        vector: list[float],
+        entries: list[dict[str, Any]],
+        memory_type: MemoryQuery,
+        limit: int,
+        where: Where | None,
+        recent: bool,
+    ) -> list[dict[str, Any]]:
+        """Blocking: the memories of ``memory_type`` closest to ``vector``. For ``"all"``
+        the short notes and long memories are ranked together, by score and then by the same
+        recency rule each kind follows on its own (newer first among close matches)."""
+        if memory_type == "short":
+            return self.short.rank(entries, vector, limit, where, recent)
+        if memory_type == "long":
+            return self.long.search(vector, limit, where, recent)
+        results, vectors = self.short.candidates(entries, vector, limit, where, recent)
+        hits = self.long.candidates(vector, limit, where, recent)
+        results += [as_result(hit) for hit in hits]
+        vectors += [[] if hit.vector is None else hit.vector for hit in hits]
+        order = sorted(range(len(results)), key=lambda i: -results[i]["score"])
+        results = [results[i] for i in order]
+        if recent:
+            results = prefer_newer(results, [vectors[i] for i in order])
+        return results[:limit]
 
     async def list_memories(
         self, memory_type: str, where: Where | None, limit: int, after: str | None
@@ -272,8 +302,15 @@ class Recall:
     async def search_knowledge(
         self, query: str, limit: int, where: Where | None = None
     ) -> list[dict[str, Any]]:
-        vector = await offload(self.embedder.embed_query, query)
-        return SearchHits(await offload(self.knowledge.search, vector, limit, where))
+        known = self._queries.get(query)
+
+        def embedded_and_searched() -> tuple[list[float], list[dict[str, Any]]]:
+            vector = known if known is not None else self.embedder.embed_query(query)
+            return vector, self.knowledge.search(vector, limit, where)
+
+        vector, hits = await offload(embedded_and_searched)
+        self._remember(query, vector)
+        return SearchHits(hits)
 
     # -- context --------------------------------------------------------------------------
 

@@ -66,6 +66,15 @@ class TextSealer:
             cipher = self._ciphers[collection] = self._aead(derived)
         return cipher
 
+    def digest_key(self, purpose: str) -> bytes:
+        """A key for keyed digests (HMAC) of ``purpose``, derived from the master key under its
+        own HKDF label: ids and duplicate keys computed from texts reveal nothing without it."""
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+        info = b"praisonsession digests\x00" + purpose.encode("utf-8")
+        return HKDF(hashes.SHA256(), 32, None, info).derive(self._master)
+
     def seal(self, collection: str, entry: str, text: str) -> str:
         nonce = os.urandom(_NONCE)
         bound = f"{collection}\x00{entry}".encode()

@@ -98,11 +98,30 @@ def test_bench_memory_quality_prints_every_target_beside_the_raw_engine(tmp_path
     assert len(targets) == 5 and all(t.split()[0] in ("PASS", "MISS") for t in targets)
 
 
+def test_bench_memory_search_prints_cold_and_warm_beside_bare_chroma_at_each_size(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_memory_search.py", "--quick", cwd=tmp_path)
+    for line in (
+        "300 memories",
+        "1,000 memories",
+        "embedder alone (embed_query)",
+        "bare Chroma: embed + query",
+        "search_memory, cold (new question)",
+        "search_memory, warm (same again)",
+        "Growth from 300 to 1,000",
+    ):
+        assert line in out
+    targets = out.split("Targets:")[1].strip().splitlines()
+    assert len(targets) == 1 and targets[0].split()[0] in ("PASS", "MISS")
+
+
 @pytest.mark.slow
 def test_bench_knowledge_ingest_times_each_stage_beside_the_embedder(tmp_path: Path) -> None:
     out = run_benchmark("bench_knowledge_ingest.py", "--quick", cwd=tmp_path)
     assert "Knowledge ingestion: 40 Markdown files" in out
     assert "embedder alone, same chunks (raw)" in out
+    assert "whole/its embedding" in out and "ratio (median of rounds)" in out
     for stage in ("read files", "chunk", "look up known chunks", "embed", "write to Chroma"):
         assert stage in out
 

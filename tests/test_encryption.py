@@ -311,6 +311,85 @@ def test_memory_and_knowledge_texts_are_sealed_and_still_found(tmp_path: Path) -
     assert SECRET not in str(caught.value)
 
 
+def test_memory_ids_and_duplicate_keys_are_keyed_hashes_under_encryption(
+    tmp_path: Path,
+) -> None:
+    from praisonsession.memory.lifecycle import memory_id_for, text_key
+
+    text = f"Ada keeps her passport number {SECRET} in the blue folder"
+    settings = {"data_dir": str(tmp_path / "data"), "encryption_key": KEY}
+    store = f"sqlite://{tmp_path}/s.db"
+    session = Session("s", "u", store=store, settings=settings)
+    memory_id = session.add_memory(text)
+    assert memory_id != memory_id_for("u", text)  # not the plain hash of the text...
+    assert session.add_memory(text.upper()) == memory_id  # ...and still found again
+    assert Session("t", "u", store=store, settings=settings).add_memory(text).event == "NONE"
+    other_user = Session("s", "v", store=store, settings=settings).add_memory(text)
+    keys = {
+        user: runtime.run(Session("s", user, store=store, settings=settings)._core._memory())
+        .long.index.get()[0]
+        .metadata["text_key"]
+        for user in ("u", "v")
+    }
+    assert keys["u"] != keys["v"]  # equal texts of two users do not match in the store
+    assert text_key(text) not in keys.values() and other_user != memory_id
+
+    # ids stay what they were through a fork, a snapshot and an archive, still encrypted
+    child = session.fork("child")
+    assert child.get_memory(memory_id)["text"] == text
+    session.restore(session.snapshot("before"))
+    assert session.get_memory(memory_id)["text"] == text
+    session.export(tmp_path / "a.jsonl")
+    imported = Session.import_archive(
+        tmp_path / "a.jsonl", store=f"sqlite://{tmp_path}/b.db", user_id="w", settings=settings
+    )
+    assert imported.get_memory(memory_id)["text"] == text
+    for opened in (session, child, imported):
+        opened.close()
+    stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    for plain_digest in (memory_id_for("u", text), text_key(text)):
+        assert plain_digest.encode() not in stored
+
+    # without the key, ids are the plain hashes they always were
+    unsealed = {"data_dir": str(tmp_path / "plain")}
+    assert Session("s", "u", store="memory://", settings=unsealed).add_memory(text) == (
+        memory_id_for("u", text)
+    )
+
+
+def test_a_memory_stored_under_a_plain_key_is_found_again_and_rekeyed(tmp_path: Path) -> None:
+    settings = {"data_dir": str(tmp_path / "data"), "encryption_key": KEY}
+    session = Session("s", "u", store=f"sqlite://{tmp_path}/s.db", settings=settings)
+    long = runtime.run(session._core._memory()).long
+    digest_key, long.digest_key = long.digest_key, None  # as stored before keyed hashes
+    old = session.add_memory("User's locker code is in the red notebook")
+    long.digest_key = digest_key
+    again = session.add_memory("User's locker code is in the red notebook")
+    assert (again, again.event) == (old, "NONE")  # the same memory, id kept, no update
+    assert [c["event"] for c in session.memory_history(old)] == ["ADD"]
+    (entry,) = long.index.get()
+    assert entry.metadata["text_key"] == long._key(entry.text)  # now under the keyed digest
+    assert session.add_memory("User's locker code is in the red notebook").event == "NONE"
+
+
+def test_knowledge_chunk_ids_are_keyed_and_chunks_stored_before_are_not_added_twice(
+    tmp_path: Path,
+) -> None:
+    settings = {"data_dir": str(tmp_path / "data"), "encryption_key": KEY}
+    session = Session("s", "u", store=f"sqlite://{tmp_path}/s.db", settings=settings)
+    kb = runtime.run(session._core._memory()).knowledge
+    digest_key, kb.digest_key = kb.digest_key, None  # as stored before keyed ids
+    assert session.add_knowledge(f"Old notes: the code word is {SECRET}.").chunks_added == 1
+    kb.digest_key = digest_key
+    assert session.add_knowledge(f"Old notes: the code word is {SECRET}.").chunks_added == 0
+    added = session.add_knowledge(f"New notes: the vault opens on {SECRET} day.")
+    assert added.chunks_added == 1
+    ids = {hit.id for hit in kb.index.get()}
+    new_text = f"New notes: the vault opens on {SECRET} day."
+    assert kb._chunk_id(new_text) in ids and kb._chunk_id(new_text, keyed=False) not in ids
+    assert session.add_knowledge(new_text).chunks_added == 0
+
+
 def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_path: Path) -> None:
     import hashlib
 

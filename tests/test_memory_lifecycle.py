@@ -286,6 +286,28 @@ def test_an_update_told_later_ranks_above_the_old_fact(open_session) -> None:
     )
 
 
+@pytest.mark.parametrize("newer_type", ["short", "long"])
+def test_all_types_put_the_newer_fact_first_whichever_kind_holds_it(
+    open_session, newer_type: str
+) -> None:
+    session = open_session()
+    older_type = "long" if newer_type == "short" else "short"
+    old = session.add_memory("User lives in Oslo", older_type)
+    session.add_memory("User works as a nurse", older_type)
+    time.sleep(0.01)  # a later update time, whatever the clock's resolution
+    new = session.add_memory("User moved to Berlin last spring", newer_type)
+    question = "where does the user live?"
+    for kind in (older_type, newer_type):  # each kind on its own ranks by score and recency
+        assert len(session.search_memory(question, kind, limit=3)) >= 1
+    hits = session.search_memory(question, "all", limit=3)
+    ids = [h["id"] for h in hits]
+    assert ids.index(new) < ids.index(old), hits
+    assert hits[ids.index(new)]["metadata"]["memory_type"] == newer_type
+    plain = session.search_memory(question, "all", limit=3, prefer_recent=False)
+    assert plain[0]["id"] == old  # by score alone, the closer wording wins
+    assert [h["score"] for h in plain] == sorted((h["score"] for h in plain), reverse=True)
+
+
 # -- ids travel -------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ adds nothing at all.
 from __future__ import annotations
 
 import hashlib
+import hmac
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .sources import Document, fetch_url, files_in, is_url, looks_like_path, rea
 #: almost nothing on padding (64 per call ran ~1.3 model positions per real token here).
 BATCH = 256
 _PROGRESS_FROM = 128  # chunks; smaller additions finish too fast for a bar to help
+Piece = tuple[str, str, dict[str, Any]]  # a chunk's id, text and metadata
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class KnowledgeBase:
         self.index = ScopedIndex(
             client, knowledge_scope(namespace, scope, user_id, session_id), embedder
         )
+        self.embedder = embedder
+        #: Set when the store is encrypted: chunk ids are then HMACs under it.
+        self.digest_key: bytes | None = None
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.timeout = timeout
@@ -118,7 +123,7 @@ class KnowledgeBase:
     def add(self, source: str | Path) -> KnowledgeAdded:
         documents = self.read(source)
         at = clock.now()
-        pieces: list[tuple[str, str, dict[str, Any]]] = []
+        pieces: list[Piece] = []
         for document in documents:
             chunks = chunk_text(document.text, self.chunk_size, self.chunk_overlap)
             if not chunks and len(documents) == 1:
@@ -127,29 +132,56 @@ class KnowledgeBase:
                 pieces.append((self._chunk_id(chunk), chunk, self._metadata(document, number, at)))
         unique = list({piece[0]: piece for piece in pieces}.values())
         known = self.index.existing([piece[0] for piece in unique])
+        if self.digest_key is not None:  # chunks stored before ids were keyed keep plain ids
+            plain = {self._chunk_id(piece[1], keyed=False): piece[0] for piece in unique}
+            known |= {plain[found] for found in self.index.existing(list(plain))}
         new = [piece for piece in unique if piece[0] not in known]
         # Similar lengths batch together, so the model pads less.
         new.sort(key=lambda piece: len(piece[1]))
         show = self.progress and len(new) >= _PROGRESS_FROM
         with progress_bar(len(new), show, "chunk", "Adding knowledge") as bar:
-            for start in range(0, len(new), BATCH):
-                batch = new[start : start + BATCH]
-                self.index.add(
-                    [piece[0] for piece in batch],
-                    [piece[1] for piece in batch],
-                    [piece[2] for piece in batch],
-                )
-                bar.update(len(batch))
+            self._embed_and_write([new[s : s + BATCH] for s in range(0, len(new), BATCH)], bar)
         return KnowledgeAdded(
             sources=[document.source for document in documents],
             chunks_added=len(new),
             chunks_skipped=len(pieces) - len(new),
         )
 
-    def _chunk_id(self, chunk: str) -> str:
+    def _embed_and_write(self, batches: list[list[Piece]], bar: Any) -> None:
+        """Embed each batch and write it to Chroma, writing one batch while the next is
+        embedded: the model runs in native code, so the write (SQLite, the vector index) is
+        hidden behind it instead of added to it. The batches are written in order; an error
+        stops the rest, after the write under way has finished."""
+        if len(batches) < 2:
+            for batch in batches:
+                self._write(batch, self.embedder.embed([piece[1] for piece in batch]), bar)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1, thread_name_prefix="praisonsession-knowledge-write") as pool:
+            writing = None
+            for batch in batches:
+                vectors = self.embedder.embed([piece[1] for piece in batch])
+                if writing is not None:
+                    writing.result()  # raises the write's error, if any
+                writing = pool.submit(self._write, batch, vectors, bar)
+            if writing is not None:
+                writing.result()
+
+    def _write(self, batch: list[Piece], vectors: list[list[float]], bar: Any) -> None:
+        ids, texts, metadatas = zip(*batch, strict=True)
+        self.index.add(list(ids), list(texts), list(metadatas), vectors)
+        bar.update(len(batch))
+
+    def _chunk_id(self, chunk: str, keyed: bool = True) -> str:
+        """A chunk's id: a digest of its scope and text, so adding it again adds nothing; an
+        HMAC under ``digest_key`` when the store is encrypted, so that the id does not let
+        anyone without the key recognise the text."""
         scope = "\x1f".join(value for _, value in self.index.scope.fields)
-        digest = hashlib.sha256(f"{scope}\x1e{chunk}".encode("utf-8", "replace"))
-        return "k" + digest.hexdigest()[:40]
+        data = f"{scope}\x1e{chunk}".encode("utf-8", "replace")
+        if keyed and self.digest_key is not None:
+            return "k" + hmac.new(self.digest_key, data, hashlib.sha256).hexdigest()[:40]
+        return "k" + hashlib.sha256(data).hexdigest()[:40]
 
     def _metadata(self, document: Document, number: int, at: float) -> dict[str, Any]:
         return {"source": document.source, "kind": document.kind, "chunk": number, "created_at": at}

@@ -8,6 +8,7 @@ already remembered, ``"UPDATE"`` a close paraphrase was replaced by the new word
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 import unicodedata
 from typing import Any
@@ -55,12 +56,24 @@ def normalised(text: str) -> str:
     return _TRAILING.sub("", _SPACES.sub(" ", text).strip())
 
 
-def text_key(text: str) -> str:
-    return hashlib.sha256(normalised(text).encode("utf-8")).hexdigest()[:32]
+def text_key(text: str, key: bytes | None = None, scope: str = "") -> str:
+    """What "the same memory" is looked up by: a digest of the normalised text. With ``key``
+    (from the encryption key) it is an HMAC of the scope and the text, so equal texts of two
+    users do not match either."""
+    if key is None:
+        return _digest(normalised(text), None)[:32]
+    return _digest(f"{scope}\x1f{normalised(text)}", key)[:32]
 
 
-def memory_id_for(scope: str, text: str) -> str:
+def memory_id_for(scope: str, text: str, key: bytes | None = None) -> str:
     """A new memory's id: the same text in the same scope gets the same id, so two processes
-    adding it at once write one memory, not two."""
-    digest = hashlib.sha256(f"{scope}\x1e{normalised(text)}".encode()).hexdigest()
-    return "m" + digest[:31]
+    adding it at once write one memory, not two. With ``key`` (set when the store is
+    encrypted) the digest is an HMAC: neither the id nor the duplicate key then lets anyone
+    without the key recognise a text, or tell that two users stored the same one."""
+    return "m" + _digest(f"{scope}\x1e{normalised(text)}", key)[:31]
+
+
+def _digest(text: str, key: bytes | None) -> str:
+    if key is None:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()

@@ -24,9 +24,18 @@ from ..errors import InvalidValueError
 from ..json_data import check_json_data, dumps, loads
 from ..progress import progress_bar
 from ..vectors import Hit, ScopedIndex, Where, memory_scope
-from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, text_key
+from .lifecycle import (
+    ADD,
+    DELETE,
+    NONE,
+    UPDATE,
+    MemoryId,
+    memory_id_for,
+    normalised,
+    text_key,
+)
 from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
-from .recency import prefer_newer, similarities
+from .recency import newer_first, similarities
 
 RESERVED = frozenset(
     {"user_id", "session_id", "memory_type", "created_at", "updated_at", "memory_id", "dedupe"}
@@ -61,6 +70,9 @@ class LongTermMemory:
         self.user_id = user_id
         self.session_id = session_id
         self.threshold = threshold
+        #: Set when the store is encrypted (``encryption_key``): ids and duplicate keys of
+        #: new memories are then HMACs under it, not plain hashes of their texts.
+        self.digest_key: bytes | None = None
 
     # -- adding ---------------------------------------------------------------------------
 
@@ -98,21 +110,27 @@ class LongTermMemory:
         results: list[MemoryId] = []
         new: list[int] = []  # positions of the texts to add
         updates: dict[str, tuple[Hit, int]] = {}  # memory id -> (the entry held, position)
-        held = self._held_by_key([text_key(text) for text in texts]) if dedupe else {}
+        held = self._held_by_key([self._key(text) for text in texts]) if dedupe else {}
         nearest = self.index.query_many(vectors, 1) if dedupe and self.index.count() else []
         similar = similarities(vectors) if dedupe and len(texts) > 1 else []
+        rekeyed: list[Hit] = []  # held under another duplicate key: given the current one
         for i, text in enumerate(texts):
             if not dedupe:
                 new.append(i)
                 results.append(MemoryId(fresh[i], ADD))
                 continue
             earlier = self._in_batch(i, texts, similar, results)
-            same = held.get(text_key(text)) or added_before.get(fresh[i])
+            same = held.get(self._key(text)) or added_before.get(fresh[i])
             close = nearest[i][0] if nearest and nearest[i] else None
             if earlier is not None:
                 results.append(MemoryId(earlier, NONE))
             elif same is not None:
                 results.append(MemoryId(same.metadata.get("memory_id", same.id), NONE))
+            elif close is not None and normalised(close.text) == normalised(text):
+                # the same text under another duplicate key: stored before the key changed
+                # (encryption turned on, or a new key); it gets this one, and keeps its id
+                results.append(MemoryId(close.metadata.get("memory_id", close.id), NONE))
+                rekeyed.append(close)
             elif close is not None and is_paraphrase(close.score, text, close.text, self.threshold):
                 memory_id = close.metadata.get("memory_id", close.id)
                 if memory_id in updates:
@@ -130,6 +148,7 @@ class LongTermMemory:
             [self._metadata(fresh[i], texts[i], metadata, at, at) for i in new],
             [vectors[i] for i in new],
         )
+        self._rekey(rekeyed)
         events = [(fresh[i], ADD, texts[i], None) for i in new]
         for memory_id, (entry, i) in updates.items():
             self._rewrite(self._targets(memory_id) or [entry], texts[i], vectors[i], metadata, at)
@@ -137,12 +156,28 @@ class LongTermMemory:
         self._record(events, at)
         return results
 
+    def _key(self, text: str) -> str:
+        return text_key(text, self.digest_key, self.user_id)
+
+    def _rekey(self, entries: list[Hit]) -> None:
+        """Store ``entries`` again under their current duplicate key, nothing else changed."""
+        if not entries:
+            return
+        stored = {hit.id: hit for hit in self.index.get([hit.id for hit in entries], vectors=True)}
+        kept = [stored[hit.id] for hit in entries if hit.id in stored]
+        self.index.add(
+            [hit.id for hit in kept],
+            [hit.text for hit in kept],
+            [{**hit.metadata, "text_key": self._key(hit.text)} for hit in kept],
+            [list(hit.vector or []) for hit in kept],
+        )
+
     def _in_batch(
         self, i: int, texts: list[str], similar: list[list[float]], results: list[MemoryId]
     ) -> str | None:
         """The id given to an earlier text of the batch that ``texts[i]`` repeats or
         paraphrases (``similar``: the batch's cosine matrix)."""
-        keys = [text_key(text) for text in texts[: i + 1]]
+        keys = [self._key(text) for text in texts[: i + 1]]
         for j in range(i):
             if keys[j] == keys[i] or is_paraphrase(
                 similar[i][j], texts[i], texts[j], self.threshold
@@ -156,7 +191,7 @@ class LongTermMemory:
         a rerun of the add finds that memory (a deleted one is added again, same id)."""
         if not stable:
             return [uuid.uuid4().hex for _ in texts], {}
-        ids = [memory_id_for(self.user_id, text) for text in texts]
+        ids = [memory_id_for(self.user_id, text, self.digest_key) for text in texts]
         copies = _own_first(self._copies_of(ids), self.session_id)
         return ids, {hit.metadata.get("memory_id", hit.id): hit for hit in copies}
 
@@ -171,7 +206,7 @@ class LongTermMemory:
             "session_id": self.session_id,
             "memory_type": "long",
             "memory_id": memory_id,
-            "text_key": text_key(text),
+            "text_key": self._key(text),
             "created_at": created,
             "updated_at": updated,
             "extra": dumps(metadata),
@@ -236,7 +271,7 @@ class LongTermMemory:
             kept.update(
                 extra=dumps(extra),
                 updated_at=at,
-                text_key=text_key(new_text),
+                text_key=self._key(new_text),
                 **{_META + key: value for key, value in extra.items() if _scalar(value)},
             )
             ids.append(entry.id)
@@ -305,6 +340,21 @@ class LongTermMemory:
 
     # -- reading --------------------------------------------------------------------------
 
+    def candidates(
+        self,
+        vector: list[float],
+        limit: int,
+        where: Where | None = None,
+        prefer_recent: bool = False,
+    ) -> list[Hit]:
+        """The hits a search of ``limit`` ranks, best first, one per memory id (with their
+        vectors when ``prefer_recent`` is to reorder them)."""
+        # Room for the copies a fork made (one hit per id) and for recency to reorder.
+        wanted = limit * 3 if prefer_recent else limit + 4
+        chroma_where = where.to_chroma(stored_field) if where is not None else None
+        hits = self.index.query(vector, wanted, chroma_where, vectors=prefer_recent)
+        return _own_first(hits, self.session_id, keep_order=True)
+
     def search(
         self,
         vector: list[float],
@@ -312,15 +362,11 @@ class LongTermMemory:
         where: Where | None = None,
         prefer_recent: bool = False,
     ) -> list[dict[str, Any]]:
-        # Room for the copies a fork made (one hit per id) and for recency to reorder.
-        wanted = limit * 3 if prefer_recent else limit + 4
-        chroma_where = where.to_chroma(stored_field) if where is not None else None
-        hits = self.index.query(vector, wanted, chroma_where, vectors=prefer_recent)
-        hits = _own_first(hits, self.session_id, keep_order=True)
-        results = [as_result(hit) for hit in hits]
+        hits = self.candidates(vector, limit, where, prefer_recent)
         if prefer_recent:
-            results = prefer_newer(results, [hit.vector or [] for hit in hits])
-        return results[:limit]
+            hits = _newer_first(hits)
+        # Results (metadata parsed back from JSON) only for the hits returned.
+        return [as_result(hit) for hit in hits[:limit]]
 
     def list(
         self, where: Where | None = None, limit: int = 100, after: str | None = None
@@ -424,6 +470,17 @@ def _own_first(hits: list[Hit], session_id: str, keep_order: bool = False) -> li
         order = {id(hit): n for n, hit in enumerate(hits)}
         picked.sort(key=lambda hit: order[id(hit)])
     return picked
+
+
+def _newer_first(hits: list[Hit]) -> list[Hit]:
+    """Hits in ``prefer_recent`` order (see ``memory.recency``), ranked on what Chroma returned."""
+    order = newer_first(
+        [hit.metadata.get("updated_at") or 0 for hit in hits],
+        [hit.text for hit in hits],
+        [hit.score for hit in hits],
+        [[] if hit.vector is None else hit.vector for hit in hits],
+    )
+    return [hits[i] for i in order]
 
 
 def _spread(count: int, dimension: int, seed: int) -> list[list[float]]:

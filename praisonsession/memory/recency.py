@@ -9,9 +9,10 @@ vectors and the score gap. Tuned on ``benchmarks/data/memory_questions.json``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["prefer_newer", "says_changed", "similarities"]
+__all__ = ["newer_first", "prefer_newer", "says_changed", "similarities"]
 
 #: When newer memories are preferred, a newer hit goes above an older one that scores at most
 #: this much more (cosine)...
@@ -38,23 +39,35 @@ def says_changed(text: str) -> bool:
     return any(word in _CHANGE_WORDS for word in re.findall(r"[a-z]+", text.casefold()))
 
 
-def prefer_newer(results: list[dict[str, Any]], vectors: list[list[float]]) -> list[dict[str, Any]]:
+def prefer_newer(results: list[dict[str, Any]], vectors: Any) -> list[dict[str, Any]]:
     """``results`` (best first) with each newer one moved above the first older one it updates:
     one within :data:`RECENCY_MARGIN` of its score, or about the same subject
     (:data:`SAME_SUBJECT`). So "where does the user live" finds the move, not the old city."""
-    if len(results) < 2:
-        return results
+    order = newer_first(
+        [result["metadata"].get("updated_at") or 0 for result in results],
+        [result["text"] for result in results],
+        [result["score"] for result in results],
+        vectors,
+    )
+    return [results[i] for i in order]
+
+
+def newer_first(
+    whens: Sequence[float], texts: Sequence[str], scores: Sequence[float], vectors: Any
+) -> list[int]:
+    """The order :func:`prefer_newer` puts hits in, from their update times, texts, scores
+    and vectors (best first): what a search ranks before it builds any result."""
+    if len(whens) < 2:
+        return list(range(len(whens)))
     related = similarities(vectors)
     placed: list[int] = []
-    for j, result in enumerate(results):
-        when = result["metadata"].get("updated_at") or 0
-        changed = says_changed(result["text"])
+    for j, when in enumerate(whens):
+        changed = says_changed(texts[j])
         position = len(placed)
         for k, i in enumerate(placed):
-            older = results[i]
-            if (older["metadata"].get("updated_at") or 0) >= when:
+            if whens[i] >= when:
                 continue
-            gap = older["score"] - result["score"]
+            gap = scores[i] - scores[j]
             close = related[i][j]
             if (
                 close >= SAME_SUBJECT
@@ -64,13 +77,19 @@ def prefer_newer(results: list[dict[str, Any]], vectors: list[list[float]]) -> l
                 position = k
                 break
         placed.insert(position, j)
-    return [results[i] for i in placed]
+    return placed
 
 
-def similarities(vectors: list[list[float]]) -> list[list[float]]:
-    """Cosine of every pair (0 where a vector is missing), in one matrix product."""
+def similarities(vectors: Any) -> list[list[float]]:
+    """Cosine of every pair (0 where a vector is missing), in one matrix product; ``vectors``
+    is a list of vectors or a 2-d array (as Chroma returns them: no copy into lists)."""
     import numpy as np  # installed with the memory extra
 
+    if isinstance(vectors, np.ndarray) and vectors.ndim == 2:
+        matrix = vectors.astype(np.float32)  # a copy: normalised in place below
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix /= np.maximum(norms, 1e-12)
+        return (matrix @ matrix.T).tolist()
     size = max((len(vector) for vector in vectors), default=0)
     if size == 0:
         return [[0.0] * len(vectors) for _ in vectors]

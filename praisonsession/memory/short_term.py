@@ -219,9 +219,23 @@ class ShortTermMemory:
         prefer_recent: bool = False,
     ) -> list[dict[str, Any]]:
         """The ``limit`` notes closest to ``vector`` (blocking: it may embed notes)."""
+        results, vectors = self.candidates(entries, vector, limit, where, prefer_recent)
+        if prefer_recent:
+            results = prefer_newer(results, vectors)
+        return results[:limit]
+
+    def candidates(
+        self,
+        entries: list[dict[str, Any]],
+        vector: list[float],
+        limit: int,
+        where: Where | None = None,
+        prefer_recent: bool = False,
+    ) -> tuple[list[dict[str, Any]], list[list[float]]]:
+        """The notes a ranking of ``limit`` starts from, best first, with their vectors."""
         notes = [n for n in fold(entries).values() if _passes(n, where, self.session_id)]
         if not notes:
-            return []
+            return [], []
         import numpy as np  # installed with the memory extra (onnxruntime needs it)
 
         vectors = self._embed([str(note["content"]) for note in notes])
@@ -232,9 +246,7 @@ class ShortTermMemory:
         wanted = limit * 3 if prefer_recent else limit
         order = np.lexsort((-np.arange(len(notes)), -scores))[:wanted]  # ties: newest first
         results = [_result(notes[i], float(scores[i]), self.session_id) for i in order]
-        if prefer_recent:
-            results = prefer_newer(results, [vectors[i] for i in order])
-        return results[:limit]
+        return results, [vectors[i] for i in order]
 
 
 def fold(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

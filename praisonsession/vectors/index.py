@@ -19,6 +19,7 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,9 @@ class Hit:
     text: str
     score: float
     metadata: dict[str, Any]
-    vector: list[float] | None = None
+    #: the entry's own vector when asked for: a list from ``get``, a numpy row from ``query``
+    #: (a search ranks with it and never needs it as Python floats)
+    vector: Sequence[float] | None = None
 
 
 def chroma_client(location: str | Path) -> Any:
@@ -283,7 +286,7 @@ class VectorIndex:
                     text=self._text(i, text),
                     score=round(1.0 - float(far), 6),
                     metadata=meta or {},
-                    vector=None if embedded is None else [float(x) for x in embedded[q][n]],
+                    vector=None if embedded is None else embedded[q][n],
                 )
                 for n, (i, text, meta, far) in enumerate(
                     zip(ids, texts, metas, distances, strict=True)
