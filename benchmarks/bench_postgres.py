@@ -414,6 +414,14 @@ def report(results: dict[str, Any]) -> None:
         f"growth with history: ours x{turn['growth']:.2f}, raw x{turn['raw_growth']:.2f} "
         f"(cost at the largest / the smallest)"
     )
+    print(
+        "Same work on both sides, one statement in autocommit at the server's commit settings: "
+        "bump the session's version and updated time, move the log's length, insert the "
+        "message at the position that returns. Ours also checks the session is live (format, "
+        "expiry), restarts a sliding TTL, skips the agent's module document only if nobody "
+        "wrote the session since its last save, and runs Session.save_modules' Python (the "
+        "agent's snapshot, the acknowledged length)."
+    )
     procs = results["processes"]
     print(
         f"\n3. {procs['processes']} processes x {procs['per_process']} appended turns on one "

@@ -36,7 +36,7 @@ from .vectors import Where, chroma_client
 if TYPE_CHECKING:
     from .settings import Settings
 
-__all__ = ["Recall", "default_embedder"]
+__all__ = ["Recall", "default_embedder", "text_sealer", "vector_location"]
 
 _ALL = 10**9  # no limit
 _embedders: dict[str, Embedder] = {}
@@ -54,6 +54,32 @@ def default_embedder(name: str) -> Embedder:
                 )
             _embedders[name] = MiniLMEmbedder()
         return _embedders[name]
+
+
+def vector_location(
+    settings: Settings,
+    memory_config: dict[str, Any] | None = None,
+    knowledge_config: dict[str, Any] | None = None,
+) -> str | Path:
+    """Where memory and knowledge keep their vectors: a ``vector_store_url`` of the configs,
+    else the settings' (``PRAISONSESSION_VECTOR_STORE_URL``), else ``<data_dir>/chroma``."""
+    return (
+        (memory_config or {}).get("vector_store_url")
+        or (knowledge_config or {}).get("vector_store_url")
+        or settings.vector_store_url
+        or Path(settings.data_dir).expanduser().resolve() / "chroma"
+    )
+
+
+def text_sealer(settings: Settings) -> Any:
+    """The ``TextSealer`` of the settings' ``encryption_key`` (None without one): the texts
+    Chroma keeps are sealed with it."""
+    key = settings.resolved_encryption_key()
+    if key is None:
+        return None
+    from .sealing import TextSealer, load_key
+
+    return TextSealer(load_key(key))
 
 
 #: Collections last found empty: (client, collection name) -> when. A turn of an agent whose
@@ -110,12 +136,7 @@ class Recall:
         else:
             self.embedder = coerce_embedder(choice)
         _load_meanwhile(self.embedder)  # the model loads while chromadb imports and opens
-        location = (
-            memory_config.get("vector_store_url")
-            or knowledge_config.get("vector_store_url")
-            or settings.vector_store_url
-            or Path(settings.data_dir).expanduser().resolve() / "chroma"
-        )
+        location = vector_location(settings, memory_config, knowledge_config)
         client = chroma_client(location)
         self._client_id = id(client)
         namespace = settings.vector_namespace
@@ -141,11 +162,8 @@ class Recall:
             timeout=settings.timeout,
             progress=bool(knowledge_config.get("progress", True)),
         )
-        key = settings.resolved_encryption_key()
-        if key is not None:  # the texts Chroma keeps are sealed too; vectors stay searchable
-            from .sealing import TextSealer, load_key
-
-            sealer = TextSealer(load_key(key))
+        sealer = text_sealer(settings)
+        if sealer is not None:  # the texts Chroma keeps are sealed too; vectors stay searchable
             self.long.index.sealer = self.knowledge.index.sealer = sealer
             self.long.history_index.sealer = sealer  # a history holds the memories' texts
             self.long.digest_key = sealer.digest_key("memory")  # ids reveal no text either

@@ -16,21 +16,31 @@ from .errors import InvalidValueError
 __all__ = ["clean_secret", "is_secret_parameter", "redact_text", "redact_url"]
 
 MASK = "***"
-#: A query parameter whose name holds one of these words carries a secret, whatever the rest of
+#: A query parameter with a word that holds one of these carries a secret, whatever the rest of
 #: its name says (``auth_token``, ``client_secret``, ``x-api-key``, ``X-Amz-Signature``...).
 #: Masking a harmless parameter by mistake costs a reader little; printing a secret costs much.
-_SECRET_NAME = re.compile(
+_SECRET_WORD = re.compile(
     r"token|key|secret|passw|pwd|auth|signature|signed|credential|cookie|session|jwt|bearer|private"
-    r"|(?:^|[-_.])sig(?:$|[-_.])",
+    r"|^sig$",
     re.IGNORECASE,
 )
+#: ...unless the word after it says the value only describes the secret: ``key_prefix`` and
+#: ``key_ttl`` (a Redis store's options) name a prefix and a lifetime, not a key.
+_DESCRIBES = frozenset({"prefix", "ttl", "name", "type", "size", "length", "format", "version"})
+#: Where a parameter's name splits into words: ``-``, ``_``, ``.`` and camelCase humps.
+_WORD_BREAK = re.compile(r"[-_.]+|(?<=[a-z0-9])(?=[A-Z])")
 #: A URL in free text; punctuation that ends a sentence is not part of it.
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]*[^\s'\"<>.,;:!?)\]]")
 
 
 def is_secret_parameter(name: str) -> bool:
     """Whether a query parameter named ``name`` holds a secret."""
-    return _SECRET_NAME.search(name) is not None
+    words = [word for word in _WORD_BREAK.split(name) if word]
+    for index, word in enumerate(words):
+        following = words[index + 1].lower() if index + 1 < len(words) else None
+        if _SECRET_WORD.search(word) and following not in _DESCRIBES:
+            return True
+    return False
 
 
 def redact_url(url: str) -> str:

@@ -95,6 +95,17 @@ def append(url: str, barrier: str, name: str, count: str) -> None:
     print(json.dumps(lengths))
 
 
+def create(url: str, barrier: str, name: str, count: str) -> None:
+    """Create ``count`` sessions of one user, all processes at once; the ids made."""
+    store = open_store(url)
+    wait_at_barrier(Path(barrier), name)
+    made = [f"{name}-session-{i:05d}" for i in range(int(count))]
+    for session_id in made:
+        runtime.run(store.create_session(session_id, "lister"))
+    runtime.run(store.close())
+    print(json.dumps(made))
+
+
 def chat(url: str, barrier: str, name: str, count: str, llm_url: str) -> None:
     session = Session(session_id="shared", user_id="u", store=url)
     agent = session.Agent("Tutor", memory=False, llm={"base_url": llm_url, "model": "m"})
@@ -258,6 +269,7 @@ def die_mid_archive(url: str, kind: str, archive: str, line: str) -> None:
 JOBS = {
     "increment": increment,
     "append": append,
+    "create": create,
     "chat": chat,
     "crash-writer": crash_writer,
     "write-session": write_session,

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -163,6 +164,28 @@ def test_ui_keeps_its_options_and_reports_a_bad_store_like_every_command() -> No
     assert result.exit_code == 2 and "Unknown store scheme 'bogus'" in one_line(result.stderr)
     result = cli("ui", "--user-token", "alice")
     assert result.exit_code == 2 and "is not USER=TOKEN" in result.stderr
+
+
+def test_serve_and_ui_declare_host_port_and_token_alike() -> None:
+    from praisonsession.cli.serve import serve
+    from praisonsession.cli.ui import ui
+
+    def declared(command: click.Command) -> dict[str, tuple]:
+        return {
+            p.name: (p.opts, p.help, p.envvar, repr(p.type), p.show_default, p.default)
+            for p in command.params
+            if isinstance(p, click.Option) and p.name in ("host", "port", "token")
+        }
+
+    served, browsed = declared(serve), declared(ui)
+    assert set(served) == set(browsed) == {"host", "port", "token"}
+    assert served["port"][-1] == 8000 and browsed["port"][-1] == 8080  # one default each
+    assert served["port"][:-1] == browsed["port"][:-1]
+    assert served["host"] == browsed["host"] and served["token"] == browsed["token"]
+    assert served["token"][2] == "PRAISONSESSION_REMOTE_TOKEN"
+    for command in ("serve", "ui"):
+        help_text = " ".join(cli(command, "--help").stdout.split())
+        assert "The admin token: it reaches every user's sessions." in help_text
 
 
 def test_serve_reports_a_bad_store_like_every_command() -> None:

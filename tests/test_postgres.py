@@ -103,9 +103,9 @@ def test_tables_live_in_the_named_schema_whose_name_is_quoted_never_spliced(
             (odd,),
         )
         assert [t for (t,) in tables] == [
-            "ps_logs", "ps_messages", "ps_modules", "ps_schema", "ps_sessions", "ps_state",
+            "ps_messages", "ps_modules", "ps_schema", "ps_sessions", "ps_state",
         ]  # fmt: skip
-        assert query(store, "SELECT version FROM {s}.ps_schema") == [(1,)]
+        assert query(store, "SELECT version FROM {s}.ps_schema") == [(2,)]
         other = open_store(schema_url(postgres_url, tmp_path))
         assert run(other.get_state("s", "u")) == {}  # another schema, another store
         run(other.close())
@@ -259,6 +259,104 @@ def test_a_turn_skips_its_unchanged_document_only_while_nobody_else_wrote_the_se
         assert fresh.topic == "first"
         assert [m["content"] for m in fresh.memory] == ["0", "1", "2", "3"]
         assert [m["content"] for m in mine.memory] == ["0", "1", "2", "3"]
+
+
+# -- schema 1, migrated -------------------------------------------------------------------
+
+# Schema 1's tables, exactly as praisonsession created them before the log lengths moved into
+# the session's row (ps_increment, unchanged, is made again by the migration's store).
+_KEY = 'text COLLATE "C" NOT NULL'
+SCHEMA_1 = (
+    "CREATE SCHEMA {s}",
+    "CREATE TABLE {s}.ps_schema (version integer NOT NULL)",
+    f"""CREATE TABLE {{s}}.ps_sessions (
+    user_id {_KEY}, session_id {_KEY}, format integer NOT NULL,
+    created_at double precision NOT NULL, updated_at double precision NOT NULL,
+    expires_at double precision, ttl double precision, version bigint NOT NULL,
+    metadata text NOT NULL, PRIMARY KEY (user_id, session_id))""",
+    "CREATE INDEX ps_sessions_expiry ON {s}.ps_sessions (expires_at) WHERE expires_at IS NOT NULL",
+    f"""CREATE TABLE {{s}}.ps_state (
+    user_id {_KEY}, session_id {_KEY}, name {_KEY}, value text NOT NULL,
+    PRIMARY KEY (user_id, session_id, name))""",
+    f"""CREATE TABLE {{s}}.ps_modules (
+    user_id {_KEY}, session_id {_KEY}, name {_KEY}, document text NOT NULL,
+    PRIMARY KEY (user_id, session_id, name))""",
+    f"""CREATE TABLE {{s}}.ps_logs (
+    user_id {_KEY}, session_id {_KEY}, log {_KEY}, length bigint NOT NULL,
+    PRIMARY KEY (user_id, session_id, log))""",
+    f"""CREATE TABLE {{s}}.ps_messages (
+    user_id {_KEY}, session_id {_KEY}, log {_KEY}, seq bigint NOT NULL, message text NOT NULL,
+    PRIMARY KEY (user_id, session_id, log, seq))""",
+    "INSERT INTO {s}.ps_schema (version) VALUES (1)",
+)
+NOW = 1_800_000_000.0
+# What schema 1's code wrote for three sessions: their rows, a state key, a module, two logs
+# with their acknowledged lengths, and the length of a session deleted meanwhile.
+ROWS_1 = (
+    "INSERT INTO {s}.ps_sessions VALUES "
+    "('u', 'chat', 1, %(t)s - 100, %(t)s - 10, NULL, NULL, 7, '{{\"topic\":\"tea\"}}'), "
+    "('u', 'ttl', 1, %(t)s - 100, %(t)s - 10, %(t)s + 3590, 3600, 2, '{{}}'), "
+    "('v', 'chat', 1, %(t)s - 50, %(t)s - 5, NULL, NULL, 1, '{{}}')",
+    "INSERT INTO {s}.ps_state VALUES ('u', 'chat', 'n', '41')",
+    "INSERT INTO {s}.ps_modules VALUES ('u', 'chat', 'agent', "
+    '\'{{"topic":"first","memory":{{}}}}\')',
+    "INSERT INTO {s}.ps_logs VALUES ('u', 'chat', 'agent.memory', 3), ('u', 'chat', 'notes', 3), "
+    "('u', 'ttl', 'notes', 1), ('gone', 'x', 'notes', 5)",
+    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'agent.memory', i, "
+    'format(\'{{"role":"user","content":"m%%s"}}\', i) FROM generate_series(0, 2) i',
+    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'notes', i, "
+    "format('{{\"n\":%%s}}', i) FROM generate_series(0, 2) i",
+    "INSERT INTO {s}.ps_messages VALUES ('u', 'ttl', 'notes', 0, '{{\"n\":0}}')",
+)
+
+
+def test_a_schema_1_database_is_migrated_keeping_every_session_log_and_length(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    url = schema_url(postgres_url, tmp_path)
+    store = open_store(url)
+    try:
+        for statement in SCHEMA_1:
+            query(store, statement)
+        for statement in ROWS_1:
+            query(store, statement, {"t": time.time()} if "%(t)s" in statement else ())
+
+        # the first call migrates; everything schema 1 held reads back the same
+        assert run(store.get_state("chat", "u")) == {"n": 41}
+        assert query(store, "SELECT version FROM {s}.ps_schema") == [(2,)]
+        assert query(
+            store, "SELECT to_regclass(format('%%I.ps_logs', %s::text))", (store.schema,)
+        ) == [(None,)]
+        assert run(store.message_count("chat", "u", "agent.memory")) == 3
+        assert run(store.message_count("chat", "u", "notes")) == 3
+        assert run(store.read_messages("chat", "u", "notes")) == [{"n": 0}, {"n": 1}, {"n": 2}]
+        assert run(store.message_count("ttl", "u", "notes")) == 1
+        info = run(store.get_info("chat", "u"))
+        assert (info.version, dict(info.metadata)) == (7, {"topic": "tea"})
+        assert [i.session_id for i in run(store.list_sessions("u"))] == ["chat", "ttl"]
+        assert [i.session_id for i in run(store.list_sessions("v"))] == ["chat"]
+        assert query(
+            store, "SELECT user_id, session_id, logs::text FROM {s}.ps_sessions ORDER BY 1, 2"
+        ) == [
+            ("u", "chat", '{"notes": 3, "agent.memory": 3}'),
+            ("u", "ttl", '{"notes": 1}'),
+            ("v", "chat", "{}"),
+        ]  # the length of a session that no longer existed went with the table
+
+        # and the session goes on where it was: the next turn lands after the third message
+        with Session("chat", "u", store=url) as session:
+            notes = _Notes()
+            session.load_modules(agent=notes)
+            assert notes.topic == "first"
+            assert [m["content"] for m in notes.memory] == ["m0", "m1", "m2"]
+            notes.memory.append({"role": "user", "content": "m3"})
+            session.save_modules(agent=notes)
+            assert session.message_count("agent.memory") == 4
+            assert session.append_messages("notes", [{"n": 9}]) == 4
+            assert session.read_messages("notes")[2:] == [{"n": 2}, {"n": 9}]
+    finally:
+        query(store, "DROP SCHEMA {s} CASCADE")
+        run(store.close())
 
 
 # -- a server that is not there ----------------------------------------------------------

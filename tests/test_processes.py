@@ -38,6 +38,7 @@ from process_workers import (
 PROCESSES = 4
 INCREMENTS_PER_PROCESS = 500
 APPENDS_PER_PROCESS = 100
+CREATES_PER_PROCESS = 1_200
 
 
 @pytest.fixture(params=SHARED)
@@ -148,6 +149,30 @@ def test_appends_from_four_processes_keep_every_message_in_order(
 
 
 TURNS_PER_PROCESS = 200
+
+
+def test_sessions_created_by_four_processes_at_once_are_all_listed(
+    store_url: str, tmp_path: Path
+) -> None:
+    """4 processes x 1,200 new sessions of one user at once: paging through the user's
+    sessions finds every one, once, in order (the JSON store's index takes every entry, and
+    is rewritten at least once meanwhile)."""
+    results = run_together("create", store_url, tmp_path, CREATES_PER_PROCESS)
+
+    made = sorted(session_id for ids in results.values() for session_id in ids)
+    assert len(made) == PROCESSES * CREATES_PER_PROCESS
+    store = open_store(store_url)
+    try:
+        listed: list[str] = []
+        while True:
+            after = listed[-1] if listed else None
+            page = runtime.run(store.list_sessions("lister", limit=500, after=after))
+            listed += [info.session_id for info in page]
+            if len(page) < 500:
+                break
+    finally:
+        runtime.run(store.close())
+    assert listed == made
 
 
 def test_two_processes_chatting_with_one_agent_keep_every_turn(

@@ -37,12 +37,26 @@ KEY = "sk-planted-key-0123456789"
             "https://s3/b?X-Amz-Signature=***&X-Amz-Credential=***",
         ),
         ("http://h/?sig=1&design=2", "http://h/?sig=***&design=2"),
+        ("http://h/?key=1&apiKey=2&private_key=3", "http://h/?key=***&apiKey=***&private_key=***"),
+        ("http://h/?password=1&secret=2", "http://h/?password=***&secret=***"),
+        # names that merely contain a secret's word describe it: shown as written
+        ("redis://h:6379/0?key_prefix=app:", "redis://h:6379/0?key_prefix=app:"),
+        ("redis://h:6379/0?key_ttl=60&keyPrefix=a", "redis://h:6379/0?key_ttl=60&keyPrefix=a"),
+        ("http://h/?token_type=bearer&token=1", "http://h/?token_type=bearer&token=***"),
     ],
 )
 def test_a_redacted_url_masks_every_secret_and_keeps_the_rest_as_written(
     url: str, shown: str
 ) -> None:
     assert redact_url(url) == shown
+
+
+def test_a_redis_stores_printed_url_shows_its_key_prefix_and_hides_its_password() -> None:
+    from praisonsession.stores.redis.url import display_url
+
+    shown = display_url("h", 6379, 0, "pw", ssl=False, key_prefix="app:")
+    assert redact_url(shown) == shown == "redis://:***@h:6379/0?key_prefix=app:"
+    assert redact_text(f"store {shown}?") == f"store {shown}?"
 
 
 def test_urls_inside_text_are_redacted() -> None:

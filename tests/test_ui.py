@@ -14,13 +14,24 @@ from typing import Any
 import pytest
 import requests
 
-from praisonsession import runtime
+from praisonsession import AsyncSession, runtime
 from praisonsession.session_options import resolve_store
 from praisonsession.settings import Settings
 from praisonsession.stores.base import SessionBase
-from remote_server import SessionServer
-from ui_seed import HISTORY, LONG, NASTY_ID, seed_store
-from ui_server import UIServer
+from praisonsession.vectors import chroma_client
+from ui_seed import (
+    ALICE_MEMORIES,
+    BOB_MEMORY,
+    HISTORY,
+    LONG,
+    NASTY_ID,
+    NOTES,
+    UPDATED_MEMORY,
+    data_dir_for,
+    seed_memories,
+    seed_store,
+)
+from ui_server import ServerWithMemories, UIServer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,12 +40,15 @@ ALICE = "alice-token-for-tests"
 
 
 def seeded(path: Path, long_messages: int = 10_000) -> str:
+    """A SQLite store at ``path`` seeded for browsing, its memories in ``data_dir_for``."""
     url = f"sqlite:///{path}"
 
     async def fill() -> None:
-        store = resolve_store(url, Settings())
+        settings = Settings(data_dir=data_dir_for(url))
+        store = resolve_store(url, settings)
         try:
             await seed_store(store, long_messages)
+            await seed_memories(store, settings)
         finally:
             await store.close()
 
@@ -49,7 +63,7 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def ui(store_url: str) -> Iterator[UIServer]:
-    with UIServer(store_url) as server:
+    with UIServer(store_url, data_dir=data_dir_for(store_url)) as server:
         yield server
 
 
@@ -137,6 +151,116 @@ def test_the_fork_tree(ui: UIServer) -> None:
     assert "trip-porto" not in [node["session_id"] for node in tree]
 
 
+def test_memories_long_term_page_by_page_with_history_and_short_term_notes(ui: UIServer) -> None:
+    seen: list[dict[str, Any]] = []
+    after = None
+    while True:
+        page = get(ui, "/api/memories", user="alice", after=after, limit=10).json()
+        assert page["kind"] == "long" and page["location"].endswith("chroma")
+        seen += page["memories"]
+        after = page["next"]
+        if after is None:
+            break
+    assert [m["text"] for m in seen] == [UPDATED_MEMORY, *ALICE_MEMORIES[1:]]  # oldest first
+    assert len({m["id"] for m in seen}) == 25
+    first = seen[0]
+    assert first["metadata"]["topic"] == "travel"
+    assert first["metadata"]["session_id"] == "trip-planning"
+    assert first["metadata"]["updated_at"] > first["metadata"]["created_at"]
+    history = get(ui, "/api/memory_history", user="alice", memory=first["id"]).json()["history"]
+    assert [(c["event"], c["text"], c["previous"]) for c in history] == [
+        ("ADD", ALICE_MEMORIES[0], None),
+        ("UPDATE", UPDATED_MEMORY, ALICE_MEMORIES[0]),
+    ]
+    notes = get(ui, "/api/memories", user="alice", id="trip-planning").json()
+    assert notes["kind"] == "short" and notes["next"] is None
+    assert [m["text"] for m in notes["memories"]] == NOTES
+    note = notes["memories"][0]
+    assert note["metadata"]["memory_type"] == "short"
+    changes = get(ui, "/api/memory_history", user="alice", memory=note["id"], id="trip-planning")
+    assert [c["event"] for c in changes.json()["history"]] == ["ADD"]
+    # bob's memory is bob's alone; a user or session with none gets an empty page
+    bob = get(ui, "/api/memories", user="bob").json()["memories"]
+    assert [m["text"] for m in bob] == [BOB_MEMORY]
+    assert BOB_MEMORY not in str(seen)
+    assert get(ui, "/api/memories", user="carol").json() == {
+        "kind": "long",
+        "memories": [],
+        "next": None,
+        "location": chroma_folder(ui),
+    }
+    assert get(ui, "/api/memories", user="alice", id="chat-000").json()["memories"] == []
+    assert get(ui, "/api/memory_history", user="bob", memory=first["id"]).json() == {"history": []}
+
+
+def chroma_folder(ui: UIServer) -> str:
+    return str(data_dir_for(ui.store_url).resolve() / "chroma")
+
+
+def test_reading_memories_writes_nothing(tmp_path: Path) -> None:
+    """The browser opens no collection it would have to create and loads no model."""
+    from praisonsession.ui.memories import MemoryBrowser
+
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+
+    async def look() -> tuple[dict, dict, list]:
+        settings = Settings(data_dir=tmp_path / "data")
+        store = resolve_store(url, settings)
+        try:
+            await seed_memories(store, settings)
+            browser = MemoryBrowser(store, settings)
+            client = chroma_client(browser.location)
+            before = sorted(c.name for c in client.list_collections())
+            nobody = await browser.memories("nobody")
+            history = await browser.history("nobody", "m0")
+            after = sorted(c.name for c in client.list_collections())
+            assert after == before
+            return nobody, await browser.memories("bob"), history
+        finally:
+            await store.close()
+
+    nobody, bob, history = asyncio.run(look())
+    assert nobody["memories"] == [] and history == []
+    assert [m["text"] for m in bob["memories"]] == [BOB_MEMORY]
+
+    async def nothing_yet() -> dict:
+        settings = Settings(data_dir=tmp_path / "empty")
+        store = resolve_store(f"sqlite:///{tmp_path / 'other.db'}", settings)
+        try:
+            from praisonsession.ui.memories import MemoryBrowser
+
+            return await MemoryBrowser(store, settings).memories("alice")
+        finally:
+            await store.close()
+
+    assert asyncio.run(nothing_yet())["memories"] == []
+    assert not (tmp_path / "empty" / "chroma").exists()  # not even the folder
+
+
+def test_memories_sealed_with_the_encryption_key_are_shown_opened(tmp_path: Path) -> None:
+    import base64
+
+    from praisonsession.ui.memories import MemoryBrowser
+
+    key = base64.urlsafe_b64encode(b"u" * 32).decode()
+    settings = Settings(data_dir=tmp_path / "data", encryption_key=key)
+
+    async def look() -> tuple[dict, dict]:
+        store = resolve_store(f"sqlite:///{tmp_path / 's.db'}", settings)  # sealed too
+        try:
+            await seed_memories(store, settings)
+            browser = MemoryBrowser(store, settings)
+            return await browser.memories("bob"), await browser.memories("alice", "trip-planning")
+        finally:
+            await store.close()
+
+    bob, notes = asyncio.run(look())
+    assert [m["text"] for m in bob["memories"]] == [BOB_MEMORY]
+    assert [m["text"] for m in notes["memories"]] == NOTES
+    stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert b"locker code" not in stored and b"Alfama" not in stored
+
+
 @pytest.mark.parametrize(
     ("path", "params", "status", "said"),
     [
@@ -147,6 +271,10 @@ def test_the_fork_tree(ui: UIServer) -> None:
         ("/api/session", {"user": "alice", "id": "no-such"}, 404, "does not exist"),
         ("/api/messages", {"user": "alice", "id": "no-such", "log": HISTORY}, 404, "no-such"),
         ("/api/session", {"user": "alice"}, 400, "session_id"),
+        ("/api/memories", {"user": "alice", "after": "m-nope"}, 400, "is not the id of a memory"),
+        ("/api/memories", {"user": "alice", "limit": 501}, 400, "limit must be"),
+        ("/api/memories", {"user": "alice", "id": "no-such"}, 404, "does not exist"),
+        ("/api/memory_history", {"user": "alice"}, 400, "memory must be"),
     ],
 )
 def test_bad_requests_get_typed_errors(
@@ -159,7 +287,8 @@ def test_bad_requests_get_typed_errors(
 
 def test_tokens_guard_the_api_and_a_user_token_sees_one_user(store_url: str) -> None:
     args = ("--user-token", f"alice={ALICE}")
-    with UIServer(store_url, token=ADMIN, args=args) as server:
+    data_dir = data_dir_for(store_url)
+    with UIServer(store_url, token=ADMIN, args=args, data_dir=data_dir) as server:
         assert get(server, "/").status_code == 200  # the page holds no data
         refused = get(server, "/api/users")
         assert refused.status_code == 401 and "no token" in refused.json()["error"]["message"]
@@ -171,6 +300,17 @@ def test_tokens_guard_the_api_and_a_user_token_sees_one_user(store_url: str) -> 
         other = get(server, "/api/session", token=ALICE, user="bob", id="support")
         assert other.status_code == 403 and "only user 'alice'" in other.json()["error"]["message"]
         assert get(server, "/api/tree", token=ALICE, user="bob").status_code == 403
+        for params in ({"user": "bob"}, {"user": "bob", "id": "support"}):
+            other = get(server, "/api/memories", token=ALICE, **params)
+            assert other.status_code == 403 and BOB_MEMORY not in other.text
+        other = get(server, "/api/memory_history", token=ALICE, user="bob", memory="m1")
+        assert other.status_code == 403
+        mine = get(server, "/api/memories", token=ALICE, user="alice", limit=500).json()
+        assert len(mine["memories"]) == 25 and BOB_MEMORY not in str(mine)
+        assert mine["location"] is None  # the server's folders are the admin's to know
+        admin = get(server, "/api/memories", token=ADMIN, user="alice").json()
+        assert admin["location"].endswith("chroma")
+        assert get(server, "/api/memories", user="alice").status_code == 401
 
 
 def test_the_command_refuses_to_serve_beyond_loopback_without_a_token(store_url: str) -> None:
@@ -193,7 +333,8 @@ def test_serve_has_the_browser_behind_its_tokens(store_url: str, tmp_path: Path)
     secret_file.write_text(secret + "\n")
     alice = issue_token(secret.encode(), "alice", 600)
     args = ("--secret-file", str(secret_file))
-    with SessionServer(store_url, token=ADMIN, args=args) as server:
+    data_dir = data_dir_for(store_url)
+    with ServerWithMemories(store_url, token=ADMIN, args=args, data_dir=data_dir) as server:
 
         def ask(path: str, token: str, **params: str) -> Any:
             headers = {"Authorization": f"Bearer {token}"}
@@ -203,6 +344,13 @@ def test_serve_has_the_browser_behind_its_tokens(store_url: str, tmp_path: Path)
         assert ask("/ui/api/session", alice, user="alice", id="trip-planning").status_code == 200
         assert ask("/ui/api/session", alice, user="bob", id="support").status_code == 403
         assert ask("/ui/api/users", ADMIN).json() == {"users": ["alice", "bob"]}
+        # memories, where the server's agents keep them, behind the same tokens
+        notes = ask("/ui/api/memories", alice, user="alice", id="trip-planning").json()
+        assert [m["text"] for m in notes["memories"]] == NOTES
+        assert len(ask("/ui/api/memories", alice, user="alice").json()["memories"]) == 20
+        assert ask("/ui/api/memories", alice, user="bob").status_code == 403
+        bob = ask("/ui/api/memories", ADMIN, user="bob").json()["memories"]
+        assert [m["text"] for m in bob] == [BOB_MEMORY]
         home = requests.get(server.base_url + "/ui", timeout=30)
         assert home.url.endswith("/ui/") and "<main" in home.text
         assert requests.get(server.base_url + "/ui/api/users", timeout=30).status_code == 401
@@ -249,12 +397,22 @@ def test_no_view_reads_a_whole_history_and_usage_counts_as_show_does(store_url: 
     assert details["usage"] == usage_totals(logs)
 
 
-def test_every_backend_serves_the_browser_views(store: SessionBase) -> None:
+def test_every_backend_serves_the_browser_views(store: SessionBase, tmp_path: Path) -> None:
     """The views call public store operations only, so each backend answers them alike."""
     from praisonsession.ui.browse import SessionBrowser
+    from praisonsession.ui.memories import MemoryBrowser
 
     async def look() -> None:
         await seed_store(store, long_messages=120)
+        settings = Settings(data_dir=tmp_path / "data")
+        planning = AsyncSession("trip-planning", "alice", store=store, settings=settings)
+        for note in NOTES:
+            await planning.add_memory(note, "short", dedupe=False)
+        notes = MemoryBrowser(store, settings)
+        first = await notes.memories("alice", "trip-planning", limit=2)
+        rest = await notes.memories("alice", "trip-planning", after=first["next"])
+        assert [m["text"] for m in first["memories"] + rest["memories"]] == NOTES
+        assert rest["next"] is None
         browser = SessionBrowser(store)
         assert await browser.users() == ["alice", "bob"]
         first = await browser.sessions("alice", limit=40)

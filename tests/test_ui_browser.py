@@ -16,8 +16,17 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from chromium import ERROR_TRAP, chromium, script_errors
 from remote_server import SessionServer
-from test_ui import ADMIN, seeded
-from ui_seed import HISTORY, LONG, NASTY_ID
+from test_ui import ADMIN, ALICE, seeded
+from ui_seed import (
+    ALICE_MEMORIES,
+    BOB_MEMORY,
+    HISTORY,
+    LONG,
+    NASTY_ID,
+    NOTES,
+    UPDATED_MEMORY,
+    data_dir_for,
+)
 from ui_server import UIServer
 
 pytestmark = pytest.mark.timeout(300)
@@ -29,7 +38,7 @@ PAGE_SECONDS = 5.0
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UIServer]:
     url = seeded(tmp_path_factory.mktemp("ui-browser") / "sessions.db")
-    with UIServer(url) as server:
+    with UIServer(url, data_dir=data_dir_for(url)) as server:
         yield server
 
 
@@ -173,3 +182,84 @@ def test_a_guarded_browser_asks_for_the_token(ui: UIServer, browser: Any, where:
         click_link(browser, "support")
         wait_for(browser, lambda: browser.find_element(By.ID, "session-id").text == "support")
     script_errors(browser)  # the first 401 is logged as a failed load, by design
+
+
+def shown_memories(browser: Any) -> list[str]:
+    return [
+        node.find_element(By.CSS_SELECTOR, ".memory-text").text
+        for node in browser.find_elements(By.CSS_SELECTOR, "#memories .memory")
+    ]
+
+
+def test_the_sessions_list_pages_forward_and_back(ui: UIServer, browser: Any):
+    def first_and_count() -> tuple[str, int]:
+        rows = browser.find_elements(By.CSS_SELECTOR, "#sessions li a")
+        return rows[0].text, len(rows)
+
+    browser.get(ui.page_url + "#/user/alice")
+    wait_for(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#sessions li"))
+    page_one = first_and_count()
+    assert page_one[1] == 50 and browser.find_elements(By.ID, "prev-page") == []
+    browser.find_element(By.ID, "next-page").click()
+    wait_for(browser, lambda: first_and_count()[1] == 16)  # 66 sessions
+    assert browser.find_elements(By.ID, "next-page") == []
+    browser.find_element(By.ID, "prev-page").click()
+    wait_for(browser, lambda: first_and_count() == page_one)
+    assert browser.find_elements(By.ID, "prev-page") == []
+    # a page opened by its address alone (a new tab: no pages seen) finds its way back too
+    browser.find_element(By.ID, "next-page").click()
+    wait_for(browser, lambda: first_and_count()[1] == 16)
+    second = browser.current_url
+    browser.execute_script("sessionStorage.clear()")
+    browser.get("about:blank")
+    browser.get(second)
+    wait_for(browser, lambda: first_and_count()[1] == 16)
+    browser.find_element(By.ID, "prev-page").click()
+    wait_for(browser, lambda: first_and_count() == page_one)
+
+
+def test_memories_show_as_text_page_forward_and_back_with_their_history(ui: UIServer, browser: Any):
+    browser.get(ui.page_url + "#/user/alice")
+    click_link(browser, "memories")
+    wait_for(browser, lambda: "Long-term memories of" in heading(browser))
+    page_one = [UPDATED_MEMORY, *ALICE_MEMORIES[1:20]]
+    wait_for(browser, lambda: shown_memories(browser) == page_one)
+    assert BOB_MEMORY not in browser.find_element(By.ID, "main").text
+    first = browser.find_elements(By.CSS_SELECTOR, "#memories .memory")[0]
+    assert '"topic": "travel"' in first.text and "trip-planning" in first.text
+    assert "created 20" in first.text and "updated 20" in first.text
+    first.find_element(By.CSS_SELECTOR, "button.history").click()
+    changes = wait_for(
+        browser, lambda: first.find_element(By.CSS_SELECTOR, ".memory-history table")
+    )
+    rows = [row.text for row in changes.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    assert len(rows) == 2 and rows[0].startswith("ADD") and rows[1].startswith("UPDATE")
+    assert UPDATED_MEMORY in rows[1] and ALICE_MEMORIES[0] in rows[1]  # the text it replaced
+    browser.find_element(By.ID, "memories-next-page").click()
+    wait_for(browser, lambda: shown_memories(browser) == ALICE_MEMORIES[20:])
+    assert browser.find_elements(By.ID, "memories-next-page") == []
+    browser.find_element(By.ID, "memories-prev-page").click()
+    wait_for(browser, lambda: shown_memories(browser) == page_one)
+
+    # a session's short-term notes, from its page; markup in a note stays text
+    browser.get(ui.page_url + "#/session/alice/trip-planning")
+    click_link(browser, "short-term memories")
+    wait_for(browser, lambda: shown_memories(browser) == NOTES)
+    assert "Short-term memories of" in heading(browser)
+    assert browser.find_elements(By.CSS_SELECTOR, "main i") == []
+
+
+def test_a_user_token_never_shows_another_users_memories(ui: UIServer, browser: Any):
+    args = ("--user-token", f"alice={ALICE}")
+    with UIServer(ui.store_url, args=args, data_dir=data_dir_for(ui.store_url)) as guarded:
+        browser.get(guarded.page_url + "#/memories/alice")
+        box = wait_for(browser, lambda: browser.find_element(By.ID, "token"))
+        box.send_keys(ALICE)
+        box.submit()
+        wait_for(browser, lambda: len(shown_memories(browser)) == 20)
+        for where in ("#/memories/bob", "#/memories/bob/support"):
+            browser.get(guarded.page_url + where)
+            error = wait_for(browser, lambda: browser.find_element(By.ID, "error"))
+            assert "only user 'alice'" in error.text
+            assert BOB_MEMORY not in browser.find_element(By.TAG_NAME, "body").text
+    script_errors(browser)  # the refused requests are logged as failed loads, by design

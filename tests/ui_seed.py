@@ -1,19 +1,72 @@
 """A store worth browsing, for the browser tests and the docs' screenshots: two users, a
 session with tool calls, summaries, usage and state, forks and snapshots, a session whose id
-needs escaping, and one of ``long_messages`` messages."""
+needs escaping, and one of ``long_messages`` messages; and memories (``seed_memories``):
+alice's long-term ones (more than one page, one of them updated), a session's short-term notes,
+and one of bob's that alice must never see."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from praisonsession import AsyncSession
+from praisonsession.settings import Settings
 from praisonsession.stores.base import SessionBase
 
-__all__ = ["HISTORY", "LONG", "NASTY_ID", "seed_store"]
+__all__ = [
+    "ALICE_MEMORIES",
+    "BOB_MEMORY",
+    "HISTORY",
+    "LONG",
+    "NASTY_ID",
+    "NOTES",
+    "UPDATED_MEMORY",
+    "data_dir_for",
+    "seed_memories",
+    "seed_store",
+]
 
 HISTORY = "agent:assistant.history"
 LONG = "long-chat"
 #: An id that would run as HTML or break a path if the page did not escape it.
 NASTY_ID = '<img src=x onerror="window.__pwned=1">/../x'
+
+
+#: Alice's long-term memories, oldest first: 25, more than the browser's page of 20.
+ALICE_MEMORIES = [
+    f"Alice's travel fact {n:02d}: she has been to city number {n}." for n in range(25)
+]
+#: The first of them as updated, so that its history holds an ADD and an UPDATE.
+UPDATED_MEMORY = "Alice's travel fact 00: she lived in Lisbon for a year."
+#: Short-term notes of alice's trip-planning session.
+NOTES = [
+    "Prefers a hotel near Alfama.",
+    "The budget of 1200 EUR is firm.",
+    "<i>No</i> night flights.",
+]
+#: Bob's one memory: a user token of alice's must never bring it up.
+BOB_MEMORY = "Bob keeps his locker code, 4711, in mind."
+
+
+def data_dir_for(store_url: str) -> Path:
+    """Where ``seed_memories`` put the memories of a store seeded by the tests: the data
+    directory next to its SQLite file (``PRAISONSESSION_DATA_DIR`` of the servers)."""
+    return Path(store_url.removeprefix("sqlite:///")).parent / "data"
+
+
+async def seed_memories(store: SessionBase, settings: Settings) -> None:
+    """Memories as sessions add them, where ``settings`` keep them."""
+    alice = AsyncSession("trip-planning", "alice", store=store, settings=settings)
+    ids = [  # one by one: each its own created_at, so "oldest first" is this order
+        await alice.add_memory(text, dedupe=False, topic="travel") for text in ALICE_MEMORIES
+    ]
+    await alice.update_memory(ids[0], UPDATED_MEMORY)
+    for note in NOTES:
+        await alice.add_memory(note, "short", dedupe=False)
+    bob = AsyncSession("support", "bob", store=store, settings=settings)
+    await bob.add_memory(BOB_MEMORY, dedupe=False)
+    await alice.close()
+    await bob.close()
 
 
 def _turns(start: int, count: int) -> list[dict[str, Any]]:

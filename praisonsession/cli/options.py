@@ -3,18 +3,24 @@ everywhere."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import click
 
 from ..identifiers import DEFAULT_USER
 
 __all__ = [
     "json_option",
+    "listen_options",
     "progress_option",
     "session_argument",
     "store_option",
     "user_option",
     "yes_option",
 ]
+
+F = TypeVar("F", bound=Callable[..., object])
 
 session_argument = click.argument("session_id", metavar="ID")
 
@@ -53,3 +59,33 @@ progress_option = click.option(
     default=None,
     help="Show a progress bar on stderr (default: when stderr is a terminal).",
 )
+
+
+def listen_options(port: int) -> Callable[[F], F]:
+    """``--host``, ``--port`` (default ``port``) and ``--token`` of the commands that serve
+    over HTTP (``serve``, ``ui``): the same words and the same rules in both."""
+    options = (
+        click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind."),
+        click.option(
+            "--port",
+            default=port,
+            show_default=True,
+            type=click.IntRange(0, 65535),
+            help="Port to listen on.",
+        ),
+        click.option(
+            "--token",
+            envvar="PRAISONSESSION_REMOTE_TOKEN",
+            show_envvar=True,
+            default=None,
+            help="The admin token: it reaches every user's sessions. Off loopback the command "
+            "refuses to start without a token (or user tokens).",
+        ),
+    )
+
+    def add(command: F) -> F:
+        for option in reversed(options):  # listed in --help in the order above
+            command = option(command)
+        return command
+
+    return add

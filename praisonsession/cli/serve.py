@@ -9,7 +9,7 @@ from ..errors import InvalidValueError, PraisonSessionError, install_line
 from ..redaction import redact_url
 from . import main
 from .exit_codes import failure
-from .options import store_option
+from .options import listen_options, store_option
 
 __all__ = ["serve", "token"]
 
@@ -24,16 +24,7 @@ __all__ = ["serve", "token"]
     required=True,
     help="A factory, factory(session) -> session.Agent(...); repeat with PATH= for several agents.",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@click.option(
-    "--token",
-    envvar="PRAISONSESSION_REMOTE_TOKEN",
-    show_envvar=True,
-    default=None,
-    help="The admin token: it may reach every user's sessions (a token or a secret is "
-    "required off loopback).",
-)
+@listen_options(port=8000)
 @click.option(
     "--secret-file",
     type=click.Path(dir_okay=False),

@@ -8,22 +8,14 @@ from ..errors import PraisonSessionError
 from ..redaction import redact_url
 from . import main
 from .exit_codes import failure
-from .options import store_option
+from .options import listen_options, store_option
 
 __all__ = ["ui"]
 
 
 @main.command(short_help="Browse sessions in a web page (read-only).")
 @store_option
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535))
-@click.option(
-    "--token",
-    envvar="PRAISONSESSION_REMOTE_TOKEN",
-    show_envvar=True,
-    default=None,
-    help="Token the page asks for (required off loopback).",
-)
+@listen_options(port=8080)
 @click.option(
     "--user-token",
     "user_tokens",
@@ -46,7 +38,10 @@ def ui(
     log_level: str,
 ) -> None:
     """Browse the store's users, sessions, state, history (with tool calls), summaries,
-    usage, snapshots and fork trees in a web page. Nothing is changed.
+    usage, snapshots, fork trees and memories in a web page. Nothing is changed.
+
+    Memories are read where sessions keep them: PRAISONSESSION_VECTOR_STORE_URL, else the
+    chroma folder of the data directory (PRAISONSESSION_DATA_DIR, ./.praisonsession).
 
     \b
     Example:
@@ -61,6 +56,7 @@ def ui(
             f"The browser needs Starlette and uvicorn ({exc}). Install them with: "
             'pip install "praisonsession[server]"'
         ) from None
+    from ..recall import vector_location
     from ..server.runner import serve
     from ..server.security import check_bind
     from ..session_options import resolve_store
@@ -78,13 +74,17 @@ def ui(
         by_token[secret.strip()] = user
     try:
         check_bind(host, token or next(iter(by_token), None))
-        store = resolve_store(store_url, Settings())
-        app = create_ui_app(store, token=token, user_tokens=by_token, close_store=True)
+        settings = Settings()
+        store = resolve_store(store_url, settings)
+        app = create_ui_app(
+            store, token=token, user_tokens=by_token, close_store=True, settings=settings
+        )
     except PraisonSessionError as exc:
         raise failure(exc) from None
     guarded = bool(token or by_token)
     click.echo(
         f"praisonsession ui: store {redact_url(store.url)}; "
+        f"memories {redact_url(str(vector_location(settings)))}; "
         f"token {'required' if guarded else 'not required (loopback only)'}; "
         f"open http://{host}:{port}/",
         err=True,

@@ -128,7 +128,7 @@ def create_app(
             routes["POST", store_path(path, operation)] = Endpoint(route, access, max_body)
 
     api = _documented_api(routes, paths, hosting, store, close_store, health_body)
-    _add_browser(api, store, access)
+    _add_browser(api, store, access, settings)
     return ServerApp(api, hosting, routes, max_body, access)
 
 
@@ -408,9 +408,10 @@ def _documented_api(
     return api
 
 
-def _add_browser(api: FastAPI, store: SessionBase, access: Access) -> None:
+def _add_browser(api: FastAPI, store: SessionBase, access: Access, settings: Settings) -> None:
     """The session browser at ``/ui/``, read-only, behind the server's tokens: the admin token
-    sees every user, a user token only its own."""
+    sees every user, a user token only its own. It finds memories where the agents keep them
+    (``settings``)."""
     from fastapi.responses import RedirectResponse
 
     from ..ui import create_ui_app
@@ -419,7 +420,7 @@ def _add_browser(api: FastAPI, store: SessionBase, access: Access) -> None:
     async def browser_home() -> RedirectResponse:
         return RedirectResponse("/ui/")
 
-    api.mount("/ui", create_ui_app(store, access=access, close_store=False))
+    api.mount("/ui", create_ui_app(store, access=access, close_store=False, settings=settings))
 
 
 def _about(path: str, hosting: AgentHosting, paths: list[str]) -> tuple[str, str, Any]:

@@ -5,6 +5,7 @@ Layout under ``save_dir``::
     <user>/<session>.json                the session: metadata, state, module documents
     <user>/<session>.logs/<log>.<g>.jsonl its message logs, one JSON message per line
     <user>/<session>.lock                taken (flock) by every operation on the session
+    <user>/.sessions.*                   the user's session ids, sorted (``json_index``)
 
 An AgentScope ``JSONSession`` file found where AgentScope kept it (``<session>.json`` or
 ``<user>_<session>.json`` directly under ``save_dir``) is migrated on first read, so pointing
@@ -64,6 +65,7 @@ from .durability import check_durability
 from .file_lock import FileLock
 from .hierarchy import SNAPSHOT_OWNER
 from .json_copies import JSONCopies
+from .json_index import SessionIndex
 from .record import SessionInfo, check_version, now
 
 T = TypeVar("T")
@@ -279,8 +281,21 @@ class JSONSession(JSONCopies, SessionBase):
                 raise
             raise SessionCorruptedError(what, str(exc)) from None
 
+    def _index(self, user_id: str) -> SessionIndex:
+        user_dir = self._user_dir(user_id)
+        return SessionIndex(
+            user_dir,
+            lambda: (info.session_id for info in self._stored_infos(user_dir)),
+            self.lock_timeout,
+            self._fsync,
+        )
+
     def _write_doc(self, key: Key, doc: SessionDocument) -> None:
+        """Replace the document (under the session's lock); a new session enters the user's
+        index first, so the index names every session that has a file."""
         path = self._doc_path(key)
+        if not path.exists():
+            self._index(key.user_id).add(key.session_id)
         _atomic_write(path, dumps(doc.to_json()).encode("utf-8"), self._fsync)
 
     def _remove(self, key: Key) -> None:
@@ -292,6 +307,7 @@ class JSONSession(JSONCopies, SessionBase):
         else:
             if self._fsync:
                 _fsync_dir(path.parent)
+            self._index(key.user_id).discard(key.session_id)
         shutil.rmtree(self._logs_dir(key), ignore_errors=True)
 
     def _update(
@@ -374,15 +390,16 @@ class JSONSession(JSONCopies, SessionBase):
             if not user_dir.is_dir():
                 return []
             at = now()
-            infos = [
-                info
-                for info in self._stored_infos(user_dir)
-                if info.user_id == user_id
-                and not info.is_expired(at)
-                and (after is None or info.session_id > after)
-            ]
-            infos.sort(key=lambda info: info.session_id)
-            return infos[:limit]
+            infos: list[SessionInfo] = []
+            folder = os.path.join(user_dir, "")  # a page builds 100 paths: strings, not Paths
+            for session_id in self._index(user_id).ids_after(after):
+                info = self._stored_info(f"{folder}{filename_for(session_id)}.json")
+                # a name whose file is gone (a crash between the two) is passed over
+                if info is not None and info.user_id == user_id and not info.is_expired(at):
+                    infos.append(info)
+                    if len(infos) >= limit:
+                        break
+            return infos
 
         return await offload(self._guarded, scan)
 
@@ -413,18 +430,24 @@ class JSONSession(JSONCopies, SessionBase):
         damaged file, with a warning: it must not hide the user's other sessions, and reading
         that session still raises, so nothing is ever taken for empty."""
         for path in user_dir.glob("*.json"):
-            what = f"session file {path}"
-            try:
-                data = loads(path.read_bytes(), what)
-                if isinstance(data, dict) and "format" not in data:
-                    continue
-                info = SessionInfo.from_json(data, what)
-            except FileNotFoundError:
-                continue
-            except SessionCorruptedError as exc:
-                _logger().warning("Listing skipped a damaged session file: %s", exc)
-                continue
-            yield info
+            info = self._stored_info(path)
+            if info is not None:
+                yield info
+
+    def _stored_info(self, path: str | Path) -> SessionInfo | None:
+        """The metadata in one session file (see ``_stored_infos``)."""
+        what = f"session file {path}"
+        try:
+            with open(path, "rb") as file:
+                data = loads(file.read(), what)
+            if isinstance(data, dict) and "format" not in data:
+                return None
+            return SessionInfo.from_json(data, what)
+        except FileNotFoundError:
+            return None
+        except SessionCorruptedError as exc:
+            _logger().warning("Listing skipped a damaged session file: %s", exc)
+            return None
 
     async def delete_record(self, key: Key) -> bool:
         def work(doc, at):
@@ -482,6 +505,9 @@ class JSONSession(JSONCopies, SessionBase):
                 with contextlib.suppress(OSError):
                     folder.rmdir()  # only if nothing else is left in it
 
+        await offload(self._guarded, self._index(user_id).remove)
+        # the snapshots' index journal names the erased user's snapshots: fold it away
+        await offload(self._guarded, self._index(SNAPSHOT_OWNER).compact)
         await offload(self._guarded, sweep, self._user_dir(user_id), True)
         await offload(self._guarded, sweep, self._user_dir(SNAPSHOT_OWNER), False)
 

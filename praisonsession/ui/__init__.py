@@ -1,7 +1,8 @@
 """The session browser: ``praisonsession ui`` and the ``/ui`` page of ``praisonsession serve``.
 
 A read-only web page over any store (users, sessions, state, history with tool calls,
-summaries, usage, snapshots, the fork tree), served by Starlette from files in this package.
+summaries, usage, snapshots, the fork tree, memories), served by Starlette from files in this
+package.
 Imported only by the command and the server: ``import praisonsession`` never loads it.
 """
 

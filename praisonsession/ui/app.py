@@ -8,6 +8,8 @@
 - ``GET /api/users``, ``GET /api/sessions?user=&q=&after=&limit=``
 - ``GET /api/session?user=&id=``, ``GET /api/messages?user=&id=&log=&start=&limit=``
 - ``GET /api/tree?user=``
+- ``GET /api/memories?user=&id=&after=&limit=``: the user's long-term memories, or with
+  ``id`` the session's short-term notes; ``GET /api/memory_history?user=&memory=&id=``
 
 Ids travel as query parameters, never as paths. With a ``token`` every API request must carry
 it (``Authorization: Bearer``); a token of ``user_tokens`` (token -> user id) sees only that
@@ -30,8 +32,10 @@ from starlette.routing import Route
 from ..errors import InvalidValueError, PraisonSessionError, RemoteAuthError
 from ..identifiers import check_session_id, check_user_id
 from ..remote.wire import encode_error
+from ..settings import Settings
 from ..stores.base import SessionBase
 from .browse import SessionBrowser
+from .memories import MemoryBrowser
 
 __all__ = ["create_ui_app"]
 
@@ -56,13 +60,16 @@ def create_ui_app(
     user_tokens: Mapping[str, str] | None = None,
     access: Any = None,
     close_store: bool = False,
+    settings: Settings | None = None,
 ) -> Starlette:
     """The browser over ``store``. ``token`` sees every user; each of ``user_tokens``
     (token -> user id) sees one. With neither, anyone who can reach it sees all: bind
     loopback (``praisonsession ui`` refuses otherwise). ``access``, the session server's
     ``server.security.Access``, decides instead when given: its admin token sees every user,
-    its signed user tokens one user each."""
+    its signed user tokens one user each. Memories are read where ``settings`` (default: the
+    environment's) say sessions keep them."""
     browser = SessionBrowser(store)
+    recalled = MemoryBrowser(store, settings or Settings())
     users = {t: check_user_id(u) for t, u in (user_tokens or {}).items()}
     guarded = token is not None or bool(users)
 
@@ -147,6 +154,29 @@ def create_ui_app(
     async def tree(request: Request, allowed: str | None) -> Any:
         return {"tree": await browser.tree(user_param(request, allowed))}
 
+    async def memories(request: Request, allowed: str | None) -> Any:
+        query = request.query_params
+        session_id = query.get("id") or None
+        page = await recalled.memories(
+            user_param(request, allowed),
+            None if session_id is None else check_session_id(session_id),
+            after=query.get("after") or None,
+            limit=_number(query.get("limit"), 20, "limit"),
+        )
+        if allowed is not None:  # where the server keeps its files is the admin's business
+            page["location"] = None
+        return page
+
+    async def memory_history(request: Request, allowed: str | None) -> Any:
+        query = request.query_params
+        session_id = query.get("id") or None
+        history = await recalled.history(
+            user_param(request, allowed),
+            query.get("memory", ""),
+            None if session_id is None else check_session_id(session_id),
+        )
+        return {"history": history}
+
     async def page(request: Request) -> Response:
         name = request.path_params.get("name", "")
         if name not in _STATIC:
@@ -180,6 +210,8 @@ def create_ui_app(
         Route("/api/session", api(session)),
         Route("/api/messages", api(messages)),
         Route("/api/tree", api(tree)),
+        Route("/api/memories", api(memories)),
+        Route("/api/memory_history", api(memory_history)),
         Route("/", page),
         Route("/{name:str}", page),
     ]

@@ -15,7 +15,7 @@ from ..errors import InvalidValueError, SessionNotFoundError
 from ..stores.base import SessionBase
 from ..stores.hierarchy import PARENT, TreeNode
 
-__all__ = ["MAX_PAGE", "SessionBrowser"]
+__all__ = ["MAX_PAGE", "SessionBrowser", "check_page_size"]
 
 #: The most sessions or messages one request returns.
 MAX_PAGE = 500
@@ -38,7 +38,7 @@ class SessionBrowser:
         """One page of the user's sessions whose id or metadata (a title, say) contains
         ``search`` (case-insensitive), ordered by id; ``next`` is the cursor of the
         following page (None at the end)."""
-        limit = _page_size(limit)
+        limit = check_page_size(limit)
         needle = search.casefold()
         found: list[dict[str, Any]] = []
         scanned = 0
@@ -103,7 +103,7 @@ class SessionBrowser:
         self, user_id: str, session_id: str, log: str, *, start: int = 0, limit: int = 50
     ) -> dict[str, Any]:
         """Messages ``start:start+limit`` of a log and how many it holds: one page read."""
-        limit = _page_size(limit)
+        limit = check_page_size(limit)
         if not isinstance(start, int) or start < 0:
             raise InvalidValueError(f"start must be a whole number >= 0, got {start!r}.")
         store = self.store
@@ -165,7 +165,7 @@ def _add(totals: dict[str, int], usage: Any, requests: int) -> None:
                 totals[field] += value
 
 
-def _page_size(limit: Any) -> int:
+def check_page_size(limit: Any) -> int:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
         raise InvalidValueError(
             f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r}."

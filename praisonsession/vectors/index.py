@@ -194,6 +194,19 @@ class VectorIndex:
                 collection = self._opened
         return collection
 
+    def exists(self) -> bool:
+        """Whether the collection is there, found without creating it: for a reader that
+        must write nothing (the session browser)."""
+        if self._opened is not None:
+            return True
+        try:
+            self._client.get_collection(self.name)
+        except Exception as exc:  # chromadb.errors.NotFoundError; chromadb is imported lazily
+            if type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc):
+                return False
+            raise
+        return True
+
     def _open(self) -> Any:
         function = as_chroma_embedding_function(self.embedder)
         embedder = self.embedder

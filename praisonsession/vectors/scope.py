@@ -173,5 +173,9 @@ class ScopedIndex:
     def count(self) -> int:
         return self.index.count()
 
+    def exists(self) -> bool:
+        """Whether the scope's collection is there (it is not created to find out)."""
+        return self.index.exists()
+
     def _checked(self, hits: list[Hit]) -> list[Hit]:
         return [hit for hit in hits if self.scope.check(hit.metadata, hit.id)]

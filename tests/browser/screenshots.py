@@ -19,27 +19,41 @@ sys.path.insert(0, str(TESTS))
 
 from chromium import chromium  # noqa: E402
 from test_ui import seeded  # noqa: E402
-from ui_seed import HISTORY, LONG  # noqa: E402
+from ui_seed import HISTORY, LONG, data_dir_for  # noqa: E402
 from ui_server import UIServer  # noqa: E402
 
 OUT = TESTS.parent / "docs" / "pages" / "images"
 HISTORY_PATH = quote(HISTORY, safe="")
+#: file -> (the page, what shows once it is drawn, a button to press before the shot)
 SHOTS = {
-    "ui-sessions.png": "#/user/alice/trip",
-    "ui-session.png": "#/session/alice/trip-planning",
-    "ui-history.png": f"#/log/alice/trip-planning/{HISTORY_PATH}/1",
-    "ui-long-history.png": f"#/log/alice/{LONG}/{HISTORY_PATH}/137",
-    "ui-tree.png": "#/tree/alice/trip-porto",
+    "ui-sessions.png": ("#/user/alice/trip", "#sessions", None),
+    "ui-session.png": ("#/session/alice/trip-planning", "#state", None),
+    "ui-history.png": (f"#/log/alice/trip-planning/{HISTORY_PATH}/1", ".toolcall", None),
+    "ui-long-history.png": (f"#/log/alice/{LONG}/{HISTORY_PATH}/137", "#messages", None),
+    "ui-tree.png": ("#/tree/alice/trip-porto", "#tree .current", None),
+    "ui-memories.png": ("#/memories/alice", ".memory", "button.history"),
 }
 
 
 def main() -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
     OUT.mkdir(parents=True, exist_ok=True)
     url = seeded(Path(tempfile.mkdtemp(prefix="praisonsession-shots-")) / "sessions.db")
-    with UIServer(url) as server, chromium(width=1200, height=760) as browser:
-        for name, where in SHOTS.items():
+    server = UIServer(url, data_dir=data_dir_for(url))
+    with server, chromium(width=1200, height=760) as browser:
+        for name, (where, drawn, press) in SHOTS.items():
             browser.get(server.page_url + where)
-            time.sleep(1.0)  # the page's one fetch, and layout
+            WebDriverWait(browser, 30).until(
+                lambda b, drawn=drawn: b.find_elements(By.CSS_SELECTOR, drawn)
+            )
+            if press is not None:
+                browser.find_element(By.CSS_SELECTOR, press).click()
+                WebDriverWait(browser, 30).until(
+                    lambda b: b.find_elements(By.CSS_SELECTOR, ".memory-history table")
+                )
+            time.sleep(0.5)  # layout
             browser.save_screenshot(str(OUT / name))
             print(OUT / name)
 

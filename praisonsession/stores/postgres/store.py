@@ -7,10 +7,10 @@ session take turns, writers of different sessions never wait for each other, and
 statement is one statement, sent in autocommit (one round trip):
 
 - a write of state, metadata or a module bumps the session with ``UPDATE ... RETURNING``;
-- a save that appends to message logs (a turn) bumps the session, merges the module documents,
-  takes each log's new length from ``ps_logs`` with ``INSERT ... ON CONFLICT DO UPDATE``
-  (which sees the latest length, whoever wrote it) and inserts the messages there, in one
-  statement of data-modifying CTEs; a module document this store wrote last, unchanged, is
+- a save that appends to message logs (a turn) bumps the session and moves each log's length
+  in its row with one ``UPDATE`` (which sees the latest row, whoever wrote it), merges the
+  module documents and inserts the messages at the positions it returns, in one statement
+  of data-modifying CTEs; a module document this store wrote last, unchanged, is
   not touched while the session is at the version that write left;
 - an increment calls ``ps_increment``, which locks the session and writes the value the client
   computed (Python's arithmetic, exact for every int and float) only if the key still holds
@@ -69,6 +69,7 @@ __all__ = ["PostgresSession"]
 
 _VALUES_REMEMBERED = 4096  # last values seen of counters, for one-round-trip increments
 _UNKNOWN: Any = object()
+_NOTHING_SAVED: tuple[int, float, dict[str, str]] = (-1, 0.0, {})
 _END = 2**62
 
 
@@ -595,8 +596,8 @@ class PostgresSession(SessionBase):
             yield Query(self._sql["CLEAR_LOG"], (*key, write.path))
             length = 0
         else:
-            rows = yield Query(self._sql["LOG_LENGTH"], (*key, write.path))
-            length = rows[0][0] if rows else 0
+            rows = yield Query(self._sql["LOG_LENGTH"], (write.path, *key))
+            length = (rows[0][0] or 0) if rows else 0
             if write.start != -1 and write.start != length:
                 raise ConflictError(
                     f"Log {write.path!r} holds {length} messages, not {write.start}."
@@ -605,7 +606,7 @@ class PostgresSession(SessionBase):
             messages = [dumps(message) for message in write.messages]
             yield Query(self._sql["INSERT_MESSAGES"], (*key, write.path, length, messages))
         length += len(write.messages)
-        yield Query(self._sql["SET_LOG_LENGTH"], (*key, write.path, length))
+        yield Query(self._sql["SET_LOG_LENGTH"], (write.path, length, *key))
         return length
 
     async def write_modules(
@@ -631,28 +632,44 @@ class PostgresSession(SessionBase):
     async def _save_appending(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int] | None:
-        """The one-statement save (``SAVE_ONE_LOG`` for one log, else ``SAVE_APPENDING``);
-        None if the session was not live as it is, and nothing was written."""
+        """The one-statement save (``SAVE_ONE_LOG`` for one log, or ``APPEND_ONE_*`` when no
+        module document needs writing; else ``SAVE_APPENDING``); None if the session was not
+        live as it is, and nothing was written."""
+        names = list(documents)
+        docs = [dumps(d) for d in documents.values()]
         params: dict[str, Any] = {
-            **self._bump_params(key, now()),
-            "names": list(documents),
-            "docs": [dumps(d) for d in documents.values()],
+            "now": now(),
+            "sliding": self.sliding_ttl,
+            "u": key.user_id,
+            "s": key.session_id,
+            "names": names,
+            "docs": docs,
         }
         if len(writes) == 1:  # a turn of one agent: the shorter statement
             (write,) = writes
-            known, created, written = self._saved.get(key, (-1, 0.0, {}))
-            pairs = list(zip(params["names"], params["docs"], strict=True))
-            params["mine"] = [written.get(name) == doc for name, doc in pairs]
+            known, created, written = self._saved.get(key, _NOTHING_SAVED)
+            mine = [written.get(name) == doc for name, doc in zip(names, docs, strict=True)]
+            messages = [dumps(message) for message in write.messages]
             params |= {"known": known, "created": created, "log": write.path}
-            params["count"] = len(write.messages)
-            params["msgs"] = [dumps(message) for message in write.messages]
-            rows = await self._statement("SAVE_ONE_LOG", params)
+            rows = None
+            if all(mine):  # no document to write (or none given): the short statement
+                if len(messages) == 1:
+                    params["msg"] = messages[0]
+                    name = "APPEND_ONE_MESSAGE_AT" if names else "APPEND_ONE_MESSAGE"
+                else:
+                    params |= {"count": len(messages), "msgs": messages}
+                    name = "APPEND_ONE_LOG_AT" if names else "APPEND_ONE_LOG"
+                rows = await self._statement(name, params)
+                # no row: not live as it is, or (_AT) written by another since: the full form
+            if not rows:
+                params |= {"mine": mine, "count": len(messages), "msgs": messages}
+                rows = await self._statement("SAVE_ONE_LOG", params)
             if not rows:
                 return None
             length, version, created = rows[0]
             if len(self._saved) >= _VALUES_REMEMBERED:
                 self._saved.clear()
-            self._saved[key] = (version, created, dict(pairs))
+            self._saved[key] = (version, created, dict(zip(names, docs, strict=True)))
             return {write.path: length}
         params |= {
             "logs": [w.path for w in writes],
@@ -765,7 +782,7 @@ class PostgresSession(SessionBase):
             for statement in self._sql["COPY_ROWS"]:
                 yield Query(statement, (*target, *source))
             log, keep = cut if cut is not None else ("", _END)
-            yield Query(self._sql["COPY_LOGS"], (*target, log, keep, *source))
+            yield Query(self._sql["COPY_LOGS"], (log, keep, *source, *target))
             yield Query(self._sql["COPY_MESSAGES"], (*target, *source, log, keep))
             return info
 

@@ -517,10 +517,12 @@ class RedisSession(SessionBase):
         args = [namespace, user_id, after or "", limit, self._clock_override()]
         reply = await self._call("list", [index], args)
         flat = reply[1]
-        return [
-            session_info(flat[i + 1], user_id, utf8(flat[i], "a session id"), self.url)
-            for i in range(0, len(flat), 2)
-        ]
+        infos = []
+        for i in range(0, len(flat), 2):
+            session_id = utf8(flat[i], "a session id")
+            fields = json_value(flat[i + 1], f"session {session_id!r} of user {user_id!r}")
+            infos.append(session_info(fields, user_id, session_id, self.url))
+        return infos
 
     async def list_record_owners(self) -> set[str]:
         """SCAN over the users' indexes (never KEYS: the server keeps serving meanwhile), one

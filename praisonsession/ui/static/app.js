@@ -3,6 +3,7 @@
 "use strict";
 
 const PAGE = 50; // messages per history page; sessions per list page
+const MEMORY_PAGE = 20; // memories per page
 const TOKEN_KEY = "praisonsession-ui-token";
 const main = document.getElementById("main");
 const crumbs = document.getElementById("crumbs");
@@ -31,6 +32,7 @@ function link(text, ...parts) {
 }
 
 function route(...parts) {
+  while (parts.length && (parts[parts.length - 1] === "" || parts[parts.length - 1] == null)) parts.pop();
   return "#/" + parts.map((part) => encodeURIComponent(String(part))).join("/");
 }
 
@@ -49,7 +51,9 @@ function show(...nodes) {
 
 function setCrumbs(...items) {
   const nodes = [link("users")];
-  for (const item of items) nodes.push(el("span", { class: "sep", text: "›" }), item);
+  for (const item of items) {
+    if (item) nodes.push(el("span", { class: "sep", text: "›" }), item);
+  }
   crumbs.replaceChildren(...nodes);
 }
 
@@ -94,6 +98,66 @@ function askToken(message) {
   show(el("h1", { text: "Token needed" }), form);
 }
 
+// -- paging by cursor ------------------------------------------------------------------------
+// Sessions and memories page forward by cursor (`after`, answered with `next`). Each list
+// keeps, for this tab, the cursors its pages were reached by, so "previous" opens exactly the
+// page before; a page opened by its address alone finds it by paging from the first.
+
+const TRAIL_KEY = "praisonsession-ui-trail:";
+
+function readTrail(list) {
+  try {
+    const trail = JSON.parse(sessionStorage.getItem(TRAIL_KEY + list) || "[]");
+    return Array.isArray(trail) ? trail : [];
+  } catch (e) {
+    return [];
+  }
+}
+
+function saveTrail(list, trail) {
+  sessionStorage.setItem(TRAIL_KEY + list, JSON.stringify(trail));
+}
+
+// Notes that the page reached by `after` ("" for the first) is followed by `next`. Returns
+// the cursor of the page before: null on the first page, undefined when it is not known.
+function notePage(list, after, next) {
+  let trail = readTrail(list);
+  let at = after ? trail.indexOf(after) : 0;
+  if (!after) trail = [""];
+  if (at === -1) return undefined;
+  trail = trail.slice(0, at + 1);
+  if (next) trail.push(next);
+  saveTrail(list, trail);
+  return at === 0 ? null : trail[at - 1];
+}
+
+// The cursor of the page before the one `after` opens, found by paging from the first.
+async function findPrevious(list, after, fetchPage) {
+  const trail = [""];
+  let cursor = "";
+  for (let step = 0; step < 1000; step++) {
+    const page = await fetchPage(cursor);
+    if (!page.next) break;
+    if (page.next === after) {
+      saveTrail(list, trail.concat([after]));
+      return cursor;
+    }
+    cursor = page.next;
+    trail.push(cursor);
+  }
+  return ""; // the list changed meanwhile: the first page is the best "before"
+}
+
+function pager(ids, list, after, next, previous, fetchPage, open) {
+  const back = async () => {
+    open(previous !== undefined ? previous || "" : await findPrevious(list, after, fetchPage));
+  };
+  return el("div", { class: "toolbar pager" },
+    after ? el("button", { id: ids + "first-page", onclick: () => open(""), text: "« first" }) : null,
+    after ? el("button", { id: ids + "prev-page", onclick: back, text: "‹ previous" }) : null,
+    next ? el("button", { id: ids + "next-page", onclick: () => open(next), text: "next ›" }) : null);
+}
+
 // -- views -----------------------------------------------------------------------------------
 
 async function usersView() {
@@ -115,20 +179,22 @@ async function userView(user, search, after) {
   const form = el("form", {
     class: "toolbar",
     onsubmit: (event) => { event.preventDefault(); location.hash = route("user", user, box.value.trim()); },
-  }, box, el("button", { type: "submit", text: "Search" }), link("fork tree", "tree", user));
+  }, box, el("button", { type: "submit", text: "Search" }), link("fork tree", "tree", user),
+  link("memories", "memories", user));
   const rows = page.sessions.map((s) =>
     el("li", {}, link(s.session_id, "session", user, s.session_id),
       el("span", { class: "title", text: s.title || "" }),
       el("span", { class: "muted", text: (s.forked ? "fork · " : "") + "updated " + when(s.updated_at) })));
-  const pager = el("div", { class: "toolbar" },
-    after ? el("button", { id: "first-page", onclick: () => { location.hash = route("user", user, search || ""); }, text: "« first" }) : null,
-    page.next ? el("button", { id: "next-page", onclick: () => { location.hash = route("user", user, search || "", page.next); }, text: "next »" }) : null);
+  const list = ["sessions", user, search || ""].join("\u001f");
+  const previous = notePage(list, after, page.next);
+  const fetchPage = (cursor) => api("sessions", { user, q: search, after: cursor, limit: PAGE });
+  const open = (cursor) => { location.hash = route("user", user, search || "", cursor); };
   return [
     el("h1", {}, "Sessions of ", el("code", { text: user })),
     form,
     rows.length ? el("ul", { class: "list", id: "sessions" }, rows)
       : el("p", { class: "muted", id: "no-sessions", text: search ? "No session id contains that text." : "No sessions." }),
-    pager,
+    pager("", list, after, page.next, previous, fetchPage, open),
   ];
 }
 
@@ -154,7 +220,8 @@ async function sessionView(user, id) {
       el("pre", { text: typeof r.content === "string" ? r.content : json(r.content) }))));
   return [
     el("h1", {}, "Session ", el("code", { id: "session-id", text: info.session_id })),
-    el("div", { class: "toolbar" }, link("fork tree", "tree", user, id)),
+    el("div", { class: "toolbar" }, link("fork tree", "tree", user, id),
+      link("short-term memories", "memories", user, id), link(`${user}'s long-term memories`, "memories", user)),
     el("div", { class: "card" }, table(["", ""], facts)),
     el("h2", { text: `Message logs (${d.logs.length})` }),
     d.logs.length ? el("div", { id: "logs" }, table(["log", "messages"],
@@ -249,9 +316,76 @@ async function treeView(user, current) {
   ];
 }
 
+const SHOWN_ELSEWHERE = new Set(["created_at", "updated_at", "memory_type", "user_id", "session_id"]);
+
+function historyTable(changes) {
+  if (!changes.length) return el("p", { class: "muted", text: "No recorded changes." });
+  return table(["change", "when", "text", "before"], changes.map((c) => [
+    c.event || "?", when(c.at), el("pre", { text: c.text === null || c.text === undefined ? "" : c.text }),
+    el("pre", { class: "muted", text: c.previous === null || c.previous === undefined ? "" : c.previous }),
+  ]));
+}
+
+function memoryNode(memory, user, session) {
+  const meta = memory.metadata || {};
+  const given = Object.fromEntries(Object.entries(meta).filter(([k]) => !SHOWN_ELSEWHERE.has(k)));
+  const changes = el("div", { class: "memory-history" });
+  let shown = false;
+  const toggle = async (event) => {
+    const button = event.currentTarget;
+    if (shown) { changes.replaceChildren(); shown = false; button.textContent = "history"; return; }
+    shown = true;
+    button.textContent = "hide history";
+    try {
+      const { history } = await api("memory_history", { user, memory: memory.id, id: session || undefined });
+      if (shown) changes.replaceChildren(historyTable(history));
+    } catch (error) {
+      changes.replaceChildren(el("div", { class: "card error", text: error.message }));
+    }
+  };
+  const from = !session && meta.session_id
+    ? [" · from ", link(meta.session_id, "session", user, meta.session_id)] : [];
+  return el("div", { class: "card memory", "data-id": memory.id },
+    el("pre", { class: "memory-text", text: memory.text }),
+    el("div", { class: "muted meta" }, "id ", el("code", { text: memory.id }),
+      " · created " + when(meta.created_at), " · updated " + when(meta.updated_at), from),
+    Object.keys(given).length ? el("pre", { class: "muted memory-metadata", text: json(given) }) : null,
+    el("button", { class: "history", type: "button", onclick: toggle, text: "history" }),
+    changes);
+}
+
+async function memoriesView(user, session, after) {
+  session = session || "";
+  setCrumbs(link(user, "user", user), session ? link(session, "session", user, session) : null,
+    el("span", { text: session ? "short-term memories" : "memories" }));
+  const fetchPage = (cursor) =>
+    api("memories", { user, id: session, after: cursor, limit: MEMORY_PAGE });
+  const page = await fetchPage(after);
+  const list = ["memories", user, session].join("\u001f");
+  const previous = notePage(list, after, page.next);
+  const open = (cursor) => { location.hash = route("memories", user, session, cursor); };
+  const about = session
+    ? "The session's own notes (add_memory(..., memory_type=\"short\")), kept in its store."
+    : `What ${user} asked to remember, from any session (add_memory(...))` +
+      (page.location ? `, read from ${page.location}.` : ".");
+  return [
+    session ? el("h1", {}, "Short-term memories of ", el("code", { text: session }))
+      : el("h1", {}, "Long-term memories of ", el("code", { text: user })),
+    el("p", { class: "muted", text: about }),
+    el("div", { class: "toolbar" }, session ? link(`${user}'s long-term memories`, "memories", user)
+      : link(`${user}'s sessions`, "user", user)),
+    page.memories.length
+      ? el("div", { id: "memories" }, page.memories.map((m) => memoryNode(m, user, session)))
+      : el("p", { class: "muted", id: "no-memories", text: after ? "No more memories." : "No memories." }),
+    pager("memories-", list, after, page.next, previous, fetchPage, open),
+  ];
+}
+
 // -- routing ---------------------------------------------------------------------------------
 
-const VIEWS = { "": usersView, user: userView, session: sessionView, log: logView, tree: treeView };
+const VIEWS = {
+  "": usersView, user: userView, session: sessionView, log: logView, tree: treeView, memories: memoriesView,
+};
 
 async function draw() {
   const mine = ++drawing;
