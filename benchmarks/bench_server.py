@@ -48,9 +48,12 @@ sys.path.insert(0, str(ROOT))
 
 from praisonsession import Session  # noqa: E402
 from praisonsession.agents.agent import module_key  # noqa: E402
+from praisonsession.agents.spec import AgentSpec  # noqa: E402
 
 HISTORY = module_key("Assistant") + ".history"
 CLIENTS = 16
+#: The agents' history_window (AgentSpec's default): the bare chat route sends as many turns.
+WINDOW_TURNS = AgentSpec("Assistant").history_window or 20
 
 LLM_SCRIPT = r"""
 import asyncio, json, sys
@@ -108,13 +111,18 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 port, path, llm = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+WINDOW = int(sys.argv[4])  # messages of history sent with each turn, as the agent's window
 db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 db.execute("PRAGMA journal_mode=WAL")
 db.execute("PRAGMA synchronous=NORMAL")
 db.execute("CREATE TABLE IF NOT EXISTS kv (user_id TEXT, session_id TEXT, name TEXT, "
            "value INTEGER, PRIMARY KEY (user_id, session_id, name))")
+db.execute("CREATE TABLE IF NOT EXISTS messages (user_id TEXT, session_id TEXT, seq INTEGER, "
+           "role TEXT, content TEXT, PRIMARY KEY (user_id, session_id, seq))")
 INCREMENT = ("INSERT INTO kv VALUES (?,?,?,?) ON CONFLICT DO UPDATE SET "
              "value=value+excluded.value RETURNING value")
+RECENT = ("SELECT seq, role, content FROM messages WHERE user_id=? AND session_id=? "
+          "ORDER BY seq DESC LIMIT ?")
 
 async def incr(request):
     body = json.loads(await request.body())
@@ -127,19 +135,29 @@ async def plain(request):
 
 local = threading.local()
 
-def complete(query):
+def complete(messages):
     http = getattr(local, "http", None)
     if http is None:
         http = local.http = requests.Session()
-    body = {"model": "bench", "messages": [{"role": "user", "content": query}]}
+    body = {"model": "bench", "messages": messages}
     answer = http.post(llm + "/chat/completions", json=body, timeout=30)
     return answer.json()["choices"][0]["message"]["content"]
 
 async def chat(request):
     body = json.loads(await request.body())
-    reply = await asyncio.to_thread(complete, body["query"])
-    return JSONResponse({"response": reply, "session_id": body["session_id"],
-                         "user_id": body["user_id"]})
+    user, session, query = body["user_id"], body["session_id"], body["query"]
+    recent = db.execute(RECENT, (user, session, WINDOW)).fetchall()[::-1]
+    messages = [{"role": "system", "content": "You are Assistant."}]
+    messages += [{"role": role, "content": content} for _, role, content in recent]
+    messages.append({"role": "user", "content": query})
+    reply = await asyncio.to_thread(complete, messages)
+    seq = recent[-1][0] + 1 if recent else 0
+    db.execute("BEGIN IMMEDIATE")
+    db.executemany("INSERT INTO messages VALUES (?,?,?,?,?)",
+                   [(user, session, seq, "user", query),
+                    (user, session, seq + 1, "assistant", reply)])
+    db.execute("COMMIT")
+    return JSONResponse({"response": reply, "session_id": session, "user_id": user})
 
 app = Starlette(routes=[Route("/incr", incr, methods=["POST"]),
                         Route("/json", plain, methods=["POST"]),
@@ -276,7 +294,7 @@ Check = Callable[[int, dict[str, Any]], None]
 def load(
     port: int,
     pid: int,
-    requests_for: Callable[[int], bytes],
+    requests_for: Callable[[int], bytes | Callable[[int], bytes]],
     check: Check,
     seconds: float,
     clients: int = CLIENTS,
@@ -294,7 +312,8 @@ def load(
         try:
             start.wait()
             while not stop.is_set():
-                status, body = connection.request(data)
+                sent = data(counts[index]) if callable(data) else data
+                status, body = connection.request(sent)
                 check(status, json.loads(body))
                 counts[index] += 1
         except Exception as exc:
@@ -430,22 +449,13 @@ def main() -> None:
         serve += ["--agent", "/full=bench_server_agents:memory_on"]
         serve += ["--port", str(ours_port), "--log-level", "warning"]
         bare = [sys.executable, "bare.py", str(bare_port), str(workdir / "bare.db"), llm_url]
+        bare.append(str(2 * WINDOW_TURNS))
         with (
             process(serve, ours_port, workdir, env, "ours") as ours,
             process(bare, bare_port, workdir, env, "bare") as plain,
         ):
             results = measure(args, ours_port, ours.pid, bare_port, plain.pid, workdir)
-            results["growth_server"] = {
-                size: per_request_us(
-                    ours_port,
-                    [
-                        post("/agent", chat_body(f"q{i}", f"h{size}", "growth"))
-                        for i in range(growth_turns)
-                    ],
-                    expect("session_id", f"h{size}"),
-                )
-                for size in history_sizes
-            }
+            results["growth_server"] = server_growth(ours_port, history_sizes, growth_turns)
             results["full_one_client_us"] = per_request_us(
                 ours_port,
                 [post("/full", chat_body("what colour is box 7?", "one", "full"))] * growth_turns,
@@ -468,7 +478,7 @@ def measure(
     inc_ours, seen_ours = counted()
     inc_bare, seen_bare = counted()
     acknowledged: dict[str, list[int]] = {"ours": [0] * CLIENTS, "bare": [0] * CLIENTS}
-    targets: dict[str, tuple[int, int, Callable[[int], bytes], Check]] = {
+    targets: dict[str, tuple[int, int, Callable[[int], Any], Check]] = {
         "increment, ours": (
             ours_port,
             ours_pid,
@@ -504,6 +514,12 @@ def measure(
             lambda i: post("/memory", chat_body("hi", f"m{i}", "empty")),
             reply_to("hi"),
         ),
+        "chat, memory on and empty, 10-turn sessions, ours": (
+            ours_port,
+            ours_pid,
+            lambda i: lambda n: post("/memory", chat_body("hi", f"n{i}-{n // 10}", "empty")),
+            reply_to("hi"),
+        ),
         "chat, bare Starlette": (
             bare_port,
             bare_pid,
@@ -532,6 +548,7 @@ def measure(
                 ]
     check_counts(ours_port, workdir, acknowledged, seen_ours[0], seen_bare[0])
     check_turns(ours_port)
+    check_bare_turns(workdir)
     return {"runs": runs}
 
 
@@ -576,6 +593,24 @@ def check_turns(ours_port: int) -> None:
         connection.close()
 
 
+def check_bare_turns(workdir: Path) -> None:
+    """The bare route stored whole turns too, each answered, with no gap in a session."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(workdir / "bare.db")) as db:
+        for i in range(CLIENTS):
+            rows = db.execute(
+                "SELECT seq, role, content FROM messages WHERE user_id='bench' AND "
+                "session_id=? ORDER BY seq",
+                (f"c{i}",),
+            ).fetchall()
+            if not rows or len(rows) % 2 or [r[0] for r in rows] != list(range(len(rows))):
+                raise SystemExit(f"bare session c{i}: a broken history ({len(rows)})")
+            for asked, said in zip(rows[::2], rows[1::2], strict=True):
+                if asked[1] != "user" or said[2] != "You said: " + asked[2]:
+                    raise SystemExit(f"bare session c{i}: a turn without its answer")
+
+
 def client_side(port: int, calls: int, rounds: int = 5) -> dict[str, float]:
     """Per-call µs (median latency, then the median over ``rounds`` interleaved rounds) and
     client CPU µs: our remote client, then a plain keep-alive requests.Session, same route."""
@@ -615,30 +650,56 @@ def client_side(port: int, calls: int, rounds: int = 5) -> dict[str, float]:
     return {name: statistics.median(values) * 1e6 for name, values in found.items()}
 
 
+def server_growth(port: int, sizes: tuple[int, ...], turns: int) -> dict[int, float]:
+    """Median µs of a turn through the server at each history size, one client; the sizes
+    take turns (one request each, round after round), so the machine's load moves them alike."""
+    connections = {size: Connection(port) for size in sizes}
+    times: dict[int, list[float]] = {size: [] for size in sizes}
+    try:
+        for i in range(-1, turns):  # -1: the first turn of each (loads the history) untimed
+            for size in sizes:
+                query = f"q{i}"
+                began = time.perf_counter()
+                status, body = connections[size].request(
+                    post("/agent", chat_body(query, f"h{size}", "growth"))
+                )
+                took = time.perf_counter() - began
+                reply_to(query)(status, json.loads(body))
+                if i >= 0:
+                    times[size].append(took)
+    finally:
+        for connection in connections.values():
+            connection.close()
+    return {size: statistics.median(values) * 1e6 for size, values in times.items()}
+
+
 def agent_growth(
     workdir: Path, llm_url: str, sizes: tuple[int, ...], turns: int
 ) -> dict[int, float]:
-    """Median µs of ``Agent.chat`` at each history size (memory=False, a local SQLite store)."""
+    """Median µs of ``Agent.chat`` at each history size (memory=False, a local SQLite store),
+    the sizes taking turns as in ``server_growth``."""
     url = f"sqlite:///{workdir / 'agent.db'}"
-    found: dict[int, float] = {}
-    for size in sizes:
-        fill_history(url, "growth", f"a{size}", size)
-        with Session(f"a{size}", "growth", store=url) as s:
-            agent = s.Agent(
+    times: dict[int, list[float]] = {size: [] for size in sizes}
+    with contextlib.ExitStack() as stack:
+        agents = {}
+        for size in sizes:
+            fill_history(url, "growth", f"a{size}", size)
+            s = stack.enter_context(Session(f"a{size}", "growth", store=url))
+            agents[size] = s.Agent(
                 name="Assistant", memory=False, llm={"base_url": llm_url, "model": "bench"}
             )
-            agent.chat("warm up")
-            times = []
-            for i in range(turns):
+            agents[size].chat("warm up")
+        for i in range(turns):
+            for size, agent in agents.items():
                 began = time.perf_counter()
                 reply = agent.chat(f"q{i}")
-                times.append(time.perf_counter() - began)
+                times[size].append(time.perf_counter() - began)
                 if reply != f"You said: q{i}":
                     raise SystemExit(f"Agent.chat answered {reply!r}")
+        for size, agent in agents.items():
             if len(agent.history) != 2 * (size + turns + 1):
                 raise SystemExit(f"history {len(agent.history)}, not {2 * (size + turns + 1)}")
-        found[size] = statistics.median(times) * 1e6
-    return found
+    return {size: statistics.median(values) * 1e6 for size, values in times.items()}
 
 
 def stages(store_url: str, data_dir: Path, llm_url: str, repeat: int) -> dict[str, float]:
@@ -682,14 +743,20 @@ def report(results: dict[str, Any], args: argparse.Namespace, memories: int, chu
         f"bench_server: {CLIENTS} keep-alive raw-socket clients, 1 uvicorn worker (uvloop, "
         f"httptools), {args.rounds} interleaved rounds of {args.seconds:g} s, median\n"
     )
-    print("| route | requests/s | server CPU µs/request | ratio | target |")
-    print("|---|---|---|---|---|")
+    print(SIDES)
+    print("| route | requests/s | spread over rounds | server CPU µs/request | ratio | target |")
+    print("|---|---|---|---|---|---|")
     rows = [
         ("increment, ours", "increment, bare Starlette", 0.8),
         ("increment, bare Starlette", None, None),
         ("JSON route, bare Starlette", None, None),
         ("chat, memory=False, ours", "chat, bare Starlette", 0.8),
         ("chat, memory on and empty, ours", "chat, bare Starlette", 0.6),
+        (
+            "chat, memory on and empty, 10-turn sessions, ours",
+            "chat, bare Starlette",
+            0.6,
+        ),
         ("chat, 1,000 memories + 100 chunks, ours", "chat, bare Starlette", None),
         ("chat, bare Starlette", None, None),
     ]
@@ -697,7 +764,9 @@ def report(results: dict[str, Any], args: argparse.Namespace, memories: int, chu
         shown = name.replace("1,000", f"{memories:,}").replace("100 chunks", f"{chunks} chunks")
         ratio = f"{median[name] / median[versus]:.2f} of {versus}" if versus else ""
         goal = f">= {target} {verdict(median[name] / median[versus] >= target)}" if target else ""
-        print(f"| {shown} | {median[name]:,.0f} | {cpu[name]:,.0f} | {ratio} | {goal} |")
+        rates = [r for r, _ in runs[name]]
+        spread = f"{min(rates):,.0f}-{max(rates):,.0f} (±{spread_of(rates):.0%})"
+        print(f"| {shown} | {median[name]:,.0f} | {spread} | {cpu[name]:,.0f} | {ratio} | {goal} |")
     json_ratio = median["increment, ours"] / median["JSON route, bare Starlette"]
     print(f"\nincrement through serve / bare JSON route: {json_ratio:.2f}")
 
@@ -734,6 +803,28 @@ def report(results: dict[str, Any], args: argparse.Namespace, memories: int, chu
         f"ours / requests: wall {wall:.2f}, client CPU "
         f"{client['ours_cpu'] / client['plain_cpu']:.2f} (target <= 1.3 {verdict(wall <= 1.3)})"
     )
+
+
+def spread_of(values: list[float]) -> float:
+    """Half the range over the median: how far a round strays from the figure shown."""
+    return (max(values) - min(values)) / 2 / statistics.median(values)
+
+
+SIDES = f"""Each chat turn: the LLM stand-in answers at once, so the server is the bottleneck.
+- ours: serve's agent loads the session's new messages, assembles the request within its
+  context budget (the last {WINDOW_TURNS} turns; then a running summary, compacted by one LLM
+  call every 8 turns that leave the window), calls the LLM, appends the user and assistant
+  messages to the session's SQLite store. memory=False: nothing else. Memory on: the user's
+  long-term memories and knowledge are looked up (skipped while the user has none), and turns
+  that left the window are recalled by meaning (the query and each turn embedded once, the
+  turns in batches). Each client keeps one session all run long, so its sessions outgrow the
+  window and recall runs; with 10-turn sessions (a new one every 10 turns, opened by the
+  server on its first turn) nothing has left the window and nothing is embedded.
+- bare: a Starlette route reads the session's last {2 * WINDOW_TURNS} messages from SQLite (one
+  SELECT), calls the LLM with them in a thread (requests), and inserts the user and assistant
+  messages (one transaction). No budget, no summary, no memory.
+Increments: serve's store route against one SQLite UPSERT in a bare route.
+"""
 
 
 def verdict(met: bool) -> str:

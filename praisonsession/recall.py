@@ -87,6 +87,8 @@ def text_sealer(settings: Settings) -> Any:
 #: process forgets the entry at once, one in another process is seen within EMPTY_TRUST s.
 _found_empty: dict[tuple[int, str], float] = {}
 EMPTY_TRUST = 1.0
+#: Entries kept before the stale ones are dropped (two per user: memory and knowledge).
+_EMPTY_MEMORY = 4096
 
 
 # Embedders a forked child inherited: kept, never used and never freed there, because freeing
@@ -144,8 +146,11 @@ class Recall:
         self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id, threshold)
         self.short = ShortTermMemory(logs, self.embedder, session_id, threshold)
         self.prefer_recent = bool(memory_config.get("prefer_recent", True))
-        self.turns = TurnIndex(logs, self.embedder)
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        # a turn is indexed by what the user said, which the agent embedded as its query then:
+        # the same vector, when the embedder embeds queries and documents alike
+        symmetric = isinstance(self.embedder, MiniLMEmbedder)
+        self.turns = TurnIndex(logs, self.embedder, self._queries.get if symmetric else None)
         self.knowledge = KnowledgeBase(
             client,
             namespace,
@@ -377,7 +382,11 @@ class Recall:
         if seen is not None and time.monotonic() - seen <= EMPTY_TRUST:
             return True
         if index.count() == 0:
-            _found_empty[key] = time.monotonic()
+            now = time.monotonic()
+            if len(_found_empty) >= _EMPTY_MEMORY:  # users come and go: forget the stale ones
+                for stale in [k for k, seen in _found_empty.items() if now - seen > EMPTY_TRUST]:
+                    _found_empty.pop(stale, None)
+            _found_empty[key] = now
             return True
         _found_empty.pop(key, None)
         return False

@@ -137,6 +137,53 @@ def test_a_text_cut_to_a_token_count_ends_with_a_marker_saying_how_much_was_left
     assert cut_to_tokens("short", 50, counter) == "short"
 
 
+def test_a_cut_keeps_the_longest_prefix_that_fits_as_a_full_bisection_finds_it() -> None:
+    import random
+
+    def bisected(text: str, room: int, counter: Any) -> int:
+        low, high = 0, len(text)
+        while low < high:
+            middle = (low + high + 1) // 2
+            if counter.count(text[:middle]) <= room:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    rng = random.Random(7)
+    words = [
+        "alpha",
+        "b",
+        "1234567",
+        "Ünïcödé",
+        "!!!",
+        "   ",
+        "\n",
+        "extraordinarily",
+        "it's",
+        "中文",
+    ]
+    counters = [EstimatedCounter(), CachedCounter(EstimatedCounter()), cl100k()]
+    for trial in range(150):
+        text = "".join(
+            rng.choice(words) + rng.choice([" ", "", "  "]) for _ in range(rng.randint(1, 600))
+        )
+        for tokens in (3, 20, 90, 400):
+            counter = counters[trial % 3]
+            cut = cut_to_tokens(text, tokens, counter)
+            if counter.count(text) <= tokens:
+                assert cut == text
+                continue
+            marker = counter.count(CUT_MARKER.format(cut=len(text)))
+            if tokens <= marker:
+                continue
+            kept = cut.rsplit("\n[… cut to fit", 1)[0]
+            assert counter.count(cut) <= tokens and text.startswith(kept)
+            if counter is not counters[2]:  # the estimate grows with every character added
+                keep = bisected(text, tokens - marker, counter)
+                assert cut == text[:keep] + CUT_MARKER.format(cut=len(text) - keep)
+
+
 def test_a_cached_counter_counts_each_text_once_and_answers_like_the_counter() -> None:
     calls: list[str] = []
 
@@ -220,6 +267,8 @@ def test_every_request_fits_the_budget_and_the_raw_history_is_never_changed(
     for body in requests:
         assert request_tokens(body, agent.token_counter) <= 600
         assert request_tokens(body, exact) <= 600  # the estimate's margin holds on real tokens
+    # what the last request counts, counted when asked: the request that was sent
+    assert agent.last_request.tokens == request_tokens(requests[-1], agent.token_counter)
     history = agent.history.to_list()
     assert [m["content"] for m in history if m["role"] == "user"] == said
     assert [m["content"] for m in history if m["role"] == "assistant"] == [
@@ -274,6 +323,35 @@ def test_older_turns_are_folded_into_versioned_summary_records_one_call_per_comp
     reread = open_session().Agent("Tutor", memory=False, llm=agent.llm)
     assert reread.summaries.to_list() == records
     assert session.read_messages(f"{agent.key}.summaries") == records
+
+
+def test_a_summary_longer_than_asked_is_cut_so_requests_stay_bounded_and_turns_keep_numbers(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    # a model that ignores the word limit: it repeats the whole prompt back, so without a cap
+    # each summary would hold the one before it and every request would grow
+    server.responder = lambda body: (
+        "- " + body["messages"][-1]["content"] if is_summary_request(body) else "ok"
+    )
+    agent = agent_on(open_session(), server, history_window=2, compact_every=2, context_budget=2000)
+    counter = EstimatedCounter()
+    limit = max(200, 2000 // 5)
+    for i in range(40):
+        agent.chat(f"Turn number {i} says hello.")
+    records = agent.summaries.to_list()
+    assert len(records) >= 8
+    assert all(counter.count(r["content"]) <= limit for r in records)
+    assert len(records) >= 12 and all(r["method"] == "llm" for r in records)
+    assert all(r["content"].endswith("more characters …]") for r in records[-4:])
+    # each record counts the turns it covers, and the next prompt numbers on from there
+    assert [r["turns"] for r in records] == [
+        sum(1 for m in agent.history[: r["covers"][1]] if m["role"] == "user") for r in records
+    ]
+    last = summary_requests(server)[-1]["messages"][-1]["content"]
+    first_new = records[-2]["turns"] + 1
+    assert f"[{first_new}] user: Turn number {first_new - 1} says hello." in last
+    sizes = [request_tokens(body, counter) for body in chat_requests(server)[-10:]]
+    assert max(sizes) - min(sizes) < 100
 
 
 def test_a_failed_summary_call_leaves_an_extractive_summary_and_the_next_compaction_asks_again(
@@ -584,3 +662,70 @@ def test_a_recall_during_background_indexing_embeds_no_turn_twice(store_url: str
     counts, again, embedded = runtime.run(race())
     assert counts == [12, 12] and again == 12  # the second waited and found them indexed
     assert len(embedded) == 12 and len(set(embedded)) == 12  # each turn embedded once
+
+
+def test_turn_recall_ranks_like_a_full_scan_across_index_growth(store_url: str) -> None:
+    from praisonsession.embeddings.minilm import MiniLMEmbedder
+    from praisonsession.memory.turns import TurnIndex
+
+    topics = ["sailing knots", "my locker code 4821", "baking bread", "train timetables"]
+
+    async def run() -> tuple[list[int], list[int], list[int]]:
+        async with AsyncSession("turns", store=store_url) as core:
+            embedder = MiniLMEmbedder()
+            turns = TurnIndex(core, embedder)
+            messages: list[dict[str, Any]] = []
+            for number in range(150):  # past the first matrix (64 rows) twice
+                topic = topics[number % len(topics)]
+                messages.append({"role": "user", "content": f"turn {number}: {topic}"})
+                messages.append({"role": "assistant", "content": f"noted {number}"})
+                if number in (40, 100):  # indexed in three steps, as a conversation grows
+                    await core.append_messages("talk", messages)
+                    await turns.index("talk", 2 * (number + 1))
+                    messages = []
+            await core.append_messages("talk", messages)
+            query = embedder.embed_query("what is my locker code?")
+            found = await turns.search("talk", query, 200, 5, 0.0)
+            early = await turns.search("talk", query, 21, 5, 0.0)  # only turns before 21
+            # the same ranking by a scan of every turn (by what the user said), newest first
+            texts = [f"turn {n}: {topics[n % 4]}" for n in range(100)]
+            vectors = embedder.embed(texts)
+            scores = [sum(a * b for a, b in zip(v, query, strict=True)) for v in vectors]
+            best = sorted(range(100), key=lambda n: (-round(scores[n], 5), -n))[:5]
+            return [start for start, _ in found], [start for start, _ in early], sorted(best)
+
+    found, early, best = runtime.run(run())
+    assert found == [2 * n for n in best]  # oldest first, as a request shows them
+    assert all((start // 2) % 4 == 1 for start in found)  # every one about the locker
+    assert early and all(start < 21 for start in early)
+
+
+def test_a_long_chat_embeds_each_turn_once_reusing_its_query_and_batches_the_rest(
+    open_session: Callable[..., Session], server: ScriptedChatServer
+) -> None:
+    from praisonsession.embeddings.minilm import MiniLMEmbedder
+
+    batches: list[list[str]] = []
+    queries: list[str] = []
+
+    class Counting(MiniLMEmbedder):
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            batches.append(list(texts))
+            return super().embed(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            queries.append(text)
+            return super().embed_query(text)
+
+    session = open_session(memory_config={"embedder": Counting()})
+    agent = agent_on(session, server, memory=True, history_window=6)
+    said = ["My bike lock code is 5590."] + [f"Chatting about rivers, part {i}." for i in range(60)]
+    for message in said:
+        agent.chat(message)
+    agent.chat("What is my bike lock code?")
+    assert "5590" in server.chat_requests[-1].body["messages"][0]["content"]
+    embedded = [text for batch in batches for text in batch] + queries
+    assert len(embedded) == len(set(embedded))  # no text twice: a turn's query is its vector
+    assert set(embedded) <= {*said, "What is my bike lock code?"}  # what the user said
+    # the turns said before recall started come in batches, not one call each
+    assert 0 < len(batches) <= 3 and len(queries) >= 50

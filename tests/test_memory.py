@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,22 @@ def test_get_context_labels_sections_and_keeps_the_budget(open_session, tmp_path
     assert "## Recent notes from this session\n- asked about dinner recipes" in context
     assert len(context) <= 300
     assert session.get_context("quantum chromodynamics lecture") == ""
+
+
+def test_the_emptiness_check_forgets_stale_users_and_sees_a_new_memory(open_session) -> None:
+    from praisonsession import recall
+
+    # many users found empty long ago: the next check drops them instead of growing forever
+    long_ago = time.monotonic() - 10 * recall.EMPTY_TRUST
+    stale = {(0, f"gone_{i}"): long_ago for i in range(recall._EMPTY_MEMORY)}
+    recall._found_empty.update(stale)
+    try:
+        session = open_session(user_id="nobody_yet")
+        assert session.get_context("what do I like?") == ""  # checked: nothing to find
+        assert not any(key in recall._found_empty for key in stale)
+        assert len(recall._found_empty) >= 1  # this user's collections, just checked
+        session.add_memory("The user likes sailing on Sundays")
+        assert "sailing" in session.get_context("what do I like to do on weekends?")
+    finally:
+        for key in stale:
+            recall._found_empty.pop(key, None)

@@ -273,3 +273,12 @@ def test_the_codec_takes_logs_out_of_a_document_and_puts_them_back() -> None:
     with pytest.raises(StateDictError):  # a missing key: nothing of it is loaded
         load_states({"chat": broken}, {"chat": {"title": "other", "history": {}}}, "a test")
     assert broken.title == "maths" and len(broken.history) == 0
+
+
+def test_a_log_view_reads_every_message_without_a_copy_and_sees_appends() -> None:
+    log = MessageLog([{"role": "user", "content": f"m{i}"} for i in range(3)])
+    view = log.view()
+    assert [m["content"] for m in view] == ["m0", "m1", "m2"] and view is log.view()
+    log.append({"role": "assistant", "content": "m3"})
+    assert len(view) == 4 and view[-1]["content"] == "m3"
+    assert log.messages_since(0) == list(view) and log.messages_since(0) is not view

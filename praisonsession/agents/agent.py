@@ -20,7 +20,7 @@ import asyncio
 import html
 import json
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +92,7 @@ class Agent(StateModule):
         # one turn at a time per event loop (the sync chat and async users may use two loops)
         self._turn_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._indexing: set[asyncio.Future[Any]] = set()
+        self._indexed_to = 0  # the history length the last background indexing was asked for
         self.last_request: Request | None = None
         self._client: ChatClient | None = None
         self._turns = TurnIndex()
@@ -169,7 +170,7 @@ class Agent(StateModule):
         """The request for this turn within ``context_budget``: compacts first when enough
         turns have left the window since the last summary, then recalls related older turns.
         """
-        history = self.history.messages_since(0)
+        history = self.history.view()
         system = system_prompt(self.name, self.role, self.instructions, self.goal, self.backstory)
         summary = latest_summary(self.summaries.messages_since(0), len(history))
         options: dict[str, Any] = {
@@ -200,7 +201,7 @@ class Agent(StateModule):
         return max(self.context_budget - schemas, self.context_budget // 2)
 
     async def _compact(
-        self, client: ChatClient, history: list[Message], previous: Message | None, upto: int
+        self, client: ChatClient, history: Sequence[Message], previous: Message | None, upto: int
     ) -> Message:
         """One summary call (see ``compaction.compact``); the record is saved with the turn."""
 
@@ -238,15 +239,24 @@ class Agent(StateModule):
             return []
 
     def _index_meanwhile(self, before: int, window_start: int) -> None:
-        """Embed the saved turns in the background (each once, the new one here), so that when
-        they leave the window the next recall finds them indexed and only ranks (a failure
-        here only moves the indexing to that recall). While the whole conversation still fits
-        the window nothing can be recalled, so nothing is embedded: a short chat costs no
-        embedding, and the first turn to leave the window brings the others in one batch."""
+        """Embed the saved turns in the background (each once), so that when they leave the
+        window the next recall finds them indexed and only ranks (a failure here only moves
+        the indexing to that recall). While the whole conversation still fits the window
+        nothing can be recalled, so nothing is embedded: a short chat costs no embedding.
+
+        Turns are embedded in batches, not one per turn: only the turns before the window
+        are searched, so the index may lag the conversation by up to a window. It catches up
+        (to the newest turn) once less than half the window is indexed ahead of the window's
+        start; a batch of ten short turns costs half what ten single ones do."""
         if not (self.memory and self.recall_turns) or self._recall_missing or before <= 0:
             return
         if window_start <= 0:
             return
+        if self._indexed_to > before:  # the history was cleared or rewritten since
+            self._indexed_to = 0
+        if self._indexed_to - window_start >= (before - window_start) // 2:
+            return  # enough indexed ahead: the next turns to leave the window are done
+        self._indexed_to = before
         task = asyncio.ensure_future(self.session.index_turns(self.log_name, before))
         self._indexing.add(task)
         task.add_done_callback(_forget(self._indexing))
@@ -264,7 +274,7 @@ class Agent(StateModule):
         """
         prefix = request.messages[:-1]
         sent = request.messages[-1]
-        room = request.budget - sum(message_tokens(m, self.token_counter) for m in prefix)
+        room: int | None = None  # counted only if tool results have to fit in
         turn: list[Message] = [{"role": "user", "content": message}]
         usage: dict[str, int] = {}
         rounds = 0
@@ -272,6 +282,9 @@ class Agent(StateModule):
             choice = "none" if self.tools and rounds >= self.max_tool_rounds else None
             current = [sent, *turn[1:]]
             if len(current) > 1:
+                if room is None:
+                    spent = sum(message_tokens(m, self.token_counter) for m in prefix)
+                    room = request.budget - spent
                 current = fit_turn(current, room, self.token_counter)
             reply = await bounded(
                 client.acomplete(prefix + current, self.tools.schemas, choice),

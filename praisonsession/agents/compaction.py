@@ -4,11 +4,14 @@ The raw conversation is never rewritten. A summary is a record appended to the a
 summaries log (``agent:<name>.summaries``, beside ``agent:<name>.history`` in the session's
 store, so forks, snapshots, restores, archives and erasure treat it like the history)::
 
-    {"role": "summary", "version": 3, "covers": [0, 412], "method": "llm",
+    {"role": "summary", "version": 3, "covers": [0, 412], "turns": 206, "method": "llm",
      "content": "...", "model": "gpt-4o-mini", "created_at": 1732434000.0, "usage": {...}}
 
-``covers`` is the slice of the history it stands for. A fork cut at message ``n`` keeps every
-record; the agent uses the newest one whose slice ends at or before ``n``.
+``covers`` is the slice of the history it stands for, ``turns`` how many turns that slice
+holds (so the next compaction numbers its turns without reading the history). A fork cut at
+message ``n`` keeps every record; the agent uses the newest one whose slice ends at or before
+``n``. The summary is cut to its token limit if the model wrote more, so what every request
+carries stays bounded.
 
 One compaction makes one summary call: the previous summary and the turns that left the window
 since, with :data:`SUMMARY_PROMPT`. If that call fails, the turn goes on with a deterministic
@@ -24,7 +27,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .context_window import split_turns
-from .tokens import TokenCounter, cut_to_tokens
+from .tokens import CUT_MARKER, CachedCounter, TokenCounter, cut_to_tokens
 
 __all__ = [
     "COMPACT_EVERY",
@@ -164,12 +167,14 @@ async def compact(
     start = int(previous["covers"][1]) if previous else 0
     earlier = str(previous.get("content") or "") if previous else ""
     new = list(history[start:upto])
-    text = transcript(new, offset=_turns_before(history, start))
+    before = _turns_covered(previous, history, start)
+    text = transcript(new, offset=before)
     words = max(60, max_tokens * 3 // 4)
     record: Message = {
         "role": "summary",
         "version": int(previous.get("version", 0)) + 1 if previous else 1,
         "covers": [0, upto],
+        "turns": before + sum(1 for message in new if message.get("role") == "user"),
         "created_at": time.time(),
         "model": model,
     }
@@ -204,15 +209,52 @@ async def compact(
         )
         return record
     record["method"] = "llm"
-    record["content"] = content
+    # a model that writes past the limit it was asked for (no endpoint has to honour it) would
+    # make every later request, and the next summary's prompt, longer than the one before
+    record["content"] = _within(content, max_tokens, counter)
     usage = getattr(reply, "usage", None)
     if isinstance(usage, dict):
         record["usage"] = usage
     return record
 
 
+def _within(summary: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``summary`` cut to ``max_tokens`` at a line break (whole bullets), with the marker.
+
+    Each line is counted once and the kept ones once more together, where cutting at the
+    exact longest prefix would count prefixes of the whole text again and again; a first
+    line longer than the limit is cut within it."""
+    if counter.count(summary) <= max_tokens:
+        return summary
+    count = counter.counter.count if isinstance(counter, CachedCounter) else counter.count
+    room = max_tokens - count(CUT_MARKER.format(cut=len(summary)))
+    kept: list[str] = []
+    spent = 0
+    for line in summary.split("\n"):
+        spent += count(line) + 1
+        if spent > room:
+            break
+        kept.append(line)
+    while kept and count("\n".join(kept)) > room:  # the sum of the lines ran short
+        kept.pop()
+    if not kept:
+        return cut_to_tokens(summary, max_tokens, counter)
+    text = "\n".join(kept)
+    return text + CUT_MARKER.format(cut=len(summary) - len(text))
+
+
 def _turns_before(history: Sequence[Message], index: int) -> int:
     return sum(1 for message in history[:index] if message.get("role") == "user")
+
+
+def _turns_covered(previous: Message | None, history: Sequence[Message], start: int) -> int:
+    """How many turns the history holds before ``start``: from the previous summary record,
+    so a compaction does not read the whole history (a record written before summaries
+    counted their turns is counted from the history once)."""
+    turns = previous.get("turns") if previous else 0
+    if isinstance(turns, int) and not isinstance(turns, bool) and turns >= 0:
+        return turns
+    return _turns_before(history, start)
 
 
 def _tail_that_fits(messages: list[Message], tokens: int, counter: TokenCounter) -> list[Message]:

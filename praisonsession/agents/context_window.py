@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .prompt import for_model
@@ -102,7 +103,6 @@ class Request:
 
     messages: list[Message]
     budget: int
-    tokens: int
     #: Tokens per part: system, message, recent, context, recalled, summary.
     parts: dict[str, int] = field(default_factory=dict)
     #: Index in the history of the first message sent as a recent turn (len(history) if none).
@@ -111,6 +111,15 @@ class Request:
     recalled: int = 0
     #: Whether some text was cut with a marker.
     cut: bool = False
+    counter: TokenCounter | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def tokens(self) -> int:
+        """What the whole request counts, counted when first asked: a turn never needs it,
+        and its system message (recalled turns, summary) is new text on every turn."""
+        if self.counter is None:
+            raise ValueError("this Request was made without a counter")
+        return sum(message_tokens(m, self.counter) for m in self.messages)
 
 
 def split_turns(messages: Sequence[Message], offset: int = 0) -> list[tuple[int, int]]:
@@ -272,11 +281,10 @@ def assemble(
     messages: list[Message] = [{"role": "system", "content": system_text}]
     messages += recent
     messages.append({"role": "user", "content": text})
-    tokens = sum(message_tokens(m, counter) for m in messages)
     return Request(
         messages=messages,
         budget=budget,
-        tokens=tokens,
+        counter=counter,
         parts=parts,
         window_start=window_start,
         recalled=kept,

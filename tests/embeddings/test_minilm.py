@@ -90,6 +90,18 @@ def test_batch_matches_single(embedder: MiniLMEmbedder) -> None:
     _assert_close(batched, [embedder.embed_query(text) for text in texts])
 
 
+def test_bulk_batches_on_every_core_match_single_texts_on_the_calling_thread(
+    embedder: MiniLMEmbedder,
+) -> None:
+    from praisonsession.embeddings._encoder import BULK_ROWS
+
+    texts = [f"note {i}: {'the harbour ' * (i % 5)}opens at {i % 12} o'clock" for i in range(40)]
+    bulk = embedder.embed(texts)  # one batch of 40 rows: the session on every core
+    assert embedder._encoder is not None and embedder._encoder._bulk is not None
+    assert BULK_ROWS <= 40
+    _assert_close(bulk, [embedder.embed_query(text) for text in texts])
+
+
 def test_small_batches_keep_input_order(embedder: MiniLMEmbedder) -> None:
     texts = [f"{'very ' * (i % 7)}item number {i}" for i in range(23)]
     reference = embedder.embed(texts)
