@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -222,14 +221,17 @@ def embedded_place(base: Path) -> dict[str, Any]:
 def step(name: str, base: Path) -> None:
     """One step of a killed-rotation test, in a process of its own, as a real rerun is: an
     embedded Chroma client does not see another process's writes (its vector index is
-    cached), so the test process itself opens no Chroma store."""
-    place = embedded_place(base)
+    cached), so the test process itself opens no embedded Chroma store."""
+    place = json.loads((base / "place.json").read_text())
+    embedded = "vector_store_url" not in place["settings"]
     if name == "fill":
         (base / "before.json").write_text(json.dumps(fill(place)))
         return
-    assert_one_key_each(place)  # what the killed run left
-    rekey(KEY, NEW_KEY, place["store"], vector_store=place["vectors"])
-    assert_one_key_each(place)
+    if embedded:  # on a server, entries stay under their user's key: nothing to count
+        assert_one_key_each(place)  # what the killed run left
+    rekey(KEY, NEW_KEY, place["store"], vector_store=place["vectors"], settings=place["settings"])
+    if embedded:
+        assert_one_key_each(place)
     check_rotated(place, json.loads((base / "before.json").read_text()))
 
 
@@ -255,10 +257,11 @@ def run_step(name: str, base: Path) -> None:
 
 CHILD = textwrap.dedent(
     """
-    import os, signal, sys
+    import json, os, signal, sys
     from praisonsession.rotation import rekey
 
-    where, point, count = sys.argv[4], sys.argv[5], int(sys.argv[6])
+    place = json.loads(open(sys.argv[3]).read())
+    point, count = sys.argv[4], int(sys.argv[5])
     calls = {"n": 0}
 
     def killing(real):
@@ -281,7 +284,8 @@ CHILD = textwrap.dedent(
     else:
         from chromadb.api.models.Collection import Collection
         setattr(Collection, point, killing(getattr(Collection, point)))
-    rekey(sys.argv[1], sys.argv[2], sys.argv[3], vector_store=where)
+    old, new = sys.argv[1], sys.argv[2]
+    rekey(old, new, place["store"], vector_store=place["vectors"], settings=place["settings"])
     """
 )
 
@@ -307,17 +311,40 @@ def assert_one_key_each(place: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("point", "count"), [("store", 2), ("upsert", 1), ("upsert", 3), ("delete", 1)]
+    ("where", "point", "count"),
+    [
+        ("embedded", "store", 2),  # in the session store's part
+        ("embedded", "upsert", 1),  # before the first vector entry is rewritten
+        ("embedded", "upsert", 3),  # some collections done, the others not
+        ("embedded", "delete", 1),  # a chunk under its new id, the old one still there
+        ("chroma-server", "upsert", 2),
+        ("chroma-server", "delete", 1),
+    ],
 )
-def test_a_killed_rekey_run_again_ends_complete(point: str, count: int, tmp_path: Path) -> None:
+def test_a_killed_rekey_run_again_ends_complete(
+    where: str, point: str, count: int, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     place = embedded_place(tmp_path)
+    if where == "chroma-server":
+        place["vectors"] = place["settings"]["vector_store_url"] = request.getfixturevalue(
+            "chroma_url"
+        )
+        place["settings"]["vector_namespace"] = f"t{uuid.uuid4().hex}"
+    (tmp_path / "place.json").write_text(json.dumps(place))
     run_step("fill", tmp_path)
-    args = [KEY, NEW_KEY, place["store"], place["vectors"], point, str(count)]
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, *args],
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            KEY,
+            NEW_KEY,
+            str(tmp_path / "place.json"),
+            point,
+            str(count),
+        ],
         capture_output=True,
         timeout=300,
-        env={**os.environ, "PRAISONSESSION_DATA_DIR": place["settings"]["data_dir"]},
     )
     assert child.returncode == -signal.SIGKILL, child.stderr.decode()[-2000:]
     run_step("finish", tmp_path)  # checks what the kill left, reruns, checks the end
