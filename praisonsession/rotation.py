@@ -92,14 +92,14 @@ def rekey(
 
 
 def _vector_location(given: str | Path | None, settings: Settings) -> str | Path | None:
-    """Where the vectors are: given, else as ``Session`` finds them; None for a default
-    directory that is not there (memory and knowledge were never used: nothing to rotate)."""
+    """Where the vectors are: given, else where sessions find them (``recall.vector_location``);
+    None for a default directory that is not there (memory and knowledge were never used)."""
     if given is not None:
         return given
-    if settings.vector_store_url:
-        return settings.vector_store_url
-    embedded = Path(settings.data_dir).expanduser().resolve() / "chroma"
-    return embedded if embedded.is_dir() else None
+    from .recall import vector_location
+
+    found = vector_location(settings)
+    return found if settings.vector_store_url or Path(found).is_dir() else None
 
 
 async def _rekey_location(

@@ -145,8 +145,9 @@ def test_rekey_reseals_memories_history_and_knowledge_keeping_ids(
     assert again.vector_entries == 0  # a rerun of a finished rotation rewrites nothing
 
 
-def test_the_cli_rotates_the_vector_store_it_is_given(
-    place: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("named", [True, False], ids=["--vector-store", "as-sessions-find-it"])
+def test_the_cli_rotates_the_vector_store(
+    place: dict[str, Any], named: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from click.testing import CliRunner
 
@@ -155,12 +156,15 @@ def test_the_cli_rotates_the_vector_store_it_is_given(
     before = fill(place)
     (tmp_path / "old.key").write_text(KEY + "\n")
     (tmp_path / "new.key").write_text(NEW_KEY + "\n")
-    namespace = place["settings"].get("vector_namespace")
-    if namespace:
-        monkeypatch.setenv("PRAISONSESSION_VECTOR_NAMESPACE", namespace)
+    for name, value in place["settings"].items():  # what sessions are configured by
+        if named and name != "vector_namespace":
+            continue
+        monkeypatch.setenv(f"PRAISONSESSION_{name.upper()}", value)
     old, new = str(tmp_path / "old.key"), str(tmp_path / "new.key")
     command = ["rekey", "--old-key-file", old, "--new-key-file", new, "--store", place["store"]]
-    result = CliRunner().invoke(main, [*command, "--vector-store", place["vectors"], "--yes"])
+    if named:
+        command += ["--vector-store", place["vectors"]]
+    result = CliRunner().invoke(main, [*command, "--yes"])
     assert result.exit_code == 0, result.output
     assert "Sealed 2 sessions" in result.output or "Sealed 3 sessions" in result.output
     assert "vector entries of" in result.output
