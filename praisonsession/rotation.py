@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import runtime
-from .errors import DecryptionError
+from .errors import DecryptionError, InvalidValueError
 from .session_options import resolve_settings, resolve_store
 
 if TYPE_CHECKING:
@@ -61,11 +61,11 @@ async def arekey(
     from .stores.encrypted import rekey as rekey_store
 
     resolved = resolve_settings(settings)
+    location = _vector_location(vector_store, resolved)  # checked before anything is changed
     target = resolve_store(store, resolved)
     plain = getattr(target, "inner", target)  # the key setting may have wrapped it
     try:
         sessions = await rekey_store(plain, old_key, new_key)
-        location = _vector_location(vector_store, resolved)
         entries = 0
         if location is not None:
             sealed = EncryptedStore(plain, new_key, old_keys=(old_key,))
@@ -95,6 +95,12 @@ def _vector_location(given: str | Path | None, settings: Settings) -> str | Path
     """Where the vectors are: given, else where sessions find them (``recall.vector_location``);
     None for a default directory that is not there (memory and knowledge were never used)."""
     if given is not None:
+        server = str(given).startswith(("http://", "https://"))
+        if not server and not Path(given).is_dir():
+            raise InvalidValueError(
+                f"There is no vector store at {given}: pass the directory memory and "
+                "knowledge use (<data_dir>/chroma) or the Chroma server's http:// URL."
+            )
         return given
     from .recall import vector_location
 
@@ -110,14 +116,6 @@ async def _rekey_location(
     from .stores.hierarchy import stored_vault_key
     from .vectors import chroma_client
 
-    server = str(location).startswith(("http://", "https://"))
-    if not server and not Path(location).is_dir():
-        from .errors import InvalidValueError
-
-        raise InvalidValueError(
-            f"There is no vector store at {location}: pass the directory memory and "
-            "knowledge use (<data_dir>/chroma) or the Chroma server's http:// URL."
-        )
     client = await offload(chroma_client, location)
     namespace = settings.vector_namespace
     collections = await offload(_collections, client, namespace)

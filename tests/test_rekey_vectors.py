@@ -352,3 +352,29 @@ def test_a_killed_rekey_run_again_ends_complete(
     )
     assert child.returncode == -signal.SIGKILL, child.stderr.decode()[-2000:]
     run_step("finish", tmp_path)  # checks what the kill left, reruns, checks the end
+
+
+def test_a_misnamed_vector_store_is_refused_before_anything_changes(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from praisonsession import InvalidValueError
+    from praisonsession.cli import main
+
+    place = embedded_place(tmp_path)
+    session = opened(place, KEY)
+    session.set_state("note", SECRET)
+    session.close()
+    with pytest.raises(InvalidValueError, match="no vector store at"):
+        rekey(KEY, NEW_KEY, place["store"], vector_store=tmp_path / "chorma")
+    (tmp_path / "old.key").write_text(KEY + "\n")
+    (tmp_path / "new.key").write_text(NEW_KEY + "\n")
+    keys = [
+        "--old-key-file",
+        str(tmp_path / "old.key"),
+        "--new-key-file",
+        str(tmp_path / "new.key"),
+    ]
+    where = ["--store", place["store"], "--vector-store", str(tmp_path / "chorma"), "--yes"]
+    result = CliRunner().invoke(main, ["rekey", *keys, *where])
+    assert result.exit_code != 0 and "no vector store at" in result.output
+    assert opened(place, KEY).get_state("note") == SECRET  # still under the old key
