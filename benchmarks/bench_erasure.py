@@ -37,9 +37,9 @@ sys.path.insert(0, str(HERE.parent / "tests"))  # the server helpers of the test
 
 from postgres_server import PostgresServer  # noqa: E402
 from praisonsession import Session, erase_user, open_store, runtime  # noqa: E402
+from praisonsession.stores.postgres.schema import TABLES  # noqa: E402  (the tables the store has today)
 
 MARK = "zq8x1"  # in every message of the erased user, in none of the others'
-TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_logs", "ps_messages")
 
 
 def fill(url: str, others: int) -> None:
