@@ -354,6 +354,9 @@ async def rekey(store: SessionBase, old_key: str, new_key: str) -> int:
     either key opens during the rotation, so a run cut short leaves a store that the next run
     (with the same two keys) finishes. Run it while no program writes to the store: a message
     appended between a log's read and its rewrite would be lost.
+
+    The sessions alone: ``praisonsession.rotation.rekey`` also rotates the vector store
+    (memory and knowledge), which no longer opens after this call by itself.
     """
     sealed = EncryptedStore(store, new_key, old_keys=(old_key,))
     done = 0
