@@ -36,7 +36,7 @@ $(DEMO_STAMP): pyproject.toml
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
-	$(DEMO_PY) -m praisonsession.demo
+	$(DEMO_PY) -m praisonsession.apps.demo
 
 test: $(STAMP)
 	sh tests/browser/install_chromium.sh  # Debian's chromium + driver for tests/test_ui_browser.py

@@ -36,8 +36,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the server helpers of the test suite
 
 from postgres_server import PostgresServer  # noqa: E402
-from praisonsession import Session, erase_user, open_store, runtime  # noqa: E402
-from praisonsession.stores.postgres.schema import TABLES  # noqa: E402  (the tables the store has today)
+from praisonsession import Session, erase_user, open_store  # noqa: E402
+from praisonsession._internal import runtime  # noqa: E402
+from praisonsession.stores.backends.postgres.schema import TABLES  # noqa: E402  (the tables the store has today)
 
 MARK = "zq8x1"  # in every message of the erased user, in none of the others'
 

@@ -90,7 +90,7 @@ def timed_embedder() -> tuple[Any, list[float]]:
     """A new, unloaded process-wide embedder (a new user's first call loads the model), with
     the seconds each of its ``embed`` calls takes recorded."""
     from praisonsession import recall
-    from praisonsession.embeddings import MiniLMEmbedder
+    from praisonsession.recall.embeddings import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()
     spent: list[float] = []
@@ -141,7 +141,7 @@ class Stages:
     "write to Chroma" stage then writes."""
 
     def __init__(self, root: Path, folder: Path) -> None:
-        from praisonsession.knowledge.chunking import chunk_text
+        from praisonsession.recall.knowledge.chunking import chunk_text
 
         session = open_session(root / "stages", "second_user")
         recall = session._core._open_recall()  # opened first: not a stage here
@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         write_folder(folder, files, seed=7)
         stages = Stages(root, folder)
         texts = stages.texts
-        from praisonsession.embeddings import MiniLMEmbedder
+        from praisonsession.recall.embeddings import MiniLMEmbedder
 
         alone_embedder = MiniLMEmbedder()
         alone_embedder.load()

@@ -78,7 +78,7 @@ COLD_SESSION = "bench_cold_session"
 
 def recall_of(session: Any) -> Any:
     """The session's memory services (internal), opened here so that set-up is not timed."""
-    from praisonsession import runtime
+    from praisonsession._internal import runtime
 
     return runtime.run(session._core._memory())
 
@@ -281,7 +281,7 @@ def query_text(rng: random.Random) -> str:
 
 
 def bench_ingest(root: Path, files: int, megabytes: float, seed: int) -> dict[str, Any]:
-    from praisonsession.knowledge.chunking import chunk_text
+    from praisonsession.recall.knowledge.chunking import chunk_text
 
     folder = root / "corpus"
     files, written = write_corpus(folder, files, int(megabytes * 1_000_000), seed)
@@ -364,7 +364,7 @@ def token_counts(texts: list[str]) -> list[int]:
     try:
         from tokenizers import Tokenizer
 
-        from praisonsession.embeddings.minilm import _vendored_tokenizer_json
+        from praisonsession.recall.embeddings.minilm import _vendored_tokenizer_json
 
         tokenizer = Tokenizer.from_str(_vendored_tokenizer_json())
     except Exception:
@@ -571,7 +571,7 @@ chroma_after_session = "chromadb" in sys.modules
 out = {"import_ms": 1000 * (t_import - start), "session_ms": 1000 * (t_session - t_import),
        "chromadb_after_session": chroma_after_session}
 if args["split"]:  # the steps of a first search, one at a time, as search_memory takes them
-    from praisonsession import runtime
+    from praisonsession._internal import runtime
     steps = []
     def step(name, call):
         t = time.perf_counter()
@@ -726,7 +726,7 @@ def _short(file: str) -> str:
 
 def profile_ingest(root: Path, files: int) -> dict[str, Any]:
     """add_knowledge of the corpus's first ``files`` files for a new user (new chunk ids)."""
-    from praisonsession.knowledge.sources import files_in
+    from praisonsession.recall.knowledge.sources import files_in
 
     folder = root / "profile_corpus"
     folder.mkdir()

@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 import bench_memory_search  # noqa: E402
 
 from praisonsession import Session  # noqa: E402
-from praisonsession.memory.paraphrase import DEFAULT_THRESHOLD, is_paraphrase  # noqa: E402
+from praisonsession.recall.memory.paraphrase import DEFAULT_THRESHOLD, is_paraphrase  # noqa: E402
 
 DATA = HERE / "data" / "memory_questions.json"
 ANSWERABLE = ("single", "updated", "multi_session", "paraphrase")

@@ -46,7 +46,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from praisonsession import Session, runtime  # noqa: E402
+from praisonsession import Session  # noqa: E402
+from praisonsession._internal import runtime  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
 QUERIES = 200

@@ -51,7 +51,8 @@ sys.path.insert(0, str(HERE.parent / "tests"))  # the server helpers of the test
 from bench_foundation import BenchAgent, make_message, percentile  # noqa: E402
 
 from postgres_server import PostgresServer  # noqa: E402
-from praisonsession import Session, open_store, runtime  # noqa: E402
+from praisonsession import Session, open_store  # noqa: E402
+from praisonsession._internal import runtime  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 RAW_TARGET = 0.6

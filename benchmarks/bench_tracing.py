@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from raw_engines import sqlite_update_commit
 
 from praisonsession import AsyncSession, Session, tracing
-from praisonsession.execution import bounded
+from praisonsession._internal.runtime import bounded
 
 SHIPPED_CALL = AsyncSession._call
 

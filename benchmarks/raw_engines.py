@@ -55,8 +55,9 @@ def sqlite_increment_statements(synchronous: str, n: int) -> float:
     (two rows of ``ps_state`` side by side: one B-tree page, one WAL frame); COMMIT. Our
     facade's figure over this one is what the Python around the SQL costs.
     """
-    from praisonsession import SqliteSession, runtime
-    from praisonsession.stores.sqlite_schema import INCREMENT_READ, INCREMENT_WRITE
+    from praisonsession import SqliteSession
+    from praisonsession._internal import runtime
+    from praisonsession.stores.backends.sqlite.schema import INCREMENT_READ, INCREMENT_WRITE
 
     with tempfile.TemporaryDirectory(prefix="ps-floor-sqlite-") as folder:
         store = SqliteSession(os.path.join(folder, "s.db"), synchronous=synchronous)

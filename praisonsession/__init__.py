@@ -9,7 +9,6 @@ AgentScope-style layer (``StateModule``, ``SessionBase`` stores) is exported too
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .async_session import AsyncSession
 from .errors import (
     AgentURLError,
     AmbiguousLegacyDataError,
@@ -41,19 +40,20 @@ from .errors import (
     UnsupportedFormatError,
     UnsupportedOperationError,
 )
-from .memory.lifecycle import MemoryId
-from .session import Session
+from .recall.memory.lifecycle import MemoryId
+from .session.core import AsyncSession
+from .session.sync import Session
 from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 
 if TYPE_CHECKING:
-    from .erasure import ErasureReport, aerase_user, erase_user
+    from .session.erasure import ErasureReport, aerase_user, erase_user
     from .state import LoadResult, MessageLog, StateModule
-    from .stores.encrypted import EncryptedStore
-    from .stores.json_files import JSONSession
-    from .stores.memory import InMemorySession
-    from .stores.postgres import PostgresSession
-    from .stores.redis import RedisSession
-    from .stores.sqlite import SqliteSession
+    from .stores.backends.json.store import JSONSession
+    from .stores.backends.memory import InMemorySession
+    from .stores.backends.postgres import PostgresSession
+    from .stores.backends.redis import RedisSession
+    from .stores.backends.sqlite.store import SqliteSession
+    from .stores.wrappers.encrypted import EncryptedStore
 
 
 __all__ = [
@@ -134,7 +134,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     if name in ("ErasureReport", "aerase_user", "erase_user"):
-        from . import erasure
+        from .session import erasure
 
         value = getattr(erasure, name)
         globals()[name] = value

@@ -1,6 +1,6 @@
 """``python -m praisonsession``: the same command line as the ``praisonsession`` script."""
 
-from .cli import main
+from .apps.cli import main
 
 if __name__ == "__main__":
     main()

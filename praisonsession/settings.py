@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .choices import DURABILITIES, SYNC_CALLS
+from ._internal.checks import DURABILITIES, SYNC_CALLS
 from .errors import InvalidSettingError
 
 __all__ = ["DEFAULT_TIMEOUT", "ENV_PREFIX", "Settings"]
@@ -223,7 +223,7 @@ class Settings:
                 if knob.secret and value:
                     value = "***"
                 elif isinstance(value, str):
-                    from .redaction import redact_url
+                    from ._internal.redaction import redact_url
 
                     value = redact_url(value)  # URLs may hold a password
                 shown.append(f"{name}={value if value == '***' else repr(value)}")
@@ -311,7 +311,7 @@ def _explain(exc: Any, values: dict[str, Any], environment: dict[str, str]) -> I
     error = exc.errors()[0]
     name = str(error["loc"][0]) if error.get("loc") else "?"
     knob = KNOBS.get(name)
-    from .redaction import redact_url
+    from ._internal.redaction import redact_url
 
     value = error.get("input")
     if knob is not None and knob.secret:

@@ -12,8 +12,8 @@ from typing import Any
 
 from counting_store import CountingStore
 from praisonsession import InMemorySession, JSONSession, SessionBase, SqliteSession
-from praisonsession.identifiers import DEFAULT_USER, filename_for
-from praisonsession.stores.base import Key
+from praisonsession._internal.identifiers import DEFAULT_USER, filename_for
+from praisonsession.stores.api import Key
 
 BACKENDS = ["memory", "json", "sqlite"]  # the facade tests (test_session.py) run on these
 STORE_BACKENDS = [*BACKENDS, "redis", "postgres"]  # every backend, each with a URL

@@ -14,7 +14,8 @@ from backends import CONFORMANCE_BACKENDS, PERSISTENT, RawAccess, make_store
 from chroma_server import chroma_url  # noqa: F401 - shared fixture
 from llm_server import ScriptedChatServer, isolate_llm_env, serving
 from postgres_server import PostgresServer
-from praisonsession import SessionBase, clock, runtime
+from praisonsession import SessionBase, clock
+from praisonsession._internal import runtime
 from redis_server import RedisServer
 from sessions import open_session  # noqa: F401 - shared fixture
 

@@ -44,14 +44,8 @@ import sys
 import time
 from pathlib import Path
 
-from praisonsession import (
-    MessageLog,
-    Session,
-    SessionExpiredError,
-    StateModule,
-    open_store,
-    runtime,
-)
+from praisonsession import MessageLog, Session, SessionExpiredError, StateModule, open_store
+from praisonsession._internal import runtime
 
 BARRIER_TIMEOUT = 60.0
 CRASH_TRIALS = 20  # kills per crash test

@@ -20,7 +20,8 @@ from typing import Any, Literal, Optional
 import pytest
 
 from llm_server import Reply, ScriptedChatServer
-from praisonsession import AsyncSession, InvalidValueError, Session, SessionBase, runtime
+from praisonsession import AsyncSession, InvalidValueError, Session, SessionBase
+from praisonsession._internal import runtime
 from praisonsession.agents import Agent, AgentSpec, function_schema, module_key
 from praisonsession.agents.agent import escaped_module_key
 from praisonsession.agents.prompt import recent_turns

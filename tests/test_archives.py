@@ -32,10 +32,10 @@ from praisonsession import (
     SessionCorruptedError,
     StateModule,
     UnsupportedFormatError,
-    runtime,
 )
+from praisonsession._internal import runtime
 from praisonsession.archive import ARCHIVE_VERSION, STAGING_TTL, export_session, import_session
-from praisonsession.stores.hierarchy import SNAPSHOT_OWNER, snapshot_key
+from praisonsession.stores.branches import SNAPSHOT_OWNER, snapshot_key
 from praisonsession.stores.record import Key
 
 #: Text every backend must carry unchanged: emoji, CJK, combining marks, right-to-left,

@@ -20,8 +20,8 @@ from praisonsession import (
     Session,
     SessionBase,
     StateModule,
-    runtime,
 )
+from praisonsession._internal import runtime
 
 # -- Session is AsyncSession, synchronously --------------------------------------------------
 

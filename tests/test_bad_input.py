@@ -37,8 +37,8 @@ from praisonsession import (
     StoreUnavailableError,
     erase_user,
     open_store,
-    runtime,
 )
+from praisonsession._internal import runtime
 from praisonsession.llm import LLMNotConfiguredError, LLMUnavailableError, resolve_llm
 from praisonsession.settings import Settings
 

@@ -1,6 +1,6 @@
 """The ``praisonsession`` command line, as an operator or a script uses it.
 
-Most tests drive the real command group (``praisonsession.cli.main``) in this process with
+Most tests drive the real command group (``praisonsession.apps.cli.main``) in this process with
 Click's ``CliRunner``, against real stores: SQLite files, JSON directories and a Redis server.
 A few run the installed ``praisonsession`` script and ``python -m praisonsession`` to check
 what only a real process shows: exit codes, one-line errors, a store that is down, Ctrl-C.
@@ -23,7 +23,7 @@ from click.testing import CliRunner, Result
 
 from backends import postgres_store_url, redis_store_url
 from praisonsession import Session
-from praisonsession.cli import main
+from praisonsession.apps.cli import main
 from redis_server import _free_port
 
 LOG = "agent.memory"
@@ -167,8 +167,8 @@ def test_ui_keeps_its_options_and_reports_a_bad_store_like_every_command() -> No
 
 
 def test_serve_and_ui_declare_host_port_and_token_alike() -> None:
-    from praisonsession.cli.serve import serve
-    from praisonsession.cli.ui import ui
+    from praisonsession.apps.cli.serve import serve
+    from praisonsession.apps.cli.ui import ui
 
     def declared(command: click.Command) -> dict[str, tuple]:
         return {

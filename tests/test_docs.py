@@ -130,7 +130,7 @@ def test_the_readme_says_how_to_install_from_a_clone_and_where_to_go_next() -> N
 
 def test_the_demo_runs_and_shows_what_it_promises(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "praisonsession.demo"],
+        [sys.executable, "-m", "praisonsession.apps.demo"],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -25,8 +25,8 @@ from praisonsession import (
     Session,
     SessionBase,
     StateModule,
-    runtime,
 )
+from praisonsession._internal import runtime
 from praisonsession.state import MessageLog
 
 KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
@@ -234,7 +234,7 @@ def test_increments_and_appends_stay_exact_under_many_processes(
 def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
     plain: SessionBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from praisonsession.stores import encrypted
+    from praisonsession.stores.wrappers import encrypted
 
     for n in range(6):
         fill(sealed_session(plain, f"s{n}"))
@@ -261,7 +261,7 @@ def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
 
     from click.testing import CliRunner
 
-    from praisonsession.cli import main
+    from praisonsession.apps.cli import main
 
     (tmp_path / "old.key").write_text(KEY + "\n")
     (tmp_path / "new.key").write_text(OTHER_KEY + "\n")
@@ -314,7 +314,7 @@ def test_memory_and_knowledge_texts_are_sealed_and_still_found(tmp_path: Path) -
 def test_memory_ids_and_duplicate_keys_are_keyed_hashes_under_encryption(
     tmp_path: Path,
 ) -> None:
-    from praisonsession.memory.lifecycle import memory_id_for, text_key
+    from praisonsession.recall.memory.lifecycle import memory_id_for, text_key
 
     text = f"Ada keeps her passport number {SECRET} in the blue folder"
     settings = {"data_dir": str(tmp_path / "data"), "encryption_key": KEY}

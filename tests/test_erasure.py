@@ -18,10 +18,11 @@ from click.testing import CliRunner
 import backends
 from backends import make_store, postgres_schema, redis_prefix
 from chroma_server import ChromaServer, chroma_command
-from praisonsession import Session, SessionBase, erase_user, runtime
-from praisonsession.cli import main
-from praisonsession.stores.hierarchy import vault_key
-from praisonsession.vectors import memory_scope
+from praisonsession import Session, SessionBase, erase_user
+from praisonsession._internal import runtime
+from praisonsession.apps.cli import main
+from praisonsession.recall.vectors import memory_scope
+from praisonsession.stores.branches import vault_key
 
 #: In every text, id and name of the erased user; in none of the kept user's.
 MARK = b"q7f3a"
@@ -281,7 +282,7 @@ def test_a_vaulted_collection_still_reaches_entries_stored_before_the_vault(
     import uuid
 
     from praisonsession.recall import default_embedder
-    from praisonsession.vectors import Vault, VectorIndex, chroma_client
+    from praisonsession.recall.vectors import Vault, VectorIndex, chroma_client
 
     client = chroma_client(chroma_url)
     name = f"t{uuid.uuid4().hex}_legacy"

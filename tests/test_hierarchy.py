@@ -29,9 +29,9 @@ from praisonsession import (
     StateModule,
     aerase_user,
     erase_user,
-    runtime,
 )
-from praisonsession.stores.hierarchy import SNAPSHOT_OWNER, SnapshotInfo
+from praisonsession._internal import runtime
+from praisonsession.stores.branches import SNAPSHOT_OWNER, SnapshotInfo
 
 Open = Callable[..., Session]
 
@@ -482,7 +482,7 @@ def test_a_fork_copies_the_memories_the_session_added_as_its_own(
 def test_a_fork_whose_memories_cannot_be_copied_is_not_made(
     open_session: Open, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from praisonsession.memory.long_term import LongTermMemory
+    from praisonsession.recall.memory.long_term import LongTermMemory
 
     parent = open_session("parent", "ada")
     parent.add_memory("Ada drinks green tea")

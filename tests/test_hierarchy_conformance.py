@@ -19,7 +19,7 @@ from praisonsession import (
     SessionNotFoundError,
     StateModule,
 )
-from praisonsession.stores.hierarchy import SNAPSHOT_OWNER
+from praisonsession.stores.branches import SNAPSHOT_OWNER
 
 
 class Agent(StateModule):

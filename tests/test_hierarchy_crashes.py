@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 from backends import SERVERS, SHARED, store_url
-from praisonsession import Session, SessionBase, erase_user, open_store, runtime
+from praisonsession import Session, SessionBase, erase_user, open_store
+from praisonsession._internal import runtime
 from praisonsession.archive import STAGING_TTL
 from praisonsession.clock import ManualClock
-from praisonsession.stores.hierarchy import SNAPSHOT_OWNER
+from praisonsession.stores.branches import SNAPSHOT_OWNER
 from process_workers import CRASH_SEED, CRASH_TRIALS, WRITERS_AHEAD, Agent, worker_command
 
 pytestmark = [

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from praisonsession import runtime
-from praisonsession.identifiers import filename_for
-from praisonsession.stores import json_index
-from praisonsession.stores.json_files import JSONSession
+from praisonsession._internal import runtime
+from praisonsession._internal.identifiers import filename_for
+from praisonsession.stores.backends.json import index as json_index
+from praisonsession.stores.backends.json.store import JSONSession
 
 IDS = ["b", "a", "Zed", "é-accent", "a/b", "100", "ß", "日本", "a b", "c" * 200]
 

@@ -9,7 +9,7 @@ import pytest
 
 from documents import make_pdf, serve
 from praisonsession import KnowledgeSourceError, Session
-from praisonsession.knowledge.chunking import chunk_text
+from praisonsession.recall.knowledge.chunking import chunk_text
 
 
 def top(session: Session, query: str) -> str:

@@ -38,7 +38,7 @@ def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
     """Every test runs on both paths: ``complete`` on the calling thread (requests), and
     ``acomplete`` on an event loop (what agents use: on the loop itself for http://)."""
     if request.param == "loop":
-        from praisonsession import runtime
+        from praisonsession._internal import runtime
 
         def on_the_loop(self, messages, tools=None, tool_choice=None):  # type: ignore[no-untyped-def]
             return runtime.run(ChatClient.acomplete(self, messages, tools, tool_choice))
@@ -402,7 +402,7 @@ def test_on_a_loop_an_http_endpoint_is_called_without_a_thread(
     """The server's agents chat on the event loop: no worker thread holds the GIL the loop
     needs. An https:// endpoint (or one behind a proxy) keeps the thread path."""
     import praisonsession.llm.client as client_module
-    from praisonsession import runtime
+    from praisonsession._internal import runtime
 
     def no_thread(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("the LLM request went to a worker thread")

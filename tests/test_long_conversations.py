@@ -17,14 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from llm_server import Reply, ScriptedChatServer, echo_responder
-from praisonsession import (
-    AsyncSession,
-    InvalidValueError,
-    Session,
-    SessionBase,
-    erase_user,
-    runtime,
-)
+from praisonsession import AsyncSession, InvalidValueError, Session, SessionBase, erase_user
+from praisonsession._internal import runtime
 from praisonsession.agents.compaction import (
     SUMMARY_PROMPT,
     extractive_summary,
@@ -46,7 +40,7 @@ from praisonsession.agents.tokens import (
     estimate_tokens,
     message_tokens,
 )
-from praisonsession.cli import main as cli
+from praisonsession.apps.cli import main as cli
 from praisonsession.settings import Settings
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "pages"
@@ -634,8 +628,8 @@ def test_show_prints_summaries_and_usage(
 
 
 def test_a_recall_during_background_indexing_embeds_no_turn_twice(store_url: str) -> None:
-    from praisonsession.embeddings.minilm import MiniLMEmbedder
-    from praisonsession.memory.turns import TurnIndex
+    from praisonsession.recall.embeddings.minilm import MiniLMEmbedder
+    from praisonsession.recall.memory.turns import TurnIndex
 
     embedded: list[str] = []
 
@@ -665,8 +659,8 @@ def test_a_recall_during_background_indexing_embeds_no_turn_twice(store_url: str
 
 
 def test_turn_recall_ranks_like_a_full_scan_across_index_growth(store_url: str) -> None:
-    from praisonsession.embeddings.minilm import MiniLMEmbedder
-    from praisonsession.memory.turns import TurnIndex
+    from praisonsession.recall.embeddings.minilm import MiniLMEmbedder
+    from praisonsession.recall.memory.turns import TurnIndex
 
     topics = ["sailing knots", "my locker code 4821", "baking bread", "train timetables"]
 
@@ -703,7 +697,7 @@ def test_turn_recall_ranks_like_a_full_scan_across_index_growth(store_url: str) 
 def test_a_long_chat_embeds_each_turn_once_reusing_its_query_and_batches_the_rest(
     open_session: Callable[..., Session], server: ScriptedChatServer
 ) -> None:
-    from praisonsession.embeddings.minilm import MiniLMEmbedder
+    from praisonsession.recall.embeddings.minilm import MiniLMEmbedder
 
     batches: list[list[str]] = []
     queries: list[str] = []

@@ -46,7 +46,7 @@ SNAPSHOT = textwrap.dedent(
                 "SELECT user_id, session_id, seq, message FROM ps_messages"
                 " WHERE log = '$memory/short_term' ORDER BY 1, 2, 3"
             )
-            from praisonsession.memory.short_term import fold
+            from praisonsession.recall.memory.short_term import fold
 
             by_session = {}
             for user, session, _, message in rows:

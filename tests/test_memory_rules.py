@@ -7,9 +7,9 @@ import datetime as dt
 import pytest
 
 from praisonsession import InvalidValueError
-from praisonsession.memory.paraphrase import is_paraphrase, names_differ, one_slot_changed
-from praisonsession.memory.recency import prefer_newer
-from praisonsession.vectors.filters import parse_where
+from praisonsession.recall.memory.paraphrase import is_paraphrase, names_differ, one_slot_changed
+from praisonsession.recall.memory.recency import prefer_newer
+from praisonsession.recall.vectors.filters import parse_where
 
 RECORD = {"topic": "food", "stars": 4, "vegan": True, "created_at": 1_700_000_000.0}
 

@@ -84,7 +84,7 @@ def test_snapshots_and_the_fork_tree_show_in_a_notebook(tmp_path: Path) -> None:
 KERNEL_CODE = """
 import sys, io, contextlib
 {block}
-from praisonsession.progress import progress_bar
+from praisonsession._internal.progress import progress_bar
 err = io.StringIO()
 with contextlib.redirect_stderr(err), progress_bar(3, True, "chunk", "Adding") as bar:
     bar.update(3)

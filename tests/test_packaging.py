@@ -15,7 +15,7 @@ import zipfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from praisonsession.stores.redis.scripts import load_scripts
+from praisonsession.stores.backends.redis.scripts import load_scripts
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "praisonsession"
@@ -86,7 +86,7 @@ def test_the_wheel_holds_the_lua_scripts_and_the_other_package_data(tmp_path: Pa
     # and they are the ones the source tree assembles
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1])\n"
-        "from praisonsession.stores.redis import scripts\n"
+        "from praisonsession.stores.backends.redis import scripts\n"
         "assert scripts.__file__.startswith(sys.argv[1]), scripts.__file__\n"
         "print(json.dumps({name: s.sha for name, s in scripts.load_scripts().items()}))\n"
     )

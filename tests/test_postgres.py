@@ -29,7 +29,7 @@ from praisonsession import (
     UnsupportedFormatError,
     open_store,
 )
-from praisonsession.stores.postgres.url import parse_url
+from praisonsession.stores.backends.postgres.url import parse_url
 
 
 def schema_url(postgres_url: str, tmp_path: Path, schema: str | None = None) -> str:
@@ -403,7 +403,7 @@ def test_import_praisonsession_does_not_import_psycopg() -> None:
 
 
 def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from praisonsession.stores.postgres import store
+    from praisonsession.stores.backends.postgres import store
 
     monkeypatch.setattr(store._Errors, "races", ())  # as in a process that made no store yet
     for name in ("psycopg", "psycopg_pool", "psycopg.errors"):

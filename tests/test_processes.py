@@ -24,7 +24,8 @@ import pytest
 
 from backends import SERVERS, SHARED
 from backends import store_url as shared_store_url
-from praisonsession import Session, open_store, runtime
+from praisonsession import Session, open_store
+from praisonsession._internal import runtime
 from praisonsession.agents.compaction import SUMMARY_PROMPT
 from process_workers import (
     CRASH_SEED,

@@ -40,8 +40,8 @@ from praisonsession import (
     StoreUnavailableError,
     open_store,
 )
-from praisonsession.stores.base import Key, LogWrite
-from praisonsession.stores.redis.keys import key_segment
+from praisonsession.stores.api import Key, LogWrite
+from praisonsession.stores.backends.redis.keys import key_segment
 from process_workers import Agent
 from redis_server import RedisServer, _free_port, find_redis_server
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from praisonsession import DecryptionError, Session
-from praisonsession.rotation import rekey
+from praisonsession.session.rotation import rekey
 
 KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 NEW_KEY = base64.urlsafe_b64encode(b"n" * 32).decode()
@@ -122,8 +122,9 @@ def check_rotated(place: dict[str, Any], before: dict[str, Any]) -> None:
 def test_rekey_reseals_memories_history_and_knowledge_keeping_ids(
     place: dict[str, Any],
 ) -> None:
-    from praisonsession import runtime
-    from praisonsession.stores import encrypted, open_store
+    from praisonsession._internal import runtime
+    from praisonsession.stores import open_store
+    from praisonsession.stores.wrappers import encrypted
 
     before = fill(place)
     store = open_store(place["store"])
@@ -151,7 +152,7 @@ def test_the_cli_rotates_the_vector_store(
 ) -> None:
     from click.testing import CliRunner
 
-    from praisonsession.cli import main
+    from praisonsession.apps.cli import main
 
     before = fill(place)
     (tmp_path / "old.key").write_text(KEY + "\n")
@@ -174,7 +175,7 @@ def test_the_cli_rotates_the_vector_store(
 def test_help_says_where_the_vectors_are(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from praisonsession.cli import main
+    from praisonsession.apps.cli import main
 
     result = CliRunner().invoke(main, ["rekey", "--help"])
     assert "--vector-store" in result.output and "memory" in result.output
@@ -187,8 +188,8 @@ def test_an_entry_sealed_with_neither_key_is_named_and_kept(tmp_path: Path) -> N
         "vectors": str(tmp_path / "data" / "chroma"),
     }
     fill(place)
-    from praisonsession.sealing import TextSealer, load_key
-    from praisonsession.vectors import chroma_client
+    from praisonsession._internal.sealing import TextSealer, load_key
+    from praisonsession.recall.vectors import chroma_client
 
     client = chroma_client(place["vectors"])
     (memories,) = [
@@ -262,7 +263,7 @@ def run_step(name: str, base: Path) -> None:
 CHILD = textwrap.dedent(
     """
     import json, os, signal, sys
-    from praisonsession.rotation import rekey
+    from praisonsession.session.rotation import rekey
 
     place = json.loads(open(sys.argv[3]).read())
     point, count = sys.argv[4], int(sys.argv[5])
@@ -277,7 +278,7 @@ CHILD = textwrap.dedent(
         return call
 
     if point == "store":
-        from praisonsession.stores.encrypted import EncryptedStore
+        from praisonsession.stores.wrappers.encrypted import EncryptedStore
         real = EncryptedStore.write_modules
         async def write_modules(self, *args):
             calls["n"] += 1
@@ -296,8 +297,8 @@ CHILD = textwrap.dedent(
 
 def assert_one_key_each(place: dict[str, Any]) -> None:
     """Every sealed text of the embedded store opens with exactly one of the two keys."""
-    from praisonsession.sealing import TextSealer, load_key
-    from praisonsession.vectors import chroma_client
+    from praisonsession._internal.sealing import TextSealer, load_key
+    from praisonsession.recall.vectors import chroma_client
 
     old, new = TextSealer(load_key(KEY)), TextSealer(load_key(NEW_KEY))
     client = chroma_client(place["vectors"])
@@ -358,7 +359,7 @@ def test_a_misnamed_vector_store_is_refused_before_anything_changes(tmp_path: Pa
     from click.testing import CliRunner
 
     from praisonsession import InvalidValueError
-    from praisonsession.cli import main
+    from praisonsession.apps.cli import main
 
     place = embedded_place(tmp_path)
     session = opened(place, KEY)

@@ -29,8 +29,8 @@ from praisonsession import (
     RemoteError,
     Session,
     StoreUnavailableError,
-    runtime,
 )
+from praisonsession._internal import runtime
 from redis_server import RedisServer
 from remote_fixtures import (  # noqa: F401 - fixtures
     HISTORY,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from praisonsession import execution
+from praisonsession._internal import runtime as execution
+from praisonsession._internal.retry import RetryPolicy
 from praisonsession.llm.config import LLMConfig
 from praisonsession.llm.retry import retry_policy as llm_policy
 from praisonsession.remote.client import RETRIES as REMOTE
-from praisonsession.retry_policy import RetryPolicy
-from praisonsession.stores.redis.retries import retry_policy as redis_policy
+from praisonsession.stores.backends.redis.retries import retry_policy as redis_policy
 
 
 def test_waits_double_up_to_the_longest_and_jitter_stays_within_half() -> None:

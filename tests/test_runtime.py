@@ -27,9 +27,9 @@ from praisonsession import (
     RuntimeShutdownError,
     Session,
     SqliteSession,
-    execution,
-    runtime,
 )
+from praisonsession._internal import runtime
+from praisonsession._internal import runtime as execution
 from praisonsession.stores import Key
 
 
@@ -104,7 +104,8 @@ def test_shutdown_joins_the_thread_and_the_next_call_restarts_it() -> None:
 
 def test_the_interpreter_exits_cleanly_with_the_loop_running(tmp_path) -> None:
     code = (
-        "from praisonsession import Session, runtime\n"
+        "from praisonsession import Session\n"
+        "from praisonsession._internal import runtime\n"
         "import asyncio\n"
         f"s = Session('s', store='json://{tmp_path}/j')\n"
         "s.set_state('a', 1)\n"

@@ -15,8 +15,8 @@ import pytest
 
 from llm_server import serving
 from praisonsession import InvalidValueError, Session
+from praisonsession._internal.redaction import redact_text, redact_url
 from praisonsession.llm import ChatClient, LLMConfig
-from praisonsession.redaction import redact_text, redact_url
 
 KEY = "sk-planted-key-0123456789"
 
@@ -52,7 +52,7 @@ def test_a_redacted_url_masks_every_secret_and_keeps_the_rest_as_written(
 
 
 def test_a_redis_stores_printed_url_shows_its_key_prefix_and_hides_its_password() -> None:
-    from praisonsession.stores.redis.url import display_url
+    from praisonsession.stores.backends.redis.url import display_url
 
     shown = display_url("h", 6379, 0, "pw", ssl=False, key_prefix="app:")
     assert redact_url(shown) == shown == "redis://:***@h:6379/0?key_prefix=app:"

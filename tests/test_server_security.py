@@ -22,7 +22,12 @@ import requests
 
 from llm_server import ScriptedChatServer
 from praisonsession import InvalidValueError, RemoteAuthError, Session
-from praisonsession.server.tokens import SECRET_ENV, issue_token, load_secret, user_of_token
+from praisonsession.apps.server.access_tokens import (
+    SECRET_ENV,
+    issue_token,
+    load_secret,
+    user_of_token,
+)
 from remote_fixtures import (  # noqa: F401 - fixtures
     HISTORY,
     TOKEN,

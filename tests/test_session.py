@@ -56,7 +56,7 @@ def test_the_timeout_comes_from_the_settings_unless_given(
     assert Session(store="memory://", timeout=2).timeout == 2  # the argument wins
     agent = session.Agent("Tutor", llm={"model": "m", "base_url": server.url})
     assert agent.llm.timeout == 7.5  # the agent's requests are bounded by the session's
-    from praisonsession.server.app import create_app
+    from praisonsession.apps.server.app import create_app
 
     agents = {"/agent": ("Tutor", lambda session: session.Agent("Tutor"))}
     assert create_app(InMemorySession(), agents).hosting.timeout == 7.5  # praisonsession serve

@@ -20,7 +20,7 @@ from praisonsession import (
     UnsupportedFormatError,
     clock,
 )
-from praisonsession.stores import sqlite_schema
+from praisonsession.stores.backends.sqlite import schema as sqlite_schema
 
 # Schema 1, exactly as praisonsession created it before the head row (PRAGMA user_version=1).
 SCHEMA_1 = """
@@ -341,7 +341,7 @@ def test_on_an_event_loop_checkpoints_run_off_the_loop(tmp_path: Path) -> None:
     import asyncio
     import threading
 
-    from praisonsession.stores import sqlite as sqlite_module
+    from praisonsession.stores.backends.sqlite import store as sqlite_module
 
     store = SqliteSession(tmp_path / "loop.db")
     ran_on: list[str] = []

@@ -29,7 +29,7 @@ from praisonsession import (
     StateModule,
     UnsupportedFormatError,
 )
-from praisonsession.identifiers import DEFAULT_USER
+from praisonsession._internal.identifiers import DEFAULT_USER
 
 
 class Friday(StateModule):

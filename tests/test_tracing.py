@@ -146,7 +146,7 @@ def test_a_server_request_is_a_server_span_in_the_callers_trace(
     spans: InMemorySpanExporter, server: ScriptedChatServer, tmp_path: Path
 ) -> None:
     uvicorn = pytest.importorskip("uvicorn")
-    from praisonsession.server import runner
+    from praisonsession.apps.server import runner
 
     os.environ["REMOTE_TEST_LLM_URL"] = server.url
     app = runner.prepare(f"sqlite://{tmp_path}/s.db", ["remote_agents:assistant"])

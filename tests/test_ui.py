@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 import requests
 
-from praisonsession import AsyncSession, runtime
-from praisonsession.session_options import resolve_store
+from praisonsession import AsyncSession
+from praisonsession._internal import runtime
+from praisonsession.recall.vectors import chroma_client
+from praisonsession.session.options import resolve_store
 from praisonsession.settings import Settings
-from praisonsession.stores.base import SessionBase
-from praisonsession.vectors import chroma_client
+from praisonsession.stores.api import SessionBase
 from ui_seed import (
     ALICE_MEMORIES,
     BOB_MEMORY,
@@ -199,7 +200,7 @@ def chroma_folder(ui: UIServer) -> str:
 
 def test_reading_memories_writes_nothing(tmp_path: Path) -> None:
     """The browser opens no collection it would have to create and loads no model."""
-    from praisonsession.ui.memories import MemoryBrowser
+    from praisonsession.apps.ui.memories import MemoryBrowser
 
     url = f"sqlite:///{tmp_path / 'sessions.db'}"
 
@@ -227,7 +228,7 @@ def test_reading_memories_writes_nothing(tmp_path: Path) -> None:
         settings = Settings(data_dir=tmp_path / "empty")
         store = resolve_store(f"sqlite:///{tmp_path / 'other.db'}", settings)
         try:
-            from praisonsession.ui.memories import MemoryBrowser
+            from praisonsession.apps.ui.memories import MemoryBrowser
 
             return await MemoryBrowser(store, settings).memories("alice")
         finally:
@@ -240,7 +241,7 @@ def test_reading_memories_writes_nothing(tmp_path: Path) -> None:
 def test_memories_sealed_with_the_encryption_key_are_shown_opened(tmp_path: Path) -> None:
     import base64
 
-    from praisonsession.ui.memories import MemoryBrowser
+    from praisonsession.apps.ui.memories import MemoryBrowser
 
     key = base64.urlsafe_b64encode(b"u" * 32).decode()
     settings = Settings(data_dir=tmp_path / "data", encryption_key=key)
@@ -326,7 +327,7 @@ def test_the_command_refuses_to_serve_beyond_loopback_without_a_token(store_url:
 
 
 def test_serve_has_the_browser_behind_its_tokens(store_url: str, tmp_path: Path) -> None:
-    from praisonsession.server.tokens import issue_token
+    from praisonsession.apps.server.access_tokens import issue_token
 
     secret = "a-secret-of-the-ui-tests-" + "z" * 40
     secret_file = tmp_path / "server.secret"
@@ -365,7 +366,7 @@ def test_serve_has_the_browser_behind_its_tokens(store_url: str, tmp_path: Path)
 
 def test_no_view_reads_a_whole_history_and_usage_counts_as_show_does(store_url: str) -> None:
     from praisonsession.agents.usage import usage_totals
-    from praisonsession.ui.browse import SessionBrowser
+    from praisonsession.apps.ui.browse import SessionBrowser
 
     reads: list[tuple[str, str, int, int | None]] = []
 
@@ -399,8 +400,8 @@ def test_no_view_reads_a_whole_history_and_usage_counts_as_show_does(store_url: 
 
 def test_every_backend_serves_the_browser_views(store: SessionBase, tmp_path: Path) -> None:
     """The views call public store operations only, so each backend answers them alike."""
-    from praisonsession.ui.browse import SessionBrowser
-    from praisonsession.ui.memories import MemoryBrowser
+    from praisonsession.apps.ui.browse import SessionBrowser
+    from praisonsession.apps.ui.memories import MemoryBrowser
 
     async def look() -> None:
         await seed_store(store, long_messages=120)

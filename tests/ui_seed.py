@@ -11,7 +11,7 @@ from typing import Any
 
 from praisonsession import AsyncSession
 from praisonsession.settings import Settings
-from praisonsession.stores.base import SessionBase
+from praisonsession.stores.api import SessionBase
 
 __all__ = [
     "ALICE_MEMORIES",

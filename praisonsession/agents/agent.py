@@ -24,13 +24,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from .. import runtime, tracing
+from .. import tracing
+from .._internal import runtime
+from .._internal.identifiers import filename_for, readable_name
+from .._internal.redaction import redact_url
+from .._internal.runtime import bounded
 from ..errors import InvalidValueError, MissingDependencyError
-from ..execution import bounded
-from ..identifiers import filename_for, readable_name
 from ..llm.config import resolve_llm
 from ..llm.errors import LLMNotConfiguredError
-from ..redaction import redact_url
 from ..state.message_log import MessageLog
 from ..state.module import StateModule
 from .compaction import compact, latest_summary, needs_compaction

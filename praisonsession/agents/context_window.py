@@ -22,13 +22,7 @@ from functools import cached_property
 from typing import Any
 
 from .prompt import for_model
-from .tokens import (
-    ESTIMATE_MARGIN,
-    MESSAGE_OVERHEAD,
-    TokenCounter,
-    cut_to_tokens,
-    message_tokens,
-)
+from .tokens import ESTIMATE_MARGIN, MESSAGE_OVERHEAD, TokenCounter, cut_to_tokens, message_tokens
 
 __all__ = [
     "DEFAULT_CONTEXT_BUDGET",

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from ..counts import check_count
+from .._internal.checks import check_count
+from .._internal.identifiers import check_key
 from ..errors import InvalidValueError
-from ..identifiers import check_key
 from .compaction import COMPACT_EVERY
 from .tokens import coerce_counter
 

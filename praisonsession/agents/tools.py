@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .._internal.runtime import offload
 from ..errors import InvalidValueError
-from ..execution import offload
 
 __all__ = ["Tool", "Toolbox", "function_schema"]
 

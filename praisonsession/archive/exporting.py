@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from .._internal.json_data import dumps
 from ..errors import InvalidValueError, SessionCorruptedError, SessionNotFoundError
-from ..json_data import dumps
-from ..stores.base import SessionBase
-from ..stores.hierarchy import snapshot_key
+from ..stores.api import SessionBase
+from ..stores.branches import snapshot_key
 from ..stores.record import Key, SessionInfo
 from .layout import MAX_LINE, PAGE, ArchiveSummary, Progress, header_record
 from .staging import STAGING_TTL, Staging

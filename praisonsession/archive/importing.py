@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..counts import is_int
+from .._internal.checks import is_int
 from ..errors import ConflictError, InvalidIdError, InvalidValueError
-from ..stores.base import LogWrite, SessionBase
-from ..stores.hierarchy import SNAPSHOT, snapshot_id_of, snapshot_key
+from ..stores.api import LogWrite, SessionBase
+from ..stores.branches import SNAPSHOT, snapshot_id_of, snapshot_key
 from ..stores.record import Key, SessionInfo, copy_conflict
 from .layout import ArchiveSummary, Progress, Records, verify
 from .staging import STAGING_TTL, Staging

@@ -9,6 +9,8 @@ import stat
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+from .._internal.identifiers import check_key
+from .._internal.json_data import check_json_data, decode
 from ..errors import (
     DamagedArchiveError,
     InvalidIdError,
@@ -16,8 +18,6 @@ from ..errors import (
     SessionCorruptedError,
     UnsupportedFormatError,
 )
-from ..identifiers import check_key
-from ..json_data import check_json_data, decode
 
 #: Bumped when the layout changes; an archive of a newer version is refused.
 ARCHIVE_VERSION = 1

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..clock import now
 from ..errors import SessionCorruptedError
-from ..stores.base import SessionBase
-from ..stores.hierarchy import staging_key
+from ..stores.api import SessionBase
+from ..stores.branches import staging_key
 from ..stores.record import Key
 
 __all__ = ["STAGING_TTL", "Staging"]

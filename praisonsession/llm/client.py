@@ -1,7 +1,8 @@
 """``ChatClient``: POST ``{base_url}/chat/completions`` over one pooled ``requests.Session``.
 
-Blocking on purpose: agents call it through :func:`praisonsession.execution.offload`, which runs
-it on the caller's thread in sync code and in a worker thread under a running event loop.
+Blocking on purpose: agents call it through
+:func:`praisonsession._internal.runtime.offload`, which runs it on the caller's thread in sync
+code and in a worker thread under a running event loop.
 This module imports ``requests`` and ``tenacity``; nothing imports it until an agent first chats.
 """
 
@@ -17,8 +18,8 @@ from typing import Any
 import requests
 
 from .. import tracing
-from ..execution import offload, remaining
-from ..redaction import redact_text
+from .._internal.redaction import redact_text
+from .._internal.runtime import offload, remaining
 from .config import LLMConfig
 from .errors import LLMAuthError, LLMRequestError
 from .loop_http import LoopConnections

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..counts import check_count
+from .._internal.checks import check_count
+from .._internal.redaction import clean_secret, redact_url
 from ..errors import InvalidValueError
-from ..redaction import clean_secret, redact_url
 from ..settings import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:

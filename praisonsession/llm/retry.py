@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 import requests
 import tenacity
 
-from ..redaction import redact_text
-from ..retry_policy import RetryPolicy
+from .._internal.redaction import redact_text
+from .._internal.retry import RetryPolicy
 from .config import LLMConfig
 from .errors import LLMUnavailableError
 

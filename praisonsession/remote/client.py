@@ -2,7 +2,7 @@
 ``Agent.launch``), over one pooled ``requests.Session``.
 
 Blocking on purpose, like the LLM client: sessions call it through
-:func:`praisonsession.execution.offload`. Each request waits at most what is left of the
+:func:`praisonsession._internal.runtime.offload`. Each request waits at most what is left of the
 calling operation's ``timeout``. Retries (tenacity, bounded by attempts and by that deadline)
 happen only where they cannot apply anything twice:
 
@@ -27,6 +27,10 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import requests
 import tenacity
 
+from .._internal.json_data import decode
+from .._internal.redaction import clean_secret, is_secret_parameter, redact_text, redact_url
+from .._internal.retry import RetryPolicy
+from .._internal.runtime import remaining
 from ..errors import (
     AgentURLError,
     InvalidValueError,
@@ -36,10 +40,6 @@ from ..errors import (
     RemoteRequestError,
     RemoteServerError,
 )
-from ..execution import remaining
-from ..json_data import decode
-from ..redaction import clean_secret, is_secret_parameter, redact_text, redact_url
-from ..retry_policy import RetryPolicy
 from .wire import HEALTH, IDEMPOTENCY_HEADER, SERVER_NAME, decode_error, store_path
 
 __all__ = ["RemoteClient", "ServerInfo", "normalize_agent_url"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..execution import offload
-from ..stores.base import UNSET, Key, LogWrite, SessionBase, StoredModules
+from .._internal.runtime import offload
+from ..stores.api import UNSET, Key, LogWrite, SessionBase, StoredModules
 from ..stores.record import SessionInfo
 from .client import RemoteClient
 

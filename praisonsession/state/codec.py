@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .._internal.identifiers import check_key
 from ..errors import InvalidIdError, StateDictError
-from ..identifiers import check_key
 from .message_log import MessageLog
 from .module import StateModule, _plan_of, _snapshot_of
 from .protocol import check_modules as check_protocol

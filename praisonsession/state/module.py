@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from .._internal.json_data import check_json_data, detach
 from ..errors import InvalidValueError, StateDictError
-from ..json_data import check_json_data, detach
 
 __all__ = ["LoadResult", "StateModule", "detach"]
 

@@ -16,8 +16,8 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from .._internal.json_data import detach, dumps
 from ..errors import InvalidValueError
-from ..json_data import detach, dumps
 
 __all__ = ["Stateful", "check_modules", "foreign_state", "is_ours", "load_foreign"]
 

@@ -11,26 +11,26 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .api import SessionBase
 from .backend import UNSET, LogWrite, StoreBackend, StoredModules
-from .base import SessionBase
 from .record import FORMAT_VERSION, Key, SessionContents, SessionInfo
 from .urls import open_store
 
 if TYPE_CHECKING:
-    from .encrypted import EncryptedStore
-    from .json_files import JSONSession
-    from .memory import InMemorySession
-    from .postgres import PostgresSession
-    from .redis import RedisSession
-    from .sqlite import SqliteSession
+    from .backends.json.store import JSONSession
+    from .backends.memory import InMemorySession
+    from .backends.postgres import PostgresSession
+    from .backends.redis import RedisSession
+    from .backends.sqlite.store import SqliteSession
+    from .wrappers.encrypted import EncryptedStore
 
 _BACKENDS = {
-    "EncryptedStore": ".encrypted",
-    "InMemorySession": ".memory",
-    "PostgresSession": ".postgres",
-    "JSONSession": ".json_files",
-    "RedisSession": ".redis",
-    "SqliteSession": ".sqlite",
+    "EncryptedStore": ".wrappers.encrypted",
+    "InMemorySession": ".backends.memory",
+    "PostgresSession": ".backends.postgres",
+    "JSONSession": ".backends.json.store",
+    "RedisSession": ".backends.redis",
+    "SqliteSession": ".backends.sqlite.store",
 }
 
 __all__ = [

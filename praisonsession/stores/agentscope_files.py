@@ -18,14 +18,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._internal.identifiers import DEFAULT_USER
+from .._internal.json_data import dumps, loads
 from ..errors import (
     AmbiguousLegacyDataError,
     InvalidIdError,
     InvalidValueError,
     SessionCorruptedError,
 )
-from ..identifiers import DEFAULT_USER
-from ..json_data import dumps, loads
 from .record import Key
 
 __all__ = [

@@ -16,8 +16,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
 
+from .._internal.identifiers import check_session_id, check_user_id
 from ..errors import UnsupportedOperationError
-from ..identifiers import check_session_id, check_user_id
 from .record import Key, SessionContents, SessionInfo
 
 __all__ = ["UNSET", "Key", "LogWrite", "StoreBackend", "StoredModules"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..choices import DURABILITIES, Durability
+from .._internal.checks import DURABILITIES, Durability
 from ..errors import InvalidValueError
 
 __all__ = ["DURABILITIES", "check_durability"]

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from .._internal.checks import is_int
 from ..clock import now as _clock_now
-from ..counts import is_int
 from ..errors import (
     ConflictError,
     SessionCorruptedError,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from .._internal.redaction import redact_url
 from ..errors import InvalidValueError
-from ..redaction import redact_url
-from .base import SessionBase
+from .api import SessionBase
 
 #: Query parameters the file stores take in their URL, and how each is read.
 FILE_OPTIONS: dict[str, dict[str, type]] = {
@@ -43,7 +43,7 @@ def open_store(url: str, **options: Any) -> SessionBase:
     scheme, rest = url.split("://", 1)
     scheme = scheme.lower()
     if scheme == "memory":
-        from .memory import InMemorySession
+        from .backends.memory import InMemorySession
 
         return InMemorySession(**options)
     if scheme in ("json", "sqlite"):
@@ -55,18 +55,18 @@ def open_store(url: str, **options: Any) -> SessionBase:
             )
         options = {**options, **_file_options(url, scheme, parts.query)}  # the URL's own win
         if scheme == "json":
-            from .json_files import JSONSession
+            from .backends.json.store import JSONSession
 
             return JSONSession(path, **options)
-        from .sqlite import SqliteSession
+        from .backends.sqlite.store import SqliteSession
 
         return SqliteSession(path, **options)
     if scheme in ("redis", "rediss"):
-        from .redis import RedisSession
+        from .backends.redis import RedisSession
 
         return RedisSession.from_url(url, **options)
     if scheme in ("postgresql", "postgres"):
-        from .postgres import PostgresSession
+        from .backends.postgres import PostgresSession
 
         return PostgresSession.from_url(url, **options)
     raise InvalidValueError(

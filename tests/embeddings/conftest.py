@@ -1,6 +1,6 @@
 """Shared fixtures for the embedder tests: one real model per test session, and subprocesses.
 
-Importing praisonsession.embeddings needs none of the model's dependencies; each test module
+Importing praisonsession.recall.embeddings needs none of the model's dependencies; each test module
 skips itself when the ``memory`` extra is not installed.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import praisonsession.embeddings as embeddings_package
-from praisonsession.embeddings import MiniLMEmbedder
+import praisonsession.recall.embeddings as embeddings_package
+from praisonsession.recall.embeddings import MiniLMEmbedder
 
 # The directory that holds the praisonsession package under test (the repo, or a temp copy).
 PROJECT_ROOT = Path(embeddings_package.__file__).resolve().parents[2]

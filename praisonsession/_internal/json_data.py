@@ -1,0 +1,161 @@
+"""What counts as JSON data, and one encoding of it that every backend shares.
+
+Values are checked before anything is written, so a bad value never reaches a store. Text is
+always written as valid UTF-8; a string holding a lone surrogate is written with ``\\uXXXX``
+escapes instead, so it comes back exactly as it went in, from every backend.
+
+Numbers follow one rule on every backend: floats must be finite (no NaN or infinity), and
+integers may have at most :data:`MAX_INT_DIGITS` digits (Python itself refuses to print longer
+ones). :func:`add_numbers` is the one addition every backend's ``increment`` uses, so an
+increment that would leave those bounds fails the same way everywhere, changing nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ..errors import InvalidValueError, SessionCorruptedError
+
+# None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]
+JSONValue = Any
+
+_MAX_DEPTH = 200
+#: The most digits an integer may have (Python's own limit for printing one is 4,300).
+MAX_INT_DIGITS = 4000
+_INT_LIMIT = 10**MAX_INT_DIGITS
+_INT_CHECK_BITS = 13_000  # below this many bits an int has fewer than 4,000 digits
+
+
+def check_json_data(value: Any, what: str = "value") -> None:
+    """Raise InvalidValueError unless ``value`` is plain JSON data: no tuples, sets, NaN, cycles."""
+    _check(value, what, what, 0, set())
+
+
+def _check(value: Any, what: str, path: str, depth: int, seen: set[int]) -> None:
+    if value is None or isinstance(value, (bool, str)):
+        return
+    if isinstance(value, int):
+        if value.bit_length() > _INT_CHECK_BITS and abs(value) >= _INT_LIMIT:
+            raise InvalidValueError(
+                f"{path} is an integer of more than {MAX_INT_DIGITS:,} digits, which cannot be "
+                "stored. Store it as a string instead."
+            )
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidValueError(
+                f"{path} is {value!r}, which JSON cannot hold. Store None or a string instead."
+            )
+        return
+    if depth >= _MAX_DEPTH:
+        raise InvalidValueError(f"{what} is nested deeper than {_MAX_DEPTH} levels.")
+    if isinstance(value, (list, dict)):
+        if id(value) in seen:
+            raise InvalidValueError(f"{path} contains itself; JSON data cannot be circular.")
+        seen.add(id(value))
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                _check(item, what, f"{path}[{index}]", depth + 1, seen)
+        else:
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise InvalidValueError(
+                        f"{path} has the key {key!r} of type {type(key).__name__}; "
+                        "JSON object keys must be str. Convert the keys with str()."
+                    )
+                _check(item, what, f"{path}[{key!r}]", depth + 1, seen)
+        seen.discard(id(value))
+        return
+    hint = " Convert it to a list." if isinstance(value, (tuple, set, frozenset)) else ""
+    raise InvalidValueError(
+        f"{path} is a {type(value).__name__} ({value!r:.80}), which is not JSON data: "
+        f"use None, bool, int, float, str, list or dict.{hint}"
+    )
+
+
+def add_numbers(current: Any, amount: int | float, key: str) -> int | float:
+    """``current + amount`` for ``increment_state``, under the one rule for numbers.
+
+    ``current`` is what the key holds (or the default); a non-number, a float result that is
+    not finite and an integer result past :data:`MAX_INT_DIGITS` digits are refused.
+    """
+    if isinstance(current, bool) or not isinstance(current, (int, float)):
+        raise InvalidValueError(
+            f"State key {key!r} holds {current!r:.80}, not a number, so it cannot be "
+            "incremented. Set it to a number first."
+        )
+    value = current + amount
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidValueError(
+                f"Incrementing state key {key!r} by {amount!r} would give {value!r}, which JSON "
+                "cannot hold; the key was left as it was."
+            )
+    elif value.bit_length() > _INT_CHECK_BITS and abs(value) >= _INT_LIMIT:
+        raise InvalidValueError(
+            f"Incrementing state key {key!r} would give an integer of more than "
+            f"{MAX_INT_DIGITS:,} digits, which cannot be stored; the key was left as it was."
+        )
+    return value
+
+
+def detach(value: Any, what: str) -> Any:
+    """A validated deep copy of JSON data, sharing nothing with the caller's objects."""
+    check_json_data(value, what)
+    return copy_json(value)
+
+
+def copy_json(value: JSONValue) -> JSONValue:
+    """A deep copy of JSON data (faster than copy.deepcopy, which handles any object)."""
+    if isinstance(value, dict):
+        return {key: copy_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [copy_json(item) for item in value]
+    return value
+
+
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_COMPACT_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def dumps(value: JSONValue) -> str:
+    """Compact JSON that always encodes to valid UTF-8 and reads back identically."""
+    if type(value) is int:  # what json writes for an int (the encoders' fast path, inlined)
+        return int.__repr__(value)
+    text = _COMPACT.encode(value)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = _COMPACT_ASCII.encode(value)
+    return text
+
+
+def loads(text: str | bytes, what: str) -> JSONValue:
+    """Decode stored JSON, naming what was being read when it is corrupt."""
+    if (
+        type(text) is str
+        and len(text) < 19
+        and text.isdigit()
+        and text.isascii()
+        and (text[0] != "0" or len(text) == 1)
+    ):  # a counter's value: read as json reads it, sooner
+        return int(text)
+    try:
+        return decode(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SessionCorruptedError(what, f"{type(exc).__name__}: {exc}") from None
+
+
+def decode(text: str | bytes, **options: Any) -> JSONValue:
+    """``json.loads``, with brackets nested too deep for Python (``[[[[...``, 100,000 deep)
+    refused as a ``ValueError`` like any other bad JSON instead of a ``RecursionError``."""
+    try:
+        return json.loads(text, **options)
+    except RecursionError:
+        raise ValueError(
+            "it nests brackets deeper than can be read (a JSON value of ours is at most "
+            f"{_MAX_DEPTH} levels deep)"
+        ) from None

@@ -1,0 +1,217 @@
+"""``praisonsession export`` and ``import``: a session as one portable archive file, from any
+store into any other (``Session.export`` / ``Session.import_archive`` underneath, so the
+archive also carries the session's snapshots and long-term memories)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from ...archive import ArchiveSummary
+from ...errors import ConflictError
+from ...session.core import AsyncSession
+from ...stores.agentscope_files import layout_file, module_states, serialise_modules
+from . import main
+from .exit_codes import CommandFailed, ExitCode
+from .options import json_option, progress_option, session_argument, store_option, user_option
+from .output import plural, print_json
+from .store_access import OpenedStore, opened_store
+
+__all__ = ["export", "import_command"]
+
+
+@main.command(short_help="Write a session to a portable archive file.")
+@session_argument
+@click.argument("file", type=click.Path(writable=True, allow_dash=True))
+@user_option
+@click.option(
+    "--agentscope",
+    "agentscope_file",
+    is_flag=True,
+    help="Write AgentScope 1.0's session file instead: the session's modules as "
+    "{name: state dict}, which AgentScope's JSONSession loads. FILE may be a directory: the "
+    "file then gets AgentScope's name there ({user}_{session}.json, or {session}.json for "
+    "the default user).",
+)
+@progress_option
+@store_option
+@json_option
+def export(
+    session_id: str,
+    file: str,
+    user_id: str,
+    agentscope_file: bool,
+    progress: bool | None,
+    store_url: str | None,
+    as_json: bool,
+):
+    """Write a session to one portable archive FILE (- for stdout): JSON Lines holding its
+    metadata, state, modules, message logs, snapshots and long-term memories. It streams, so
+    a long session exports in little memory; `praisonsession import` reads it into any store.
+
+    \b
+    Example:
+      praisonsession export chat_1 chat_1.jsonl --store redis://localhost:6379/0
+      praisonsession export chat_1 ./agentscope-sessions --agentscope --user bob
+    """
+    if agentscope_file:
+        _export_agentscope(session_id, Path(file), user_id, store_url, as_json)
+        return
+    to_stdout = file == "-"
+    if Path(file).is_dir():
+        raise click.BadParameter(f"{file} is a directory; name the archive file", param_hint="FILE")
+    if to_stdout and as_json:
+        raise click.UsageError("--json and FILE - would both write to stdout; name a file.")
+    if not to_stdout and not Path(file).absolute().parent.is_dir():
+        raise click.BadParameter(f"there is no directory {Path(file).parent}", param_hint="FILE")
+    destination: Any = click.open_file("-", "wb") if to_stdout else file
+    with opened_store(store_url) as opened:
+        summary = opened.run(_export(opened, session_id, user_id, destination, _showing(progress)))
+    if as_json:
+        print_json({**summary._asdict(), "file": file})
+        return
+    click.echo(
+        f"Exported session {session_id!r} of user {user_id!r}: {_what_it_holds(summary)}"
+        f" -> {'stdout' if to_stdout else file}",
+        err=to_stdout,  # stdout holds the archive
+    )
+
+
+def _export_agentscope(
+    session_id: str, file: Path, user_id: str, store_url: str | None, as_json: bool
+) -> None:
+    """The session's modules in AgentScope's session-file format (its state, logs outside
+    modules, snapshots and memories have no place there and are left out)."""
+    with opened_store(store_url) as opened:
+        key = opened.store.record_key(session_id, user_id)
+        if file.is_dir():
+            file = layout_file(file, key)
+        elif not file.absolute().parent.is_dir():
+            raise click.BadParameter(f"there is no directory {file.parent}", param_hint="FILE")
+        states = opened.run(_agentscope_states(opened, session_id, user_id))
+    file.write_bytes(serialise_modules(states))
+    if as_json:
+        print_json({"file": str(file), "modules": sorted(states)})
+        return
+    click.echo(
+        f"Exported the {plural(len(states), 'module')} of session {session_id!r} of user "
+        f"{user_id!r} as AgentScope's session file {file}"
+    )
+
+
+async def _agentscope_states(opened: OpenedStore, session_id: str, user_id: str) -> dict:
+    contents = await opened.contents(session_id, user_id)
+    logs = {}
+    for path in contents.logs:
+        if path.split(".")[0] in contents.modules:
+            logs[path] = await opened.store.read_messages(session_id, user_id, path)
+    return module_states(contents.modules, logs)
+
+
+async def _export(
+    opened: OpenedStore, session_id: str, user_id: str, destination: Any, progress: bool
+) -> ArchiveSummary:
+    await opened.contents(session_id, user_id)  # exporting opens it: never make one
+    return await opened.session(session_id, user_id).export(destination, progress=progress)
+
+
+@main.command("import", short_help="Read an archive into the store as a new session.")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option(
+    "--session-id",
+    metavar="ID",
+    default=None,
+    help="Import as this session id (default: the archived one).",
+)
+@click.option(
+    "--user",
+    "user_id",
+    metavar="USER",
+    default=None,
+    help="Import into this user's sessions (default: the archived user).",
+)
+@progress_option
+@store_option
+@json_option
+def import_command(
+    file: str,
+    session_id: str | None,
+    user_id: str | None,
+    progress: bool | None,
+    store_url: str | None,
+    as_json: bool,
+):
+    """Read an archive written by `praisonsession export` (FILE, or - for stdin) into the
+    store as a new session. The whole file is checked first: a damaged, truncated or newer
+    archive imports nothing, and importing onto a session that exists is refused.
+
+    \b
+    Example:
+      praisonsession import chat_1.jsonl --store sqlite://sessions.db --session-id chat_1_copy
+    """
+    source = _stdin_copy() if file == "-" else file
+    with opened_store(store_url, create=True) as opened:
+        try:
+            imported = opened.run(_import(opened, source, session_id, user_id, _showing(progress)))
+        except ConflictError as exc:
+            raise CommandFailed(
+                f"{str(exc).split(';')[0]}: import the archive under another id with "
+                "--session-id ID (or for another user with --user USER), or delete that "
+                "session first (praisonsession delete).",
+                ExitCode.FAILED,
+            ) from None
+    if as_json:
+        print_json(imported)
+        return
+    session = imported["session"]
+    click.echo(
+        f"Imported session {session['session_id']!r} of user {session['user_id']!r} into "
+        f"{opened.shown_url}: {plural(imported['messages'], 'message')}, "
+        f"{plural(imported['snapshots'], 'snapshot')}."
+    )
+
+
+async def _import(
+    opened: OpenedStore,
+    source: Any,
+    session_id: str | None,
+    user_id: str | None,
+    progress: bool,
+) -> dict[str, Any]:
+    session = await AsyncSession.import_archive(
+        source, opened.store, session_id, user_id, settings=opened.settings, progress=progress
+    )
+    contents = await opened.contents(session.session_id, session.user_id)
+    snapshots = await opened.store.list_snapshots(session.session_id, session.user_id)
+    return {
+        "session": contents.info.to_json(),
+        "messages": sum(contents.logs.values()),
+        "snapshots": len(snapshots),
+    }
+
+
+def _stdin_copy() -> IO[bytes]:
+    """stdin, copied into a temporary file: an import reads the archive twice (it checks the
+    whole of it before writing anything)."""
+    click.echo("Reading the archive from stdin...", err=True)
+    copy = tempfile.TemporaryFile()  # noqa: SIM115 - the import reads it; gone at exit
+    with click.open_file("-", "rb") as stdin:
+        shutil.copyfileobj(stdin, copy)
+    return copy
+
+
+def _showing(progress: bool | None) -> bool:
+    """Whether to draw a progress bar: as asked, else when someone watches stderr."""
+    return sys.stderr.isatty() if progress is None else progress
+
+
+def _what_it_holds(summary: ArchiveSummary) -> str:
+    return (
+        f"{plural(summary.messages, 'message')}, {plural(summary.snapshots, 'snapshot')}, "
+        f"{plural(summary.memories, 'long-term memory', 'long-term memories')}"
+    )

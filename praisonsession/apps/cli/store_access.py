@@ -1,0 +1,102 @@
+"""A command's store: opened from ``--store`` (or the settings, as ``Session()`` does), its
+coroutines run on the runtime's loop, closed when the command ends, and every error on the
+way reported as one line and an exit code (:mod:`.exit_codes`)."""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..._internal import runtime
+from ..._internal.redaction import redact_url
+from ...errors import PraisonSessionError, SessionNotFoundError
+from ...session.core import AsyncSession
+from ...session.options import resolve_settings, resolve_store
+from .exit_codes import CommandFailed, ExitCode, failure
+
+if TYPE_CHECKING:
+    from ...settings import Settings
+    from ...stores.api import SessionBase
+    from ...stores.record import SessionContents
+
+__all__ = ["OpenedStore", "opened_store"]
+
+T = TypeVar("T")
+
+
+class OpenedStore:
+    """The store a command works on, with the settings it was chosen by."""
+
+    def __init__(self, store: SessionBase, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+
+    @property
+    def shown_url(self) -> str:
+        """The store's URL with any password masked: what a prompt or a message may show."""
+        return redact_url(self.store.url)
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the runtime's loop and return its result. Stores bound their
+        own waits (retries, busy timeouts), so the command needs no deadline of its own."""
+        return runtime.run(work)
+
+    async def contents(self, session_id: str, user_id: str) -> SessionContents:
+        """What the session holds (metadata, state, modules, log lengths), read in one step;
+        a session that is not there (or has expired) is an error naming it."""
+        contents = await self.store.read_record_contents(self.store.record_key(session_id, user_id))
+        if contents is None:
+            raise self.missing(session_id, user_id)
+        return contents
+
+    def missing(self, session_id: str, user_id: str) -> SessionNotFoundError:
+        return SessionNotFoundError(
+            session_id,
+            user_id,
+            f"It is not in {self.shown_url} (or it has expired); see the user's sessions with: "
+            f"praisonsession list --user {shlex.quote(user_id)}",
+        )
+
+    def session(self, session_id: str, user_id: str) -> AsyncSession:
+        """A session of this store, for what belongs to a session rather than the store (a
+        fork or an export carries the long-term memories the session added)."""
+        return AsyncSession(session_id, user_id, store=self.store, settings=self.settings)
+
+
+@contextmanager
+def opened_store(store_url: str | None, *, create: bool = False) -> Iterator[OpenedStore]:
+    """The store ``--store`` names (default: the ``store_url`` setting, else the embedded
+    SQLite file), closed at the end. A library error raised inside, or while opening, leaves
+    as :class:`~.exit_codes.CommandFailed`.
+
+    A file store that is not there is an error unless ``create`` (an import): a misspelt
+    path must not list nothing and leave an empty database behind."""
+    try:
+        settings = resolve_settings(None)
+        opened = OpenedStore(resolve_store(store_url, settings), settings)
+    except (PraisonSessionError, ImportError) as exc:  # ImportError: a client library is broken
+        raise failure(exc) from None
+    where = getattr(opened.store, "path", None) or getattr(opened.store, "save_dir", None)
+    if not create and isinstance(where, Path) and not where.exists():
+        raise CommandFailed(
+            f"There is no store at {where}: nothing has been kept there yet. Check --store "
+            "(sqlite://file.db is relative to this directory, sqlite:///file.db absolute) "
+            "or the directory you run in.",
+            ExitCode.USAGE,
+        )
+    interrupted = False
+    try:
+        yield opened
+    except KeyboardInterrupt:
+        interrupted = True  # a call may still be running on the loop: leave the store be
+        raise
+    except (PraisonSessionError, OSError) as exc:
+        raise failure(exc) from None
+    finally:
+        if not interrupted:
+            with contextlib.suppress(Exception):  # closing must not hide what happened
+                opened.run(opened.store.close())

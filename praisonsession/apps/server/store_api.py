@@ -1,0 +1,235 @@
+"""The store routes: ``POST <agent path>/store/<operation>`` runs one store operation.
+
+They are what a remote session's ``RemoteStore`` calls: each takes a JSON object naming the
+session (``user_id``, ``session_id``) and the operation's arguments, and answers
+``{"result": ...}``. Everything is checked here as a local store checks its callers (ids,
+keys, JSON data, numbers), then run on the server's store within the server's timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..._internal.checks import check_count
+from ..._internal.identifiers import check_key, check_session_id, check_user_id
+from ...errors import InvalidValueError
+from ...stores.api import UNSET, Key, LogWrite, SessionBase, check_messages, check_ttl
+
+__all__ = ["OPERATIONS", "run_operation"]
+
+Body = dict[str, Any]
+Operation = Callable[[SessionBase, Body], Awaitable[Any]]
+
+
+async def run_operation(store: SessionBase, operation: str, body: Any) -> Any:
+    if not isinstance(body, dict):
+        raise InvalidValueError(
+            f"The body of store operation {operation!r} must be a JSON object, got "
+            f"{type(body).__name__}."
+        )
+    return await OPERATIONS[operation][0](store, body)
+
+
+# -- reading the body -----------------------------------------------------------------------
+
+
+def _key(body: Body) -> Key:
+    if "session_id" not in body:
+        raise InvalidValueError("The body names no session_id.")
+    return Key(check_user_id(body.get("user_id")), check_session_id(body["session_id"]))
+
+
+def _flag(body: Body, name: str, default: bool = False) -> bool:
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise InvalidValueError(f"{name} must be true or false, got {value!r}.")
+    return value
+
+
+def _int(body: Body, name: str, default: int | None = None, *, low: int = 0) -> int | None:
+    value = body.get(name, default)
+    if value is None:
+        return None
+    return check_count(value, name, low=low)
+
+
+def _object(body: Body, name: str) -> dict[str, Any]:
+    value = body.get(name, {})
+    if not isinstance(value, dict):
+        raise InvalidValueError(f"{name} must be a JSON object, got {type(value).__name__}.")
+    return value
+
+
+def _names(body: Body, name: str, what: str = "state key") -> list[str] | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InvalidValueError(f"{name} must be a list of names, got {type(value).__name__}.")
+    return [check_key(item, what) for item in value]
+
+
+def _ttl(body: Body) -> Any:
+    return check_ttl(body["ttl"]) if "ttl" in body else UNSET
+
+
+def _write(value: Any) -> LogWrite:
+    if not isinstance(value, dict):
+        raise InvalidValueError("A log write must be an object with path, messages and start.")
+    start = value.get("start")
+    if start is not None:
+        check_count(start, "A log write's start (null: replace, -1: append)", low=-1)
+    path = check_key(value.get("path"), "log name")
+    return LogWrite(path, check_messages(value.get("messages", [])), start)
+
+
+def _info(info: Any) -> Any:
+    return None if info is None else info.to_json()
+
+
+# -- the operations -------------------------------------------------------------------------
+
+
+async def _create(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    info = await store.create_session(
+        key.session_id, key.user_id, ttl=_ttl(body), metadata=_object(body, "metadata")
+    )
+    return info.to_json()
+
+
+async def _get_info(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    return _info(await store.get_info(key.session_id, key.user_id))
+
+
+async def _set_metadata(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    return (await store.merge_record_metadata(key, _object(body, "metadata"))).to_json()
+
+
+async def _list(store: SessionBase, body: Body) -> Any:
+    found = await store.list_sessions(
+        check_user_id(body.get("user_id")),
+        limit=_int(body, "limit", 100, low=1) or 100,
+        after=body.get("after"),
+    )
+    return [info.to_json() for info in found]
+
+
+async def _delete(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    return await store.delete_session(key.session_id, key.user_id)
+
+
+async def _touch(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    return _info(await store.touch(key.session_id, key.user_id, ttl=_ttl(body)))
+
+
+async def _purge(store: SessionBase, body: Body) -> Any:
+    return await store.purge_expired()
+
+
+async def _get_state(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    return await store.read_record_state(key, _names(body, "names"), _flag(body, "must_exist"))
+
+
+async def _patch(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    return await store.patch_state(
+        key.session_id,
+        key.user_id,
+        _object(body, "updates"),
+        delete=_names(body, "deletes") or [],
+        replace=_flag(body, "replace"),
+        expected_version=_int(body, "expected_version"),
+        must_exist=_flag(body, "must_exist"),
+    )
+
+
+async def _increment(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    return await store.increment(
+        key.session_id,
+        key.user_id,
+        body.get("name"),  # checked by the store
+        body.get("amount", 1),
+        body.get("default", 0),
+        must_exist=_flag(body, "must_exist"),
+    )
+
+
+async def _save_modules(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    documents = _object(body, "documents")
+    for name in documents:
+        check_key(name, "module name")
+    writes = body.get("writes", [])
+    if not isinstance(writes, list):
+        raise InvalidValueError("writes must be a list of log writes.")
+    return await store.write_modules(key, documents, [_write(w) for w in writes])
+
+
+async def _load_modules(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    stored = await store.read_modules(key, _names(body, "names", "module name") or [])
+    return None if stored is None else {"documents": stored.documents, "logs": stored.logs}
+
+
+async def _append(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    write = _write(body.get("write"))
+    if write.start is None:
+        raise InvalidValueError("An append's start must be -1 (at the end) or a length.")
+    return await store.append_log(key, write)
+
+
+async def _read_log(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    return await store.read_messages(
+        key.session_id,
+        key.user_id,
+        body.get("path"),  # checked by the store
+        _int(body, "start", 0) or 0,
+        _int(body, "stop"),
+    )
+
+
+async def _count_log(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    return await store.message_count(key.session_id, key.user_id, body.get("path"))
+
+
+#: Each operation, and what its body holds besides ``user_id`` and ``session_id`` (for the
+#: API docs).
+OPERATIONS: dict[str, tuple[Operation, str]] = {
+    "create": (_create, "Open a session (create it, or start it afresh): `ttl`, `metadata`."),
+    "info": (_get_info, "The session's metadata, or null once it is gone."),
+    "set_metadata": (_set_metadata, "Merge `metadata` (an object) into the session's."),
+    "list": (_list, "One page of the user's sessions: `limit`, `after` (no session_id)."),
+    "delete": (_delete, "Delete the session; true if there was something to delete."),
+    "touch": (_touch, "Restart the TTL (`ttl`: a new one, or null for none)."),
+    "purge": (_purge, "Remove every expired session of the store; how many went."),
+    "get_state": (_get_state, "The key-value state (`names`: only these), `must_exist`."),
+    "patch": (
+        _patch,
+        "Set `updates` and remove `deletes` atomically (`replace`, `expected_version`, "
+        "`must_exist`); the new version.",
+    ),
+    "increment": (
+        _increment,
+        "Add `amount` to `name` atomically (from `default`), `must_exist`; the new value.",
+    ),
+    "save_modules": (
+        _save_modules,
+        "Store module `documents` and log `writes` ({path, messages, start}) in one step; "
+        "each written log's length.",
+    ),
+    "load_modules": (_load_modules, "The documents and logs of modules `names`, or null."),
+    "append": (_append, "Append `write` ({path, messages, start}) to a log; its new length."),
+    "read_log": (_read_log, "Messages `start`:`stop` of the log at `path`."),
+    "count_log": (_count_log, "How many messages the log at `path` holds."),
+}

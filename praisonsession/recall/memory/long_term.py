@@ -1,0 +1,522 @@
+"""Long-term memory: what a user told any of their sessions, searchable by meaning.
+
+The index is the user's own collection (``vectors.scope``), and every memory also carries its
+user and session. Searches see the user's memories from all their sessions; clearing removes
+only the current session's. No call can reach another user's.
+
+A memory has a stable id. The same text added again returns that id; a close paraphrase
+(``memory.paraphrase``) updates the memory instead of adding a second one. Updates and
+deletions are recorded, with the time, in the user's history collection, which is what
+``memory_history`` reads. A fork copies the session's memories with their ids: the copy is the
+fork's own (clearing either leaves the other), and a search shows one hit per id, the
+current session's copy first.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from ... import clock
+from ..._internal.json_data import check_json_data, dumps, loads
+from ..._internal.progress import progress_bar
+from ...errors import InvalidValueError
+from ..embeddings import Embedder
+from ..vectors import Hit, ScopedIndex, Where, memory_scope
+from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, normalised, text_key
+from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
+from .recency import newer_first, similarities
+
+RESERVED = frozenset(
+    {"user_id", "session_id", "memory_type", "created_at", "updated_at", "memory_id", "dedupe"}
+)
+#: Fields a filter may name besides the metadata given: kept by the library itself.
+SYSTEM_FIELDS = ("created_at", "updated_at", "session_id")
+#: Memories embedded and upserted together by ``add_many``: large enough that the model and
+#: Chroma work on whole batches, small enough that a progress bar moves.
+BATCH = 256
+_META = "meta_"  # prefix of the metadata given, flattened so that Chroma can filter on it
+
+
+def stored_field(field: str) -> str:
+    """The Chroma metadata key a filter field is kept under."""
+    return field if field in SYSTEM_FIELDS else _META + field
+
+
+class LongTermMemory:
+    def __init__(
+        self,
+        client: Any,
+        namespace: str,
+        embedder: Embedder,
+        user_id: str,
+        session_id: str,
+        threshold: float = DEFAULT_THRESHOLD,
+    ) -> None:
+        scope = memory_scope(namespace, user_id)
+        self.index = ScopedIndex(client, scope, embedder)
+        self.history_index = ScopedIndex(client, scope.related("memory_history"), embedder)
+        self.embedder = embedder
+        self.user_id = user_id
+        self.session_id = session_id
+        self.threshold = threshold
+        #: Set when the store is encrypted (``encryption_key``): ids and duplicate keys of
+        #: new memories are then HMACs under it, not plain hashes of their texts.
+        self.digest_key: bytes | None = None
+
+    # -- adding ---------------------------------------------------------------------------
+
+    def add(self, text: str, metadata: dict[str, Any], dedupe: bool = True) -> MemoryId:
+        return self.add_many([text], metadata, dedupe=dedupe)[0]
+
+    def add_many(
+        self,
+        texts: list[str],
+        metadata: dict[str, Any],
+        progress: bool = False,
+        dedupe: bool = True,
+    ) -> list[MemoryId]:
+        """Remember ``texts`` (with the same metadata), embedding and upserting them in batches
+        of :data:`BATCH`; their ids, in order. A batch is stored whole or not at all.
+
+        With ``dedupe``, a text already held (or earlier in ``texts``) returns that memory's
+        id, and a close paraphrase updates it (see ``MemoryId.event``)."""
+        check_metadata(metadata)
+        results: list[MemoryId] = []
+        show = progress and len(texts) > BATCH
+        with progress_bar(len(texts), show, "memory", "Adding memories") as bar:
+            for start in range(0, len(texts), BATCH):
+                batch = texts[start : start + BATCH]
+                results += self._add_batch(batch, metadata, dedupe)
+                bar.update(len(batch))
+        return results
+
+    def _add_batch(
+        self, texts: list[str], metadata: dict[str, Any], dedupe: bool
+    ) -> list[MemoryId]:
+        vectors = self.embedder.embed(texts)
+        at = clock.now()
+        fresh, added_before = self._new_ids(texts, stable=dedupe)
+        results: list[MemoryId] = []
+        new: list[int] = []  # positions of the texts to add
+        updates: dict[str, tuple[Hit, int]] = {}  # memory id -> (the entry held, position)
+        held = self._held_by_key([self._key(text) for text in texts]) if dedupe else {}
+        nearest = self.index.query_many(vectors, 1) if dedupe and self.index.count() else []
+        similar = similarities(vectors) if dedupe and len(texts) > 1 else []
+        rekeyed: list[Hit] = []  # held under another duplicate key: given the current one
+        for i, text in enumerate(texts):
+            if not dedupe:
+                new.append(i)
+                results.append(MemoryId(fresh[i], ADD))
+                continue
+            earlier = self._in_batch(i, texts, similar, results)
+            same = held.get(self._key(text)) or added_before.get(fresh[i])
+            close = nearest[i][0] if nearest and nearest[i] else None
+            if earlier is not None:
+                results.append(MemoryId(earlier, NONE))
+            elif same is not None:
+                results.append(MemoryId(same.metadata.get("memory_id", same.id), NONE))
+            elif close is not None and normalised(close.text) == normalised(text):
+                # the same text under another duplicate key: stored before the key changed
+                # (encryption turned on, or a new key); it gets this one, and keeps its id
+                results.append(MemoryId(close.metadata.get("memory_id", close.id), NONE))
+                rekeyed.append(close)
+            elif close is not None and is_paraphrase(close.score, text, close.text, self.threshold):
+                memory_id = close.metadata.get("memory_id", close.id)
+                if memory_id in updates:
+                    results.append(MemoryId(memory_id, NONE))
+                else:
+                    updates[memory_id] = (close, i)
+                    results.append(MemoryId(memory_id, UPDATE, previous=close.text))
+            else:
+                new.append(i)
+                results.append(MemoryId(fresh[i], ADD))
+        ids = [fresh[i] for i in new]
+        self.index.add(
+            ids,
+            [texts[i] for i in new],
+            [self._metadata(fresh[i], texts[i], metadata, at, at) for i in new],
+            [vectors[i] for i in new],
+        )
+        self._rekey(rekeyed)
+        events = [(fresh[i], ADD, texts[i], None) for i in new]
+        for memory_id, (entry, i) in updates.items():
+            self._rewrite(self._targets(memory_id) or [entry], texts[i], vectors[i], metadata, at)
+            events.append((memory_id, UPDATE, texts[i], entry.text))
+        self._record(events, at)
+        return results
+
+    def _key(self, text: str) -> str:
+        return text_key(text, self.digest_key, self.user_id)
+
+    def _rekey(self, entries: list[Hit]) -> None:
+        """Store ``entries`` again under their current duplicate key, nothing else changed."""
+        if not entries:
+            return
+        stored = {hit.id: hit for hit in self.index.get([hit.id for hit in entries], vectors=True)}
+        kept = [stored[hit.id] for hit in entries if hit.id in stored]
+        self.index.add(
+            [hit.id for hit in kept],
+            [hit.text for hit in kept],
+            [{**hit.metadata, "text_key": self._key(hit.text)} for hit in kept],
+            [list(hit.vector or []) for hit in kept],
+        )
+
+    def _in_batch(
+        self, i: int, texts: list[str], similar: list[list[float]], results: list[MemoryId]
+    ) -> str | None:
+        """The id given to an earlier text of the batch that ``texts[i]`` repeats or
+        paraphrases (``similar``: the batch's cosine matrix)."""
+        keys = [self._key(text) for text in texts[: i + 1]]
+        for j in range(i):
+            if keys[j] == keys[i] or is_paraphrase(
+                similar[i][j], texts[i], texts[j], self.threshold
+            ):
+                return str(results[j])
+        return None
+
+    def _new_ids(self, texts: list[str], stable: bool) -> tuple[list[str], dict[str, Hit]]:
+        """Ids from the text (the same in two processes adding it at once), and the memories
+        that hold such an id already: the text was added before and has been updated since, so
+        a rerun of the add finds that memory (a deleted one is added again, same id)."""
+        if not stable:
+            return [uuid.uuid4().hex for _ in texts], {}
+        ids = [memory_id_for(self.user_id, text, self.digest_key) for text in texts]
+        copies = _own_first(self._copies_of(ids), self.session_id)
+        return ids, {hit.metadata.get("memory_id", hit.id): hit for hit in copies}
+
+    def _held_by_key(self, keys: list[str]) -> dict[str, Hit]:
+        found = self.index.get(where={"text_key": {"$in": sorted(set(keys))}})
+        return {hit.metadata["text_key"]: hit for hit in _own_first(found, self.session_id)}
+
+    def _metadata(
+        self, memory_id: str, text: str, metadata: dict[str, Any], created: float, updated: float
+    ) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "memory_type": "long",
+            "memory_id": memory_id,
+            "text_key": self._key(text),
+            "created_at": created,
+            "updated_at": updated,
+            "extra": dumps(metadata),
+            **{_META + key: value for key, value in metadata.items() if _scalar(value)},
+        }
+
+    # -- one memory -----------------------------------------------------------------------
+
+    def _copies_of(self, ids: list[str]) -> list[Hit]:
+        """Every entry of these memory ids (by Chroma id too: memories from before ids)."""
+        if not ids:
+            return []
+        wanted = sorted(set(ids))
+        found = {hit.id: hit for hit in self.index.get(where={"memory_id": {"$in": wanted}})}
+        for hit in self.index.get(wanted):
+            found.setdefault(hit.id, hit)
+        return list(found.values())
+
+    def _targets(self, memory_id: str) -> list[Hit]:
+        """The entries a change to ``memory_id`` applies to: this session's copy if it has one
+        (a fork's copy is its own), else the user's."""
+        copies = self._copies_of([memory_id])
+        own = [hit for hit in copies if hit.metadata.get("session_id") == self.session_id]
+        return own or copies
+
+    def get(self, memory_id: str) -> dict[str, Any] | None:
+        copies = _own_first(self._copies_of([memory_id]), self.session_id)
+        return as_result(copies[0], scored=False) if copies else None
+
+    def update(
+        self, memory_id: str, text: str | None, metadata: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Change a memory's text and/or metadata (merged); the memory as it is now, or None
+        when there is no such memory."""
+        check_metadata(metadata)
+        targets = self._targets(memory_id)
+        if not targets:
+            return None
+        if all(_unchanged(entry, text, metadata) for entry in targets):
+            return self.get(memory_id)  # a rerun of the same update records nothing
+        at = clock.now()
+        vector = self.embedder.embed([text])[0] if text is not None else None
+        self._rewrite(targets, text, vector, metadata, at)
+        self._record([(memory_id, UPDATE, text or targets[0].text, targets[0].text)], at)
+        return self.get(memory_id)
+
+    def _rewrite(
+        self,
+        entries: list[Hit],
+        text: str | None,
+        vector: list[float] | None,
+        metadata: dict[str, Any],
+        at: float,
+    ) -> None:
+        ids, texts, metadatas, vectors = [], [], [], []
+        for entry in entries:
+            stored = dict(entry.metadata)
+            extra = {**_extra(stored, entry.id), **metadata}
+            check_json_data(extra, "memory metadata")
+            kept = {k: v for k, v in stored.items() if not k.startswith(_META)}
+            new_text = entry.text if text is None else text
+            kept.update(
+                extra=dumps(extra),
+                updated_at=at,
+                text_key=self._key(new_text),
+                **{_META + key: value for key, value in extra.items() if _scalar(value)},
+            )
+            ids.append(entry.id)
+            texts.append(new_text)
+            metadatas.append(kept)
+            if vector is None:
+                vector = self.index.get([entry.id], vectors=True)[0].vector
+            vectors.append(vector)
+        self.index.add(ids, texts, metadatas, vectors)
+
+    def delete(self, memory_id: str) -> bool:
+        targets = self._targets(memory_id)
+        if not targets:
+            return False
+        self.index.delete([hit.id for hit in targets])
+        self._record([(memory_id, DELETE, None, targets[0].text)], clock.now())
+        return True
+
+    # -- history --------------------------------------------------------------------------
+
+    def _record(self, events: list[tuple[str, str, str | None, str | None]], at: float) -> None:
+        """Write ``(memory id, event, text, previous)`` to the history, all at time ``at``.
+
+        Texts go in the entries' documents only (sealed like the memories when an encryption
+        key is set): a deletion keeps the text deleted, and what an update replaced is read
+        back from the event before it."""
+        if not events:
+            return
+        base = time.time_ns()
+        self.history_index.add(
+            [uuid.uuid4().hex for _ in events],
+            [(previous if event == DELETE else text) or "" for _, event, text, previous in events],
+            [
+                {
+                    "memory_id": memory_id,
+                    "event": event,
+                    "at": at,
+                    "seq": base + n,
+                    "session_id": self.session_id,
+                }
+                for n, (memory_id, event, _, _) in enumerate(events)
+            ],
+            _spread(len(events), self.embedder.dimension, base),
+        )
+
+    def history(self, memory_id: str) -> list[dict[str, Any]]:
+        found = self.history_index.get(where={"memory_id": memory_id})
+        found.sort(key=lambda hit: (hit.metadata.get("at", 0), hit.metadata.get("seq", 0)))
+        changes: list[dict[str, Any]] = []
+        last: str | None = None
+        for hit in found:
+            event = hit.metadata.get("event")
+            deleted = event == DELETE
+            changes.append(
+                {
+                    "id": memory_id,
+                    "event": event,
+                    "text": None if deleted else hit.text,
+                    "previous": hit.text if deleted else (last if event == UPDATE else None),
+                    "at": hit.metadata.get("at"),
+                    "session_id": hit.metadata.get("session_id"),
+                }
+            )
+            last = None if deleted else hit.text
+        return changes
+
+    # -- reading --------------------------------------------------------------------------
+
+    def candidates(
+        self,
+        vector: list[float],
+        limit: int,
+        where: Where | None = None,
+        prefer_recent: bool = False,
+    ) -> list[Hit]:
+        """The hits a search of ``limit`` ranks, best first, one per memory id (with their
+        vectors when ``prefer_recent`` is to reorder them)."""
+        # Room for the copies a fork made (one hit per id) and for recency to reorder.
+        wanted = limit * 3 if prefer_recent else limit + 4
+        chroma_where = where.to_chroma(stored_field) if where is not None else None
+        hits = self.index.query(vector, wanted, chroma_where, vectors=prefer_recent)
+        return _own_first(hits, self.session_id, keep_order=True)
+
+    def search(
+        self,
+        vector: list[float],
+        limit: int,
+        where: Where | None = None,
+        prefer_recent: bool = False,
+    ) -> list[dict[str, Any]]:
+        hits = self.candidates(vector, limit, where, prefer_recent)
+        if prefer_recent:
+            hits = _newer_first(hits)
+        # Results (metadata parsed back from JSON) only for the hits returned.
+        return [as_result(hit) for hit in hits[:limit]]
+
+    def list(
+        self, where: Where | None = None, limit: int = 100, after: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The user's memories, oldest first, one per id; ``after`` is the last id of the page
+        before."""
+        chroma_where = where.to_chroma(stored_field) if where is not None else None
+        hits = _own_first(self.index.get(where=chroma_where), self.session_id)
+        hits.sort(key=lambda hit: (hit.metadata.get("created_at", 0), as_result(hit)["id"]))
+        return page_of([as_result(hit, scored=False) for hit in hits], limit, after)
+
+    def clear(self) -> int:
+        return self.index.delete(where={"session_id": self.session_id})
+
+    def session_memories(self) -> list[dict[str, Any]]:
+        """What this session added, portable: id, text, the metadata given, and when."""
+        found = []
+        for hit in self.index.get(where={"session_id": self.session_id}):
+            stored = hit.metadata
+            found.append(
+                {
+                    "id": stored.get("memory_id", hit.id),
+                    "text": hit.text,
+                    "metadata": _extra(stored, hit.id),
+                    "created_at": stored.get("created_at"),
+                    "updated_at": stored.get("updated_at", stored.get("created_at")),
+                }
+            )
+        return sorted(found, key=lambda memory: (memory["created_at"] or 0, memory["text"]))
+
+    def restore(self, memories: list[dict[str, Any]]) -> int:
+        """Add memories another session (or an archive) added, as this session's own, with
+        their ids; one the session holds already is not added twice."""
+        held = {memory["id"] for memory in self.session_memories()}
+        todo = []
+        for memory in memories:
+            memory_id = memory.get("id")
+            if not isinstance(memory_id, str) or not memory_id.isalnum() or len(memory_id) > 64:
+                memory_id = uuid.uuid4().hex  # an archive from before memories had ids
+            if memory_id not in held:
+                held.add(memory_id)
+                todo.append((memory_id, memory))
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start : start + BATCH]
+            texts = [str(memory["text"]) for _, memory in batch]
+            metadatas = []
+            for memory_id, memory in batch:
+                extra = dict(memory.get("metadata") or {})
+                check_metadata(extra)
+                created = float(memory.get("created_at") or clock.now())
+                updated = float(memory.get("updated_at") or created)
+                text = str(memory["text"])
+                metadatas.append(self._metadata(memory_id, text, extra, created, updated))
+            ids = [_entry_id(memory_id, self.session_id) for memory_id, _ in batch]
+            self.index.add(ids, texts, metadatas)
+            recorded = {
+                hit.metadata["memory_id"]
+                for hit in self.history_index.get(
+                    where={"memory_id": {"$in": [memory_id for memory_id, _ in batch]}}
+                )
+            }
+            for memory_id, memory in batch:
+                if memory_id not in recorded:
+                    at = float(memory.get("created_at") or clock.now())
+                    self._record([(memory_id, ADD, str(memory["text"]), None)], at)
+        return len(todo)
+
+
+def page_of(memories: list[dict[str, Any]], limit: int, after: str | None) -> list[dict[str, Any]]:
+    """``limit`` memories from the one after the id ``after`` (from the start without it)."""
+    if after is not None:
+        ids = [memory["id"] for memory in memories]
+        if after not in ids:
+            raise InvalidValueError(
+                f"after={after!r} is not the id of a memory on this list; pass the 'id' of "
+                "the last memory of the page before, or None for the first page."
+            )
+        memories = memories[ids.index(after) + 1 :]
+    return memories[:limit]
+
+
+def _entry_id(memory_id: str, session_id: str) -> str:
+    """The Chroma id of a copy of ``memory_id`` that a fork or an import made for a session
+    (the first copy's Chroma id is the memory id itself)."""
+    return f"{memory_id}.{memory_id_for(session_id, memory_id)[1:17]}"
+
+
+def _own_first(hits: list[Hit], session_id: str, keep_order: bool = False) -> list[Hit]:
+    """One hit per memory id: this session's copy when it has one, else the first seen."""
+    chosen: dict[str, Hit] = {}
+    for hit in hits:
+        memory_id = hit.metadata.get("memory_id", hit.id)
+        best = chosen.get(memory_id)
+        if best is None or (
+            hit.metadata.get("session_id") == session_id
+            and best.metadata.get("session_id") != session_id
+        ):
+            chosen[memory_id] = hit
+    picked = list(chosen.values())
+    if keep_order:
+        order = {id(hit): n for n, hit in enumerate(hits)}
+        picked.sort(key=lambda hit: order[id(hit)])
+    return picked
+
+
+def _newer_first(hits: list[Hit]) -> list[Hit]:
+    """Hits in ``prefer_recent`` order (see ``memory.recency``), ranked on what Chroma returned."""
+    order = newer_first(
+        [hit.metadata.get("updated_at") or 0 for hit in hits],
+        [hit.text for hit in hits],
+        [hit.score for hit in hits],
+        [[] if hit.vector is None else hit.vector for hit in hits],
+    )
+    return [hits[i] for i in order]
+
+
+def _spread(count: int, dimension: int, seed: int) -> list[list[float]]:
+    """Vectors for history entries, which are read by id and never searched: distinct and
+    random, because Chroma's index slows down on many identical vectors."""
+    import numpy as np  # installed with the memory extra
+
+    vectors = np.random.default_rng(seed).standard_normal((count, dimension))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors.astype(np.float32).tolist()
+
+
+def _unchanged(entry: Hit, text: str | None, metadata: dict[str, Any]) -> bool:
+    extra = _extra(entry.metadata, entry.id)
+    same_text = text is None or text == entry.text
+    return same_text and all(
+        key in extra and extra[key] == value for key, value in metadata.items()
+    )
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
+def _extra(stored: dict[str, Any], entry_id: str) -> dict[str, Any]:
+    extra = loads(stored.get("extra", "{}"), f"metadata of memory {entry_id}")
+    return dict(extra) if isinstance(extra, dict) else {}
+
+
+def check_metadata(metadata: dict[str, Any]) -> None:
+    clash = RESERVED & metadata.keys()
+    if clash:
+        raise InvalidValueError(
+            f"Memory metadata may not set {sorted(clash)}: praisonsession records them itself."
+        )
+    check_json_data(metadata, "memory metadata")
+
+
+def as_result(hit: Hit, scored: bool = True) -> dict[str, Any]:
+    """A search result: id, text, score (cosine similarity; None when not searched) and the
+    metadata as given, with the user, session, type and times."""
+    stored = {k: v for k, v in hit.metadata.items() if not k.startswith(_META)}
+    extra = _extra(stored, hit.id)
+    for internal in ("extra", "text_key", "memory_id"):
+        stored.pop(internal, None)
+    memory_id = hit.metadata.get("memory_id", hit.id)
+    score = hit.score if scored else None
+    return {"id": memory_id, "text": hit.text, "score": score, "metadata": {**extra, **stored}}

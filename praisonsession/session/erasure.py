@@ -1,0 +1,106 @@
+"""``erase_user``: one call that removes everything a store and the vector store hold of a user.
+
+Every session of the user, every snapshot of them, their message logs, their long-term memories
+and their knowledge (user- and session-scoped collections). Another user's data is untouched,
+even one whose sessions have the same ids. The report says what went, and what stays beneath
+the API that the library could not scrub (``leftovers``: never a silent claim).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from .._internal import runtime
+from .._internal.redaction import redact_url
+from ..stores.branches import check_erasable_user
+from .options import resolve_settings, resolve_store
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from ..stores.api import SessionBase
+
+__all__ = ["ErasureReport", "aerase_user", "erase_user"]
+
+
+class ErasureReport(NamedTuple):
+    """What ``erase_user`` removed, and ``leftovers``: where bytes of the user may remain
+    that the library could not scrub (a missing privilege or server setting, a Chroma server's
+    files), one sentence each with what to do. Empty when nothing remains."""
+
+    user_id: str
+    sessions: int
+    snapshots: int
+    vector_entries: int
+    session_ids: list[str]
+    leftovers: list[str] = []  # noqa: RUF012 - a NamedTuple default, never mutated
+
+
+async def aerase_user(
+    user_id: str,
+    store: SessionBase | str | None = None,
+    *,
+    settings: Settings | dict[str, Any] | None = None,
+) -> ErasureReport:
+    """Remove every session, snapshot, log, memory and knowledge entry of ``user_id`` from
+    ``store`` (a store or URL; the settings' store by default) and from the vector store."""
+    user = check_erasable_user(user_id)
+    resolved = resolve_settings(settings)
+    target = resolve_store(store, resolved)
+    try:
+        found = await target.erase_user_sessions(user)
+    finally:
+        if store is None or isinstance(store, str):
+            await target.close()
+    vectors, left = await _erase_vectors(user, found["session_ids"], resolved)
+    leftovers = [*found.get("leftovers", []), *left]
+    return ErasureReport(
+        user, found["sessions"], found["snapshots"], vectors, found["session_ids"], leftovers
+    )
+
+
+def erase_user(
+    user_id: str,
+    store: SessionBase | str | None = None,
+    *,
+    settings: Settings | dict[str, Any] | None = None,
+) -> ErasureReport:
+    """:func:`aerase_user`, for synchronous code."""
+    return runtime.run(aerase_user(user_id, store, settings=settings))
+
+
+async def _erase_vectors(
+    user: str, session_ids: list[str], settings: Settings
+) -> tuple[int, list[str]]:
+    embedded = Path(settings.data_dir).expanduser().resolve() / "chroma"
+    location = settings.vector_store_url or embedded
+    if not settings.vector_store_url and not Path(location).is_dir():
+        return 0, []  # memory and knowledge were never used here
+    from .._internal.runtime import offload
+    from ..recall.vectors import chroma_client, erase_owner, scrub_embedded, user_collections
+
+    namespace = settings.vector_namespace
+    names = user_collections(namespace, user, session_ids)
+    client = await offload(chroma_client, location)
+    removed = await offload(erase_owner, client, namespace, user, names)
+    if not settings.vector_store_url:
+        await offload(scrub_embedded, Path(location))
+        return removed, []
+    # Measured on chroma run 1.5: deleting the collections leaves their entries in free space
+    # of the server's chroma.sqlite3, and no call of its API rewrites that file. What it
+    # keeps of the user is sealed under their key (vectors/vault.py), which the store's
+    # erasure has just destroyed; the vectors themselves remain until the operator vacuums.
+    finding = (
+        f"the Chroma server at {redact_url(settings.vector_store_url)} keeps the deleted "
+        "entries' vectors in free space of its chroma.sqlite3 (their texts, ids and names only "
+        "as ciphertext and keyed tokens under the user's key, destroyed by this erasure) until "
+        "its operator runs: chroma vacuum --path <its data directory> --force"
+    )
+    _logger().warning("erasure of a user: %s", finding)
+    return removed, [finding]
+
+
+def _logger() -> Any:
+    import logging
+
+    return logging.getLogger("praisonsession")

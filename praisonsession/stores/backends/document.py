@@ -1,0 +1,96 @@
+"""A whole session as one mutable document, for the backends that store it that way.
+
+The in-memory and JSON stores keep each session as a document (metadata, key-value state,
+module documents, and either the message logs or pointers to them). Every state operation is
+written once, here, and both backends call it inside their own lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..._internal.json_data import add_numbers
+from ..api import UNSET, Key
+from ..record import FORMAT_VERSION, SessionInfo, resolve_info
+
+
+@dataclass
+class SessionDocument:
+    info: SessionInfo
+    state: dict[str, Any] = field(default_factory=dict)
+    modules: dict[str, Any] = field(default_factory=dict)
+    logs: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def new(
+        cls, key: Key, ttl: float | None, metadata: dict[str, Any], at: float
+    ) -> SessionDocument:
+        return cls(SessionInfo.new(key.user_id, key.session_id, ttl, metadata, at))
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def touch(self, at: float, sliding: bool, ttl: Any = UNSET) -> None:
+        if ttl is not UNSET:
+            self.info = self.info._replace(ttl=ttl, expires_at=None if ttl is None else at + ttl)
+        self.info = self.info.touched(at, sliding)
+
+    def merge_metadata(self, metadata: dict[str, Any]) -> None:
+        self.info = self.info._replace(metadata={**self.info.metadata, **metadata})
+
+    def changed(self, at: float) -> None:
+        self.info = self.info._replace(version=self.info.version + 1, updated_at=at)
+
+    # -- state ----------------------------------------------------------------------------
+
+    def patch(self, updates: dict[str, Any], deletes: list[str], replace_all: bool) -> None:
+        if replace_all:
+            self.state = {}
+        for name in deletes:
+            self.state.pop(name, None)
+        self.state.update(updates)
+
+    def increment(self, name: str, amount: int | float, default: int | float) -> int | float:
+        value = add_numbers(self.state.get(name, default), amount, name)
+        self.state[name] = value
+        return value
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.info.to_json(),
+            "state": self.state,
+            "modules": self.modules,
+            "logs": self.logs,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, key: Key, what: str, at: float) -> SessionDocument:
+        """Decode a stored document, migrating older formats."""
+        if not isinstance(data, dict):
+            raise ValueError("the document is not a JSON object")
+        if "format" not in data:
+            # Format 0: an AgentScope JSONSession file, {module name: state dict}.
+            doc = cls.new(key, None, {}, at)
+            doc.modules = data
+            return doc
+        info = SessionInfo.from_json(data, what)
+        if (info.user_id, info.session_id) != (key.user_id, key.session_id):
+            raise ValueError(f"it belongs to session {info.session_id!r} of user {info.user_id!r}")
+        return cls(
+            info._replace(format=FORMAT_VERSION),
+            dict(data.get("state") or {}),
+            dict(data.get("modules") or {}),
+            dict(data.get("logs") or {}),
+        )
+
+
+def resolve(
+    doc: SessionDocument | None, key: Key, at: float, must_exist: bool
+) -> SessionDocument | None:
+    """The live document, or None; with ``must_exist`` a missing session raises instead."""
+    info = resolve_info(
+        None if doc is None else doc.info, key.user_id, key.session_id, at, must_exist
+    )
+    return None if info is None else doc

@@ -1,0 +1,803 @@
+"""``JSONSession``: human-readable files, one JSON document per session.
+
+Layout under ``save_dir``::
+
+    <user>/<session>.json                the session: metadata, state, module documents
+    <user>/<session>.logs/<log>.<g>.jsonl its message logs, one JSON message per line
+    <user>/<session>.lock                taken (flock) by every operation on the session
+    <user>/.sessions.*                   the user's session ids, sorted (``json_index``)
+
+An AgentScope ``JSONSession`` file found where AgentScope kept it (``<session>.json`` or
+``<user>_<session>.json`` directly under ``save_dir``) is migrated on first read, so pointing
+this class at an AgentScope directory just works.
+
+``<user>``, ``<session>`` and ``<log>`` are
+:func:`~praisonsession._internal.identifiers.filename_for` encodings, so no id escapes the
+directory and no two ids share a file. The document is
+replaced atomically (temp file, rename); a log grows by appending, and the document records
+how many bytes of it are acknowledged, so a crash mid-append leaves only an ignored tail. A
+rewritten log goes to a new generation file that the document switches to in one rename.
+
+Durability: at ``durability="process"`` (the default) a write is in the operating system's page
+cache when it returns, which a crash of the process cannot take away. At ``"power"`` every file
+written is fsynced before its rename, and its directory after, so the write is on the disk.
+
+One module past 500 lines, on purpose: the file layout above and every operation that reads
+or writes it belong together; the document format, the lock, AgentScope's files and the
+copies for forks and snapshots live in modules of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ...._internal.identifiers import DEFAULT_USER, filename_for
+from ...._internal.json_data import dumps, loads
+from ...._internal.runtime import offload
+from ....errors import (
+    ConflictError,
+    InvalidValueError,
+    PraisonSessionError,
+    SessionCorruptedError,
+    SessionNotFoundError,
+    StoreUnavailableError,
+)
+from ....state.codec import check_modules, load_states, snapshot_module
+from ...agentscope_files import (
+    adoptable,
+    bound_file,
+    check_layout,
+    check_owner,
+    held_modules,
+    layout_file,
+    read_modules,
+    record_owner,
+    serialise_modules,
+)
+from ...api import Key, LogWrite, SessionBase, StoredModules, check_wait
+from ...branches import SNAPSHOT_OWNER
+from ...durability import check_durability
+from ...record import SessionInfo, check_version, now
+from ..document import SessionDocument, resolve
+from .copies import JSONCopies
+from .file_lock import FileLock
+from .index import SessionIndex
+
+T = TypeVar("T")
+
+
+def _logger() -> Any:
+    import logging
+
+    return logging.getLogger("praisonsession")
+
+
+# Work on the live document (None if there is none) at a time; returns the result and the
+# document to write back, or None when nothing changed.
+Work = Callable[[SessionDocument | None, float], tuple[T, SessionDocument | None]]
+
+
+class JSONSession(JSONCopies, SessionBase):
+    """Sessions as JSON files under ``save_dir``, with AgentScope's constructors.
+
+    ``JSONSession(save_dir)`` is AgentScope 1.0's form: pass the session id to each call.
+    ``JSONSession(session_id, save_dir)`` (or ``session_id=`` by keyword) is its older, bound
+    form: ``save_session_state(agent=...)`` and ``load_session_state(agent=...)`` then take no
+    session id and read and write AgentScope's own file at :attr:`save_path`
+    (``{save_dir}/{session_id}.json``, ``{"agent": {...}}``), which AgentScope itself reads.
+
+    ``layout="agentscope"`` (``json:///dir?layout=agentscope``) keeps the modules of
+    ``save_session_state`` / ``load_session_state`` (and ``Session.save_modules``) in AgentScope
+    1.0's own files, ``{save_dir}/{user_id}_{session_id}.json`` (``{session_id}.json`` for the
+    default user), so that AgentScope's ``JSONSession(save_dir)`` loads them with the same
+    arguments, and the other way round. Its names are ambiguous (``a_b_c.json`` is session
+    ``b_c`` of user ``a`` and session ``c`` of user ``a_b``): a file saved here for one pair is
+    refused to any other with AmbiguousLegacyDataError. The rest of the API (state, logs,
+    metadata) keeps its native files beside them.
+
+    File I/O runs in a worker thread when called from a running loop, and directly on the
+    caller's thread when the sync facade runs it inline.
+    """
+
+    runs_inline = True
+
+    def __init__(
+        self,
+        *args: str | os.PathLike[str],
+        save_dir: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
+        default_ttl: float | None = None,
+        sliding_ttl: bool = True,
+        lock_timeout: float = 30.0,
+        durability: str = "process",
+        layout: str = "native",
+    ) -> None:
+        session_id, save_dir = _constructor_arguments(args, session_id, save_dir)
+        super().__init__(session_id, default_ttl=default_ttl, sliding_ttl=sliding_ttl)
+        self.save_dir = Path(save_dir).expanduser().resolve()
+        self.lock_timeout = check_wait(lock_timeout, "lock_timeout")
+        self.url = f"json://{self.save_dir}"
+        #: "process" or "power": whether each write is fsynced (file and directory).
+        self.durability = check_durability(durability)
+        self._fsync = self.durability == "power"
+        #: "native" or "agentscope": where save_session_state / load_session_state keep modules.
+        self.layout = check_layout(layout)
+
+    @property
+    def save_path(self) -> str:
+        """AgentScope's bound API: the file of the session this store is bound to."""
+        return str(bound_file(self.save_dir, self._bound_id(None)))
+
+    # -- AgentScope's bound API: its own file format, at save_path ---------------------------
+
+    async def save_session_state(
+        self, session_id: str | None = None, user_id: str = "", **state_modules: Any
+    ) -> None:
+        """Save the named modules (see ``SessionBase.save_session_state``)."""
+        if session_id is None and self.session_id is not None and not user_id:
+            key = Key(DEFAULT_USER, self.session_id)
+            return await self._save_file(Path(self.save_path), key, state_modules)
+        if self.layout == "agentscope":
+            key = self.record_key(self._bound_id(session_id), user_id)
+            return await self._save_file(layout_file(self.save_dir, key), key, state_modules)
+        return await super().save_session_state(session_id, user_id, **state_modules)
+
+    async def load_session_state(
+        self,
+        session_id: str | None = None,
+        user_id: str = "",
+        allow_not_exist: bool = True,
+        **state_modules: Any,
+    ) -> None:
+        """Load the named modules (see ``SessionBase.load_session_state``)."""
+        if session_id is None and self.session_id is not None and not user_id:
+            key = Key(DEFAULT_USER, self.session_id)
+            path = Path(self.save_path)
+            return await self._load_file(path, key, allow_not_exist, state_modules)
+        if self.layout == "agentscope":
+            key = self.record_key(self._bound_id(session_id), user_id)
+            path = layout_file(self.save_dir, key)
+            return await self._load_file(path, key, allow_not_exist, state_modules)
+        return await super().load_session_state(
+            session_id, user_id, allow_not_exist, **state_modules
+        )
+
+    async def _save_file(self, path: Path, key: Key, modules: dict[str, Any]) -> None:
+        """Save modules in AgentScope's own file ``path``, in its format (bound API, or the
+        AgentScope layout)."""
+        check_modules("save_session_state", modules)
+        states = {name: snapshot_module(module, name) for name, module in modules.items()}
+
+        def write() -> None:
+            self.save_dir.mkdir(parents=True, exist_ok=True)
+            with FileLock(self.save_dir / f".{path.name}.lock", self.lock_timeout):
+                check_owner(path, key)
+                # modules saved earlier under other names are kept (AgentScope dropped them)
+                merged = {**held_modules(path, states), **states}
+                _atomic_write(path, serialise_modules(merged), self._fsync)
+                record_owner(path, key, list(merged))
+
+        await offload(self._guarded, write)
+
+    async def _load_file(
+        self, path: Path, key: Key, allow_not_exist: bool, modules: dict[str, Any]
+    ) -> None:
+        check_modules("load_session_state", modules)
+
+        def read() -> dict[str, Any] | None:
+            check_owner(path, key)
+            return read_modules(path) if path.is_file() else None
+
+        states = await offload(self._guarded, read)
+        if states is None:
+            if allow_not_exist:
+                _logger().info(
+                    "Session %r of user %r does not exist (no file %s). Skip loading.",
+                    key.session_id,
+                    key.user_id,
+                    path,
+                )
+                return
+            raise SessionNotFoundError(
+                key.session_id, key.user_id, f"There is no session file {path}."
+            )
+        load_states(modules, states, f"AgentScope session file {path}")
+
+    async def import_agentscope(
+        self, file: str | os.PathLike[str], session_id: str, user_id: str = ""
+    ) -> SessionInfo:
+        """Import an AgentScope session file into this store as session ``session_id`` of
+        ``user_id``: the way to bring in a file whose name alone does not say whose it is.
+
+        ``file`` is a path, or a file name under ``save_dir``. The file is left where it is.
+        """
+        key = self.record_key(session_id, user_id)
+        source = Path(file)
+        if not source.is_absolute() and not source.exists():
+            source = self.save_dir / source
+
+        def work(doc, at):
+            if doc is not None:
+                raise ConflictError(
+                    f"Session {key.session_id!r} of user {key.user_id!r} already exists here; "
+                    "delete it first, or import under another session_id."
+                )
+            doc = self._new_doc(key, at)
+            doc.modules = read_modules(source)
+            doc.changed(at)
+            return doc.info, doc
+
+        return await self._run(key, work, adopt=False)
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def _user_dir(self, user_id: str) -> Path:
+        return self.save_dir / filename_for(user_id)
+
+    def _doc_path(self, key: Key) -> Path:
+        return self._user_dir(key.user_id) / f"{filename_for(key.session_id)}.json"
+
+    def _logs_dir(self, key: Key) -> Path:
+        return self._user_dir(key.user_id) / f"{filename_for(key.session_id)}.logs"
+
+    # -- documents on disk ----------------------------------------------------------------
+
+    def _read_doc(self, key: Key, at: float, adopt: bool = True) -> SessionDocument | None:
+        path = self._doc_path(key)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:  # AgentScope's layout leaves AgentScope's files where they are
+            return self._adopt_legacy(key, at) if adopt and self.layout == "native" else None
+        return self._decode_doc(raw, key, at, f"session file {path}")
+
+    def _adopt_legacy(self, key: Key, at: float) -> SessionDocument | None:
+        """Migrate the AgentScope file of this session, if only this session can own it,
+        into this layout, keeping the original as *.migrated."""
+        legacy = adoptable(self.save_dir, key)
+        if legacy is None:
+            return None
+        doc = SessionDocument.new(key, None, {}, at)
+        doc.modules = read_modules(legacy)
+        self._write_doc(key, doc)
+        legacy.rename(legacy.with_name(legacy.name + ".migrated"))
+        return doc
+
+    def _decode_doc(
+        self, raw: bytes, key: Key, at: float, what: str, errors: str = "strict"
+    ) -> SessionDocument:
+        try:
+            text = raw.decode("utf-8", errors)
+        except UnicodeDecodeError as exc:
+            raise SessionCorruptedError(what, str(exc)) from None
+        try:
+            return SessionDocument.from_json(loads(text, what), key, what, at)
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, SessionCorruptedError):
+                raise
+            raise SessionCorruptedError(what, str(exc)) from None
+
+    def _index(self, user_id: str) -> SessionIndex:
+        user_dir = self._user_dir(user_id)
+        return SessionIndex(
+            user_dir,
+            lambda: (info.session_id for info in self._stored_infos(user_dir)),
+            self.lock_timeout,
+            self._fsync,
+        )
+
+    def _write_doc(self, key: Key, doc: SessionDocument) -> None:
+        """Replace the document (under the session's lock); a new session enters the user's
+        index first, so the index names every session that has a file."""
+        path = self._doc_path(key)
+        if not path.exists():
+            self._index(key.user_id).add(key.session_id)
+        _atomic_write(path, dumps(doc.to_json()).encode("utf-8"), self._fsync)
+
+    def _remove(self, key: Key) -> None:
+        path = self._doc_path(key)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        else:
+            if self._fsync:
+                _fsync_dir(path.parent)
+            self._index(key.user_id).discard(key.session_id)
+        shutil.rmtree(self._logs_dir(key), ignore_errors=True)
+
+    def _update(
+        self, key: Key, work: Work[T], must_exist: bool, writes: bool, adopt: bool = True
+    ) -> T:
+        """Run ``work`` on the live document under the session's lock; save it if it says so.
+
+        Before a write, an expired session (or the debris of a crashed delete) is removed, so
+        the write starts the session afresh; reads leave it for ``purge_expired``.
+        """
+        self._user_dir(key.user_id).mkdir(parents=True, exist_ok=True)
+        with FileLock(self._lock_path(key), self.lock_timeout):
+            at = now()
+            stored = self._read_doc(key, at, adopt)
+            doc = resolve(stored, key, at, must_exist)
+            if writes and doc is None and (stored is not None or self._logs_dir(key).exists()):
+                self._remove(key)
+            result, changed = work(doc, at)
+            if changed is not None:
+                self._write_doc(key, changed)
+            return result
+
+    def _new_doc(self, key: Key, at: float) -> SessionDocument:
+        return SessionDocument.new(key, self.default_ttl, {}, at)
+
+    async def _run(
+        self,
+        key: Key,
+        work: Work[T],
+        must_exist: bool = False,
+        writes: bool = True,
+        adopt: bool = True,
+    ) -> T:
+        return await offload(self._guarded, self._update, key, work, must_exist, writes, adopt)
+
+    def _guarded(self, function: Callable[..., T], *args: Any) -> T:
+        """File-system failures as a typed error that says where and what to do."""
+        try:
+            return function(*args)
+        except PraisonSessionError:
+            raise  # already typed (OperationTimeoutError is an OSError, via TimeoutError)
+        except OSError as exc:
+            raise StoreUnavailableError(
+                f"Cannot use the JSON store directory {self.save_dir}: "
+                f"{exc.strerror or exc} ({exc.filename or self.save_dir}). Choose a directory "
+                "you can write to (store='json:///path/to/dir')."
+            ) from None
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        def work(doc, at):
+            if doc is None:
+                doc = SessionDocument.new(key, self._new_ttl(ttl), metadata, at)
+            else:
+                doc.merge_metadata(metadata)
+                doc.touch(at, self.sliding_ttl, ttl)
+            return doc.info, doc
+
+        return await self._run(key, work)
+
+    async def read_record(self, key: Key) -> SessionInfo | None:
+        def work(doc, at):
+            return (None if doc is None else doc.info), None
+
+        return await self._run(key, work, writes=False)
+
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        def work(doc, at):
+            doc.merge_metadata(metadata)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            return doc.info, doc
+
+        return await self._run(key, work, must_exist=True)
+
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        def scan() -> list[SessionInfo]:
+            user_dir = self._user_dir(user_id)
+            if not user_dir.is_dir():
+                return []
+            at = now()
+            infos: list[SessionInfo] = []
+            folder = os.path.join(user_dir, "")  # a page builds 100 paths: strings, not Paths
+            for session_id in self._index(user_id).ids_after(after):
+                info = self._stored_info(f"{folder}{filename_for(session_id)}.json")
+                # a name whose file is gone (a crash between the two) is passed over
+                if info is not None and info.user_id == user_id and not info.is_expired(at):
+                    infos.append(info)
+                    if len(infos) >= limit:
+                        break
+            return infos
+
+        return await offload(self._guarded, scan)
+
+    async def list_record_owners(self) -> set[str]:
+        def scan() -> set[str]:
+            if not self.save_dir.is_dir():
+                return set()
+            at = now()
+            return {
+                user
+                for user_dir in self.save_dir.iterdir()
+                if user_dir.is_dir() and (user := self._live_owner(user_dir, at)) is not None
+            }
+
+        return await offload(self._guarded, scan)
+
+    def _live_owner(self, user_dir: Path, at: float) -> str | None:
+        """The user a directory belongs to, read from its first live session file (the
+        directory's name may be a digest of the id); None if none of its sessions is live."""
+        for info in self._stored_infos(user_dir):
+            if filename_for(info.user_id) == user_dir.name and not info.is_expired(at):
+                return info.user_id
+        return None
+
+    def _stored_infos(self, user_dir: Path) -> Iterator[SessionInfo]:
+        """The metadata in each session file of a user's directory. AgentScope files (adopted
+        when their session is opened) and files deleted meanwhile are passed over; so is a
+        damaged file, with a warning: it must not hide the user's other sessions, and reading
+        that session still raises, so nothing is ever taken for empty."""
+        for path in user_dir.glob("*.json"):
+            info = self._stored_info(path)
+            if info is not None:
+                yield info
+
+    def _stored_info(self, path: str | Path) -> SessionInfo | None:
+        """The metadata in one session file (see ``_stored_infos``)."""
+        what = f"session file {path}"
+        try:
+            with open(path, "rb") as file:
+                data = loads(file.read(), what)
+            if isinstance(data, dict) and "format" not in data:
+                return None
+            return SessionInfo.from_json(data, what)
+        except FileNotFoundError:
+            return None
+        except SessionCorruptedError as exc:
+            _logger().warning("Listing skipped a damaged session file: %s", exc)
+            return None
+
+    async def delete_record(self, key: Key) -> bool:
+        def work(doc, at):
+            if doc is not None:
+                self._remove(key)
+            return doc is not None, None
+
+        return await self._run(key, work)
+
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+        def work(doc, at):
+            if doc is None:
+                return None, None
+            doc.touch(at, True, ttl)
+            return doc.info, doc
+
+        return await self._run(key, work)
+
+    async def purge_records(self) -> int:
+        def scan() -> list[Key]:
+            at = now()
+            expired = []
+            for path in self.save_dir.glob("*/*.json"):
+                try:
+                    data = loads(path.read_bytes(), f"session file {path}")
+                except (FileNotFoundError, SessionCorruptedError):
+                    continue
+                if isinstance(data, dict) and "format" in data:
+                    try:
+                        info = SessionInfo.from_json(data, f"session file {path}")
+                    except SessionCorruptedError:
+                        continue  # purging only removes what it can read as expired
+                    if info.is_expired(at):
+                        expired.append(Key(info.user_id, info.session_id))
+            return expired
+
+        count = 0
+        for key in await offload(self._guarded, scan):
+            count += await self._delete_if_expired(key)
+        return count
+
+    async def scrub_erased_user(self, user_id: str) -> None:
+        """After an erasure: the user's lock files and crash debris go, and with them the
+        directory whose name spells the user id; the snapshots' leftover lock files too."""
+
+        def sweep(folder: Path, remove_folder: bool) -> None:
+            for lock in folder.glob("*.lock"):
+                stem = lock.name[: -len(".lock")]
+                with FileLock(lock, self.lock_timeout) as held:
+                    if (folder / f"{stem}.json").exists() or (folder / f"{stem}.logs").exists():
+                        continue  # a live session (another user's snapshot, say)
+                    (folder / f".{stem}.json.tmp").unlink(missing_ok=True)
+                    held.remove()
+            if remove_folder:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only if nothing else is left in it
+
+        await offload(self._guarded, self._index(user_id).remove)
+        # the snapshots' index journal names the erased user's snapshots: fold it away
+        await offload(self._guarded, self._index(SNAPSHOT_OWNER).compact)
+        await offload(self._guarded, sweep, self._user_dir(user_id), True)
+        await offload(self._guarded, sweep, self._user_dir(SNAPSHOT_OWNER), False)
+
+    async def _delete_if_expired(self, key: Key) -> bool:
+        def work(doc, at):
+            return doc is None, None  # _update has removed it if it had expired
+
+        return await self._run(key, work)
+
+    # -- key-value state ------------------------------------------------------------------
+
+    def _sliding(self, doc: SessionDocument, at: float) -> SessionDocument | None:
+        """Reads refresh a sliding TTL, which means writing the document."""
+        if doc.info.ttl is None or not self.sliding_ttl:
+            return None
+        doc.touch(at, True)
+        return doc
+
+    async def read_record_state(self, key, names, must_exist) -> dict[str, Any]:
+        def work(doc, at):
+            if doc is None:
+                return {}, None
+            state = (
+                doc.state if names is None else {n: doc.state[n] for n in names if n in doc.state}
+            )
+            return dict(state), self._sliding(doc, at)
+
+        return await self._run(key, work, must_exist, writes=False)
+
+    async def patch_record_state(
+        self, key, updates, deletes, replace, expected_version, must_exist
+    ) -> int:
+        def work(doc, at):
+            doc = doc or self._new_doc(key, at)
+            check_version(key.session_id, doc.info.version, expected_version)
+            doc.patch(updates, deletes, replace)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            return doc.info.version, doc
+
+        return await self._run(key, work, must_exist)
+
+    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
+        def work(doc, at):
+            doc = doc or self._new_doc(key, at)
+            value = doc.increment(name, amount, default)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            return value, doc
+
+        return await self._run(key, work, must_exist)
+
+    # -- modules and logs -----------------------------------------------------------------
+
+    def _write_log(self, key: Key, doc: SessionDocument, write: LogWrite) -> bool:
+        """Append to (or replace) a log file and record the acknowledged size in ``doc``.
+
+        Returns True when it wrote a new file generation (older ones can then be deleted).
+        """
+        logs_dir = self._logs_dir(key)
+        ref = doc.logs.get(write.path)
+        count = 0 if ref is None else ref["count"]
+        if write.start is not None and write.start not in (-1, count):
+            raise ConflictError(f"Log {write.path!r} holds {count} messages, not {write.start}.")
+        payload = b"".join(dumps(m).encode("utf-8") + b"\n" for m in write.messages)
+        logs_dir.mkdir(exist_ok=True)
+        if ref is None or write.start is None:
+            name = f"{filename_for(write.path)}.{secrets.token_hex(4)}.jsonl"
+            _atomic_write(logs_dir / name, payload, self._fsync)
+            doc.logs[write.path] = {
+                "file": name,
+                "count": len(write.messages),
+                "bytes": len(payload),
+            }
+            return True
+        fd = os.open(logs_dir / ref["file"], os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, ref["bytes"])  # drop a tail a crashed append left behind
+            os.lseek(fd, ref["bytes"], os.SEEK_SET)
+            _write_all(fd, payload)
+            if self._fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        doc.logs[write.path] = {
+            **ref,
+            "count": count + len(write.messages),
+            "bytes": ref["bytes"] + len(payload),
+        }
+        return None
+
+    def _read_log_file(
+        self, key: Key, path: str, ref: dict[str, Any], start: int = 0, stop: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Messages ``start:stop`` of a log (indexes >= 0), decoding only those: the file is
+        read line by line, so a page of a long log costs little memory (an export reads its
+        logs page by page)."""
+        what = f"message log {path!r} in {self._logs_dir(key) / ref['file']}"
+        return [
+            loads(line, what)
+            for number, line in enumerate(self._acknowledged_lines(key, path, ref))
+            if start <= number and (stop is None or number < stop)
+        ]
+
+    def _log_bytes(self, key: Key, path: str, ref: dict[str, Any]) -> bytes:
+        """The acknowledged bytes of a log file in one read (a copy takes them whole), checked
+        as ``_acknowledged_lines`` checks them."""
+        file = self._logs_dir(key) / ref["file"]
+        try:
+            with open(file, "rb") as handle:
+                data = handle.read(ref["bytes"])
+        except FileNotFoundError:
+            raise _log_damage(path, file, "the file is missing") from None
+        _check_log(path, file, ref, len(data), data.count(b"\n"))
+        return data
+
+    def _acknowledged_lines(self, key: Key, path: str, ref: dict[str, Any]) -> Iterator[bytes]:
+        """The lines of a log file up to the size its document acknowledges (bytes past it are
+        a write that never finished), read one at a time, then checked against the document."""
+        file = self._logs_dir(key) / ref["file"]
+        limit = ref["bytes"]
+        consumed = count = 0
+        try:
+            with open(file, "rb") as handle:
+                for line in handle:
+                    line = line[: limit - consumed]
+                    consumed += len(line)
+                    if not line.endswith(b"\n"):
+                        break  # the acknowledged bytes end inside this line
+                    count += 1
+                    yield line
+                    if consumed == limit:
+                        break
+        except FileNotFoundError:
+            raise _log_damage(path, file, "the file is missing") from None
+        _check_log(path, file, ref, consumed, count)
+
+    def _write_file(self, path: Path, data: bytes) -> None:
+        _atomic_write(path, data, self._fsync)
+
+    def _lock_path(self, key: Key) -> Path:
+        return self._user_dir(key.user_id) / f"{filename_for(key.session_id)}.lock"
+
+    def _commit_logs(self, key: Key, doc: SessionDocument, writes: list[LogWrite]) -> None:
+        # At durability "power", new log files were fsynced with their directory by
+        # _atomic_write; appends add no directory entry. The document's write comes last.
+        rewrote = any([self._write_log(key, doc, write) for write in writes])  # all, not lazily
+        self._write_doc(key, doc)
+        if rewrote:  # drop replaced generations, and any a killed writer left behind
+            wanted = {ref["file"] for ref in doc.logs.values()}
+            for path in self._logs_dir(key).iterdir():
+                if path.name not in wanted:
+                    path.unlink(missing_ok=True)
+
+    async def write_modules(self, key, documents, writes) -> dict[str, int]:
+        def work(doc, at):
+            doc = doc or self._new_doc(key, at)
+            for write in writes:
+                held = doc.logs.get(write.path, {}).get("count", 0)
+                if write.start not in (None, -1) and write.start != held:
+                    raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
+            doc.modules.update(documents)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            self._commit_logs(key, doc, writes)
+            return {write.path: doc.logs[write.path]["count"] for write in writes}, None
+
+        return await self._run(key, work)
+
+    async def read_modules(self, key, names) -> StoredModules | None:
+        def work(doc, at):
+            if doc is None:
+                return None, None
+            wanted = set(names)
+            logs = {
+                path: self._read_log_file(key, path, ref)
+                for path, ref in doc.logs.items()
+                if path.split(".")[0] in wanted
+            }
+            found = StoredModules({n: d for n, d in doc.modules.items() if n in wanted}, logs)
+            return found, self._sliding(doc, at)
+
+        return await self._run(key, work, writes=False)
+
+    async def append_log(self, key: Key, write: LogWrite) -> int:
+        def work(doc, at):
+            doc = doc or self._new_doc(key, at)
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            self._commit_logs(key, doc, [write])
+            return doc.logs[write.path]["count"], None
+
+        return await self._run(key, work)
+
+    async def read_log(self, key, path, start, stop):
+        def work(doc, at):
+            if doc is None or path not in doc.logs:
+                return [], None
+            ref = doc.logs[path]
+            first, last, _ = slice(start, stop).indices(ref["count"])
+            messages = self._read_log_file(key, path, ref, first, last) if first < last else []
+            return messages, self._sliding(doc, at)
+
+        return await self._run(key, work, writes=False)
+
+    async def count_log(self, key: Key, path: str) -> int:
+        def work(doc, at):
+            ref = None if doc is None else doc.logs.get(path)
+            return (0 if ref is None else ref["count"]), None
+
+        return await self._run(key, work, writes=False)
+
+
+def _constructor_arguments(
+    args: tuple[Any, ...], session_id: str | None, save_dir: Any
+) -> tuple[str | None, Any]:
+    """AgentScope 1.0's ``JSONSession(save_dir)`` and its older ``JSONSession(session_id,
+    save_dir)``: one positional argument is the directory, two are the id and the directory."""
+    if len(args) > 2:
+        raise InvalidValueError(
+            "JSONSession takes at most two positional arguments: (save_dir) or "
+            "(session_id, save_dir)."
+        )
+    if len(args) == 2:
+        if session_id is not None or save_dir is not None:
+            raise InvalidValueError("session_id and save_dir were given twice.")
+        session_id, save_dir = args
+    elif len(args) == 1:
+        if save_dir is not None:  # JSONSession("id", save_dir="dir"): the older form
+            if session_id is not None:
+                raise InvalidValueError("session_id was given twice.")
+            session_id = args[0]
+        else:
+            save_dir = args[0]
+    if session_id is not None and not isinstance(session_id, str):
+        raise InvalidValueError(f"session_id must be a str, got {type(session_id).__name__}.")
+    if save_dir is None:
+        save_dir = "./"
+    if not isinstance(save_dir, (str, os.PathLike)):
+        raise InvalidValueError(
+            f"save_dir must be a path (str or os.PathLike), got {type(save_dir).__name__}."
+        )
+    return session_id, save_dir
+
+
+def _check_log(path: str, file: Path, ref: dict[str, Any], size: int, lines: int) -> None:
+    """A log file read up to its acknowledged size must be that long and hold one line per
+    message its document records; anything else is corruption, never an empty log."""
+    if size != ref["bytes"]:
+        raise _log_damage(path, file, "the file is shorter than its acknowledged size")
+    if lines != ref["count"]:
+        raise _log_damage(path, file, f"{lines} lines for {ref['count']} messages")
+
+
+def _log_damage(path: str, file: Path, detail: str) -> SessionCorruptedError:
+    return SessionCorruptedError(f"message log {path!r} in {file}", detail)
+
+
+def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
+    """Replace ``path`` with ``data`` or leave it as it was. Call under the session's lock.
+
+    With ``fsync`` the data is on the disk before the rename, and the rename after it.
+    The temp file's name is fixed, so a writer killed mid-write leaves one file that the next
+    write of the same path reuses, never a growing pile.
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if fsync:
+        _fsync_dir(path.parent)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:  # os.write may write less than asked (a signal, a nearly full disk)
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(path: Path) -> None:
+    if os.name == "nt":  # pragma: no cover - directories cannot be fsynced on Windows
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

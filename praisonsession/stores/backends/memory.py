@@ -1,0 +1,252 @@
+"""``InMemorySession``: sessions in a dict, for tests and throw-away work. Lost at exit.
+
+Each user's session ids are also kept sorted, so that a page of ``list_sessions`` costs a
+binary search and the page, however many sessions the user has.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from typing import Any
+
+from ..._internal.json_data import copy_json as _copy
+from ...errors import ConflictError
+from ..api import Key, LogWrite, SessionBase, StoredModules
+from ..record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
+from .document import SessionDocument, resolve
+
+
+class InMemorySession(SessionBase):
+    """Every operation runs under one lock and never awaits, so each one is atomic."""
+
+    url = "memory://"
+    runs_inline = True
+
+    def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
+        super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
+        self._docs: dict[Key, SessionDocument] = {}
+        self._ids: dict[str, list[str]] = {}  # each user's session ids, sorted
+        self._lock = threading.RLock()
+
+    def _put(self, key: Key, doc: SessionDocument) -> SessionDocument:
+        if key not in self._docs:
+            bisect.insort(self._ids.setdefault(key.user_id, []), key.session_id)
+        self._docs[key] = doc
+        return doc
+
+    def _drop(self, key: Key) -> None:
+        if self._docs.pop(key, None) is not None:
+            ids = self._ids[key.user_id]
+            del ids[bisect.bisect_left(ids, key.session_id)]
+            if not ids:
+                del self._ids[key.user_id]
+
+    def _live(self, key: Key, at: float, must_exist: bool = False) -> SessionDocument | None:
+        return resolve(self._docs.get(key), key, at, must_exist)
+
+    def _writable(self, key: Key, at: float, must_exist: bool) -> SessionDocument:
+        """The live document, or a new one in place of a missing or expired one."""
+        doc = self._live(key, at, must_exist)
+        if doc is None:
+            doc = self._put(key, SessionDocument.new(key, self.default_ttl, {}, at))
+        doc.touch(at, self.sliding_ttl)
+        return doc
+
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            if doc is None:
+                doc = self._put(key, SessionDocument.new(key, self._new_ttl(ttl), metadata, at))
+            else:
+                doc.merge_metadata(metadata)
+                doc.touch(at, self.sliding_ttl, ttl)
+            return doc.info
+
+    async def read_record(self, key: Key) -> SessionInfo | None:
+        with self._lock:
+            doc = self._live(key, now())
+            return None if doc is None else doc.info
+
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        with self._lock:
+            at = now()
+            doc = self._writable(key, at, True)
+            doc.merge_metadata(metadata)
+            doc.changed(at)
+            return doc.info
+
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        with self._lock:
+            at = now()
+            ids = self._ids.get(user_id, [])
+            infos: list[SessionInfo] = []
+            start = 0 if after is None else bisect.bisect_right(ids, after)
+            for index in range(start, len(ids)):  # sorted: it stops at the page's end
+                info = self._docs[Key(user_id, ids[index])].info
+                if not info.is_expired(at):
+                    infos.append(info)
+                    if len(infos) == limit:
+                        break
+            return infos
+
+    async def list_record_owners(self) -> set[str]:
+        with self._lock:
+            at = now()
+            return {key.user_id for key, doc in self._docs.items() if not doc.info.is_expired(at)}
+
+    async def delete_record(self, key: Key) -> bool:
+        with self._lock:
+            live = self._live(key, now()) is not None
+            self._drop(key)
+            return live
+
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            if doc is None:
+                return None
+            doc.touch(at, True, ttl)
+            return doc.info
+
+    async def purge_records(self) -> int:
+        with self._lock:
+            at = now()
+            gone = [key for key, doc in self._docs.items() if doc.info.is_expired(at)]
+            for key in gone:
+                self._drop(key)
+            return len(gone)
+
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at, must_exist)
+            if doc is None:
+                return {}
+            doc.touch(at, self.sliding_ttl)
+            state = (
+                doc.state if names is None else {n: doc.state[n] for n in names if n in doc.state}
+            )
+            return _copy(state)
+
+    async def patch_record_state(
+        self, key, updates, deletes, replace, expected_version, must_exist
+    ) -> int:
+        with self._lock:
+            at = now()
+            live = self._live(key, at, must_exist)
+            check_version(
+                key.session_id, 0 if live is None else live.info.version, expected_version
+            )
+            doc = self._writable(key, at, must_exist)
+            doc.patch(updates, deletes, replace)
+            doc.changed(at)
+            return doc.info.version
+
+    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
+        with self._lock:
+            at = now()
+            doc = self._writable(key, at, must_exist)
+            value = doc.increment(name, amount, default)
+            doc.changed(at)
+            return value
+
+    async def write_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            for write in writes:
+                held = 0 if doc is None else len(doc.logs.get(write.path, []))
+                if write.start not in (None, -1) and write.start != held:
+                    raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
+            doc = self._writable(key, at, False)
+            doc.modules.update(_copy(documents))
+            lengths = {}
+            for write in writes:
+                if write.start is None:
+                    doc.logs[write.path] = _copy(write.messages)
+                else:
+                    doc.logs.setdefault(write.path, []).extend(_copy(write.messages))
+                lengths[write.path] = len(doc.logs[write.path])
+            doc.changed(at)
+            return lengths
+
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            if doc is None:
+                return None
+            doc.touch(at, self.sliding_ttl)
+            wanted = set(names)
+            return StoredModules(
+                {n: _copy(d) for n, d in doc.modules.items() if n in wanted},
+                {p: _copy(m) for p, m in doc.logs.items() if p.split(".")[0] in wanted},
+            )
+
+    async def append_log(self, key: Key, write: LogWrite) -> int:
+        with self._lock:
+            at = now()
+            doc = self._writable(key, at, False)
+            log = doc.logs.setdefault(write.path, [])
+            if write.start not in (-1, None) and write.start != len(log):
+                raise ConflictError(
+                    f"Log {write.path!r} holds {len(log)} messages, not {write.start}."
+                )
+            log.extend(_copy(write.messages))
+            doc.changed(at)
+            return len(log)
+
+    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
+        with self._lock:
+            at = now()
+            doc = self._live(key, at)
+            if doc is None:
+                return []
+            doc.touch(at, self.sliding_ttl)
+            return _copy(doc.logs.get(path, [])[start:stop])
+
+    async def count_log(self, key: Key, path: str) -> int:
+        with self._lock:
+            doc = self._live(key, now())
+            return 0 if doc is None else len(doc.logs.get(path, []))
+
+    # -- copies (fork, snapshot, restore) ---------------------------------------------------
+
+    async def copy_record(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        with self._lock:
+            at = now()
+            doc = self._live(source, at, must_exist=True)
+            current = self._live(target, at)
+            if current is not None and not replace:
+                raise ConflictError(copy_conflict(target))
+            logs = _copy(doc.logs)
+            if cut is not None:
+                logs[cut[0]] = logs.get(cut[0], [])[: cut[1]]
+            info = copied_info(
+                doc.info, target, None if current is None else current.info, metadata, ttl, at
+            )
+            self._put(target, SessionDocument(info, _copy(doc.state), _copy(doc.modules), logs))
+            return info
+
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
+        with self._lock:
+            doc = self._live(key, now())
+            if doc is None:
+                return None
+            counts = {path: len(messages) for path, messages in doc.logs.items()}
+            return SessionContents(doc.info, _copy(doc.state), _copy(doc.modules), counts)

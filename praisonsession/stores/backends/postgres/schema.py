@@ -1,0 +1,381 @@
+"""The PostgreSQL tables: their version, the migrations from older ones, and the statements the
+store runs (kept apart from ``store.py``, which says when each runs).
+
+Every table lives in one schema of the user's choice (``public`` by default); its name enters
+the SQL only through ``psycopg.sql.Identifier``, once, when a store compiles its statements.
+Ids and values are always parameters. Keys are ``COLLATE "C"``: sessions list in code point
+order, as on every other backend, whatever the database's locale.
+
+A session is its row of ``ps_sessions`` (metadata, TTL, and what every write moves: version,
+updated_at, expires_at, and each message log's acknowledged length in ``logs``, a jsonb
+object), its state keys (``ps_state``), module documents (``ps_modules``), and its logs'
+messages (``ps_messages``). Schema 1 kept the lengths in a table of their own (``ps_logs``):
+a turn then wrote three rows where it now writes two; it is migrated on first use. A write
+locks the session's row first (an ``UPDATE`` of it), so writers of one session take turns and
+never deadlock with each other.
+"""
+
+from __future__ import annotations
+
+from ...record import FORMAT_VERSION
+
+SCHEMA_VERSION = 2
+"""The row of ``ps_schema``; an older schema is migrated when a store first meets it."""
+
+_KEY = 'text COLLATE "C" NOT NULL'
+# A new schema, in order; {s} is the schema, quoted.
+SCHEMA = (
+    "CREATE SCHEMA IF NOT EXISTS {s}",
+    "CREATE TABLE IF NOT EXISTS {s}.ps_schema (version integer NOT NULL)",
+    f"""CREATE TABLE {{s}}.ps_sessions (
+    user_id {_KEY}, session_id {_KEY}, format integer NOT NULL,
+    created_at double precision NOT NULL, updated_at double precision NOT NULL,
+    expires_at double precision, ttl double precision, version bigint NOT NULL,
+    metadata text NOT NULL, logs jsonb NOT NULL DEFAULT '{{{{}}}}',
+    PRIMARY KEY (user_id, session_id))""",
+    "CREATE INDEX ps_sessions_expiry ON {s}.ps_sessions (expires_at) WHERE expires_at IS NOT NULL",
+    f"""CREATE TABLE {{s}}.ps_state (
+    user_id {_KEY}, session_id {_KEY}, name {_KEY}, value text NOT NULL,
+    PRIMARY KEY (user_id, session_id, name))""",
+    f"""CREATE TABLE {{s}}.ps_modules (
+    user_id {_KEY}, session_id {_KEY}, name {_KEY}, document text NOT NULL,
+    PRIMARY KEY (user_id, session_id, name))""",
+    f"""CREATE TABLE {{s}}.ps_messages (
+    user_id {_KEY}, session_id {_KEY}, log {_KEY}, seq bigint NOT NULL, message text NOT NULL,
+    PRIMARY KEY (user_id, session_id, log, seq))""",
+    # An increment whose client does not know the key's value at the session's version: lock
+    # the session, and write the value the client computed (Python's arithmetic, exact for
+    # every int and float) only if the key still holds what it computed from; else answer
+    # what it holds, with the session's version and creation time, to compute again. A
+    # session that is not live as it is answers is_live=false: the client takes the full path.
+    """CREATE OR REPLACE FUNCTION {s}.ps_increment(
+    p_user text, p_session text, p_name text, p_known boolean, p_old text, p_new text,
+    p_now double precision, p_sliding boolean, p_format integer)
+RETURNS TABLE (is_live boolean, applied boolean, held text, at_version bigint,
+    created double precision) LANGUAGE plpgsql AS $$
+DECLARE
+    v_format integer; v_expires double precision; v_value text; v_version bigint;
+    v_created double precision;
+BEGIN
+    SELECT s.format, s.expires_at, s.version, s.created_at
+        INTO v_format, v_expires, v_version, v_created FROM {s}.ps_sessions s
+        WHERE s.user_id = p_user AND s.session_id = p_session FOR UPDATE;
+    IF NOT FOUND OR v_format > p_format OR v_format < 0
+            OR (v_expires IS NOT NULL AND v_expires <= p_now) THEN
+        RETURN QUERY SELECT false, false, NULL::text, NULL::bigint, NULL::double precision;
+        RETURN;
+    END IF;
+    SELECT v.value INTO v_value FROM {s}.ps_state v
+        WHERE v.user_id = p_user AND v.session_id = p_session AND v.name = p_name;
+    IF NOT p_known OR v_value IS DISTINCT FROM p_old THEN
+        RETURN QUERY SELECT true, false, v_value, v_version, v_created;
+        RETURN;
+    END IF;
+    UPDATE {s}.ps_sessions s SET version = s.version + 1, updated_at = p_now,
+        expires_at = CASE WHEN p_sliding AND s.ttl IS NOT NULL THEN p_now + s.ttl
+                     ELSE s.expires_at END
+        WHERE s.user_id = p_user AND s.session_id = p_session;
+    INSERT INTO {s}.ps_state AS v (user_id, session_id, name, value)
+        VALUES (p_user, p_session, p_name, p_new)
+        ON CONFLICT (user_id, session_id, name) DO UPDATE SET value = EXCLUDED.value;
+    RETURN QUERY SELECT true, true, p_new, v_version + 1, v_created;
+END $$""",
+)
+# from version N to N + 1, run in one transaction
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (  # the lengths of ps_logs into their session's row (a length whose session is gone goes)
+        "ALTER TABLE {s}.ps_sessions ADD COLUMN logs jsonb NOT NULL DEFAULT '{{}}'",
+        "UPDATE {s}.ps_sessions s SET logs = l.lengths FROM (SELECT user_id, session_id, "
+        "jsonb_object_agg(log, length) AS lengths FROM {s}.ps_logs "
+        "GROUP BY user_id, session_id) l "
+        "WHERE s.user_id = l.user_id AND s.session_id = l.session_id",
+        "DROP TABLE {s}.ps_logs",
+    ),
+}
+
+TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")
+CONTENT = ("ps_state", "ps_modules", "ps_messages")  # what a session holds beside its row
+
+# Everything but the schema version takes a transaction-scoped advisory lock first: creating
+# and migrating tables is the one step no single statement can make safe against another
+# process doing the same (two CREATE TABLE IF NOT EXISTS can both fail on the catalog).
+SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext('praisonsession:' || %s))"
+SCHEMA_FOUND = (
+    "SELECT to_regclass(format('%%I.ps_schema', %s::text)) IS NOT NULL, "
+    "to_regclass(format('%%I.ps_sessions', %s::text)) IS NOT NULL"
+)
+SERVER_DURABILITY = "SELECT current_setting('fsync'), current_setting('synchronous_commit')"
+SCHEMA_VERSION_READ = "SELECT max(version) FROM {s}.ps_schema"
+SCHEMA_VERSION_WRITE = (
+    "DELETE FROM {s}.ps_schema",
+    "INSERT INTO {s}.ps_schema (version) VALUES (%s)",
+)
+
+INFO_COLUMNS = (
+    "format, version, created_at, updated_at, expires_at, ttl, metadata, session_id, user_id"
+)
+INFO = f"SELECT {INFO_COLUMNS} FROM {{s}}.ps_sessions WHERE user_id=%s AND session_id=%s"
+INFO_LOCKED = INFO + " FOR UPDATE"
+# What a read needs: the session's liveness (metadata not decoded), and its sliding TTL
+# restarted in the same statement when it is live. %(now)s, %(sliding)s, %(u)s, %(s)s.
+_LIVE = (
+    f"format >= 0 AND format <= {FORMAT_VERSION} AND (expires_at IS NULL OR expires_at > %(now)s)"
+)
+READ_HEAD = (
+    "WITH h AS (SELECT format, expires_at, ttl FROM {s}.ps_sessions "
+    "WHERE user_id=%(u)s AND session_id=%(s)s), "
+    "slide AS (UPDATE {s}.ps_sessions SET expires_at = %(now)s + ttl "
+    f"WHERE user_id=%(u)s AND session_id=%(s)s AND %(sliding)s AND ttl IS NOT NULL AND {_LIVE} "
+    "RETURNING 1) "
+)
+LIVE_HEAD = READ_HEAD + "SELECT h.format, h.expires_at, (SELECT count(*) FROM slide) FROM h"
+# A read of several statements sees one snapshot (a save between them is all in or all out);
+# a sliding TTL moved meanwhile by another writer makes it a serialization failure, retried.
+SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+GET_VALUE = (
+    READ_HEAD + "SELECT h.format, h.expires_at, (SELECT value FROM {s}.ps_state "
+    "WHERE user_id=%(u)s AND session_id=%(s)s AND name=%(name)s), (SELECT count(*) FROM slide) "
+    "FROM h"
+)
+_PAIRS = (
+    "(SELECT array_agg(ARRAY[name, value]) FROM {s}.ps_state "
+    "WHERE user_id=%(u)s AND session_id=%(s)s"
+)
+GET_STATE = (
+    READ_HEAD + "SELECT h.format, h.expires_at, " + _PAIRS + " AND name = ANY(%(names)s)), "
+    "(SELECT count(*) FROM slide) FROM h"
+)
+GET_ALL_STATE = (
+    READ_HEAD + "SELECT h.format, h.expires_at, " + _PAIRS + "), (SELECT count(*) FROM slide) "
+    "FROM h"
+)
+READ_LOG = (
+    READ_HEAD + "SELECT h.format, h.expires_at, (SELECT array_agg(message ORDER BY seq) "
+    "FROM {s}.ps_messages WHERE user_id=%(u)s AND session_id=%(s)s AND log=%(log)s "
+    "AND seq >= %(start)s AND seq < %(stop)s), (SELECT count(*) FROM slide) FROM h"
+)
+COUNT_LOG = (
+    "SELECT (logs->>%(log)s)::bigint FROM {s}.ps_sessions WHERE user_id=%(u)s AND session_id=%(s)s "
+    f"AND {_LIVE}"
+)
+# A write's bump in one statement, done only if the session is live: version, updated_at and
+# a sliding expiry. No row: take the full path.
+BUMP_LIVE = (
+    "UPDATE {s}.ps_sessions SET version = version + 1, updated_at = %(now)s, "
+    "expires_at = CASE WHEN %(sliding)s AND ttl IS NOT NULL THEN %(now)s + ttl "
+    "ELSE expires_at END "
+    f"WHERE user_id=%(u)s AND session_id=%(s)s AND {_LIVE} RETURNING version"
+)
+# A save that only appends (a turn of a conversation) in one statement: bump the live session
+# and move each log's length in its row (the UPDATE sees the latest row, whoever wrote it
+# last), merge the module documents, and insert the messages at the positions the new lengths
+# give. The first column is 0 when the session was not live as it is (nothing was written).
+SAVE_APPENDING = (
+    # each log's messages are a run of %(msgs)s: the log's count, after those of the logs before
+    "WITH w AS (SELECT lg, cnt, k, sum(cnt) OVER (ORDER BY k) - cnt AS first "
+    "FROM unnest(%(logs)s::text[], %(counts)s::bigint[]) WITH ORDINALITY AS w(lg, cnt, k)), "
+    "b AS ("
+    + BUMP_LIVE.replace(
+        " WHERE user_id",
+        ", logs = logs || COALESCE((SELECT jsonb_object_agg(lg, COALESCE((logs->>lg)::bigint, 0) "
+        "+ cnt) FROM w), '{{}}') WHERE user_id",
+    ).replace("RETURNING version", "RETURNING logs")
+    + "), "
+    "d AS (INSERT INTO {s}.ps_modules AS o (user_id, session_id, name, document) "
+    "SELECT %(u)s, %(s)s, n, doc FROM b, unnest(%(names)s::text[], %(docs)b::text[]) AS m(n, doc) "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document = EXCLUDED.document "
+    "WHERE o.document <> EXCLUDED.document), "  # an unchanged document costs no new row
+    "l AS (SELECT w.lg, w.cnt, w.first, w.k, (b.logs->>w.lg)::bigint AS length FROM b, w), "
+    "m AS (INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
+    "SELECT %(u)s, %(s)s, l.lg, l.length - l.cnt + x.i - l.first - 1, x.msg "
+    "FROM l JOIN unnest(%(msgs)b::text[]) WITH ORDINALITY AS x(msg, i) "
+    "ON x.i > l.first AND x.i <= l.first + l.cnt) "
+    "SELECT (SELECT count(*) FROM b), (SELECT array_agg(lg ORDER BY k) FROM l), "
+    "(SELECT array_agg(length ORDER BY k) FROM l)"
+)
+
+
+def _bump_one_log(count: str) -> str:
+    """The bump of a save to one log: its length moves by ``count`` in the session's row."""
+    return BUMP_LIVE.replace(
+        " WHERE user_id",
+        ", logs = jsonb_set(logs, ARRAY[%(log)s::text], "
+        f"to_jsonb(COALESCE((logs->>%(log)s)::bigint, 0) + {count})) WHERE user_id",
+    ).replace(
+        "RETURNING version", "RETURNING version, created_at, (logs->>%(log)s)::bigint AS length"
+    )
+
+
+# The same save when it appends to one log (a turn of one agent), without the window that
+# splits the messages among logs (0.25 ms against 0.19 ms for this form, bare). A document the
+# client marks as the one it wrote last is skipped when the session is still at the version
+# and creation time that write left (%(known)s, %(created)s): nobody wrote it since, so the
+# stored document is that one; even unchanged, an upsert would lock and probe its row.
+SAVE_ONE_LOG = (
+    "WITH b AS (" + _bump_one_log("%(count)s::bigint") + "), "
+    "d AS (INSERT INTO {s}.ps_modules AS o (user_id, session_id, name, document) "
+    "SELECT %(u)s, %(s)s, n, doc FROM b, "
+    "unnest(%(names)s::text[], %(docs)b::text[], %(mine)s::boolean[]) AS m(n, doc, mine) "
+    "WHERE NOT (mine AND b.version - 1 = %(known)s AND b.created_at = %(created)s) "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document = EXCLUDED.document "
+    "WHERE o.document <> EXCLUDED.document), "
+    "m AS (INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
+    "SELECT %(u)s, %(s)s, %(log)s, b.length - %(count)s::bigint + x.i - 1, x.msg "
+    "FROM b, unnest(%(msgs)b::text[]) WITH ORDINALITY AS x(msg, i)) "
+    "SELECT b.length, b.version, b.created_at FROM b"
+)
+
+
+def _append_one_log(at_version: bool, one_message: bool) -> str:
+    """``SAVE_ONE_LOG`` when no module document needs writing: none was given, or (with
+    ``at_version``) every one is the document this store wrote last and the bump happens only
+    if the session is still at the version that write left (no row: the client runs
+    ``SAVE_ONE_LOG``). One message goes as a plain parameter: unnesting an array costs the
+    server more than the rest of the turn (0.128 ms against 0.110, bare)."""
+    count = "1" if one_message else "%(count)s::bigint"
+    bump = _bump_one_log(count)
+    if at_version:
+        bump = bump.replace(
+            " RETURNING", " AND version = %(known)s AND created_at = %(created)s RETURNING"
+        )
+    rows = (
+        "SELECT %(u)s, %(s)s, %(log)s, b.length - 1, %(msg)s FROM b"
+        if one_message
+        else "SELECT %(u)s, %(s)s, %(log)s, b.length - %(count)s::bigint + x.i - 1, x.msg "
+        "FROM b, unnest(%(msgs)b::text[]) WITH ORDINALITY AS x(msg, i)"
+    )
+    return (
+        f"WITH b AS ({bump}), "
+        f"m AS (INSERT INTO {{s}}.ps_messages (user_id, session_id, log, seq, message) {rows}) "
+        "SELECT b.length, b.version, b.created_at FROM b"
+    )
+
+
+APPEND_ONE_LOG = _append_one_log(False, False)
+APPEND_ONE_MESSAGE = _append_one_log(False, True)
+APPEND_ONE_LOG_AT = _append_one_log(True, False)
+APPEND_ONE_MESSAGE_AT = _append_one_log(True, True)
+
+INCREMENT = (
+    "SELECT is_live, applied, held, at_version, created "
+    "FROM {s}.ps_increment(%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+)
+# An increment whose client knows the key's value at the session's current version (it wrote
+# it last): one plain statement. The bump happens only if the session is still at that
+# version and creation time (nobody wrote it since, nor deleted and re-made it), checked on
+# the row's latest version once it is locked; then the value is written. No row: ask
+# ps_increment.
+INCREMENT_AT_VERSION = (
+    "WITH b AS (UPDATE {s}.ps_sessions SET version = version + 1, updated_at = %(now)s, "
+    "expires_at = CASE WHEN %(sliding)s AND ttl IS NOT NULL THEN %(now)s + ttl "
+    "ELSE expires_at END "
+    "WHERE user_id=%(u)s AND session_id=%(s)s AND version = %(version)s "
+    f"AND created_at = %(created)s AND {_LIVE} RETURNING version) "
+    "INSERT INTO {s}.ps_state (user_id, session_id, name, value) "
+    "SELECT %(u)s, %(s)s, %(name)s, %(new)s FROM b "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value = EXCLUDED.value "
+    "RETURNING (SELECT version FROM b)"
+)
+
+INSERT_SESSION = (
+    "INSERT INTO {s}.ps_sessions (user_id, session_id, format, created_at, updated_at, "
+    "expires_at, ttl, version, metadata) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+)
+UPSERT_SESSION = (
+    INSERT_SESSION + " ON CONFLICT (user_id, session_id) DO UPDATE SET format=EXCLUDED.format, "
+    "created_at=EXCLUDED.created_at, updated_at=EXCLUDED.updated_at, "
+    "expires_at=EXCLUDED.expires_at, ttl=EXCLUDED.ttl, version=EXCLUDED.version, "
+    "metadata=EXCLUDED.metadata"
+)
+UPDATE_SESSION = (
+    "UPDATE {s}.ps_sessions SET version=%s, updated_at=%s, expires_at=%s, ttl=%s, metadata=%s "
+    "WHERE user_id=%s AND session_id=%s"
+)
+UPSERT_STATE = (
+    "INSERT INTO {s}.ps_state (user_id, session_id, name, value) "
+    "SELECT %s, %s, n, v FROM unnest(%s::text[], %s::text[]) AS u(n, v) "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value = EXCLUDED.value"
+)
+DELETE_STATE = (
+    "DELETE FROM {s}.ps_state WHERE user_id=%s AND session_id=%s AND name = ANY(%s::text[])"
+)
+DELETE_ALL_STATE = "DELETE FROM {s}.ps_state WHERE user_id=%s AND session_id=%s"
+UPSERT_MODULES = (
+    "INSERT INTO {s}.ps_modules (user_id, session_id, name, document) "
+    "SELECT %s, %s, n, d FROM unnest(%s::text[], %s::text[]) AS m(n, d) "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document = EXCLUDED.document"
+)
+# the full path's log statements (the session's row is locked): (log, user, session) first
+LOG_LENGTH = "SELECT (logs->>%s)::bigint FROM {s}.ps_sessions WHERE user_id=%s AND session_id=%s"
+SET_LOG_LENGTH = (
+    "UPDATE {s}.ps_sessions SET logs = jsonb_set(logs, ARRAY[%s::text], to_jsonb(%s::bigint)) "
+    "WHERE user_id=%s AND session_id=%s"
+)
+CLEAR_LOG = "DELETE FROM {s}.ps_messages WHERE user_id=%s AND session_id=%s AND log=%s"
+INSERT_MESSAGES = (
+    "INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
+    "SELECT %s, %s, %s, %s::bigint + i - 1, m FROM unnest(%b::text[]) WITH ORDINALITY AS x(m, i)"
+)
+LOAD_MODULES = (
+    "SELECT name, document FROM {s}.ps_modules WHERE user_id=%s AND session_id=%s "
+    "AND name = ANY(%s::text[])"
+)
+LOAD_MODULE_LOGS = (
+    "SELECT log, message FROM {s}.ps_messages WHERE user_id=%s AND session_id=%s "
+    "AND (log = ANY(%s::text[]) OR "
+    "EXISTS (SELECT 1 FROM unnest(%s::text[], %s::text[]) AS p(lo, hi) WHERE log >= lo "
+    "AND log < hi)) ORDER BY log, seq"
+)
+LIST = (
+    f"SELECT {INFO_COLUMNS} FROM {{s}}.ps_sessions WHERE user_id=%s AND session_id > %s "
+    "AND (expires_at IS NULL OR expires_at > %s) ORDER BY session_id LIMIT %s"
+)
+USERS = (
+    "WITH RECURSIVE u AS ("
+    "(SELECT user_id FROM {s}.ps_sessions ORDER BY user_id LIMIT 1) UNION ALL "
+    "SELECT (SELECT user_id FROM {s}.ps_sessions WHERE user_id > u.user_id "
+    "ORDER BY user_id LIMIT 1) FROM u WHERE u.user_id IS NOT NULL) "
+    "SELECT user_id FROM u WHERE user_id IS NOT NULL AND EXISTS (SELECT 1 FROM {s}.ps_sessions "
+    "x WHERE x.user_id = u.user_id AND (x.expires_at IS NULL OR x.expires_at > %s))"
+)
+# Deleting takes two statements in one transaction: the session's row first (which waits for
+# any writer of it, and locks out the next), then, seen afresh, everything it holds.
+DELETE_SESSION = (
+    "DELETE FROM {s}.ps_sessions WHERE user_id=%s AND session_id=%s RETURNING format, expires_at"
+)
+PURGE_SESSIONS = "DELETE FROM {s}.ps_sessions WHERE expires_at <= %s RETURNING user_id, session_id"
+DELETE_CONTENT = (
+    "WITH k AS (SELECT * FROM unnest(%(users)s::text[], %(sessions)s::text[]) AS k(uid, sid)), "
+    + ", ".join(
+        f"d_{table} AS (DELETE FROM {{s}}.{table} t USING k "
+        "WHERE t.user_id = k.uid AND t.session_id = k.sid)"
+        for table in CONTENT
+    )
+    + " SELECT 1"
+)
+# Copies: the target's rows from the source's, in the database (?: target, then source ids).
+COPY_ROWS = (
+    "INSERT INTO {s}.ps_state (user_id, session_id, name, value) "
+    "SELECT %s, %s, name, value FROM {s}.ps_state WHERE user_id=%s AND session_id=%s",
+    "INSERT INTO {s}.ps_modules (user_id, session_id, name, document) "
+    "SELECT %s, %s, name, document FROM {s}.ps_modules WHERE user_id=%s AND session_id=%s",
+)
+# the source's log lengths onto the target's row, the cut log's at most its cut: (log, keep,
+# source, target)
+COPY_LOGS = (
+    "UPDATE {s}.ps_sessions SET logs = COALESCE((SELECT jsonb_object_agg(e.key, "
+    "CASE WHEN e.key = %s THEN LEAST(e.value::bigint, %s) ELSE e.value::bigint END) "
+    "FROM {s}.ps_sessions o, jsonb_each_text(o.logs) AS e WHERE o.user_id=%s AND o.session_id=%s"
+    "), '{{}}') WHERE user_id=%s AND session_id=%s"
+)
+COPY_MESSAGES = (
+    "INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
+    "SELECT %s, %s, log, seq, message FROM {s}.ps_messages WHERE user_id=%s AND session_id=%s "
+    "AND NOT (log = %s AND seq >= %s)"
+)
+CONTENTS_STATE = "SELECT name, value FROM {s}.ps_state WHERE user_id=%s AND session_id=%s"
+CONTENTS_MODULES = "SELECT name, document FROM {s}.ps_modules WHERE user_id=%s AND session_id=%s"
+CONTENTS_LOGS = (
+    "SELECT e.key, e.value::bigint FROM {s}.ps_sessions, jsonb_each_text(logs) AS e "
+    "WHERE user_id=%s AND session_id=%s"
+)

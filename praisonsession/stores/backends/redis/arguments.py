@@ -1,0 +1,54 @@
+"""Python values as script arguments: every argument travels as text.
+
+Numbers go as the JSON text Python writes, which the Lua side reads exactly; ``replies`` reads
+the answers back (and the metadata fields written here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...._internal.json_data import dumps
+from ...api import UNSET
+
+__all__ = ["flag", "json_number", "metadata_args", "seconds", "ttl_args", "valid_text"]
+
+
+def flag(value: bool) -> str:
+    return "1" if value else "0"
+
+
+def json_number(value: int | float) -> str:
+    """JSON text of a number, as ``dumps`` writes it (ints and finite floats only)."""
+    return int.__repr__(value) if isinstance(value, int) else float.__repr__(value)
+
+
+def seconds(value: float | None) -> str:
+    """A duration in seconds; "" for none."""
+    return "" if value is None else repr(float(value))
+
+
+def ttl_args(ttl: Any) -> list[str]:
+    """Keep the session's TTL (``UNSET``), or set it to ``ttl`` ("" for none)."""
+    if ttl is UNSET:
+        return ["keep", ""]
+    return ["set", seconds(ttl)]
+
+
+def valid_text(text: str) -> bool:
+    """Whether ``text`` can be a Redis string as it is (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def metadata_args(metadata: dict[str, Any]) -> list[str]:
+    """Fields of the meta hash: "m:<name>", or "j:<name as JSON>" for a name that is not
+    valid text, each with the value's JSON."""
+    args = []
+    for name, value in metadata.items():
+        field = "m:" + name if valid_text(name) else "j:" + dumps(name)
+        args += [field, dumps(value)]
+    return args

@@ -1,0 +1,715 @@
+"""``RedisSession``: the store's API, each operation one script call (see the package doc).
+
+One module past 500 lines, on purpose: each method is the few lines that pack one operation's
+arguments for its Lua script and read its reply, and they read best side by side. What is not
+one operation lives in the package's other modules (keys, scripts, replies, retries, clients).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from .... import clock
+from ...._internal.checks import check_count
+from ...._internal.json_data import add_numbers, dumps
+from ...._internal.runtime import loop_running_here
+from ....errors import (
+    AmbiguousLegacyDataError,
+    ConflictError,
+    InvalidValueError,
+    MissingDependencyError,
+    SessionCorruptedError,
+    SessionNotFoundError,
+    install_line,
+)
+from ....state.codec import check_modules, load_states, snapshot_module
+from ...agentscope_files import check_layout
+from ...api import Key, LogWrite, SessionBase, StoredModules
+from ...durability import check_durability
+from ...record import SessionContents, SessionInfo, copy_conflict
+from . import agentscope
+from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
+from .clients import LoopClients
+from .inline import InlineClient
+from .keys import KeyLayout, agentscope_owners, user_of_segment
+from .replies import as_text, error_for, json_value, session_info, utf8
+from .retries import call_with_retries
+from .scripts import OpTokens, load_scripts
+from .url import display_url, parse_url
+
+__all__ = ["RedisSession"]
+
+T = TypeVar("T")
+
+_PURGE_BATCH = 500
+_SCAN_BATCH = 500  # keys SCAN looks at per call of users.lua
+_KEYS_REMEMBERED = 1024  # meta key names a store remembers, by session
+_MAX_INCREMENT_RETRIES = 1000
+# Statuses a caller handles itself; any other is raised (replies.error_for).
+_ANSWERS = frozenset({"ok", "none", "slow", "retry", "conflict"})
+
+
+def _import_redis() -> Any:
+    try:
+        import redis.asyncio
+        import redis.exceptions
+    except ImportError:
+        raise MissingDependencyError(
+            "RedisSession needs the 'redis' package (redis-py 5 or newer). Install it with: "
+            f"{install_line('redis')}."
+        ) from None
+    return redis
+
+
+class RedisSession(SessionBase):
+    """Sessions in Redis: every operation is one atomic server-side step.
+
+    ``host``, ``port``, ``db``, ``password``, ``connection_pool``, ``key_ttl`` and
+    ``key_prefix`` are AgentScope's; ``key_ttl`` (seconds) is this library's ``default_ttl``.
+    ``client`` is a ready ``redis.asyncio.Redis`` (never closed here: its owner closes it).
+    Other keyword arguments go to ``redis.asyncio.Redis``.
+
+    A call that cannot reach the server is retried (exponential backoff 0.05, 0.1, 0.2 ... s,
+    at most ``retry_attempts`` attempts, no wait ending later than ``retry_max_delay`` seconds
+    after the first attempt, none starting after it) and then raises ``StoreUnavailableError``:
+    a dead server (refused connections) fails within about ``retry_max_delay``; a hung one
+    (it accepts connections and never answers) within ``retry_max_delay + socket_timeout`` at
+    most: 7 s with the defaults, and sooner if the session's ``timeout`` ends first (a hang
+    right from the first call fails after one ``socket_timeout``). A retried write is never
+    applied twice: each write carries a token, and the server answers a retry with the first
+    attempt's reply. An injected ``client`` or
+    ``connection_pool`` keeps its own redis-py retry settings, which add to these.
+
+    The store can be used from any event loop: each loop gets its own client (redis-py's
+    clients are bound to the loop they first ran in). Called from a thread that runs no loop
+    (``Session`` in a script), it talks to Redis on that thread with a blocking connection
+    of its own, with the same scripts, retries and deadline. ``close()`` closes them all.
+
+    ``durability`` is what the application asks for ("process" or "power"). The server alone
+    decides what a write survives (``appendonly`` and ``appendfsync``): at "power" the store
+    checks the server's settings on first use and logs a warning when they fall short.
+    """
+
+    runs_inline = True
+
+    def __init__(
+        self,
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        password: str | None = None,
+        connection_pool: Any = None,
+        key_ttl: float | None = None,
+        key_prefix: str = "",
+        *,
+        client: Any = None,
+        default_ttl: float | None = None,
+        sliding_ttl: bool = True,
+        retry_attempts: int = 6,
+        retry_max_delay: float = 2.0,
+        socket_timeout: float | None = 5.0,
+        socket_connect_timeout: float | None = 2.0,
+        durability: str = "process",
+        layout: str = "native",
+        **kwargs: Any,
+    ) -> None:
+        if key_ttl is not None and default_ttl is not None and key_ttl != default_ttl:
+            raise InvalidValueError(
+                f"key_ttl={key_ttl!r} and default_ttl={default_ttl!r} disagree; key_ttl is "
+                "AgentScope's name for default_ttl, so pass only one of them."
+            )
+        super().__init__(
+            default_ttl=default_ttl if default_ttl is not None else key_ttl,
+            sliding_ttl=sliding_ttl,
+        )
+        if not isinstance(key_prefix, str) or "\0" in key_prefix:
+            raise InvalidValueError(f"key_prefix must be a str without NUL, got {key_prefix!r}.")
+        check_count(retry_attempts, "retry_attempts", low=1)
+        if not retry_max_delay >= 0:
+            raise InvalidValueError(f"retry_max_delay must be >= 0, got {retry_max_delay!r}.")
+        _import_redis()
+        self.durability = check_durability(durability)
+        self._server_checked = durability != "power"
+        self._scripts = load_scripts()
+        self.key_prefix = key_prefix
+        self._layout = KeyLayout(key_prefix)
+        #: "native" or "agentscope": where save_session_state / load_session_state keep
+        #: modules (AgentScope's ``{key_prefix}user_id:U:session:S:state``, see agentscope.py).
+        self.layout = check_layout(layout)
+        self.retry_attempts = retry_attempts
+        self.retry_max_delay = float(retry_max_delay)
+        self._options: dict[str, Any] = {
+            "host": host,
+            "port": int(port),
+            "db": int(db),
+            "password": password,
+            "socket_timeout": socket_timeout,
+            "socket_connect_timeout": socket_connect_timeout,
+            **kwargs,
+        }
+        if "retry" not in kwargs:  # retries.py retries here; redis-py's own would stack up
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
+
+            self._options["retry"] = Retry(NoBackoff(), 0)
+        timeout = max(socket_timeout or 0.0, socket_connect_timeout or 0.0)
+        self._tokens = OpTokens(self.retry_max_delay + retry_attempts * timeout)
+        given_pool = connection_pool or (client.connection_pool if client is not None else None)
+        self.url = display_url(
+            host,
+            port,
+            db,
+            password,
+            ssl=bool(self._options.get("ssl")),
+            key_prefix=key_prefix,
+            pool=given_pool,
+        )
+        self._clients = LoopClients(self._options, client=client, pool=connection_pool)
+        # An injected client or pool is an asyncio one: its calls go through the event loop.
+        self._inline = None if given_pool is not None else InlineClient(self._options)
+        self.runs_inline = self._inline is not None
+        self._meta_keys: dict[Key, str] = {}
+        self._settings_for: tuple[Any, ...] = ()
+        self._settings_text = ""
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisSession:
+        """``redis://[[user]:password@]host[:port][/db][?key_prefix=...]``; ``rediss://`` = TLS.
+
+        Query parameters other than ``key_prefix`` are passed on as numbers when they look
+        like numbers (``socket_timeout=5``), ``true``/``false`` as booleans.
+        """
+        settings = parse_url(url)
+        # Session() passes default_ttl=None etc. from its settings: the URL's own value wins
+        given = {k: v for k, v in options.items() if v is not None or k not in settings}
+        if "durability" in settings:  # and so does its ?durability= over the settings' one
+            given.pop("durability", None)
+        return cls(**{**settings, **given})
+
+    # -- AgentScope's layout ----------------------------------------------------------------
+
+    async def save_session_state(
+        self, session_id: str | None = None, user_id: str = "", **state_modules: Any
+    ) -> None:
+        if self.layout == "native":
+            return await super().save_session_state(session_id, user_id, **state_modules)
+        key = self.record_key(self._bound_id(session_id), user_id)
+        check_modules("save_session_state", state_modules)
+        states = {name: snapshot_module(module, name) for name, module in state_modules.items()}
+        await agentscope.save_modules(self, key, states)
+
+    async def load_session_state(
+        self,
+        session_id: str | None = None,
+        user_id: str = "",
+        allow_not_exist: bool = True,
+        **state_modules: Any,
+    ) -> None:
+        if self.layout == "native":
+            return await super().load_session_state(
+                session_id, user_id, allow_not_exist, **state_modules
+            )
+        key = self.record_key(self._bound_id(session_id), user_id)
+        check_modules("load_session_state", state_modules)
+        states = await agentscope.load_modules(self, key)
+        if states is None:
+            if allow_not_exist:
+                return
+            raise SessionNotFoundError(key.session_id, key.user_id)
+        load_states(state_modules, states, f"AgentScope session {key.session_id!r}")
+
+    # -- clients ----------------------------------------------------------------------------
+
+    def get_client(self) -> Any:
+        """The ``redis.asyncio.Redis`` client of the running event loop (AgentScope's call).
+
+        Call it inside a coroutine. It is closed by ``close()`` unless it was passed in.
+        """
+        return self._clients.get_nowait()
+
+    async def close(self) -> None:
+        """Close the clients this store created, in every loop; an injected client stays open.
+
+        The store stays usable: the next call connects again.
+        """
+        if self._inline is not None:
+            self._inline.close()
+        await self._clients.close()
+
+    async def _client(self) -> Any:
+        """The running loop's client; with no loop on this thread, the blocking one."""
+        if self._inline is not None and not loop_running_here():
+            client = self._inline
+        else:
+            client = await self._clients.get()
+        if not self._server_checked:
+            await self._check_server_durability(client)
+        return client
+
+    async def server_durability(self) -> dict[str, str] | None:
+        """The server's ``appendonly`` and ``appendfsync``, and what a write acknowledged
+        there survives (``durability``: "power", "process" or "memory"); None when the server
+        refuses ``CONFIG GET`` (managed services often do)."""
+        inline = self._inline is not None and not loop_running_here()
+        client = self._inline if inline else await self._clients.get()
+        return await _server_durability(client)
+
+    async def _check_server_durability(self, client: Any) -> None:
+        self._server_checked = True  # once, even when several threads connect at once
+        try:
+            found = await _server_durability(client)
+        except BaseException:
+            self._server_checked = False  # unreachable now: the next connection checks
+            raise
+        if found is not None and found["durability"] != "power":
+            import logging
+
+            logging.getLogger("praisonsession").warning(
+                "durability='power' was asked of %s, but that server runs appendonly=%s, "
+                "appendfsync=%s, so a write it acknowledged does not survive %s. Set appendonly "
+                "yes and appendfsync always in redis.conf for writes that survive a power loss.",
+                self.url,
+                found["appendonly"],
+                found["appendfsync"],
+                "a power loss" if found["durability"] == "process" else "a restart of the server",
+            )
+
+    # -- calling the scripts ----------------------------------------------------------------
+
+    def _keys(self, key: Key) -> list[str]:
+        """Where the scripts keep a session (``KeyLayout.session_keys``), for tests and
+        inspection."""
+        return self._layout.session_keys(key)
+
+    def _agentscope_key(self, key: Key) -> str:
+        return self._layout.agentscope(key)
+
+    def _settings(self) -> str:
+        """ARGV[1] of the per-session scripts (checked on every call: the TTL knobs may
+        change; written out again only when they did). Its last field is the time now when a
+        test installed a clock (``praisonsession.clock``), else empty: the server's clock."""
+        knobs = (self.default_ttl, self.sliding_ttl)
+        if knobs != self._settings_for:
+            layout, ttl = self._layout, seconds(self.default_ttl)
+            sliding = flag(self.sliding_ttl)
+            self._settings_text = (
+                f"{layout.namespace}\0{layout.raw_prefix}\0{sliding}\0{ttl}\0"
+                f"{self._tokens.ttl_ms}\0"
+            )
+            self._settings_for = knobs
+        if clock.installed():
+            return self._settings_text + self._clock_override()
+        return self._settings_text
+
+    def _clock_override(self) -> str:
+        """The server's clock decides expiry, unless a test installed one
+        (``praisonsession.clock``): then its time goes with the call."""
+        return f"{clock.now():.6f}" if clock.installed() else ""
+
+    def _common_args(self, key: Key, token: str) -> list[Any]:
+        """ARGV 1-5 of a per-session script: settings, ids, op token, "check the token"."""
+        return [self._settings(), key.user_id, key.session_id, token, "0"]
+
+    def _meta_key(self, key: Key) -> str:
+        meta = self._meta_keys.get(key)
+        if meta is None:
+            if len(self._meta_keys) >= _KEYS_REMEMBERED:
+                self._meta_keys.clear()
+            meta = self._meta_keys[key] = self._layout.meta(key)
+        return meta
+
+    async def _retrying(self, work: Callable[[Any, int], Awaitable[T]]) -> T:
+        """``work(client, attempt)`` with this store's retry bounds (``call_with_retries``)."""
+        return await call_with_retries(
+            work,
+            self._client,
+            attempts=self.retry_attempts,
+            max_delay=self.retry_max_delay,
+            url=self.url,
+        )
+
+    async def _call(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run one of the scripts (EVALSHA, or EVAL when the server does not have it yet).
+
+        The arguments of a write hold an op token (positions 3 and 4: token, check). The
+        first attempt records the token with its reply; a retry asks the server for that
+        reply instead of applying the write again, since a lost connection may have dropped
+        only the answer.
+        """
+        script = self._scripts[name]
+        failed: Exception | None = None
+        started = 0.0
+        inline = self._inline
+        if inline is not None and self._server_checked and not loop_running_here():
+            started = time.monotonic()
+            try:  # the first attempt, straight through: most calls are just this
+                return inline.run_script(script, keys, args)
+            except Exception as exc:  # the retries below decide what it means
+                failed = exc
+
+        async def work(client: Any, attempt: int) -> Any:
+            if attempt > 1 and script.writes:
+                args[4] = "1"
+            return await script.run(client, keys, args)
+
+        return await call_with_retries(
+            work,
+            self._client,
+            attempts=self.retry_attempts,
+            max_delay=self.retry_max_delay,
+            url=self.url,
+            failed=failed,
+            started=started,
+        )
+
+    async def _session(
+        self, name: str, key: Key, args: list[Any], must_exist: bool = False, adopt: bool = True
+    ) -> list[Any]:
+        """Run a per-session script; import the AgentScope key first when the script asks."""
+        meta = [self._meta_key(key)]
+        writes = self._scripts[name].writes
+        for _ in range(3):
+            token = self._tokens.new() if writes else ""
+            reply = await self._call(name, meta, [*self._common_args(key, token), *args])
+            status = as_text(reply[0])
+            if status == "import":
+                if not adopt:  # the session is not here (yet): say so, import nothing
+                    return ["ok", None]
+                await self._import_agentscope(key)
+                continue
+            if status in _ANSWERS:
+                return [status, *reply[1:]]
+            raise error_for(status, reply, key, self.url)
+        raise AssertionError(f"AgentScope session {key.session_id!r} could not be imported")
+
+    async def _import_agentscope(self, key: Key, as_key: str | None = None) -> None:
+        """Adopt the session AgentScope's RedisSession left under its own key (format 0).
+
+        Its key ``user_id:U:session:S:state`` names more than one (user, session) pair when the
+        ids themselves contain ``:session:``; such a key is never adopted automatically.
+        """
+        if as_key is None:
+            owners = agentscope_owners(key.user_id, key.session_id)
+            as_key = self._layout.agentscope(key)
+            if len(owners) > 1:
+                raise AmbiguousLegacyDataError(
+                    f"The AgentScope key {as_key!r} may belong to any of "
+                    + ", ".join(f"session {s!r} of user {u!r}" for u, s in owners)
+                    + " (AgentScope's keys do not tell them apart), so it was not imported. "
+                    "Import it for the right one explicitly: "
+                    "store.import_agentscope(key, session_id=..., user_id=...)."
+                )
+
+        async def fetch(client: Any, attempt: int) -> Any:
+            return await client.get(as_key)
+
+        value = await self._retrying(fetch)
+        if value is None:
+            return
+        what = f"AgentScope session {key.session_id!r} of user {key.user_id!r} ({as_key!r})"
+        modules = json_value(value, what)
+        if not isinstance(modules, dict):
+            raise SessionCorruptedError(what, "not a JSON object")
+        args = self._common_args(key, "")
+        for name, document in modules.items():
+            if not valid_text(name):
+                raise SessionCorruptedError(what, f"the module name {name!r} is not valid text")
+            args += [name, dumps(document)]
+        await self._call("import", [self._layout.meta(key)], args)
+
+    async def import_agentscope(self, key: str, session_id: str, user_id: str = "") -> SessionInfo:
+        """Import the session AgentScope's RedisSession stored under ``key`` (the full key, as
+        AgentScope wrote it) as session ``session_id`` of ``user_id``. The key is left in place.
+        """
+        target = self.record_key(session_id, user_id)
+        if not isinstance(key, str) or not key:
+            raise InvalidValueError(f"key must be the AgentScope key as a str, got {key!r}.")
+        reply = await self._session("info", target, [], adopt=False)
+        if self._info_or_none(reply[1], target) is not None:
+            raise ConflictError(
+                f"Session {target.session_id!r} of user {target.user_id!r} already exists here; "
+                "delete it first, or import under another session_id."
+            )
+        await self._import_agentscope(target, key)
+        info = await self.read_record(target)
+        if info is None:
+            raise SessionNotFoundError(
+                target.session_id, target.user_id, f"There is no AgentScope key {key!r}."
+            )
+        return info
+
+    # -- copies (fork, snapshot, restore) ---------------------------------------------------
+
+    async def copy_record(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        await self.read_record(source)  # adopts the source's AgentScope key first, if it has one
+        keep_ttl = ttl is not None and not isinstance(ttl, (int, float))
+        args = [
+            source.user_id,
+            source.session_id,
+            "" if cut is None else cut[0],
+            0 if cut is None else cut[1],
+            flag(replace),
+            "keep" if keep_ttl else "set",
+            "" if keep_ttl else seconds(ttl),
+            *metadata_args(metadata),
+        ]
+        keys = [self._meta_key(target), self._meta_key(source)]
+        for _ in range(3):
+            common = self._common_args(target, self._tokens.new())
+            reply = await self._call("copy", keys, [*common, *args])
+            status = as_text(reply[0])
+            if status == "import":  # the target has AgentScope data: adopt it, then copy
+                await self._import_agentscope(target)
+                continue
+            if status == "ok":
+                return session_info(reply[1], target.user_id, target.session_id, self.url)
+            if status == "conflict":
+                raise ConflictError(copy_conflict(target))
+            if status == "source":
+                found = as_text(reply[1])
+                raise error_for(found, [found, *reply[2:]], source, self.url)
+            raise error_for(status, reply, target, self.url)
+        raise AssertionError(f"AgentScope session {target.session_id!r} could not be imported")
+
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
+        reply = await self._session("contents", key, [])
+        if as_text(reply[0]) == "none":
+            return None
+        meta, state, modules, logs = reply[1:5]
+        what = f"session {key.session_id!r} of user {key.user_id!r} ({self.url})"
+        return SessionContents(
+            session_info(meta, key.user_id, key.session_id, self.url),
+            _decoded_pairs(state, f"the state of {what}"),
+            _decoded_pairs(modules, f"the modules of {what}"),
+            {utf8(logs[i], "a log name"): int(logs[i + 1]) for i in range(0, len(logs), 2)},
+        )
+
+    def _info_or_none(self, flat: list[Any] | None, key: Key) -> SessionInfo | None:
+        return None if flat is None else session_info(flat, key.user_id, key.session_id, self.url)
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        reply = await self._session("create", key, ttl_args(ttl) + metadata_args(metadata))
+        return session_info(reply[1], key.user_id, key.session_id, self.url)
+
+    async def read_record(self, key: Key) -> SessionInfo | None:
+        reply = await self._session("info", key, [])
+        return self._info_or_none(reply[1], key)
+
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        reply = await self._session("set_metadata", key, metadata_args(metadata), True)
+        return session_info(reply[1], key.user_id, key.session_id, self.url)
+
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        namespace = self._layout.namespace
+        index = self._layout.user_index(user_id)
+        args = [namespace, user_id, after or "", limit, self._clock_override()]
+        reply = await self._call("list", [index], args)
+        flat = reply[1]
+        infos = []
+        for i in range(0, len(flat), 2):
+            session_id = utf8(flat[i], "a session id")
+            fields = json_value(flat[i + 1], f"session {session_id!r} of user {user_id!r}")
+            infos.append(session_info(fields, user_id, session_id, self.url))
+        return infos
+
+    async def list_record_owners(self) -> set[str]:
+        """SCAN over the users' indexes (never KEYS: the server keeps serving meanwhile), one
+        batch per script call, which keeps the users that have a live session. SCAN may name
+        an index twice but never misses one that exists throughout; the set drops repeats."""
+        users: set[str] = set()
+        cursor = "0"
+        while True:
+            args = [
+                self._layout.namespace,
+                self._layout.user_indexes,
+                cursor,
+                _SCAN_BATCH,
+                self._clock_override(),
+            ]
+            reply = await self._call("users", [], args)
+            users.update(user_of_segment(utf8(segment, "a user id")) for segment in reply[2])
+            cursor = as_text(reply[1])
+            if cursor == "0":
+                return users
+
+    async def scrub_erased_user(self, user_id: str) -> None:
+        """After an erasure: the op keys whose kept reply names the user go now, not in a
+        minute (``forget.lua``)."""
+        cursor = "0"
+        while True:
+            args = [self._layout.op_keys, cursor, _SCAN_BATCH, user_id]
+            reply = await self._call("forget", [], args)
+            cursor = as_text(reply[1])
+            if cursor == "0":
+                return
+
+    async def delete_record(self, key: Key) -> bool:
+        reply = await self._session("delete", key, [])
+        return as_text(reply[1]) == "1"
+
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+        reply = await self._session("touch", key, ttl_args(ttl))
+        return self._info_or_none(reply[1], key)
+
+    async def purge_records(self) -> int:
+        removed = 0
+        expiry = self._layout.expiry
+        args = [self._layout.namespace, _PURGE_BATCH, self._clock_override()]
+        while True:
+            reply = await self._call("purge", [expiry], args)
+            removed += int(reply[1])
+            if int(reply[2]) < _PURGE_BATCH:
+                return removed
+
+    # -- key-value state --------------------------------------------------------------------
+
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        args = [flag(must_exist), flag(names is None), *(names or [])]
+        reply = await self._session("get_state", key, args, must_exist)
+        flat = reply[1]
+        state = {}
+        for i in range(0, len(flat), 2):
+            name = utf8(flat[i], "a state key")
+            state[name] = json_value(flat[i + 1], self._describe_state_key(key, name))
+        return state
+
+    async def patch_record_state(
+        self, key, updates, deletes, replace, expected_version, must_exist
+    ) -> int:
+        args: list[Any] = [
+            flag(must_exist),
+            flag(replace),
+            "" if expected_version is None else str(expected_version),
+            len(updates),
+        ]
+        for name, value in updates.items():
+            args += [name, dumps(value)]
+        args += deletes
+        reply = await self._session("patch", key, args, must_exist)
+        if reply[0] == "conflict":
+            raise ConflictError(
+                f"Session {key.session_id!r} is at version {as_text(reply[1])}, not "
+                f"{expected_version}: someone else changed it. Read it again and retry."
+            )
+        return int(reply[1])
+
+    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
+        common = [flag(must_exist), name, json_number(amount), json_number(default)]
+        for _ in range(_MAX_INCREMENT_RETRIES):
+            reply = await self._session("increment", key, [*common, "add"], must_exist)
+            if reply[0] == "ok":
+                return _number(reply[1], self, key, name)
+            # "slow": not a number, or too big for exact arithmetic in Lua: Python adds, and
+            # the result is written only if the key still holds what was read.
+            held = reply[1]
+            what = self._describe_state_key(key, name)
+            current = default if held is None else json_value(held, what)
+            value = add_numbers(current, amount, name)
+            cas = ["cas", flag(held is not None), "" if held is None else held, dumps(value)]
+            reply = await self._session("increment", key, [*common, *cas], must_exist)
+            if reply[0] == "ok":
+                return value
+        raise ConflictError(f"State key {name!r} kept changing; the increment was not applied.")
+
+    def _describe_state_key(self, key: Key, name: str) -> str:
+        return f"state key {name!r} of session {key.session_id!r} ({self.url})"
+
+    # -- modules and logs -------------------------------------------------------------------
+
+    async def write_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        """Returns each written log's length afterwards, by path: with ``start`` -1 the
+        append lands wherever the log ends, which only the server knows."""
+        args: list[Any] = [len(documents)]
+        for name, document in documents.items():
+            args += [name, dumps(document)]
+        args.append(len(writes))
+        for write in writes:
+            start = "" if write.start is None else str(write.start)
+            args += [write.path, start, len(write.messages), *map(dumps, write.messages)]
+        reply = await self._session("save_modules", key, args)
+        if reply[0] == "conflict":
+            raise ConflictError(
+                f"Log {as_text(reply[1])!r} holds {as_text(reply[2])} messages, "
+                f"not {as_text(reply[3])}."
+            )
+        return {write.path: int(length) for write, length in zip(writes, reply[1:], strict=True)}
+
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        reply = await self._session("load_modules", key, list(names))
+        if reply[0] == "none":
+            return None
+        docs, flat_logs = reply[1], reply[2]
+        documents = {}
+        for i in range(0, len(docs), 2):
+            name = utf8(docs[i], "a module name")
+            what = f"module {name!r} of session {key.session_id!r}"
+            documents[name] = json_value(docs[i + 1], what)
+        logs: dict[str, list[dict[str, Any]]] = {}
+        for i in range(0, len(flat_logs), 2):
+            path = utf8(flat_logs[i], "a log name")
+            what = self._describe_log(key, path)
+            logs[path] = [json_value(m, what) for m in flat_logs[i + 1]]
+        return StoredModules(documents, logs)
+
+    async def append_log(self, key: Key, write: LogWrite) -> int:
+        start = -1 if write.start is None else write.start
+        args = [write.path, start, *map(dumps, write.messages)]
+        reply = await self._session("append", key, args)
+        if reply[0] == "conflict":
+            raise ConflictError(
+                f"Log {write.path!r} holds {as_text(reply[2])} messages, not {write.start}."
+            )
+        return int(reply[1])
+
+    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
+        args = [path, start, "" if stop is None else stop]
+        reply = await self._session("read_log", key, args)
+        what = self._describe_log(key, path)
+        return [json_value(m, what) for m in reply[1]]
+
+    def _describe_log(self, key: Key, path: str) -> str:
+        return f"message log {path!r} of session {key.session_id!r}"
+
+
+def _number(text: Any, store: RedisSession, key: Key, name: str) -> int | float:
+    """An increment's result, as the script wrote it (named in the error if it is corrupt)."""
+    if isinstance(text, bytes) and text.isdigit() and (text[0] != 48 or len(text) == 1):
+        # the common case, a non-negative int (and never JSON's forbidden leading zero)
+        return int(text)
+    return json_value(text, store._describe_state_key(key, name))
+
+
+async def _server_durability(client: Any) -> dict[str, str] | None:
+    import redis.exceptions
+
+    try:
+        found = await client.config_get("append*")  # one pattern: Redis 6 takes no more
+    except redis.exceptions.ResponseError:  # CONFIG renamed or refused
+        return None
+    config = {as_text(k): as_text(v) for k, v in found.items()}
+    appendonly, appendfsync = config.get("appendonly", "?"), config.get("appendfsync", "?")
+    level = "power" if appendfsync == "always" else "process"  # a crash of redis-server
+    if appendonly != "yes":
+        level = "memory"  # a restart loses what came after the last snapshot
+    return {"appendonly": appendonly, "appendfsync": appendfsync, "durability": level}
+
+
+def _decoded_pairs(flat: list[Any], what: str) -> dict[str, Any]:
+    """A hash of JSON values, as HGETALL flattens it."""
+    return {utf8(flat[i], "a name"): json_value(flat[i + 1], what) for i in range(0, len(flat), 2)}

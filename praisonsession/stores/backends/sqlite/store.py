@@ -1,0 +1,861 @@
+"""``SqliteSession``: the embedded default. One SQLite file, shared safely by many processes.
+
+Why it does not say "database is locked": WAL journal (readers never wait for writers), every
+read-modify-write inside ``BEGIN IMMEDIATE``, and a busy database is waited for cooperatively
+(``await execution.pause``) up to ``busy_timeout`` seconds or the call's own deadline, so the
+event loop is never blocked while another process holds the write lock. Each key of the state
+is its own row, and each message its own row, so an increment or an appended message costs the
+same however big the session is. A forked child never uses its parent's connections.
+
+Durability is SQLite's own ``synchronous``: ``durability="process"`` is ``NORMAL`` (a commit
+survives a crash of the process; the WAL is fsynced at checkpoints), ``"power"`` is ``FULL``
+(the WAL is fsynced at every commit, so it survives a power loss too).
+
+Each session has a *head*: the row of ``ps_state`` named ``''`` (no state key can be empty)
+holding what every write moves: its ``version``, ``updated_at`` and ``expires_at``. The rest
+of the session (format, creation time, TTL, metadata) is its row of ``ps_sessions``, which
+writes of state, modules and messages read but do not change. The head sorts first among the
+session's state rows, so a write of a small session (an increment: the head and one value)
+changes one B-tree page, one WAL frame per commit. An increment is BEGIN IMMEDIATE; one SELECT
+of the head, the session's format and TTL, and the value; the sum in Python (``add_numbers``,
+exact for every int and float); one statement writing the head and the value; COMMIT. Other
+writes bump the head with one UPDATE whose WHERE also checks that the session is live. A
+session that is not live as it is (missing, expired, newer, damaged) takes the full path,
+which reads and checks its whole record. Reads check liveness without decoding the
+session's metadata.
+
+One module past 500 lines, on purpose: the transaction, busy-wait and liveness rules above
+and every operation that relies on them read best together. The tables, migrations and SQL
+text are in ``sqlite_schema.py``; copies for forks and snapshots in ``sqlite_copies.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from ...._internal.identifiers import DEFAULT_USER
+from ...._internal.json_data import add_numbers, dumps, loads
+from ...._internal.runtime import expired, loop_running_here, pause, remaining
+from ....errors import (
+    ConflictError,
+    InvalidValueError,
+    PraisonSessionError,
+    SessionCorruptedError,
+    StoreUnavailableError,
+    UnsupportedFormatError,
+)
+from ...api import UNSET, Key, LogWrite, SessionBase, StoredModules, check_wait
+from ...durability import check_durability
+from ...record import FORMAT_VERSION, SessionInfo, check_version, now, resolve_info
+from .copies import SqliteCopies
+from .schema import (
+    BUMP,
+    BUMP_LIVE,
+    GET_VALUE,
+    INCREMENT_READ,
+    INCREMENT_WRITE,
+    INFO,
+    INFO_COLUMNS,
+    INSERT_HEAD,
+    LIVENESS,
+    MIGRATIONS,
+    SCHEMA,
+    SCHEMA_VERSION,
+    SESSION_AND_HEAD,
+    SET_EXPIRY,
+    TABLES,
+    UPSERT_STATE,
+    VERSION,
+)
+
+T = TypeVar("T")
+#: Commits of an event loop's connection between two checkpoints run off the loop (SQLite's
+#: own auto-checkpoint, off for those connections, runs at 1,000 WAL pages).
+CHECKPOINT_EVERY = 200
+
+
+# Every store of the process, so that a forked child can drop the connections it inherited.
+_stores: weakref.WeakSet[SqliteSession] = weakref.WeakSet()
+# Connections inherited through fork: SQLite forbids using them in the child, and closing one
+# there could checkpoint or unlock the parent's database, so they are kept, never touched.
+_inherited: list[sqlite3.Connection] = []
+#: ``durability`` -> ``PRAGMA synchronous``, and back.
+SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
+_DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
+
+
+class SqliteSession(SqliteCopies, SessionBase):
+    """Sessions in one SQLite file (``:memory:`` is not supported: use InMemorySession).
+
+    ``durability`` is ``"process"`` (``PRAGMA synchronous=NORMAL``, the default) or
+    ``"power"`` (``FULL``); ``synchronous`` sets the pragma itself (OFF, NORMAL, FULL, EXTRA)
+    and wins over ``durability`` when both are given.
+    """
+
+    runs_inline = True
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        sqlite_path: str | os.PathLike[str] | None = None,
+        default_ttl: float | None = None,
+        sliding_ttl: bool = True,
+        busy_timeout: float = 30.0,
+        synchronous: str | None = None,
+        durability: str | None = None,
+    ) -> None:
+        super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
+        if sqlite_path is not None:  # the name AgentScope's SqliteSession example uses
+            if path is not None:
+                raise InvalidValueError("Pass the file as path or as sqlite_path, not both.")
+            path = sqlite_path
+        if path is None or not isinstance(path, (str, os.PathLike)):
+            raise InvalidValueError(
+                f"SqliteSession needs a file path (str or os.PathLike), got {path!r}."
+            )
+        if str(path) in ("", ":memory:"):
+            raise InvalidValueError(
+                "SqliteSession needs a file path; for a throw-away store use InMemorySession()."
+            )
+        if synchronous is None:
+            synchronous = SYNCHRONOUS[
+                check_durability("process" if durability is None else durability)
+            ]
+        elif durability is not None:
+            check_durability(durability)
+        if not isinstance(synchronous, str) or synchronous.upper() not in _DURABILITY_OF:
+            raise InvalidValueError("synchronous must be one of OFF, NORMAL, FULL, EXTRA.")
+        self.path = Path(path).expanduser().resolve()
+        self.url = f"sqlite://{self.path}"
+        self.busy_timeout = check_wait(busy_timeout, "busy_timeout")
+        self._synchronous = synchronous.upper()
+        #: What an acknowledged write survives: "process" (a crash of the process) or
+        #: "power" (a power loss too), from the ``synchronous`` in use.
+        self.durability = _DURABILITY_OF[self._synchronous]
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._schema_ready = False
+        self._commits = 0  # of loop connections since the last checkpoint
+        self._checkpointing = False
+        _stores.add(self)
+
+    def _forget_connections_after_fork(self) -> None:
+        self._commits, self._checkpointing = 0, False  # a checkpoint thread stayed behind
+        _inherited.extend(self._connections)
+        self._connections = []
+        self._connections_lock = threading.Lock()
+        self._local = threading.local()
+
+    # -- connections and transactions -----------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                self.path, timeout=0, isolation_level=None, check_same_thread=False
+            )
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(f"PRAGMA synchronous={self._synchronous}")
+                # deleted rows are overwritten with zeros, not left in free space: an erased
+                # user's messages must not be readable from the file's bytes
+                conn.execute("PRAGMA secure_delete=ON")
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                if _is_busy(exc):
+                    raise
+                raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
+            if loop_running_here():
+                # On an event loop, a checkpoint (an fsync of the file, under load many ms)
+                # would stop every coroutine of the loop: the loop's connection leaves it to
+                # a worker thread, every CHECKPOINT_EVERY commits (_after_commit).
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                self._local.on_loop = True
+            self._local.conn = conn
+            self._local.cursor = conn.cursor()
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    def _cursor(self) -> sqlite3.Cursor:
+        """This thread's cursor, reused by the hot paths (a cursor per statement costs more)."""
+        cursor = getattr(self._local, "cursor", None)
+        if cursor is None:
+            self._connection()
+            cursor = self._local.cursor
+        return cursor
+
+    async def _transaction(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
+        """Run ``work`` in one transaction, retrying cooperatively while the file is busy."""
+        started = patience = 0.0  # set when the file is first found busy
+        delay = 0.0002
+        while True:
+            try:
+                local = self._local
+                conn = getattr(local, "conn", None)
+                if conn is not None and self._schema_ready:
+                    cursor = local.cursor
+                else:
+                    conn = self._connection()
+                    if not self._schema_ready:
+                        self._create_schema(conn)
+                    cursor = self._local.cursor
+                cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    result = work(conn)
+                    cursor.execute("COMMIT")
+                    if write and getattr(local, "on_loop", False):
+                        self._after_commit()
+                    return result
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise StoreUnavailableError(f"SQLite error on {self.path}: {exc}") from exc
+                if not started:
+                    started = time.monotonic()
+                    patience = remaining(self.busy_timeout)  # the call's deadline may end sooner
+                waited = time.monotonic() - started
+                if waited > patience and patience < self.busy_timeout:
+                    waiting = f"waiting {waited:.1f} s for the write lock of {self.path}"
+                    raise expired(waiting) from None
+                if waited > patience:
+                    raise StoreUnavailableError(
+                        f"{self.path} stayed locked by another writer for {self.busy_timeout:g} s. "
+                        "Another process may be stuck in a transaction; raise busy_timeout or "
+                        "stop that process."
+                    ) from exc
+                jitter = 0.5 + (time.perf_counter_ns() % 1009) / 1009  # spread the retries
+                await pause(min(delay * jitter, patience - waited + 0.001))
+                delay = min(delay * 2, 0.02)
+            except sqlite3.DatabaseError as exc:
+                raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
+            except PraisonSessionError:
+                raise  # already typed (OperationTimeoutError is an OSError, via TimeoutError)
+            except OSError as exc:  # the directory cannot be made or used
+                raise StoreUnavailableError(
+                    f"Cannot open the SQLite file {self.path}: {exc.strerror or exc}. Choose a "
+                    "path in a directory you can write to (store='sqlite:///path/to/file.db')."
+                ) from None
+
+    def _create_schema(self, conn: sqlite3.Connection) -> None:
+        found = self._schema_version(conn)
+        if found < SCHEMA_VERSION:
+            conn.execute("BEGIN IMMEDIATE")
+            try:  # under the write lock: another process may have done it in the meantime
+                found = self._schema_version(conn)
+                if found < SCHEMA_VERSION:
+                    statements = (
+                        SCHEMA
+                        if found == 0
+                        else [
+                            statement
+                            for version in range(found, SCHEMA_VERSION)
+                            for statement in MIGRATIONS[version]
+                        ]
+                    )
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        if conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='as_session'"
+        ).fetchone():
+            self._import_agentscope(conn)
+        self._schema_ready = True
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int:
+        found = conn.execute("PRAGMA user_version").fetchone()[0]
+        if found > SCHEMA_VERSION:
+            raise UnsupportedFormatError(f"SQLite file {self.path}", found, SCHEMA_VERSION)
+        return found
+
+    def _import_agentscope(self, conn: sqlite3.Connection) -> None:
+        """Adopt the sessions of AgentScope's SqliteSession example (table ``as_session``).
+
+        They have no user, so they become the default user's; each is imported once (a session
+        deleted later is not brought back), and AgentScope's table is left untouched.
+        """
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute(
+                "SELECT session_id, session_data, created_at, updated_at FROM as_session "
+                "WHERE session_id NOT IN "
+                "(SELECT session_id FROM ps_imported WHERE source='agentscope')"
+            ).fetchall()
+            for session_id, data, created, updated in rows:
+                key = Key(DEFAULT_USER, str(session_id))
+                what = f"AgentScope session {session_id!r} in {self.path}"
+                modules = loads(data, what)
+                if not isinstance(modules, dict):
+                    raise SessionCorruptedError(what, "not a JSON object")
+                if self._fetch_info(conn, key) is None:
+                    info = self._insert_session(conn, key, None, {}, _sql_time(created))
+                    conn.execute(
+                        "UPDATE ps_state SET updated_at=? "
+                        "WHERE user_id=? AND session_id=? AND name=''",
+                        (max(info.created_at, _sql_time(updated)), key.user_id, key.session_id),
+                    )
+                    conn.executemany(
+                        "INSERT INTO ps_modules (user_id, session_id, name, document) "
+                        "VALUES (?,?,?,?)",
+                        [(key.user_id, key.session_id, n, dumps(d)) for n, d in modules.items()],
+                    )
+                conn.execute(
+                    "INSERT INTO ps_imported (source, session_id) VALUES ('agentscope', ?)",
+                    (key.session_id,),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _after_commit(self) -> None:
+        """Count a commit of a loop's connection; every CHECKPOINT_EVERY, checkpoint the WAL
+        into the file in a worker thread (one at a time), as SQLite's auto-checkpoint would
+        have done inline."""
+        self._commits += 1
+        if self._commits < CHECKPOINT_EVERY or self._checkpointing:
+            return
+        import asyncio
+
+        self._commits = 0
+        self._checkpointing = True
+        future = asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
+        future.add_done_callback(self._checkpointed)
+
+    def _checkpoint(self) -> None:
+        """A connection of its own, opened and closed here: ``close`` may close the store's
+        connections meanwhile, and a file deleted meanwhile is not created again (mode=rw)."""
+        with contextlib.suppress(sqlite3.Error):  # busy or gone: the next one will do it
+            conn = sqlite3.connect(self.path.as_uri() + "?mode=rw", uri=True, timeout=0)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                conn.close()
+
+    def _checkpointed(self, future: Any) -> None:
+        self._checkpointing = False
+        if not future.cancelled():
+            future.exception()  # retrieved; _checkpoint suppresses SQLite's own errors
+
+    async def close(self) -> None:
+        """Close this store's database connections (a later call opens them again)."""
+        with self._connections_lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+
+    # -- rows -----------------------------------------------------------------------------
+
+    def _fetch_info(self, conn: sqlite3.Connection, key: Key) -> SessionInfo | None:
+        row = conn.execute(INFO, (key.user_id, key.session_id)).fetchone()
+        return None if row is None else self._info_from_row(key.user_id, row)
+
+    def _live_ttl(
+        self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool = False
+    ) -> tuple[bool, float | None]:
+        """Whether the session is live, and its TTL: what a read needs, metadata not decoded.
+
+        A session that is not live as it is (missing, expired, newer) goes the full way, which
+        says why, or raises with ``must_exist``.
+        """
+        row = self._cursor().execute(LIVENESS, (key.user_id, key.session_id)).fetchone()
+        if row is not None:
+            fmt, expires, ttl = row
+            if (
+                type(fmt) is int
+                and 0 <= fmt <= FORMAT_VERSION
+                and (expires is None or (type(expires) is float and expires > at))
+                and (ttl is None or type(ttl) is float)
+            ):
+                return True, ttl
+        live = self._live_info(conn, key, at, must_exist)
+        return live is not None, None if live is None else live.ttl
+
+    def _info_from_row(self, user_id: str, row: tuple[Any, ...]) -> SessionInfo:
+        fmt, version, created, updated, expires, ttl, metadata, session_id = row
+        what = f"session {session_id!r} of user {user_id!r} in {self.path}"
+        if not isinstance(metadata, str):
+            raise SessionCorruptedError(what, "its metadata is not JSON text")
+        if version is None and updated is None:
+            raise SessionCorruptedError(what, "its head row (the state row named '') is missing")
+        return SessionInfo.from_fields(
+            session_id,
+            user_id,
+            fmt,
+            version,
+            created,
+            updated,
+            expires,
+            ttl,
+            loads(metadata, f"metadata of {what}"),
+            what,
+        )
+
+    def _live_info(
+        self,
+        conn: sqlite3.Connection,
+        key: Key,
+        at: float,
+        must_exist: bool = False,
+        purge: bool = False,
+    ) -> SessionInfo | None:
+        """The session if live; with ``purge`` (in a write) an expired one is deleted."""
+        info = self._fetch_info(conn, key)
+        live = resolve_info(info, key.user_id, key.session_id, at, must_exist)
+        if purge and info is not None and live is None:
+            self._delete_rows(conn, key)
+        return live
+
+    def _delete_rows(self, conn: sqlite3.Connection, key: Key) -> None:
+        for table in TABLES:
+            conn.execute(
+                f"DELETE FROM {table} WHERE user_id=? AND session_id=?",
+                (key.user_id, key.session_id),
+            )
+
+    def _insert_session(
+        self,
+        conn: sqlite3.Connection,
+        key: Key,
+        ttl: float | None,
+        metadata: dict[str, Any],
+        at: float,
+    ) -> SessionInfo:
+        info = SessionInfo.new(key.user_id, key.session_id, ttl, metadata, at)
+        conn.execute(
+            "INSERT INTO ps_sessions (user_id, session_id, format, created_at, ttl, metadata)"
+            " VALUES (?,?,?,?,?,?)",
+            (key.user_id, key.session_id, FORMAT_VERSION, at, ttl, dumps(metadata)),
+        )
+        conn.execute(INSERT_HEAD, (key.user_id, key.session_id, 0, at, info.expires_at))
+        return info
+
+    def _writable(
+        self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool
+    ) -> SessionInfo:
+        info = self._live_info(conn, key, at, must_exist, purge=True)
+        if info is None:
+            info = self._insert_session(conn, key, self.default_ttl, {}, at)
+        return info
+
+    def _live_head(self, row: tuple[Any, ...], at: float) -> tuple[int, float | None] | None:
+        """An increment's new version and expiry, from its row of ``INCREMENT_READ`` read
+        under the write lock; None unless the session is live and of a format this version
+        reads, every field of the expected type (the checks ``BUMP_LIVE`` makes in SQL)."""
+        version, expires, fmt, ttl = row[0], row[1], row[2], row[3]
+        if (
+            type(version) is int
+            and version >= 0
+            and type(fmt) is int
+            and 0 <= fmt <= FORMAT_VERSION
+            and (expires is None or (type(expires) is float and expires > at))
+            and (ttl is None or type(ttl) is float)
+        ):
+            if ttl is not None and self.sliding_ttl:
+                expires = at + ttl
+            return version + 1, expires
+        return None
+
+    def _full_head(
+        self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool
+    ) -> tuple[int, float | None]:
+        """What ``_live_head`` gives, the full way: an expired session is purged, a missing one
+        created (or, with ``must_exist``, refused), a newer format refused, damage reported."""
+        return self._next_head(self._writable(conn, key, at, must_exist), at)
+
+    def _next_head(self, info: SessionInfo, at: float) -> tuple[int, float | None]:
+        """The version and expiry a change moves the session to (the expiry slides)."""
+        info = info.touched(at, self.sliding_ttl)
+        return info.version + 1, info.expires_at
+
+    def _begin_write(self, conn: sqlite3.Connection, key: Key, at: float, must_exist: bool) -> None:
+        """Bump the version of the session a write changes (a new one starts at 1): version,
+        updated_at, sliding expiry. One UPDATE when the session is live; else the full path."""
+        bumped = self._cursor().execute(
+            BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id)
+        )
+        if bumped.rowcount != 1:
+            self._bump(conn, key, self._writable(conn, key, at, must_exist), at)
+
+    def _bump(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> int:
+        """Record a change: new version, updated_at, and a sliding expiry."""
+        version, expires = self._next_head(info, at)
+        conn.execute(BUMP, (key.user_id, key.session_id, version, at, expires))
+        return version
+
+    def _slide(self, conn: sqlite3.Connection, key: Key, info: SessionInfo, at: float) -> None:
+        if info.ttl is not None:  # its TTL may have been lifted since it was read
+            conn.execute(SET_EXPIRY, (at + info.ttl, key.user_id, key.session_id))
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._transaction(work, write=True)
+
+    async def _read_then_slide(
+        self, key: Key, work: Callable[[sqlite3.Connection], T], must_exist: bool = False
+    ) -> T | None:
+        """Reads run without the write lock; only a session with a sliding TTL pays a write.
+
+        ``work`` runs only on a live session; on any other the result is None.
+        """
+
+        def read(conn: sqlite3.Connection) -> tuple[float | None, T | None]:
+            live, ttl = self._live_ttl(conn, key, now(), must_exist)
+            return ttl, (work(conn) if live else None)
+
+        ttl, result = await self._transaction(read, write=False)
+        if ttl is not None and self.sliding_ttl:
+
+            def slide(conn: sqlite3.Connection) -> None:
+                at = now()
+                live = self._live_info(conn, key, at)
+                if live is not None:
+                    self._slide(conn, key, live, at)
+
+            await self._write(slide)
+        return result
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        def work(conn: sqlite3.Connection) -> SessionInfo:
+            at = now()
+            info = self._live_info(conn, key, at, purge=True)
+            if info is None:
+                return self._insert_session(conn, key, self._new_ttl(ttl), metadata, at)
+            new_ttl = info.ttl if ttl is UNSET else ttl
+            expires = None if new_ttl is None else at + new_ttl
+            if new_ttl is not None and not self.sliding_ttl and ttl is UNSET:
+                expires = info.expires_at
+            merged = {**info.metadata, **metadata}
+            conn.execute(
+                "UPDATE ps_sessions SET ttl=?, metadata=? WHERE user_id=? AND session_id=?",
+                (new_ttl, dumps(merged), key.user_id, key.session_id),
+            )
+            conn.execute(SET_EXPIRY, (expires, key.user_id, key.session_id))
+            return cast(SessionInfo, self._fetch_info(conn, key))  # just written
+
+        return await self._write(work)
+
+    async def read_record(self, key: Key) -> SessionInfo | None:
+        def work(conn: sqlite3.Connection) -> SessionInfo | None:
+            return self._live_info(conn, key, now())
+
+        return await self._transaction(work, write=False)
+
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        def work(conn: sqlite3.Connection) -> SessionInfo:
+            at = now()
+            info = self._writable(conn, key, at, True)
+            conn.execute(
+                "UPDATE ps_sessions SET metadata=? WHERE user_id=? AND session_id=?",
+                (dumps({**info.metadata, **metadata}), key.user_id, key.session_id),
+            )
+            self._bump(conn, key, info, at)
+            return cast(SessionInfo, self._fetch_info(conn, key))  # just written
+
+        return await self._write(work)
+
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        def work(conn: sqlite3.Connection) -> list[SessionInfo]:
+            rows = conn.execute(
+                f"SELECT {INFO_COLUMNS} {SESSION_AND_HEAD} WHERE s.user_id=? "
+                "AND s.session_id>? AND (h.expires_at IS NULL OR h.expires_at>?) "
+                "ORDER BY s.session_id LIMIT ?",
+                (user_id, after or "", now(), limit),
+            ).fetchall()
+            return [self._info_from_row(user_id, row) for row in rows]
+
+        return await self._transaction(work, write=False)
+
+    async def list_record_owners(self) -> set[str]:
+        def work(conn: sqlite3.Connection) -> set[str]:
+            rows = conn.execute(
+                "SELECT DISTINCT user_id FROM ps_state "
+                "WHERE name='' AND (expires_at IS NULL OR expires_at>?)",
+                (now(),),
+            ).fetchall()
+            return {user_id for (user_id,) in rows}
+
+        return await self._transaction(work, write=False)
+
+    async def delete_record(self, key: Key) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            live = self._live_info(conn, key, now()) is not None
+            self._delete_rows(conn, key)
+            return live
+
+        return await self._write(work)
+
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+        def work(conn: sqlite3.Connection) -> SessionInfo | None:
+            at = now()
+            info = self._live_info(conn, key, at, purge=True)
+            if info is None:
+                return None
+            new_ttl = info.ttl if ttl is UNSET else ttl
+            ids = (key.user_id, key.session_id)
+            conn.execute(
+                "UPDATE ps_sessions SET ttl=? WHERE user_id=? AND session_id=?",
+                (new_ttl, *ids),
+            )
+            conn.execute(SET_EXPIRY, (None if new_ttl is None else at + new_ttl, *ids))
+            return self._fetch_info(conn, key)
+
+        return await self._write(work)
+
+    async def scrub_erased_user(self, user_id: str) -> None:
+        """After an erasure: move the zeroed pages into the file and empty the write-ahead log,
+        which still holds the erased rows as they were until a checkpoint."""
+        started, patience = time.monotonic(), remaining(self.busy_timeout)
+        while True:
+            busy, _, _ = self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                return
+            if time.monotonic() - started > patience:
+                raise StoreUnavailableError(
+                    f"{self.path}: the erased rows are deleted, but another connection kept "
+                    "reading for longer than busy_timeout, so the write-ahead log still holds "
+                    "them. Close other programs using the file and erase the user again."
+                )
+            await pause(0.01)
+
+    async def purge_records(self) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            expired = conn.execute(
+                "SELECT user_id, session_id FROM ps_state WHERE expires_at<=? AND name=''",
+                (now(),),
+            ).fetchall()
+            for user_id, session_id in expired:
+                self._delete_rows(conn, Key(user_id, session_id))
+            return len(expired)
+
+        return await self._write(work)
+
+    # -- key-value state ------------------------------------------------------------------
+
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        def work(conn: sqlite3.Connection) -> dict[str, Any]:
+            if names is None:
+                rows = conn.execute(
+                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
+                    "AND name>''",  # every key but the head
+                    (key.user_id, key.session_id),
+                ).fetchall()
+            elif len(names) == 1:
+                ids = (key.user_id, key.session_id, names[0])
+                rows = self._cursor().execute(GET_VALUE, ids).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
+                    f"AND name IN ({','.join('?' * len(names))})",
+                    (key.user_id, key.session_id, *names),
+                ).fetchall()
+            return {name: self._decode(value, key, name) for name, value in rows}
+
+        return await self._read_then_slide(key, work, must_exist) or {}
+
+    def _decode(self, value: str, key: Key, name: str) -> Any:
+        try:
+            return loads(value, "")
+        except SessionCorruptedError:  # decode it again to say what it is (paths print slowly)
+            return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.path})")
+
+    async def patch_record_state(
+        self, key, updates, deletes, replace, expected_version, must_exist
+    ) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            self._begin_write(conn, key, now(), must_exist)
+            version = self._cursor().execute(VERSION, (key.user_id, key.session_id)).fetchone()[0]
+            # a new session is at version 0 before this write; a conflict rolls it all back
+            check_version(key.session_id, version - 1, expected_version)
+            if replace:
+                conn.execute(
+                    "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name>''",
+                    (key.user_id, key.session_id),
+                )
+            if deletes:
+                conn.executemany(
+                    "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
+                    [(key.user_id, key.session_id, name) for name in deletes],
+                )
+            rows = [(key.user_id, key.session_id, n, dumps(v)) for n, v in updates.items()]
+            if len(rows) == 1:
+                self._cursor().execute(UPSERT_STATE, rows[0])
+            elif rows:
+                conn.executemany(UPSERT_STATE, rows)
+            return version
+
+        return await self._write(work)
+
+    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
+        ids = (key.user_id, key.session_id, name)
+
+        def work(conn: sqlite3.Connection) -> int | float:
+            # Under the write lock: read the head and the value, add with Python's rule (exact
+            # for every int and float), write both. A refused sum raises before any write.
+            at = now()
+            cursor = self._local.cursor
+            row = cursor.execute(INCREMENT_READ, ids).fetchone()
+            head = None if row is None else self._live_head(row, at)
+            if head is None:
+                head = self._full_head(conn, key, at, must_exist)
+                row = cursor.execute(GET_VALUE, ids).fetchone()
+                stored = None if row is None else row[1]
+            else:
+                stored = row[4]
+            current = default if stored is None else self._decode(stored, key, name)
+            value = add_numbers(current, amount, name)
+            version, expires = head
+            write = (key.user_id, key.session_id, version, at, expires, name, dumps(value))
+            cursor.execute(INCREMENT_WRITE, write)
+            return value
+
+        return await self._transaction(work, True)
+
+    # -- modules and logs -----------------------------------------------------------------
+
+    def _log_length(self, conn: sqlite3.Connection, key: Key, path: str) -> int:
+        row = conn.execute(
+            "SELECT MAX(seq) FROM ps_messages WHERE user_id=? AND session_id=? AND log=?",
+            (key.user_id, key.session_id, path),
+        ).fetchone()
+        return 0 if row[0] is None else row[0] + 1
+
+    def _write_log(self, conn: sqlite3.Connection, key: Key, write: LogWrite, length: int) -> int:
+        if write.start is None:
+            conn.execute(
+                "DELETE FROM ps_messages WHERE user_id=? AND session_id=? AND log=?",
+                (key.user_id, key.session_id, write.path),
+            )
+            length = 0
+        elif write.start != -1 and write.start != length:
+            raise ConflictError(f"Log {write.path!r} holds {length} messages, not {write.start}.")
+        conn.executemany(
+            "INSERT INTO ps_messages (user_id, session_id, log, seq, message) VALUES (?,?,?,?,?)",
+            [
+                (key.user_id, key.session_id, write.path, length + i, dumps(message))
+                for i, message in enumerate(write.messages)
+            ],
+        )
+        return length + len(write.messages)
+
+    async def write_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        def work(conn: sqlite3.Connection) -> dict[str, int]:
+            self._begin_write(conn, key, now(), False)
+            conn.executemany(
+                "INSERT INTO ps_modules (user_id, session_id, name, document) VALUES (?,?,?,?) "
+                "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document=excluded.document",
+                [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()],
+            )
+            lengths = {}
+            for write in writes:
+                length = 0 if write.start is None else self._log_length(conn, key, write.path)
+                lengths[write.path] = self._write_log(conn, key, write, length)
+            return lengths
+
+        return await self._write(work)
+
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        def work(conn: sqlite3.Connection) -> StoredModules:
+            documents = {}
+            logs: dict[str, list[dict[str, Any]]] = {}
+            for name in names:
+                row = conn.execute(
+                    "SELECT document FROM ps_modules WHERE user_id=? AND session_id=? AND name=?",
+                    (key.user_id, key.session_id, name),
+                ).fetchone()
+                if row is None:
+                    continue
+                documents[name] = loads(row[0], f"module {name!r} of session {key.session_id!r}")
+                rows = conn.execute(
+                    "SELECT log, message FROM ps_messages WHERE user_id=? AND session_id=? "
+                    "AND (log=? OR (log>=? AND log<?)) ORDER BY log, seq",
+                    (key.user_id, key.session_id, name, name + ".", name + "/"),
+                ).fetchall()
+                for path, message in rows:
+                    logs.setdefault(path, []).append(
+                        loads(message, f"message log {path!r} of session {key.session_id!r}")
+                    )
+            return StoredModules(documents, logs)
+
+        return await self._read_then_slide(key, work)
+
+    async def append_log(self, key: Key, write: LogWrite) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            self._begin_write(conn, key, now(), False)
+            return self._write_log(conn, key, write, self._log_length(conn, key, write.path))
+
+        return await self._write(work)
+
+    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
+        def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = conn.execute(
+                "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
+                "AND seq>=? AND seq<? ORDER BY seq",
+                (key.user_id, key.session_id, path, start, 2**62 if stop is None else stop),
+            ).fetchall()
+            return [
+                loads(m, f"message log {path!r} of session {key.session_id!r}") for (m,) in rows
+            ]
+
+        return await self._read_then_slide(key, work) or []
+
+    async def count_log(self, key: Key, path: str) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            if not self._live_ttl(conn, key, now())[0]:
+                return 0
+            return self._log_length(conn, key, path)
+
+        return await self._transaction(work, write=False)
+
+
+def _after_fork_in_child() -> None:
+    for store in list(_stores):
+        store._forget_connections_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _sql_time(text: Any) -> float:
+    """SQLite's CURRENT_TIMESTAMP text (UTC) as Unix seconds; now() if it is not one."""
+    from datetime import datetime, timezone  # only for AgentScope's table, seldom met
+
+    try:
+        stamp = datetime.strptime(str(text), "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return now()
+    return stamp.replace(tzinfo=timezone.utc).timestamp()
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)

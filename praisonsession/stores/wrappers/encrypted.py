@@ -1,0 +1,376 @@
+"""``EncryptedStore``: encryption at rest, as a backend over any other backend.
+
+Every state value, module document, message and metadata value is sealed with AES-256-GCM
+before it reaches the inner store, under a key derived for its session (HKDF-SHA256 over the
+user and session ids) from one master key (``encryption_key``: 32 bytes, urlsafe base64, as
+``Fernet.generate_key()`` makes). Each sealed value is bound (as associated data) to its session,
+its kind and its name, so a value moved to another key or another session does not open. A value
+that is not sealed, or does not open, is refused with ``DecryptionError``: plaintext is never
+taken for data.
+
+A copy (fork, snapshot, archive staging) keeps the key of the session it was copied from: the
+record's metadata names that origin, so the inner store's atomic copy needs no re-encryption.
+What stays readable: ids, state keys, module and log names, metadata keys, sizes, counts, times.
+
+Increments read, add and write back with a compare-and-set on the record's version, retried on
+conflict: the inner store cannot add to a number it cannot read. Appends stay the inner store's
+atomic appends (each message is sealed on its own), so both stay exact under many processes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from collections import OrderedDict
+from typing import Any
+
+from ..._internal.json_data import add_numbers, decode, dumps
+from ..._internal.runtime import pause
+from ..._internal.sealing import TextSealer, load_key
+from ...errors import ConflictError, DecryptionError, MissingDependencyError, SessionNotFoundError
+from ..api import SessionBase
+from ..backend import LogWrite, StoredModules
+from ..branches import SNAPSHOT_OWNER
+from ..record import Key, SessionContents, SessionInfo
+
+__all__ = ["ORIGIN", "EncryptedStore", "load_key", "rekey"]
+
+#: Metadata naming the session whose key seals a record's values (a copy keeps its source's).
+ORIGIN = "\x1eencrypted_by"
+_PREFIX = "psenc1:"
+_NONCE = 12
+_KEYS_REMEMBERED = 4096
+_MAX_INCREMENT_RETRIES = 1000
+
+
+def _aead() -> Any:
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError:
+        raise MissingDependencyError(
+            "Encryption at rest needs the 'cryptography' package. Install it with: "
+            'pip install "praisonsession[encryption]"'
+        ) from None
+    return AESGCM
+
+
+class EncryptedStore(SessionBase):
+    """A store that keeps ``inner``'s data sealed; use it as any store."""
+
+    def __init__(
+        self, inner: SessionBase, key: str | bytes, *, old_keys: tuple[str | bytes, ...] = ()
+    ) -> None:
+        """``old_keys`` are tried, after ``key``, to open what was sealed before a rotation;
+        everything is written with ``key``."""
+        super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
+        self.inner = inner
+        self.url = inner.url
+        self.runs_inline = inner.runs_inline
+        self._masters = [load_key(key), *(load_key(k, "an old key") for k in old_keys)]
+        self._aead = _aead()
+        self._ciphers: OrderedDict[tuple[int, str, str], Any] = OrderedDict()
+        self._origins: OrderedDict[Key, tuple[str, str]] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"EncryptedStore({self.inner!r})"
+
+    def archive_sealer(self) -> TextSealer:
+        """What seals an archive exported from this store (and opens one imported into it)."""
+        return TextSealer(self._masters[0])
+
+    # -- sealing -------------------------------------------------------------------------
+
+    def _cipher(self, origin: tuple[str, str], which: int = 0) -> Any:
+        cipher = self._ciphers.get((which, *origin))
+        if cipher is None:
+            from cryptography.hazmat.primitives import hashes
+            from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+            info = b"praisonsession session key\x00" + "\x00".join(origin).encode("utf-8")
+            derived = HKDF(hashes.SHA256(), 32, None, info).derive(self._masters[which])
+            cipher = self._ciphers[(which, *origin)] = self._aead(derived)
+            if len(self._ciphers) > _KEYS_REMEMBERED:
+                self._ciphers.popitem(last=False)
+        return cipher
+
+    def _seal(self, origin: tuple[str, str], kind: str, name: str, value: Any) -> str:
+        nonce = os.urandom(_NONCE)
+        sealed = self._cipher(origin).encrypt(
+            nonce, dumps(value).encode("utf-8"), _bound(origin, kind, name)
+        )
+        return _PREFIX + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+
+    def _open(self, origin: tuple[str, str], kind: str, name: str, value: Any) -> Any:
+        what = f"{kind} {name!r} of session {origin[1]!r}"
+        if not isinstance(value, str) or not value.startswith(_PREFIX):
+            raise DecryptionError(what, "it is not encrypted: refused rather than trusted")
+        try:
+            raw = base64.urlsafe_b64decode(value[len(_PREFIX) :])
+        except (binascii.Error, ValueError):
+            raw = b""
+        for which in range(len(self._masters)):
+            try:
+                plain = self._cipher(origin, which).decrypt(
+                    raw[:_NONCE], raw[_NONCE:], _bound(origin, kind, name)
+                )
+            except Exception:  # InvalidTag, too short: "not ours as it is" with this key
+                continue
+            return decode(plain)
+        raise DecryptionError(
+            what, "it does not open with this key: altered, moved, or another key"
+        )
+
+    async def _origin(self, key: Key) -> tuple[str, str]:
+        """The session whose key seals ``key``'s values: its own, or its copy source's."""
+        origin = self._origins.get(key)
+        if origin is None:
+            info = await self.inner.read_record(key)
+            origin = _origin_of(info, key)
+            self._remember(key, origin)
+        return origin
+
+    def _remember(self, key: Key, origin: tuple[str, str]) -> None:
+        self._origins[key] = origin
+        if len(self._origins) > _KEYS_REMEMBERED:
+            self._origins.popitem(last=False)
+
+    def _open_info(self, info: SessionInfo) -> SessionInfo:
+        key = Key(info.user_id, info.session_id)
+        origin = _origin_of(info, key)
+        self._remember(key, origin)
+        metadata = {
+            name: self._open(origin, "metadata", name, value)
+            for name, value in info.metadata.items()
+            if name != ORIGIN  # the store's own bookkeeping, not the user's metadata
+        }
+        return info._replace(metadata=metadata)
+
+    def _seal_metadata(self, origin: tuple[str, str], metadata: dict[str, Any]) -> dict[str, Any]:
+        return {n: self._seal(origin, "metadata", n, v) for n, v in metadata.items()}
+
+    # -- records -------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        """Create, or merge into a live record (whose origin, a copy's source, is kept)."""
+        held = await self.inner.read_record(key)
+        origin = _origin_of(held, key)
+        sealed = self._seal_metadata(origin, metadata)
+        if held is None:
+            sealed[ORIGIN] = list(origin)
+        info = await self.inner.create_record(key, ttl, sealed)
+        return self._open_info(info)
+
+    async def read_record(self, key: Key) -> SessionInfo | None:
+        info = await self.inner.read_record(key)
+        return None if info is None else self._open_info(info)
+
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        origin = await self._origin(key)
+        info = await self.inner.merge_record_metadata(key, self._seal_metadata(origin, metadata))
+        return self._open_info(info)
+
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        return [self._open_info(i) for i in await self.inner.list_records(user_id, limit, after)]
+
+    async def delete_record(self, key: Key) -> bool:
+        self._origins.pop(key, None)
+        return await self.inner.delete_record(key)
+
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+        info = await self.inner.touch_record(key, ttl)
+        return None if info is None else self._open_info(info)
+
+    async def purge_records(self) -> int:
+        self._origins.clear()
+        return await self.inner.purge_records()
+
+    async def list_record_owners(self) -> set[str]:
+        return await self.inner.list_record_owners()
+
+    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
+        return await self.inner.scrub_erased_user(user_id)
+
+    # -- state ---------------------------------------------------------------------------
+
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        found = await self.inner.read_record_state(key, names, must_exist)
+        if not found:
+            return found
+        origin = await self._origin(key)
+        return {name: self._open(origin, "state", name, value) for name, value in found.items()}
+
+    async def patch_record_state(
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
+    ) -> int:
+        origin = await self._origin(key)
+        sealed = {name: self._seal(origin, "state", name, v) for name, v in updates.items()}
+        return await self.inner.patch_record_state(
+            key, sealed, deletes, replace, expected_version, must_exist
+        )
+
+    async def increment_record_value(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
+        """Compare-and-set on the record's version: read it, then the value, add, and write
+        back only if the version is still the one read; else again."""
+        for attempt in range(_MAX_INCREMENT_RETRIES):
+            info = await self.inner.read_record(key)
+            if info is None and must_exist:
+                raise SessionNotFoundError(key.session_id, key.user_id)
+            version = 0 if info is None else info.version
+            if info is None:
+                self._origins.pop(key, None)  # a new record seals under its own key
+            held = await self.read_record_state(key, [name], False)
+            value = add_numbers(held.get(name, default), amount, name)
+            try:
+                await self.patch_record_state(key, {name: value}, [], False, version, must_exist)
+            except ConflictError:
+                await pause(min(0.0001 * 2 ** min(attempt, 10), 0.01))
+                continue
+            return value
+        raise ConflictError(
+            f"increment of {name!r} lost {_MAX_INCREMENT_RETRIES} compare-and-set rounds to "
+            "other writers in a row; try again."
+        )
+
+    # -- modules and logs ----------------------------------------------------------------
+
+    async def write_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        origin = await self._origin(key)
+        sealed = {name: self._seal(origin, "module", name, d) for name, d in documents.items()}
+        return await self.inner.write_modules(
+            key, sealed, [self._seal_write(origin, write) for write in writes]
+        )
+
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        stored = await self.inner.read_modules(key, names)
+        if stored is None:
+            return None
+        origin = await self._origin(key)
+        return StoredModules(
+            {n: self._open(origin, "module", n, d) for n, d in stored.documents.items()},
+            {p: self._open_messages(origin, p, m) for p, m in stored.logs.items()},
+        )
+
+    async def append_log(self, key: Key, write: LogWrite) -> int:
+        origin = await self._origin(key)
+        return await self.inner.append_log(key, self._seal_write(origin, write))
+
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
+        messages = await self.inner.read_log(key, path, start, stop)
+        if not messages:
+            return messages
+        return self._open_messages(await self._origin(key), path, messages)
+
+    async def count_log(self, key: Key, path: str) -> int:
+        return await self.inner.count_log(key, path)
+
+    def _seal_write(self, origin: tuple[str, str], write: LogWrite) -> LogWrite:
+        sealed = [{"sealed": self._seal(origin, "log", write.path, m)} for m in write.messages]
+        return write._replace(messages=sealed)
+
+    def _open_messages(
+        self, origin: tuple[str, str], path: str, messages: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        opened = []
+        for message in messages:
+            if not isinstance(message, dict) or set(message) != {"sealed"}:
+                raise DecryptionError(
+                    f"a message of log {path!r} of session {origin[1]!r}",
+                    "it is not encrypted: refused rather than trusted",
+                )
+            opened.append(self._open(origin, "log", path, message["sealed"]))
+        return opened
+
+    # -- whole records ---------------------------------------------------------------------
+
+    async def copy_record(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        origin = await self._origin(source)
+        if replace:  # a restore: the target's values will be the source's, sealed as they are
+            self._origins.pop(target, None)
+        sealed = {**self._seal_metadata(origin, metadata), ORIGIN: list(origin)}
+        info = await self.inner.copy_record(source, target, cut, sealed, replace, ttl)
+        return self._open_info(info)
+
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
+        contents = await self.inner.read_record_contents(key)
+        if contents is None:
+            return None
+        info = self._open_info(contents.info)
+        origin = _origin_of(contents.info, key)
+        return contents._replace(
+            info=info,
+            state={n: self._open(origin, "state", n, v) for n, v in contents.state.items()},
+            modules={n: self._open(origin, "module", n, d) for n, d in contents.modules.items()},
+        )
+
+
+def _bound(origin: tuple[str, str], kind: str, name: str) -> bytes:
+    """The associated data: a sealed value opens only as this kind and name of this session."""
+    return "\x00".join((*origin, kind, name)).encode("utf-8")
+
+
+def _origin_of(info: SessionInfo | None, key: Key) -> tuple[str, str]:
+    found = None if info is None else info.metadata.get(ORIGIN)
+    if isinstance(found, list) and len(found) == 2 and all(isinstance(x, str) for x in found):
+        return (found[0], found[1])
+    return (key.user_id, key.session_id)
+
+
+async def rekey(store: SessionBase, old_key: str, new_key: str) -> int:
+    """Seal everything in ``store`` (a plain store, not an ``EncryptedStore``) with ``new_key``;
+    the number of sessions rewritten.
+
+    Crash-safe by being resumable: every value is rewritten on its own, and a value sealed with
+    either key opens during the rotation, so a run cut short leaves a store that the next run
+    (with the same two keys) finishes. Run it while no program writes to the store: a message
+    appended between a log's read and its rewrite would be lost.
+
+    The sessions alone: ``praisonsession.session.rotation.rekey`` also rotates the vector store
+    (memory and knowledge), which no longer opens after this call by itself.
+    """
+    sealed = EncryptedStore(store, new_key, old_keys=(old_key,))
+    done = 0
+    for owner in sorted(await store.list_record_owners() | {SNAPSHOT_OWNER}):
+        for info in await sealed._all_sessions(owner):
+            key = Key(owner, info.session_id)
+            contents = await sealed.read_record_contents(key)
+            if contents is None:
+                continue  # it expired or went meanwhile
+            if contents.info.metadata:
+                await sealed.merge_record_metadata(key, dict(contents.info.metadata))
+            await sealed.patch_record_state(key, contents.state, [], True, None, False)
+            stored = await sealed.read_modules(key, list(contents.modules))
+            documents = {} if stored is None else stored.documents
+            paths = set(contents.logs) | set({} if stored is None else stored.logs)
+            writes = [
+                LogWrite(path, await sealed.read_log(key, path, 0, None), None)
+                for path in sorted(paths)
+            ]
+            await sealed.write_modules(key, documents, writes)
+            done += 1
+    return done
