@@ -89,7 +89,7 @@ def open_session(root: Path, user: str) -> Session:
 def timed_embedder() -> tuple[Any, list[float]]:
     """A new, unloaded process-wide embedder (a new user's first call loads the model), with
     the seconds each of its ``embed`` calls takes recorded."""
-    from praisonsession import recall
+    from praisonsession.recall import core as recall
     from praisonsession.recall.embeddings import MiniLMEmbedder
 
     embedder = MiniLMEmbedder()

@@ -62,7 +62,7 @@ def sqlite_increment_statements(synchronous: str, n: int) -> float:
     with tempfile.TemporaryDirectory(prefix="ps-floor-sqlite-") as folder:
         store = SqliteSession(os.path.join(folder, "s.db"), synchronous=synchronous)
         runtime.run(store.increment("floor", "bench", "hits"), inline=True)  # schema, session
-        cursor = store._cursor()
+        cursor = store.backend._cursor()
         ids = ("bench", "floor", "hits")
         start = time.perf_counter()
         for _ in range(n):

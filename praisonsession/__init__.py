@@ -48,11 +48,11 @@ from .stores import FORMAT_VERSION, SessionBase, SessionInfo, open_store
 if TYPE_CHECKING:
     from .session.erasure import ErasureReport, aerase_user, erase_user
     from .state import LoadResult, MessageLog, StateModule
-    from .stores.backends.json.store import JSONSession
+    from .stores.backends.json import JSONSession
     from .stores.backends.memory import InMemorySession
     from .stores.backends.postgres import PostgresSession
     from .stores.backends.redis import RedisSession
-    from .stores.backends.sqlite.store import SqliteSession
+    from .stores.backends.sqlite import SqliteSession
     from .stores.wrappers.encrypted import EncryptedStore
 
 

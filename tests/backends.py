@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from counting_store import CountingStore
+from counting_store import CountingBackend
 from praisonsession import InMemorySession, JSONSession, SessionBase, SqliteSession
 from praisonsession._internal.identifiers import DEFAULT_USER, filename_for
 from praisonsession.stores.api import Key
@@ -120,7 +120,7 @@ class RawAccess:
         the file name or key AgentScope used."""
         if _is_redis(self.store):
             # AgentScope's RedisSession: one JSON string per (user, session), no envelope
-            key = self.store._agentscope_key(Key(user_id, session_id))
+            key = self.store.backend._agentscope_key(Key(user_id, session_id))
             with self._redis() as client:
                 client.set(key, json.dumps(modules))
             return key
@@ -168,7 +168,9 @@ class RawAccess:
 
     def all_files(self) -> list[Path]:
         root = (
-            self.store.save_dir if isinstance(self.store, JSONSession) else self.store.path.parent
+            self.store.save_dir
+            if isinstance(self.store, JSONSession)
+            else self.store.backend.path.parent
         )
         return [p for p in root.parent.rglob("*") if p.is_file()]
 
@@ -186,8 +188,8 @@ class RawAccess:
         import psycopg
         from psycopg import sql
 
-        text = sql.SQL(statement).format(s=sql.Identifier(self.store.schema))
-        with psycopg.connect(self.store._connections.conninfo, autocommit=True) as conn:
+        text = sql.SQL(statement).format(s=sql.Identifier(self.store.backend.schema))
+        with psycopg.connect(self.store.backend._connections.conninfo, autocommit=True) as conn:
             cursor = conn.execute(text, params)
             return cursor.fetchall() if cursor.description else []
 
@@ -196,13 +198,13 @@ class RawAccess:
         return self.store.save_dir / filename_for(user_id) / f"{filename_for(session_id)}.json"
 
     def _redis_keys(self, session_id: str, user_id: str) -> list[str]:
-        return self.store._keys(Key(user_id or DEFAULT_USER, session_id))
+        return self.store.backend._keys(Key(user_id or DEFAULT_USER, session_id))
 
     @contextmanager
     def _redis(self) -> Iterator[Any]:
         import redis
 
-        options = self.store._options
+        options = self.store.backend._options
         client = redis.Redis(
             host=options["host"], port=options["port"], db=options["db"], password=None
         )
@@ -214,8 +216,8 @@ class RawAccess:
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
         assert isinstance(self.store, SqliteSession)
-        self.store.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.store.path, isolation_level=None)
+        self.store.backend.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.store.backend.path, isolation_level=None)
         try:
             yield db
         finally:
@@ -232,7 +234,8 @@ def make_store(kind: str, root: Path, **options: Any) -> SessionBase:
 
         return open_store(store_url(kind, root), **options)
     if kind == "wrapped":
-        return CountingStore(SqliteSession(root / "wrapped-store" / "sessions.db", **options))
+        inner = SqliteSession(root / "wrapped-store" / "sessions.db", **options)
+        return SessionBase(CountingBackend(inner.backend))
     if kind == "encrypted":
         from praisonsession import EncryptedStore
 
@@ -242,19 +245,19 @@ def make_store(kind: str, root: Path, **options: Any) -> SessionBase:
 
 def kind_of(store: SessionBase) -> str:
     return {
-        "InMemorySession": "memory",
-        "JSONSession": "json",
-        "SqliteSession": "sqlite",
-        "RedisSession": "redis",
-        "PostgresSession": "postgres",
-        "CountingStore": "wrapped",
-        "EncryptedStore": "encrypted",
-    }[type(store).__name__]
+        "InMemoryBackend": "memory",
+        "JSONBackend": "json",
+        "SqliteBackend": "sqlite",
+        "RedisBackend": "redis",
+        "PostgresBackend": "postgres",
+        "CountingBackend": "wrapped",
+        "EncryptedBackend": "encrypted",
+    }[type(store.backend).__name__]
 
 
 def _is_redis(store: SessionBase) -> bool:
-    return type(store).__name__ == "RedisSession"
+    return kind_of(store) == "redis"
 
 
 def _is_postgres(store: SessionBase) -> bool:
-    return type(store).__name__ == "PostgresSession"
+    return kind_of(store) == "postgres"

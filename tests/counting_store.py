@@ -1,8 +1,8 @@
-"""A store wrapper written only against the public backend protocol: it takes a backend, is a
-backend, and counts the record operations that reach the one it wraps.
+"""A backend wrapper written only against the public backend protocol: it takes a backend, is
+a backend, and counts the record operations that reach the one it wraps.
 
 It proves that a wrapper (encryption, caching) needs nothing private: the conformance suites run
-on it as one more backend (``wrapped`` in ``backends.CONFORMANCE_BACKENDS``).
+on a store over it as one more backend (``wrapped`` in ``backends.CONFORMANCE_BACKENDS``).
 """
 
 from __future__ import annotations
@@ -13,24 +13,24 @@ from typing import Any
 from praisonsession.stores import (
     Key,
     LogWrite,
-    SessionBase,
     SessionContents,
     SessionInfo,
+    StoreBackend,
     StoredModules,
 )
 
 
-class CountingStore(SessionBase):
+class CountingBackend(StoreBackend):
     """Forwards every record operation to ``inner`` and counts it in ``calls``."""
 
-    def __init__(self, inner: SessionBase) -> None:
+    def __init__(self, inner: StoreBackend) -> None:
         super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
         self.inner = inner
         self.url = inner.url
         self.runs_inline = inner.runs_inline
         self.calls: Counter[str] = Counter()
 
-    def _count(self, operation: str) -> SessionBase:
+    def _count(self, operation: str) -> StoreBackend:
         self.calls[operation] += 1
         return self.inner
 
@@ -99,3 +99,6 @@ class CountingStore(SessionBase):
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:
         return await self._count("read_record_contents").read_record_contents(key)
+
+    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
+        return await self._count("scrub_erased_user").scrub_erased_user(user_id)

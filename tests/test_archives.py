@@ -35,8 +35,10 @@ from praisonsession import (
 )
 from praisonsession._internal import runtime
 from praisonsession.archive import ARCHIVE_VERSION, STAGING_TTL, export_session, import_session
-from praisonsession.stores.branches import SNAPSHOT_OWNER, snapshot_key
+from praisonsession.stores import Branches, record_key
+from praisonsession.stores.backend import all_records
 from praisonsession.stores.record import Key
+from praisonsession.stores.reserved import SNAPSHOT_OWNER, snapshot_key
 
 #: Text every backend must carry unchanged: emoji, CJK, combining marks, right-to-left,
 #: a lone surrogate (stored with escapes: see test_store_conformance), NUL and newlines.
@@ -98,10 +100,10 @@ def build(store: SessionBase, session_id: str = "s", user_id: str = "u", pages: 
 
 def content(store: SessionBase, key: Key) -> dict[str, Any]:
     """What a (session or snapshot) key holds: state, module documents, every non-empty log."""
-    found = runtime.run(store.read_record_contents(key))
+    found = runtime.run(store.backend.read_record_contents(key))
     assert found is not None, key
     logs = {
-        path: runtime.run(store.read_log(key, path, 0, None))
+        path: runtime.run(store.backend.read_log(key, path, 0, None))
         for path, count in found.logs.items()
         if count
     }
@@ -111,9 +113,9 @@ def content(store: SessionBase, key: Key) -> dict[str, Any]:
 def everything(store: SessionBase, session_id: str = "s", user_id: str = "u") -> dict[str, Any]:
     """A session as an archive must carry it: content, user metadata, TTL, and each snapshot
     (its description and its content)."""
-    key = store.record_key(session_id, user_id)
+    key = record_key(session_id, user_id)
     info = runtime.run(store.get_info(session_id, user_id))
-    snapshots = runtime.run(store.list_snapshots(session_id, user_id))
+    snapshots = runtime.run(Branches(store.backend).snapshots(session_id, user_id))
     return {
         **content(store, key),
         "metadata": info.metadata,
@@ -134,7 +136,7 @@ def everything(store: SessionBase, session_id: str = "s", user_id: str = "u") ->
 
 def leftovers(store: SessionBase) -> list[str]:
     """Hidden sessions that are not snapshots: an export's or import's staging copies."""
-    hidden = runtime.run(store._all_sessions(SNAPSHOT_OWNER))
+    hidden = runtime.run(all_records(store.backend, SNAPSHOT_OWNER))
     return [info.session_id for info in hidden if "snapshot" not in info.metadata]
 
 
@@ -385,7 +387,7 @@ def test_a_corrupt_archive_raises_a_typed_error_and_imports_nothing(
     assert not isinstance(caught.value, UnsupportedFormatError)
     assert "archive" in str(caught.value)
     assert runtime.run(store.list_sessions("u")) == []
-    assert runtime.run(store.list_snapshots("s", "u")) == []
+    assert runtime.run(Branches(store.backend).snapshots("s", "u")) == []
     assert leftovers(store) == []
 
 
@@ -405,7 +407,7 @@ def test_an_archive_of_a_newer_version_is_refused_and_imports_nothing(
 def test_a_failed_export_to_a_path_leaves_no_file_behind(tmp_path: Path) -> None:
     session = Session("s", "u", store="memory://")
     session.append_messages("chat", [{"role": "user", "content": "hi"}])
-    session.store.read_record_contents = _vanishing  # the copy it reads goes away mid-export
+    session.store.backend.read_record_contents = _vanishing  # the copy it reads goes away
     with pytest.raises(SessionCorruptedError):
         session.export(tmp_path / "a.jsonl")
     assert sorted(p.name for p in tmp_path.iterdir()) == []
@@ -488,8 +490,8 @@ def test_an_export_slower_than_the_staging_ttl_keeps_its_copy_alive(
     buffer = io.BytesIO()
     summary = runtime.run(
         export_session(
-            store,
-            store.record_key("s", "u"),
+            store.backend,
+            record_key("s", "u"),
             buffer,
             [],
             lambda count: frozen_clock.advance(STAGING_TTL * 0.6),
@@ -518,7 +520,7 @@ def test_an_import_slower_than_the_staging_ttl_keeps_every_staged_section(
     Session("s", "u", store=source).export(buffer)
     info, _, summary = runtime.run(
         import_session(
-            store,
+            store.backend,
             io.BytesIO(buffer.getvalue()),
             None,
             None,

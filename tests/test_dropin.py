@@ -113,7 +113,7 @@ def test_agentscopes_sessionbase_takes_a_session_id(tmp_path: Path) -> None:
 
 def test_seed_002s_sqlite_session_constructor(tmp_path: Path) -> None:
     store = SqliteSession(sqlite_path=str(tmp_path / "sessions.db"))
-    assert store.path == tmp_path / "sessions.db"
+    assert store.backend.path == tmp_path / "sessions.db"
     agent = Friday()
     asyncio.run(store.save_session_state("friday_of_user", agent=agent))
     assert asyncio.run(store.exists("friday_of_user"))

@@ -28,7 +28,7 @@ NORMAL, FULL = 1, 2  # what PRAGMA synchronous reads back
 
 
 def synchronous(store: SqliteSession) -> int:
-    return store._connection().execute("PRAGMA synchronous").fetchone()[0]
+    return store.backend._connection().execute("PRAGMA synchronous").fetchone()[0]
 
 
 # -- SQLite: synchronous ---------------------------------------------------------------------
@@ -38,9 +38,9 @@ def test_sqlite_process_is_synchronous_normal_and_power_is_full(tmp_path: Path, 
     default = SqliteSession(tmp_path / "default.db")
     process = SqliteSession(tmp_path / "process.db", durability="process")
     power = SqliteSession(tmp_path / "power.db", durability="power")
-    assert (default.durability, synchronous(default)) == ("process", NORMAL)
-    assert (process.durability, synchronous(process)) == ("process", NORMAL)
-    assert (power.durability, synchronous(power)) == ("power", FULL)
+    assert (default.backend.durability, synchronous(default)) == ("process", NORMAL)
+    assert (process.backend.durability, synchronous(process)) == ("process", NORMAL)
+    assert (power.backend.durability, synchronous(power)) == ("power", FULL)
     for store in (default, process, power):
         assert run(store.increment("s", "u", "n")) == 1  # and they work
         run(store.close())
@@ -48,9 +48,9 @@ def test_sqlite_process_is_synchronous_normal_and_power_is_full(tmp_path: Path, 
 
 def test_sqlite_synchronous_still_works_and_wins_over_durability(tmp_path: Path, run) -> None:
     full = SqliteSession(tmp_path / "a.db", synchronous="FULL")
-    assert (full.durability, synchronous(full)) == ("power", FULL)
+    assert (full.backend.durability, synchronous(full)) == ("power", FULL)
     both = SqliteSession(tmp_path / "b.db", synchronous="normal", durability="power")
-    assert (both.durability, synchronous(both)) == ("process", NORMAL)
+    assert (both.backend.durability, synchronous(both)) == ("process", NORMAL)
     for store in (full, both):
         run(store.close())
     with pytest.raises(InvalidValueError, match="synchronous"):
@@ -77,7 +77,7 @@ def test_session_takes_the_durability_of_its_settings_and_a_urls_own_wins(
 ) -> None:
     url = f"sqlite://{tmp_path}/s.db"
     with Session(store=url, settings={"durability": "power"}) as session:
-        assert (session.store.durability, synchronous(session.store)) == ("power", FULL)
+        assert (session.store.backend.durability, synchronous(session.store)) == ("power", FULL)
     with Session(store=url + "?durability=power") as session:
         assert synchronous(session.store) == FULL
     with Session(store=url + "?durability=process", settings={"durability": "power"}) as session:
@@ -89,10 +89,10 @@ def test_session_takes_the_durability_of_its_settings_and_a_urls_own_wins(
 
 def test_file_store_urls_take_their_options_and_refuse_unknown_ones(tmp_path: Path, run) -> None:
     store = open_store(f"sqlite://{tmp_path}/s.db?durability=power&busy_timeout=2.5")
-    assert (store.durability, store.busy_timeout) == ("power", 2.5)
+    assert (store.backend.durability, store.backend.busy_timeout) == ("power", 2.5)
     run(store.close())
     store = open_store(f"json://{tmp_path}/j?durability=power&lock_timeout=3")
-    assert (store.durability, store.lock_timeout) == ("power", 3.0)
+    assert (store.backend.durability, store.backend.lock_timeout) == ("power", 3.0)
     with pytest.raises(InvalidValueError, match="'fsync' is not an option"):
         open_store(f"sqlite://{tmp_path}/s.db?fsync=1")
     with pytest.raises(InvalidValueError, match="busy_timeout='soon' is not valid"):
@@ -156,7 +156,7 @@ def test_redis_reports_what_its_server_is_configured_to_survive(
     redis_url: str, tmp_path: Path, run
 ) -> None:
     store = open_store(f"{redis_url}?key_prefix={redis_prefix(tmp_path)}")
-    assert run(store.server_durability()) == {  # the test server keeps nothing on disk
+    assert run(store.backend.server_durability()) == {  # the test server keeps nothing on disk
         "appendonly": "no",
         "appendfsync": "everysec",
         "durability": "memory",
@@ -164,7 +164,7 @@ def test_redis_reports_what_its_server_is_configured_to_survive(
     run(store.close())
     with RedisServer(durable=True) as server:
         store = open_store(server.url)
-        found = run(store.server_durability())
+        found = run(store.backend.server_durability())
         assert (found["appendonly"], found["appendfsync"], found["durability"]) == (
             "yes",
             "always",
@@ -181,7 +181,7 @@ def test_redis_at_power_warns_once_when_the_server_would_not_survive_a_power_los
         caplog.at_level(logging.WARNING, logger="praisonsession"),
         Session("s", store=url) as session,
     ):
-        assert session.store.durability == "power"
+        assert session.store.backend.durability == "power"
         session.set_state("a", 1)
         session.increment_state("n")
     warnings = [r.getMessage() for r in caplog.records if "appendfsync" in r.getMessage()]

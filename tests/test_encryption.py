@@ -28,6 +28,8 @@ from praisonsession import (
 )
 from praisonsession._internal import runtime
 from praisonsession.state import MessageLog
+from praisonsession.stores import record_key
+from praisonsession.stores.wrappers.encrypted import EncryptedBackend
 
 KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 OTHER_KEY = base64.urlsafe_b64encode(b"o" * 32).decode()
@@ -242,7 +244,7 @@ def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
     sealed_session(plain, "s0").snapshot(f"label {SECRET}")
 
     writes = 0
-    real = EncryptedStore.write_modules
+    real = EncryptedBackend.write_modules
 
     async def crash_on_the_fourth(self: Any, *args: Any) -> Any:
         nonlocal writes
@@ -251,10 +253,10 @@ def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
             raise OSError("the disk failed")  # as a crash would stop it, halfway
         return await real(self, *args)
 
-    monkeypatch.setattr(EncryptedStore, "write_modules", crash_on_the_fourth)
+    monkeypatch.setattr(EncryptedBackend, "write_modules", crash_on_the_fourth)
     with pytest.raises(OSError, match="disk failed"):
         runtime.run(encrypted.rekey(plain, KEY, OTHER_KEY))
-    monkeypatch.setattr(EncryptedStore, "write_modules", real)
+    monkeypatch.setattr(EncryptedBackend, "write_modules", real)
     both = EncryptedStore(plain, OTHER_KEY, old_keys=(KEY,))
     for n in range(6):  # half old, half new: all of it opens with the two keys
         assert contents(Session(f"s{n}", "u", store=both)) == EXPECTED
@@ -404,4 +406,4 @@ def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_
         Session.import_archive(
             tmp_path / "b.jsonl", store=EncryptedStore(plain, KEY), session_id="x"
         )
-    assert runtime.run(plain.read_record(plain.record_key("x", "u"))) is None
+    assert runtime.run(plain.backend.read_record(record_key("x", "u"))) is None

@@ -22,7 +22,7 @@ from praisonsession import Session, SessionBase, erase_user
 from praisonsession._internal import runtime
 from praisonsession.apps.cli import main
 from praisonsession.recall.vectors import memory_scope
-from praisonsession.stores.branches import vault_key
+from praisonsession.recall.vectors.vault_keys import vault_key
 
 #: In every text, id and name of the erased user; in none of the kept user's.
 MARK = b"q7f3a"
@@ -87,7 +87,7 @@ def _redis_contents(store: Any) -> Iterator[bytes]:
 
     client = redis.Redis.from_url(REDIS_URL)
     try:
-        for key in client.scan_iter(match=store.key_prefix + "*", count=1000):
+        for key in client.scan_iter(match=store.backend.key_prefix + "*", count=1000):
             yield key
             kind = client.type(key).decode()
             if kind == "string":
@@ -232,7 +232,7 @@ def test_a_chroma_server_keeps_nothing_readable_of_an_erased_user(tmp_path: Path
         erin, bob = "erin-" + MARK.decode(), "bob-" + KEPT.decode()
         fill(store, settings, erin, MARK.decode(), scratch)
         fill(store, settings, bob, KEPT.decode(), scratch)
-        key = base64.urlsafe_b64encode(runtime.run(vault_key(store, erin)))
+        key = base64.urlsafe_b64encode(runtime.run(vault_key(store.backend, erin)))
         assert key in every_byte(tmp_path, store)  # the store keeps the user's key
         talk = Session(f"talk-{MARK.decode()}", erin, store=store, settings=settings)
         memory_id = talk.search_memory("quokkas", limit=1)[0]["id"].encode()

@@ -31,7 +31,10 @@ from praisonsession import (
     erase_user,
 )
 from praisonsession._internal import runtime
-from praisonsession.stores.branches import SNAPSHOT_OWNER, SnapshotInfo
+from praisonsession.stores import Branches
+from praisonsession.stores.backend import all_records
+from praisonsession.stores.branches import SnapshotInfo
+from praisonsession.stores.reserved import SNAPSHOT_OWNER
 
 Open = Callable[..., Session]
 
@@ -536,8 +539,8 @@ def test_erase_user_removes_every_session_snapshot_and_log_of_that_user_only(
 
     assert runtime.run(store.list_sessions("bob")) == []
     assert runtime.run(store.read_messages("shared", "bob", "notebook.pages")) == []
-    assert runtime.run(store.list_snapshots("shared", "bob")) == []
-    left = runtime.run(store._all_sessions(SNAPSHOT_OWNER))
+    assert runtime.run(Branches(store.backend).snapshots("shared", "bob")) == []
+    left = runtime.run(all_records(store.backend, SNAPSHOT_OWNER))
     assert [info.metadata["snapshot"]["user_id"] for info in left] == ["amy"]
 
     assert ids(runtime.run(store.list_sessions("amy"))) == ["forked", "second", "shared"]

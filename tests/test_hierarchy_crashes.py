@@ -24,7 +24,9 @@ from praisonsession import Session, SessionBase, erase_user, open_store
 from praisonsession._internal import runtime
 from praisonsession.archive import STAGING_TTL
 from praisonsession.clock import ManualClock
-from praisonsession.stores.branches import SNAPSHOT_OWNER
+from praisonsession.stores import Branches
+from praisonsession.stores.backend import all_records
+from praisonsession.stores.reserved import SNAPSHOT_OWNER
 from process_workers import CRASH_SEED, CRASH_TRIALS, WRITERS_AHEAD, Agent, worker_command
 
 pytestmark = [
@@ -178,7 +180,7 @@ def test_a_fork_killed_at_any_moment_is_absent_or_complete(
             for n in present:
                 session_id = f"t{trial}-{n}"
                 assert content_of(store, session_id) == expected, f"{context}: {session_id} torn"
-                parent = runtime.run(store.parent_of(session_id, USER))
+                parent = runtime.run(Branches(store.backend).parent_of(session_id, USER))
                 assert parent == ("source", USER), f"{context}: {session_id} lost its parent"
     finally:
         workers.close()
@@ -254,7 +256,7 @@ def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def staging(store: SessionBase) -> list[str]:
-    hidden = runtime.run(store._all_sessions(SNAPSHOT_OWNER))
+    hidden = runtime.run(all_records(store.backend, SNAPSHOT_OWNER))
     return sorted(info.session_id for info in hidden if "snapshot" not in info.metadata)
 
 
@@ -303,6 +305,6 @@ def test_what_a_killed_export_or_import_leaves_expires_or_goes_with_its_user(
             assert staging(store) == left
             erase_user("u", store=store)
             assert staging(store) == []
-            assert runtime.run(store._all_sessions(SNAPSHOT_OWNER)) == []
+            assert runtime.run(all_records(store.backend, SNAPSHOT_OWNER)) == []
     finally:
         runtime.run(store.close())

@@ -42,6 +42,7 @@ from praisonsession import (
     open_store,
 )
 from praisonsession.llm import ScriptedChatServer
+from praisonsession.stores import record_key
 from remote_server import SessionServer
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -202,7 +203,7 @@ def test_a_failing_load_leaves_every_module_as_it_was(store: SessionBase, run: A
     add(run, other, "not to be kept")
     broken = plain(other.state_dict())
     broken["toolkit"] = "not a dict"  # its memory loads first, then its Toolkit refuses this
-    run(store.write_modules(store.record_key("s2", ""), {"second": broken}, []))
+    run(store.backend.write_modules(record_key("s2", ""), {"second": broken}, []))
 
     first, second = Counter(), react_agent("Changed")
     first.turns = 1
@@ -330,7 +331,7 @@ def test_the_agentscope_layout_keeps_modules_saved_earlier_by_either_side(
 
 def test_the_agentscope_layout_refuses_a_file_another_pair_saved(tmp_path: Path, run: Any) -> None:
     store = open_store(f"json://{tmp_path}?layout=agentscope")
-    assert isinstance(store, JSONSession) and store.layout == "agentscope"
+    assert isinstance(store, JSONSession) and type(store._modules).__name__ == "AgentScopeFiles"
     run(store.save_session_state("bob_notes", agent=Counter()))  # bob_notes.json
     for call in (store.save_session_state, store.load_session_state):
         with pytest.raises(AmbiguousLegacyDataError, match="native layout"):
@@ -431,7 +432,7 @@ def test_redis_agentscope_layout_from_the_sync_facade_and_its_refusals(
 ) -> None:
     url = f"{redis_url}?key_prefix={redis_prefix(tmp_path)}&layout=agentscope"
     store = open_store(url)
-    assert isinstance(store, RedisSession) and store.layout == "agentscope"
+    assert isinstance(store, RedisSession) and type(store._modules).__name__ == "AgentScopeKeys"
     session = Session("s1", "bob", store=store)
     friday = react_agent()
     asyncio.run(friday.memory.add(Msg("user", "Hello, agent!", "user")))

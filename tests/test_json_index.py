@@ -14,8 +14,9 @@ import pytest
 
 from praisonsession._internal import runtime
 from praisonsession._internal.identifiers import filename_for
+from praisonsession.stores.backends.json import JSONSession
 from praisonsession.stores.backends.json import index as json_index
-from praisonsession.stores.backends.json.store import JSONSession
+from praisonsession.stores.reserved import erase_user_records
 
 IDS = ["b", "a", "Zed", "é-accent", "a/b", "100", "ß", "日本", "a b", "c" * 200]
 
@@ -142,7 +143,7 @@ def test_expired_sessions_are_skipped_and_the_page_is_filled(tmp_path: Path) -> 
 def test_erasing_a_user_removes_the_users_index(store: JSONSession) -> None:
     create(store, "a", "b")
     create(store, "x", user="other")
-    runtime.run(store.erase_user_sessions("u"))
+    runtime.run(erase_user_records(store.backend, "u"))
     assert not user_dir(store).exists()
     assert listed(store) == []
     assert listed(store, "other") == ["x"]

@@ -73,11 +73,11 @@ def test_the_wheel_holds_the_lua_scripts_and_the_other_package_data(tmp_path: Pa
     wanted = [
         *PACKAGE.rglob("*.lua"),
         PACKAGE / "py.typed",
-        *(path for path in PACKAGE.glob("embeddings/data/*/*") if path.is_file()),
-        *PACKAGE.glob("ui/static/*"),
+        *(path for path in PACKAGE.glob("recall/embeddings/data/*/*") if path.is_file()),
+        *PACKAGE.glob("apps/ui/static/*"),
     ]
-    assert PACKAGE / "ui" / "static" / "app.js" in wanted
-    assert PACKAGE / "stores" / "redis" / "lua" / "prelude.lua" in wanted
+    assert PACKAGE / "apps" / "ui" / "static" / "app.js" in wanted
+    assert PACKAGE / "stores" / "backends" / "redis" / "lua" / "prelude.lua" in wanted
     assert any("embeddings" in path.parts for path in wanted)
     missing = {path.relative_to(ROOT).as_posix() for path in wanted} - names
     assert not missing, f"not in {wheel.name}: {sorted(missing)}"

@@ -41,8 +41,8 @@ def query(store: PostgresSession, text: str, params: tuple = ()) -> list[tuple]:
     import psycopg
     from psycopg import sql
 
-    statement = sql.SQL(text).format(s=sql.Identifier(store.schema))
-    with psycopg.connect(store._connections.conninfo, autocommit=True) as conn:
+    statement = sql.SQL(text).format(s=sql.Identifier(store.backend.schema))
+    with psycopg.connect(store.backend._connections.conninfo, autocommit=True) as conn:
         cursor = conn.execute(statement, params)
         return cursor.fetchall() if cursor.description else []
 
@@ -177,13 +177,13 @@ def test_a_sync_session_runs_inline_on_a_connection_of_its_thread_and_async_code
     url = schema_url(postgres_url, tmp_path)
     with Session("chat", "ada", store=url) as session:
         store = session.store
-        assert isinstance(store, PostgresSession) and store.runs_inline
+        assert isinstance(store, PostgresSession) and store.backend.runs_inline
         for _ in range(5):
             session.increment_state("turns")
         session.append_messages("log", [{"role": "user", "content": "hi"}])
-        inline = store._connections._local.conn
+        inline = store.backend._connections._local.conn
         assert inline is not None and not inline.closed  # this thread's own connection
-        assert store._connections._pools == {}  # no event loop was needed
+        assert store.backend._connections._pools == {}  # no event loop was needed
 
         async def from_async_code() -> tuple[int, list]:
             value = await store.increment("chat", "ada", "turns")
@@ -325,7 +325,7 @@ def test_a_schema_1_database_is_migrated_keeping_every_session_log_and_length(
         assert run(store.get_state("chat", "u")) == {"n": 41}
         assert query(store, "SELECT version FROM {s}.ps_schema") == [(2,)]
         assert query(
-            store, "SELECT to_regclass(format('%%I.ps_logs', %s::text))", (store.schema,)
+            store, "SELECT to_regclass(format('%%I.ps_logs', %s::text))", (store.backend.schema,)
         ) == [(None,)]
         assert run(store.message_count("chat", "u", "agent.memory")) == 3
         assert run(store.message_count("chat", "u", "notes")) == 3
@@ -381,7 +381,7 @@ def test_durability_power_warns_when_the_server_does_not_fsync(
     postgres_url: str, tmp_path: Path, run, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = open_store(schema_url(postgres_url, tmp_path) + "&durability=power")
-    assert store.durability == "power"
+    assert store.backend.durability == "power"
     with caplog.at_level(logging.WARNING, logger="praisonsession"):
         run(store.increment("s", "u", "n"))
     fsync = query(store, "SELECT current_setting('fsync')")[0][0]
@@ -403,9 +403,9 @@ def test_import_praisonsession_does_not_import_psycopg() -> None:
 
 
 def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from praisonsession.stores.backends.postgres import store
+    from praisonsession.stores.backends.postgres import backend
 
-    monkeypatch.setattr(store._Errors, "races", ())  # as in a process that made no store yet
+    monkeypatch.setattr(backend._Errors, "races", ())  # as in a process that made no store yet
     for name in ("psycopg", "psycopg_pool", "psycopg.errors"):
         monkeypatch.setitem(sys.modules, name, None)  # what an environment without it gives
     with pytest.raises(MissingDependencyError, match=r"praisonsession\[postgres\]"):
@@ -421,9 +421,10 @@ def test_a_lock_wait_bounded_on_the_server_fails_typed_and_applies_nothing(
     store = open_store(url)
     run(store.increment("s", "u", "n"), inline=True)
     impatient = open_store(url + "&options=-c%20lock_timeout%3D200ms")
-    with psycopg.connect(store._connections.conninfo) as holder:  # a transaction left open
+    with psycopg.connect(store.backend._connections.conninfo) as holder:  # a transaction left open
         holder.execute(
-            f'SELECT 1 FROM "{store.schema}".ps_sessions WHERE session_id = %s FOR UPDATE', ("s",)
+            f'SELECT 1 FROM "{store.backend.schema}".ps_sessions WHERE session_id = %s FOR UPDATE',
+            ("s",),
         )
         with pytest.raises(StoreUnavailableError, match="nothing of the call was applied"):
             run(impatient.increment("s", "u", "n"), inline=True)

@@ -73,7 +73,7 @@ def raw(redis_url: str) -> Iterator[redis.Redis]:
 
 
 def session_keys(raw: redis.Redis, store: RedisSession, session_id: str, user_id: str) -> list:
-    base = store._keys(Key(user_id, session_id))[0][: -len("meta")]
+    base = store.backend._keys(Key(user_id, session_id))[0][: -len("meta")]
     return sorted(raw.scan_iter(match=base.replace("*", r"\*") + "*"))
 
 
@@ -86,7 +86,7 @@ def test_lua_and_python_write_ids_into_keys_the_same_way(rstore: RedisSession, r
     assert len(set(encoded)) == len(ids)  # injective
     assert all(not set(":*?[]{}\\") & set(e) for e in encoded)
     for text, mine in zip(ids, encoded, strict=True):
-        assert run(rstore._call("enc", [], [text])).decode() == mine
+        assert run(rstore.backend._call("enc", [], [text])).decode() == mine
 
 
 def test_keys_stay_under_the_prefix_and_no_keys_command_is_used(
@@ -155,7 +155,7 @@ def test_ttl_is_set_on_every_key_of_the_session_and_slides(
     ttls = [raw.pttl(k) for k in keys]
     # the expiry is rounded up to the next ms, so a PTTL read at once can exceed the TTL by 1
     assert all(29_000 < t <= 30_001 for t in ttls) and max(ttls) - min(ttls) < 50, ttls
-    expiry = rstore._keys(Key("u", "s"))[5]
+    expiry = rstore.backend._keys(Key("u", "s"))[5]
     assert raw.zscore(expiry, "u\0s") == pytest.approx(time.time() + 30, abs=1)
 
     time.sleep(0.3)
@@ -177,7 +177,7 @@ def test_an_expired_session_leaves_no_key_and_no_index_entry(
     run(rstore.create_session("s", "u", ttl=0.2))
     run(rstore.patch_state("s", "u", {"a": 1}))
     run(rstore.append_messages("s", "u", "log", [turn(0)]))
-    keys = rstore._keys(Key("u", "s"))
+    keys = rstore.backend._keys(Key("u", "s"))
     time.sleep(0.35)
     assert raw.exists(*keys[:4]) == 0  # Redis itself expired them, for every client
     with pytest.raises(SessionExpiredError):
@@ -198,11 +198,13 @@ def test_save_modules_answers_each_logs_length_after_the_write(rstore: RedisSess
     documents = {"agent": {"turns": 1}}
 
     def save(*writes: LogWrite) -> dict[str, int]:
-        return run(rstore.write_modules(key, documents, list(writes)))
+        return run(rstore.backend.write_modules(key, documents, list(writes)))
 
     replaced = save(LogWrite("agent.a", [turn(0), turn(1)], None), LogWrite("agent.b", [], None))
     assert replaced == {"agent.a": 2, "agent.b": 0}
-    assert run(rstore.append_log(key, LogWrite("agent.a", [turn(2)], -1))) == 3  # another writer
+    assert (
+        run(rstore.backend.append_log(key, LogWrite("agent.a", [turn(2)], -1))) == 3
+    )  # another writer
     # -1 appends at the end whatever the log holds (3 here, not the 2 this writer last saw)
     assert save(LogWrite("agent.a", [turn(3), turn(4)], -1)) == {"agent.a": 5}
     assert save(LogWrite("agent.a", [], -1), LogWrite("agent.b", [turn(0)], 0)) == {
@@ -213,8 +215,8 @@ def test_save_modules_answers_each_logs_length_after_the_write(rstore: RedisSess
     assert save(LogWrite("agent.a", [turn(9)], None)) == {"agent.a": 1}  # replace: len(messages)
     with pytest.raises(ConflictError):
         save(LogWrite("agent.b", [turn(3)], 2))  # it holds 3
-    assert run(rstore.read_log(key, "agent.a", 0, None)) == [turn(9)]
-    assert run(rstore.read_log(key, "agent.b", 0, None)) == [turn(0), turn(1), turn(2)]
+    assert run(rstore.backend.read_log(key, "agent.a", 0, None)) == [turn(9)]
+    assert run(rstore.backend.read_log(key, "agent.b", 0, None)) == [turn(0), turn(1), turn(2)]
 
 
 # -- numbers ----------------------------------------------------------------------------------
@@ -258,7 +260,7 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
     """The server applies the write, the connection drops before the reply arrives, the
     client retries: the retry gets the first reply instead of applying it again."""
     assert run(rstore.increment("s", "u", "n")) == 1
-    real = rstore._client
+    real = rstore.backend._client
     lost = {"replies": 0}
 
     async def flaky_client() -> Any:
@@ -277,12 +279,12 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
 
         return LosesOneReply()
 
-    rstore._client = flaky_client  # type: ignore[method-assign]
+    rstore.backend._client = flaky_client  # type: ignore[method-assign]
     assert run(rstore.increment("s", "u", "n")) == 2
     assert lost["replies"] == 1
     lost["replies"] = 0
     assert run(rstore.append_messages("s", "u", "log", [turn(0)])) == 1
-    del rstore._client
+    del rstore.backend._client
     assert run(rstore.get_value("s", "u", "n")) == 2
     assert run(rstore.read_messages("s", "u", "log")) == [turn(0)]
 
@@ -405,7 +407,7 @@ def test_killing_the_server_mid_run_then_restarting_it_loses_no_acknowledged_wri
 def test_store_urls(redis_url: str, tmp_path: Path, run, monkeypatch) -> None:
     prefix = redis_prefix(tmp_path)
     store = open_store(f"{redis_url}?key_prefix={prefix}")
-    assert isinstance(store, RedisSession) and store.key_prefix == prefix
+    assert isinstance(store, RedisSession) and store.backend.key_prefix == prefix
     assert store.url == f"{redis_url}?key_prefix={prefix}"
     run(store.patch_state("s", "u", {"a": 1}))
     run(store.close())
@@ -413,10 +415,10 @@ def test_store_urls(redis_url: str, tmp_path: Path, run, monkeypatch) -> None:
     parsed = RedisSession.from_url(
         "rediss://ada:p%40ss@example.com:6380/3?key_prefix=app&socket_timeout=5&default_ttl=60"
     )
-    options = parsed._options
+    options = parsed.backend._options
     assert (options["host"], options["port"], options["db"]) == ("example.com", 6380, 3)
     assert (options["username"], options["password"], options["ssl"]) == ("ada", "p@ss", True)
-    assert options["socket_timeout"] == 5 and parsed.default_ttl == 60
+    assert options["socket_timeout"] == 5 and parsed.backend.default_ttl == 60
     assert "p@ss" not in repr(parsed) and parsed.url.startswith("rediss://:***@example.com")
     with pytest.raises(InvalidValueError, match="db number"):
         open_store("redis://localhost/zero")
@@ -452,7 +454,7 @@ def test_an_injected_client_or_pool_is_used_and_never_closed(redis_url: str, tmp
         assert store.get_client() is client
         await store.close()
         assert await client.ping()
-        assert await client.exists(store._keys(Key("u", "s"))[0]) == 1
+        assert await client.exists(store.backend._keys(Key("u", "s"))[0]) == 1
         await client.aclose()
 
         pool = redis.asyncio.ConnectionPool.from_url(redis_url)
@@ -487,7 +489,7 @@ def test_one_store_serves_the_facade_and_the_users_own_event_loops(
         assert session.increment_state("n") == 4
         assert asyncio.run(rstore.get_value("s", "u", "n")) == 4
         asyncio.run(rstore.close())  # from a user loop: closes the runtime loop's client too
-        assert len(rstore._clients) == 0
+        assert len(rstore.backend._clients) == 0
         assert session.get_state("n") == 4  # and the store reopens
         gc.collect()
     leaks = [w for w in caught if issubclass(w.category, ResourceWarning)]
@@ -501,7 +503,7 @@ def test_session_talks_to_redis_on_the_callers_thread_when_it_runs_no_loop(
     rstore: RedisSession,
 ) -> None:
     """No event loop and no asyncio client are involved: one blocking connection here."""
-    assert rstore.runs_inline
+    assert rstore.backend.runs_inline
     with Session("s", "u", store=rstore) as session:
         assert session.runs_inline
         session.set_state("a", {"b": [1, 2.5]})
@@ -509,16 +511,16 @@ def test_session_talks_to_redis_on_the_callers_thread_when_it_runs_no_loop(
         assert session.append_messages("log", [turn(0), turn(1)]) == 2
         assert session.get_state("a") == {"b": [1, 2.5]}
         assert session.read_messages("log", 1) == [turn(1)]
-        assert len(rstore._clients) == 0  # no loop asked for a client
+        assert len(rstore.backend._clients) == 0  # no loop asked for a client
 
 
 def test_an_injected_asyncio_client_is_always_used_through_the_loop(redis_url: str) -> None:
     client = redis.asyncio.Redis.from_url(redis_url)
     store = RedisSession(client=client, key_prefix="injected:")
-    assert not store.runs_inline
+    assert not store.backend.runs_inline
     with Session("s", "u", store=store) as session:
         assert session.increment_state("n") == 1
-    assert len(store._clients) == 1  # the runtime's loop used the client given
+    assert len(store.backend._clients) == 1  # the runtime's loop used the client given
 
 
 def test_inline_and_loop_increments_on_one_session_are_exact_together(
@@ -569,7 +571,7 @@ def test_an_inline_write_whose_reply_was_lost_is_applied_once_on_retry(
     inline client retries with the same op token: the retry gets the first reply."""
     session = Session("s", "u", store=rstore)
     assert session.increment_state("n") == 1
-    real = rstore._inline._command
+    real = rstore.backend._inline._command
     lost = {"replies": 0, "evalsha": 0}
 
     def loses_one_reply(*args: Any) -> Any:
@@ -581,7 +583,7 @@ def test_an_inline_write_whose_reply_was_lost_is_applied_once_on_retry(
                 raise redis.exceptions.ConnectionError("connection lost (simulated)")
         return reply
 
-    monkeypatch.setattr(rstore._inline, "_command", loses_one_reply)
+    monkeypatch.setattr(rstore.backend._inline, "_command", loses_one_reply)
     assert session.increment_state("n") == 2
     assert lost == {"replies": 1, "evalsha": 2}
     lost["replies"] = 0
@@ -641,7 +643,7 @@ def test_agentscopes_constructor_and_keys(
     prefix = redis_prefix(tmp_path).rstrip(":")  # AgentScope adds no separator: neither here
     host, port = "127.0.0.1", int(redis_url.rsplit(":", 1)[1].split("/")[0])
     store = RedisSession(host, port, 0, None, None, 60, prefix)
-    assert store.default_ttl == 60
+    assert store.backend.default_ttl == 60
     raw.set(f"{prefix}user_id:alice:session:s1:state", '{"agent": {"turns": 3}}')
     agent = Counter()
     run(store.load_session_state("s1", "alice", agent=agent))

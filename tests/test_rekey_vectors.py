@@ -278,14 +278,14 @@ CHILD = textwrap.dedent(
         return call
 
     if point == "store":
-        from praisonsession.stores.wrappers.encrypted import EncryptedStore
-        real = EncryptedStore.write_modules
+        from praisonsession.stores.wrappers.encrypted import EncryptedBackend
+        real = EncryptedBackend.write_modules
         async def write_modules(self, *args):
             calls["n"] += 1
             if calls["n"] == count:
                 os.kill(os.getpid(), signal.SIGKILL)
             return await real(self, *args)
-        EncryptedStore.write_modules = write_modules
+        EncryptedBackend.write_modules = write_modules
     else:
         from chromadb.api.models.Collection import Collection
         setattr(Collection, point, killing(getattr(Collection, point)))

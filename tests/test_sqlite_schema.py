@@ -20,6 +20,7 @@ from praisonsession import (
     UnsupportedFormatError,
     clock,
 )
+from praisonsession.stores import Branches
 from praisonsession.stores.backends.sqlite import schema as sqlite_schema
 
 # Schema 1, exactly as praisonsession created it before the head row (PRAGMA user_version=1).
@@ -197,8 +198,8 @@ def test_a_store_that_saw_the_old_schema_migrates_nothing_once_another_did(
     make_schema_1_file(path)
     first, second = SqliteSession(path), SqliteSession(path)
     seen = iter([1])
-    real = second._schema_version
-    second._schema_version = lambda conn: next(seen, None) or real(conn)  # type: ignore
+    real = second.backend._schema_version
+    second.backend._schema_version = lambda conn: next(seen, None) or real(conn)  # type: ignore
     assert run(first.increment("plain", "u", "hits")) == 6
     assert run(second.increment("plain", "u", "hits")) == 7
     assert run(second.get_info("plain", "u")).version == 8
@@ -249,10 +250,10 @@ def test_the_head_row_is_not_state_and_is_not_copied(tmp_path: Path, run) -> Non
     run(store.replace_state("s", "u", {"b": 2}))
     assert run(store.get_state("s", "u")) == {"b": 2}
     assert run(store.get_info("s", "u")).version == 3  # the head survived the replace
-    fork = run(store.fork_session("s", "u", "f"))
+    fork = run(Branches(store.backend).fork("s", "u", "f"))
     assert (fork.version, run(store.get_state("f", "u"))) == (1, {"b": 2})
     assert run(store.get_info("s", "u")).version == 3
-    with sqlite3.connect(store.path) as db:
+    with sqlite3.connect(store.backend.path) as db:
         heads = db.execute(
             "SELECT session_id, version FROM ps_state WHERE name='' ORDER BY session_id"
         ).fetchall()
@@ -277,7 +278,7 @@ def test_a_damaged_head_is_corruption_for_reads_and_writes(
 ) -> None:
     store = SqliteSession(tmp_path / "s.db")
     run(store.patch_state("s", "u", {"hits": 1}))
-    with sqlite3.connect(store.path) as db:
+    with sqlite3.connect(store.backend.path) as db:
         db.execute(damage)
     for call in (
         lambda: store.get_info("s", "u"),
@@ -295,7 +296,7 @@ def test_a_damaged_updated_at_is_reported_and_the_next_write_replaces_it(
 ) -> None:
     store = SqliteSession(tmp_path / "s.db")
     run(store.patch_state("s", "u", {"hits": 1}))
-    with sqlite3.connect(store.path) as db:
+    with sqlite3.connect(store.backend.path) as db:
         db.execute("UPDATE ps_state SET updated_at='x' WHERE name=''")
     with pytest.raises(SessionCorruptedError, match="updated_at"):
         run(store.get_info("s", "u"))
@@ -341,17 +342,17 @@ def test_on_an_event_loop_checkpoints_run_off_the_loop(tmp_path: Path) -> None:
     import asyncio
     import threading
 
-    from praisonsession.stores.backends.sqlite import store as sqlite_module
+    from praisonsession.stores.backends.sqlite import backend as sqlite_module
 
     store = SqliteSession(tmp_path / "loop.db")
     ran_on: list[str] = []
-    checkpoint = store._checkpoint
+    checkpoint = store.backend._checkpoint
 
     def counted() -> None:
         ran_on.append(threading.current_thread().name)
         checkpoint()
 
-    store._checkpoint = counted  # type: ignore[method-assign]
+    store.backend._checkpoint = counted  # type: ignore[method-assign]
     commits = sqlite_module.CHECKPOINT_EVERY * 3
 
     async def main() -> int:
@@ -361,7 +362,7 @@ def test_on_an_event_loop_checkpoints_run_off_the_loop(tmp_path: Path) -> None:
             if i % 50 == 0:
                 await asyncio.sleep(0.01)  # the worker thread gets its turn
         await asyncio.sleep(0.3)
-        conn = store._local.conn
+        conn = store.backend._local.conn
         assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         assert ran_on and loop_thread not in ran_on
         return await store.increment("s", "u", "n", 0)

@@ -1,5 +1,6 @@
-"""The backend protocol is public: named operations, one abstract set, and a wrapper that uses
-nothing else (the conformance suites run on it as the ``wrapped`` backend)."""
+"""The backend protocol is public: named operations, one abstract set, a store that holds a
+backend instead of being one, and a wrapper that uses nothing else (the conformance suites run
+on it as the ``wrapped`` backend)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 
 import praisonsession.stores as stores
 from backends import make_store
-from counting_store import CountingStore
-from praisonsession import Session
-from praisonsession.stores import InMemorySession, SessionBase, StoreBackend
+from counting_store import CountingBackend
+from praisonsession import JSONSession, Session, SqliteSession
+from praisonsession.stores import Branches, InMemorySession, SessionBase, StoreBackend
 
 REQUIRED = {
     "create_record",
@@ -31,23 +32,81 @@ REQUIRED = {
     "append_log",
     "read_log",
 }
-OPTIONAL = {"count_log", "list_record_owners", "copy_record", "read_record_contents"}
+OPTIONAL = {
+    "count_log",
+    "list_record_owners",
+    "copy_record",
+    "read_record_contents",
+    "scrub_erased_user",
+}
+#: What a store shows: AgentScope's calls, the atomic operations users call, and its backend.
+STORE_SURFACE = {
+    "save_session_state",
+    "load_session_state",
+    "refresh_session_state",
+    "create_session",
+    "get_info",
+    "exists",
+    "set_metadata",
+    "list_sessions",
+    "list_users",
+    "delete_session",
+    "touch",
+    "expire",
+    "purge_expired",
+    "get_state",
+    "get_value",
+    "patch_state",
+    "replace_state",
+    "compare_and_set",
+    "increment",
+    "append_messages",
+    "read_messages",
+    "message_count",
+    "clear_messages",
+    "close",
+    "backend",
+    "session_id",
+    "url",
+}
 
 
-def test_the_protocol_is_exported_and_every_store_is_one() -> None:
+def test_the_protocol_is_exported_and_a_store_holds_a_backend(tmp_path: Path) -> None:
     for name in ("StoreBackend", "Key", "LogWrite", "StoredModules", "SessionContents", "UNSET"):
         assert name in stores.__all__
-    assert issubclass(SessionBase, StoreBackend)
+    assert not issubclass(SessionBase, StoreBackend)
     assert StoreBackend.__abstractmethods__ == frozenset(REQUIRED)
     for name in REQUIRED | OPTIONAL:
         operation = getattr(StoreBackend, name)
         assert inspect.iscoroutinefunction(operation), name
         assert operation.__doc__, f"{name} says what it guarantees"
-        assert not hasattr(SessionBase, "_" + name.split("_")[0]), name  # no old name left
+        assert not hasattr(SessionBase, name), f"{name} is the backend's, not the store's"
+    store = SqliteSession(tmp_path / "s.db")
+    assert isinstance(store.backend, StoreBackend)
+    assert {n for n in dir(store) if not n.startswith("_")} == STORE_SURFACE
+
+
+def test_every_store_shows_at_most_thirty_names(tmp_path: Path) -> None:
+    """What a user sees on a store is what they call: the record operations stay on its
+    backend, forks and snapshots on ``Branches``."""
+    for store in (
+        InMemorySession(),
+        SqliteSession(tmp_path / "s.db"),
+        JSONSession(tmp_path / "j"),
+        make_store("encrypted", tmp_path),
+    ):
+        shown = {n for n in dir(store) if not n.startswith("_")}
+        assert shown >= STORE_SURFACE, type(store).__name__
+        assert len(shown) <= 30, (type(store).__name__, sorted(shown - STORE_SURFACE))
+
+
+def test_a_store_refuses_what_is_not_a_backend() -> None:
+    with pytest.raises(ValueError, match="StoreBackend"):
+        SessionBase(InMemorySession())  # type: ignore[arg-type]
 
 
 def test_a_backend_missing_an_operation_cannot_be_made() -> None:
-    class Partial(SessionBase):
+    class Partial(StoreBackend):
         async def read_record(self, key: Any) -> None:
             return None
 
@@ -62,20 +121,21 @@ def test_every_operation_is_documented_on_the_stores_page() -> None:
         assert f"`{name}(" in page, name
 
 
-def test_a_wrapper_sees_each_operation_the_template_makes(tmp_path: Path, run) -> None:
+def test_a_wrapper_sees_each_operation_the_store_makes(tmp_path: Path, run) -> None:
     store = make_store("wrapped", tmp_path)
-    assert isinstance(store, CountingStore)
+    counting = store.backend
+    assert isinstance(counting, CountingBackend)
     try:
         run(store.create_session("s", "u", metadata={"a": 1}))
         run(store.patch_state("s", "u", {"n": 1}))
         assert run(store.increment("s", "u", "n")) == 2
         assert run(store.append_messages("s", "u", "log", [{"role": "user"}])) == 1
         assert run(store.message_count("s", "u", "log")) == 1
-        child = run(store.fork_session("s", "u", "t"))
+        child = run(Branches(counting).fork("s", "u", "t"))
         assert run(store.get_state("t", "u")) == {"n": 2}
         assert child.metadata["parent"] == {"session_id": "s", "user_id": "u"}
         assert run(store.list_users()) == ["u"]
-        assert store.calls == {
+        assert counting.calls == {
             "create_record": 1,
             "patch_record_state": 1,
             "increment_record_value": 1,
@@ -86,15 +146,16 @@ def test_a_wrapper_sees_each_operation_the_template_makes(tmp_path: Path, run) -
             "read_record_state": 1,
             "list_record_owners": 1,
         }
-        assert run(store.inner.get_state("t", "u")) == {"n": 2}  # it is all in the inner store
+        inner = SessionBase(counting.inner)
+        assert run(inner.get_state("t", "u")) == {"n": 2}  # it is all in the inner backend
     finally:
         run(store.close())
 
 
 def test_a_wrapped_store_serves_the_sync_facade() -> None:
-    store = CountingStore(InMemorySession())
-    with Session("chat", store=store) as session:
+    counting = CountingBackend(InMemorySession().backend)
+    with Session("chat", store=SessionBase(counting)) as session:
         session.set_state("turns", 3)
         assert session.get_state("turns") == 3
-    assert store.calls["patch_record_state"] == 1
-    assert store.calls["read_record_state"] >= 1
+    assert counting.calls["patch_record_state"] == 1
+    assert counting.calls["read_record_state"] >= 1

@@ -11,6 +11,7 @@ from typing import Any
 
 from praisonsession import AsyncSession
 from praisonsession.settings import Settings
+from praisonsession.stores import Branches
 from praisonsession.stores.api import SessionBase
 
 __all__ = [
@@ -126,10 +127,12 @@ async def seed_store(store: SessionBase, long_messages: int = 10_000) -> None:
             usage(5, 1, 402, 25),
         ],
     )
-    await store.snapshot_session("trip-planning", alice, label="before-booking")
-    await store.fork_session("trip-planning", alice, "trip-porto", at_message=(HISTORY, 5))
-    await store.fork_session("trip-porto", alice, "trip-porto-budget")
-    await store.fork_session("trip-planning", alice, "trip-lisbon-family")
+    await Branches(store.backend).snapshot("trip-planning", alice, label="before-booking")
+    await Branches(store.backend).fork(
+        "trip-planning", alice, "trip-porto", at_message=(HISTORY, 5)
+    )
+    await Branches(store.backend).fork("trip-porto", alice, "trip-porto-budget")
+    await Branches(store.backend).fork("trip-planning", alice, "trip-lisbon-family")
     await store.create_session(NASTY_ID, alice)
     await store.append_messages(NASTY_ID, alice, HISTORY, [{"role": "user", "content": "<b>hi"}])
     for n in range(60):

@@ -1,1 +1,5 @@
-"""TODO floor docstring."""
+"""The top floor: the programs. ``cli`` (the ``praisonsession`` command), ``server``
+(``praisonsession serve``), ``ui`` (the session browser) and ``demo`` (``make demo``).
+
+They may import any floor; nothing in the library imports them.
+"""

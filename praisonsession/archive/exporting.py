@@ -12,9 +12,10 @@ from typing import IO, Any
 
 from .._internal.json_data import dumps
 from ..errors import InvalidValueError, SessionCorruptedError, SessionNotFoundError
-from ..stores.api import SessionBase
-from ..stores.branches import snapshot_key
+from ..stores.backend import StoreBackend
+from ..stores.branches import Branches
 from ..stores.record import Key, SessionInfo
+from ..stores.reserved import snapshot_key
 from .layout import MAX_LINE, PAGE, ArchiveSummary, Progress, header_record
 from .staging import STAGING_TTL, Staging
 
@@ -59,31 +60,33 @@ class _Writer:
 
 
 async def export_session(
-    store: SessionBase,
+    backend: StoreBackend,
     key: Key,
     destination: str | os.PathLike[str] | IO[bytes],
     memories: list[dict[str, Any]],
     progress: Progress | None = None,
 ) -> ArchiveSummary:
-    """Write the session ``key`` of ``store`` to ``destination`` (a path, or a binary file)."""
-    info = await store.read_record(key)  # what the archive says of the session: TTL, metadata, age
+    """Write the session ``key`` of ``backend`` to ``destination`` (a path, or a binary file)."""
+    info = await backend.read_record(
+        key
+    )  # what the archive says of the session: TTL, metadata, age
     if info is None:
         raise SessionNotFoundError(key.session_id, key.user_id)
-    staging = Staging(store, key.user_id)
+    staging = Staging(backend, key.user_id)
     copy = staging.new("export")
-    await store.copy_record(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
+    await backend.copy_record(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
     try:
         with _opened(destination) as file:
-            sealer = getattr(store, "archive_sealer", lambda: None)()
+            sealer = getattr(backend, "archive_sealer", lambda: None)()
             writer = _Writer(file, sealer)
             writer.write(header_record(sealed=sealer is not None))
-            messages = await _write_session(store, copy, writer, info, progress, staging)
+            messages = await _write_session(backend, copy, writer, info, progress, staging)
             await staging.remove()  # written: the snapshots are read where they are
-            snapshots = await store.list_snapshots(key.session_id, key.user_id)
+            snapshots = await Branches(backend).snapshots(key.session_id, key.user_id)
             for snapshot in snapshots:
                 where = snapshot_key(key, snapshot.snapshot_id)
                 writer.write({"snapshot": snapshot._asdict()})
-                await _write_session(store, where, writer, None, progress, staging)
+                await _write_session(backend, where, writer, None, progress, staging)
                 writer.write({"snapshot_end": snapshot.snapshot_id})
             for memory in memories:
                 writer.write({"memory": memory})
@@ -96,7 +99,7 @@ async def export_session(
 
 
 async def _write_session(
-    store: SessionBase,
+    backend: StoreBackend,
     where: Key,
     writer: _Writer,
     session: SessionInfo | None,
@@ -105,7 +108,7 @@ async def _write_session(
 ) -> int:
     """One session's sections; ``session`` is its own metadata when ``where`` is a copy of it
     (else it is a snapshot, and goes under its own)."""
-    contents = await store.read_record_contents(where)
+    contents = await backend.read_record_contents(where)
     if contents is None:
         raise SessionCorruptedError(f"session copy {where.session_id!r}", "it vanished")
     if session is not None:
@@ -119,7 +122,7 @@ async def _write_session(
         writer.write({"log": path, "count": count})
         for start in range(0, count, PAGE):
             await staging.keep_alive()
-            page = await store.read_log(where, path, start, min(start + PAGE, count))
+            page = await backend.read_log(where, path, start, min(start + PAGE, count))
             if len(page) != min(PAGE, count - start):  # never write a short archive
                 raise SessionCorruptedError(f"log {path!r} of the session", "it changed as read")
             writer.write({"messages": page})

@@ -8,9 +8,10 @@ from typing import Any
 
 from .._internal.checks import is_int
 from ..errors import ConflictError, InvalidIdError, InvalidValueError
-from ..stores.api import LogWrite, SessionBase
-from ..stores.branches import SNAPSHOT, snapshot_id_of, snapshot_key
-from ..stores.record import Key, SessionInfo, copy_conflict
+from ..stores.backend import LogWrite, StoreBackend
+from ..stores.branches import snapshot_id_of
+from ..stores.record import Key, SessionInfo, copy_conflict, record_key
+from ..stores.reserved import SNAPSHOT, snapshot_key
 from .layout import ArchiveSummary, Progress, Records, verify
 from .staging import STAGING_TTL, Staging
 
@@ -18,14 +19,14 @@ __all__ = ["import_session"]
 
 
 async def import_session(
-    store: SessionBase,
+    backend: StoreBackend,
     source: Any,
     session_id: str | None,
     user_id: str | None,
     progress: Progress | None = None,
     check_memory: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[SessionInfo, list[dict[str, Any]], ArchiveSummary]:
-    """Read an archive into ``store`` (as ``session_id`` of ``user_id``, or as archived);
+    """Read an archive into ``backend`` (as ``session_id`` of ``user_id``, or as archived);
     returns the imported session, the memories to add, and a summary.
 
     The whole file is checked, then every section is written into hidden staging sessions,
@@ -38,36 +39,38 @@ async def import_session(
     memory it would refuse refuses the archive before anything is placed.
     """
     verify(source)
-    records = Records(source, getattr(store, "archive_sealer", lambda: None)())
+    records = Records(source, getattr(backend, "archive_sealer", lambda: None)())
     records.take("archive", dict)
     archived = SessionInfo.from_json(records.take("session", dict), f"{records.what}'s session")
     records.check_data(dict(archived.metadata), "the session's metadata")
     try:
-        store.record_key(archived.session_id, archived.user_id)
+        record_key(archived.session_id, archived.user_id)
     except InvalidIdError as exc:
         raise records.corrupt(str(exc)) from None
-    target = store.record_key(
+    target = record_key(
         archived.session_id if session_id is None else session_id,
         archived.user_id if user_id is None else user_id,
     )
-    if await store.read_record(target) is not None:
+    if await backend.read_record(target) is not None:
         raise ConflictError(copy_conflict(target))
-    staging = Staging(store, target.user_id)
+    staging = Staging(backend, target.user_id)
     snapshots: list[tuple[Key, dict[str, Any]]] = []
     memories: list[dict[str, Any]] = []
     try:
-        session, messages = await _stage(store, records, staging, progress)
+        session, messages = await _stage(backend, records, staging, progress)
         record = records.next()
         while record is not None:
             if "memory" in record:
                 memories.append(_memory(records, record, check_memory))
             elif "snapshot" in record:
-                snapshot = await _stage_snapshot(store, records, record, target, staging, progress)
+                snapshot = await _stage_snapshot(
+                    backend, records, record, target, staging, progress
+                )
                 snapshots.append(snapshot)
             else:
                 raise records.corrupt(f"it holds an unexpected record {sorted(record)[:3]}")
             record = records.next()
-        info = await _place(store, session, target, archived, snapshots)
+        info = await _place(backend, session, target, archived, snapshots)
     finally:
         await staging.remove()
     summary = ArchiveSummary(
@@ -77,11 +80,11 @@ async def import_session(
 
 
 async def _stage(
-    store: SessionBase, records: Records, staging: Staging, progress: Any
+    backend: StoreBackend, records: Records, staging: Staging, progress: Any
 ) -> tuple[Key, int]:
     """Write one session's sections (state, modules, logs) into a new staging session."""
     key = staging.new("import")
-    await store.create_record(key, STAGING_TTL, {})
+    await backend.create_record(key, STAGING_TTL, {})
     state = records.take("state", dict)
     modules = records.take("modules", dict)
     records.check_data(state, "state")
@@ -90,8 +93,8 @@ async def _stage(
         records.check_name(name, "module name")
         if not isinstance(document, dict):
             raise records.corrupt(f"module {name!r} is not an object")
-    await store.patch_record_state(key, state, [], True, None, False)
-    await store.write_modules(key, modules, [])
+    await backend.patch_record_state(key, state, [], True, None, False)
+    await backend.write_modules(key, modules, [])
     total = 0
     seen: set[str] = set()
     while (records.peek() or {}).get("log") is not None:
@@ -110,7 +113,7 @@ async def _stage(
             if not all(isinstance(message, dict) for message in page):
                 raise records.corrupt(f"a message of log {path!r} is not an object")
             await staging.keep_alive()
-            await store.append_log(key, LogWrite(path, page, -1))
+            await backend.append_log(key, LogWrite(path, page, -1))
             left -= len(page)
             total += len(page)
             if progress is not None:
@@ -119,7 +122,7 @@ async def _stage(
 
 
 async def _stage_snapshot(
-    store: SessionBase,
+    backend: StoreBackend,
     records: Records,
     record: dict[str, Any],
     target: Key,
@@ -146,7 +149,7 @@ async def _stage_snapshot(
     if not isinstance(metadata, dict):
         raise records.corrupt(f"snapshot {snapshot_id!r} has metadata that is not an object")
     records.check_data(metadata, "a snapshot's metadata")
-    holding, _ = await _stage(store, records, staging, progress)
+    holding, _ = await _stage(backend, records, staging, progress)
     if records.take("snapshot_end", str) != snapshot_id:
         raise records.corrupt(f"snapshot {snapshot_id!r} is not closed where it ends")
     moved = {
@@ -180,7 +183,7 @@ def _memory(
 
 
 async def _place(
-    store: SessionBase,
+    backend: StoreBackend,
     staged: Key,
     target: Key,
     archived: SessionInfo,
@@ -192,13 +195,13 @@ async def _place(
     try:
         for holding, metadata in snapshots:
             where = snapshot_key(target, metadata[SNAPSHOT]["snapshot_id"])
-            if await store.read_record(where) is None:  # else: left by an earlier import of it
+            if await backend.read_record(where) is None:  # else: left by an earlier import of it
                 placed.append(where)
-            await store.copy_record(holding, where, None, metadata, True, None)
-        return await store.copy_record(
+            await backend.copy_record(holding, where, None, metadata, True, None)
+        return await backend.copy_record(
             staged, target, None, dict(archived.metadata), False, archived.ttl
         )
     except BaseException:
         for where in placed:
-            await store.delete_record(where)
+            await backend.delete_record(where)
         raise

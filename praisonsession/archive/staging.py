@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ..clock import now
 from ..errors import SessionCorruptedError
-from ..stores.api import SessionBase
-from ..stores.branches import staging_key
+from ..stores.backend import StoreBackend
 from ..stores.record import Key
+from ..stores.reserved import staging_key
 
 __all__ = ["STAGING_TTL", "Staging"]
 
@@ -22,8 +22,8 @@ class Staging:
     them are touched every quarter of that (whatever the store's sliding setting, and also
     the ones written earlier and only read at the end)."""
 
-    def __init__(self, store: SessionBase, user_id: str) -> None:
-        self.store = store
+    def __init__(self, backend: StoreBackend, user_id: str) -> None:
+        self.backend = backend
         self.user_id = user_id  # whose data they hold: erase_user removes them too
         self.keys: list[Key] = []
         self._touched = now()
@@ -37,7 +37,7 @@ class Staging:
         if now() - self._touched < STAGING_TTL / 4:
             return
         for key in self.keys:
-            if await self.store.touch_record(key, STAGING_TTL) is None:
+            if await self.backend.touch_record(key, STAGING_TTL) is None:
                 raise SessionCorruptedError(
                     f"the staging session {key.session_id!r}", "it was deleted while in use"
                 )
@@ -45,5 +45,5 @@ class Staging:
 
     async def remove(self) -> None:
         for key in self.keys:
-            await self.store.delete_record(key)
+            await self.backend.delete_record(key)
         self.keys.clear()

@@ -10,8 +10,9 @@ and memory see it through narrow ports (``agents.host.AgentHost``, ``memory.shor
 operation, by :meth:`AsyncSession.open`, or on entering ``async with``.
 
 One module past 500 lines, on purpose: it is the public API, one short method per operation
-of ``Session`` (which mirrors it), and a reader looks for them in one place. Forks, snapshots
-and archives are its mixin in ``session_tree.py``.
+of ``Session`` (which mirrors it), and a reader looks for them in one place: state, modules,
+logs, memory, knowledge, agents, forks, snapshots, archives and lifecycle. What a fork or an
+archive carries besides the store's copy (the session's memories) is in ``copies.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from .. import tracing
 from .._internal.checks import (
@@ -31,21 +32,25 @@ from .._internal.checks import (
     check_choice,
     check_count,
     check_flag,
+    check_seconds,
 )
+from .._internal.display import SnapshotList, TreeList
 from .._internal.identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
 from .._internal.json_data import JSONValue, check_json_data
 from .._internal.runtime import bounded, offload
 from ..errors import InvalidValueError, MemoryNotFoundError, RemoteModeError
-from ..stores.api import UNSET, SessionBase, check_ttl
-from ..stores.record import SessionInfo, now
+from ..stores.api import UNSET, SessionBase
+from ..stores.branches import Branches, SnapshotInfo, TreeNode
+from ..stores.record import SessionInfo, check_ttl, now, record_key
+from .copies import agent_cut, copy_memories, counting, memories_of, unplace
 from .options import checked_config, resolve_settings, resolve_store
-from .tree import SessionTree
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from ..agents import Agent
     from ..agents.factory import AgentRegistry
+    from ..archive import ArchiveSummary
     from ..recall.core import Recall
     from ..recall.knowledge.knowledge_base import KnowledgeAdded
     from ..recall.memory.lifecycle import MemoryId
@@ -59,7 +64,7 @@ __all__ = ["MEMORY_TYPES", "AsyncSession"]
 T = TypeVar("T")
 
 
-class AsyncSession(SessionTree):
+class AsyncSession:
     """A remembered session for async code: state, TTL, memory, knowledge and agents.
 
     The same constructor and operations as :class:`~praisonsession.Session`, as coroutines.
@@ -98,15 +103,7 @@ class AsyncSession(SessionTree):
         self._settings = resolve_settings(settings)
         if timeout is None:
             timeout = self._settings.timeout
-        elif (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, (int, float))
-            or not 0 < timeout < float("inf")  # NaN fails this too
-        ):
-            raise InvalidValueError(
-                f"timeout must be a positive, finite number of seconds, got {timeout!r}."
-            )
-        self._timeout = timeout
+        self._timeout = check_seconds(timeout, "timeout", positive=True)
         self._session_ttl = check_ttl(session_ttl)
         if self._settings.tracing and not tracing.on:  # a .env file or a settings argument
             tracing.enable(self._settings.tracing_content)
@@ -125,13 +122,14 @@ class AsyncSession(SessionTree):
                     "Pass agent_url= or store=, not both: a remote session is stored in the "
                     "server's store (praisonsession serve --store URL)."
                 )
+            from ..remote.backend import RemoteBackend
             from ..remote.client import RemoteClient
-            from ..remote.store import RemoteStore
 
             token = api_key if api_key is not None else self._settings.remote_token
             self._remote = RemoteClient(agent_url, token=token, timeout=timeout)
             self._owns_store = True
-            self._store = RemoteStore(self._remote)
+            self._store = SessionBase(RemoteBackend(self._remote))
+        self._branches = Branches(self._store.backend)
         self._opened = False
         self._recall: Recall | None = None
         self._recall_opening: Future[Recall] | None = None
@@ -219,7 +217,7 @@ class AsyncSession(SessionTree):
         """True when the sync facade drives store operations on the caller's thread (see
         ``praisonsession._internal.runtime``): the store allows it and the ``sync_calls`` setting is
         ``"inline"`` (the default); ``"loop"`` sends every one to the background loop."""
-        return self._store.runs_inline and self._settings.sync_calls == "inline"
+        return self._store.backend.runs_inline and self._settings.sync_calls == "inline"
 
     def _call(self, what: str, work: Awaitable[T]) -> Awaitable[T]:
         """An operation on the stored session: opened first if need be, within ``timeout``.
@@ -380,8 +378,8 @@ class AsyncSession(SessionTree):
         from ..agents.usage import read_usage
 
         store = self._store
-        contents = await store.read_record_contents(
-            store.record_key(self._session_id, self._user_id)
+        contents = await store.backend.read_record_contents(
+            record_key(self._session_id, self._user_id)
         )
 
         async def read(path: str) -> list[dict[str, Any]]:
@@ -416,7 +414,9 @@ class AsyncSession(SessionTree):
     async def list_logs(self) -> dict[str, int]:
         """This session's message logs by name (``agent:Assistant.history``...), each with how
         many messages it holds: the names ``read_messages`` and ``fork(at_message=...)`` take."""
-        return await self._call("list_logs", self._store.list_logs(self._session_id, self._user_id))
+        return await self._call(
+            "list_logs", self._branches.list_logs(self._session_id, self._user_id)
+        )
 
     async def clear_messages(self, log: str) -> None:
         """Empty a named log."""
@@ -476,9 +476,9 @@ class AsyncSession(SessionTree):
         )
         if not server or self._remote is not None:
             return None
-        from ..stores.branches import vault_key
+        from ..recall.vectors.vault_keys import vault_key
 
-        return await vault_key(self._store, self._user_id)
+        return await vault_key(self._store.backend, self._user_id)
 
     async def _recalling(self, what: str, use: Callable[[Recall], Awaitable[T]]) -> T:
         """A memory or knowledge operation, opening included, within ``timeout``."""
@@ -725,6 +725,151 @@ class AsyncSession(SessionTree):
         return await create_agent(self, self._registry, spec)
 
     create_agent = Agent
+
+    # -- forks, snapshots and archives ----------------------------------------------------
+
+    async def fork(
+        self,
+        new_session_id: str | None = None,
+        *,
+        at_message: tuple[Any, int] | None = None,
+        user_id: str | None = None,
+    ) -> Any:
+        """A copy of this session (state, modules, message logs, and the long-term memories
+        it added) under a new id, made in one atomic step; it records this one as its parent.
+
+        ``at_message=(log, n)`` keeps only the first ``n`` messages of one log (an agent's log
+        is ``agent.log_name``; an Agent itself is taken too). ``user_id`` forks into another
+        user's sessions: a guest's conversation moved to the account they signed in with.
+        Writing to either afterwards never changes the other.
+        """
+        info = await self._call(
+            "fork",
+            self._branches.fork(
+                self._session_id,
+                self._user_id,
+                new_session_id,
+                user_id,
+                at_message=agent_cut(at_message),
+            ),
+        )
+        child = self._sibling(info.session_id, info.user_id)
+        child._opened = True
+        try:
+            await copy_memories(self, child)
+        except BaseException:  # all or nothing: no fork that lacks the memories it should hold
+            await self._store.backend.delete_record(record_key(info.session_id, info.user_id))
+            raise
+        return child
+
+    @property
+    def parent(self) -> Any:
+        """The session this one was forked from, as a session object, or None: ``await
+        session.parent`` here (``session.parent`` on the synchronous ``Session``)."""
+        return self._parent()
+
+    async def _parent(self) -> Any:
+        found = await self._call(
+            "parent", self._branches.parent_of(self._session_id, self._user_id)
+        )
+        if found is None:
+            return None
+        parent = self._sibling(*found)
+        if await self._store.get_info(*found) is None:
+            return None  # it was deleted or has expired
+        parent._opened = True
+        return parent
+
+    async def children(self) -> list[SessionInfo]:
+        """This user's live sessions forked from this one."""
+        return await self._call(
+            "children", self._branches.children_of(self._session_id, self._user_id)
+        )
+
+    async def tree(self) -> list[TreeNode]:
+        """This user's sessions as a forest: each under the one it was forked from."""
+        return TreeList(await self._call("tree", self._branches.tree(self._user_id)))
+
+    async def snapshot(self, label: str | None = None) -> SnapshotInfo:
+        """Keep a copy of the session as it is now (content, not a pointer into it), to come
+        back to with ``restore``; later edits and truncations leave it whole."""
+        return await self._call(
+            "snapshot", self._branches.snapshot(self._session_id, self._user_id, label)
+        )
+
+    async def snapshots(self) -> list[SnapshotInfo]:
+        """This session's snapshots, oldest first."""
+        return SnapshotList(
+            await self._call("snapshots", self._branches.snapshots(self._session_id, self._user_id))
+        )
+
+    async def restore(self, snapshot: SnapshotInfo | str) -> SessionInfo:
+        """Put the session back as the snapshot holds it, in one atomic step."""
+        return await self._call(
+            "restore",
+            self._branches.restore(self._session_id, self._user_id, snapshot),
+        )
+
+    async def delete_snapshot(self, snapshot: SnapshotInfo | str) -> bool:
+        """Delete one snapshot of this session; True if it was there."""
+        return await self._call(
+            "delete_snapshot",
+            self._branches.delete_snapshot(self._session_id, self._user_id, snapshot),
+        )
+
+    async def export(
+        self, path_or_file: str | os.PathLike[str] | IO[bytes], *, progress: bool = False
+    ) -> ArchiveSummary:
+        """Write the session to one portable, versioned file (JSON Lines): its metadata,
+        state, modules, message logs, snapshots and long-term memories. Streams page by page;
+        ``progress=True`` shows a bar. Not bounded by ``timeout`` as a whole."""
+        from ..archive import export_session
+
+        if not self._opened:
+            await self.open()
+        key = record_key(self._session_id, self._user_id)
+        memories = await memories_of(self)
+        with counting(progress, "Exporting") as tell:
+            return await export_session(self._store.backend, key, path_or_file, memories, tell)
+
+    @classmethod
+    async def import_archive(
+        cls,
+        path: str | os.PathLike[str] | IO[bytes],
+        store: SessionBase | str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        *,
+        settings: Settings | dict[str, Any] | None = None,
+        progress: bool = False,
+    ) -> Any:
+        """Read an archive written by ``export`` into ``store`` (any backend), as
+        ``session_id`` of ``user_id`` (by default, as archived), and return the session.
+
+        The whole file is checked first: a corrupt one, or one from a newer version of this
+        library, imports nothing. Importing onto a session that exists is refused.
+        """
+        from ..archive import import_session
+        from ..recall.memory.long_term import check_metadata
+
+        resolved = resolve_settings(settings)
+        target = resolve_store(store, resolved)
+
+        with counting(progress, "Importing") as tell:
+            info, memories, _ = await import_session(
+                target.backend, path, session_id, user_id, tell, check_metadata
+            )
+        imported = cls(info.session_id, info.user_id, store=target, settings=resolved)
+        imported._owns_store = not isinstance(store, SessionBase)  # it opened the store
+        imported._opened = True
+        if memories:
+            try:
+                recall = await imported._memory()
+                await recall.restore_memories(memories)
+            except BaseException:  # all or nothing: no import without its memories
+                await unplace(target.backend, info)
+                raise
+        return imported
 
     # -- remote ---------------------------------------------------------------------------
 

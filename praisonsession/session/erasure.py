@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._internal import runtime
 from .._internal.redaction import redact_url
-from ..stores.branches import check_erasable_user
+from ..stores.reserved import check_erasable_user, erase_user_records
 from .options import resolve_settings, resolve_store
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ async def aerase_user(
     resolved = resolve_settings(settings)
     target = resolve_store(store, resolved)
     try:
-        found = await target.erase_user_sessions(user)
+        found = await erase_user_records(target.backend, user)
     finally:
         if store is None or isinstance(store, str):
             await target.close()

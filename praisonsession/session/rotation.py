@@ -1,6 +1,6 @@
 """Key rotation (``praisonsession rekey``): the sessions and the vector store, under a new key.
 
-``stores.encrypted.rekey`` re-seals the session store; this module adds what Chroma keeps
+``stores.wrappers.encrypted.rekey`` re-seals the session store; this module adds what Chroma keeps
 under the key: the texts of memories, of their history and of knowledge chunks (sealed under a
 key derived from it), the duplicate keys of memories and the ids of knowledge chunks (HMACs
 under keys derived from it). Memory ids are what users hold: they are stored, never derived
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .._internal.sealing import TextSealer
     from ..settings import Settings
     from ..stores.api import SessionBase
+    from ..stores.backend import StoreBackend
 
 __all__ = ["RekeyReport", "arekey", "rekey", "rekey_vectors"]
 
@@ -57,18 +58,20 @@ async def arekey(
 
     Stop the programs that write to them first. A run cut short loses nothing, and the same
     call again finishes the rotation."""
-    from ..stores.wrappers.encrypted import EncryptedStore
+    from ..stores.wrappers.encrypted import EncryptedBackend
     from ..stores.wrappers.encrypted import rekey as rekey_store
 
     resolved = resolve_settings(settings)
     location = _vector_location(vector_store, resolved)  # checked before anything is changed
     target = resolve_store(store, resolved)
-    plain = getattr(target, "inner", target)  # the key setting may have wrapped it
+    plain = target.backend  # the key setting may have wrapped it
+    if isinstance(plain, EncryptedBackend):
+        plain = plain.inner
     try:
         sessions = await rekey_store(plain, old_key, new_key)
         entries = 0
         if location is not None:
-            sealed = EncryptedStore(plain, new_key, old_keys=(old_key,))
+            sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,))
             entries = await _rekey_location(sealed, location, resolved, old_key, new_key)
     finally:
         if store is None or isinstance(store, str):
@@ -109,12 +112,12 @@ def _vector_location(given: str | Path | None, settings: Settings) -> str | Path
 
 
 async def _rekey_location(
-    sealed: Any, location: str | Path, settings: Settings, old_key: str, new_key: str
+    sealed: StoreBackend, location: str | Path, settings: Settings, old_key: str, new_key: str
 ) -> int:
     from .._internal.runtime import offload
     from .._internal.sealing import TextSealer, load_key
     from ..recall.vectors import chroma_client
-    from ..stores.branches import stored_vault_key
+    from ..recall.vectors.vault_keys import stored_vault_key
 
     client = await offload(chroma_client, location)
     namespace = settings.vector_namespace

@@ -1,5 +1,9 @@
-"""Async session stores (AgentScope's ``SessionBase`` layer), ``open_store``, and the backend
-protocol (``StoreBackend`` and the records it passes) that a new backend or a wrapper implements.
+"""The store floor: ``SessionBase`` (AgentScope's session API, user-facing), which holds a
+``StoreBackend`` (the record operations a backend implements, and a wrapper forwards),
+``open_store`` (a store by URL), ``Branches`` (forks and snapshots), and the five backends.
+
+It imports only the state modules and the ground floor below it. ``testing`` is the
+conformance suite a backend of yours runs against itself.
 
 The backends load on first use (``from praisonsession.stores import SqliteSession`` works as
 usual): each pulls in its own standard-library modules, and ``import praisonsession`` should
@@ -13,29 +17,31 @@ from typing import TYPE_CHECKING, Any
 
 from .api import SessionBase
 from .backend import UNSET, LogWrite, StoreBackend, StoredModules
-from .record import FORMAT_VERSION, Key, SessionContents, SessionInfo
+from .branches import Branches, SnapshotInfo, TreeNode
+from .record import FORMAT_VERSION, Key, SessionContents, SessionInfo, record_key
 from .urls import open_store
 
 if TYPE_CHECKING:
-    from .backends.json.store import JSONSession
+    from .backends.json import JSONSession
     from .backends.memory import InMemorySession
     from .backends.postgres import PostgresSession
     from .backends.redis import RedisSession
-    from .backends.sqlite.store import SqliteSession
+    from .backends.sqlite import SqliteSession
     from .wrappers.encrypted import EncryptedStore
 
 _BACKENDS = {
     "EncryptedStore": ".wrappers.encrypted",
     "InMemorySession": ".backends.memory",
     "PostgresSession": ".backends.postgres",
-    "JSONSession": ".backends.json.store",
+    "JSONSession": ".backends.json",
     "RedisSession": ".backends.redis",
-    "SqliteSession": ".backends.sqlite.store",
+    "SqliteSession": ".backends.sqlite",
 }
 
 __all__ = [
     "FORMAT_VERSION",
     "UNSET",
+    "Branches",
     "EncryptedStore",
     "InMemorySession",
     "JSONSession",
@@ -46,10 +52,13 @@ __all__ = [
     "SessionBase",
     "SessionContents",
     "SessionInfo",
+    "SnapshotInfo",
     "SqliteSession",
     "StoreBackend",
     "StoredModules",
+    "TreeNode",
     "open_store",
+    "record_key",
 ]
 
 

@@ -1,14 +1,16 @@
 """``StoreBackend``: the operations a backend implements, on records addressed by a ``Key``.
 
-This is the store interface below ``SessionBase``'s user-facing methods. Those take
-``(session_id, user_id)``, check every argument and turn module trees into documents; the
-operations here take a validated :class:`Key` and checked JSON data, and each one is a single
-atomic step of the backend. The server, the remote client, archives and the CLI call them;
-a wrapper (encryption, caching, counting) is a ``SessionBase`` that forwards them to another.
+This is the store interface below ``SessionBase``'s user-facing methods. A ``SessionBase``
+holds one backend: its methods take ``(session_id, user_id)``, check every argument and turn
+module trees into documents, then make one call here. The operations here take a validated
+:class:`Key` and checked JSON data, and each one is a single atomic step of the backend. The
+server, archives, forks and the command line call them too; a wrapper (encryption, a remote
+server, counting) is a backend over another backend, changing what passes through.
 
 Every name says what it acts on (a record, its state, a log, its modules), so none can be
 taken for the user-facing method of the same idea (``get_info(session_id, user_id)`` versus
-``read_record(key)``). ``docs/pages/stores.md`` describes each one for backend authors.
+``read_record(key)``). ``docs/pages/stores.md`` describes each one for backend authors, and
+``praisonsession.stores.testing`` is the conformance suite a new backend runs against itself.
 """
 
 from __future__ import annotations
@@ -16,11 +18,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
 
-from .._internal.identifiers import check_session_id, check_user_id
 from ..errors import UnsupportedOperationError
-from .record import Key, SessionContents, SessionInfo
+from .record import Key, SessionContents, SessionInfo, check_ttl
 
-__all__ = ["UNSET", "Key", "LogWrite", "StoreBackend", "StoredModules"]
+__all__ = ["UNSET", "Key", "LogWrite", "StoreBackend", "StoredModules", "all_records"]
 
 
 class _Unset:
@@ -35,7 +36,6 @@ class _Unset:
 #: "Not given", the one marker for it: a TTL argument that keeps the stored TTL (or takes the
 #: default for a new record), where None already means "no expiry".
 UNSET: Any = _Unset()
-_KEYS_REMEMBERED = 1024  # validated (session_id, user_id) pairs a store remembers
 
 
 class LogWrite(NamedTuple):
@@ -63,22 +63,24 @@ class StoreBackend(ABC):
     writes start it afresh. Arguments arrive checked; backends do not check them again.
     """
 
-    _keys_seen: dict[tuple[str, str], Key]  # ``SessionBase.__init__`` makes it
+    #: Where the data lives, e.g. ``sqlite:///path/sessions.db`` (passwords never shown).
+    url: str = "memory://"
+    #: True when every coroutine of the backend waits only in ``runtime.pause`` and
+    #: ``runtime.offload``, so that the sync facade may run it on the caller's thread.
+    runs_inline: bool = False
 
-    def record_key(self, session_id: str, user_id: str) -> Key:
-        """The validated key of a session; a pair seen before is not checked again (ids are
-        immutable). Raises ``InvalidIdError`` for an id that cannot be one."""
-        seen = self._keys_seen
-        if type(session_id) is str and type(user_id) is str:
-            key = seen.get((session_id, user_id))
-            if key is not None:
-                return key
-        key = Key(check_user_id(user_id), check_session_id(session_id))
-        if type(session_id) is str and type(user_id) is str:
-            if len(seen) >= _KEYS_REMEMBERED:
-                seen.clear()
-            seen[session_id, user_id] = key
-        return key
+    def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
+        #: Seconds a record created without a TTL lives (None: no expiry).
+        self.default_ttl = check_ttl(default_ttl)
+        #: Whether every read or write of a record restarts its TTL.
+        self.sliding_ttl = bool(sliding_ttl)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    def _new_ttl(self, ttl: Any) -> float | None:
+        """The TTL a record gets: ``ttl``, or the default when it is ``UNSET``."""
+        return self.default_ttl if ttl is UNSET else ttl
 
     # -- records ----------------------------------------------------------------------------
 
@@ -216,3 +218,27 @@ class StoreBackend(ABC):
             f"{type(self).__name__} cannot read a whole session; for a remote session, "
             "export it on the server (praisonsession export --store URL)."
         )
+
+    # -- erasure and lifecycle --------------------------------------------------------------
+
+    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
+        """After an erasure, remove what the backend still keeps of ``user_id`` beneath the
+        API: a write-ahead log, lock files, bookkeeping keys, dead row versions. Nothing to do
+        by default; a wrapper forwards it. Returns what it could not remove (one sentence
+        each: what stays where, and what the operator can do), if anything."""
+        return None
+
+    async def close(self) -> None:  # noqa: B027 - optional: most backends hold nothing
+        """Release connections. Idempotent; a closed backend reopens on next use."""
+
+
+async def all_records(backend: StoreBackend, user_id: str, page: int = 1000) -> list[SessionInfo]:
+    """Every live record of ``user_id``, in session id order, read a page at a time."""
+    found: list[SessionInfo] = []
+    after: str | None = None
+    while True:
+        records = await backend.list_records(user_id, page, after)
+        found.extend(records)
+        if len(records) < page:
+            return found
+        after = records[-1].session_id

@@ -7,10 +7,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from .._internal.checks import is_int
+from .._internal.checks import is_int, is_seconds
+from .._internal.identifiers import check_session_id, check_user_id
 from ..clock import now as _clock_now
 from ..errors import (
     ConflictError,
+    InvalidValueError,
     SessionCorruptedError,
     SessionExpiredError,
     SessionNotFoundError,
@@ -34,6 +36,38 @@ class Key(NamedTuple):
 
     user_id: str
     session_id: str
+
+
+_KEYS_REMEMBERED = 1024  # validated (session_id, user_id) pairs remembered
+_keys_seen: dict[tuple[str, str], Key] = {}
+
+
+def record_key(session_id: str, user_id: str = "") -> Key:
+    """The validated key of a session (an empty ``user_id`` is the default user). Raises
+    ``InvalidIdError`` for an id that cannot be one. A pair seen before is not checked again:
+    a session passes the same ids on every call, and ids are immutable text."""
+    if type(session_id) is str and type(user_id) is str:
+        key = _keys_seen.get((session_id, user_id))
+        if key is not None:
+            return key
+    key = Key(check_user_id(user_id), check_session_id(session_id))
+    if type(session_id) is str and type(user_id) is str:
+        if len(_keys_seen) >= _KEYS_REMEMBERED:
+            _keys_seen.clear()
+        _keys_seen[session_id, user_id] = key
+    return key
+
+
+def check_ttl(ttl: Any) -> float | None:
+    """A TTL in seconds as a float, or None (no expiry)."""
+    if ttl is None:
+        return None
+    if not is_seconds(ttl):
+        raise InvalidValueError(
+            f"Invalid session_ttl={ttl!r}. Use None (no expiry) or a finite, non-negative "
+            "number of seconds."
+        )
+    return float(ttl)
 
 
 class SessionInfo(NamedTuple):

@@ -55,10 +55,10 @@ def open_store(url: str, **options: Any) -> SessionBase:
             )
         options = {**options, **_file_options(url, scheme, parts.query)}  # the URL's own win
         if scheme == "json":
-            from .backends.json.store import JSONSession
+            from .backends.json import JSONSession
 
             return JSONSession(path, **options)
-        from .backends.sqlite.store import SqliteSession
+        from .backends.sqlite import SqliteSession
 
         return SqliteSession(path, **options)
     if scheme in ("redis", "rediss"):

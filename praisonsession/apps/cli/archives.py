@@ -15,7 +15,8 @@ import click
 from ...archive import ArchiveSummary
 from ...errors import ConflictError
 from ...session.core import AsyncSession
-from ...stores.agentscope_files import layout_file, module_states, serialise_modules
+from ...stores.backends.json.agentscope_files import layout_file, module_states, serialise_modules
+from ...stores.record import record_key
 from . import main
 from .exit_codes import CommandFailed, ExitCode
 from .options import json_option, progress_option, session_argument, store_option, user_option
@@ -88,7 +89,7 @@ def _export_agentscope(
     """The session's modules in AgentScope's session-file format (its state, logs outside
     modules, snapshots and memories have no place there and are left out)."""
     with opened_store(store_url) as opened:
-        key = opened.store.record_key(session_id, user_id)
+        key = record_key(session_id, user_id)
         if file.is_dir():
             file = layout_file(file, key)
         elif not file.absolute().parent.is_dir():
@@ -187,7 +188,7 @@ async def _import(
         source, opened.store, session_id, user_id, settings=opened.settings, progress=progress
     )
     contents = await opened.contents(session.session_id, session.user_id)
-    snapshots = await opened.store.list_snapshots(session.session_id, session.user_id)
+    snapshots = await opened.branches.snapshots(session.session_id, session.user_id)
     return {
         "session": contents.info.to_json(),
         "messages": sum(contents.logs.values()),

@@ -113,7 +113,7 @@ def snapshots(session_id: str, user_id: str, store_url: str | None, as_json: boo
       praisonsession snapshots chat_1 --user alice
     """
     with opened_store(store_url) as opened:
-        found = opened.run(opened.store.list_snapshots(session_id, user_id))
+        found = opened.run(opened.branches.snapshots(session_id, user_id))
     listed = [snapshot._asdict() for snapshot in found]
     if as_json:
         print_json({"snapshots": listed})
@@ -140,7 +140,7 @@ def snapshot(
       praisonsession snapshot chat_1 --label "before the refund"
     """
     with opened_store(store_url) as opened:
-        taken = opened.run(opened.store.snapshot_session(session_id, user_id, label))
+        taken = opened.run(opened.branches.snapshot(session_id, user_id, label))
     if as_json:
         print_json(taken._asdict())
     else:
@@ -179,7 +179,7 @@ def restore(
                 f"{opened.shown_url} with snapshot {snapshot_id}?"
             )
         try:
-            info = opened.run(opened.store.restore_snapshot(session_id, user_id, snapshot_id))
+            info = opened.run(opened.branches.restore(session_id, user_id, snapshot_id))
         except SnapshotNotFoundError:
             raise CommandFailed(
                 f"Session {session_id!r} of user {user_id!r} has no snapshot {snapshot_id!r}; "

@@ -147,8 +147,8 @@ async def _details(opened: OpenedStore, session_id: str, user_id: str, last: int
         start = max(0, count - last)
         recent = await store.read_messages(session_id, user_id, path, start, count) if last else []
         logs.append({"log": path, "messages": count, "last": recent})
-    children = await store.children_of(session_id, user_id)
-    snapshots = await store.list_snapshots(session_id, user_id)
+    children = await opened.branches.children_of(session_id, user_id)
+    snapshots = await opened.branches.snapshots(session_id, user_id)
 
     async def read(path: str) -> list[dict[str, Any]]:
         return await store.read_messages(session_id, user_id, path)
@@ -281,7 +281,7 @@ def delete(session_id: str, user_id: str, yes: bool, store_url: str | None, as_j
             )
         if not opened.run(opened.store.delete_session(session_id, user_id)):
             raise opened.missing(session_id, user_id)  # someone else was quicker
-        kept = len(opened.run(opened.store.list_snapshots(session_id, user_id)))
+        kept = len(opened.run(opened.branches.snapshots(session_id, user_id)))
     if as_json:
         print_json({"deleted": {"session_id": session_id, "user_id": user_id}, "snapshots": kept})
         return

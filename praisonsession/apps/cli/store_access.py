@@ -16,6 +16,8 @@ from ..._internal.redaction import redact_url
 from ...errors import PraisonSessionError, SessionNotFoundError
 from ...session.core import AsyncSession
 from ...session.options import resolve_settings, resolve_store
+from ...stores.branches import Branches
+from ...stores.record import record_key
 from .exit_codes import CommandFailed, ExitCode, failure
 
 if TYPE_CHECKING:
@@ -34,6 +36,8 @@ class OpenedStore:
     def __init__(self, store: SessionBase, settings: Settings) -> None:
         self.store = store
         self.settings = settings
+        #: Forks, snapshots and the tree of the store's sessions.
+        self.branches = Branches(store.backend)
 
     @property
     def shown_url(self) -> str:
@@ -48,7 +52,7 @@ class OpenedStore:
     async def contents(self, session_id: str, user_id: str) -> SessionContents:
         """What the session holds (metadata, state, modules, log lengths), read in one step;
         a session that is not there (or has expired) is an error naming it."""
-        contents = await self.store.read_record_contents(self.store.record_key(session_id, user_id))
+        contents = await self.store.backend.read_record_contents(record_key(session_id, user_id))
         if contents is None:
             raise self.missing(session_id, user_id)
         return contents
@@ -80,7 +84,8 @@ def opened_store(store_url: str | None, *, create: bool = False) -> Iterator[Ope
         opened = OpenedStore(resolve_store(store_url, settings), settings)
     except (PraisonSessionError, ImportError) as exc:  # ImportError: a client library is broken
         raise failure(exc) from None
-    where = getattr(opened.store, "path", None) or getattr(opened.store, "save_dir", None)
+    backend = opened.store.backend
+    where = getattr(backend, "path", None) or getattr(backend, "save_dir", None)
     if not create and isinstance(where, Path) and not where.exists():
         raise CommandFailed(
             f"There is no store at {where}: nothing has been kept there yet. Check --store "

@@ -19,6 +19,7 @@ import os
 import time
 from pathlib import Path
 
+from ..._internal.checks import is_seconds
 from ..._internal.identifiers import check_user_id
 from ...errors import InvalidValueError, RemoteAuthError
 
@@ -68,7 +69,7 @@ def load_secret(path: str | os.PathLike[str] | None = None) -> bytes | None:
 def issue_token(secret: bytes, user_id: str, ttl: float, *, now: float | None = None) -> str:
     """A token for ``user_id`` valid for ``ttl`` seconds from ``now``."""
     user_id = check_user_id(user_id)
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= MAX_TTL:
+    if not is_seconds(ttl, positive=True) or ttl > MAX_TTL:
         raise InvalidValueError(f"ttl must be seconds between 1 and {MAX_TTL}, got {ttl!r}.")
     expires = int((time.time() if now is None else now) + ttl)
     user = _b64(user_id.encode("utf-8"))

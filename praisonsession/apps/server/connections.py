@@ -22,6 +22,8 @@ import contextlib
 from collections import OrderedDict
 from typing import Any
 
+from ..._internal.checks import check_seconds
+
 __all__ = ["DEFAULT_LIMITS", "Limits", "guarded_protocol", "raise_file_limit"]
 
 _TIMEOUT = (
@@ -50,8 +52,7 @@ class Limits:
             ("body_timeout", body_timeout),
             ("idle_timeout", idle_timeout),
         ):
-            if not value > 0:
-                raise ValueError(f"{name} must be > 0 seconds, got {value!r}")
+            check_seconds(value, name, positive=True)
         if max_connections < 1:
             raise ValueError(f"max_connections must be >= 1, got {max_connections!r}")
         self.header_timeout = header_timeout

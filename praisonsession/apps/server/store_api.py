@@ -1,6 +1,6 @@
 """The store routes: ``POST <agent path>/store/<operation>`` runs one store operation.
 
-They are what a remote session's ``RemoteStore`` calls: each takes a JSON object naming the
+They are what a remote session's ``RemoteBackend`` calls: each takes a JSON object naming the
 session (``user_id``, ``session_id``) and the operation's arguments, and answers
 ``{"result": ...}``. Everything is checked here as a local store checks its callers (ids,
 keys, JSON data, numbers), then run on the server's store within the server's timeout.
@@ -14,7 +14,8 @@ from typing import Any
 from ..._internal.checks import check_count
 from ..._internal.identifiers import check_key, check_session_id, check_user_id
 from ...errors import InvalidValueError
-from ...stores.api import UNSET, Key, LogWrite, SessionBase, check_messages, check_ttl
+from ...stores.api import UNSET, Key, LogWrite, SessionBase, check_messages
+from ...stores.record import check_ttl
 
 __all__ = ["OPERATIONS", "run_operation"]
 
@@ -106,7 +107,7 @@ async def _get_info(store: SessionBase, body: Body) -> Any:
 
 async def _set_metadata(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    return (await store.merge_record_metadata(key, _object(body, "metadata"))).to_json()
+    return (await store.backend.merge_record_metadata(key, _object(body, "metadata"))).to_json()
 
 
 async def _list(store: SessionBase, body: Body) -> Any:
@@ -134,7 +135,9 @@ async def _purge(store: SessionBase, body: Body) -> Any:
 
 async def _get_state(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    return await store.read_record_state(key, _names(body, "names"), _flag(body, "must_exist"))
+    return await store.backend.read_record_state(
+        key, _names(body, "names"), _flag(body, "must_exist")
+    )
 
 
 async def _patch(store: SessionBase, body: Body) -> Any:
@@ -170,12 +173,12 @@ async def _save_modules(store: SessionBase, body: Body) -> Any:
     writes = body.get("writes", [])
     if not isinstance(writes, list):
         raise InvalidValueError("writes must be a list of log writes.")
-    return await store.write_modules(key, documents, [_write(w) for w in writes])
+    return await store.backend.write_modules(key, documents, [_write(w) for w in writes])
 
 
 async def _load_modules(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    stored = await store.read_modules(key, _names(body, "names", "module name") or [])
+    stored = await store.backend.read_modules(key, _names(body, "names", "module name") or [])
     return None if stored is None else {"documents": stored.documents, "logs": stored.logs}
 
 
@@ -184,7 +187,7 @@ async def _append(store: SessionBase, body: Body) -> Any:
     write = _write(body.get("write"))
     if write.start is None:
         raise InvalidValueError("An append's start must be -1 (at the end) or a length.")
-    return await store.append_log(key, write)
+    return await store.backend.append_log(key, write)
 
 
 async def _read_log(store: SessionBase, body: Body) -> Any:

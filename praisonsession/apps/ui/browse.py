@@ -13,7 +13,8 @@ from typing import Any
 from ...agents.usage import USAGE_FIELDS, agent_name_of
 from ...errors import InvalidValueError, SessionNotFoundError
 from ...stores.api import SessionBase
-from ...stores.branches import PARENT, TreeNode
+from ...stores.branches import PARENT, Branches, TreeNode
+from ...stores.record import record_key
 
 __all__ = ["MAX_PAGE", "SessionBrowser", "check_page_size"]
 
@@ -28,6 +29,7 @@ class SessionBrowser:
 
     def __init__(self, store: SessionBase) -> None:
         self.store = store
+        self.branches = Branches(store.backend)
 
     async def users(self) -> list[str]:
         return await self.store.list_users()
@@ -61,7 +63,7 @@ class SessionBrowser:
         """The session's metadata, state, logs (names and lengths), summaries, usage,
         snapshots, parent and children."""
         store = self.store
-        contents = await store.read_record_contents(store.record_key(session_id, user_id))
+        contents = await store.backend.read_record_contents(record_key(session_id, user_id))
         if contents is None:
             raise SessionNotFoundError(
                 session_id, user_id, "It is not in this store, or it has expired."
@@ -84,8 +86,8 @@ class SessionBrowser:
                 usage_logs[named[0]] = await read(log)
             else:  # the history is never read whole here: its length is enough
                 lengths[named[0]] = length
-        children = await store.children_of(session_id, user_id)
-        snapshots = await store.list_snapshots(session_id, user_id)
+        children = await self.branches.children_of(session_id, user_id)
+        snapshots = await self.branches.snapshots(session_id, user_id)
         parent = info.metadata.get(PARENT)
         return {
             "session": info.to_json(),
@@ -117,7 +119,7 @@ class SessionBrowser:
 
     async def tree(self, user_id: str) -> list[dict[str, Any]]:
         """The user's sessions as a forest: each under the one it was forked from."""
-        return [_node(root) for root in await self.store.session_tree(user_id)]
+        return [_node(root) for root in await self.branches.tree(user_id)]
 
 
 def _usage(

@@ -20,9 +20,9 @@ from ...recall.core import default_embedder, text_sealer, vector_location
 from ...recall.memory.long_term import LongTermMemory, page_of
 from ...recall.memory.short_term import ShortTermMemory
 from ...recall.vectors import Vault, chroma_client
+from ...recall.vectors.vault_keys import vault_key
 from ...settings import Settings
 from ...stores.api import SessionBase
-from ...stores.branches import vault_key
 from .browse import check_page_size
 
 __all__ = ["MemoryBrowser"]
@@ -93,7 +93,7 @@ class MemoryBrowser:
         """On a Chroma server, the user's key its entries are sealed with (none made here)."""
         if not str(self.location).startswith(("http://", "https://")):
             return None
-        return await vault_key(self.store, user_id, create=False)
+        return await vault_key(self.store.backend, user_id, create=False)
 
     def _long_term(self, user_id: str, vault: bytes | None) -> LongTermMemory | None:
         """The user's long-term memory, or None when it holds nothing yet (blocking)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._internal.json_data import add_numbers
-from ..api import UNSET, Key
+from ..backend import UNSET, Key
 from ..record import FORMAT_VERSION, SessionInfo, resolve_info
 
 

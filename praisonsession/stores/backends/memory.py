@@ -12,12 +12,20 @@ from typing import Any
 
 from ..._internal.json_data import copy_json as _copy
 from ...errors import ConflictError
-from ..api import Key, LogWrite, SessionBase, StoredModules
+from ..api import SessionBase
+from ..backend import Key, LogWrite, StoreBackend, StoredModules
 from ..record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
 from .document import SessionDocument, resolve
 
 
 class InMemorySession(SessionBase):
+    """Sessions in this process's memory, for tests and throw-away work: lost at exit."""
+
+    def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
+        super().__init__(InMemoryBackend(default_ttl=default_ttl, sliding_ttl=sliding_ttl))
+
+
+class InMemoryBackend(StoreBackend):
     """Every operation runs under one lock and never awaits, so each one is atomic."""
 
     url = "memory://"

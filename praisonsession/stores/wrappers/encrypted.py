@@ -1,4 +1,5 @@
-"""``EncryptedStore``: encryption at rest, as a backend over any other backend.
+"""``EncryptedStore``: encryption at rest, as a backend over any other backend
+(``EncryptedBackend``).
 
 Every state value, module document, message and metadata value is sealed with AES-256-GCM
 before it reaches the inner store, under a key derived for its session (HKDF-SHA256 over the
@@ -30,11 +31,11 @@ from ..._internal.runtime import pause
 from ..._internal.sealing import TextSealer, load_key
 from ...errors import ConflictError, DecryptionError, MissingDependencyError, SessionNotFoundError
 from ..api import SessionBase
-from ..backend import LogWrite, StoredModules
-from ..branches import SNAPSHOT_OWNER
+from ..backend import LogWrite, StoreBackend, StoredModules, all_records
 from ..record import Key, SessionContents, SessionInfo
+from ..reserved import SNAPSHOT_OWNER
 
-__all__ = ["ORIGIN", "EncryptedStore", "load_key", "rekey"]
+__all__ = ["ORIGIN", "EncryptedBackend", "EncryptedStore", "load_key", "rekey"]
 
 #: Metadata naming the session whose key seals a record's values (a copy keeps its source's).
 ORIGIN = "\x1eencrypted_by"
@@ -56,13 +57,29 @@ def _aead() -> Any:
 
 
 class EncryptedStore(SessionBase):
-    """A store that keeps ``inner``'s data sealed; use it as any store."""
+    """A store that keeps ``inner``'s data sealed; use it as any store.
+
+    ``key`` is the master key (32 bytes, urlsafe base64); ``old_keys`` are tried, after it, to
+    open what was sealed before a rotation. Everything is written with ``key``.
+    """
+
+    backend: EncryptedBackend
 
     def __init__(
         self, inner: SessionBase, key: str | bytes, *, old_keys: tuple[str | bytes, ...] = ()
     ) -> None:
-        """``old_keys`` are tried, after ``key``, to open what was sealed before a rotation;
-        everything is written with ``key``."""
+        super().__init__(EncryptedBackend(inner.backend, key, old_keys=old_keys))
+
+    def __repr__(self) -> str:
+        return f"EncryptedStore({self.backend.inner!r})"
+
+
+class EncryptedBackend(StoreBackend):
+    """A backend that seals what it passes to ``inner`` and opens what it reads back."""
+
+    def __init__(
+        self, inner: StoreBackend, key: str | bytes, *, old_keys: tuple[str | bytes, ...] = ()
+    ) -> None:
         super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
         self.inner = inner
         self.url = inner.url
@@ -73,7 +90,7 @@ class EncryptedStore(SessionBase):
         self._origins: OrderedDict[Key, tuple[str, str]] = OrderedDict()
 
     def __repr__(self) -> str:
-        return f"EncryptedStore({self.inner!r})"
+        return f"EncryptedBackend({self.inner!r})"
 
     def archive_sealer(self) -> TextSealer:
         """What seals an archive exported from this store (and opens one imported into it)."""
@@ -341,22 +358,23 @@ def _origin_of(info: SessionInfo | None, key: Key) -> tuple[str, str]:
     return (key.user_id, key.session_id)
 
 
-async def rekey(store: SessionBase, old_key: str, new_key: str) -> int:
-    """Seal everything in ``store`` (a plain store, not an ``EncryptedStore``) with ``new_key``;
-    the number of sessions rewritten.
+async def rekey(store: SessionBase | StoreBackend, old_key: str, new_key: str) -> int:
+    """Seal everything in ``store`` (a plain store or backend, not an encrypted one) with
+    ``new_key``; the number of sessions rewritten.
 
     Crash-safe by being resumable: every value is rewritten on its own, and a value sealed with
     either key opens during the rotation, so a run cut short leaves a store that the next run
     (with the same two keys) finishes. Run it while no program writes to the store: a message
     appended between a log's read and its rewrite would be lost.
 
-    The sessions alone: ``praisonsession.session.rotation.rekey`` also rotates the vector store
-    (memory and knowledge), which no longer opens after this call by itself.
+    The sessions alone: ``praisonsession.session.rotation.rekey`` also rotates the vector
+    store (memory and knowledge), which no longer opens after this call by itself.
     """
-    sealed = EncryptedStore(store, new_key, old_keys=(old_key,))
+    plain = store.backend if isinstance(store, SessionBase) else store
+    sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,))
     done = 0
-    for owner in sorted(await store.list_record_owners() | {SNAPSHOT_OWNER}):
-        for info in await sealed._all_sessions(owner):
+    for owner in sorted(await plain.list_record_owners() | {SNAPSHOT_OWNER}):
+        for info in await all_records(sealed, owner):
             key = Key(owner, info.session_id)
             contents = await sealed.read_record_contents(key)
             if contents is None:

@@ -17,16 +17,21 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ...._internal.json_data import dumps
-from ....errors import AmbiguousLegacyDataError, ConflictError, SessionCorruptedError
-from ...api import Key
+from ....errors import (
+    AmbiguousLegacyDataError,
+    ConflictError,
+    SessionCorruptedError,
+    SessionNotFoundError,
+)
+from ...backend import Key
 from .keys import agentscope_owners
 from .replies import json_value
 
-__all__ = ["LayoutHost", "load_modules", "save_modules"]
+__all__ = ["AgentScopeKeys", "LayoutHost", "load_modules", "save_modules"]
 
 
 class LayoutHost(Protocol):
-    """What this layout needs of the ``RedisSession`` it serves (the store passes itself)."""
+    """What this layout needs of the ``RedisBackend`` it serves."""
 
     default_ttl: float | None
 
@@ -149,3 +154,33 @@ def _bytes(value: Any) -> bytes:
 
 def _milliseconds(ttl: float | None) -> int | None:
     return None if ttl is None else max(1, round(ttl * 1000))
+
+
+class AgentScopeKeys:
+    """Modules kept under AgentScope's own key of each session (``layout="agentscope"``)."""
+
+    def __init__(self, backend: LayoutHost) -> None:
+        self.backend = backend
+
+    async def save(self, key: Key, modules: dict[str, Any]) -> None:
+        from ....state.codec import snapshot_module
+
+        states = {name: snapshot_module(module, name) for name, module in modules.items()}
+        await save_modules(self.backend, key, states)
+
+    async def load(self, key: Key, modules: dict[str, Any], allow_not_exist: bool) -> None:
+        from ....state.codec import load_states
+
+        states = await load_modules(self.backend, key)
+        if states is None:
+            if not allow_not_exist:
+                raise SessionNotFoundError(key.session_id, key.user_id)
+            return
+        load_states(modules, states, f"AgentScope session {key.session_id!r}")
+
+    async def refresh(self, key: Key, modules: dict[str, Any]) -> int:
+        """AgentScope's keys hold no message logs of ours: nothing to take in."""
+        return 0
+
+    def forget(self, key: Key) -> None:
+        """Nothing is remembered of these keys between calls."""

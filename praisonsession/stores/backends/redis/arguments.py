@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...._internal.json_data import dumps
-from ...api import UNSET
+from ...backend import UNSET
 
 __all__ = ["flag", "json_number", "metadata_args", "seconds", "ttl_args", "valid_text"]
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from ...api import Key
+from ...backend import Key
 
 __all__ = ["KeyLayout", "key_segment"]
 

@@ -16,7 +16,7 @@ from ....errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
-from ...api import Key
+from ...backend import Key
 from ...record import FORMAT_VERSION, SessionInfo, check_format
 
 __all__ = ["as_float", "as_text", "error_for", "json_value", "session_info", "utf8"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
+from ...._internal.checks import is_seconds
 from ...._internal.redaction import redact_url
 from ....errors import InvalidValueError
 
@@ -117,7 +117,7 @@ def _read_option(url: str, name: str, value: str, kind: str) -> Any:
             number = int(value) if kind.startswith("count") else float(value)
         except ValueError:
             number = None
-        if number is not None and math.isfinite(number) and number >= 0:
+        if number is not None and is_seconds(number):
             return number
     wanted = {
         "flag": "true or false",

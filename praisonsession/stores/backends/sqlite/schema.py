@@ -122,3 +122,18 @@ INSERT_HEAD = (
     " expires_at) VALUES (?,?,'','',?,?,?)"
 )
 SET_EXPIRY = "UPDATE ps_state SET expires_at=? WHERE user_id=? AND session_id=? AND name=''"
+
+#: A copy (fork, snapshot, restore): the source's rows under the target's key, inside one
+#: write transaction, never read into Python. The target's head is its own, never copied.
+COPY_ROWS = (  # the state without the head (the target gets its own)
+    "INSERT INTO ps_state (user_id, session_id, name, value) "
+    "SELECT ?, ?, name, value FROM ps_state WHERE user_id=? AND session_id=? AND name>''",
+    "INSERT INTO ps_modules (user_id, session_id, name, document) "
+    "SELECT ?, ?, name, document FROM ps_modules WHERE user_id=? AND session_id=?",
+)
+COPY_MESSAGES = (
+    "INSERT INTO ps_messages (user_id, session_id, log, seq, message) "
+    "SELECT ?, ?, log, seq, message FROM ps_messages WHERE user_id=? AND session_id=? "
+    "AND NOT (log=? AND seq>=?)"
+)
+CONTENT_TABLES = ("ps_state", "ps_modules", "ps_messages")

@@ -1,6 +1,6 @@
-"""``RemoteStore``: a store whose sessions live on a session server, reached over HTTP.
+"""``RemoteBackend``: a backend whose sessions live on a session server, reached over HTTP.
 
-A remote ``AsyncSession`` uses it as its store, so every store-backed operation (state,
+A remote ``AsyncSession`` uses a store over it, so every store-backed operation (state,
 modules, message logs, TTL, listing) has one code path, local or remote: ``SessionBase``
 validates and builds what to write here, exactly as for a local store, and each backend
 operation below becomes one ``POST <agent path>/store/<operation>``. The server checks it all
@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from .._internal.runtime import offload
-from ..stores.api import UNSET, Key, LogWrite, SessionBase, StoredModules
+from ..stores.backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
 from ..stores.record import SessionInfo
 from .client import RemoteClient
 
-__all__ = ["RemoteStore"]
+__all__ = ["RemoteBackend"]
 
 
-class RemoteStore(SessionBase):
+class RemoteBackend(StoreBackend):
     """The sessions of the server ``client`` talks to. Closing it closes the client."""
 
     #: Blocking HTTP runs inline on the caller's thread when it runs no loop (see runtime).

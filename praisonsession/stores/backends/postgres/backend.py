@@ -1,4 +1,4 @@
-"""``PostgresSession``: sessions in a PostgreSQL database, shared by every app server.
+"""``PostgresBackend``: sessions in a PostgreSQL database, shared by every app server.
 
 How it stays correct with many writers: every write of a session first locks that session's
 row (an ``UPDATE`` of it, which also moves its version and sliding expiry), so writers of one
@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ...._internal.checks import check_seconds
 from ...._internal.json_data import add_numbers, dumps, loads
 from ...._internal.runtime import expired, pause, remaining
 from ....errors import (
@@ -47,7 +48,7 @@ from ....errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
-from ...api import UNSET, Key, LogWrite, SessionBase, StoredModules
+from ...backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import (
     FORMAT_VERSION,
@@ -61,11 +62,11 @@ from ...record import (
 )
 from . import schema as sql
 from .connections import Connections, Plan, Query, Refused, Unreachable
-from .url import display_url, parse_url
+from .url import display_url
 
 T = TypeVar("T")
 
-__all__ = ["PostgresSession"]
+__all__ = ["PostgresBackend"]
 
 _VALUES_REMEMBERED = 4096  # last values seen of counters, for one-round-trip increments
 _UNKNOWN: Any = object()
@@ -102,17 +103,8 @@ def _require_psycopg() -> None:
     _Errors.any = psycopg.Error
 
 
-class PostgresSession(SessionBase):
-    """Sessions in PostgreSQL: ``PostgresSession("postgresql://user@host/db")``.
-
-    ``schema`` names the schema that holds the tables (created on first use; ``public`` by
-    default); ``pool_size`` bounds the asyncio pool of each event loop; ``connect_timeout``
-    (seconds) bounds waiting for a connection. Other ``conninfo`` parameters (``sslmode``,
-    ``application_name``...) pass through to libpq. ``durability`` is what the application
-    asks for; the server alone decides what a commit survives (``fsync``,
-    ``synchronous_commit``): at ``"power"`` the store checks them on first use and logs a
-    warning when they fall short.
-    """
+class PostgresBackend(StoreBackend):
+    """The record operations on PostgreSQL (see :class:`PostgresSession` for the options)."""
 
     runs_inline = True
 
@@ -131,7 +123,7 @@ class PostgresSession(SessionBase):
         _require_psycopg()
         if not isinstance(conninfo, str) or not conninfo:
             raise InvalidValueError(
-                f"PostgresSession needs a connection URL such as "
+                f"PostgreSQL needs a connection URL such as "
                 f"'postgresql://user@localhost/db', got {conninfo!r}."
             )
         if not isinstance(schema, str) or not schema or len(schema) > 63 or "\0" in schema:
@@ -140,10 +132,7 @@ class PostgresSession(SessionBase):
             )
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise InvalidValueError(f"pool_size must be an int >= 1, got {pool_size!r}.")
-        if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, (int, float)):
-            raise InvalidValueError(f"connect_timeout must be seconds, got {connect_timeout!r}.")
-        if not connect_timeout > 0:
-            raise InvalidValueError(f"connect_timeout must be > 0, got {connect_timeout!r}.")
+        check_seconds(connect_timeout, "connect_timeout", positive=True, example="10")
         self.schema = schema
         self.durability = check_durability(durability)
         self.url = display_url(conninfo, schema)
@@ -157,15 +146,6 @@ class PostgresSession(SessionBase):
         # per session: the version and creation time our last one-log save left, and the
         # module documents it wrote (see SAVE_ONE_LOG)
         self._saved: dict[Key, tuple[int, float, dict[str, str]]] = {}
-
-    @classmethod
-    def from_url(cls, url: str, **options: Any) -> PostgresSession:
-        """``postgresql://[user[:password]@]host[:port]/db[?schema=app&pool_size=10&...]``;
-        the URL's own options win over ``options``."""
-        conninfo, given = parse_url(url)
-        if "durability" in given:
-            options.pop("durability", None)
-        return cls(conninfo, **{**options, **given})
 
     # -- running plans --------------------------------------------------------------------
 

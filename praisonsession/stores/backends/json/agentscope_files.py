@@ -10,28 +10,35 @@ session ``bob_notes`` of the default user. So a file is adopted automatically on
 one (user, session) pair could have written it; any other is refused with
 :class:`~praisonsession.errors.AmbiguousLegacyDataError`, which says how to import it
 explicitly (``JSONSession.import_agentscope``). No user's file ever reaches another user.
+
+:class:`AgentScopeFiles` is the module layout that keeps ``save_session_state`` in these files
+(``JSONSession(layout="agentscope")``, and the bound API's ``save_path``).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._internal.identifiers import DEFAULT_USER
-from .._internal.json_data import dumps, loads
-from ..errors import (
+from ...._internal.identifiers import DEFAULT_USER
+from ...._internal.json_data import dumps, loads
+from ...._internal.runtime import offload
+from ....errors import (
     AmbiguousLegacyDataError,
     InvalidIdError,
-    InvalidValueError,
     SessionCorruptedError,
+    SessionNotFoundError,
 )
-from .record import Key
+from ...record import Key
+from .file_lock import FileLock
+
+if TYPE_CHECKING:
+    from .backend import JSONBackend
 
 __all__ = [
-    "LAYOUTS",
+    "AgentScopeFiles",
     "agentscope_name",
-    "check_layout",
     "check_owner",
     "held_modules",
     "layout_file",
@@ -42,19 +49,6 @@ __all__ = [
     "safe_file",
     "serialise_modules",
 ]
-
-#: ``layout=`` of the JSON and Redis stores: this library's own (isolated, append-only logs)
-#: or AgentScope's (its file names and keys, so that AgentScope reads what was saved).
-LAYOUTS = ("native", "agentscope")
-
-
-def check_layout(layout: Any) -> str:
-    if layout not in LAYOUTS:
-        raise InvalidValueError(
-            f"layout must be 'native' (this library's files and keys) or 'agentscope' "
-            f"(AgentScope's own, so that AgentScope loads what is saved), got {layout!r}."
-        )
-    return str(layout)
 
 
 def agentscope_name(key: Key) -> str:
@@ -227,3 +221,67 @@ def module_states(documents: dict[str, Any], logs: dict[str, list[Any]]) -> dict
         if isinstance(node, dict) and node.get(parts[-1]) == {}:
             node[parts[-1]] = {"messages": messages}
     return states
+
+
+class AgentScopeFiles:
+    """Modules kept in AgentScope's own files under the backend's ``save_dir``, in its format,
+    so that AgentScope loads what is saved here and the other way round. ``bound`` is the
+    older API's file at ``save_path`` (``{save_dir}/{session_id}.json``)."""
+
+    def __init__(self, backend: JSONBackend, *, bound: bool = False) -> None:
+        self.backend = backend
+        self.bound = bound
+
+    def file(self, key: Key) -> Path:
+        save_dir = self.backend.save_dir
+        return bound_file(save_dir, key.session_id) if self.bound else layout_file(save_dir, key)
+
+    async def save(self, key: Key, modules: dict[str, Any]) -> None:
+        from ....state.codec import snapshot_module
+
+        path, backend = self.file(key), self.backend
+        states = {name: snapshot_module(module, name) for name, module in modules.items()}
+
+        def write() -> None:
+            backend.save_dir.mkdir(parents=True, exist_ok=True)
+            with FileLock(backend.save_dir / f".{path.name}.lock", backend.lock_timeout):
+                check_owner(path, key)
+                # modules saved earlier under other names are kept (AgentScope dropped them)
+                merged = {**held_modules(path, states), **states}
+                backend.write_file(path, serialise_modules(merged))
+                record_owner(path, key, list(merged))
+
+        await offload(backend.guarded, write)
+
+    async def load(self, key: Key, modules: dict[str, Any], allow_not_exist: bool) -> None:
+        from ....state.codec import load_states
+
+        path = self.file(key)
+
+        def read() -> dict[str, Any] | None:
+            check_owner(path, key)
+            return read_modules(path) if path.is_file() else None
+
+        states = await offload(self.backend.guarded, read)
+        if states is None:
+            if not allow_not_exist:
+                raise SessionNotFoundError(
+                    key.session_id, key.user_id, f"There is no session file {path}."
+                )
+            import logging
+
+            logging.getLogger("praisonsession").info(
+                "Session %r of user %r does not exist (no file %s). Skip loading.",
+                key.session_id,
+                key.user_id,
+                path,
+            )
+            return
+        load_states(modules, states, f"AgentScope session file {path}")
+
+    async def refresh(self, key: Key, modules: dict[str, Any]) -> int:
+        """AgentScope's files hold no message logs of ours: nothing to take in."""
+        return 0
+
+    def forget(self, key: Key) -> None:
+        """Nothing is remembered of these files between calls."""

@@ -1,4 +1,4 @@
-"""``RedisSession``: the store's API, each operation one script call (see the package doc).
+"""``RedisBackend``: the record operations, each one script call (see the package doc).
 
 One module past 500 lines, on purpose: each method is the few lines that pack one operation's
 arguments for its Lua script and read its reply, and they read best side by side. What is not
@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from .... import clock
-from ...._internal.checks import check_count
+from ...._internal.checks import check_count, check_seconds
 from ...._internal.json_data import add_numbers, dumps
 from ...._internal.runtime import loop_running_here
 from ....errors import (
@@ -24,12 +24,9 @@ from ....errors import (
     SessionNotFoundError,
     install_line,
 )
-from ....state.codec import check_modules, load_states, snapshot_module
-from ...agentscope_files import check_layout
-from ...api import Key, LogWrite, SessionBase, StoredModules
+from ...backend import Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import SessionContents, SessionInfo, copy_conflict
-from . import agentscope
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
 from .inline import InlineClient
@@ -37,9 +34,9 @@ from .keys import KeyLayout, agentscope_owners, user_of_segment
 from .replies import as_text, error_for, json_value, session_info, utf8
 from .retries import call_with_retries
 from .scripts import OpTokens, load_scripts
-from .url import display_url, parse_url
+from .url import display_url
 
-__all__ = ["RedisSession"]
+__all__ = ["RedisBackend"]
 
 T = TypeVar("T")
 
@@ -63,34 +60,8 @@ def _import_redis() -> Any:
     return redis
 
 
-class RedisSession(SessionBase):
-    """Sessions in Redis: every operation is one atomic server-side step.
-
-    ``host``, ``port``, ``db``, ``password``, ``connection_pool``, ``key_ttl`` and
-    ``key_prefix`` are AgentScope's; ``key_ttl`` (seconds) is this library's ``default_ttl``.
-    ``client`` is a ready ``redis.asyncio.Redis`` (never closed here: its owner closes it).
-    Other keyword arguments go to ``redis.asyncio.Redis``.
-
-    A call that cannot reach the server is retried (exponential backoff 0.05, 0.1, 0.2 ... s,
-    at most ``retry_attempts`` attempts, no wait ending later than ``retry_max_delay`` seconds
-    after the first attempt, none starting after it) and then raises ``StoreUnavailableError``:
-    a dead server (refused connections) fails within about ``retry_max_delay``; a hung one
-    (it accepts connections and never answers) within ``retry_max_delay + socket_timeout`` at
-    most: 7 s with the defaults, and sooner if the session's ``timeout`` ends first (a hang
-    right from the first call fails after one ``socket_timeout``). A retried write is never
-    applied twice: each write carries a token, and the server answers a retry with the first
-    attempt's reply. An injected ``client`` or
-    ``connection_pool`` keeps its own redis-py retry settings, which add to these.
-
-    The store can be used from any event loop: each loop gets its own client (redis-py's
-    clients are bound to the loop they first ran in). Called from a thread that runs no loop
-    (``Session`` in a script), it talks to Redis on that thread with a blocking connection
-    of its own, with the same scripts, retries and deadline. ``close()`` closes them all.
-
-    ``durability`` is what the application asks for ("process" or "power"). The server alone
-    decides what a write survives (``appendonly`` and ``appendfsync``): at "power" the store
-    checks the server's settings on first use and logs a warning when they fall short.
-    """
+class RedisBackend(StoreBackend):
+    """The record operations on a Redis server (see :class:`RedisSession` for the options)."""
 
     runs_inline = True
 
@@ -112,7 +83,6 @@ class RedisSession(SessionBase):
         socket_timeout: float | None = 5.0,
         socket_connect_timeout: float | None = 2.0,
         durability: str = "process",
-        layout: str = "native",
         **kwargs: Any,
     ) -> None:
         if key_ttl is not None and default_ttl is not None and key_ttl != default_ttl:
@@ -127,17 +97,13 @@ class RedisSession(SessionBase):
         if not isinstance(key_prefix, str) or "\0" in key_prefix:
             raise InvalidValueError(f"key_prefix must be a str without NUL, got {key_prefix!r}.")
         check_count(retry_attempts, "retry_attempts", low=1)
-        if not retry_max_delay >= 0:
-            raise InvalidValueError(f"retry_max_delay must be >= 0, got {retry_max_delay!r}.")
+        check_seconds(retry_max_delay, "retry_max_delay", example="2")
         _import_redis()
         self.durability = check_durability(durability)
         self._server_checked = durability != "power"
         self._scripts = load_scripts()
         self.key_prefix = key_prefix
         self._layout = KeyLayout(key_prefix)
-        #: "native" or "agentscope": where save_session_state / load_session_state keep
-        #: modules (AgentScope's ``{key_prefix}user_id:U:session:S:state``, see agentscope.py).
-        self.layout = check_layout(layout)
         self.retry_attempts = retry_attempts
         self.retry_max_delay = float(retry_max_delay)
         self._options: dict[str, Any] = {
@@ -173,52 +139,6 @@ class RedisSession(SessionBase):
         self._meta_keys: dict[Key, str] = {}
         self._settings_for: tuple[Any, ...] = ()
         self._settings_text = ""
-
-    @classmethod
-    def from_url(cls, url: str, **options: Any) -> RedisSession:
-        """``redis://[[user]:password@]host[:port][/db][?key_prefix=...]``; ``rediss://`` = TLS.
-
-        Query parameters other than ``key_prefix`` are passed on as numbers when they look
-        like numbers (``socket_timeout=5``), ``true``/``false`` as booleans.
-        """
-        settings = parse_url(url)
-        # Session() passes default_ttl=None etc. from its settings: the URL's own value wins
-        given = {k: v for k, v in options.items() if v is not None or k not in settings}
-        if "durability" in settings:  # and so does its ?durability= over the settings' one
-            given.pop("durability", None)
-        return cls(**{**settings, **given})
-
-    # -- AgentScope's layout ----------------------------------------------------------------
-
-    async def save_session_state(
-        self, session_id: str | None = None, user_id: str = "", **state_modules: Any
-    ) -> None:
-        if self.layout == "native":
-            return await super().save_session_state(session_id, user_id, **state_modules)
-        key = self.record_key(self._bound_id(session_id), user_id)
-        check_modules("save_session_state", state_modules)
-        states = {name: snapshot_module(module, name) for name, module in state_modules.items()}
-        await agentscope.save_modules(self, key, states)
-
-    async def load_session_state(
-        self,
-        session_id: str | None = None,
-        user_id: str = "",
-        allow_not_exist: bool = True,
-        **state_modules: Any,
-    ) -> None:
-        if self.layout == "native":
-            return await super().load_session_state(
-                session_id, user_id, allow_not_exist, **state_modules
-            )
-        key = self.record_key(self._bound_id(session_id), user_id)
-        check_modules("load_session_state", state_modules)
-        states = await agentscope.load_modules(self, key)
-        if states is None:
-            if allow_not_exist:
-                return
-            raise SessionNotFoundError(key.session_id, key.user_id)
-        load_states(state_modules, states, f"AgentScope session {key.session_id!r}")
 
     # -- clients ----------------------------------------------------------------------------
 
@@ -419,11 +339,9 @@ class RedisSession(SessionBase):
             args += [name, dumps(document)]
         await self._call("import", [self._layout.meta(key)], args)
 
-    async def import_agentscope(self, key: str, session_id: str, user_id: str = "") -> SessionInfo:
-        """Import the session AgentScope's RedisSession stored under ``key`` (the full key, as
-        AgentScope wrote it) as session ``session_id`` of ``user_id``. The key is left in place.
-        """
-        target = self.record_key(session_id, user_id)
+    async def import_agentscope(self, target: Key, key: str) -> SessionInfo:
+        """Import the session AgentScope's RedisSession stored under ``key`` as the record
+        ``target`` (see ``RedisSession.import_agentscope``)."""
         if not isinstance(key, str) or not key:
             raise InvalidValueError(f"key must be the AgentScope key as a str, got {key!r}.")
         reply = await self._session("info", target, [], adopt=False)
@@ -687,7 +605,7 @@ class RedisSession(SessionBase):
         return f"message log {path!r} of session {key.session_id!r}"
 
 
-def _number(text: Any, store: RedisSession, key: Key, name: str) -> int | float:
+def _number(text: Any, store: RedisBackend, key: Key, name: str) -> int | float:
     """An increment's result, as the script wrote it (named in the error if it is corrupt)."""
     if isinstance(text, bytes) and text.isdigit() and (text[0] != 48 or len(text) == 1):
         # the common case, a non-negative int (and never JSON's forbidden leading zero)

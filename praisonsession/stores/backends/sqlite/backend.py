@@ -1,8 +1,8 @@
-"""``SqliteSession``: the embedded default. One SQLite file, shared safely by many processes.
+"""``SqliteBackend``: the embedded default. One SQLite file, shared safely by many processes.
 
 Why it does not say "database is locked": WAL journal (readers never wait for writers), every
 read-modify-write inside ``BEGIN IMMEDIATE``, and a busy database is waited for cooperatively
-(``await execution.pause``) up to ``busy_timeout`` seconds or the call's own deadline, so the
+(``await runtime.pause``) up to ``busy_timeout`` seconds or the call's own deadline, so the
 event loop is never blocked while another process holds the write lock. Each key of the state
 is its own row, and each message its own row, so an increment or an appended message costs the
 same however big the session is. A forked child never uses its parent's connections.
@@ -25,8 +25,8 @@ which reads and checks its whole record. Reads check liveness without decoding t
 session's metadata.
 
 One module past 500 lines, on purpose: the transaction, busy-wait and liveness rules above
-and every operation that relies on them read best together. The tables, migrations and SQL
-text are in ``sqlite_schema.py``; copies for forks and snapshots in ``sqlite_copies.py``.
+and every operation that relies on them (the copies of forks and snapshots included) read
+best together. The tables, migrations and SQL text are in ``schema.py``.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from ...._internal.checks import check_seconds
 from ...._internal.identifiers import DEFAULT_USER
 from ...._internal.json_data import add_numbers, dumps, loads
 from ...._internal.runtime import expired, loop_running_here, pause, remaining
@@ -52,13 +53,24 @@ from ....errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
-from ...api import UNSET, Key, LogWrite, SessionBase, StoredModules, check_wait
+from ...backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
-from ...record import FORMAT_VERSION, SessionInfo, check_version, now, resolve_info
-from .copies import SqliteCopies
+from ...record import (
+    FORMAT_VERSION,
+    SessionContents,
+    SessionInfo,
+    check_version,
+    copied_info,
+    copy_conflict,
+    now,
+    resolve_info,
+)
 from .schema import (
     BUMP,
     BUMP_LIVE,
+    CONTENT_TABLES,
+    COPY_MESSAGES,
+    COPY_ROWS,
     GET_VALUE,
     INCREMENT_READ,
     INCREMENT_WRITE,
@@ -83,7 +95,7 @@ CHECKPOINT_EVERY = 200
 
 
 # Every store of the process, so that a forked child can drop the connections it inherited.
-_stores: weakref.WeakSet[SqliteSession] = weakref.WeakSet()
+_stores: weakref.WeakSet[SqliteBackend] = weakref.WeakSet()
 # Connections inherited through fork: SQLite forbids using them in the child, and closing one
 # there could checkpoint or unlock the parent's database, so they are kept, never touched.
 _inherited: list[sqlite3.Connection] = []
@@ -92,21 +104,15 @@ SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
 
 
-class SqliteSession(SqliteCopies, SessionBase):
-    """Sessions in one SQLite file (``:memory:`` is not supported: use InMemorySession).
-
-    ``durability`` is ``"process"`` (``PRAGMA synchronous=NORMAL``, the default) or
-    ``"power"`` (``FULL``); ``synchronous`` sets the pragma itself (OFF, NORMAL, FULL, EXTRA)
-    and wins over ``durability`` when both are given.
-    """
+class SqliteBackend(StoreBackend):
+    """The record operations on one SQLite file (see :class:`SqliteSession` for the options)."""
 
     runs_inline = True
 
     def __init__(
         self,
-        path: str | os.PathLike[str] | None = None,
+        path: str | os.PathLike[str] | None,
         *,
-        sqlite_path: str | os.PathLike[str] | None = None,
         default_ttl: float | None = None,
         sliding_ttl: bool = True,
         busy_timeout: float = 30.0,
@@ -114,10 +120,6 @@ class SqliteSession(SqliteCopies, SessionBase):
         durability: str | None = None,
     ) -> None:
         super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
-        if sqlite_path is not None:  # the name AgentScope's SqliteSession example uses
-            if path is not None:
-                raise InvalidValueError("Pass the file as path or as sqlite_path, not both.")
-            path = sqlite_path
         if path is None or not isinstance(path, (str, os.PathLike)):
             raise InvalidValueError(
                 f"SqliteSession needs a file path (str or os.PathLike), got {path!r}."
@@ -136,7 +138,7 @@ class SqliteSession(SqliteCopies, SessionBase):
             raise InvalidValueError("synchronous must be one of OFF, NORMAL, FULL, EXTRA.")
         self.path = Path(path).expanduser().resolve()
         self.url = f"sqlite://{self.path}"
-        self.busy_timeout = check_wait(busy_timeout, "busy_timeout")
+        self.busy_timeout = check_seconds(busy_timeout, "busy_timeout")
         self._synchronous = synchronous.upper()
         #: What an acknowledged write survives: "process" (a crash of the process) or
         #: "power" (a power loss too), from the ``synchronous`` in use.
@@ -830,6 +832,78 @@ class SqliteSession(SqliteCopies, SessionBase):
             if not self._live_ttl(conn, key, now())[0]:
                 return 0
             return self._log_length(conn, key, path)
+
+        return await self._transaction(work, write=False)
+
+    # -- whole records (forks, snapshots, archives) ---------------------------------------
+
+    async def copy_record(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        """The record onto another key in one atomic step (see ``StoreBackend.copy_record``)."""
+
+        def work(conn: sqlite3.Connection) -> SessionInfo:
+            at = now()
+            found = self._live_info(conn, source, at, must_exist=True)
+            current = self._live_info(conn, target, at, purge=True)
+            if current is not None and not replace:
+                raise ConflictError(copy_conflict(target))
+            info = copied_info(found, target, current, metadata, ttl, at)
+            ids = (target.user_id, target.session_id)
+            if current is not None:
+                for table in CONTENT_TABLES:
+                    conn.execute(f"DELETE FROM {table} WHERE user_id=? AND session_id=?", ids)
+            conn.execute(
+                "INSERT OR REPLACE INTO ps_sessions (user_id, session_id, format, created_at,"
+                " ttl, metadata) VALUES (?,?,?,?,?,?)",
+                (*ids, FORMAT_VERSION, info.created_at, info.ttl, dumps(dict(info.metadata))),
+            )
+            conn.execute(INSERT_HEAD, (*ids, info.version, info.updated_at, info.expires_at))
+            sources = (source.user_id, source.session_id)
+            for statement in COPY_ROWS:
+                conn.execute(statement, (*ids, *sources))
+            log, keep = cut if cut is not None else ("", 2**62)
+            conn.execute(COPY_MESSAGES, (*ids, *sources, log, keep))
+            return info
+
+        return await self._write(work)
+
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
+        """What the live record holds, read in one step (see ``StoreBackend``)."""
+
+        def work(conn: sqlite3.Connection) -> SessionContents | None:
+            info = self._live_info(conn, key, now())
+            if info is None:
+                return None
+            ids = (key.user_id, key.session_id)
+            what = f"session {key.session_id!r} of user {key.user_id!r}"
+            state = {
+                name: loads(value, f"state key {name!r} of {what}")
+                for name, value in conn.execute(
+                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name>''",
+                    ids,
+                )
+            }
+            modules = {
+                name: loads(document, f"module {name!r} of {what}")
+                for name, document in conn.execute(
+                    "SELECT name, document FROM ps_modules WHERE user_id=? AND session_id=?", ids
+                )
+            }
+            counts = dict(
+                conn.execute(
+                    "SELECT log, COUNT(*) FROM ps_messages WHERE user_id=? AND session_id=? "
+                    "GROUP BY log",
+                    ids,
+                ).fetchall()
+            )
+            return SessionContents(info, state, modules, counts)
 
         return await self._transaction(work, write=False)
 

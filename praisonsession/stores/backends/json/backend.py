@@ -1,11 +1,11 @@
-"""``JSONSession``: human-readable files, one JSON document per session.
+"""``JSONBackend``: human-readable files, one JSON document per session.
 
 Layout under ``save_dir``::
 
     <user>/<session>.json                the session: metadata, state, module documents
     <user>/<session>.logs/<log>.<g>.jsonl its message logs, one JSON message per line
     <user>/<session>.lock                taken (flock) by every operation on the session
-    <user>/.sessions.*                   the user's session ids, sorted (``json_index``)
+    <user>/.sessions.*                   the user's session ids, sorted (``index.py``)
 
 An AgentScope ``JSONSession`` file found where AgentScope kept it (``<session>.json`` or
 ``<user>_<session>.json`` directly under ``save_dir``) is migrated on first read, so pointing
@@ -23,8 +23,8 @@ cache when it returns, which a crash of the process cannot take away. At ``"powe
 written is fsynced before its rename, and its directory after, so the write is on the disk.
 
 One module past 500 lines, on purpose: the file layout above and every operation that reads
-or writes it belong together; the document format, the lock, AgentScope's files and the
-copies for forks and snapshots live in modules of their own.
+or writes it (the copies of forks and snapshots included) belong together; the document
+format, the lock, the index and AgentScope's files live in modules of their own.
 """
 
 from __future__ import annotations
@@ -37,35 +37,22 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ...._internal.identifiers import DEFAULT_USER, filename_for
-from ...._internal.json_data import dumps, loads
+from ...._internal.checks import check_seconds
+from ...._internal.identifiers import filename_for
+from ...._internal.json_data import copy_json, dumps, loads
 from ...._internal.runtime import offload
 from ....errors import (
     ConflictError,
-    InvalidValueError,
     PraisonSessionError,
     SessionCorruptedError,
-    SessionNotFoundError,
     StoreUnavailableError,
 )
-from ....state.codec import check_modules, load_states, snapshot_module
-from ...agentscope_files import (
-    adoptable,
-    bound_file,
-    check_layout,
-    check_owner,
-    held_modules,
-    layout_file,
-    read_modules,
-    record_owner,
-    serialise_modules,
-)
-from ...api import Key, LogWrite, SessionBase, StoredModules, check_wait
-from ...branches import SNAPSHOT_OWNER
+from ...backend import Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
-from ...record import SessionInfo, check_version, now
+from ...record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
+from ...reserved import SNAPSHOT_OWNER
 from ..document import SessionDocument, resolve
-from .copies import JSONCopies
+from .agentscope_files import adoptable, read_modules
 from .file_lock import FileLock
 from .index import SessionIndex
 
@@ -83,141 +70,40 @@ def _logger() -> Any:
 Work = Callable[[SessionDocument | None, float], tuple[T, SessionDocument | None]]
 
 
-class JSONSession(JSONCopies, SessionBase):
-    """Sessions as JSON files under ``save_dir``, with AgentScope's constructors.
+class JSONBackend(StoreBackend):
+    """The record operations on a directory of JSON files (see :class:`JSONSession`).
 
-    ``JSONSession(save_dir)`` is AgentScope 1.0's form: pass the session id to each call.
-    ``JSONSession(session_id, save_dir)`` (or ``session_id=`` by keyword) is its older, bound
-    form: ``save_session_state(agent=...)`` and ``load_session_state(agent=...)`` then take no
-    session id and read and write AgentScope's own file at :attr:`save_path`
-    (``{save_dir}/{session_id}.json``, ``{"agent": {...}}``), which AgentScope itself reads.
-
-    ``layout="agentscope"`` (``json:///dir?layout=agentscope``) keeps the modules of
-    ``save_session_state`` / ``load_session_state`` (and ``Session.save_modules``) in AgentScope
-    1.0's own files, ``{save_dir}/{user_id}_{session_id}.json`` (``{session_id}.json`` for the
-    default user), so that AgentScope's ``JSONSession(save_dir)`` loads them with the same
-    arguments, and the other way round. Its names are ambiguous (``a_b_c.json`` is session
-    ``b_c`` of user ``a`` and session ``c`` of user ``a_b``): a file saved here for one pair is
-    refused to any other with AmbiguousLegacyDataError. The rest of the API (state, logs,
-    metadata) keeps its native files beside them.
-
-    File I/O runs in a worker thread when called from a running loop, and directly on the
-    caller's thread when the sync facade runs it inline.
+    ``adopt_agentscope`` migrates an AgentScope file into this layout the first time its
+    session is read, when its name says whose it is (the native layout does; AgentScope's own
+    layout leaves AgentScope's files where they are). File I/O runs in a worker thread when
+    called from a running loop, and directly on the caller's thread when run inline.
     """
 
     runs_inline = True
 
     def __init__(
         self,
-        *args: str | os.PathLike[str],
-        save_dir: str | os.PathLike[str] | None = None,
-        session_id: str | None = None,
+        save_dir: str | os.PathLike[str],
+        *,
         default_ttl: float | None = None,
         sliding_ttl: bool = True,
         lock_timeout: float = 30.0,
         durability: str = "process",
-        layout: str = "native",
+        adopt_agentscope: bool = True,
     ) -> None:
-        session_id, save_dir = _constructor_arguments(args, session_id, save_dir)
-        super().__init__(session_id, default_ttl=default_ttl, sliding_ttl=sliding_ttl)
+        super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         self.save_dir = Path(save_dir).expanduser().resolve()
-        self.lock_timeout = check_wait(lock_timeout, "lock_timeout")
+        self.lock_timeout = check_seconds(lock_timeout, "lock_timeout")
         self.url = f"json://{self.save_dir}"
         #: "process" or "power": whether each write is fsynced (file and directory).
         self.durability = check_durability(durability)
-        self._fsync = self.durability == "power"
-        #: "native" or "agentscope": where save_session_state / load_session_state keep modules.
-        self.layout = check_layout(layout)
+        self.fsync = self.durability == "power"
+        self.adopt_agentscope = bool(adopt_agentscope)
 
-    @property
-    def save_path(self) -> str:
-        """AgentScope's bound API: the file of the session this store is bound to."""
-        return str(bound_file(self.save_dir, self._bound_id(None)))
-
-    # -- AgentScope's bound API: its own file format, at save_path ---------------------------
-
-    async def save_session_state(
-        self, session_id: str | None = None, user_id: str = "", **state_modules: Any
-    ) -> None:
-        """Save the named modules (see ``SessionBase.save_session_state``)."""
-        if session_id is None and self.session_id is not None and not user_id:
-            key = Key(DEFAULT_USER, self.session_id)
-            return await self._save_file(Path(self.save_path), key, state_modules)
-        if self.layout == "agentscope":
-            key = self.record_key(self._bound_id(session_id), user_id)
-            return await self._save_file(layout_file(self.save_dir, key), key, state_modules)
-        return await super().save_session_state(session_id, user_id, **state_modules)
-
-    async def load_session_state(
-        self,
-        session_id: str | None = None,
-        user_id: str = "",
-        allow_not_exist: bool = True,
-        **state_modules: Any,
-    ) -> None:
-        """Load the named modules (see ``SessionBase.load_session_state``)."""
-        if session_id is None and self.session_id is not None and not user_id:
-            key = Key(DEFAULT_USER, self.session_id)
-            path = Path(self.save_path)
-            return await self._load_file(path, key, allow_not_exist, state_modules)
-        if self.layout == "agentscope":
-            key = self.record_key(self._bound_id(session_id), user_id)
-            path = layout_file(self.save_dir, key)
-            return await self._load_file(path, key, allow_not_exist, state_modules)
-        return await super().load_session_state(
-            session_id, user_id, allow_not_exist, **state_modules
-        )
-
-    async def _save_file(self, path: Path, key: Key, modules: dict[str, Any]) -> None:
-        """Save modules in AgentScope's own file ``path``, in its format (bound API, or the
-        AgentScope layout)."""
-        check_modules("save_session_state", modules)
-        states = {name: snapshot_module(module, name) for name, module in modules.items()}
-
-        def write() -> None:
-            self.save_dir.mkdir(parents=True, exist_ok=True)
-            with FileLock(self.save_dir / f".{path.name}.lock", self.lock_timeout):
-                check_owner(path, key)
-                # modules saved earlier under other names are kept (AgentScope dropped them)
-                merged = {**held_modules(path, states), **states}
-                _atomic_write(path, serialise_modules(merged), self._fsync)
-                record_owner(path, key, list(merged))
-
-        await offload(self._guarded, write)
-
-    async def _load_file(
-        self, path: Path, key: Key, allow_not_exist: bool, modules: dict[str, Any]
-    ) -> None:
-        check_modules("load_session_state", modules)
-
-        def read() -> dict[str, Any] | None:
-            check_owner(path, key)
-            return read_modules(path) if path.is_file() else None
-
-        states = await offload(self._guarded, read)
-        if states is None:
-            if allow_not_exist:
-                _logger().info(
-                    "Session %r of user %r does not exist (no file %s). Skip loading.",
-                    key.session_id,
-                    key.user_id,
-                    path,
-                )
-                return
-            raise SessionNotFoundError(
-                key.session_id, key.user_id, f"There is no session file {path}."
-            )
-        load_states(modules, states, f"AgentScope session file {path}")
-
-    async def import_agentscope(
-        self, file: str | os.PathLike[str], session_id: str, user_id: str = ""
-    ) -> SessionInfo:
-        """Import an AgentScope session file into this store as session ``session_id`` of
-        ``user_id``: the way to bring in a file whose name alone does not say whose it is.
-
-        ``file`` is a path, or a file name under ``save_dir``. The file is left where it is.
-        """
-        key = self.record_key(session_id, user_id)
+    async def import_agentscope(self, key: Key, file: str | os.PathLike[str]) -> SessionInfo:
+        """Import an AgentScope session file as the record ``key`` (see
+        ``JSONSession.import_agentscope``); ``file`` is a path, or a file name under
+        ``save_dir``."""
         source = Path(file)
         if not source.is_absolute() and not source.exists():
             source = self.save_dir / source
@@ -253,7 +139,7 @@ class JSONSession(JSONCopies, SessionBase):
         try:
             raw = path.read_bytes()
         except FileNotFoundError:  # AgentScope's layout leaves AgentScope's files where they are
-            return self._adopt_legacy(key, at) if adopt and self.layout == "native" else None
+            return self._adopt_legacy(key, at) if adopt and self.adopt_agentscope else None
         return self._decode_doc(raw, key, at, f"session file {path}")
 
     def _adopt_legacy(self, key: Key, at: float) -> SessionDocument | None:
@@ -288,7 +174,7 @@ class JSONSession(JSONCopies, SessionBase):
             user_dir,
             lambda: (info.session_id for info in self._stored_infos(user_dir)),
             self.lock_timeout,
-            self._fsync,
+            self.fsync,
         )
 
     def _write_doc(self, key: Key, doc: SessionDocument) -> None:
@@ -297,7 +183,7 @@ class JSONSession(JSONCopies, SessionBase):
         path = self._doc_path(key)
         if not path.exists():
             self._index(key.user_id).add(key.session_id)
-        _atomic_write(path, dumps(doc.to_json()).encode("utf-8"), self._fsync)
+        atomic_write(path, dumps(doc.to_json()).encode("utf-8"), self.fsync)
 
     def _remove(self, key: Key) -> None:
         path = self._doc_path(key)
@@ -306,7 +192,7 @@ class JSONSession(JSONCopies, SessionBase):
         except FileNotFoundError:
             pass
         else:
-            if self._fsync:
+            if self.fsync:
                 _fsync_dir(path.parent)
             self._index(key.user_id).discard(key.session_id)
         shutil.rmtree(self._logs_dir(key), ignore_errors=True)
@@ -342,9 +228,9 @@ class JSONSession(JSONCopies, SessionBase):
         writes: bool = True,
         adopt: bool = True,
     ) -> T:
-        return await offload(self._guarded, self._update, key, work, must_exist, writes, adopt)
+        return await offload(self.guarded, self._update, key, work, must_exist, writes, adopt)
 
-    def _guarded(self, function: Callable[..., T], *args: Any) -> T:
+    def guarded(self, function: Callable[..., T], *args: Any) -> T:
         """File-system failures as a typed error that says where and what to do."""
         try:
             return function(*args)
@@ -402,7 +288,7 @@ class JSONSession(JSONCopies, SessionBase):
                         break
             return infos
 
-        return await offload(self._guarded, scan)
+        return await offload(self.guarded, scan)
 
     async def list_record_owners(self) -> set[str]:
         def scan() -> set[str]:
@@ -415,7 +301,7 @@ class JSONSession(JSONCopies, SessionBase):
                 if user_dir.is_dir() and (user := self._live_owner(user_dir, at)) is not None
             }
 
-        return await offload(self._guarded, scan)
+        return await offload(self.guarded, scan)
 
     def _live_owner(self, user_dir: Path, at: float) -> str | None:
         """The user a directory belongs to, read from its first live session file (the
@@ -486,7 +372,7 @@ class JSONSession(JSONCopies, SessionBase):
             return expired
 
         count = 0
-        for key in await offload(self._guarded, scan):
+        for key in await offload(self.guarded, scan):
             count += await self._delete_if_expired(key)
         return count
 
@@ -506,11 +392,11 @@ class JSONSession(JSONCopies, SessionBase):
                 with contextlib.suppress(OSError):
                     folder.rmdir()  # only if nothing else is left in it
 
-        await offload(self._guarded, self._index(user_id).remove)
+        await offload(self.guarded, self._index(user_id).remove)
         # the snapshots' index journal names the erased user's snapshots: fold it away
-        await offload(self._guarded, self._index(SNAPSHOT_OWNER).compact)
-        await offload(self._guarded, sweep, self._user_dir(user_id), True)
-        await offload(self._guarded, sweep, self._user_dir(SNAPSHOT_OWNER), False)
+        await offload(self.guarded, self._index(SNAPSHOT_OWNER).compact)
+        await offload(self.guarded, sweep, self._user_dir(user_id), True)
+        await offload(self.guarded, sweep, self._user_dir(SNAPSHOT_OWNER), False)
 
     async def _delete_if_expired(self, key: Key) -> bool:
         def work(doc, at):
@@ -577,7 +463,7 @@ class JSONSession(JSONCopies, SessionBase):
         logs_dir.mkdir(exist_ok=True)
         if ref is None or write.start is None:
             name = f"{filename_for(write.path)}.{secrets.token_hex(4)}.jsonl"
-            _atomic_write(logs_dir / name, payload, self._fsync)
+            atomic_write(logs_dir / name, payload, self.fsync)
             doc.logs[write.path] = {
                 "file": name,
                 "count": len(write.messages),
@@ -589,7 +475,7 @@ class JSONSession(JSONCopies, SessionBase):
             os.ftruncate(fd, ref["bytes"])  # drop a tail a crashed append left behind
             os.lseek(fd, ref["bytes"], os.SEEK_SET)
             _write_all(fd, payload)
-            if self._fsync:
+            if self.fsync:
                 os.fsync(fd)
         finally:
             os.close(fd)
@@ -646,15 +532,16 @@ class JSONSession(JSONCopies, SessionBase):
             raise _log_damage(path, file, "the file is missing") from None
         _check_log(path, file, ref, consumed, count)
 
-    def _write_file(self, path: Path, data: bytes) -> None:
-        _atomic_write(path, data, self._fsync)
+    def write_file(self, path: Path, data: bytes) -> None:
+        """Replace ``path`` with ``data`` atomically, at the backend's durability."""
+        atomic_write(path, data, self.fsync)
 
     def _lock_path(self, key: Key) -> Path:
         return self._user_dir(key.user_id) / f"{filename_for(key.session_id)}.lock"
 
     def _commit_logs(self, key: Key, doc: SessionDocument, writes: list[LogWrite]) -> None:
         # At durability "power", new log files were fsynced with their directory by
-        # _atomic_write; appends add no directory entry. The document's write comes last.
+        # atomic_write; appends add no directory entry. The document's write comes last.
         rewrote = any([self._write_log(key, doc, write) for write in writes])  # all, not lazily
         self._write_doc(key, doc)
         if rewrote:  # drop replaced generations, and any a killed writer left behind
@@ -721,37 +608,93 @@ class JSONSession(JSONCopies, SessionBase):
 
         return await self._run(key, work, writes=False)
 
+    # -- whole records (forks, snapshots, archives) ---------------------------------------
+    # Under both sessions' locks (taken in one order, so two copies never wait on each
+    # other), the source's log files are copied to new files beside the target, then the
+    # target's document is replaced in one rename: that rename is the commit point. A crash
+    # before it leaves the target as it was, with unused log files its next rewrite removes.
 
-def _constructor_arguments(
-    args: tuple[Any, ...], session_id: str | None, save_dir: Any
-) -> tuple[str | None, Any]:
-    """AgentScope 1.0's ``JSONSession(save_dir)`` and its older ``JSONSession(session_id,
-    save_dir)``: one positional argument is the directory, two are the id and the directory."""
-    if len(args) > 2:
-        raise InvalidValueError(
-            "JSONSession takes at most two positional arguments: (save_dir) or "
-            "(session_id, save_dir)."
+    async def copy_record(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        """The record onto another key in one atomic step (see ``StoreBackend.copy_record``)."""
+        from ...._internal.runtime import offload
+
+        return await offload(
+            self.guarded,
+            self._copy_locked,
+            source,
+            target,
+            cut,
+            metadata,
+            replace,
+            ttl,
         )
-    if len(args) == 2:
-        if session_id is not None or save_dir is not None:
-            raise InvalidValueError("session_id and save_dir were given twice.")
-        session_id, save_dir = args
-    elif len(args) == 1:
-        if save_dir is not None:  # JSONSession("id", save_dir="dir"): the older form
-            if session_id is not None:
-                raise InvalidValueError("session_id was given twice.")
-            session_id = args[0]
-        else:
-            save_dir = args[0]
-    if session_id is not None and not isinstance(session_id, str):
-        raise InvalidValueError(f"session_id must be a str, got {type(session_id).__name__}.")
-    if save_dir is None:
-        save_dir = "./"
-    if not isinstance(save_dir, (str, os.PathLike)):
-        raise InvalidValueError(
-            f"save_dir must be a path (str or os.PathLike), got {type(save_dir).__name__}."
-        )
-    return session_id, save_dir
+
+    def _copy_locked(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        locks = sorted({self._lock_path(source), self._lock_path(target)})
+        for lock in locks:
+            lock.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.ExitStack() as held:
+            for lock in locks:
+                held.enter_context(FileLock(lock, self.lock_timeout))
+            at = now()
+            found = resolve(self._read_doc(source, at), source, at, must_exist=True)
+            stored = self._read_doc(target, at)
+            current = resolve(stored, target, at, False)
+            if current is not None and not replace:
+                raise ConflictError(copy_conflict(target))
+            if current is None and (stored is not None or self._logs_dir(target).exists()):
+                self._remove(target)  # an expired session, or a crashed delete's debris
+            logs_dir = self._logs_dir(target)
+            logs: dict[str, Any] = {}
+            for path, ref in found.logs.items():
+                data = self._log_bytes(source, path, ref)
+                count = ref["count"]
+                if cut is not None and path == cut[0] and cut[1] < count:
+                    data = b"".join(data.splitlines(keepends=True)[: cut[1]])
+                    count = cut[1]
+                logs_dir.mkdir(parents=True, exist_ok=True)
+                name = f"{filename_for(path)}.{secrets.token_hex(4)}.jsonl"
+                self.write_file(logs_dir / name, data)
+                logs[path] = {"file": name, "count": count, "bytes": len(data)}
+            info = copied_info(
+                found.info, target, None if current is None else current.info, metadata, ttl, at
+            )
+            doc = SessionDocument(info, copy_json(found.state), copy_json(found.modules), logs)
+            self._write_doc(target, doc)  # the commit point
+            wanted = {ref["file"] for ref in logs.values()}
+            if logs_dir.exists():
+                for file in logs_dir.iterdir():
+                    if file.name not in wanted:
+                        file.unlink(missing_ok=True)
+            return info
+
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
+        """What the live record holds, read in one step (see ``StoreBackend``)."""
+
+        def work(doc: SessionDocument | None, at: float) -> tuple[SessionContents | None, None]:
+            if doc is None:
+                return None, None
+            counts = {path: ref["count"] for path, ref in doc.logs.items()}
+            found = SessionContents(doc.info, copy_json(doc.state), copy_json(doc.modules), counts)
+            return found, None
+
+        return await self._run(key, work, writes=False)
 
 
 def _check_log(path: str, file: Path, ref: dict[str, Any], size: int, lines: int) -> None:
@@ -767,7 +710,7 @@ def _log_damage(path: str, file: Path, detail: str) -> SessionCorruptedError:
     return SessionCorruptedError(f"message log {path!r} in {file}", detail)
 
 
-def _atomic_write(path: Path, data: bytes, fsync: bool) -> None:
+def atomic_write(path: Path, data: bytes, fsync: bool) -> None:
     """Replace ``path`` with ``data`` or leave it as it was. Call under the session's lock.
 
     With ``fsync`` the data is on the disk before the rename, and the rename after it.

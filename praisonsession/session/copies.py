@@ -1,0 +1,74 @@
+"""What a copy of a session carries beyond the store's atomic copy: its long-term memories
+(with a fork, in an archive), and a progress bar for a long export or import.
+
+The store copies a session's records in one step (``stores/branches.py``, ``archive/``); the
+memories it added live in the vector store, so :class:`~praisonsession.session.core.AsyncSession`
+copies them here after, and takes the copy back if they cannot follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..stores.backend import StoreBackend
+from ..stores.branches import Branches
+from ..stores.record import SessionInfo, record_key
+
+if TYPE_CHECKING:
+    from .core import AsyncSession
+
+__all__ = ["agent_cut", "copy_memories", "counting", "memories_of", "unplace"]
+
+
+async def unplace(backend: StoreBackend, info: SessionInfo) -> None:
+    """Take back an imported session and the snapshots placed with it."""
+    branches = Branches(backend)
+    for snapshot in await branches.snapshots(info.session_id, info.user_id):
+        await branches.delete_snapshot(info.session_id, info.user_id, snapshot.snapshot_id)
+    await backend.delete_record(record_key(info.session_id, info.user_id))
+
+
+def agent_cut(at_message: Any) -> Any:
+    """``(agent, n)`` means the agent's history log."""
+    if isinstance(at_message, tuple) and len(at_message) == 2:
+        log = getattr(at_message[0], "log_name", at_message[0])
+        return (log, at_message[1])
+    return at_message
+
+
+def _memory_in_use(session: AsyncSession) -> bool:
+    """Whether this session's vector store exists, so that memories may be there to carry:
+    a Chroma server, or the embedded one's directory (opening Chroma costs a second)."""
+    settings = session._settings
+    if session._recall is not None or session._memory_config.get("vector_store_url"):
+        return True
+    if settings.vector_store_url:
+        return True
+    return (Path(settings.data_dir).expanduser() / "chroma").is_dir()
+
+
+async def memories_of(session: AsyncSession) -> list[dict[str, Any]]:
+    if not _memory_in_use(session):
+        return []
+    return await (await session._memory()).session_memories()
+
+
+async def copy_memories(parent: AsyncSession, child: AsyncSession) -> None:
+    memories = await memories_of(parent)
+    if memories:
+        await (await child._memory()).restore_memories(memories)
+
+
+@contextmanager
+def counting(show: bool, title: str) -> Iterator[Callable[[int], Any] | None]:
+    """A tqdm bar counting messages when ``show``, else nothing to tell."""
+    if not show:
+        yield None
+        return
+    from tqdm.auto import tqdm
+
+    with tqdm(unit="msg", desc=title) as bar:
+        yield bar.update
