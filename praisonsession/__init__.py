@@ -8,6 +8,7 @@ AgentScope-style layer (``StateModule``, ``SessionBase`` stores) is exported too
 
 from typing import TYPE_CHECKING, Any
 
+from ._internal import moved
 from ._version import __version__
 from .errors import (
     AgentURLError,
@@ -108,6 +109,8 @@ __all__ = [
     "open_store",
 ]
 
+
+moved.install()  # documented paths of the old layout (praisonsession.server.tokens) still import
 
 _STORES = (
     "EncryptedStore",

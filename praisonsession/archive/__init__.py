@@ -11,6 +11,9 @@ then writes, into hidden staging sessions that atomic copies put in place, the s
 corrupt or truncated archive imports nothing, and neither does a crash halfway. Staging
 sessions expire (:data:`STAGING_TTL`), so a process killed while exporting or importing leaves
 nothing that ``purge_expired`` does not remove in time.
+
+A service floor: it works on a store's backend (``StoreBackend``) and imports only the stores
+and the ground.
 """
 
 from .exporting import export_session

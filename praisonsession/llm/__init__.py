@@ -4,6 +4,7 @@
 :class:`LLMConfig`; :class:`ChatClient` sends requests with bounded retries and typed errors;
 :class:`ScriptedChatServer` is a local stand-in endpoint for offline tutorials and tests.
 Importing this package does not import ``requests`` or ``tenacity``; the client loads them.
+It imports only the settings and the ground floor; agents stand on it.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -3,7 +3,8 @@
 ``open_store`` (a store by URL), ``Branches`` (forks and snapshots), and the five backends.
 
 It imports only the state modules and the ground floor below it. ``testing`` is the
-conformance suite a backend of yours runs against itself.
+conformance suite a backend of yours runs against itself (it needs pytest, and nothing in the
+package imports it).
 
 The backends load on first use (``from praisonsession.stores import SqliteSession`` works as
 usual): each pulls in its own standard-library modules, and ``import praisonsession`` should
