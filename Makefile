@@ -41,14 +41,19 @@ demo: $(DEMO_STAMP)
 test: $(STAMP)
 	sh tests/browser/install_chromium.sh  # Debian's chromium + driver for tests/test_ui_browser.py
 	$(PY) -m ruff check $(LINTED)
+	$(PY) -m mypy  # strict over praisonsession/ (pyproject.toml)
+	$(VENV)/bin/lint-imports  # the floors' import contract (pyproject.toml)
 	$(PY) -m pytest
 	$(PY) -m mkdocs build --strict --quiet -f docs/mkdocs.yml --site-dir ../$(VENV)/site
 
 # ruff reads notebooks natively: they are linted like the code. Their cells keep the layout
 # written for a reader (argument lists one line per pair), so the format check skips them.
+# mypy (strict) and lint-imports (who may import whom) read their settings from pyproject.toml.
 lint: $(STAMP)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check praisonsession tests benchmarks examples
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py

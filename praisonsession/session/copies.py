@@ -1,9 +1,10 @@
-"""What a copy of a session carries beyond the store's atomic copy: its long-term memories
-(with a fork, in an archive), and a progress bar for a long export or import.
+"""What a copy of a session needs beyond the store's atomic copy: where its memories may be,
+which log an agent's cut names, a progress bar, and taking back an import.
 
 The store copies a session's records in one step (``stores/branches.py``, ``archive/``); the
-memories it added live in the vector store, so :class:`~praisonsession.session.core.AsyncSession`
-copies them here after, and takes the copy back if they cannot follow.
+memories it added live in the vector store, so
+:class:`~praisonsession.session.core.AsyncSession` copies them after, and takes the copy back
+(``unplace``) if they cannot follow.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from ..stores.branches import Branches
 from ..stores.record import SessionInfo, record_key
 
 if TYPE_CHECKING:
-    from .core import AsyncSession
+    from ..settings import Settings
 
-__all__ = ["agent_cut", "copy_memories", "counting", "memories_of", "unplace"]
+__all__ = ["agent_cut", "counting", "unplace", "vectors_may_hold"]
 
 
 async def unplace(backend: StoreBackend, info: SessionInfo) -> None:
@@ -39,27 +40,12 @@ def agent_cut(at_message: Any) -> Any:
     return at_message
 
 
-def _memory_in_use(session: AsyncSession) -> bool:
-    """Whether this session's vector store exists, so that memories may be there to carry:
-    a Chroma server, or the embedded one's directory (opening Chroma costs a second)."""
-    settings = session._settings
-    if session._recall is not None or session._memory_config.get("vector_store_url"):
-        return True
-    if settings.vector_store_url:
+def vectors_may_hold(settings: Settings, memory_config: dict[str, Any]) -> bool:
+    """Whether a session's vector store exists, so that memories may be there to carry: a
+    Chroma server, or the embedded one's directory (opening Chroma costs a second)."""
+    if memory_config.get("vector_store_url") or settings.vector_store_url:
         return True
     return (Path(settings.data_dir).expanduser() / "chroma").is_dir()
-
-
-async def memories_of(session: AsyncSession) -> list[dict[str, Any]]:
-    if not _memory_in_use(session):
-        return []
-    return await (await session._memory()).session_memories()
-
-
-async def copy_memories(parent: AsyncSession, child: AsyncSession) -> None:
-    memories = await memories_of(parent)
-    if memories:
-        await (await child._memory()).restore_memories(memories)
 
 
 @contextmanager

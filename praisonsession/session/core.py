@@ -42,7 +42,7 @@ from ..errors import InvalidValueError, MemoryNotFoundError, RemoteModeError
 from ..stores.api import UNSET, SessionBase
 from ..stores.branches import Branches, SnapshotInfo, TreeNode
 from ..stores.record import SessionInfo, check_ttl, now, record_key
-from .copies import agent_cut, copy_memories, counting, memories_of, unplace
+from .copies import agent_cut, counting, unplace, vectors_may_hold
 from .options import checked_config, resolve_settings, resolve_store
 
 if TYPE_CHECKING:
@@ -480,6 +480,17 @@ class AsyncSession:
 
         return await vault_key(self._store.backend, self._user_id)
 
+    async def _memories(self) -> list[dict[str, Any]]:
+        """The long-term memories this session added: what a fork or an archive carries."""
+        if self._recall is None and not vectors_may_hold(self._settings, self._memory_config):
+            return []
+        return await (await self._memory()).session_memories()
+
+    async def _copy_memories_to(self, child: AsyncSession) -> None:
+        memories = await self._memories()
+        if memories:
+            await (await child._memory()).restore_memories(memories)
+
     async def _recalling(self, what: str, use: Callable[[Recall], Awaitable[T]]) -> T:
         """A memory or knowledge operation, opening included, within ``timeout``."""
 
@@ -756,7 +767,7 @@ class AsyncSession:
         child = self._sibling(info.session_id, info.user_id)
         child._opened = True
         try:
-            await copy_memories(self, child)
+            await self._copy_memories_to(child)
         except BaseException:  # all or nothing: no fork that lacks the memories it should hold
             await self._store.backend.delete_record(record_key(info.session_id, info.user_id))
             raise
@@ -828,7 +839,7 @@ class AsyncSession:
         if not self._opened:
             await self.open()
         key = record_key(self._session_id, self._user_id)
-        memories = await memories_of(self)
+        memories = await self._memories()
         with counting(progress, "Exporting") as tell:
             return await export_session(self._store.backend, key, path_or_file, memories, tell)
 

@@ -17,8 +17,8 @@ from ...errors import ConflictError
 from ...session.core import AsyncSession
 from ...stores.backends.json.agentscope_files import layout_file, module_states, serialise_modules
 from ...stores.record import record_key
-from . import main
 from .exit_codes import CommandFailed, ExitCode
+from .group import main
 from .options import json_option, progress_option, session_argument, store_option, user_option
 from .output import plural, print_json
 from .store_access import OpenedStore, opened_store

@@ -11,8 +11,8 @@ import click
 from ..._internal.identifiers import DEFAULT_USER
 from ...errors import ConflictError, SnapshotNotFoundError
 from ...stores.record import SessionInfo
-from . import main
 from .exit_codes import CommandFailed, ExitCode
+from .group import main
 from .options import json_option, session_argument, store_option, user_option, yes_option
 from .output import confirm, print_json, print_table, relative
 from .store_access import OpenedStore, opened_store

@@ -10,7 +10,7 @@ from ..._internal.redaction import redact_url
 from ...errors import InvalidSettingError
 from ...session.rotation import arekey
 from ...stores.wrappers.encrypted import load_key
-from . import main
+from .group import main
 from .options import json_option, store_option, yes_option
 from .output import confirm, plural, print_json
 from .store_access import opened_store

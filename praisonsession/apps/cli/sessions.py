@@ -19,8 +19,8 @@ from ...session.erasure import aerase_user
 from ...stores.api import SessionBase
 from ...stores.branches import PARENT
 from ...stores.record import SessionInfo
-from . import main
 from .branches import print_snapshots
+from .group import main
 from .options import json_option, session_argument, store_option, user_option, yes_option
 from .output import clip, compact, confirm, moment, plural, print_json, print_table, relative
 from .store_access import OpenedStore, opened_store

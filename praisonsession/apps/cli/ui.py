@@ -6,8 +6,8 @@ import click
 
 from ..._internal.redaction import redact_url
 from ...errors import PraisonSessionError
-from . import main
 from .exit_codes import failure
+from .group import main
 from .options import listen_options, store_option
 
 __all__ = ["ui"]

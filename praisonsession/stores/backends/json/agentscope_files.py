@@ -18,8 +18,9 @@ explicitly (``JSONSession.import_agentscope``). No user's file ever reaches anot
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from ...._internal.identifiers import DEFAULT_USER
 from ...._internal.json_data import dumps, loads
@@ -33,11 +34,11 @@ from ....errors import (
 from ...record import Key
 from .file_lock import FileLock
 
-if TYPE_CHECKING:
-    from .backend import JSONBackend
+T = TypeVar("T")
 
 __all__ = [
     "AgentScopeFiles",
+    "FileBackend",
     "agentscope_name",
     "check_owner",
     "held_modules",
@@ -223,12 +224,23 @@ def module_states(documents: dict[str, Any], logs: dict[str, list[Any]]) -> dict
     return states
 
 
+class FileBackend(Protocol):
+    """What the layout needs of the JSON backend whose directory it shares."""
+
+    save_dir: Path
+    lock_timeout: float
+
+    def guarded(self, function: Callable[..., T], *args: Any) -> T: ...
+
+    def write_file(self, path: Path, data: bytes) -> None: ...
+
+
 class AgentScopeFiles:
     """Modules kept in AgentScope's own files under the backend's ``save_dir``, in its format,
     so that AgentScope loads what is saved here and the other way round. ``bound`` is the
     older API's file at ``save_path`` (``{save_dir}/{session_id}.json``)."""
 
-    def __init__(self, backend: JSONBackend, *, bound: bool = False) -> None:
+    def __init__(self, backend: FileBackend, *, bound: bool = False) -> None:
         self.backend = backend
         self.bound = bound
 
