@@ -358,7 +358,7 @@ def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None
     store = SqliteSession(tmp_path / "s.db")
     session = Session("s", store=store)
     session.set_state("n", 0)
-    parents = store.backend._local.conn
+    parents = store.backend._here().conn
     children = []
     for _ in range(2):
         reader, writer = os.pipe()
@@ -367,8 +367,8 @@ def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None
             try:
                 value = session.increment_state("n")
                 own = (
-                    store.backend._local.conn is not parents
-                    and store.backend._local.conn is not None
+                    store.backend._here().conn is not parents
+                    and store.backend._here().conn is not None
                 )
                 os.write(writer, f"{value} {own}".encode())
             finally:
@@ -378,7 +378,7 @@ def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None
         children.append(os.read(reader, 100).decode())
         os.close(reader)
     assert children == ["1 True", "2 True"]
-    assert store.backend._local.conn is parents  # the parent goes on with its own
+    assert store.backend._here().conn is parents  # the parent goes on with its own
     assert session.increment_state("n") == 3
 
 

@@ -362,7 +362,7 @@ def test_on_an_event_loop_checkpoints_run_off_the_loop(tmp_path: Path) -> None:
             if i % 50 == 0:
                 await asyncio.sleep(0.01)  # the worker thread gets its turn
         await asyncio.sleep(0.3)
-        conn = store.backend._local.conn
+        conn = store.backend._here().conn
         assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
         assert ran_on and loop_thread not in ran_on
         return await store.increment("s", "u", "n", 0)

@@ -130,6 +130,8 @@ class AsyncSession:
             self._owns_store = True
             self._store = SessionBase(RemoteBackend(self._remote))
         self._branches = Branches(self._store.backend)
+        # read once: the sync shell asks on every call, and neither can change afterwards
+        self._inline = self._store.backend.runs_inline and self._settings.sync_calls == "inline"
         self._opened = False
         self._recall: Recall | None = None
         self._recall_opening: Future[Recall] | None = None
@@ -217,7 +219,7 @@ class AsyncSession:
         """True when the sync facade drives store operations on the caller's thread (see
         ``praisonsession._internal.runtime``): the store allows it and the ``sync_calls`` setting is
         ``"inline"`` (the default); ``"loop"`` sends every one to the background loop."""
-        return self._store.backend.runs_inline and self._settings.sync_calls == "inline"
+        return self._inline
 
     def _call(self, what: str, work: Awaitable[T]) -> Awaitable[T]:
         """An operation on the stored session: opened first if need be, within ``timeout``.

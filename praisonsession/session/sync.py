@@ -88,10 +88,10 @@ class Session:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         """A store operation: inline on this thread when the store allows it."""
         core = self._core
-        if core.runs_inline:
-            return runtime.run(coro, timeout=core.timeout, inline=True)
+        if core._inline:
+            return runtime.run(coro, timeout=core._timeout, inline=True)
         what = getattr(coro, "__qualname__", "The call")  # named if the loop does not answer
-        return runtime.run(coro, timeout=core.timeout, what=what)
+        return runtime.run(coro, timeout=core._timeout, what=what)
 
     def _on_loop(self, coro: Coroutine[Any, Any, T], bounded: bool = True) -> T:
         """Memory, knowledge and agents: on the background loop, where a call that outlives

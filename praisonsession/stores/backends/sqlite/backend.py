@@ -37,8 +37,9 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from threading import get_ident
 from typing import Any, TypeVar, cast
 
 from ...._internal.checks import check_seconds
@@ -104,6 +105,18 @@ SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
 
 
+class _Thread:
+    """One thread's connection to the file, its reused cursor, and whether an event loop
+    runs on that thread (its checkpoints then go to a worker, see ``_after_commit``)."""
+
+    __slots__ = ("conn", "cursor", "on_loop")
+
+    def __init__(self, conn: sqlite3.Connection, cursor: sqlite3.Cursor, on_loop: bool) -> None:
+        self.conn = conn
+        self.cursor = cursor
+        self.on_loop = on_loop
+
+
 class SqliteBackend(StoreBackend):
     """The record operations on one SQLite file (see :class:`SqliteSession` for the options)."""
 
@@ -143,7 +156,7 @@ class SqliteBackend(StoreBackend):
         #: What an acknowledged write survives: "process" (a crash of the process) or
         #: "power" (a power loss too), from the ``synchronous`` in use.
         self.durability = _DURABILITY_OF[self._synchronous]
-        self._local = threading.local()
+        self._threads: dict[int, _Thread] = {}  # by thread ident: each thread's connection
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._schema_ready = False
@@ -156,47 +169,51 @@ class SqliteBackend(StoreBackend):
         _inherited.extend(self._connections)
         self._connections = []
         self._connections_lock = threading.Lock()
-        self._local = threading.local()
+        self._threads = {}
 
     # -- connections and transactions -----------------------------------------------------
 
+    def _here(self) -> _Thread | None:
+        """This thread's connection and cursor, if it has opened one."""
+        return self._threads.get(get_ident())
+
     def _connection(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(
-                self.path, timeout=0, isolation_level=None, check_same_thread=False
-            )
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(f"PRAGMA synchronous={self._synchronous}")
-                # deleted rows are overwritten with zeros, not left in free space: an erased
-                # user's messages must not be readable from the file's bytes
-                conn.execute("PRAGMA secure_delete=ON")
-            except sqlite3.DatabaseError as exc:
-                conn.close()
-                if _is_busy(exc):
-                    raise
-                raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
-            if loop_running_here():
-                # On an event loop, a checkpoint (an fsync of the file, under load many ms)
-                # would stop every coroutine of the loop: the loop's connection leaves it to
-                # a worker thread, every CHECKPOINT_EVERY commits (_after_commit).
-                conn.execute("PRAGMA wal_autocheckpoint=0")
-                self._local.on_loop = True
-            self._local.conn = conn
-            self._local.cursor = conn.cursor()
-            with self._connections_lock:
-                self._connections.append(conn)
-        return conn
+        return self._opened().conn
+
+    def _opened(self) -> _Thread:
+        """This thread's connection, opened on its first use (a thread ident is a dict key:
+        cheaper on every call than a ``threading.local``; a finished thread's connection
+        goes to the next thread that gets its ident, never to two threads at once)."""
+        here = self._threads.get(get_ident())
+        if here is not None:
+            return here
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=0, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            # deleted rows are overwritten with zeros, not left in free space: an erased
+            # user's messages must not be readable from the file's bytes
+            conn.execute("PRAGMA secure_delete=ON")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if _is_busy(exc):
+                raise
+            raise SessionCorruptedError(f"SQLite file {self.path}", str(exc)) from None
+        on_loop = loop_running_here()
+        if on_loop:
+            # On an event loop, a checkpoint (an fsync of the file, under load many ms)
+            # would stop every coroutine of the loop: the loop's connection leaves it to
+            # a worker thread, every CHECKPOINT_EVERY commits (_after_commit).
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+        here = self._threads[get_ident()] = _Thread(conn, conn.cursor(), on_loop)
+        with self._connections_lock:
+            self._connections.append(conn)
+        return here
 
     def _cursor(self) -> sqlite3.Cursor:
         """This thread's cursor, reused by the hot paths (a cursor per statement costs more)."""
-        cursor = getattr(self._local, "cursor", None)
-        if cursor is None:
-            self._connection()
-            cursor = self._local.cursor
-        return cursor
+        return self._opened().cursor
 
     async def _transaction(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
         """Run ``work`` in one transaction, retrying cooperatively while the file is busy."""
@@ -204,20 +221,17 @@ class SqliteBackend(StoreBackend):
         delay = 0.0002
         while True:
             try:
-                local = self._local
-                conn = getattr(local, "conn", None)
-                if conn is not None and self._schema_ready:
-                    cursor = local.cursor
-                else:
-                    conn = self._connection()
+                here = self._threads.get(get_ident())
+                if here is None or not self._schema_ready:
+                    here = self._opened()
                     if not self._schema_ready:
-                        self._create_schema(conn)
-                    cursor = self._local.cursor
+                        self._create_schema(here.conn)
+                conn, cursor = here.conn, here.cursor
                 cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
                     result = work(conn)
                     cursor.execute("COMMIT")
-                    if write and getattr(local, "on_loop", False):
+                    if write and here.on_loop:
                         self._after_commit()
                     return result
                 except BaseException:
@@ -365,7 +379,7 @@ class SqliteBackend(StoreBackend):
             connections, self._connections = self._connections, []
         for conn in connections:
             conn.close()
-        self._local = threading.local()
+        self._threads = {}
 
     # -- rows -----------------------------------------------------------------------------
 
@@ -712,14 +726,16 @@ class SqliteBackend(StoreBackend):
 
         return await self._write(work)
 
-    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
+    def increment_record_value(  # the transaction's coroutine itself: one frame fewer
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> Coroutine[Any, Any, int | float]:
         ids = (key.user_id, key.session_id, name)
 
         def work(conn: sqlite3.Connection) -> int | float:
             # Under the write lock: read the head and the value, add with Python's rule (exact
             # for every int and float), write both. A refused sum raises before any write.
             at = now()
-            cursor = self._local.cursor
+            cursor = self._threads[get_ident()].cursor
             row = cursor.execute(INCREMENT_READ, ids).fetchone()
             head = None if row is None else self._live_head(row, at)
             if head is None:
@@ -735,7 +751,7 @@ class SqliteBackend(StoreBackend):
             cursor.execute(INCREMENT_WRITE, write)
             return value
 
-        return await self._transaction(work, True)
+        return self._transaction(work, True)
 
     # -- modules and logs -----------------------------------------------------------------
 
