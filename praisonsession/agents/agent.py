@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..llm.client import ChatClient
     from .host import AgentHost
 
-__all__ = ["TURN_KEY", "Agent", "TurnIndex", "module_key"]
+__all__ = ["TURN_KEY", "Agent", "TurnKeyIndex", "module_key"]
 
 Message = dict[str, Any]
 #: Where a turn's idempotency key is kept: ``user_message["metadata"][TURN_KEY]``.
@@ -96,7 +96,7 @@ class Agent(StateModule):
         self._indexed_to = 0  # the history length the last background indexing was asked for
         self.last_request: Request | None = None
         self._client: ChatClient | None = None
-        self._turns = TurnIndex()
+        self._turn_keys = TurnKeyIndex()
         self.configure(spec)
 
     def configure(self, spec: AgentSpec) -> None:
@@ -148,7 +148,7 @@ class Agent(StateModule):
         async with self._turn_lock():
             await self.session.refresh_modules(**{self.key: self})
             if turn_key is not None:
-                done = self._turns.reply(self.history, turn_key)
+                done = self._turn_keys.reply(self.history, turn_key)
                 if done is not None:
                     return done
             context = await self._context(message)
@@ -162,7 +162,7 @@ class Agent(StateModule):
             try:
                 await self._save()
             except BaseException:
-                self._turns.forget()  # the unsaved turn may be moved by the next refresh
+                self._turn_keys.forget()  # the unsaved turn may be moved by the next refresh
                 raise
         self._index_meanwhile(len(self.history), request.window_start)
         return turn[-1]["content"]
@@ -411,9 +411,9 @@ class Agent(StateModule):
         return f"<table><caption>praisonsession Agent</caption>{body}</table>"
 
 
-class TurnIndex:
-    """Where each idempotency key's turn starts in a history: ``reply`` costs the same at 10
-    or 10,000 turns.
+class TurnKeyIndex:
+    """Where each idempotency key's turn starts in a history, so that a retried turn is
+    answered with its saved reply: ``reply`` costs the same at 10 or 10,000 turns.
 
     It reads only the messages added since it last looked; a history edited other than by
     appending (its ``revision`` moved, or it got shorter) is read again from the start.
