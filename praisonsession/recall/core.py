@@ -31,9 +31,10 @@ from .memory.recency import prefer_newer
 from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
 from .options import EMBEDDER_NAMES, default_overlap
-from .vectors import Where, chroma_client
+from .vectors import Vault, Where, chroma_client
 
 if TYPE_CHECKING:
+    from .._internal.sealing import TextSealer
     from ..settings import Settings
 
 __all__ = ["Recall", "default_embedder", "text_sealer", "vector_location"]
@@ -71,7 +72,7 @@ def vector_location(
     )
 
 
-def text_sealer(settings: Settings) -> Any:
+def text_sealer(settings: Settings) -> TextSealer | None:
     """The ``TextSealer`` of the settings' ``encryption_key`` (None without one): the texts
     Chroma keeps are sealed with it."""
     key = settings.resolved_encryption_key()
@@ -143,7 +144,22 @@ class Recall:
         namespace = settings.vector_namespace
         size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
         threshold = float(memory_config.get("dedupe_threshold", DEFAULT_THRESHOLD))
-        self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id, threshold)
+        # the texts Chroma keeps are sealed with the encryption key (vectors stay searchable),
+        # and ids are keyed digests, revealing no text either
+        sealer = text_sealer(settings)
+        # on a Chroma server, the user's data goes under their own key: crypto-erasure
+        vault = None if vault_key is None else Vault(vault_key)
+        self.long = LongTermMemory(
+            client,
+            namespace,
+            self.embedder,
+            user_id,
+            session_id,
+            threshold,
+            sealer=sealer,
+            digest_key=None if sealer is None else sealer.digest_key("memory"),
+            vault=vault,
+        )
         self.short = ShortTermMemory(logs, self.embedder, session_id, threshold)
         self.prefer_recent = bool(memory_config.get("prefer_recent", True))
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
@@ -162,20 +178,10 @@ class Recall:
             chunk_overlap=knowledge_config.get("chunk_overlap", default_overlap(size)),
             timeout=settings.timeout,
             progress=bool(knowledge_config.get("progress", True)),
+            sealer=sealer,
+            digest_key=None if sealer is None else sealer.digest_key("knowledge"),
+            vault=vault,
         )
-        sealer = text_sealer(settings)
-        if sealer is not None:  # the texts Chroma keeps are sealed too; vectors stay searchable
-            self.long.index.sealer = self.knowledge.index.sealer = sealer
-            self.long.history_index.sealer = sealer  # a history holds the memories' texts
-            self.long.digest_key = sealer.digest_key("memory")  # ids reveal no text either
-            self.knowledge.digest_key = sealer.digest_key("knowledge")
-        if vault_key is not None:  # a Chroma server: crypto-erasure (vectors/vault.py)
-            from .vectors import Vault
-
-            vault = Vault(vault_key)
-            self.long.index.vault = self.long.history_index.vault = vault
-            if self.knowledge.index.scope.owner is not None:  # shared knowledge is nobody's
-                self.knowledge.index.vault = vault
         self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import clock
 from ..._internal.json_data import check_json_data, dumps, loads
@@ -27,6 +27,10 @@ from ..vectors import Hit, ScopedIndex, Where, memory_scope
 from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, normalised, text_key
 from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
 from .recency import newer_first, similarities
+
+if TYPE_CHECKING:
+    from ..._internal.sealing import TextSealer
+    from ..vectors import Vault
 
 RESERVED = frozenset(
     {"user_id", "session_id", "memory_type", "created_at", "updated_at", "memory_id", "dedupe"}
@@ -45,6 +49,14 @@ def stored_field(field: str) -> str:
 
 
 class LongTermMemory:
+    """A user's long-term memories (see the module docstring).
+
+    When the store is encrypted (``encryption_key``), ``sealer`` seals the texts Chroma keeps
+    and ``digest_key`` keys the ids and duplicate keys of new memories (HMACs, not plain hashes
+    of their texts); ``vault`` is the user's on a Chroma server. The history gets the same: it
+    holds the memories' texts.
+    """
+
     def __init__(
         self,
         client: Any,
@@ -53,17 +65,21 @@ class LongTermMemory:
         user_id: str,
         session_id: str,
         threshold: float = DEFAULT_THRESHOLD,
+        *,
+        sealer: TextSealer | None = None,
+        digest_key: bytes | None = None,
+        vault: Vault | None = None,
     ) -> None:
         scope = memory_scope(namespace, user_id)
-        self.index = ScopedIndex(client, scope, embedder)
-        self.history_index = ScopedIndex(client, scope.related("memory_history"), embedder)
+        self.index = ScopedIndex(client, scope, embedder, sealer=sealer, vault=vault)
+        self.history_index = ScopedIndex(
+            client, scope.related("memory_history"), embedder, sealer=sealer, vault=vault
+        )
         self.embedder = embedder
         self.user_id = user_id
         self.session_id = session_id
         self.threshold = threshold
-        #: Set when the store is encrypted (``encryption_key``): ids and duplicate keys of
-        #: new memories are then HMACs under it, not plain hashes of their texts.
-        self.digest_key: bytes | None = None
+        self.digest_key = digest_key
 
     # -- adding ---------------------------------------------------------------------------
 
