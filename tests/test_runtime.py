@@ -383,7 +383,7 @@ def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None
 def test_a_forked_child_loads_its_own_model_and_never_frees_the_inherited_one() -> None:
     """An ONNX session's threads stay in the parent: freeing it in the child can wait
     forever, so the child keeps it untouched and embeds with a model of its own."""
-    from praisonsession import recall
+    from praisonsession.recall import core as recall  # where the embedders are kept
 
     inherited = recall.default_embedder("minilm")
     expected = inherited.embed_query("tea")
