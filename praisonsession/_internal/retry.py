@@ -36,7 +36,8 @@ class RetryPolicy(NamedTuple):
 
     def backoff(self, attempt: int) -> float:
         """The wait after failed attempt number ``attempt`` (1 for the first)."""
-        wait = min(self.longest_wait, self.first_wait * 2 ** (attempt - 1))
+        doubled: float = 2 ** (attempt - 1)  # typed Any: an int, or a float below attempt 1
+        wait = min(self.longest_wait, self.first_wait * doubled)
         return wait * (0.5 + random.random() / 2) if self.jitter else wait
 
     def attempts_used(self, attempt: int) -> bool:
