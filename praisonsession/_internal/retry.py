@@ -15,7 +15,7 @@ import math
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 from .runtime import remaining
 
@@ -51,6 +51,28 @@ class RetryPolicy(NamedTuple):
     def outlives_deadline(self, wait: float) -> bool:
         """The calling operation's deadline comes before a wait of ``wait`` seconds ends."""
         return wait >= remaining(math.inf)
+
+    @overload
+    def retrying(
+        self,
+        retry_on: Callable[[BaseException], bool],
+        *,
+        wait: Callable[[tenacity.RetryCallState], float] | None = None,
+        stop: Callable[[tenacity.RetryCallState], bool] | None = None,
+        sleep: Callable[[float], Any] = time.sleep,
+        asynchronous: Literal[False] = False,
+    ) -> tenacity.Retrying: ...
+
+    @overload
+    def retrying(
+        self,
+        retry_on: Callable[[BaseException], bool],
+        *,
+        wait: Callable[[tenacity.RetryCallState], float] | None = None,
+        stop: Callable[[tenacity.RetryCallState], bool] | None = None,
+        sleep: Callable[[float], Any] = time.sleep,
+        asynchronous: Literal[True],
+    ) -> tenacity.AsyncRetrying: ...
 
     def retrying(
         self,
