@@ -13,8 +13,9 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._internal.checks import MemoryQuery, MemoryType
 from .._internal.display import SearchHits
@@ -31,13 +32,15 @@ from .memory.recency import prefer_newer
 from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
 from .options import EMBEDDER_NAMES, default_overlap
-from .vectors import Vault, Where, chroma_client
+from .vectors import ScopedIndex, Vault, Where, chroma_client
 
 if TYPE_CHECKING:
     from .._internal.sealing import TextSealer
     from ..settings import Settings
 
 __all__ = ["Recall", "default_embedder", "text_sealer", "vector_location"]
+
+T = TypeVar("T")
 
 _ALL = 10**9  # no limit
 _embedders: dict[str, Embedder] = {}
@@ -230,7 +233,7 @@ class Recall:
         limit: int,
         where: Where | None = None,
         prefer_recent: bool | None = None,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         recent = self.prefer_recent if prefer_recent is None else prefer_recent
         entries = await self.short.entries() if memory_type in ("short", "all") else []
         known = self._queries.get(query)
@@ -381,7 +384,7 @@ class Recall:
                 return False
         return True
 
-    def _empty(self, index: Any) -> bool:
+    def _empty(self, index: ScopedIndex) -> bool:
         """Whether ``index`` holds nothing (blocking: it may count the collection)."""
         key = (self._client_id, index.name)
         seen = _found_empty.get(key)
@@ -397,7 +400,7 @@ class Recall:
         _found_empty.pop(key, None)
         return False
 
-    async def _filling(self, index: Any, add: Any, *args: Any) -> Any:
+    async def _filling(self, index: ScopedIndex, add: Callable[..., T], *args: Any) -> T:
         """Run ``add`` off the loop, forgetting that ``index`` was empty before and after it
         (a search running meanwhile may have counted it empty)."""
         _found_empty.pop((self._client_id, index.name), None)

@@ -435,7 +435,8 @@ class VectorIndex:
         ]
 
     def count(self) -> int:
-        return self.collection.count()
+        entries: int = self.collection.count()
+        return entries
 
     def delete_ids(self, ids: list[str]) -> None:
         if ids:
