@@ -22,7 +22,7 @@ import json
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import tracing
 from .._internal import runtime
@@ -79,6 +79,18 @@ class Agent(StateModule):
     ``docs/pages/long-conversations.md``.
     """
 
+    # the spec's plain options, one attribute each (``agent.role``, ...): set by ``configure``
+    role: str
+    instructions: str | None
+    memory: bool
+    goal: str | None
+    backstory: str | None
+    history_window: int | None
+    max_tool_rounds: int
+    context_items: int
+    recall_turns: int
+    compact_every: int
+
     def __init__(self, session: AgentHost, spec: AgentSpec) -> None:
         super().__init__()
         self.session = session
@@ -103,13 +115,16 @@ class Agent(StateModule):
         """Take everything from ``spec`` but the name and the history (what a repeated
         ``Agent(...)`` does)."""
         config = resolve_llm(spec.llm, self.session.settings, timeout=self.session.timeout)
-        toolbox = Toolbox(spec.tools)  # all checked before anything changes
+        # AgentSpec.__post_init__ made tools a tuple, and knowledge a tuple or None
+        tools = cast("tuple[Callable[..., Any], ...]", spec.tools)
+        sources = cast("tuple[str, ...] | None", spec.knowledge)
+        toolbox = Toolbox(tools)  # all checked before anything changes
         counter = coerce_counter(spec.token_counter)
         self.spec = spec
         for option in fields(spec):  # each plain option as an attribute (agent.role, ...)
             if option.name not in _RESOLVED:
                 setattr(self, option.name, getattr(spec, option.name))
-        self.knowledge = None if spec.knowledge is None else list(spec.knowledge)
+        self.knowledge = None if sources is None else list(sources)
         self.tools = toolbox
         # the recent turns are counted again on every turn: each text is counted once
         self.token_counter = CachedCounter(counter)
@@ -165,7 +180,8 @@ class Agent(StateModule):
                 self._turn_keys.forget()  # the unsaved turn may be moved by the next refresh
                 raise
         self._index_meanwhile(len(self.history), request.window_start)
-        return turn[-1]["content"]
+        answer: str = turn[-1]["content"]
+        return answer
 
     async def _request(self, client: ChatClient, message: str, context: str) -> Request:
         """The request for this turn within ``context_budget``: compacts first when enough
