@@ -90,9 +90,9 @@ class KnowledgeBase:
         self.scope = scope
         self.user_id = user_id
         self.session_id = session_id
-        where = knowledge_scope(namespace, scope, user_id, session_id)
-        owned = vault if where.owner is not None else None
-        self.index = ScopedIndex(client, where, embedder, sealer=sealer, vault=owned)
+        stored_in = knowledge_scope(namespace, scope, user_id, session_id)
+        users_vault = vault if stored_in.owner is not None else None  # global: nobody's
+        self.index = ScopedIndex(client, stored_in, embedder, sealer=sealer, vault=users_vault)
         self.embedder = embedder
         self.digest_key = digest_key
         self.chunk_size = chunk_size
