@@ -213,7 +213,7 @@ class Settings:
             return NotImplemented
         return self.as_dict() == other.as_dict()
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as it compares by value
 
     def __repr__(self) -> str:
         shown = []

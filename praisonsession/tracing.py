@@ -16,14 +16,33 @@ OpenTelemetry GenAI conventions (``gen_ai.*``) and, for store operations, the da
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol, TypeVar, cast
 
 from .errors import MissingDependencyError, install_line
 
 __all__ = ["disable", "enable", "on"]
 
 T = TypeVar("T")
+
+
+class ChatAnswer(Protocol):
+    """What a chat-completion span records of the reply (an ``llm.replies.ChatReply``)."""
+
+    @property
+    def usage(self) -> dict[str, Any] | None: ...
+
+    @property
+    def model(self) -> str | None: ...
+
+    @property
+    def finish_reason(self) -> str | None: ...
+
+    def to_message(self) -> dict[str, Any]: ...
+
+
+Answer = TypeVar("Answer", bound=ChatAnswer)
+Chat = TypeVar("Chat", bound=Callable[..., Coroutine[Any, Any, Any]])
 
 _TRUE = ("1", "true", "yes", "on")
 #: Whether spans are made. Hooks test it before anything else.
@@ -128,7 +147,7 @@ async def session_call(what: str, session: Any, work: Awaitable[T]) -> T:
             raise
 
 
-def chat_completion(config: Any, body: dict[str, Any], send: Callable[[], Any]) -> Any:
+def chat_completion(config: Any, body: dict[str, Any], send: Callable[[], Answer]) -> Answer:
     """A span around one chat completion (retries included), GenAI client attributes."""
     from urllib.parse import urlsplit
 
@@ -172,12 +191,12 @@ def chat_completion(config: Any, body: dict[str, Any], send: Callable[[], Any]) 
         return reply
 
 
-def agent_turn(chat: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+def agent_turn(chat: Chat) -> Chat:
     """``Agent.achat`` in an ``invoke_agent`` span when tracing is on; as it is when off."""
     import functools
 
     @functools.wraps(chat)
-    async def traced(agent: Any, message: str, **options: Any) -> T:
+    async def traced(agent: Any, message: str, **options: Any) -> Any:
         if not on:
             return await chat(agent, message, **options)
         import json
@@ -198,7 +217,7 @@ def agent_turn(chat: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]
                 _failed(span, error)
                 raise
 
-    return traced
+    return cast(Chat, traced)  # takes the same arguments, returns what ``chat`` returns
 
 
 async def server_request(scope: dict[str, Any], receive: Any, send: Any, app: Any) -> None:

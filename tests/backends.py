@@ -17,8 +17,9 @@ from praisonsession.stores.api import Key
 
 BACKENDS = ["memory", "json", "sqlite"]  # the facade tests (test_session.py) run on these
 STORE_BACKENDS = [*BACKENDS, "redis", "postgres"]  # every backend, each with a URL
-#: The store conformance suites run on every backend, and on a wrapper (``counting_store.py``,
-#: over SQLite) that uses only the public backend protocol.
+#: Every backend, a wrapper that uses only the public backend protocol (``counting_store.py``,
+#: over SQLite) and encryption: the kinds the ``store`` fixture runs a test on, and the
+#: conformance suite's (``test_store_conformance.py``).
 CONFORMANCE_BACKENDS = [*STORE_BACKENDS, "wrapped", "encrypted"]
 PERSISTENT = ["json", "sqlite", "redis", "postgres"]
 SHARED = ["json", "sqlite", "redis", "postgres"]  # stores many processes open by URL

@@ -19,6 +19,9 @@ from praisonsession._internal import runtime
 from redis_server import RedisServer
 from sessions import open_session  # noqa: F401 - shared fixture
 
+#: The shipped conformance suite's assertions report their operands, as ours do.
+pytest.register_assert_rewrite("praisonsession.stores.testing")
+
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
@@ -71,7 +74,7 @@ def _open(kind: str, request: pytest.FixtureRequest, root: Path) -> SessionBase:
 
 @pytest.fixture(params=CONFORMANCE_BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SessionBase]:
-    """Each backend in turn; the conformance suite runs once per backend."""
+    """Each kind of ``CONFORMANCE_BACKENDS`` in turn: the test runs once per kind."""
     store = _open(request.param, request, tmp_path)
     yield store
     runtime.run(store.close())

@@ -1,7 +1,7 @@
 """A backend wrapper written only against the public backend protocol: it takes a backend, is
 a backend, and counts the record operations that reach the one it wraps.
 
-It proves that a wrapper (encryption, caching) needs nothing private: the conformance suites run
+It proves that a wrapper (encryption, caching) needs nothing private: the conformance suite runs
 on a store over it as one more backend (``wrapped`` in ``backends.CONFORMANCE_BACKENDS``).
 """
 

@@ -41,7 +41,7 @@ from praisonsession.stores.record import Key
 from praisonsession.stores.reserved import SNAPSHOT_OWNER, snapshot_key
 
 #: Text every backend must carry unchanged: emoji, CJK, combining marks, right-to-left,
-#: a lone surrogate (stored with escapes: see test_store_conformance), NUL and newlines.
+#: a lone surrogate (stored with escapes: see praisonsession.stores.testing), NUL and newlines.
 ODD_TEXTS = [
     "emoji 🎉👩‍💻",
     "日本語のテキスト、中文",

@@ -1,7 +1,7 @@
 """Encryption at rest (``encryption_key``): nothing readable in the files, plaintext and tampered
 records refused with a typed error, copies and archives round-trip, increments and appends
-exact under many processes. The store conformance suites also run on an encrypted store
-(``backends.CONFORMANCE_BACKENDS``)."""
+exact under many processes. The store conformance suite also runs on an encrypted store
+(``TestEncrypted`` in ``test_store_conformance.py``)."""
 
 from __future__ import annotations
 

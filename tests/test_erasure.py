@@ -289,8 +289,7 @@ def test_a_vaulted_collection_still_reaches_entries_stored_before_the_vault(
     embedder = default_embedder("minilm")
     before = VectorIndex(client, name, embedder, owner="ann")
     before.add(["a", "b"], ["Ann likes tea", "Ann likes jazz"], [{"t": "drink"}, {"t": "music"}])
-    vaulted = VectorIndex(client, name, embedder, owner="ann")
-    vaulted.vault = Vault(os.urandom(32))
+    vaulted = VectorIndex(client, name, embedder, owner="ann", vault=Vault(os.urandom(32)))
     try:
         assert [hit.id for hit in vaulted.get(where={"t": "drink"})] == ["a"]
         assert vaulted.existing(["a", "b", "c"]) == {"a", "b"}

@@ -2,7 +2,7 @@
 
 Every test runs on each backend (memory, JSON, SQLite, Redis, PostgreSQL) through the
 ``store`` fixture, on the public ``Session`` (and ``AsyncSession``) API; the store-level twin
-of these promises is ``test_hierarchy_conformance.py``. Archives are in
+of these promises is in the shipped suite, ``praisonsession.stores.testing``. Archives are in
 ``test_archives.py``, kills in ``test_hierarchy_crashes.py``.
 """
 

@@ -214,7 +214,7 @@ def test_get_context_labels_sections_and_keeps_the_budget(open_session, tmp_path
 
 
 def test_the_emptiness_check_forgets_stale_users_and_sees_a_new_memory(open_session) -> None:
-    from praisonsession.recall import core as recall
+    from praisonsession.recall import core as recall  # where the emptiness cache is kept
 
     # many users found empty long ago: the next check drops them instead of growing forever
     long_ago = time.monotonic() - 10 * recall.EMPTY_TRUST

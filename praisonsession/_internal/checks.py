@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeGuard, get_args
 
 from ..errors import InvalidValueError
 
@@ -74,7 +74,7 @@ def check_flag(value: Any, label: str) -> bool:
     return value
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     """An ``int`` that is not a ``bool``."""
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -46,7 +46,7 @@ def _clip(text: Any) -> str:
     return flat if len(flat) <= _SHOWN_TEXT else flat[: _SHOWN_TEXT - 1] + "…"
 
 
-class SearchHits(list):  # type: ignore[type-arg]
+class SearchHits(list[dict[str, Any]]):
     """The hits of ``search_memory`` / ``search_knowledge``, best first: a list of dicts that
     a notebook shows as a table (score, text, where it came from)."""
 
@@ -66,7 +66,7 @@ class SearchHits(list):  # type: ignore[type-arg]
         return html_table(caption, ("score", "text", "from"), rows)
 
 
-class SnapshotList(list):  # type: ignore[type-arg]
+class SnapshotList(list[Any]):
     """A session's snapshots, oldest first; a notebook shows them as a table."""
 
     def _repr_html_(self) -> str:
@@ -99,7 +99,7 @@ def tree_html(nodes: Sequence[Any]) -> str:
     return f"<ul>{''.join(items)}</ul>"
 
 
-class TreeList(list):  # type: ignore[type-arg]
+class TreeList(list[Any]):
     """A user's sessions as a forest (``TreeNode`` roots); a notebook draws it as a tree."""
 
     def _repr_html_(self) -> str:

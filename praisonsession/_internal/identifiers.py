@@ -33,15 +33,16 @@ def _check_text(value: object, what: str, max_length: int) -> str:
     valid = _valid[max_length]
     if type(value) is str and value in valid:  # exactly str: a subclass could change equality
         return value
-    _walk(value, what, max_length)
+    text = _walk(value, what, max_length)
     if type(value) is str:
         if len(valid) >= _REMEMBERED:
             valid.clear()
         valid.add(value)
-    return value  # type: ignore[return-value]
+    return text
 
 
-def _walk(value: object, what: str, max_length: int) -> None:
+def _walk(value: object, what: str, max_length: int) -> str:
+    """``value`` if it is a valid id of at most ``max_length`` characters, else InvalidIdError."""
     if not isinstance(value, str):
         raise InvalidIdError(f"{what} must be a str, got {type(value).__name__}: {value!r}.")
     if not value:
@@ -62,6 +63,7 @@ def _walk(value: object, what: str, max_length: int) -> None:
             raise InvalidIdError(
                 f"{what} {value!r} contains a lone surrogate ({ch!r}); ids must be valid Unicode."
             )
+    return value
 
 
 def check_session_id(session_id: object) -> str:

@@ -15,7 +15,7 @@ import math
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 from .runtime import remaining
 
@@ -36,7 +36,8 @@ class RetryPolicy(NamedTuple):
 
     def backoff(self, attempt: int) -> float:
         """The wait after failed attempt number ``attempt`` (1 for the first)."""
-        wait = min(self.longest_wait, self.first_wait * 2 ** (attempt - 1))
+        doubled: float = 2 ** (attempt - 1)  # typed Any: an int, or a float below attempt 1
+        wait = min(self.longest_wait, self.first_wait * doubled)
         return wait * (0.5 + random.random() / 2) if self.jitter else wait
 
     def attempts_used(self, attempt: int) -> bool:
@@ -50,6 +51,28 @@ class RetryPolicy(NamedTuple):
     def outlives_deadline(self, wait: float) -> bool:
         """The calling operation's deadline comes before a wait of ``wait`` seconds ends."""
         return wait >= remaining(math.inf)
+
+    @overload
+    def retrying(
+        self,
+        retry_on: Callable[[BaseException], bool],
+        *,
+        wait: Callable[[tenacity.RetryCallState], float] | None = None,
+        stop: Callable[[tenacity.RetryCallState], bool] | None = None,
+        sleep: Callable[[float], Any] = time.sleep,
+        asynchronous: Literal[False] = False,
+    ) -> tenacity.Retrying: ...
+
+    @overload
+    def retrying(
+        self,
+        retry_on: Callable[[BaseException], bool],
+        *,
+        wait: Callable[[tenacity.RetryCallState], float] | None = None,
+        stop: Callable[[tenacity.RetryCallState], bool] | None = None,
+        sleep: Callable[[float], Any] = time.sleep,
+        asynchronous: Literal[True],
+    ) -> tenacity.AsyncRetrying: ...
 
     def retrying(
         self,

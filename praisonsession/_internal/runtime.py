@@ -167,7 +167,8 @@ def drive(coro: Coroutine[Any, Any, T]) -> T:
     try:
         coro.send(None)
     except StopIteration as finished:
-        return finished.value
+        result: T = finished.value  # what the coroutine returned
+        return result
     coro.close()
     raise RuntimeError("an inline coroutine suspended outside execution.pause/offload")
 
@@ -302,8 +303,8 @@ def _settle(waiter: Future[T], done: Future[T], what: str) -> None:
     try:
         if done.cancelled():
             waiter.set_exception(RuntimeShutdownError(what))
-        elif done.exception() is not None:
-            waiter.set_exception(done.exception())  # type: ignore[arg-type]
+        elif (failure := done.exception()) is not None:
+            waiter.set_exception(failure)
         else:
             waiter.set_result(done.result())
     except Exception:  # InvalidStateError: shutdown settled it in between

@@ -88,7 +88,8 @@ class TextSealer:
         try:
             raw = base64.urlsafe_b64decode(text[len(_PREFIX) :])
             bound = f"{collection}\x00{entry}".encode()
-            return self._cipher(collection).decrypt(raw[:_NONCE], raw[_NONCE:], bound).decode()
+            plain: bytes = self._cipher(collection).decrypt(raw[:_NONCE], raw[_NONCE:], bound)
+            return plain.decode()
         except Exception:  # bad base64, too short, InvalidTag: not ours as it is
             raise DecryptionError(
                 what, "it does not open with this key: altered, moved, or another key"

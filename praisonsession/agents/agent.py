@@ -22,7 +22,7 @@ import json
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import tracing
 from .._internal import runtime
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..llm.client import ChatClient
     from .host import AgentHost
 
-__all__ = ["TURN_KEY", "Agent", "TurnIndex", "module_key"]
+__all__ = ["TURN_KEY", "Agent", "TurnKeyIndex", "module_key"]
 
 Message = dict[str, Any]
 #: Where a turn's idempotency key is kept: ``user_message["metadata"][TURN_KEY]``.
@@ -79,6 +79,18 @@ class Agent(StateModule):
     ``docs/pages/long-conversations.md``.
     """
 
+    # the spec's plain options, one attribute each (``agent.role``, ...): set by ``configure``
+    role: str
+    instructions: str | None
+    memory: bool
+    goal: str | None
+    backstory: str | None
+    history_window: int | None
+    max_tool_rounds: int
+    context_items: int
+    recall_turns: int
+    compact_every: int
+
     def __init__(self, session: AgentHost, spec: AgentSpec) -> None:
         super().__init__()
         self.session = session
@@ -96,20 +108,23 @@ class Agent(StateModule):
         self._indexed_to = 0  # the history length the last background indexing was asked for
         self.last_request: Request | None = None
         self._client: ChatClient | None = None
-        self._turns = TurnIndex()
+        self._turn_keys = TurnKeyIndex()
         self.configure(spec)
 
     def configure(self, spec: AgentSpec) -> None:
         """Take everything from ``spec`` but the name and the history (what a repeated
         ``Agent(...)`` does)."""
         config = resolve_llm(spec.llm, self.session.settings, timeout=self.session.timeout)
-        toolbox = Toolbox(spec.tools)  # all checked before anything changes
+        # AgentSpec.__post_init__ made tools a tuple, and knowledge a tuple or None
+        tools = cast("tuple[Callable[..., Any], ...]", spec.tools)
+        sources = cast("tuple[str, ...] | None", spec.knowledge)
+        toolbox = Toolbox(tools)  # all checked before anything changes
         counter = coerce_counter(spec.token_counter)
         self.spec = spec
         for option in fields(spec):  # each plain option as an attribute (agent.role, ...)
             if option.name not in _RESOLVED:
                 setattr(self, option.name, getattr(spec, option.name))
-        self.knowledge = None if spec.knowledge is None else list(spec.knowledge)
+        self.knowledge = None if sources is None else list(sources)
         self.tools = toolbox
         # the recent turns are counted again on every turn: each text is counted once
         self.token_counter = CachedCounter(counter)
@@ -148,7 +163,7 @@ class Agent(StateModule):
         async with self._turn_lock():
             await self.session.refresh_modules(**{self.key: self})
             if turn_key is not None:
-                done = self._turns.reply(self.history, turn_key)
+                done = self._turn_keys.reply(self.history, turn_key)
                 if done is not None:
                     return done
             context = await self._context(message)
@@ -162,10 +177,11 @@ class Agent(StateModule):
             try:
                 await self._save()
             except BaseException:
-                self._turns.forget()  # the unsaved turn may be moved by the next refresh
+                self._turn_keys.forget()  # the unsaved turn may be moved by the next refresh
                 raise
         self._index_meanwhile(len(self.history), request.window_start)
-        return turn[-1]["content"]
+        answer: str = turn[-1]["content"]
+        return answer
 
     async def _request(self, client: ChatClient, message: str, context: str) -> Request:
         """The request for this turn within ``context_budget``: compacts first when enough
@@ -411,9 +427,9 @@ class Agent(StateModule):
         return f"<table><caption>praisonsession Agent</caption>{body}</table>"
 
 
-class TurnIndex:
-    """Where each idempotency key's turn starts in a history: ``reply`` costs the same at 10
-    or 10,000 turns.
+class TurnKeyIndex:
+    """Where each idempotency key's turn starts in a history, so that a retried turn is
+    answered with its saved reply: ``reply`` costs the same at 10 or 10,000 turns.
 
     It reads only the messages added since it last looked; a history edited other than by
     appending (its ``revision`` moved, or it got shorter) is read again from the start.

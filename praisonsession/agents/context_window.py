@@ -247,10 +247,10 @@ def assemble(
         room = int(left * _RECALL_SHARE) - header_cost - counter.count(RECALL_HEADER)
         lines: list[str] = []
         spent = 0
-        for start, turn in recalled:
+        for start, older in recalled:
             if start >= window_start:
                 continue
-            line = _turn_text(turn)
+            line = _turn_text(older)
             cost = counter.count(line) + 1
             if spent + cost > room:
                 continue  # a long old turn gives way; a shorter one after it may still fit

@@ -76,7 +76,10 @@ class ChatClient:
         request fields, then ``tools`` and ``tool_choice`` when given."""
         body = self._body(messages, tools, tool_choice)
         data = _encode(body)
-        send = lambda: call_with_retries(lambda: self._post(data), self.config)  # noqa: E731
+
+        def send() -> ChatReply:
+            return call_with_retries(lambda: self._post(data), self.config)
+
         return tracing.chat_completion(self.config, body, send) if tracing.on else send()
 
     async def acomplete(
@@ -213,11 +216,13 @@ def _error_detail(content: bytes, limit: int = 300) -> str:
         data = None
     if isinstance(data, dict):
         error = data.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:limit]
+        message = error.get("message") if isinstance(error, dict) else None
+        if isinstance(message, str):
+            return message[:limit]
         for key in ("error", "message", "detail"):
-            if isinstance(data.get(key), str):
-                return data[key][:limit]
+            said = data.get(key)
+            if isinstance(said, str):
+                return said[:limit]
     return content.decode("utf-8", "replace").strip()[:limit]
 
 

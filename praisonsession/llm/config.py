@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._internal.checks import check_count
+from .._internal.checks import check_count, check_seconds
 from .._internal.redaction import clean_secret, redact_url
 from ..errors import InvalidValueError
 from ..settings import DEFAULT_TIMEOUT
@@ -99,11 +99,7 @@ class LLMConfig:
         if self.api_key:
             object.__setattr__(self, "api_key", clean_secret(self.api_key, "The LLM api_key"))
         for name in ("timeout", "max_retry_wait", "retry_backoff"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise InvalidValueError(f"llm {name} must be a number >= 0, got {value!r}.")
-        if self.timeout == 0:
-            raise InvalidValueError("llm timeout must be more than 0 seconds.")
+            check_seconds(getattr(self, name), f"llm {name}", positive=name == "timeout")
         check_count(self.max_retries, "llm max_retries")
 
     @property

@@ -211,7 +211,8 @@ class ScriptedChatServer:
 
     def last_messages(self) -> list[dict[str, Any]]:
         """The ``messages`` of the last chat request."""
-        return self.chat_requests[-1].body["messages"]
+        messages: list[dict[str, Any]] = self.chat_requests[-1].body["messages"]
+        return messages
 
     def reset(self) -> None:
         """Forget recorded requests and queued replies."""

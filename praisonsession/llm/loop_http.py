@@ -17,6 +17,7 @@ Failures are raised as requests' own exceptions, so that the retry policy and th
 from __future__ import annotations
 
 import asyncio
+import sys
 from urllib.parse import urlsplit
 
 import requests
@@ -45,27 +46,34 @@ class LoopConnections:
         ``requests.exceptions.ConnectionError`` or ``ReadTimeout`` when there is no answer."""
         request = self._head + b"Content-Length: %d\r\n\r\n" % len(data) + data
         try:
-            async with asyncio.timeout(timeout):
-                while self._idle:
-                    connection = self._idle.pop()
-                    try:
-                        return await self._exchange(connection, request)
-                    except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-                        continue  # closed by the server while idle: try another, then a new one
-                try:
-                    connection = await asyncio.open_connection(self.host, self.port)
-                except OSError as exc:
-                    raise requests.exceptions.ConnectionError(
-                        f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}"
-                    ) from None
-                try:
-                    return await self._exchange(connection, request)
-                except (ConnectionError, asyncio.IncompleteReadError, ValueError) as exc:
-                    raise requests.exceptions.ConnectionError(
-                        f"the connection broke ({type(exc).__name__})"
-                    ) from None
-        except TimeoutError:
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(timeout):
+                    return await self._send(request)
+            # asyncio.timeout is new in 3.11: without it, this call failed on 3.10
+            return await asyncio.wait_for(self._send(request), timeout)  # pragma: no cover
+        except (TimeoutError, asyncio.TimeoutError):  # the same class from Python 3.11 on
             raise requests.exceptions.ReadTimeout(f"no answer within {timeout:g} s") from None
+
+    async def _send(self, request: bytes) -> Answer:
+        """Send ``request`` on an idle kept-alive connection, else on a new one."""
+        while self._idle:
+            connection = self._idle.pop()
+            try:
+                return await self._exchange(connection, request)
+            except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+                continue  # closed by the server while idle: try another, then a new one
+        try:
+            connection = await asyncio.open_connection(self.host, self.port)
+        except OSError as exc:
+            raise requests.exceptions.ConnectionError(
+                f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from None
+        try:
+            return await self._exchange(connection, request)
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError) as exc:
+            raise requests.exceptions.ConnectionError(
+                f"the connection broke ({type(exc).__name__})"
+            ) from None
 
     async def _exchange(self, connection: Connection, request: bytes) -> Answer:
         reader, writer = connection

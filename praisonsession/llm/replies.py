@@ -103,7 +103,7 @@ def _tool_calls(calls: Any, url: str) -> list[ToolCall]:
     for index, call in enumerate(calls):
         function = call.get("function") if isinstance(call, dict) else None
         name = function.get("name") if isinstance(function, dict) else None
-        if not isinstance(name, str) or not name:
+        if not isinstance(function, dict) or not isinstance(name, str) or not name:
             raise _malformed(url, f"tool_calls[{index}] has no function name")
         arguments = function.get("arguments")
         if arguments is None:

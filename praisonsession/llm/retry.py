@@ -166,6 +166,7 @@ def call_with_retries(
 async def acall_with_retries(attempt: Callable[[], Awaitable[T]], config: LLMConfig) -> T:
     """``call_with_retries`` for a coroutine: the same policy, waiting without blocking."""
     started = time.monotonic()
+    first: Exception | None  # the failure of the first attempt, until tenacity is told of it
     try:  # the usual case, answered at once: no retry machinery to set up
         return await attempt()
     except Exception as exc:

@@ -13,8 +13,9 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._internal.checks import MemoryQuery, MemoryType
 from .._internal.display import SearchHits
@@ -31,12 +32,15 @@ from .memory.recency import prefer_newer
 from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
 from .options import EMBEDDER_NAMES, default_overlap
-from .vectors import Where, chroma_client
+from .vectors import ScopedIndex, Vault, Where, chroma_client
 
 if TYPE_CHECKING:
+    from .._internal.sealing import TextSealer
     from ..settings import Settings
 
 __all__ = ["Recall", "default_embedder", "text_sealer", "vector_location"]
+
+T = TypeVar("T")
 
 _ALL = 10**9  # no limit
 _embedders: dict[str, Embedder] = {}
@@ -71,7 +75,7 @@ def vector_location(
     )
 
 
-def text_sealer(settings: Settings) -> Any:
+def text_sealer(settings: Settings) -> TextSealer | None:
     """The ``TextSealer`` of the settings' ``encryption_key`` (None without one): the texts
     Chroma keeps are sealed with it."""
     key = settings.resolved_encryption_key()
@@ -143,7 +147,22 @@ class Recall:
         namespace = settings.vector_namespace
         size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
         threshold = float(memory_config.get("dedupe_threshold", DEFAULT_THRESHOLD))
-        self.long = LongTermMemory(client, namespace, self.embedder, user_id, session_id, threshold)
+        # the texts Chroma keeps are sealed with the encryption key (vectors stay searchable),
+        # and ids are keyed digests, revealing no text either
+        sealer = text_sealer(settings)
+        # on a Chroma server, the user's data goes under their own key: crypto-erasure
+        vault = None if vault_key is None else Vault(vault_key)
+        self.long = LongTermMemory(
+            client,
+            namespace,
+            self.embedder,
+            user_id,
+            session_id,
+            threshold,
+            sealer=sealer,
+            digest_key=None if sealer is None else sealer.digest_key("memory"),
+            vault=vault,
+        )
         self.short = ShortTermMemory(logs, self.embedder, session_id, threshold)
         self.prefer_recent = bool(memory_config.get("prefer_recent", True))
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
@@ -162,20 +181,10 @@ class Recall:
             chunk_overlap=knowledge_config.get("chunk_overlap", default_overlap(size)),
             timeout=settings.timeout,
             progress=bool(knowledge_config.get("progress", True)),
+            sealer=sealer,
+            digest_key=None if sealer is None else sealer.digest_key("knowledge"),
+            vault=vault,
         )
-        sealer = text_sealer(settings)
-        if sealer is not None:  # the texts Chroma keeps are sealed too; vectors stay searchable
-            self.long.index.sealer = self.knowledge.index.sealer = sealer
-            self.long.history_index.sealer = sealer  # a history holds the memories' texts
-            self.long.digest_key = sealer.digest_key("memory")  # ids reveal no text either
-            self.knowledge.digest_key = sealer.digest_key("knowledge")
-        if vault_key is not None:  # a Chroma server: crypto-erasure (vectors/vault.py)
-            from .vectors import Vault
-
-            vault = Vault(vault_key)
-            self.long.index.vault = self.long.history_index.vault = vault
-            if self.knowledge.index.scope.owner is not None:  # shared knowledge is nobody's
-                self.knowledge.index.vault = vault
         self.progress = bool(memory_config.get("progress", True))
         self.context_budget = int(memory_config.get("context_chars", DEFAULT_BUDGET))
         # Below this cosine similarity a hit is noise, not context (MiniLM: unrelated ~0.1).
@@ -224,7 +233,7 @@ class Recall:
         limit: int,
         where: Where | None = None,
         prefer_recent: bool | None = None,
-    ) -> list[dict]:
+    ) -> list[dict[str, Any]]:
         recent = self.prefer_recent if prefer_recent is None else prefer_recent
         entries = await self.short.entries() if memory_type in ("short", "all") else []
         known = self._queries.get(query)
@@ -375,7 +384,7 @@ class Recall:
                 return False
         return True
 
-    def _empty(self, index: Any) -> bool:
+    def _empty(self, index: ScopedIndex) -> bool:
         """Whether ``index`` holds nothing (blocking: it may count the collection)."""
         key = (self._client_id, index.name)
         seen = _found_empty.get(key)
@@ -391,7 +400,7 @@ class Recall:
         _found_empty.pop(key, None)
         return False
 
-    async def _filling(self, index: Any, add: Any, *args: Any) -> Any:
+    async def _filling(self, index: ScopedIndex, add: Callable[..., T], *args: Any) -> T:
         """Run ``add`` off the loop, forgetting that ``index`` was empty before and after it
         (a search running meanwhile may have counted it empty)."""
         _found_empty.pop((self._client_id, index.name), None)

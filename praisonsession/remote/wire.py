@@ -88,15 +88,17 @@ def encode_error(exc: PraisonSessionError, status: int | None = None) -> tuple[i
 def decode_error(status: int, body: Any, url: str) -> PraisonSessionError:
     """The error a server's answer stands for: the class it names, else one by status."""
     error = body.get("error") if isinstance(body, dict) else None
+    fields: dict[str, Any] = {}
     if isinstance(error, dict) and error.get("type") in ERROR_STATUS:
-        name = error["type"]
+        name: str = error["type"]
         message = str(error.get("message") or f"HTTP {status}")
-        fields = error.get("fields") if isinstance(error.get("fields"), dict) else {}
+        given = error.get("fields")
+        if isinstance(given, dict):
+            fields = given
     else:
         name = _by_status(status)
         message = _detail(body) or f"HTTP {status}"
-        fields = {}
-    cls = getattr(errors, name)
+    cls: type[PraisonSessionError] = getattr(errors, name)  # both name classes of errors
     where = f" [session server {url}, HTTP {status}]"
     if issubclass(cls, RemoteError):
         return cls(message + where, url=url, status=status)
@@ -126,7 +128,8 @@ def _detail(body: Any, limit: int = 500) -> str:
     """What a foreign server said: FastAPI's ``detail``, PraisonAI's ``error``, or the text."""
     if isinstance(body, dict):
         for key in ("detail", "error", "message"):
-            if isinstance(body.get(key), str):
-                return body[key][:limit]
+            said = body.get(key)
+            if isinstance(said, str):
+                return said[:limit]
         return ""
     return body[:limit] if isinstance(body, str) else ""

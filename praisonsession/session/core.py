@@ -447,7 +447,8 @@ class AsyncSession:
                 )
             opening = self._recall_opening
         try:
-            self._recall = await asyncio.wrap_future(opening)
+            # shielded: a caller's timeout ends its wait, never the opening others wait for
+            self._recall = await asyncio.shield(asyncio.wrap_future(opening))
         except Exception:
             with self._opening_lock:
                 if self._recall_opening is opening:

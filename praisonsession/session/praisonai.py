@@ -10,7 +10,12 @@ this session where the session's methods say so. Each view has an async twin for
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..recall.knowledge.knowledge_base import KnowledgeAdded
+    from .core import AsyncSession
+    from .sync import Session
 
 __all__ = ["AsyncKnowledgeView", "AsyncMemoryView", "KnowledgeView", "MemoryView"]
 
@@ -18,7 +23,7 @@ __all__ = ["AsyncKnowledgeView", "AsyncMemoryView", "KnowledgeView", "MemoryView
 class MemoryView:
     """PraisonAI's ``Memory`` calls on a ``Session``'s memory."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Session) -> None:
         self._session = session
 
     def store_short_term(self, text: str, metadata: dict[str, Any] | None = None, **_: Any) -> str:
@@ -56,7 +61,9 @@ class MemoryView:
     def history(self, memory_id: str) -> list[dict[str, Any]]:
         return self._session.memory_history(memory_id)
 
-    def get_all(self, limit: int = 100, where: dict[str, Any] | None = None, **_: Any) -> list:
+    def get_all(
+        self, limit: int = 100, where: dict[str, Any] | None = None, **_: Any
+    ) -> list[dict[str, Any]]:
         return self._session.list_memories("all", where=where, limit=limit)
 
     def build_context_for_task(self, task_descr: str, max_items: int = 3, **_: Any) -> str:
@@ -69,10 +76,10 @@ class MemoryView:
 class KnowledgeView:
     """PraisonAI's ``Knowledge`` calls on a ``Session``'s knowledge base."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Session) -> None:
         self._session = session
 
-    def add(self, source: Any, **_: Any) -> Any:
+    def add(self, source: Any, **_: Any) -> KnowledgeAdded:
         return self._session.add_knowledge(source)
 
     def search(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:
@@ -85,7 +92,7 @@ class KnowledgeView:
 class AsyncMemoryView:
     """:class:`MemoryView` for an ``AsyncSession``: the same calls, as coroutines."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
     async def store_short_term(
@@ -131,7 +138,7 @@ class AsyncMemoryView:
 
     async def get_all(
         self, limit: int = 100, where: dict[str, Any] | None = None, **_: Any
-    ) -> list:
+    ) -> list[dict[str, Any]]:
         return await self._session.list_memories("all", where=where, limit=limit)
 
     async def build_context_for_task(self, task_descr: str, max_items: int = 3, **_: Any) -> str:
@@ -144,10 +151,10 @@ class AsyncMemoryView:
 class AsyncKnowledgeView:
     """:class:`KnowledgeView` for an ``AsyncSession``."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
-    async def add(self, source: Any, **_: Any) -> Any:
+    async def add(self, source: Any, **_: Any) -> KnowledgeAdded:
         return await self._session.add_knowledge(source)
 
     async def search(self, query: str, limit: int = 5, **_: Any) -> list[dict[str, Any]]:

@@ -152,14 +152,15 @@ class MessageLog(StateModule):
             return self._messages == other
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable: mutable, equal by content
 
     def __repr__(self) -> str:
         return f"MessageLog({len(self)} messages)"
 
     def to_list(self) -> list[Message]:
         """A detached copy of the messages."""
-        return detach(self._messages, "MessageLog")
+        messages: list[Message] = detach(self._messages, "MessageLog")
+        return messages
 
     def _handed_out(self, index: int) -> Message:
         """The message at ``index``, tracked, so that an edit made through it is seen."""
@@ -210,4 +211,5 @@ def _checked(message: Any, index: int) -> Message:
             f"Message {index} is a {type(message).__name__}; a MessageLog holds dicts such as "
             '{"role": "user", "content": "hi"}.'
         )
-    return detach(message, f"message {index}")
+    checked: Message = detach(message, f"message {index}")
+    return checked

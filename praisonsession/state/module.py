@@ -19,7 +19,8 @@ from ..errors import InvalidValueError, StateDictError
 
 __all__ = ["LoadResult", "StateModule", "detach"]
 
-Apply = Callable[[], None]
+#: One step of a planned load (what it returns, if anything, is not used).
+Apply = Callable[[], object]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,10 @@ class StateModule:
     Attributes holding another ``StateModule`` are part of the state automatically; other
     attributes join it through :meth:`register_state`.
     """
+
+    # set with object.__setattr__ in __init__: __setattr__ reads them
+    _module_dict: OrderedDict[str, StateModule]
+    _attribute_dict: OrderedDict[str, _Converters]
 
     def __init__(self) -> None:
         object.__setattr__(self, "_module_dict", OrderedDict())

@@ -33,7 +33,7 @@ def track(value: Any, owner: Owner) -> Any:
     return value
 
 
-class TrackedDict(dict):  # type: ignore[type-arg]
+class TrackedDict(dict[str, Any]):
     __slots__ = ("_owner",)
 
     def __init__(self, owner: Owner, items: dict[str, Any]) -> None:
@@ -48,7 +48,8 @@ class TrackedDict(dict):  # type: ignore[type-arg]
         super().__delitem__(key)
         self._owner._edited()
 
-    def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[override]
+    # ``|=`` takes what ``update`` takes; mypy would have it match ``dict.__or__`` (dicts only)
+    def __ior__(self, other: Any) -> TrackedDict:  # type: ignore[override, misc]  # any mapping
         self.update(other)
         return self
 
@@ -78,12 +79,12 @@ class TrackedDict(dict):  # type: ignore[type-arg]
         super().clear()
         self._owner._edited()
 
-    def copy(self) -> dict[str, Any]:  # type: ignore[override]
+    def copy(self) -> dict[str, Any]:
         """A plain (untracked) shallow copy, as ``dict.copy`` gives."""
         return dict(self)
 
 
-class TrackedList(list):  # type: ignore[type-arg]
+class TrackedList(list[Any]):
     __slots__ = ("_owner",)
 
     def __init__(self, owner: Owner, items: list[Any]) -> None:
@@ -102,11 +103,12 @@ class TrackedList(list):  # type: ignore[type-arg]
         super().__delitem__(index)
         self._owner._edited()
 
-    def __iadd__(self, other: Any) -> TrackedList:  # type: ignore[override]
+    # ``+=`` takes what ``extend`` takes; mypy would have it match ``list.__add__`` (lists only)
+    def __iadd__(self, other: Any) -> TrackedList:  # type: ignore[misc]  # any iterable
         self.extend(other)
         return self
 
-    def __imul__(self, count: SupportsIndex) -> TrackedList:  # type: ignore[override]
+    def __imul__(self, count: SupportsIndex) -> TrackedList:
         super().__imul__(count)
         self._owner._edited()
         return self
@@ -144,5 +146,5 @@ class TrackedList(list):  # type: ignore[type-arg]
         super().reverse()
         self._owner._edited()
 
-    def copy(self) -> list[Any]:  # type: ignore[override]
+    def copy(self) -> list[Any]:
         return list(self)

@@ -102,21 +102,19 @@ class MemoryBrowser:
         if embedded and not (Path(location) / "chroma.sqlite3").is_file():
             return None  # no memory was ever written here: nothing to open (or create)
         settings = self.settings
+        sealer = text_sealer(settings)  # as Recall opens it: the texts sealed, the ids keyed
         long_term = LongTermMemory(
             chroma_client(location),
             settings.vector_namespace,
             default_embedder(settings.embedder),  # never loads its model: nothing is embedded
             user_id,
             session_id="",
+            sealer=sealer,
+            digest_key=None if sealer is None else sealer.digest_key("memory"),
+            vault=None if vault is None else Vault(vault),  # as Recall opens it on a server
         )
-        if vault is not None:  # as Recall opens it on a server (before the index is opened)
-            long_term.index.vault = long_term.history_index.vault = Vault(vault)
         if not long_term.index.exists():
             return None
-        sealer = text_sealer(settings)
-        if sealer is not None:  # as Recall opens it: the texts are sealed, the ids keyed
-            long_term.index.sealer = long_term.history_index.sealer = sealer
-            long_term.digest_key = sealer.digest_key("memory")
         return long_term
 
     async def _short_term(self, user_id: str, session_id: str) -> ShortTermMemory:

@@ -83,7 +83,8 @@ class SentenceEncoder:
         weights = mask.astype(np.float32)
         pooled = np.einsum("bsd,bs->bd", hidden, weights) / weights.sum(axis=1, keepdims=True)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+        unit: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+        return unit
 
     def _session_for(self, rows: int) -> ort.InferenceSession:
         if rows < BULK_ROWS:

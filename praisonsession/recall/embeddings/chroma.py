@@ -10,11 +10,14 @@ fails loudly instead of silently mixing vector spaces. chromadb is imported on f
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ...errors import InvalidValueError
 from .coerce import ChromaFunctionEmbedder, coerce_embedder, is_embedder
 from .protocol import Embedder
+
+if TYPE_CHECKING:
+    from chromadb.api.types import PyEmbeddings
 
 NAME_PREFIX = "praisonsession:"
 
@@ -79,12 +82,14 @@ def _make_adapter_class(registered_name: str) -> Any:
             self.praisonsession_embedder = embedder
 
         def __call__(self, input: Documents) -> Embeddings:
-            return self.praisonsession_embedder.embed(list(input))  # type: ignore[return-value]
+            vectors = self.praisonsession_embedder.embed(list(input))
+            return vectors  # type: ignore[return-value]  # chromadb's wrapper makes them arrays
 
         def embed_query(self, input: Documents) -> Embeddings:
             embedder = self.praisonsession_embedder
-            vectors = [embedder.embed_query(text) for text in input]
-            return validate_embeddings(normalize_embeddings(vectors))  # type: ignore[arg-type]
+            vectors: PyEmbeddings = [embedder.embed_query(text) for text in input]
+            # normalize_embeddings gives None for None only (chromadb casts it the same way)
+            return validate_embeddings(cast(Embeddings, normalize_embeddings(vectors)))
 
         @staticmethod
         def name() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from ...errors import InvalidValueError
 from .protocol import Embedder
@@ -18,7 +18,7 @@ from .validation import check_text, check_texts
 _PROBE = "dimension probe"
 
 
-def is_embedder(obj: object) -> bool:
+def is_embedder(obj: object) -> TypeGuard[Embedder]:
     """True if ``obj`` has the Embedder members (a str ``name``; ``embed``; ``embed_query``)."""
     return (
         isinstance(getattr(obj, "name", None), str)
@@ -38,7 +38,7 @@ def coerce_embedder(obj: object) -> Embedder:
     if inner is not None and is_embedder(inner):
         return inner
     if is_embedder(obj):
-        return obj  # type: ignore[return-value]
+        return obj
     if callable(obj) and callable(getattr(obj, "name", None)):
         return ChromaFunctionEmbedder(obj)
     raise InvalidValueError(
@@ -99,7 +99,8 @@ def _function_name(function: object) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            name = function.name()  # type: ignore[attr-defined]
+            named = getattr(function, "name", None)
+            name = named() if callable(named) else None
     except Exception:
         name = None
     return name if isinstance(name, str) and name else type(function).__name__

@@ -110,12 +110,14 @@ class MiniLMEmbedder:
         check_texts(texts)
         if not texts:
             return []
-        return self._get_encoder().encode(texts).tolist()
+        vectors: list[list[float]] = self._get_encoder().encode(texts).tolist()
+        return vectors
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query; this model is symmetric, so it equals ``embed([text])[0]``."""
         check_text(text)
-        return self._get_encoder().encode([text])[0].tolist()
+        vector: list[float] = self._get_encoder().encode([text])[0].tolist()
+        return vector
 
     def _get_encoder(self) -> SentenceEncoder:
         encoder = self._encoder

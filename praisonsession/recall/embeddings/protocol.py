@@ -18,7 +18,11 @@ class Embedder(Protocol):
     """
 
     name: str
-    dimension: int
+
+    @property
+    def dimension(self) -> int:
+        """The vector length (a plain attribute will do; a property may measure it lazily)."""
+        ...
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Embed documents, one vector per text, in order; ``[]`` for ``[]``."""

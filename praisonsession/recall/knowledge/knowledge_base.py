@@ -11,7 +11,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import clock
 from ..._internal.checks import KNOWLEDGE_SCOPES, KnowledgeScope, check_choice
@@ -23,6 +23,10 @@ from ..embeddings import Embedder
 from ..vectors import ScopedIndex, Where, knowledge_scope
 from .chunking import DEFAULT_OVERLAP, DEFAULT_SIZE, chunk_text
 from .sources import Document, fetch_url, files_in, is_url, looks_like_path, read_file
+
+if TYPE_CHECKING:
+    from ..._internal.sealing import TextSealer
+    from ..vectors import Vault
 
 #: Chunks embedded and upserted together. The embedder sorts each call's texts by token count
 #: before padding them into model batches, so a call of many similar-length chunks wastes
@@ -58,7 +62,12 @@ class KnowledgeAdded:
 
 
 class KnowledgeBase:
-    """One scope's knowledge, in its own collection (see ``vectors.collection_name``)."""
+    """One scope's knowledge, in its own collection (see ``vectors.collection_name``).
+
+    When the store is encrypted, ``sealer`` seals the texts Chroma keeps and chunk ids are
+    HMACs under ``digest_key``; ``vault`` is the user's on a Chroma server, used for their own
+    knowledge only: global knowledge is nobody's.
+    """
 
     def __init__(
         self,
@@ -72,17 +81,20 @@ class KnowledgeBase:
         chunk_overlap: int = DEFAULT_OVERLAP,
         timeout: float = DEFAULT_TIMEOUT,
         progress: bool = True,
+        *,
+        sealer: TextSealer | None = None,
+        digest_key: bytes | None = None,
+        vault: Vault | None = None,
     ) -> None:
         check_choice(scope, KNOWLEDGE_SCOPES, "knowledge scope", KnowledgeSourceError)
         self.scope = scope
         self.user_id = user_id
         self.session_id = session_id
-        self.index = ScopedIndex(
-            client, knowledge_scope(namespace, scope, user_id, session_id), embedder
-        )
+        stored_in = knowledge_scope(namespace, scope, user_id, session_id)
+        users_vault = vault if stored_in.owner is not None else None  # global: nobody's
+        self.index = ScopedIndex(client, stored_in, embedder, sealer=sealer, vault=users_vault)
         self.embedder = embedder
-        #: Set when the store is encrypted: chunk ids are then HMACs under it.
-        self.digest_key: bytes | None = None
+        self.digest_key = digest_key
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.timeout = timeout

@@ -14,9 +14,10 @@ current session's copy first.
 
 from __future__ import annotations
 
+import builtins
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ... import clock
 from ..._internal.json_data import check_json_data, dumps, loads
@@ -28,6 +29,10 @@ from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, norma
 from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
 from .recency import newer_first, similarities
 
+if TYPE_CHECKING:
+    from ..._internal.sealing import TextSealer
+    from ..vectors import Vault
+
 RESERVED = frozenset(
     {"user_id", "session_id", "memory_type", "created_at", "updated_at", "memory_id", "dedupe"}
 )
@@ -37,6 +42,8 @@ SYSTEM_FIELDS = ("created_at", "updated_at", "session_id")
 #: Chroma work on whole batches, small enough that a progress bar moves.
 BATCH = 256
 _META = "meta_"  # prefix of the metadata given, flattened so that Chroma can filter on it
+#: A change for the history: (memory id, event, text, previous text).
+Event = tuple[str, str, str | None, str | None]
 
 
 def stored_field(field: str) -> str:
@@ -45,6 +52,14 @@ def stored_field(field: str) -> str:
 
 
 class LongTermMemory:
+    """A user's long-term memories (see the module docstring).
+
+    When the store is encrypted (``encryption_key``), ``sealer`` seals the texts Chroma keeps
+    and ``digest_key`` keys the ids and duplicate keys of new memories (HMACs, not plain hashes
+    of their texts); ``vault`` is the user's on a Chroma server. The history gets the same: it
+    holds the memories' texts.
+    """
+
     def __init__(
         self,
         client: Any,
@@ -53,17 +68,21 @@ class LongTermMemory:
         user_id: str,
         session_id: str,
         threshold: float = DEFAULT_THRESHOLD,
+        *,
+        sealer: TextSealer | None = None,
+        digest_key: bytes | None = None,
+        vault: Vault | None = None,
     ) -> None:
         scope = memory_scope(namespace, user_id)
-        self.index = ScopedIndex(client, scope, embedder)
-        self.history_index = ScopedIndex(client, scope.related("memory_history"), embedder)
+        self.index = ScopedIndex(client, scope, embedder, sealer=sealer, vault=vault)
+        self.history_index = ScopedIndex(
+            client, scope.related("memory_history"), embedder, sealer=sealer, vault=vault
+        )
         self.embedder = embedder
         self.user_id = user_id
         self.session_id = session_id
         self.threshold = threshold
-        #: Set when the store is encrypted (``encryption_key``): ids and duplicate keys of
-        #: new memories are then HMACs under it, not plain hashes of their texts.
-        self.digest_key: bytes | None = None
+        self.digest_key = digest_key
 
     # -- adding ---------------------------------------------------------------------------
 
@@ -140,7 +159,7 @@ class LongTermMemory:
             [vectors[i] for i in new],
         )
         self._rekey(rekeyed)
-        events = [(fresh[i], ADD, texts[i], None) for i in new]
+        events: list[Event] = [(fresh[i], ADD, texts[i], None) for i in new]
         for memory_id, (entry, i) in updates.items():
             self._rewrite(self._targets(memory_id) or [entry], texts[i], vectors[i], metadata, at)
             events.append((memory_id, UPDATE, texts[i], entry.text))
@@ -268,8 +287,8 @@ class LongTermMemory:
             ids.append(entry.id)
             texts.append(new_text)
             metadatas.append(kept)
-            if vector is None:
-                vector = self.index.get([entry.id], vectors=True)[0].vector
+            if vector is None:  # the text stays: so does its vector (get gives it as a list)
+                vector = cast(list[float], self.index.get([entry.id], vectors=True)[0].vector)
             vectors.append(vector)
         self.index.add(ids, texts, metadatas, vectors)
 
@@ -283,7 +302,7 @@ class LongTermMemory:
 
     # -- history --------------------------------------------------------------------------
 
-    def _record(self, events: list[tuple[str, str, str | None, str | None]], at: float) -> None:
+    def _record(self, events: list[Event], at: float) -> None:
         """Write ``(memory id, event, text, previous)`` to the history, all at time ``at``.
 
         Texts go in the entries' documents only (sealed like the memories when an encryption
@@ -369,10 +388,12 @@ class LongTermMemory:
         hits.sort(key=lambda hit: (hit.metadata.get("created_at", 0), as_result(hit)["id"]))
         return page_of([as_result(hit, scored=False) for hit in hits], limit, after)
 
+    # from here on ``list`` names the method above: annotations say ``builtins.list``
+
     def clear(self) -> int:
         return self.index.delete(where={"session_id": self.session_id})
 
-    def session_memories(self) -> list[dict[str, Any]]:
+    def session_memories(self) -> builtins.list[dict[str, Any]]:
         """What this session added, portable: id, text, the metadata given, and when."""
         found = []
         for hit in self.index.get(where={"session_id": self.session_id}):
@@ -388,7 +409,7 @@ class LongTermMemory:
             )
         return sorted(found, key=lambda memory: (memory["created_at"] or 0, memory["text"]))
 
-    def restore(self, memories: list[dict[str, Any]]) -> int:
+    def restore(self, memories: builtins.list[dict[str, Any]]) -> int:
         """Add memories another session (or an archive) added, as this session's own, with
         their ids; one the session holds already is not added twice."""
         held = {memory["id"] for memory in self.session_memories()}
@@ -481,7 +502,8 @@ def _spread(count: int, dimension: int, seed: int) -> list[list[float]]:
 
     vectors = np.random.default_rng(seed).standard_normal((count, dimension))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors.astype(np.float32).tolist()
+    spread: list[list[float]] = vectors.astype(np.float32).tolist()
+    return spread
 
 
 def _unchanged(entry: Hit, text: str | None, metadata: dict[str, Any]) -> bool:

@@ -89,7 +89,8 @@ def similarities(vectors: Any) -> list[list[float]]:
         matrix = vectors.astype(np.float32)  # a copy: normalised in place below
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix /= np.maximum(norms, 1e-12)
-        return (matrix @ matrix.T).tolist()
+        cosines: list[list[float]] = (matrix @ matrix.T).tolist()
+        return cosines
     size = max((len(vector) for vector in vectors), default=0)
     if size == 0:
         return [[0.0] * len(vectors) for _ in vectors]
@@ -99,4 +100,5 @@ def similarities(vectors: Any) -> list[list[float]]:
             matrix[row] = vector
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     matrix /= np.maximum(norms, 1e-12)
-    return (matrix @ matrix.T).tolist()
+    cosines = (matrix @ matrix.T).tolist()
+    return cosines

@@ -9,9 +9,11 @@ text, so repeated searches embed only what is new.
 
 from __future__ import annotations
 
+import builtins
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ... import clock
@@ -94,7 +96,7 @@ class ShortTermMemory:
                     results.append(MemoryId(note["id"], NONE))
                 continue
             stable = memory_id_for(self.session_id, text)
-            entry = {
+            entry: dict[str, Any] = {
                 "id": stable if dedupe and stable not in ids_held else uuid.uuid4().hex,
                 "role": "memory",
                 "content": text,
@@ -109,7 +111,7 @@ class ShortTermMemory:
             await self.logs.append_messages(LOG, entries)
         return results
 
-    def _same_as(self, text: str, held: list[dict[str, Any]]) -> tuple[str, dict] | None:
+    def _same_as(self, text: str, held: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
         key = text_key(text)
         for note in held:
             if text_key(note["content"]) == key:
@@ -201,7 +203,9 @@ class ShortTermMemory:
         notes = [n for n in (await self.notes()).values() if _passes(n, where, self.session_id)]
         return page_of([_result(note, None, self.session_id) for note in notes], limit, after)
 
-    def _embed(self, texts: list[str]) -> list[list[float]]:
+    # from here on ``list`` names the method above: annotations say ``builtins.list``
+
+    def _embed(self, texts: builtins.list[str]) -> builtins.list[builtins.list[float]]:
         with self._vectors_lock:
             missing = [text for text in dict.fromkeys(texts) if text not in self._vectors]
             if missing:
@@ -214,12 +218,12 @@ class ShortTermMemory:
 
     def rank(
         self,
-        entries: list[dict[str, Any]],
-        vector: list[float],
+        entries: builtins.list[dict[str, Any]],
+        vector: builtins.list[float],
         limit: int,
         where: Where | None = None,
         prefer_recent: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> builtins.list[dict[str, Any]]:
         """The ``limit`` notes closest to ``vector`` (blocking: it may embed notes)."""
         results, vectors = self.candidates(entries, vector, limit, where, prefer_recent)
         if prefer_recent:
@@ -228,13 +232,14 @@ class ShortTermMemory:
 
     def candidates(
         self,
-        entries: list[dict[str, Any]],
-        vector: list[float],
+        entries: builtins.list[dict[str, Any]],
+        vector: builtins.list[float],
         limit: int,
         where: Where | None = None,
         prefer_recent: bool = False,
-    ) -> tuple[list[dict[str, Any]], list[list[float]]]:
-        """The notes a ranking of ``limit`` starts from, best first, with their vectors."""
+    ) -> tuple[builtins.list[dict[str, Any]], builtins.list[Sequence[float]]]:
+        """The notes a ranking of ``limit`` starts from, best first, with their vectors (which
+        a ranking of all memories joins with long-term hits' array rows)."""
         notes = [n for n in fold(entries).values() if _passes(n, where, self.session_id)]
         if not notes:
             return [], []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ...errors import InvalidValueError
 
@@ -62,12 +62,13 @@ class Where:
             return _same(found, self.value) == (self.op == "$eq")
         if not _number(found):
             return False
-        return {
+        passes: bool = {
             "$gt": found > self.value,
             "$gte": found >= self.value,
             "$lt": found < self.value,
             "$lte": found <= self.value,
         }[self.op]
+        return passes
 
     def fields(self) -> set[str]:
         if self.op in ("$and", "$or"):
@@ -155,5 +156,5 @@ def _same(found: Any, value: Any) -> bool:
     return _kind(found) == _kind(value) and found == value
 
 
-def _refuse(what: str, problem: str) -> Any:
+def _refuse(what: str, problem: str) -> NoReturn:
     raise InvalidValueError(f"{what}: {problem}. Accepted: {ACCEPTED}.")

@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..._internal.redaction import redact_text, redact_url
@@ -36,6 +36,10 @@ from ...errors import (
 )
 from ..embeddings import Embedder, as_chroma_embedding_function
 from .vault import SEALED
+
+if TYPE_CHECKING:
+    from ..._internal.sealing import TextSealer
+    from .vault import Vault
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
@@ -195,16 +199,25 @@ class VectorIndex:
 
     The collection is opened (created if need be, its embedder checked) on first use, so a
     session that searches its memories never pays for opening its knowledge, and vice versa.
+    ``sealer`` (when ``encryption_key`` is set) stores the texts sealed; ``vault`` (on a Chroma
+    server) stores texts and metadata under the owner's key (``vectors/vault.py``).
     """
 
     def __init__(
-        self, client: Any, name: str, embedder: Embedder, owner: str | None = None
+        self,
+        client: Any,
+        name: str,
+        embedder: Embedder,
+        owner: str | None = None,
+        *,
+        sealer: TextSealer | None = None,
+        vault: Vault | None = None,
     ) -> None:
         self.name = name
         self.embedder = embedder
         self.owner = owner  # the user whose data it holds (None: shared): erase_user finds it
-        self.sealer: Any = None  # a TextSealer when encryption_key is set: texts stored sealed
-        self.vault: Any = None  # a Vault on a Chroma server: texts and metadata under a user key
+        self.sealer = sealer
+        self.vault = vault
         self._plain = False  # with a vault: the collection also holds entries stored before it
         self._client = client
         self._opened: Any = None
@@ -422,7 +435,8 @@ class VectorIndex:
         ]
 
     def count(self) -> int:
-        return self.collection.count()
+        entries: int = self.collection.count()
+        return entries
 
     def delete_ids(self, ids: list[str]) -> None:
         if ids:

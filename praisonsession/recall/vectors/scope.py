@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import IsolationError
 from ..embeddings import Embedder
 from .index import Hit, VectorIndex
+
+if TYPE_CHECKING:
+    from ..._internal.sealing import TextSealer
+    from .vault import Vault
 
 __all__ = [
     "IsolationError",
@@ -101,29 +105,32 @@ def user_collections(namespace: str, user_id: str, session_ids: list[str]) -> li
 
 
 class ScopedIndex:
-    """A :class:`VectorIndex` that writes and reads only within one :class:`Scope`."""
+    """A :class:`VectorIndex` that writes and reads only within one :class:`Scope`
+    (``sealer`` and ``vault``: see :class:`VectorIndex`)."""
 
-    def __init__(self, client: Any, scope: Scope, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        client: Any,
+        scope: Scope,
+        embedder: Embedder,
+        *,
+        sealer: TextSealer | None = None,
+        vault: Vault | None = None,
+    ) -> None:
         self.scope = scope
-        self.index = VectorIndex(client, scope.collection, embedder, owner=scope.owner)
+        self.index = VectorIndex(
+            client, scope.collection, embedder, owner=scope.owner, sealer=sealer, vault=vault
+        )
 
     @property
-    def sealer(self) -> Any:
+    def sealer(self) -> TextSealer | None:
         """The ``TextSealer`` the texts are stored sealed with (``encryption_key``), or None."""
         return self.index.sealer
 
-    @sealer.setter
-    def sealer(self, sealer: Any) -> None:
-        self.index.sealer = sealer
-
     @property
-    def vault(self) -> Any:
+    def vault(self) -> Vault | None:
         """The ``Vault`` of the owner's key on a Chroma server (crypto-erasure), or None."""
         return self.index.vault
-
-    @vault.setter
-    def vault(self, vault: Any) -> None:
-        self.index.vault = vault
 
     @property
     def collection(self) -> Any:

@@ -36,7 +36,7 @@ class Vault:
 
     def entry_id(self, entry: str) -> str:
         """The id an entry is stored under: a keyed token, not the digest of its text."""
-        return self._stored("\x00id", entry)
+        return self._token("\x00id", entry)
 
     def seal_text(self, collection: str, stored_id: str, text: str) -> str:
         return self._sealer.seal(collection, stored_id, text)
@@ -95,7 +95,9 @@ class Vault:
         return [self.entry_id(entry) for entry in entries] + list(entries)
 
     def _stored(self, name: str, value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        mac = hmac.new(self._mac, f"{name}\x00{value}".encode(), hashlib.sha256)
+        """How a metadata value is stored: a string as its token, anything else as it is."""
+        return self._token(name, value) if isinstance(value, str) else value
+
+    def _token(self, name: str, text: str) -> str:
+        mac = hmac.new(self._mac, f"{name}\x00{text}".encode(), hashlib.sha256)
         return _TOKEN + mac.hexdigest()[:40]

@@ -1,0 +1,1029 @@
+"""The store conformance suite: what every backend promises, as pytest cases to run on yours.
+
+Every backend and wrapper of praisonsession passes it. Subclass :class:`StoreConformance` in a
+test module of your own, define ``make_backend(root, **ttl)``, and pytest collects each case;
+set a ``supports_*`` attribute to False for an optional operation your backend leaves out (its
+cases are then skipped, naming the attribute). The suite needs pytest (``pip install pytest``,
+in the dev extra); ``import praisonsession`` never imports this module.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import pytest
+
+from .. import clock
+from .._internal import runtime
+from .._internal.identifiers import DEFAULT_USER
+from ..errors import (
+    ConflictError,
+    InvalidIdError,
+    InvalidValueError,
+    SessionExpiredError,
+    SessionNotFoundError,
+    StateDictError,
+)
+from ..state import MessageLog, StateModule
+from .api import SessionBase
+from .backend import StoreBackend, all_records
+from .branches import Branches
+from .record import FORMAT_VERSION, SessionInfo
+from .reserved import SNAPSHOT_OWNER, erase_user_records
+
+__all__ = ["OpenStore", "StoreConformance"]
+
+T = TypeVar("T")
+Case = TypeVar("Case", bound=Callable[..., None])
+#: The ``open_store`` fixture: ``open_store(name="store", **ttl)`` opens a store over the
+#: directory ``name`` of the case (the same name, the same data).
+OpenStore = Callable[..., SessionBase]
+
+#: What each capability attribute of :class:`StoreConformance` stands for.
+CAPABILITIES = {
+    "supports_copies": "forks and snapshots (copy_record and read_record_contents)",
+    "supports_owners": "listing users (list_record_owners)",
+    "supports_reopening": "reopening (a store opened later over the same root)",
+}
+_NEEDS = "__conformance_needs__"
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a store coroutine to completion from any thread, as the sync facade does."""
+    return runtime.run(coro)
+
+
+def _needs(*capabilities: str) -> Callable[[Case], Case]:
+    """Mark a case as needing capabilities: it is skipped where one is declared False."""
+
+    def mark(case: Case) -> Case:
+        setattr(case, _NEEDS, capabilities)
+        return case
+
+    return mark
+
+
+# -- what the cases save ---------------------------------------------------------------------------
+
+
+class Friday(StateModule):
+    """An agent-like module: a name, a prompt, and a conversation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory = MessageLog()
+        self.name = "Friday"
+        self.sys_prompt = "A helpful assistant."
+        self.register_state("name")
+        self.register_state("sys_prompt")
+
+
+class Planner(StateModule):
+    """A module with one list of state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[str] = []
+        self.register_state("steps")
+
+
+class NoteTaker(StateModule):
+    """A module with two logs and one value: what forks and snapshots copy."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history = MessageLog()
+        self.notes = MessageLog()
+        self.mood = "calm"
+        self.register_state("mood")
+
+
+def say(text: str, role: str = "user") -> dict[str, Any]:
+    return {"role": role, "content": text}
+
+
+def numbered(i: int) -> dict[str, Any]:
+    return say(f"message {i} ✓")
+
+
+def live(info: SessionInfo | None) -> SessionInfo:
+    """The info of a session that must be live."""
+    assert info is not None, "the session should be live"
+    return info
+
+
+def expires_in(info: SessionInfo) -> float:
+    """Seconds until a session with a TTL expires."""
+    left = info.time_to_expiry()
+    assert left is not None, "the session should have a TTL"
+    return left
+
+
+def with_messages(agent: Friday, *texts: str) -> Friday:
+    agent.memory.extend(say(text) for text in texts)
+    return agent
+
+
+def seed(store: SessionBase, session_id: str = "parent", user_id: str = "u") -> NoteTaker:
+    """A session holding state, two logs and a module value."""
+    run(store.patch_state(session_id, user_id, {"score": 10, "profile": {"name": "Ada"}}))
+    agent = NoteTaker()
+    agent.history.extend(numbered(i) for i in range(6))
+    agent.notes.append({"role": "note", "content": "remember"})
+    run(store.save_session_state(session_id, user_id, agent=agent))
+    return agent
+
+
+def everything(store: SessionBase, session_id: str, user_id: str = "u") -> dict[str, Any]:
+    """What a session holds, as a reader sees it."""
+    loaded = NoteTaker()
+    run(store.load_session_state(session_id, user_id, agent=loaded))
+    return {
+        "state": run(store.get_state(session_id, user_id, must_exist=True)),
+        "history": loaded.history.to_list(),
+        "notes": loaded.notes.to_list(),
+        "mood": loaded.mood,
+    }
+
+
+#: Every way of editing a saved log in place; each must be saved exactly.
+LOG_EDITS = [
+    pytest.param(lambda log: log[0].__setitem__("content", "EDITED"), id="item-in-place"),
+    pytest.param(lambda log: log[1]["tags"].append("new"), id="nested-list-in-place"),
+    pytest.param(lambda log: log[0].update(content="EDITED"), id="update-in-place"),
+    pytest.param(lambda log: log[1].pop("tags"), id="key-removed-in-place"),
+    pytest.param(lambda log: next(iter(log)).clear(), id="through-iteration"),
+    pytest.param(lambda log: log.pop(0), id="pop"),
+    pytest.param(lambda log: log.insert(1, say("inserted")), id="insert"),
+    pytest.param(lambda log: log.__setitem__(0, say("replaced")), id="replace-item"),
+    pytest.param(lambda log: log.__delitem__(slice(0, 2)), id="delete-slice"),
+    pytest.param(lambda log: log.remove(log[2]), id="remove"),
+]
+
+
+class StoreConformance:
+    """The conformance cases, for a backend of yours: subclass it and define ``make_backend``.
+
+    Each case gets a fresh store, ``SessionBase(make_backend(...))`` over an empty directory,
+    closed after it. Set a ``supports_*`` attribute to False to leave out the cases of an
+    optional operation the backend does not implement (it raises ``UnsupportedOperationError``).
+    """
+
+    #: The backend implements ``copy_record`` and ``read_record_contents`` (forks, snapshots).
+    supports_copies: ClassVar[bool] = True
+    #: The backend implements ``list_record_owners`` (``list_users``).
+    supports_owners: ClassVar[bool] = True
+    #: A backend made later over the same ``root`` sees what an earlier one wrote (False for
+    #: one that keeps its data in its own object, as an in-memory backend does).
+    supports_reopening: ClassVar[bool] = True
+
+    def make_backend(self, root: Path, **ttl: Any) -> StoreBackend:
+        """A backend keeping its data under ``root`` (an existing directory, empty the first
+        time); pass ``ttl`` (``default_ttl=``, ``sliding_ttl=``) on to its constructor."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must define make_backend(self, root, **ttl) -> StoreBackend"
+        )
+
+    # -- fixtures ----------------------------------------------------------------------------------
+
+    @pytest.fixture(autouse=True)
+    def _leave_out_unsupported(self, request: pytest.FixtureRequest) -> None:
+        """Skip a case that needs a capability this class declares False, saying which."""
+        for capability in getattr(request.function, _NEEDS, ()):
+            if not getattr(self, capability):
+                pytest.skip(
+                    f"{type(self).__name__}.{capability} is False, so the cases of "
+                    f"{CAPABILITIES[capability]} are left out"
+                )
+
+    @pytest.fixture
+    def open_store(self, tmp_path: Path) -> Iterator[OpenStore]:
+        """Opens stores for one case: ``open_store(name="store", **ttl)`` over the directory
+        ``name`` (the same name, the same data); each is closed after the case."""
+        opened: list[SessionBase] = []
+
+        def open_store(name: str = "store", **ttl: Any) -> SessionBase:
+            root = tmp_path / name
+            root.mkdir(exist_ok=True)
+            opened.append(SessionBase(self.make_backend(root, **ttl)))
+            return opened[-1]
+
+        yield open_store
+        for store in opened:
+            run(store.close())
+
+    @pytest.fixture
+    def store(self, open_store: OpenStore) -> SessionBase:
+        """A fresh store over the backend, with its default TTL policy."""
+        return open_store()
+
+    @pytest.fixture
+    def branches(self, store: SessionBase) -> Branches:
+        """Forks, snapshots and the tree, over the store's backend."""
+        return Branches(store.backend)
+
+    @pytest.fixture
+    def frozen_clock(self) -> Iterator[clock.ManualClock]:
+        """Time that moves only when the case says so (``advance``), for every store."""
+        with clock.frozen() as now:
+            yield now
+
+    # -- AgentScope's save / load ------------------------------------------------------------------
+
+    def test_saved_modules_come_back_after_being_changed(self, store: SessionBase) -> None:
+        agent, planner = Friday(), Planner()
+        agent.memory.append(say("Hi!"))
+        planner.steps = ["plan", "act"]
+        run(store.save_session_state("user_1", agent=agent, planner=planner))
+
+        agent.name = "Changed"
+        agent.sys_prompt = "Changed prompt"
+        agent.memory.clear()
+        planner.steps = []
+        run(store.load_session_state("user_1", agent=agent, planner=planner))
+
+        assert agent.name == "Friday"
+        assert agent.sys_prompt == "A helpful assistant."
+        assert list(agent.memory) == [say("Hi!")]
+        assert planner.steps == ["plan", "act"]
+
+    def test_the_second_save_wins(self, store: SessionBase) -> None:
+        agent = Friday()
+        run(store.save_session_state("s", agent=agent))
+        agent.name = "Second"
+        run(store.save_session_state("s", agent=agent))
+        agent.name = "garbage"
+        run(store.load_session_state("s", agent=agent))
+        assert agent.name == "Second"
+
+    def test_loading_one_module_of_two_leaves_the_other_alone(self, store: SessionBase) -> None:
+        one, two = Friday(), Friday()
+        one.name, two.name = "one", "two"
+        run(store.save_session_state("s", agent1=one, agent2=two))
+        fresh, untouched = Friday(), Friday()
+        untouched.name = "untouched"
+        run(store.load_session_state("s", agent1=fresh))
+        assert fresh.name == "one"
+        assert untouched.name == "untouched"
+
+    def test_saving_one_module_keeps_the_others_saved_earlier(self, store: SessionBase) -> None:
+        one, two = Friday(), Friday()
+        one.name, two.name = "one", "two"
+        run(store.save_session_state("s", agent1=one))
+        run(store.save_session_state("s", agent2=two))
+        loaded = Friday()
+        run(store.load_session_state("s", agent1=loaded))
+        assert loaded.name == "one"
+
+    def test_loading_a_missing_session_is_a_logged_no_op_when_allowed(
+        self, store: SessionBase, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        agent = Friday()
+        with caplog.at_level(logging.INFO, logger="praisonsession"):
+            run(store.load_session_state("never_saved", agent=agent))
+        assert agent.name == "Friday"
+        assert "does not exist" in caplog.text
+
+    def test_loading_a_missing_session_raises_when_not_allowed(self, store: SessionBase) -> None:
+        with pytest.raises(SessionNotFoundError, match="never_saved") as caught:
+            run(store.load_session_state("never_saved", allow_not_exist=False, agent=Friday()))
+        assert isinstance(caught.value, ValueError)  # what AgentScope raised
+
+    def test_load_save_load_lifecycle(self, store: SessionBase) -> None:
+        agent = Friday()
+        run(store.load_session_state("s", agent=agent))
+        assert agent.name == "Friday"
+        agent.name = "Saved"
+        run(store.save_session_state("s", agent=agent))
+        agent.name = "Mutated"
+        run(store.load_session_state("s", agent=agent))
+        assert agent.name == "Saved"
+
+    def test_an_empty_user_id_is_the_default_user_on_save_and_load(
+        self, store: SessionBase
+    ) -> None:
+        agent = Friday()
+        agent.name = "default"
+        run(store.save_session_state("s", user_id="", agent=agent))
+        loaded = Friday()
+        run(store.load_session_state("s", user_id=DEFAULT_USER, agent=loaded))
+        assert loaded.name == "default"
+
+    def test_a_module_that_gained_a_state_key_names_it_on_load(self, store: SessionBase) -> None:
+        run(store.save_session_state("s", agent=Friday()))
+
+        class Grown(Friday):
+            def __init__(self) -> None:
+                super().__init__()
+                self.mood = "calm"
+                self.register_state("mood")
+
+        grown = Grown()
+        with pytest.raises(StateDictError, match=r"agent\.mood") as caught:
+            run(store.load_session_state("s", agent=grown))
+        assert caught.value.missing_keys == ["agent.mood"]
+        assert grown.name == "Friday" and grown.mood == "calm"
+
+    def test_a_failing_load_changes_no_module(self, store: SessionBase) -> None:
+        one, two = Friday(), Friday()
+        one.name, two.name = "one", "two"
+        run(store.save_session_state("s", a=one, b=two))
+
+        class Grown(Friday):
+            def __init__(self) -> None:
+                super().__init__()
+                self.extra = 1
+                self.register_state("extra")
+
+        fine, failing = Friday(), Grown()
+        fine.name = failing.name = "before"
+        with pytest.raises(StateDictError):
+            run(store.load_session_state("s", a=fine, b=failing))
+        assert fine.name == "before" and failing.name == "before"
+
+    def test_only_state_modules_can_be_saved(self, store: SessionBase) -> None:
+        with pytest.raises(InvalidValueError, match="StateModule"):
+            run(store.save_session_state("s", agent={"name": "x"}))
+        assert not run(store.exists("s"))
+
+    # -- message logs ------------------------------------------------------------------------------
+
+    def test_a_growing_log_is_appended_and_reads_back_in_order(self, store: SessionBase) -> None:
+        agent = Friday()
+        for turn in range(5):
+            agent.memory.append(say(f"turn {turn}"))
+            run(store.save_session_state("s", agent=agent))
+        assert run(store.read_messages("s", "", "agent.memory")) == [
+            say(f"turn {i}") for i in range(5)
+        ]
+        loaded = Friday()
+        run(store.load_session_state("s", agent=loaded))
+        assert list(loaded.memory) == [say(f"turn {i}") for i in range(5)]
+
+    def test_an_edited_or_cleared_log_is_rewritten(self, store: SessionBase) -> None:
+        agent = Friday()
+        agent.memory.extend([say("a"), say("b"), say("c")])
+        run(store.save_session_state("s", agent=agent))
+        agent.memory[1] = say("B")
+        run(store.save_session_state("s", agent=agent))
+        assert run(store.read_messages("s", "", "agent.memory")) == [say("a"), say("B"), say("c")]
+        agent.memory.clear()
+        agent.memory.append(say("fresh"))
+        run(store.save_session_state("s", agent=agent))
+        assert run(store.read_messages("s", "", "agent.memory")) == [say("fresh")]
+
+    def test_messages_someone_else_appended_meanwhile_are_kept_before_ours(
+        self, store: SessionBase
+    ) -> None:
+        agent = Friday()
+        agent.memory.append(say("mine"))
+        run(store.save_session_state("s", agent=agent))
+        run(store.append_messages("s", "", "agent.memory", [say("theirs")]))
+        agent.memory.append(say("mine again"))
+        run(store.save_session_state("s", agent=agent))
+        both = [say("mine"), say("theirs"), say("mine again")]
+        assert run(store.read_messages("s", "", "agent.memory")) == both
+        assert agent.memory == both  # the log now reads as the store does
+        agent.memory.append(say("and more"))  # ... and goes on appending from there
+        run(store.save_session_state("s", agent=agent))
+        assert run(store.read_messages("s", "", "agent.memory")) == [*both, say("and more")]
+
+    def test_refresh_takes_in_what_others_appended(self, store: SessionBase) -> None:
+        agent = Friday()
+        agent.memory.append(say("one"))
+        run(store.save_session_state("s", agent=agent))
+        assert run(store.refresh_session_state("s", agent=agent)) == 0
+        run(store.append_messages("s", "", "agent.memory", [say("two"), say("three")]))
+        assert run(store.refresh_session_state("s", agent=agent)) == 2
+        assert agent.memory == [say("one"), say("two"), say("three")]
+        agent.memory.append(say("four"))
+        run(store.save_session_state("s", agent=agent))
+        assert run(store.read_messages("s", "", "agent.memory")) == [
+            say("one"),
+            say("two"),
+            say("three"),
+            say("four"),
+        ]
+
+    def test_refresh_leaves_a_log_edited_here_for_its_next_save(self, store: SessionBase) -> None:
+        agent = Friday()
+        agent.memory.extend([say("a"), say("b")])
+        run(store.save_session_state("s", agent=agent))
+        run(store.append_messages("s", "", "agent.memory", [say("theirs")]))
+        del agent.memory[0]
+        assert run(store.refresh_session_state("s", agent=agent)) == 0
+        run(store.save_session_state("s", agent=agent))
+        assert run(store.read_messages("s", "", "agent.memory")) == [say("b")]
+
+    @pytest.mark.parametrize("edit", LOG_EDITS)
+    def test_any_edit_of_a_saved_log_is_saved_exactly(
+        self, store: SessionBase, edit: Callable[[MessageLog], object]
+    ) -> None:
+        agent = Friday()
+        agent.memory.extend([say("a"), {"role": "user", "content": "b", "tags": ["x"]}, say("c")])
+        run(store.save_session_state("s", agent=agent))
+        edit(agent.memory)
+        run(store.save_session_state("s", agent=agent))
+        assert run(store.read_messages("s", "", "agent.memory")) == agent.memory.to_list()
+        reloaded = Friday()
+        run(store.load_session_state("s", agent=reloaded))
+        assert reloaded.memory == agent.memory.to_list()
+
+    def test_an_edit_of_a_loaded_log_is_saved_exactly(self, store: SessionBase) -> None:
+        run(store.save_session_state("s", agent=with_messages(Friday(), "a", "b")))
+        loaded = Friday()
+        run(store.load_session_state("s", agent=loaded))
+        loaded.memory[0]["content"] = "EDITED"
+        loaded.memory.append(say("c"))
+        run(store.save_session_state("s", agent=loaded))
+        assert run(store.read_messages("s", "", "agent.memory")) == [
+            say("EDITED"),
+            say("b"),
+            say("c"),
+        ]
+
+    def test_append_with_an_expected_length_detects_a_conflict(self, store: SessionBase) -> None:
+        assert run(store.append_messages("s", "u", "log", [say("a")])) == 1
+        assert run(store.append_messages("s", "u", "log", [say("b")], expected_length=1)) == 2
+        with pytest.raises(ConflictError):
+            run(store.append_messages("s", "u", "log", [say("c")], expected_length=1))
+        assert run(store.read_messages("s", "u", "log")) == [say("a"), say("b")]
+        assert run(store.read_messages("s", "u", "log", 1, 2)) == [say("b")]
+
+    def test_messages_must_be_json_dicts(self, store: SessionBase) -> None:
+        with pytest.raises(InvalidValueError, match="dict"):
+            run(store.append_messages("s", "u", "log", ["just text"]))  # type: ignore[list-item]
+        with pytest.raises(InvalidValueError):
+            run(store.append_messages("s", "u", "log", [{"content": object()}]))
+        assert run(store.read_messages("s", "u", "log")) == []
+
+    # -- key-value state ---------------------------------------------------------------------------
+
+    def test_state_patch_replace_delete_and_nested_values(self, store: SessionBase) -> None:
+        run(store.patch_state("s", "u", {"a": 1, "nested": {"list": [1, 2, {"x": None}]}}))
+        run(store.patch_state("s", "u", {"b": 2.5}))
+        assert run(store.get_state("s", "u")) == {
+            "a": 1,
+            "b": 2.5,
+            "nested": {"list": [1, 2, {"x": None}]},
+        }
+        run(store.patch_state("s", "u", {"c": True}, delete=["a"]))
+        assert run(store.get_state("s", "u")) == {
+            "b": 2.5,
+            "c": True,
+            "nested": {"list": [1, 2, {"x": None}]},
+        }
+        run(store.replace_state("s", "u", {"only": "this"}))
+        assert run(store.get_state("s", "u")) == {"only": "this"}
+        assert run(store.get_value("s", "u", "only")) == "this"
+        assert run(store.get_value("s", "u", "missing", "fallback")) == "fallback"
+
+    def test_increment_adds_and_returns_the_new_value(self, store: SessionBase) -> None:
+        run(store.patch_state("s", "u", {"score": 10}))
+        assert run(store.increment("s", "u", "score", 5)) == 15
+        assert run(store.increment("s", "u", "fresh", 2, default=100)) == 102
+        assert run(store.increment("s", "u", "ratio", 0.5)) == 0.5
+        assert run(store.get_state("s", "u")) == {"score": 15, "fresh": 102, "ratio": 0.5}
+
+    def test_incrementing_a_non_number_fails_and_changes_nothing(self, store: SessionBase) -> None:
+        run(store.patch_state("s", "u", {"name": "Ada"}))
+        with pytest.raises(InvalidValueError, match="not a number"):
+            run(store.increment("s", "u", "name"))
+        with pytest.raises(InvalidValueError):
+            run(store.increment("s", "u", "n", amount="1"))  # type: ignore[arg-type]
+        assert run(store.get_state("s", "u")) == {"name": "Ada"}
+
+    def test_increments_from_many_threads_are_all_counted(self, store: SessionBase) -> None:
+        def worker() -> None:
+            for _ in range(100):
+                run(store.increment("s", "u", "hits"))
+
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert run(store.get_value("s", "u", "hits")) == 800
+
+    @pytest.mark.parametrize(
+        "value",
+        [(1, 2), {1, 2}, object(), float("nan"), float("inf"), {1: "int key"}, b"bytes"],
+        ids=["tuple", "set", "object", "nan", "inf", "int-key", "bytes"],
+    )
+    def test_non_json_values_are_refused_and_nothing_is_written(
+        self, store: SessionBase, value: Any
+    ) -> None:
+        run(store.patch_state("s", "u", {"kept": 1}))
+        with pytest.raises(InvalidValueError):
+            run(store.patch_state("s", "u", {"bad": value, "other": 2}))
+        assert run(store.get_state("s", "u")) == {"kept": 1}
+
+    def test_circular_values_are_refused(self, store: SessionBase) -> None:
+        loop: list[Any] = []
+        loop.append(loop)
+        with pytest.raises(InvalidValueError, match="itself"):
+            run(store.patch_state("s", "u", {"loop": loop}))
+
+    def test_compare_and_set_wins_only_on_the_expected_version(self, store: SessionBase) -> None:
+        version = run(store.patch_state("s", "u", {"n": 1}))
+        assert live(run(store.get_info("s", "u"))).version == version
+        new_version = run(store.compare_and_set("s", "u", version, {"n": 2}))
+        assert new_version > version
+        with pytest.raises(ConflictError, match="version"):
+            run(store.compare_and_set("s", "u", version, {"n": 3}))
+        assert run(store.get_value("s", "u", "n")) == 2
+
+    def test_compare_and_set_on_a_missing_session_expects_version_zero(
+        self, store: SessionBase
+    ) -> None:
+        with pytest.raises(ConflictError, match="version 0"):
+            run(store.compare_and_set("new", "u", 3, {"n": 1}))
+        assert not run(store.exists("new", "u"))
+        assert run(store.compare_and_set("new", "u", 0, {"n": 1})) >= 1
+        assert run(store.get_value("new", "u", "n")) == 1
+
+    def test_every_write_bumps_the_version(self, store: SessionBase) -> None:
+        v1 = run(store.patch_state("s", "u", {"n": 1}))
+        run(store.increment("s", "u", "n"))
+        run(store.append_messages("s", "u", "log", [say("x")]))
+        assert live(run(store.get_info("s", "u"))).version >= v1 + 2
+
+    # -- ids and isolation -------------------------------------------------------------------------
+
+    @pytest.mark.parametrize(
+        "bad",
+        ["", "x" * 257, "nul\x00byte", "tab\tinside", "lone\ud800surrogate", None, 42],
+        ids=["empty", "too-long", "nul", "control", "surrogate", "none", "int"],
+    )
+    def test_invalid_session_ids_are_refused(self, store: SessionBase, bad: Any) -> None:
+        with pytest.raises(InvalidIdError):
+            run(store.patch_state(bad, "u", {"a": 1}))
+
+    def test_long_unicode_and_path_like_ids_are_stored_apart(self, store: SessionBase) -> None:
+        ids = [
+            "x" * 256,
+            "Chat",
+            "chat",
+            "../evil",
+            "evil",
+            "a/b",
+            "a%2Fb",
+            "日本語",
+            "discord:dm:1",
+        ]
+        for index, session_id in enumerate(ids):
+            run(store.patch_state(session_id, "u", {"i": index}))
+        for index, session_id in enumerate(ids):
+            assert run(store.get_value(session_id, "u", "i")) == index
+        listed = [info.session_id for info in run(store.list_sessions("u", limit=100))]
+        assert sorted(listed) == sorted(ids)
+
+    def test_underscore_joined_ids_do_not_collide(self, store: SessionBase) -> None:
+        run(store.patch_state("c", "a_b", {"owner": "a_b + c"}))
+        run(store.patch_state("b_c", "a", {"owner": "a + b_c"}))
+        assert run(store.get_value("c", "a_b", "owner")) == "a_b + c"
+        assert run(store.get_value("b_c", "a", "owner")) == "a + b_c"
+
+    def test_users_never_see_or_delete_each_others_sessions(self, store: SessionBase) -> None:
+        run(store.patch_state("same", "alice", {"secret": "alice's"}))
+        run(store.patch_state("same", "bob", {"secret": "bob's"}))
+        assert run(store.get_value("same", "alice", "secret")) == "alice's"
+        assert [i.session_id for i in run(store.list_sessions("bob"))] == ["same"]
+        assert run(store.delete_session("same", "bob")) is True
+        assert run(store.get_value("same", "alice", "secret")) == "alice's"
+        assert run(store.list_sessions("bob")) == []
+
+    # -- text and formats --------------------------------------------------------------------------
+
+    def test_lone_surrogates_and_unicode_round_trip_exactly(self, store: SessionBase) -> None:
+        odd = "lone \ud800 high, \udfff low, emoji 🎉, accents é, nul \x00 inside"
+        key = "日本語 key 🎉"
+        run(store.patch_state("s", "u", {"text": odd, key: "as a key"}))
+        run(store.append_messages("s", "u", "log", [say(odd)]))
+        assert run(store.get_value("s", "u", "text")) == odd
+        assert run(store.get_value("s", "u", key)) == "as a key"
+        assert run(store.read_messages("s", "u", "log")) == [say(odd)]
+
+    def test_every_record_carries_the_format_version(self, store: SessionBase) -> None:
+        info = run(store.create_session("s", "u"))
+        assert info.format == FORMAT_VERSION
+        assert [i.format for i in run(store.list_sessions("u"))] == [FORMAT_VERSION]
+
+    # -- sessions, TTL -----------------------------------------------------------------------------
+
+    def test_list_is_paged_by_session_id(self, store: SessionBase) -> None:
+        for n in range(7):
+            run(store.create_session(f"s{n}", "u"))
+        first = run(store.list_sessions("u", limit=3))
+        second = run(store.list_sessions("u", limit=3, after=first[-1].session_id))
+        third = run(store.list_sessions("u", limit=3, after=second[-1].session_id))
+        assert [i.session_id for i in first + second + third] == [f"s{n}" for n in range(7)]
+        with pytest.raises(InvalidValueError):
+            run(store.list_sessions("u", limit=0))
+
+    @_needs("supports_owners")
+    def test_list_users_names_each_user_once_and_sorted(self, store: SessionBase) -> None:
+        assert run(store.list_users()) == []
+        odd = "x" * 200 + ":*?[]{}%41\\ ünï/../"  # past the file-name limit, glob and key syntax
+        for user, session_id in [
+            ("bob", "s1"),
+            ("ada", "s1"),
+            ("bob", "s2"),
+            (odd, "s"),
+            ("", "s"),
+        ]:
+            run(store.create_session(session_id, user))
+        assert run(store.list_users()) == sorted(["ada", "bob", odd, DEFAULT_USER])
+
+    @_needs("supports_owners", "supports_copies")
+    def test_list_users_leaves_out_snapshots_and_users_whose_sessions_are_all_gone(
+        self, store: SessionBase, branches: Branches, frozen_clock: clock.ManualClock
+    ) -> None:
+        run(store.create_session("kept", "ada"))
+        run(branches.snapshot("kept", "ada", label="before"))  # kept by a reserved owner
+        run(store.create_session("short", "bob", ttl=10))
+        run(store.create_session("gone", "cy"))
+        run(store.delete_session("gone", "cy"))
+        assert run(store.list_users()) == ["ada", "bob"]
+        frozen_clock.advance(11)
+        assert run(store.list_users()) == ["ada"]  # bob's only session expired, not yet purged
+
+    def test_delete_removes_everything_once(self, store: SessionBase) -> None:
+        agent = Friday()
+        agent.memory.append(say("x"))
+        run(store.save_session_state("s", "u", agent=agent))
+        run(store.patch_state("s", "u", {"a": 1}))
+        assert run(store.delete_session("s", "u")) is True
+        assert run(store.delete_session("s", "u")) is False
+        assert run(store.get_state("s", "u")) == {}
+        assert run(store.read_messages("s", "u", "agent.memory")) == []
+        assert not run(store.exists("s", "u"))
+
+    def test_metadata_and_timestamps(self, store: SessionBase) -> None:
+        before = time.time()
+        info = run(store.create_session("s", "u", metadata={"title": "first chat"}))
+        assert before <= info.created_at <= info.updated_at <= time.time()
+        assert run(store.set_metadata("s", "u", topic="maths")).metadata == {
+            "title": "first chat",
+            "topic": "maths",
+        }
+
+    def test_keys_are_checked_like_ids(self, store: SessionBase) -> None:
+        for bad in ("", "nul\x00", "lone\ud800"):
+            with pytest.raises(InvalidIdError):
+                run(store.patch_state("s", "u", {bad: 1}))
+        assert run(store.get_state("s", "u")) == {}
+
+    def test_an_expired_session_is_gone_for_every_reader(
+        self, store: SessionBase, frozen_clock: clock.ManualClock
+    ) -> None:
+        run(store.create_session("s", "u", ttl=0.2))
+        run(store.patch_state("s", "u", {"a": 1}))
+        frozen_clock.advance(0.35)
+        assert run(store.get_info("s", "u")) is None
+        assert not run(store.exists("s", "u"))
+        assert run(store.get_state("s", "u")) == {}
+        assert run(store.list_sessions("u")) == []
+        with pytest.raises(SessionExpiredError, match="expired"):
+            run(store.get_state("s", "u", must_exist=True))
+
+    def test_writing_to_an_expired_session_starts_it_afresh(
+        self, store: SessionBase, frozen_clock: clock.ManualClock
+    ) -> None:
+        run(store.create_session("s", "u", ttl=0.2))
+        run(store.patch_state("s", "u", {"old": 1}))
+        frozen_clock.advance(0.35)
+        run(store.patch_state("s", "u", {"new": 2}))
+        assert run(store.get_state("s", "u")) == {"new": 2}
+
+    def test_activity_slides_the_ttl(
+        self, store: SessionBase, frozen_clock: clock.ManualClock
+    ) -> None:
+        run(store.create_session("s", "u", ttl=0.6))
+        for _ in range(4):
+            frozen_clock.advance(0.25)
+            run(store.get_state("s", "u"))  # a read is activity too
+        assert run(store.exists("s", "u"))  # 1.0 s after creation, alive thanks to activity
+
+    def test_without_sliding_the_ttl_counts_from_creation(
+        self, open_store: OpenStore, frozen_clock: clock.ManualClock
+    ) -> None:
+        fixed = open_store("fixed", sliding_ttl=False)
+        run(fixed.create_session("s", "u", ttl=0.5))
+        frozen_clock.advance(0.3)
+        run(fixed.patch_state("s", "u", {"a": 1}))
+        frozen_clock.advance(0.3)
+        assert not run(fixed.exists("s", "u"))
+
+    def test_default_ttl_applies_to_new_sessions(self, open_store: OpenStore) -> None:
+        timed = open_store("timed", default_ttl=60)
+        info = run(timed.create_session("s", "u"))
+        assert info.ttl == 60 and 59 < expires_in(info) <= 60
+
+    def test_touch_renews_and_expire_ends(self, store: SessionBase) -> None:
+        run(store.create_session("s", "u", ttl=0.3))
+        info = live(run(store.touch("s", "u", ttl=100)))
+        assert info.ttl == 100 and expires_in(info) > 99
+        assert run(store.expire("s", "u")) is True
+        assert not run(store.exists("s", "u"))
+        assert run(store.touch("s", "u")) is None
+
+    def test_purge_removes_only_expired_sessions(
+        self, store: SessionBase, frozen_clock: clock.ManualClock
+    ) -> None:
+        run(store.create_session("short1", "u", ttl=0.1))
+        run(store.create_session("short2", "v", ttl=0.1))
+        run(store.create_session("long", "u", ttl=100))
+        frozen_clock.advance(0.25)
+        assert run(store.purge_expired()) == 2
+        assert [i.session_id for i in run(store.list_sessions("u"))] == ["long"]
+
+    def test_negative_ttl_is_refused(self, store: SessionBase) -> None:
+        with pytest.raises(ValueError, match="non-negative"):
+            run(store.create_session("s", "u", ttl=-1))
+
+    def test_close_is_idempotent_and_the_store_reopens(self, store: SessionBase) -> None:
+        run(store.patch_state("s", "u", {"a": 1}))
+        run(store.close())
+        run(store.close())
+        assert run(store.get_value("s", "u", "a")) == 1
+
+    def test_async_with_closes_the_store(self, store: SessionBase) -> None:
+        async def use() -> Any:
+            async with store as opened:
+                assert opened is store
+                await store.patch_state("s", "u", {"a": 1})
+                return await store.get_value("s", "u", "a")
+
+        assert run(use()) == 1
+
+    @_needs("supports_reopening")
+    def test_a_store_opened_later_sees_what_was_written(
+        self, store: SessionBase, open_store: OpenStore
+    ) -> None:
+        agent = with_messages(Friday(), "kept")
+        agent.name = "Saved"
+        run(store.save_session_state("s", "u", agent=agent))
+        run(store.patch_state("s", "u", {"a": 1}))
+        info = run(store.create_session("s", "u", ttl=600, metadata={"title": "kept"}))
+        run(store.close())
+
+        later = open_store()  # the same directory: the same data
+        loaded = Friday()
+        run(later.load_session_state("s", "u", agent=loaded))
+        assert (loaded.name, loaded.memory.to_list()) == ("Saved", [say("kept")])
+        assert run(later.get_state("s", "u")) == {"a": 1}
+        reopened = live(run(later.get_info("s", "u")))
+        assert (reopened.version, reopened.ttl, reopened.metadata) == (
+            info.version,
+            600,
+            {"title": "kept"},
+        )
+
+    def test_expire_ends_a_session_the_way_its_ttl_would(self, store: SessionBase) -> None:
+        run(store.patch_state("s", "u", {"a": 1}))
+        assert run(store.expire("s", "u")) is True
+        with pytest.raises(SessionExpiredError):
+            run(store.get_state("s", "u", must_exist=True))
+        assert run(store.get_info("s", "u")) is None
+        assert run(store.purge_expired()) == 1
+        run(store.patch_state("d", "u", {"a": 1}))
+        run(store.delete_session("d", "u"))
+        with pytest.raises(SessionNotFoundError):  # deleted is not expired: it never was, now
+            run(store.get_state("d", "u", must_exist=True))
+
+    # -- logs of a session -------------------------------------------------------------------------
+
+    @_needs("supports_copies")
+    def test_list_logs_names_each_log_with_its_length(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store)
+        run(
+            store.append_messages(
+                "parent", "u", "agent:Assistant.history", [numbered(1), numbered(2)]
+            )
+        )
+        assert run(branches.list_logs("parent", "u")) == {
+            "agent.history": 6,
+            "agent.notes": 1,
+            "agent:Assistant.history": 2,
+        }
+        with pytest.raises(SessionNotFoundError):
+            run(branches.list_logs("nobody", "u"))
+
+    # -- forks -------------------------------------------------------------------------------------
+
+    @_needs("supports_copies")
+    def test_a_fork_copies_everything_and_records_its_parent(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store)
+        info = run(branches.fork("parent", "u", "child"))
+        assert (info.session_id, info.user_id, info.version) == ("child", "u", 1)
+        assert everything(store, "child") == everything(store, "parent")
+        assert run(branches.parent_of("child", "u")) == ("parent", "u")
+        assert run(branches.parent_of("parent", "u")) is None
+        assert [i.session_id for i in run(branches.children_of("parent", "u"))] == ["child"]
+
+    @_needs("supports_copies")
+    def test_parent_and_child_are_independent_afterwards(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store)
+        run(branches.fork("parent", "u", "child"))
+        before = everything(store, "parent")
+        run(store.patch_state("child", "u", {"score": 99}))
+        run(store.append_messages("child", "u", "agent.history", [numbered(100)]))
+        assert everything(store, "parent") == before
+        run(store.increment("parent", "u", "score", 1))
+        assert run(store.get_value("child", "u", "score")) == 99
+        assert len(run(store.read_messages("child", "u", "agent.history"))) == 7
+
+    @_needs("supports_copies")
+    def test_a_fork_at_a_message_cuts_that_log_only(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store)
+        run(branches.fork("parent", "u", "early", at_message=("agent.history", 2)))
+        copied = everything(store, "early")
+        assert copied["history"] == [numbered(0), numbered(1)]
+        assert copied["notes"] == [{"role": "note", "content": "remember"}]
+        run(branches.fork("parent", "u", "empty", at_message=("agent.history", 0)))
+        assert everything(store, "empty")["history"] == []
+
+    @_needs("supports_copies")
+    def test_a_fork_for_another_user_keeps_both_apart(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store, "guest-chat", "guest")
+        run(branches.fork("guest-chat", "guest", "chat", "ada"))
+        assert everything(store, "chat", "ada") == everything(store, "guest-chat", "guest")
+        assert run(branches.parent_of("chat", "ada")) == ("guest-chat", "guest")
+        assert [i.session_id for i in run(store.list_sessions("ada"))] == ["chat"]
+        (root,) = run(branches.tree("ada"))  # its parent is another user's: a root here
+        assert root.info.session_id == "chat" and root.children == []
+
+    @_needs("supports_copies")
+    def test_a_fork_never_overwrites_nor_loops(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store)
+        run(store.patch_state("taken", "u", {"mine": True}))
+        with pytest.raises(ConflictError):
+            run(branches.fork("parent", "u", "taken"))
+        assert run(store.get_state("taken", "u")) == {"mine": True}
+        with pytest.raises(ConflictError):
+            run(branches.fork("parent", "u", "parent"))
+        run(branches.fork("parent", "u", "child"))
+        run(branches.fork("child", "u", "grandchild"))
+        run(store.delete_session("parent", "u"))
+        with pytest.raises(ConflictError, match="ancestor"):  # "parent" would close a loop
+            run(branches.fork("grandchild", "u", "parent"))
+
+    @_needs("supports_copies")
+    def test_forking_what_is_not_there_says_so(
+        self, store: SessionBase, branches: Branches, frozen_clock: clock.ManualClock
+    ) -> None:
+        with pytest.raises(SessionNotFoundError):
+            run(branches.fork("nothing", "u", "child"))
+        run(store.create_session("brief", "u", ttl=1))
+        frozen_clock.advance(2)
+        with pytest.raises(SessionExpiredError):
+            run(branches.fork("brief", "u", "child"))
+        assert not run(store.exists("child", "u"))
+
+    @_needs("supports_copies")
+    @pytest.mark.parametrize("cut", [("log",), ("log", -1), ("log", "3"), "log:3", ("", 3)])
+    def test_a_bad_cut_is_refused(self, store: SessionBase, branches: Branches, cut: Any) -> None:
+        seed(store)
+        with pytest.raises((InvalidValueError, Exception)) as caught:
+            run(branches.fork("parent", "u", "child", at_message=cut))
+        assert "at_message" in str(caught.value) or "log name" in str(caught.value)
+        assert not run(store.exists("child", "u"))
+
+    # -- snapshots ---------------------------------------------------------------------------------
+
+    @_needs("supports_copies")
+    def test_a_snapshot_survives_edits_and_truncation_and_restores(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store)
+        before = everything(store, "parent")
+        version = live(run(store.get_info("parent", "u"))).version
+        snapshot = run(branches.snapshot("parent", "u", label="before the edit"))
+        assert (snapshot.label, snapshot.version, snapshot.messages) == (
+            "before the edit",
+            version,
+            7,
+        )
+
+        agent = NoteTaker()
+        run(store.load_session_state("parent", "u", agent=agent))
+        agent.history[0]["content"] = "EDITED"
+        del agent.history[3:]
+        run(store.save_session_state("parent", "u", agent=agent))
+        run(store.clear_messages("parent", "u", "agent.notes"))
+        run(store.patch_state("parent", "u", {"score": -1}, delete=["profile"]))
+        assert everything(store, "parent") != before
+
+        info = run(branches.restore("parent", "u", snapshot))
+        assert everything(store, "parent") == before
+        assert info.version > version and info.session_id == "parent"
+
+    @_needs("supports_copies")
+    def test_snapshots_are_listed_in_order_and_deleted_one_by_one(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store)
+        first = run(branches.snapshot("parent", "u", label="one"))
+        second = run(branches.snapshot("parent", "u"))
+        seed(store, "other")
+        run(branches.snapshot("other", "u", label="not mine"))
+        assert [s.snapshot_id for s in run(branches.snapshots("parent", "u"))] == [
+            first.snapshot_id,
+            second.snapshot_id,
+        ]
+        assert [s.label for s in run(branches.snapshots("parent", "u"))] == ["one", None]
+        assert run(branches.delete_snapshot("parent", "u", first)) is True
+        assert run(branches.delete_snapshot("parent", "u", first)) is False
+        assert run(branches.snapshots("parent", "u")) == [second]
+        with pytest.raises(SessionNotFoundError, match="snapshot"):
+            run(branches.restore("parent", "u", first))
+        # snapshots are no one's sessions
+        assert [i.session_id for i in run(store.list_sessions("u"))] == ["other", "parent"]
+
+    @_needs("supports_copies")
+    def test_a_restore_keeps_the_sessions_ttl(self, store: SessionBase, branches: Branches) -> None:
+        seed(store)
+        run(store.touch("parent", "u", ttl=600))
+        snapshot = run(branches.snapshot("parent", "u"))
+        info = run(branches.restore("parent", "u", snapshot.snapshot_id))
+        assert info.ttl == 600 and 590 < expires_in(info) <= 600
+
+    # -- the tree ----------------------------------------------------------------------------------
+
+    @_needs("supports_copies")
+    def test_a_users_tree_puts_each_fork_under_its_parent(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store, "root")
+        for child, parent in (("a", "root"), ("b", "root"), ("a1", "a")):
+            run(branches.fork(parent, "u", child))
+        run(store.patch_state("alone", "u", {}))
+        shape = {
+            node.info.session_id: sorted(c.info.session_id for c in node.children)
+            for node in run(branches.tree("u"))
+        }
+        assert shape == {"alone": [], "root": ["a", "b"]}
+        (root,) = [n for n in run(branches.tree("u")) if n.info.session_id == "root"]
+        (a,) = [n for n in root.children if n.info.session_id == "a"]
+        assert [n.info.session_id for n in a.children] == ["a1"]
+
+    @_needs("supports_copies")
+    def test_a_loop_of_parent_links_is_cut_not_followed_forever(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        seed(store, "x")
+        run(branches.fork("x", "u", "y"))
+        run(store.delete_session("x", "u"))
+        run(branches.fork("y", "u", "z"))
+        # hand-make a loop: x (recreated) claims y as its parent while y claims x
+        run(
+            store.create_session("x", "u", metadata={"parent": {"session_id": "z", "user_id": "u"}})
+        )
+        nodes = run(branches.tree("u"))
+        seen: list[str] = []
+        stack = list(nodes)
+        while stack:
+            node = stack.pop()
+            seen.append(node.info.session_id)
+            stack.extend(node.children)
+        assert sorted(seen) == ["x", "y", "z"]  # each once: the loop was cut
+
+    # -- erasing a user ----------------------------------------------------------------------------
+
+    @_needs("supports_copies")
+    def test_erasing_a_user_leaves_another_with_the_same_session_ids(
+        self, store: SessionBase, branches: Branches
+    ) -> None:
+        for user in ("bob", "amy"):
+            seed(store, "shared", user)
+            run(branches.fork("shared", user, "forked"))
+            run(branches.snapshot("shared", user, label=user))
+        report = run(erase_user_records(store.backend, "bob"))
+        assert (report["sessions"], report["snapshots"]) == (2, 1)
+        assert sorted(report["session_ids"]) == ["forked", "shared"]
+        assert run(store.list_sessions("bob")) == []
+        assert run(branches.snapshots("shared", "bob")) == []
+        assert [i.session_id for i in run(store.list_sessions("amy"))] == ["forked", "shared"]
+        assert [s.label for s in run(branches.snapshots("shared", "amy"))] == ["amy"]
+        assert everything(store, "shared", "amy")["state"]["score"] == 10
+        # the snapshots' own space: amy's alone
+        kept = run(all_records(store.backend, SNAPSHOT_OWNER))
+        assert [i.metadata["snapshot"]["user_id"] for i in kept] == ["amy"]
