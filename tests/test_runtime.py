@@ -20,7 +20,6 @@ import pytest
 from llm_server import Reply
 from praisonsession import (
     AsyncSession,
-    InMemorySession,
     OperationTimeoutError,
     PraisonSessionError,
     RedisSession,
@@ -30,7 +29,8 @@ from praisonsession import (
 )
 from praisonsession._internal import runtime
 from praisonsession._internal import runtime as execution
-from praisonsession.stores import Key
+from praisonsession.stores import Key, SessionBase
+from praisonsession.stores.backends.memory import InMemoryBackend
 
 
 async def where() -> str:
@@ -358,7 +358,7 @@ def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None
     store = SqliteSession(tmp_path / "s.db")
     session = Session("s", store=store)
     session.set_state("n", 0)
-    parents = store._local.conn
+    parents = store.backend._local.conn
     children = []
     for _ in range(2):
         reader, writer = os.pipe()
@@ -366,7 +366,10 @@ def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None
         if pid == 0:  # the child
             try:
                 value = session.increment_state("n")
-                own = store._local.conn is not parents and store._local.conn is not None
+                own = (
+                    store.backend._local.conn is not parents
+                    and store.backend._local.conn is not None
+                )
                 os.write(writer, f"{value} {own}".encode())
             finally:
                 os._exit(0)
@@ -375,7 +378,7 @@ def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None
         children.append(os.read(reader, 100).decode())
         os.close(reader)
     assert children == ["1 True", "2 True"]
-    assert store._local.conn is parents  # the parent goes on with its own
+    assert store.backend._local.conn is parents  # the parent goes on with its own
     assert session.increment_state("n") == 3
 
 
@@ -383,7 +386,7 @@ def test_forked_children_each_open_their_own_sqlite_connection(tmp_path) -> None
 def test_a_forked_child_loads_its_own_model_and_never_frees_the_inherited_one() -> None:
     """An ONNX session's threads stay in the parent: freeing it in the child can wait
     forever, so the child keeps it untouched and embeds with a model of its own."""
-    from praisonsession.recall import core as recall  # where the embedders are kept
+    from praisonsession.recall import core as recall
 
     inherited = recall.default_embedder("minilm")
     expected = inherited.embed_query("tea")
@@ -410,8 +413,8 @@ def test_a_forked_child_loads_its_own_model_and_never_frees_the_inherited_one() 
     assert recall.default_embedder("minilm") is inherited  # the parent keeps its own
 
 
-class BlockedStore(InMemorySession):
-    """A store whose state reads block their thread until released: a disk that hangs."""
+class BlockedBackend(InMemoryBackend):
+    """A backend whose state reads block their thread until released: a disk that hangs."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -428,8 +431,10 @@ class BlockedStore(InMemorySession):
 
 @pytest.mark.parametrize("sync_calls", ["inline", "loop"])
 def test_the_sync_calls_setting_says_where_a_store_call_runs(sync_calls: str) -> None:
-    store = BlockedStore()
-    session = Session("s", store=store, timeout=0.5, settings={"sync_calls": sync_calls})
+    store = BlockedBackend()
+    session = Session(
+        "s", store=SessionBase(store), timeout=0.5, settings={"sync_calls": sync_calls}
+    )
     assert session.runs_inline is (sync_calls == "inline")
     store.release.set()
     assert session.get_state("n", 0) == 0
