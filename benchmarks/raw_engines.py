@@ -50,35 +50,32 @@ def sqlite_update_commit(synchronous: str, n: int) -> float:
 def sqlite_increment_statements(synchronous: str, n: int) -> float:
     """The statements of our ``increment_state`` on SQLite, run bare: the floor under it.
 
-    BEGIN IMMEDIATE; one SELECT of the session's head row (version, expiry), its format and
-    TTL, and the value; one INSERT ... ON CONFLICT DO UPDATE writing the head and the value
-    (two rows of ``ps_state`` side by side: one B-tree page, one WAL frame); COMMIT. Our
-    facade's figure over this one is what the Python around the SQL costs.
+    BEGIN IMMEDIATE; one UPDATE of the session's head row (version, updated_at, sliding
+    expiry) only if the session is live and of a format we read; one UPDATE of the value only
+    if it still holds the text last written there (the two rows of ``ps_state`` side by side:
+    one B-tree page, one WAL frame); COMMIT. Our facade's figure over this one is what the
+    Python around the SQL costs.
     """
     from praisonsession import SqliteSession
     from praisonsession._internal import runtime
-    from praisonsession.stores.backends.sqlite.schema import INCREMENT_READ, INCREMENT_WRITE
+    from praisonsession.stores.backends.sqlite.schema import BUMP_LIVE, SET_IF_HELD
 
     with tempfile.TemporaryDirectory(prefix="ps-floor-sqlite-") as folder:
         store = SqliteSession(os.path.join(folder, "s.db"), synchronous=synchronous)
         runtime.run(store.increment("floor", "bench", "hits"), inline=True)  # schema, session
         cursor = store.backend._cursor()
-        ids = ("bench", "floor", "hits")
+        held = 1
         start = time.perf_counter()
         for _ in range(n):
             cursor.execute("BEGIN IMMEDIATE")
-            version, expires, _, _, value = cursor.execute(INCREMENT_READ, ids).fetchone()
-            write = (
-                "bench",
-                "floor",
-                version + 1,
-                time.time(),
-                expires,
-                "hits",
-                str(int(value) + 1),
-            )
-            cursor.execute(INCREMENT_WRITE, write)
+            bumped = cursor.execute(BUMP_LIVE, (time.time(), True, "bench", "floor")).rowcount
+            written = cursor.execute(
+                SET_IF_HELD, ("bench", "floor", "hits", str(held + 1), str(held))
+            ).rowcount
             cursor.execute("COMMIT")
+            if bumped != 1 or written != 1:
+                raise RuntimeError("the bare statements found the session or value changed")
+            held += 1
         elapsed = time.perf_counter() - start
         final = runtime.run(store.get_value("floor", "bench", "hits"), inline=True)
         runtime.run(store.close(), inline=True)

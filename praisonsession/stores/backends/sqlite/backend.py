@@ -84,6 +84,7 @@ from .schema import (
     SCHEMA_VERSION,
     SESSION_AND_HEAD,
     SET_EXPIRY,
+    SET_IF_HELD,
     TABLES,
     UPSERT_STATE,
     VERSION,
@@ -100,6 +101,8 @@ _stores: weakref.WeakSet[SqliteBackend] = weakref.WeakSet()
 # Connections inherited through fork: SQLite forbids using them in the child, and closing one
 # there could checkpoint or unlock the parent's database, so they are kept, never touched.
 _inherited: list[sqlite3.Connection] = []
+#: Numbers whose last written text an increment remembers (see ``SqliteBackend._saw``).
+_SEEN_REMEMBERED = 4096
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
@@ -157,6 +160,8 @@ class SqliteBackend(StoreBackend):
         #: "power" (a power loss too), from the ``synchronous`` in use.
         self.durability = _DURABILITY_OF[self._synchronous]
         self._threads: dict[int, _Thread] = {}  # by thread ident: each thread's connection
+        # the text each number was last written as, by (session, key): see _saw
+        self._seen: dict[tuple[Key, str], tuple[str, int | float]] = {}
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._schema_ready = False
@@ -729,29 +734,83 @@ class SqliteBackend(StoreBackend):
     def increment_record_value(  # the transaction's coroutine itself: one frame fewer
         self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> Coroutine[Any, Any, int | float]:
-        ids = (key.user_id, key.session_id, name)
-
         def work(conn: sqlite3.Connection) -> int | float:
-            # Under the write lock: read the head and the value, add with Python's rule (exact
-            # for every int and float), write both. A refused sum raises before any write.
+            # Under the write lock. A refused sum raises before the transaction commits.
             at = now()
             cursor = self._threads[get_ident()].cursor
-            row = cursor.execute(INCREMENT_READ, ids).fetchone()
-            head = None if row is None else self._live_head(row, at)
-            if head is None:
-                head = self._full_head(conn, key, at, must_exist)
-                row = cursor.execute(GET_VALUE, ids).fetchone()
-                stored = None if row is None else row[1]
-            else:
-                stored = row[4]
-            current = default if stored is None else self._decode(stored, key, name)
-            value = add_numbers(current, amount, name)
-            version, expires = head
-            write = (key.user_id, key.session_id, version, at, expires, name, dumps(value))
-            cursor.execute(INCREMENT_WRITE, write)
-            return value
+            seen = self._seen.get((key, name))
+            if (
+                seen is not None
+                and cursor.execute(
+                    BUMP_LIVE, (at, self.sliding_ttl, key.user_id, key.session_id)
+                ).rowcount
+            ):
+                # A live session, bumped (version, updated_at, sliding expiry) in one UPDATE:
+                # the value is written only if it is still the one this process last saw.
+                value = add_numbers(seen[1], amount, name)
+                text = dumps(value)
+                if cursor.execute(
+                    SET_IF_HELD, (key.user_id, key.session_id, name, text, seen[0])
+                ).rowcount:
+                    self._saw(key, name, text, value)
+                    return value
+                return self._add_to_stored(cursor, key, name, amount, default)
+            return self._increment_read_first(conn, cursor, key, name, amount, default, must_exist)
 
         return self._transaction(work, True)
+
+    def _add_to_stored(
+        self, cursor: sqlite3.Cursor, key: Key, name: str, amount: int | float, default: int | float
+    ) -> int | float:
+        """The value as stored plus ``amount``, written (the session already bumped)."""
+        row = cursor.execute(GET_VALUE, (key.user_id, key.session_id, name)).fetchone()
+        current = default if row is None else self._decode(row[1], key, name)
+        value = add_numbers(current, amount, name)
+        text = dumps(value)
+        cursor.execute(UPSERT_STATE, (key.user_id, key.session_id, name, text))
+        self._saw(key, name, text, value)
+        return value
+
+    def _increment_read_first(
+        self,
+        conn: sqlite3.Connection,
+        cursor: sqlite3.Cursor,
+        key: Key,
+        name: str,
+        amount: int | float,
+        default: int | float,
+        must_exist: bool,
+    ) -> int | float:
+        """An increment of a value this process has not seen, or of a session that is not
+        live as it is: read the head and the value, add with Python's rule (exact for every
+        int and float), write both."""
+        at = now()
+        ids = (key.user_id, key.session_id, name)
+        row = cursor.execute(INCREMENT_READ, ids).fetchone()
+        head = None if row is None else self._live_head(row, at)
+        if head is None:
+            head = self._full_head(conn, key, at, must_exist)
+            row = cursor.execute(GET_VALUE, ids).fetchone()
+            stored = None if row is None else row[1]
+        else:
+            stored = row[4]
+        current = default if stored is None else self._decode(stored, key, name)
+        value = add_numbers(current, amount, name)
+        version, expires = head
+        text = dumps(value)
+        cursor.execute(
+            INCREMENT_WRITE, (key.user_id, key.session_id, version, at, expires, name, text)
+        )
+        self._saw(key, name, text, value)
+        return value
+
+    def _saw(self, key: Key, name: str, text: str, value: int | float) -> None:
+        """Remember the text a number was last written as (``_seen``): the next increment of
+        it writes only if it is still that text, and skips reading it."""
+        seen = self._seen
+        if len(seen) >= _SEEN_REMEMBERED:
+            seen.clear()
+        seen[key, name] = (text, value)
 
     # -- modules and logs -----------------------------------------------------------------
 

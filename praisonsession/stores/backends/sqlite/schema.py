@@ -103,6 +103,11 @@ INCREMENT_WRITE = (
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value, "
     "version=excluded.version, updated_at=excluded.updated_at, expires_at=excluded.expires_at"
 )
+# An increment's value, written only if the key still holds the text this process last saw
+# there (?4 the new JSON, ?5 the text seen): no row changed means another writer changed it.
+SET_IF_HELD = (
+    "UPDATE ps_state SET value=?4 WHERE user_id=?1 AND session_id=?2 AND name=?3 AND value=?5"
+)
 # A write's bump in one statement, done only if the session is live and of a format this
 # version reads, every field of the type ``_live_head`` wants (?1 now, ?2 sliding TTL,
 # ?3 user_id, ?4 session_id); no row changed: take the full path.
