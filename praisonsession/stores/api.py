@@ -324,8 +324,10 @@ class SessionBase:
     ) -> int | float:
         """Add ``amount`` to a numeric key atomically (starting from ``default``); the new value."""
         key = record_key(session_id, user_id)
-        _check_number(amount, "increment")
-        _check_number(default, "default")
+        if type(amount) is not int or not -_SMALL_INT < amount < _SMALL_INT:
+            _check_number(amount, "increment")  # the common small int needs no call
+        if type(default) is not int or not -_SMALL_INT < default < _SMALL_INT:
+            _check_number(default, "default")
         return await self.backend.increment_record_value(
             key, check_key(name), amount, default, must_exist
         )
@@ -394,10 +396,12 @@ class SessionBase:
         await self.close()
 
 
+#: Ints this small need no further check to be JSON data an increment can take.
+_SMALL_INT = 2**62
+
+
 def _check_number(number: Any, label: str) -> None:
-    """An int or float that JSON can hold (the common small int is checked in one step)."""
-    if type(number) is int and -(2**62) < number < 2**62:
-        return
+    """An int or float that JSON can hold."""
     if isinstance(number, bool) or not isinstance(number, (int, float)):
         raise InvalidValueError(f"{label} must be an int or float, got {number!r}.")
     check_json_data(number, label)

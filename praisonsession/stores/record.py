@@ -23,9 +23,9 @@ FORMAT_VERSION = 1
 """Bumped whenever the stored layout changes; older records are migrated when read."""
 
 
-def now() -> float:
-    """The time TTL decisions use (``praisonsession.clock``: wall time unless a test set one)."""
-    return _clock_now()
+#: The time TTL decisions use (``praisonsession.clock``: wall time unless a test set one); the
+#: clock's own function, not a wrapper: every write reads it.
+now = _clock_now
 
 
 class Key(NamedTuple):

@@ -752,7 +752,7 @@ class SqliteBackend(StoreBackend):
                 if cursor.execute(
                     SET_IF_HELD, (key.user_id, key.session_id, name, text, seen[0])
                 ).rowcount:
-                    self._saw(key, name, text, value)
+                    self._seen[key, name] = (text, value)  # _saw, inlined: the hot path
                     return value
                 return self._add_to_stored(cursor, key, name, amount, default)
             return self._increment_read_first(conn, cursor, key, name, amount, default, must_exist)
