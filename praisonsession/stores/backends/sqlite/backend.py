@@ -928,8 +928,12 @@ def _sql_time(text: Any) -> float:
     return stamp.replace(tzinfo=timezone.utc).timestamp()
 
 
+#: SQLite's primary result codes SQLITE_BUSY and SQLITE_LOCKED (named by sqlite3 from 3.11).
+_BUSY_CODES = (5, 6)
+
+
 def _is_busy(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        return code & 0xFF in _BUSY_CODES
     return "locked" in str(exc) or "busy" in str(exc)
