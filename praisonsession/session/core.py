@@ -21,7 +21,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import tracing
 from .._internal.checks import (
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
     from ..agents import Agent
     from ..agents.factory import AgentRegistry
+    from ..agents.host import AgentHost
     from ..archive import ArchiveSummary
     from ..recall.core import Recall
     from ..recall.knowledge.knowledge_base import KnowledgeAdded
@@ -722,7 +723,10 @@ class AsyncSession:
         spec = AgentSpec.of(*args, **options)
         if self._registry is None:
             self._registry = AgentRegistry()
-        return await create_agent(self, self._registry, spec)
+        # the port declares session_id, user_id and timeout as attributes; the session's are
+        # read-only properties, which is all the agent needs of them
+        host = cast("AgentHost", self)
+        return await create_agent(host, self._registry, spec)
 
     create_agent = Agent
 
