@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
@@ -738,7 +738,7 @@ class AsyncSession:
         *,
         at_message: tuple[Any, int] | None = None,
         user_id: str | None = None,
-    ) -> Any:
+    ) -> AsyncSession:
         """A copy of this session (state, modules, message logs, and the long-term memories
         it added) under a new id, made in one atomic step; it records this one as its parent.
 
@@ -767,12 +767,12 @@ class AsyncSession:
         return child
 
     @property
-    def parent(self) -> Any:
+    def parent(self) -> Coroutine[Any, Any, AsyncSession | None]:
         """The session this one was forked from, as a session object, or None: ``await
         session.parent`` here (``session.parent`` on the synchronous ``Session``)."""
         return self._parent()
 
-    async def _parent(self) -> Any:
+    async def _parent(self) -> AsyncSession | None:
         found = await self._call(
             "parent", self._branches.parent_of(self._session_id, self._user_id)
         )
