@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from typing import Any
 
 from ..llm import ScriptedChatServer
 from ..session.sync import Session
@@ -82,7 +83,7 @@ def main() -> None:
     short.close()
 
 
-def _stand_in_model(request: dict) -> str:
+def _stand_in_model(request: dict[str, Any]) -> str:
     """Answers from the conversation it is sent, so it only knows what the history holds."""
     said = " ".join(m["content"] for m in request["messages"] if m["role"] == "user")
     if request["messages"][-1]["content"].endswith("?"):

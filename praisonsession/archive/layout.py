@@ -7,7 +7,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from .._internal.identifiers import check_key
 from .._internal.json_data import check_json_data, decode
@@ -28,6 +28,7 @@ PAGE = 500  # messages per line
 MAX_LINE = 16 * 1024 * 1024
 
 Progress = Callable[[int], None]  # told how many more messages were written or read
+T = TypeVar("T")
 
 
 class ArchiveSummary(NamedTuple):
@@ -155,7 +156,7 @@ class Records:
         """``sealer`` (a ``TextSealer``) opens the records of an archive exported sealed."""
         self.what = named(source)
         self._lines = lines_of(source)
-        self._ahead: Any = None
+        self._ahead: dict[str, Any] | None = None
         self._peeked = False
         self._sealer = sealer
         self._sealed = False
@@ -199,14 +200,14 @@ class Records:
         self._peeked = False
         return record
 
-    def take(self, name: str, kind: type | tuple[type, ...]) -> Any:
+    def take(self, name: str, kind: type[T]) -> T:
         """The next record, which must be ``{name: <kind>, ...}``; its value."""
         record = self.next()
         if record is None:
             raise self.corrupt(f"it ends where a {name!r} record belongs")
         return self.field(record, name, kind)
 
-    def field(self, record: dict[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:
+    def field(self, record: dict[str, Any], name: str, kind: type[T]) -> T:
         value = record.get(name)
         if name not in record or not isinstance(value, kind) or isinstance(value, bool):
             found = f"a record with {sorted(record)[:3]}" if name not in record else repr(value)

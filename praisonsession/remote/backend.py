@@ -73,7 +73,10 @@ class RemoteBackend(StoreBackend):
     async def read_record_state(
         self, key: Key, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
-        return await self._call("get_state", _key(key, names=names, must_exist=must_exist))
+        state: dict[str, Any] = await self._call(
+            "get_state", _key(key, names=names, must_exist=must_exist)
+        )
+        return state
 
     async def patch_record_state(
         self,
@@ -99,7 +102,8 @@ class RemoteBackend(StoreBackend):
         self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         body = _key(key, name=name, amount=amount, default=default, must_exist=must_exist)
-        return await self._call("increment", body, safe=False)
+        value: int | float = await self._call("increment", body, safe=False)
+        return value
 
     # -- modules and message logs -----------------------------------------------------------
 
@@ -124,7 +128,10 @@ class RemoteBackend(StoreBackend):
     async def read_log(
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
-        return await self._call("read_log", _key(key, path=path, start=start, stop=stop))
+        messages: list[dict[str, Any]] = await self._call(
+            "read_log", _key(key, path=path, start=start, stop=stop)
+        )
+        return messages
 
     async def count_log(self, key: Key, path: str) -> int:
         return int(await self._call("count_log", _key(key, path=path)))

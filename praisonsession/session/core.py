@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import tracing
 from .._internal.checks import (
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
     from ..agents import Agent
     from ..agents.factory import AgentRegistry
+    from ..agents.host import AgentHost
     from ..archive import ArchiveSummary
     from ..recall.core import Recall
     from ..recall.knowledge.knowledge_base import KnowledgeAdded
@@ -736,7 +737,10 @@ class AsyncSession:
         spec = AgentSpec.of(*args, **options)
         if self._registry is None:
             self._registry = AgentRegistry()
-        return await create_agent(self, self._registry, spec)
+        # the port declares session_id, user_id and timeout as attributes; the session's are
+        # read-only properties, which is all the agent needs of them
+        host = cast("AgentHost", self)
+        return await create_agent(host, self._registry, spec)
 
     create_agent = Agent
 
@@ -748,7 +752,7 @@ class AsyncSession:
         *,
         at_message: tuple[Any, int] | None = None,
         user_id: str | None = None,
-    ) -> Any:
+    ) -> AsyncSession:
         """A copy of this session (state, modules, message logs, and the long-term memories
         it added) under a new id, made in one atomic step; it records this one as its parent.
 
@@ -777,12 +781,12 @@ class AsyncSession:
         return child
 
     @property
-    def parent(self) -> Any:
+    def parent(self) -> Coroutine[Any, Any, AsyncSession | None]:
         """The session this one was forked from, as a session object, or None: ``await
         session.parent`` here (``session.parent`` on the synchronous ``Session``)."""
         return self._parent()
 
-    async def _parent(self) -> Any:
+    async def _parent(self) -> AsyncSession | None:
         found = await self._call(
             "parent", self._branches.parent_of(self._session_id, self._user_id)
         )

@@ -45,20 +45,21 @@ def resolve_store(store: Any, settings: Settings) -> SessionBase:
         options["durability"] = settings.durability
     if url.lower().startswith("sqlite:"):
         options["busy_timeout"] = settings.sqlite_busy_timeout
-    if settings.resolved_encryption_key() is not None:
-        _encrypted(None, settings)  # a bad key is refused before the store is opened
+    key = settings.resolved_encryption_key()
+    if key is not None:  # a bad key is refused before the store is opened
+        from ..stores.wrappers.encrypted import load_key
+
+        load_key(key)
     return _encrypted(open_store(url, **options), settings)
 
 
-def _encrypted(store: Any, settings: Settings) -> Any:
+def _encrypted(store: SessionBase, settings: Settings) -> SessionBase:
     """``store`` sealed with the settings' ``encryption_key``, if one is set."""
     key = settings.resolved_encryption_key()
     if key is None or type(store).__name__ == "EncryptedStore":
         return store
-    from ..stores.wrappers.encrypted import EncryptedStore, load_key
+    from ..stores.wrappers.encrypted import EncryptedStore
 
-    if store is None:
-        return load_key(key)
     return EncryptedStore(store, key)
 
 

@@ -275,7 +275,9 @@ def _parent(info: SessionInfo) -> tuple[str, str] | None:
     return None
 
 
-def snapshot_id_of(snapshot: str | SnapshotInfo) -> str:
+def snapshot_id_of(snapshot: object) -> str:
+    """The id of a ``SnapshotInfo``, or a snapshot id checked; takes any value (a caller's
+    argument, an archive's field) and refuses what is not one."""
     value = snapshot.snapshot_id if isinstance(snapshot, SnapshotInfo) else snapshot
     if not isinstance(value, str) or not value or SEPARATOR in value or len(value) > 64:
         raise InvalidIdError(

@@ -173,25 +173,12 @@ class SessionInfo(NamedTuple):
             if not is_int(value) or value < 0:
                 raise SessionCorruptedError(what, f"{name} is {value!r:.40}, not a count")
         check_format(fmt, what)
-        times = {}
-        for name, value in (
-            ("created_at", created_at),
-            ("updated_at", updated_at),
-            ("expires_at", expires_at),
-            ("ttl", ttl),
-        ):
-            if value is None and name in ("expires_at", "ttl"):
-                times[name] = None
-                continue
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-            ):
-                raise SessionCorruptedError(what, f"{name} is {value!r:.40}, not a number")
-            if name == "ttl" and value < 0:  # it would be expired before it was read
-                raise SessionCorruptedError(what, f"ttl is {value!r:.40}, a negative time")
-            times[name] = float(value)
+        created = _stored_time("created_at", created_at, what)
+        updated = _stored_time("updated_at", updated_at, what)
+        expires = None if expires_at is None else _stored_time("expires_at", expires_at, what)
+        ttl_seconds = None if ttl is None else _stored_time("ttl", ttl, what)
+        if ttl_seconds is not None and ttl_seconds < 0:  # it would be expired before it was read
+            raise SessionCorruptedError(what, f"ttl is {ttl!r:.40}, a negative time")
         if not isinstance(metadata, dict):
             raise SessionCorruptedError(what, "its metadata is not a JSON object")
         return cls(
@@ -200,7 +187,10 @@ class SessionInfo(NamedTuple):
             version=version,
             format=fmt,
             metadata=dict(metadata),
-            **times,
+            created_at=created,
+            updated_at=updated,
+            expires_at=expires,
+            ttl=ttl_seconds,
         )
 
     def _repr_html_(self) -> str:
@@ -216,6 +206,13 @@ class SessionInfo(NamedTuple):
             )
         )
         return f"<table>{rows}</table>"
+
+
+def _stored_time(name: str, value: Any, what: str) -> float:
+    """A stored time or TTL as a float; anything but a finite number is corruption."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SessionCorruptedError(what, f"{name} is {value!r:.40}, not a number")
+    return float(value)
 
 
 def _stamp(seconds: float) -> str:

@@ -50,7 +50,7 @@ def export(
     progress: bool | None,
     store_url: str | None,
     as_json: bool,
-):
+) -> None:
     """Write a session to one portable archive FILE (- for stdout): JSON Lines holding its
     metadata, state, modules, message logs, snapshots and long-term memories. It streams, so
     a long session exports in little memory; `praisonsession import` reads it into any store.
@@ -105,7 +105,7 @@ def _export_agentscope(
     )
 
 
-async def _agentscope_states(opened: OpenedStore, session_id: str, user_id: str) -> dict:
+async def _agentscope_states(opened: OpenedStore, session_id: str, user_id: str) -> dict[str, Any]:
     contents = await opened.contents(session_id, user_id)
     logs = {}
     for path in contents.logs:
@@ -146,7 +146,7 @@ def import_command(
     progress: bool | None,
     store_url: str | None,
     as_json: bool,
-):
+) -> None:
     """Read an archive written by `praisonsession export` (FILE, or - for stdin) into the
     store as a new session. The whole file is checked first: a damaged, truncated or newer
     archive imports nothing, and importing onto a session that exists is refused.

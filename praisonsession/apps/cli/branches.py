@@ -4,7 +4,7 @@ from a shell (the same operations as ``Session.fork``, ``snapshot`` and ``restor
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -57,7 +57,7 @@ def fork(
     to_user: str | None,
     store_url: str | None,
     as_json: bool,
-):
+) -> None:
     """Copy a session (state, modules, message logs, long-term memories) under NEW_ID, or a
     fresh id, in one atomic step, recording it as the copy's parent. Writing to either
     afterwards never changes the other.
@@ -96,7 +96,7 @@ async def _fork(
 ) -> SessionInfo:
     await opened.contents(session_id, user_id)  # a missing session: the error names it
     child = await opened.session(session_id, user_id).fork(new_id, at_message=cut, user_id=to_user)
-    return await child.get_info()
+    return cast(SessionInfo, await child.get_info())  # forked live a moment ago
 
 
 @main.command(short_help="List a session's snapshots.")
@@ -104,7 +104,7 @@ async def _fork(
 @user_option
 @store_option
 @json_option
-def snapshots(session_id: str, user_id: str, store_url: str | None, as_json: bool):
+def snapshots(session_id: str, user_id: str, store_url: str | None, as_json: bool) -> None:
     """List a session's snapshots, oldest first (those of a deleted session too: restoring
     one brings it back).
 
@@ -131,7 +131,7 @@ def snapshots(session_id: str, user_id: str, store_url: str | None, as_json: boo
 @json_option
 def snapshot(
     session_id: str, user_id: str, label: str | None, store_url: str | None, as_json: bool
-):
+) -> None:
     """Keep a copy of a session as it is now (its content, not a pointer into it), to come
     back to with `praisonsession restore`.
 
@@ -164,7 +164,7 @@ def restore(
     yes: bool,
     store_url: str | None,
     as_json: bool,
-):
+) -> None:
     """Put a session back as one of its snapshots holds it, in one atomic step (a deleted
     session comes back). Its current state and messages are replaced.
 

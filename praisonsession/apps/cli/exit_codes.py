@@ -62,7 +62,8 @@ class CommandFailed(click.ClickException):
 
     def __init__(self, message: str, exit_code: ExitCode) -> None:
         super().__init__(one_line(message))
-        self.exit_code = int(exit_code)
+        # click types exit_code a ClassVar, yet reads it from the exception it caught
+        self.exit_code = int(exit_code)  # type: ignore[misc]  # each failure has its own code
 
 
 def failure(error: Exception) -> CommandFailed:

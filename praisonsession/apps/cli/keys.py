@@ -63,7 +63,7 @@ def rekey_command(
     yes: bool,
     store_url: str | None,
     as_json: bool,
-):
+) -> None:
     """Rewrite every session, snapshot and message of the store, and every memory, memory
     history and knowledge entry of the vector store, sealed with a new key.
 

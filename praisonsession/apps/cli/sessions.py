@@ -46,7 +46,9 @@ _PAGE = 1000  # sessions read per call while listing
 )
 @store_option
 @json_option
-def list_command(user_id: str | None, limit: int | None, store_url: str | None, as_json: bool):
+def list_command(
+    user_id: str | None, limit: int | None, store_url: str | None, as_json: bool
+) -> None:
     """List live sessions, by user then id: when each was made, last used and expires.
 
     \b
@@ -123,7 +125,7 @@ def _parent_of(info: SessionInfo) -> str | None:
 )
 @store_option
 @json_option
-def show(session_id: str, user_id: str, last: int, store_url: str | None, as_json: bool):
+def show(session_id: str, user_id: str, last: int, store_url: str | None, as_json: bool) -> None:
     """Show one session: its metadata, parent and children, TTL, state, message logs (with
     their last messages) and snapshots.
 
@@ -139,7 +141,7 @@ def show(session_id: str, user_id: str, last: int, store_url: str | None, as_jso
         _print_details(details)
 
 
-async def _details(opened: OpenedStore, session_id: str, user_id: str, last: int) -> dict:
+async def _details(opened: OpenedStore, session_id: str, user_id: str, last: int) -> dict[str, Any]:
     store = opened.store
     contents = await opened.contents(session_id, user_id)
     logs = []
@@ -170,7 +172,7 @@ async def _details(opened: OpenedStore, session_id: str, user_id: str, last: int
     }
 
 
-def _print_details(details: dict) -> None:
+def _print_details(details: dict[str, Any]) -> None:
     info = SessionInfo.from_json(details["session"])
     expiry = moment(info.expires_at)
     if info.ttl is not None:
@@ -263,7 +265,7 @@ def _message_text(message: dict[str, Any]) -> str:
 @yes_option
 @store_option
 @json_option
-def delete(session_id: str, user_id: str, yes: bool, store_url: str | None, as_json: bool):
+def delete(session_id: str, user_id: str, yes: bool, store_url: str | None, as_json: bool) -> None:
     """Delete a session and everything in it. Its snapshots are kept: `restore` brings it
     back from one.
 
@@ -297,7 +299,7 @@ def delete(session_id: str, user_id: str, yes: bool, store_url: str | None, as_j
 @yes_option
 @store_option
 @json_option
-def purge(yes: bool, store_url: str | None, as_json: bool):
+def purge(yes: bool, store_url: str | None, as_json: bool) -> None:
     """Remove every expired session from the store. Expired sessions are already gone for
     every reader; purging frees their space.
 
@@ -320,7 +322,7 @@ def purge(yes: bool, store_url: str | None, as_json: bool):
 @yes_option
 @store_option
 @json_option
-def erase_user(user_id: str, yes: bool, store_url: str | None, as_json: bool):
+def erase_user(user_id: str, yes: bool, store_url: str | None, as_json: bool) -> None:
     """Erase everything of one user: every session, snapshot and message log in the store,
     and their long-term memories and knowledge in the vector store. Other users' sessions stay
     untouched, even those with the same ids.

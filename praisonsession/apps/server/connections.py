@@ -73,7 +73,7 @@ def guarded_protocol(limits: Limits) -> type[asyncio.Protocol]:
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
         _timer: asyncio.TimerHandle | None = None
 
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             if len(self.connections) > limits.max_connections:
                 self._make_room()

@@ -69,6 +69,7 @@ def serve(
         log_level=log_level,
         server_header=False,
         http=guarded_protocol(limits),
-        timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type] - a float works
+        # uvicorn annotates an int, but waits any number of seconds (loop.call_later)
+        timeout_keep_alive=limits.idle_timeout,  # type: ignore[arg-type]  # a float works
         backlog=max(2048, limits.max_connections),
     )

@@ -85,6 +85,11 @@ def _write(value: Any) -> LogWrite:
     return LogWrite(path, check_messages(value.get("messages", [])), start)
 
 
+def _as_sent(body: Body, name: str) -> Any:
+    """A field passed on as the client sent it: the store checks it as it checks any caller's."""
+    return body.get(name)
+
+
 def _info(info: Any) -> Any:
     return None if info is None else info.to_json()
 
@@ -158,7 +163,7 @@ async def _increment(store: SessionBase, body: Body) -> Any:
     return await store.increment(
         key.session_id,
         key.user_id,
-        body.get("name"),  # checked by the store
+        _as_sent(body, "name"),
         body.get("amount", 1),
         body.get("default", 0),
         must_exist=_flag(body, "must_exist"),
@@ -195,7 +200,7 @@ async def _read_log(store: SessionBase, body: Body) -> Any:
     return await store.read_messages(
         key.session_id,
         key.user_id,
-        body.get("path"),  # checked by the store
+        _as_sent(body, "path"),
         _int(body, "start", 0) or 0,
         _int(body, "stop"),
     )
@@ -203,7 +208,7 @@ async def _read_log(store: SessionBase, body: Body) -> Any:
 
 async def _count_log(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    return await store.message_count(key.session_id, key.user_id, body.get("path"))
+    return await store.message_count(key.session_id, key.user_id, _as_sent(body, "path"))
 
 
 #: Each operation, and what its body holds besides ``user_id`` and ``session_id`` (for the

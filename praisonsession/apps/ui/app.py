@@ -22,7 +22,7 @@ import contextlib
 import hmac
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,6 +36,9 @@ from ...settings import Settings
 from ...stores.api import SessionBase
 from .browse import SessionBrowser
 from .memories import MemoryBrowser
+
+if TYPE_CHECKING:
+    from ..server.security import Access
 
 __all__ = ["create_ui_app"]
 
@@ -58,7 +61,7 @@ def create_ui_app(
     *,
     token: str | None = None,
     user_tokens: Mapping[str, str] | None = None,
-    access: Any = None,
+    access: Access | None = None,
     close_store: bool = False,
     settings: Settings | None = None,
 ) -> Starlette:
@@ -182,7 +185,7 @@ def create_ui_app(
         if name not in _STATIC:
             return JSONResponse({"detail": f"No file {name!r} here."}, status_code=404)
         filename, media_type = _STATIC[name]
-        body = resources.files(__package__).joinpath("static", filename).read_bytes()
+        body = resources.files(__package__).joinpath("static").joinpath(filename).read_bytes()
         headers = {
             "Content-Security-Policy": _POLICY,
             "X-Content-Type-Options": "nosniff",

@@ -193,12 +193,16 @@ def _session_row(info: Any) -> dict[str, Any]:
 
 def _node(node: TreeNode) -> dict[str, Any]:
     # iterative, so a chain of thousands of forks cannot exhaust the recursion limit
-    root = {"session_id": node.info.session_id, "updated_at": node.info.updated_at, "children": []}
+    root: dict[str, Any] = {
+        "session_id": node.info.session_id,
+        "updated_at": node.info.updated_at,
+        "children": [],
+    }
     stack = [(node, root)]
     while stack:
         current, out = stack.pop()
         for child in current.children:
-            row = {
+            row: dict[str, Any] = {
                 "session_id": child.info.session_id,
                 "updated_at": child.info.updated_at,
                 "children": [],

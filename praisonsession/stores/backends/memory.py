@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from typing import Any
+from typing import Any, cast
 
 from ..._internal.json_data import copy_json as _copy
 from ...errors import ConflictError
@@ -139,10 +139,17 @@ class InMemoryBackend(StoreBackend):
             state = (
                 doc.state if names is None else {n: doc.state[n] for n in names if n in doc.state}
             )
-            return _copy(state)
+            copied: dict[str, Any] = _copy(state)
+            return copied
 
     async def patch_record_state(
-        self, key, updates, deletes, replace, expected_version, must_exist
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
     ) -> int:
         with self._lock:
             at = now()
@@ -155,7 +162,9 @@ class InMemoryBackend(StoreBackend):
             doc.changed(at)
             return doc.info.version
 
-    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
+    async def increment_record_value(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
         with self._lock:
             at = now()
             doc = self._writable(key, at, must_exist)
@@ -211,14 +220,17 @@ class InMemoryBackend(StoreBackend):
             doc.changed(at)
             return len(log)
 
-    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
         with self._lock:
             at = now()
             doc = self._live(key, at)
             if doc is None:
                 return []
             doc.touch(at, self.sliding_ttl)
-            return _copy(doc.logs.get(path, [])[start:stop])
+            messages: list[dict[str, Any]] = _copy(doc.logs.get(path, [])[start:stop])
+            return messages
 
     async def count_log(self, key: Key, path: str) -> int:
         with self._lock:
@@ -238,7 +250,7 @@ class InMemoryBackend(StoreBackend):
     ) -> SessionInfo:
         with self._lock:
             at = now()
-            doc = self._live(source, at, must_exist=True)
+            doc = cast(SessionDocument, self._live(source, at, must_exist=True))  # else it raised
             current = self._live(target, at)
             if current is not None and not replace:
                 raise ConflictError(copy_conflict(target))

@@ -99,14 +99,15 @@ class EncryptedBackend(StoreBackend):
     # -- sealing -------------------------------------------------------------------------
 
     def _cipher(self, origin: tuple[str, str], which: int = 0) -> Any:
-        cipher = self._ciphers.get((which, *origin))
+        cache_key = (which, *origin)
+        cipher = self._ciphers.get(cache_key)
         if cipher is None:
             from cryptography.hazmat.primitives import hashes
             from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
             info = b"praisonsession session key\x00" + "\x00".join(origin).encode("utf-8")
             derived = HKDF(hashes.SHA256(), 32, None, info).derive(self._masters[which])
-            cipher = self._ciphers[(which, *origin)] = self._aead(derived)
+            cipher = self._ciphers[cache_key] = self._aead(derived)
             if len(self._ciphers) > _KEYS_REMEMBERED:
                 self._ciphers.popitem(last=False)
         return cipher

@@ -35,7 +35,7 @@ import secrets
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ...._internal.checks import check_seconds
 from ...._internal.identifiers import filename_for
@@ -108,7 +108,7 @@ class JSONBackend(StoreBackend):
         if not source.is_absolute() and not source.exists():
             source = self.save_dir / source
 
-        def work(doc, at):
+        def work(doc: SessionDocument | None, at: float) -> tuple[SessionInfo, SessionDocument]:
             if doc is not None:
                 raise ConflictError(
                     f"Session {key.session_id!r} of user {key.user_id!r} already exists here; "
@@ -246,7 +246,7 @@ class JSONBackend(StoreBackend):
     # -- sessions -------------------------------------------------------------------------
 
     async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
-        def work(doc, at):
+        def work(doc: SessionDocument | None, at: float) -> tuple[SessionInfo, SessionDocument]:
             if doc is None:
                 doc = SessionDocument.new(key, self._new_ttl(ttl), metadata, at)
             else:
@@ -257,13 +257,14 @@ class JSONBackend(StoreBackend):
         return await self._run(key, work)
 
     async def read_record(self, key: Key) -> SessionInfo | None:
-        def work(doc, at):
+        def work(doc: SessionDocument | None, at: float) -> tuple[SessionInfo | None, None]:
             return (None if doc is None else doc.info), None
 
         return await self._run(key, work, writes=False)
 
     async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
-        def work(doc, at):
+        def work(live: SessionDocument | None, at: float) -> tuple[SessionInfo, SessionDocument]:
+            doc = cast(SessionDocument, live)  # must_exist: _update raised if there is none
             doc.merge_metadata(metadata)
             doc.touch(at, self.sliding_ttl)
             doc.changed(at)
@@ -337,7 +338,7 @@ class JSONBackend(StoreBackend):
             return None
 
     async def delete_record(self, key: Key) -> bool:
-        def work(doc, at):
+        def work(doc: SessionDocument | None, at: float) -> tuple[bool, None]:
             if doc is not None:
                 self._remove(key)
             return doc is not None, None
@@ -345,7 +346,9 @@ class JSONBackend(StoreBackend):
         return await self._run(key, work)
 
     async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
-        def work(doc, at):
+        def work(
+            doc: SessionDocument | None, at: float
+        ) -> tuple[SessionInfo | None, SessionDocument | None]:
             if doc is None:
                 return None, None
             doc.touch(at, True, ttl)
@@ -399,7 +402,7 @@ class JSONBackend(StoreBackend):
         await offload(self.guarded, sweep, self._user_dir(SNAPSHOT_OWNER), False)
 
     async def _delete_if_expired(self, key: Key) -> bool:
-        def work(doc, at):
+        def work(doc: SessionDocument | None, at: float) -> tuple[bool, None]:
             return doc is None, None  # _update has removed it if it had expired
 
         return await self._run(key, work)
@@ -413,8 +416,12 @@ class JSONBackend(StoreBackend):
         doc.touch(at, True)
         return doc
 
-    async def read_record_state(self, key, names, must_exist) -> dict[str, Any]:
-        def work(doc, at):
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        def work(
+            doc: SessionDocument | None, at: float
+        ) -> tuple[dict[str, Any], SessionDocument | None]:
             if doc is None:
                 return {}, None
             state = (
@@ -425,9 +432,15 @@ class JSONBackend(StoreBackend):
         return await self._run(key, work, must_exist, writes=False)
 
     async def patch_record_state(
-        self, key, updates, deletes, replace, expected_version, must_exist
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
     ) -> int:
-        def work(doc, at):
+        def work(doc: SessionDocument | None, at: float) -> tuple[int, SessionDocument]:
             doc = doc or self._new_doc(key, at)
             check_version(key.session_id, doc.info.version, expected_version)
             doc.patch(updates, deletes, replace)
@@ -437,8 +450,10 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work, must_exist)
 
-    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
-        def work(doc, at):
+    async def increment_record_value(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
+        def work(doc: SessionDocument | None, at: float) -> tuple[int | float, SessionDocument]:
             doc = doc or self._new_doc(key, at)
             value = doc.increment(name, amount, default)
             doc.touch(at, self.sliding_ttl)
@@ -484,7 +499,7 @@ class JSONBackend(StoreBackend):
             "count": count + len(write.messages),
             "bytes": ref["bytes"] + len(payload),
         }
-        return None
+        return False
 
     def _read_log_file(
         self, key: Key, path: str, ref: dict[str, Any], start: int = 0, stop: int | None = None
@@ -550,8 +565,10 @@ class JSONBackend(StoreBackend):
                 if path.name not in wanted:
                     path.unlink(missing_ok=True)
 
-    async def write_modules(self, key, documents, writes) -> dict[str, int]:
-        def work(doc, at):
+    async def write_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        def work(doc: SessionDocument | None, at: float) -> tuple[dict[str, int], None]:
             doc = doc or self._new_doc(key, at)
             for write in writes:
                 held = doc.logs.get(write.path, {}).get("count", 0)
@@ -565,8 +582,10 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work)
 
-    async def read_modules(self, key, names) -> StoredModules | None:
-        def work(doc, at):
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        def work(
+            doc: SessionDocument | None, at: float
+        ) -> tuple[StoredModules | None, SessionDocument | None]:
             if doc is None:
                 return None, None
             wanted = set(names)
@@ -581,7 +600,7 @@ class JSONBackend(StoreBackend):
         return await self._run(key, work, writes=False)
 
     async def append_log(self, key: Key, write: LogWrite) -> int:
-        def work(doc, at):
+        def work(doc: SessionDocument | None, at: float) -> tuple[int, None]:
             doc = doc or self._new_doc(key, at)
             doc.touch(at, self.sliding_ttl)
             doc.changed(at)
@@ -590,8 +609,12 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work)
 
-    async def read_log(self, key, path, start, stop):
-        def work(doc, at):
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
+        def work(
+            doc: SessionDocument | None, at: float
+        ) -> tuple[list[dict[str, Any]], SessionDocument | None]:
             if doc is None or path not in doc.logs:
                 return [], None
             ref = doc.logs[path]
@@ -602,7 +625,7 @@ class JSONBackend(StoreBackend):
         return await self._run(key, work, writes=False)
 
     async def count_log(self, key: Key, path: str) -> int:
-        def work(doc, at):
+        def work(doc: SessionDocument | None, at: float) -> tuple[int, None]:
             ref = None if doc is None else doc.logs.get(path)
             return (0 if ref is None else ref["count"]), None
 
@@ -653,7 +676,8 @@ class JSONBackend(StoreBackend):
             for lock in locks:
                 held.enter_context(FileLock(lock, self.lock_timeout))
             at = now()
-            found = resolve(self._read_doc(source, at), source, at, must_exist=True)
+            stored_source = self._read_doc(source, at)
+            found = cast(SessionDocument, resolve(stored_source, source, at, must_exist=True))
             stored = self._read_doc(target, at)
             current = resolve(stored, target, at, False)
             if current is not None and not replace:

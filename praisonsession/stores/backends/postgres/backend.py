@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from ...._internal.checks import check_seconds
@@ -322,7 +322,8 @@ class PostgresBackend(StoreBackend):
         it is live; else the full path. Returns the new version."""
         rows = yield Query(self._sql["BUMP_LIVE"], self._bump_params(key, at))
         if rows:
-            return rows[0][0]
+            version: int = rows[0][0]
+            return version
         info = yield from self._writable(key, at, must_exist)
         return (yield from self._bump(key, info, at))
 
@@ -345,7 +346,7 @@ class PostgresBackend(StoreBackend):
         live = yield from self._live_info(key, at, must_exist)
         return live is not None
 
-    def _write(self, make: Callable[[], Plan[T]]) -> Any:
+    def _write(self, make: Callable[[], Plan[T]]) -> Coroutine[Any, Any, T]:
         return self._run(make, transaction=True)
 
     # -- sessions -------------------------------------------------------------------------
@@ -483,7 +484,13 @@ class PostgresBackend(StoreBackend):
         return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.url})")
 
     async def patch_record_state(
-        self, key, updates, deletes, replace, expected_version, must_exist
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
     ) -> int:
         names = list(updates)
         values = [dumps(value) for value in updates.values()]
@@ -503,7 +510,9 @@ class PostgresBackend(StoreBackend):
         self._forget_values(key)
         return await self._write(plan)
 
-    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
+    async def increment_record_value(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
         held = self._values.get((key, name), _UNKNOWN)
         head = self._heads.get(key)  # (version, created_at) at which ``held`` is the value
         fresh = False  # whether ``held`` came from the server in this call
@@ -546,7 +555,9 @@ class PostgresBackend(StoreBackend):
             f"increment of {name!r} lost the race to other writers 1000 times in a row."
         )
 
-    async def _increment_full(self, key, name, amount, default, must_exist) -> int | float:
+    async def _increment_full(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
         """The session is not live as it is: purge or create it (or refuse), then add."""
 
         def plan() -> Plan[tuple[int | float, str]]:
@@ -720,7 +731,9 @@ class PostgresBackend(StoreBackend):
 
         return await self._write(plan)
 
-    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
         at = now()
         params = {
             **self._bump_params(key, at),

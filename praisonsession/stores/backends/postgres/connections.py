@@ -208,7 +208,8 @@ def _feed(cursor: Any, plan: Plan[T]) -> T:
             rows = cursor.fetchall() if result is not None and result.nfields else []
             query = plan.send(rows)
     except StopIteration as done:
-        return done.value
+        returned: T = done.value  # what the plan returned
+        return returned
     finally:
         plan.close()
 
@@ -223,7 +224,8 @@ async def _feed_async(conn: Any, plan: Plan[T]) -> T:
             rows = await cursor.fetchall() if result is not None and result.nfields else []
             query = plan.send(rows)
     except StopIteration as done:
-        return done.value
+        returned: T = done.value  # what the plan returned
+        return returned
     finally:
         plan.close()
         await cursor.close()

@@ -53,8 +53,12 @@ def _scrub(conn: Any, schema: str, tables: Sequence[str]) -> list[str]:
     notices: Notices = []
 
     def keep(notice: Any) -> None:  # read now: psycopg frees the notice once this returns
-        fields = notice.severity_nonlocalized, notice.message_primary, notice.message_detail
-        notices.append(tuple(field or "" for field in fields))
+        severity, primary, detail = (
+            notice.severity_nonlocalized,
+            notice.message_primary,
+            notice.message_detail,
+        )
+        notices.append((severity or "", primary or "", detail or ""))
 
     conn.add_notice_handler(keep)
     conn.execute("SELECT set_config('lock_timeout', %s, false)", (LOCK_WAIT,))

@@ -506,7 +506,13 @@ class RedisBackend(StoreBackend):
         return state
 
     async def patch_record_state(
-        self, key, updates, deletes, replace, expected_version, must_exist
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
     ) -> int:
         args: list[Any] = [
             flag(must_exist),
@@ -525,7 +531,9 @@ class RedisBackend(StoreBackend):
             )
         return int(reply[1])
 
-    async def increment_record_value(self, key, name, amount, default, must_exist) -> int | float:
+    async def increment_record_value(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
         common = [flag(must_exist), name, json_number(amount), json_number(default)]
         for _ in range(_MAX_INCREMENT_RETRIES):
             reply = await self._session("increment", key, [*common, "add"], must_exist)
@@ -595,7 +603,9 @@ class RedisBackend(StoreBackend):
             )
         return int(reply[1])
 
-    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
         args = [path, start, "" if stop is None else stop]
         reply = await self._session("read_log", key, args)
         what = self._describe_log(key, path)
@@ -610,7 +620,8 @@ def _number(text: Any, store: RedisBackend, key: Key, name: str) -> int | float:
     if isinstance(text, bytes) and text.isdigit() and (text[0] != 48 or len(text) == 1):
         # the common case, a non-negative int (and never JSON's forbidden leading zero)
         return int(text)
-    return json_value(text, store._describe_state_key(key, name))
+    value: int | float = json_value(text, store._describe_state_key(key, name))  # the sum
+    return value
 
 
 async def _server_durability(client: Any) -> dict[str, str] | None:

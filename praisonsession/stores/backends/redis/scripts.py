@@ -128,4 +128,4 @@ def load_scripts() -> dict[str, Script]:
 
 
 def _read(name: str) -> str:
-    return files(__package__).joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
+    return files(__package__).joinpath("lua").joinpath(f"{name}.lua").read_text(encoding="utf-8")

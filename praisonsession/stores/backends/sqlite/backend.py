@@ -303,7 +303,7 @@ class SqliteBackend(StoreBackend):
         self._schema_ready = True
 
     def _schema_version(self, conn: sqlite3.Connection) -> int:
-        found = conn.execute("PRAGMA user_version").fetchone()[0]
+        found: int = conn.execute("PRAGMA user_version").fetchone()[0]
         if found > SCHEMA_VERSION:
             raise UnsupportedFormatError(f"SQLite file {self.path}", found, SCHEMA_VERSION)
         return found
@@ -705,11 +705,18 @@ class SqliteBackend(StoreBackend):
             return loads(value, f"state key {name!r} of session {key.session_id!r} ({self.path})")
 
     async def patch_record_state(
-        self, key, updates, deletes, replace, expected_version, must_exist
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
     ) -> int:
         def work(conn: sqlite3.Connection) -> int:
             self._begin_write(conn, key, now(), must_exist)
-            version = self._cursor().execute(VERSION, (key.user_id, key.session_id)).fetchone()[0]
+            row = self._cursor().execute(VERSION, (key.user_id, key.session_id)).fetchone()
+            version: int = row[0]
             # a new session is at version 0 before this write; a conflict rolls it all back
             check_version(key.session_id, version - 1, expected_version)
             if replace:
@@ -889,7 +896,9 @@ class SqliteBackend(StoreBackend):
 
         return await self._write(work)
 
-    async def read_log(self, key: Key, path: str, start: int, stop: int | None):
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             rows = conn.execute(
                 "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
@@ -925,7 +934,8 @@ class SqliteBackend(StoreBackend):
 
         def work(conn: sqlite3.Connection) -> SessionInfo:
             at = now()
-            found = self._live_info(conn, source, at, must_exist=True)
+            # must_exist: a source that is not live has raised
+            found = cast(SessionInfo, self._live_info(conn, source, at, must_exist=True))
             current = self._live_info(conn, target, at, purge=True)
             if current is not None and not replace:
                 raise ConflictError(copy_conflict(target))
@@ -1003,8 +1013,12 @@ def _sql_time(text: Any) -> float:
     return stamp.replace(tzinfo=timezone.utc).timestamp()
 
 
+#: SQLite's primary result codes SQLITE_BUSY and SQLITE_LOCKED (named by sqlite3 from 3.11).
+_BUSY_CODES = (5, 6)
+
+
 def _is_busy(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        return code & 0xFF in _BUSY_CODES
     return "locked" in str(exc) or "busy" in str(exc)
