@@ -16,7 +16,7 @@ OpenTelemetry GenAI conventions (``gen_ai.*``) and, for store operations, the da
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
 from typing import Any, Protocol, TypeVar, cast
 
 from .errors import MissingDependencyError, install_line
@@ -220,7 +220,9 @@ def agent_turn(chat: Chat) -> Chat:
     return cast(Chat, traced)  # takes the same arguments, returns what ``chat`` returns
 
 
-async def server_request(scope: dict[str, Any], receive: Any, send: Any, app: Any) -> None:
+async def server_request(
+    scope: MutableMapping[str, Any], receive: Any, send: Any, app: Any
+) -> None:
     """A server span around one HTTP request, continuing the caller's trace (traceparent)."""
     if scope.get("type") != "http":
         await app(scope, receive, send)

@@ -15,9 +15,14 @@ if TYPE_CHECKING:
 
 
 class AgentHost(Protocol):
-    session_id: str
-    user_id: str
-    timeout: float
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def user_id(self) -> str: ...
+
+    @property
+    def timeout(self) -> float: ...
 
     @property
     def settings(self) -> Settings: ...

@@ -21,7 +21,7 @@ import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar, cast
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from .. import tracing
 from .._internal.checks import (
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
     from ..agents import Agent
     from ..agents.factory import AgentRegistry
-    from ..agents.host import AgentHost
     from ..archive import ArchiveSummary
     from ..recall.core import Recall
     from ..recall.knowledge.knowledge_base import KnowledgeAdded
@@ -737,10 +736,7 @@ class AsyncSession:
         spec = AgentSpec.of(*args, **options)
         if self._registry is None:
             self._registry = AgentRegistry()
-        # the port declares session_id, user_id and timeout as attributes; the session's are
-        # read-only properties, which is all the agent needs of them
-        host = cast("AgentHost", self)
-        return await create_agent(host, self._registry, spec)
+        return await create_agent(self, self._registry, spec)
 
     create_agent = Agent
 

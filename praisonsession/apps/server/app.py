@@ -33,7 +33,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, cast
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -153,9 +153,7 @@ class ServerApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if tracing.on:
-            # an ASGI scope is a dict (the spec's word); Starlette types it as a mapping
-            request_scope = cast(dict[str, Any], scope)
-            return await tracing.server_request(request_scope, receive, send, self._dispatch)
+            return await tracing.server_request(scope, receive, send, self._dispatch)
         await self._dispatch(scope, receive, send)
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
