@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import DecryptionError, InvalidSettingError, MissingDependencyError
 
-__all__ = ["TextSealer", "load_key"]
+__all__ = ["TextSealer", "aes_gcm", "load_key"]
 
 _PREFIX = "psenc1:"
 _NONCE = 12
@@ -40,18 +40,24 @@ def load_key(key: str | bytes, where: str = "encryption_key") -> bytes:
     return raw
 
 
+def aes_gcm() -> Any:
+    """cryptography's ``AESGCM`` class, loaded when a key is first used; a clear error saying
+    what to install when the package is missing."""
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError:
+        raise MissingDependencyError(
+            "Encryption at rest needs the 'cryptography' package. Install it with: "
+            'pip install "praisonsession[encryption]"'
+        ) from None
+    return AESGCM
+
+
 class TextSealer:
     """Seals and opens the texts of vector collections with one master key (32 raw bytes)."""
 
     def __init__(self, master: bytes) -> None:
-        try:
-            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-        except ImportError:
-            raise MissingDependencyError(
-                "Encryption at rest needs the 'cryptography' package. Install it with: "
-                'pip install "praisonsession[encryption]"'
-            ) from None
-        self._aead = AESGCM
+        self._aead = aes_gcm()
         self._master = master
         self._ciphers: dict[str, Any] = {}
 

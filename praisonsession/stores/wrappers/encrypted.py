@@ -28,8 +28,8 @@ from typing import Any
 
 from ..._internal.json_data import add_numbers, decode, dumps
 from ..._internal.runtime import pause
-from ..._internal.sealing import TextSealer, load_key
-from ...errors import ConflictError, DecryptionError, MissingDependencyError, SessionNotFoundError
+from ..._internal.sealing import TextSealer, aes_gcm, load_key
+from ...errors import ConflictError, DecryptionError, SessionNotFoundError
 from ..api import SessionBase
 from ..backend import LogWrite, StoreBackend, StoredModules, all_records
 from ..record import Key, SessionContents, SessionInfo
@@ -43,17 +43,6 @@ _PREFIX = "psenc1:"
 _NONCE = 12
 _KEYS_REMEMBERED = 4096
 _MAX_INCREMENT_RETRIES = 1000
-
-
-def _aead() -> Any:
-    try:
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    except ImportError:
-        raise MissingDependencyError(
-            "Encryption at rest needs the 'cryptography' package. Install it with: "
-            'pip install "praisonsession[encryption]"'
-        ) from None
-    return AESGCM
 
 
 class EncryptedStore(SessionBase):
@@ -85,7 +74,7 @@ class EncryptedBackend(StoreBackend):
         self.url = inner.url
         self.runs_inline = inner.runs_inline
         self._masters = [load_key(key), *(load_key(k, "an old key") for k in old_keys)]
-        self._aead = _aead()
+        self._aead = aes_gcm()
         self._ciphers: OrderedDict[tuple[int, str, str], Any] = OrderedDict()
         self._origins: OrderedDict[Key, tuple[str, str]] = OrderedDict()
 
