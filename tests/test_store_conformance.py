@@ -25,7 +25,14 @@ from praisonsession import (
 )
 from praisonsession._internal.identifiers import DEFAULT_USER
 from praisonsession.stores import StoreBackend
+from praisonsession.stores.backends.memory import InMemoryBackend
 from praisonsession.stores.testing import Planner, StoreConformance
+
+_memory_backends: dict[Path, InMemoryBackend] = {}
+
+
+def _ttl_of(ttl: dict[str, Any]) -> tuple[float | None, bool]:
+    return ttl.get("default_ttl"), ttl.get("sliding_ttl", True)
 
 
 class OurBackend(StoreConformance):
@@ -38,8 +45,16 @@ class OurBackend(StoreConformance):
 
 
 class TestMemory(OurBackend):
+    """Memory lives and dies with its backend: a store "opened later" over the same root is a
+    second store over the same backend object, which is what reopening means in one process."""
+
     kind = "memory"
-    supports_reopening = False  # an InMemoryBackend's data lives and dies with it
+
+    def make_backend(self, root: Path, **ttl: Any) -> StoreBackend:
+        made = _memory_backends.get(root)
+        if made is None or (made.default_ttl, made.sliding_ttl) != _ttl_of(ttl):
+            made = _memory_backends[root] = InMemoryBackend(**ttl)
+        return made
 
 
 class TestJSON(OurBackend):
