@@ -10,12 +10,120 @@ this session where the session's methods say so. Each view has an async twin for
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import os
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from .._internal.checks import MemoryQuery, MemoryType
+    from .._internal.json_data import JSONValue
     from ..recall.knowledge.knowledge_base import KnowledgeAdded
-    from .core import AsyncSession
-    from .sync import Session
+    from ..recall.memory.lifecycle import MemoryId
+
+
+class SessionPort(Protocol):
+    """What the views call on a ``Session``: a port, so that the sessions import their views
+    and never the reverse (``Session`` satisfies it)."""
+
+    def add_memory(
+        self,
+        text: str,
+        memory_type: MemoryType = "long",
+        *,
+        dedupe: bool = True,
+        **metadata: JSONValue,
+    ) -> MemoryId: ...
+
+    def search_memory(
+        self,
+        query: str,
+        memory_type: MemoryQuery = "long",
+        limit: int = 5,
+        *,
+        where: dict[str, Any] | None = None,
+        prefer_recent: bool | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+    def list_memories(
+        self,
+        memory_type: str = "all",
+        *,
+        where: dict[str, Any] | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+    def get_memory(self, memory_id: str) -> dict[str, Any] | None: ...
+
+    def update_memory(
+        self, memory_id: str, text: str | None = None, **metadata: JSONValue
+    ) -> dict[str, Any]: ...
+
+    def delete_memory(self, memory_id: str) -> bool: ...
+
+    def memory_history(self, memory_id: str) -> list[dict[str, Any]]: ...
+
+    def clear_memory(self, memory_type: MemoryQuery = "all") -> int: ...
+
+    def add_knowledge(self, source: str | os.PathLike[str]) -> KnowledgeAdded: ...
+
+    def search_knowledge(
+        self, query: str, limit: int = 5, *, where: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    def get_context(self, query: str, max_items: int = 3) -> str: ...
+
+
+class AsyncSessionPort(Protocol):
+    """The same port as coroutines: what the async views call on an ``AsyncSession``."""
+
+    async def add_memory(
+        self,
+        text: str,
+        memory_type: MemoryType = "long",
+        *,
+        dedupe: bool = True,
+        **metadata: JSONValue,
+    ) -> MemoryId: ...
+
+    async def search_memory(
+        self,
+        query: str,
+        memory_type: MemoryQuery = "long",
+        limit: int = 5,
+        *,
+        where: dict[str, Any] | None = None,
+        prefer_recent: bool | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+    async def list_memories(
+        self,
+        memory_type: str = "all",
+        *,
+        where: dict[str, Any] | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+    async def get_memory(self, memory_id: str) -> dict[str, Any] | None: ...
+
+    async def update_memory(
+        self, memory_id: str, text: str | None = None, **metadata: JSONValue
+    ) -> dict[str, Any]: ...
+
+    async def delete_memory(self, memory_id: str) -> bool: ...
+
+    async def memory_history(self, memory_id: str) -> list[dict[str, Any]]: ...
+
+    async def clear_memory(self, memory_type: MemoryQuery = "all") -> int: ...
+
+    async def add_knowledge(self, source: str | os.PathLike[str]) -> KnowledgeAdded: ...
+
+    async def search_knowledge(
+        self, query: str, limit: int = 5, *, where: dict[str, Any] | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    async def get_context(self, query: str, max_items: int = 3) -> str: ...
+
 
 __all__ = ["AsyncKnowledgeView", "AsyncMemoryView", "KnowledgeView", "MemoryView"]
 
@@ -23,7 +131,7 @@ __all__ = ["AsyncKnowledgeView", "AsyncMemoryView", "KnowledgeView", "MemoryView
 class MemoryView:
     """PraisonAI's ``Memory`` calls on a ``Session``'s memory."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._session = session
 
     def store_short_term(self, text: str, metadata: dict[str, Any] | None = None, **_: Any) -> str:
@@ -76,7 +184,7 @@ class MemoryView:
 class KnowledgeView:
     """PraisonAI's ``Knowledge`` calls on a ``Session``'s knowledge base."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: SessionPort) -> None:
         self._session = session
 
     def add(self, source: Any, **_: Any) -> KnowledgeAdded:
@@ -92,7 +200,7 @@ class KnowledgeView:
 class AsyncMemoryView:
     """:class:`MemoryView` for an ``AsyncSession``: the same calls, as coroutines."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSessionPort) -> None:
         self._session = session
 
     async def store_short_term(
@@ -151,7 +259,7 @@ class AsyncMemoryView:
 class AsyncKnowledgeView:
     """:class:`KnowledgeView` for an ``AsyncSession``."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSessionPort) -> None:
         self._session = session
 
     async def add(self, source: Any, **_: Any) -> KnowledgeAdded:
