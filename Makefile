@@ -7,6 +7,11 @@ STAMP := $(VENV)/.installed
 DEMO_VENV := .venv-demo
 DEMO_PY := $(DEMO_VENV)/bin/python
 DEMO_STAMP := $(DEMO_VENV)/.installed
+# The OpenAI Agents SDK, ADK and LangGraph need pydantic >= 2.12, AgentScope 1.0.21 (the
+# interop tests) < 2.12: the frameworks' tests get an environment of their own.
+FW_VENV := .venv-frameworks
+FW_PY := $(FW_VENV)/bin/python
+FW_STAMP := $(FW_VENV)/.installed
 LINTED := praisonsession tests benchmarks examples notebooks
 
 .PHONY: demo test lint bench docs clean
@@ -17,6 +22,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	$(PY) -m compileall -q praisonsession  # what pip does for a regular install: bytecode ready
 	touch $(STAMP)
+
+$(FW_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(FW_VENV)
+	$(FW_PY) -m pip install --quiet --upgrade pip
+	$(FW_PY) -m pip install --quiet -e '.[dev-frameworks]'
+	touch $(FW_STAMP)
 
 # The demo needs the memory extra and nothing else: no test, lint or docs tools to download.
 # uv installs the same packages in a fraction of pip's time (parallel downloads and unpacking);
@@ -38,12 +49,13 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(DEMO_PY) -m praisonsession.apps.demo
 
-test: $(STAMP)
+test: $(STAMP) $(FW_STAMP)
 	sh tests/browser/install_chromium.sh  # Debian's chromium + driver for tests/test_ui_browser.py
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m mypy  # strict over praisonsession/ (pyproject.toml)
 	$(VENV)/bin/lint-imports  # the floors' import contract (pyproject.toml)
 	$(PY) -m pytest
+	$(FW_PY) -m pytest tests/frameworks notebooks/frameworks  # the frameworks' environment
 	$(PY) -m mkdocs build --strict --quiet -f docs/mkdocs.yml --site-dir ../$(VENV)/site
 
 # ruff reads notebooks natively: they are linted like the code. Their cells keep the layout
@@ -78,4 +90,4 @@ docs: $(STAMP)
 	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site
 
 clean:
-	rm -rf $(VENV) $(DEMO_VENV) site .pytest_cache .ruff_cache .praisonsession
+	rm -rf $(VENV) $(DEMO_VENV) $(FW_VENV) site .pytest_cache .ruff_cache .praisonsession

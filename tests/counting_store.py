@@ -94,6 +94,12 @@ class CountingBackend(StoreBackend):
     async def count_log(self, key: Key, path: str) -> int:
         return await self._count("count_log").count_log(key, path)
 
+    async def truncate_log(self, key: Key, path: str, length: int, *how: Any) -> list[Any]:
+        return await self._count("truncate_log").truncate_log(key, path, length, *how)
+
+    async def list_records_by_prefix(self, prefix: str, *page: Any) -> list[SessionInfo]:
+        return await self._count("list_records_by_prefix").list_records_by_prefix(prefix, *page)
+
     async def copy_record(self, source: Key, target: Key, *how: Any) -> SessionInfo:
         return await self._count("copy_record").copy_record(source, target, *how)
 

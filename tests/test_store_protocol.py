@@ -35,6 +35,8 @@ REQUIRED = {
 OPTIONAL = {
     "count_log",
     "list_record_owners",
+    "list_records_by_prefix",
+    "truncate_log",
     "copy_record",
     "read_record_contents",
     "scrub_erased_user",

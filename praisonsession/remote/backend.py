@@ -136,6 +136,21 @@ class RemoteBackend(StoreBackend):
     async def count_log(self, key: Key, path: str) -> int:
         return int(await self._call("count_log", _key(key, path=path)))
 
+    async def truncate_log(
+        self, key: Key, path: str, length: int, expected: int | None
+    ) -> list[dict[str, Any]]:
+        # applied twice, a retry would remove more: sent again only if it never left
+        removed: list[dict[str, Any]] = await self._call(
+            "truncate_log", _key(key, path=path, length=length, expected=expected), safe=False
+        )
+        return removed
+
+    async def list_records_by_prefix(
+        self, prefix: str, limit: int, after: tuple[str, str] | None
+    ) -> list[SessionInfo]:
+        body = {"prefix": prefix, "limit": limit, "after": None if after is None else list(after)}
+        return [SessionInfo.from_json(item) for item in await self._call("list_by_prefix", body)]
+
     # -- lifecycle ------------------------------------------------------------------------
 
     async def close(self) -> None:

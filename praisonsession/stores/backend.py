@@ -115,6 +115,42 @@ class StoreBackend(ABC):
     async def purge_records(self) -> int:
         """Remove every expired record from storage; how many went."""
 
+    async def list_records_by_prefix(
+        self, prefix: str, limit: int, after: tuple[str, str] | None
+    ) -> list[SessionInfo]:
+        """At most ``limit`` live records of every user whose session id starts with
+        ``prefix``, ordered by (session id, user id), each after ``after`` (a pair of the
+        last page). Records of the reserved owner (snapshots, staging) are never listed.
+
+        What a framework that names its sessions by an application (ADK's ``app_name``,
+        LangGraph's threads) lists across users. The default pages through every owner
+        (``list_record_owners``), in time proportional to the owners; a backend overrides it
+        with an index by session id."""
+        from .reserved import SNAPSHOT_OWNER
+
+        found: list[SessionInfo] = []
+        for owner in await self.list_record_owners():
+            if owner == SNAPSHOT_OWNER:
+                continue
+            start = prefix
+            if after is not None and after[0] >= prefix:
+                start = after[0]
+            last: str | None = None
+            while True:
+                page = await self.list_records(owner, limit + 1, last or _before(start))
+                matches = [
+                    info
+                    for info in page
+                    if info.session_id.startswith(prefix)
+                    and (after is None or (info.session_id, info.user_id) > after)
+                ]
+                found.extend(matches)
+                if len(page) <= limit or not page[-1].session_id.startswith(prefix):
+                    break
+                last = page[-1].session_id
+        found.sort(key=lambda info: (info.session_id, info.user_id))
+        return found[:limit]
+
     async def list_record_owners(self) -> set[str]:
         """The owners of live records (the snapshots' owner may be among them). Optional:
         raises ``UnsupportedOperationError`` where a backend cannot tell."""
@@ -182,6 +218,20 @@ class StoreBackend(ABC):
     ) -> list[dict[str, Any]]:
         """Messages ``start:stop`` of the log at ``path``; [] if it or the record is missing."""
 
+    async def truncate_log(
+        self, key: Key, path: str, length: int, expected: int | None
+    ) -> list[dict[str, Any]]:
+        """Keep the first ``length`` messages of the log and return the ones removed, oldest
+        first, in one atomic step that moves the record on one version; with ``expected``
+        the log must hold exactly that many messages, else ``ConflictError`` and nothing
+        changes. A log shorter than ``length`` is left as it is ([]); a record that is not
+        live raises ``SessionNotFoundError``. Optional: the default raises
+        ``UnsupportedOperationError``."""
+        raise UnsupportedOperationError(
+            f"{type(self).__name__} cannot remove messages from the end of a log; rewrite "
+            "the log instead (write_modules with a LogWrite whose start is None)."
+        )
+
     async def count_log(self, key: Key, path: str) -> int:
         """How many messages the log holds. Backends override this with a count that does not
         read the messages."""
@@ -242,3 +292,14 @@ async def all_records(backend: StoreBackend, user_id: str, page: int = 1000) -> 
         if len(records) < page:
             return found
         after = records[-1].session_id
+
+
+def _before(session_id: str) -> str | None:
+    """An ``after`` for ``list_records`` that starts at ``session_id`` itself: the id just
+    before it in order, or None (from the start) for the empty id."""
+    if not session_id:
+        return None
+    last = session_id[-1]
+    if last == "\x00":
+        return session_id[:-1]
+    return session_id[:-1] + chr(ord(last) - 1) + "\U0010ffff"

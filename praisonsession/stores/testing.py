@@ -36,7 +36,7 @@ from ..state import MessageLog, StateModule
 from .api import SessionBase
 from .backend import StoreBackend, all_records
 from .branches import Branches
-from .record import FORMAT_VERSION, SessionInfo
+from .record import FORMAT_VERSION, SessionInfo, record_key
 from .reserved import SNAPSHOT_OWNER, erase_user_records
 
 __all__ = ["OpenStore", "StoreConformance"]
@@ -52,6 +52,7 @@ CAPABILITIES = {
     "supports_copies": "forks and snapshots (copy_record and read_record_contents)",
     "supports_owners": "listing users (list_record_owners)",
     "supports_reopening": "reopening (a store opened later over the same root)",
+    "supports_truncation": "removing the end of a log (truncate_log)",
 }
 _NEEDS = "__conformance_needs__"
 
@@ -184,6 +185,8 @@ class StoreConformance:
     #: A backend made later over the same ``root`` sees what an earlier one wrote (False for
     #: one that keeps its data in its own object, as an in-memory backend does).
     supports_reopening: ClassVar[bool] = True
+    #: The backend implements ``truncate_log`` (what an OpenAI Agents SDK ``pop_item`` needs).
+    supports_truncation: ClassVar[bool] = True
 
     def make_backend(self, root: Path, **ttl: Any) -> StoreBackend:
         """A backend keeping its data under ``root`` (an existing directory, empty the first
@@ -465,6 +468,100 @@ class StoreConformance:
         with pytest.raises(InvalidValueError):
             run(store.append_messages("s", "u", "log", [{"content": object()}]))
         assert run(store.read_messages("s", "u", "log")) == []
+
+    # -- the end of a log --------------------------------------------------------------------------
+
+    @_needs("supports_truncation")
+    def test_a_truncated_log_keeps_its_head_and_hands_back_its_tail(
+        self, store: SessionBase
+    ) -> None:
+        run(store.append_messages("s", "u", "log", [numbered(i) for i in range(5)]))
+        version = live(run(store.get_info("s", "u"))).version
+        key = record_key("s", "u")
+        removed = run(store.backend.truncate_log(key, "log", 3, None))
+        assert removed == [numbered(3), numbered(4)]
+        assert run(store.read_messages("s", "u", "log")) == [numbered(i) for i in range(3)]
+        assert run(store.message_count("s", "u", "log")) == 3
+        assert live(run(store.get_info("s", "u"))).version == version + 1
+        assert run(store.append_messages("s", "u", "log", [say("next")])) == 4  # sequence goes on
+        assert run(store.read_messages("s", "u", "log", 3)) == [say("next")]
+        assert run(store.backend.truncate_log(key, "log", 9, None)) == []  # nothing beyond 9
+
+    @_needs("supports_truncation")
+    def test_a_truncation_that_expects_another_length_changes_nothing(
+        self, store: SessionBase
+    ) -> None:
+        run(store.append_messages("s", "u", "log", [numbered(i) for i in range(4)]))
+        key = record_key("s", "u")
+        with pytest.raises(ConflictError):
+            run(store.backend.truncate_log(key, "log", 3, 5))
+        assert run(store.message_count("s", "u", "log")) == 4
+        assert run(store.backend.truncate_log(key, "log", 3, 4)) == [numbered(3)]
+        with pytest.raises(SessionNotFoundError):
+            run(store.backend.truncate_log(record_key("missing", "u"), "log", 0, None))
+
+    @_needs("supports_truncation")
+    def test_pops_from_many_threads_never_take_the_same_message_twice(
+        self, store: SessionBase
+    ) -> None:
+        """What ``pop_item`` does: count, then remove the last only if the log still holds
+        that many; a conflict means another writer popped first, so count again."""
+        run(store.append_messages("s", "u", "log", [numbered(i) for i in range(40)]))
+        key = record_key("s", "u")
+        popped: list[dict[str, Any]] = []
+        lock = threading.Lock()
+
+        def pop_until_empty() -> None:
+            while True:
+                held = run(store.message_count("s", "u", "log"))
+                if held == 0:
+                    return
+                try:
+                    removed = run(store.backend.truncate_log(key, "log", held - 1, held))
+                except ConflictError:
+                    continue
+                with lock:
+                    popped.extend(removed)
+
+        threads = [threading.Thread(target=pop_until_empty) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(m["content"] for m in popped) == sorted(
+            numbered(i)["content"] for i in range(40)
+        )
+        assert run(store.message_count("s", "u", "log")) == 0
+
+    # -- sessions of every user --------------------------------------------------------------------
+
+    def test_sessions_of_every_user_are_listed_by_an_id_prefix_page_by_page(
+        self, store: SessionBase
+    ) -> None:
+        for user in ("cy", "amy", "bob"):
+            for session in ("app1/b", "app1/a", "app2/a", "app10/a", "other"):
+                run(store.create_session(session, user))
+        run(store.create_session("app1/c", "dan", ttl=10))
+        run(store.expire("app1/c", "dan"))  # gone for every reader, listings included
+        if self.supports_copies:  # a snapshot is a record of the reserved owner: never listed
+            run(Branches(store.backend).snapshot("app1/a", "amy"))
+        listed: list[tuple[str, str]] = []
+        after: tuple[str, str] | None = None
+        while True:
+            page = run(store.backend.list_records_by_prefix("app1/", 2, after))
+            listed.extend((info.session_id, info.user_id) for info in page)
+            if len(page) < 2:
+                break
+            after = listed[-1]
+        assert listed == [
+            (session, user) for session in ("app1/a", "app1/b") for user in ("amy", "bob", "cy")
+        ]
+        everything = run(store.backend.list_records_by_prefix("", 100, None))
+        assert [info.session_id for info in everything] == sorted(
+            info.session_id for info in everything
+        )
+        assert len(everything) == 15  # no snapshot, no expired session
+        assert run(store.backend.list_records_by_prefix("nothing/", 5, None)) == []
 
     # -- key-value state ---------------------------------------------------------------------------
 

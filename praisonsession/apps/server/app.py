@@ -313,7 +313,8 @@ def _chat(path: str, hosting: AgentHosting, access: Access) -> Handler:
 
 def _store_operation(operation: str, store: SessionBase, access: Access, timeout: float) -> Handler:
     what = f"store operation {operation!r}"
-    everyone = operation == "purge"  # it removes expired sessions of every user
+    # purge removes expired sessions of every user; list_by_prefix lists every user's
+    everyone = operation in ("purge", "list_by_prefix")
 
     async def route(grant: Any, body: Any, turn_key: bytes | None) -> Any:
         if grant is not ADMIN and type(body) is dict:

@@ -211,6 +211,29 @@ async def _count_log(store: SessionBase, body: Body) -> Any:
     return await store.message_count(key.session_id, key.user_id, _as_sent(body, "path"))
 
 
+async def _truncate_log(store: SessionBase, body: Body) -> Any:
+    key = _key(body)
+    path = check_key(body.get("path"), "log name")
+    length = _int(body, "length")
+    if length is None:
+        raise InvalidValueError("truncate_log needs the length to keep: a whole number >= 0.")
+    return await store.backend.truncate_log(key, path, length, _int(body, "expected"))
+
+
+async def _list_by_prefix(store: SessionBase, body: Body) -> Any:
+    prefix = body.get("prefix", "")
+    if not isinstance(prefix, str):
+        raise InvalidValueError(f"prefix must be text, got {type(prefix).__name__}.")
+    after = body.get("after")
+    if after is not None:
+        if not (isinstance(after, list) and len(after) == 2):
+            raise InvalidValueError("after must be [session_id, user_id] of the last page.")
+        after = (check_session_id(after[0]), check_user_id(after[1]))
+    limit = _int(body, "limit", 100, low=1) or 100
+    found = await store.backend.list_records_by_prefix(prefix, min(limit, 10_000), after)
+    return [info.to_json() for info in found]
+
+
 #: Each operation, and what its body holds besides ``user_id`` and ``session_id`` (for the
 #: API docs).
 OPERATIONS: dict[str, tuple[Operation, str]] = {
@@ -240,4 +263,14 @@ OPERATIONS: dict[str, tuple[Operation, str]] = {
     "append": (_append, "Append `write` ({path, messages, start}) to a log; its new length."),
     "read_log": (_read_log, "Messages `start`:`stop` of the log at `path`."),
     "count_log": (_count_log, "How many messages the log at `path` holds."),
+    "truncate_log": (
+        _truncate_log,
+        "Keep the first `length` messages of the log at `path` (`expected`: only if it holds "
+        "that many); the messages removed.",
+    ),
+    "list_by_prefix": (
+        _list_by_prefix,
+        "Every user's sessions whose id starts with `prefix`: `limit`, `after` ([session_id, "
+        "user_id] of the last page). Admin only.",
+    ),
 }

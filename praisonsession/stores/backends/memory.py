@@ -15,6 +15,7 @@ from ...errors import ConflictError
 from ..api import SessionBase
 from ..backend import Key, LogWrite, StoreBackend, StoredModules
 from ..record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
+from ..reserved import SNAPSHOT_OWNER
 from .document import SessionDocument, resolve
 
 
@@ -35,11 +36,13 @@ class InMemoryBackend(StoreBackend):
         super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         self._docs: dict[Key, SessionDocument] = {}
         self._ids: dict[str, list[str]] = {}  # each user's session ids, sorted
+        self._by_id: list[tuple[str, str]] = []  # every (session id, user id), sorted
         self._lock = threading.RLock()
 
     def _put(self, key: Key, doc: SessionDocument) -> SessionDocument:
         if key not in self._docs:
             bisect.insort(self._ids.setdefault(key.user_id, []), key.session_id)
+            bisect.insort(self._by_id, (key.session_id, key.user_id))
         self._docs[key] = doc
         return doc
 
@@ -49,6 +52,7 @@ class InMemoryBackend(StoreBackend):
             del ids[bisect.bisect_left(ids, key.session_id)]
             if not ids:
                 del self._ids[key.user_id]
+            del self._by_id[bisect.bisect_left(self._by_id, (key.session_id, key.user_id))]
 
     def _live(self, key: Key, at: float, must_exist: bool = False) -> SessionDocument | None:
         return resolve(self._docs.get(key), key, at, must_exist)
@@ -94,6 +98,26 @@ class InMemoryBackend(StoreBackend):
             for index in range(start, len(ids)):  # sorted: it stops at the page's end
                 info = self._docs[Key(user_id, ids[index])].info
                 if not info.is_expired(at):
+                    infos.append(info)
+                    if len(infos) == limit:
+                        break
+            return infos
+
+    async def list_records_by_prefix(
+        self, prefix: str, limit: int, after: tuple[str, str] | None
+    ) -> list[SessionInfo]:
+        with self._lock:
+            at = now()
+            pairs = self._by_id
+            start = bisect.bisect_left(pairs, (prefix, ""))
+            if after is not None:
+                start = max(start, bisect.bisect_right(pairs, after))
+            infos: list[SessionInfo] = []
+            for session_id, user_id in pairs[start:]:  # sorted: it stops at the prefix's end
+                if not session_id.startswith(prefix):
+                    break
+                info = self._docs[Key(user_id, session_id)].info
+                if user_id != SNAPSHOT_OWNER and not info.is_expired(at):
                     infos.append(info)
                     if len(infos) == limit:
                         break
@@ -219,6 +243,24 @@ class InMemoryBackend(StoreBackend):
             log.extend(_copy(write.messages))
             doc.changed(at)
             return len(log)
+
+    async def truncate_log(
+        self, key: Key, path: str, length: int, expected: int | None
+    ) -> list[dict[str, Any]]:
+        with self._lock:
+            at = now()
+            doc = self._live(key, at, must_exist=True)
+            assert doc is not None  # must_exist: raised otherwise
+            log = doc.logs.get(path, [])
+            if expected is not None and len(log) != expected:
+                raise ConflictError(f"Log {path!r} holds {len(log)} messages, not {expected}.")
+            removed: list[dict[str, Any]] = log[length:]
+            if removed:
+                del log[length:]
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            copied: list[dict[str, Any]] = _copy(removed)
+            return copied
 
     async def read_log(
         self, key: Key, path: str, start: int, stop: int | None

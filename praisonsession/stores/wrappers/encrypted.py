@@ -288,6 +288,20 @@ class EncryptedBackend(StoreBackend):
     async def count_log(self, key: Key, path: str) -> int:
         return await self.inner.count_log(key, path)
 
+    async def truncate_log(
+        self, key: Key, path: str, length: int, expected: int | None
+    ) -> list[dict[str, Any]]:
+        removed = await self.inner.truncate_log(key, path, length, expected)
+        if not removed:
+            return removed
+        return self._open_messages(await self._origin(key), path, removed)
+
+    async def list_records_by_prefix(
+        self, prefix: str, limit: int, after: tuple[str, str] | None
+    ) -> list[SessionInfo]:
+        found = await self.inner.list_records_by_prefix(prefix, limit, after)
+        return [self._open_info(info) for info in found]
+
     def _seal_write(self, origin: tuple[str, str], write: LogWrite) -> LogWrite:
         sealed = [{"sealed": self._seal(origin, "log", write.path, m)} for m in write.messages]
         return write._replace(messages=sealed)

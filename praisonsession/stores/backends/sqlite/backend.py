@@ -66,6 +66,7 @@ from ...record import (
     now,
     resolve_info,
 )
+from ...reserved import SNAPSHOT_OWNER
 from .schema import (
     BUMP,
     BUMP_LIVE,
@@ -609,6 +610,26 @@ class SqliteBackend(StoreBackend):
 
         return await self._transaction(work, write=False)
 
+    async def list_records_by_prefix(
+        self, prefix: str, limit: int, after: tuple[str, str] | None
+    ) -> list[SessionInfo]:
+        # the range of the prefix in the index by session id: from the prefix (or the last
+        # page's pair) up to the prefix's successor, so the search ends where the prefix does
+        start_id, start_user = after if after is not None and after[0] >= prefix else (prefix, "")
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else chr(0x10FFFF) * 2
+
+        def work(conn: sqlite3.Connection) -> list[SessionInfo]:
+            rows = conn.execute(
+                f"SELECT {INFO_COLUMNS}, s.user_id {SESSION_AND_HEAD} "
+                "WHERE (s.session_id, s.user_id) > (?1, ?2) AND s.session_id < ?3 "
+                "AND s.user_id != ?4 AND (h.expires_at IS NULL OR h.expires_at > ?5) "
+                "ORDER BY s.session_id, s.user_id LIMIT ?6",
+                (start_id, start_user, upper, SNAPSHOT_OWNER, now(), limit),
+            ).fetchall()
+            return [self._info_from_row(row[-1], row[:-1]) for row in rows]
+
+        return await self._transaction(work, write=False)
+
     async def list_record_owners(self) -> set[str]:
         def work(conn: sqlite3.Connection) -> set[str]:
             rows = conn.execute(
@@ -910,6 +931,32 @@ class SqliteBackend(StoreBackend):
             ]
 
         return await self._read_then_slide(key, work) or []
+
+    async def truncate_log(
+        self, key: Key, path: str, length: int, expected: int | None
+    ) -> list[dict[str, Any]]:
+        def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            self._begin_write(conn, key, now(), True)
+            held = self._log_length(conn, key, path)
+            if expected is not None and held != expected:
+                raise ConflictError(f"Log {path!r} holds {held} messages, not {expected}.")
+            ids = (key.user_id, key.session_id, path, length)
+            what = f"message log {path!r} of session {key.session_id!r}"
+            removed = [
+                loads(message, what)
+                for (message,) in conn.execute(
+                    "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=?"
+                    " AND seq>=? ORDER BY seq",
+                    ids,
+                )
+            ]
+            conn.execute(
+                "DELETE FROM ps_messages WHERE user_id=? AND session_id=? AND log=? AND seq>=?",
+                ids,
+            )
+            return removed
+
+        return await self._write(work)
 
     async def count_log(self, key: Key, path: str) -> int:
         def work(conn: sqlite3.Connection) -> int:

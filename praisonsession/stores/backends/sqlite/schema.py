@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from ...record import FORMAT_VERSION
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """``PRAGMA user_version`` of the file; an older file is migrated when first opened."""
 
+# Schema 3 lists a prefix of session ids across users (``list_records_by_prefix``).
+BY_ID_INDEX = "CREATE INDEX ps_sessions_by_id ON ps_sessions (session_id, user_id)"
 EXPIRY_INDEX = "CREATE INDEX ps_state_expiry ON ps_state (expires_at) WHERE expires_at IS NOT NULL"
 SESSIONS_TABLE = """CREATE TABLE {name} (
     user_id TEXT NOT NULL, session_id TEXT NOT NULL, format INTEGER NOT NULL,
@@ -40,6 +42,7 @@ SCHEMA = (
     message TEXT NOT NULL,
     PRIMARY KEY (user_id, session_id, log, seq)
 ) WITHOUT ROWID""",
+    BY_ID_INDEX,
 )
 # Schema 1 kept version, updated_at and expires_at in ps_sessions: they move to each session's
 # head row, and ps_sessions is rebuilt without them (its expiry index goes with it). Run in
@@ -59,7 +62,7 @@ MIGRATE_FROM_1 = (
     "ALTER TABLE ps_sessions_2 RENAME TO ps_sessions",
     EXPIRY_INDEX,
 )
-MIGRATIONS = {1: MIGRATE_FROM_1}  # from user_version N to N + 1
+MIGRATIONS = {1: MIGRATE_FROM_1, 2: (BY_ID_INDEX,)}  # from user_version N to N + 1
 
 TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")  # what one session owns
 

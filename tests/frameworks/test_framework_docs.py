@@ -1,0 +1,33 @@
+"""The framework pages and notebooks run as written, twice, in the frameworks' environment
+(``.venv-frameworks``): their examples import the OpenAI Agents SDK, ADK or LangGraph, which
+the main environment cannot hold beside AgentScope 1.0.21."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_docs import BLOCK, run_block, run_notebook_twice
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = sorted((ROOT / "docs" / "pages" / "integrations").glob("*.md"))
+NOTEBOOKS = sorted((ROOT / "notebooks" / "frameworks").glob("*.ipynb"))
+EXAMPLES = [
+    pytest.param(code, id=f"{page.name}:{n}")
+    for page in PAGES
+    for n, code in enumerate(BLOCK.findall(page.read_text("utf-8")), 1)
+]
+
+
+@pytest.mark.parametrize("code", EXAMPLES)
+def test_a_framework_example_runs_and_runs_again(code: str, tmp_path: Path) -> None:
+    first = run_block(code, tmp_path)
+    assert first.returncode == 0, first.stderr
+    again = run_block(code, tmp_path)
+    assert again.returncode == 0, "second run: " + again.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.name)
+def test_a_framework_notebook_runs_twice_in_the_same_folder(notebook: Path, tmp_path: Path) -> None:
+    run_notebook_twice(notebook, tmp_path)
