@@ -105,7 +105,7 @@ def test_tables_live_in_the_named_schema_whose_name_is_quoted_never_spliced(
         assert [t for (t,) in tables] == [
             "ps_messages", "ps_modules", "ps_schema", "ps_sessions", "ps_state",
         ]  # fmt: skip
-        assert query(store, "SELECT version FROM {s}.ps_schema") == [(2,)]
+        assert query(store, "SELECT version FROM {s}.ps_schema") == [(3,)]
         other = open_store(schema_url(postgres_url, tmp_path))
         assert run(other.get_state("s", "u")) == {}  # another schema, another store
         run(other.close())
@@ -323,10 +323,18 @@ def test_a_schema_1_database_is_migrated_keeping_every_session_log_and_length(
 
         # the first call migrates; everything schema 1 held reads back the same
         assert run(store.get_state("chat", "u")) == {"n": 41}
-        assert query(store, "SELECT version FROM {s}.ps_schema") == [(2,)]
+        assert query(store, "SELECT version FROM {s}.ps_schema") == [(3,)]
         assert query(
             store, "SELECT to_regclass(format('%%I.ps_logs', %s::text))", (store.backend.schema,)
         ) == [(None,)]
+        # schema 3 indexes sessions by id, so listing every user's by a prefix seeks
+        assert query(
+            store,
+            "SELECT to_regclass(format('%%I.ps_sessions_by_id', %s::text)) IS NOT NULL",
+            (store.backend.schema,),
+        ) == [(True,)]
+        by_prefix = run(store.backend.list_records_by_prefix("ch", 10, None))
+        assert [(i.user_id, i.session_id) for i in by_prefix] == [("u", "chat"), ("v", "chat")]
         assert run(store.message_count("chat", "u", "agent.memory")) == 3
         assert run(store.message_count("chat", "u", "notes")) == 3
         assert run(store.read_messages("chat", "u", "notes")) == [{"n": 0}, {"n": 1}, {"n": 2}]

@@ -52,6 +52,7 @@ from ...backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import (
     FORMAT_VERSION,
+    SNAPSHOT_OWNER,
     SessionContents,
     SessionInfo,
     check_version,
@@ -390,6 +391,20 @@ class PostgresBackend(StoreBackend):
     async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         def plan() -> Plan[list[SessionInfo]]:
             rows = yield Query(self._sql["LIST"], (user_id, after or "", now(), limit))
+            return [self._info_from_row(row) for row in rows]
+
+        return await self._run(plan)
+
+    async def list_records_by_prefix(
+        self, prefix: str, limit: int, after: tuple[str, str] | None
+    ) -> list[SessionInfo]:
+        start = after if after is not None and after[0] >= prefix else (prefix, "")
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else chr(0x10FFFF) * 2
+
+        def plan() -> Plan[list[SessionInfo]]:
+            rows = yield Query(
+                self._sql["LIST_BY_PREFIX"], (*start, upper, SNAPSHOT_OWNER, now(), limit)
+            )
             return [self._info_from_row(row) for row in rows]
 
         return await self._run(plan)

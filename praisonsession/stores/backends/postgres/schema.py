@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from ...record import FORMAT_VERSION
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The row of ``ps_schema``; an older schema is migrated when a store first meets it."""
 
 _KEY = 'text COLLATE "C" NOT NULL'
+# Schema 3: every user's sessions by a prefix of their id (``list_records_by_prefix``).
+BY_ID_INDEX = "CREATE INDEX ps_sessions_by_id ON {s}.ps_sessions (session_id, user_id)"
 # A new schema, in order; {s} is the schema, quoted.
 SCHEMA = (
     "CREATE SCHEMA IF NOT EXISTS {s}",
@@ -34,6 +36,7 @@ SCHEMA = (
     metadata text NOT NULL, logs jsonb NOT NULL DEFAULT '{{{{}}}}',
     PRIMARY KEY (user_id, session_id))""",
     "CREATE INDEX ps_sessions_expiry ON {s}.ps_sessions (expires_at) WHERE expires_at IS NOT NULL",
+    BY_ID_INDEX,
     f"""CREATE TABLE {{s}}.ps_state (
     user_id {_KEY}, session_id {_KEY}, name {_KEY}, value text NOT NULL,
     PRIMARY KEY (user_id, session_id, name))""",
@@ -91,6 +94,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "WHERE s.user_id = l.user_id AND s.session_id = l.session_id",
         "DROP TABLE {s}.ps_logs",
     ),
+    2: (BY_ID_INDEX,),
 }
 
 TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")
@@ -333,6 +337,13 @@ LOAD_MODULE_LOGS = (
 LIST = (
     f"SELECT {INFO_COLUMNS} FROM {{s}}.ps_sessions WHERE user_id=%s AND session_id > %s "
     "AND (expires_at IS NULL OR expires_at > %s) ORDER BY session_id LIMIT %s"
+)
+# Every user's live sessions with an id in [?, ?) after a (session_id, user_id) pair: the
+# index by session id, read from the pair to the end of the prefix and no further.
+LIST_BY_PREFIX = (
+    f"SELECT {INFO_COLUMNS} FROM {{s}}.ps_sessions WHERE (session_id, user_id) > (%s, %s) "
+    "AND session_id < %s AND user_id <> %s AND (expires_at IS NULL OR expires_at > %s) "
+    "ORDER BY session_id, user_id LIMIT %s"
 )
 USERS = (
     "WITH RECURSIVE u AS ("
