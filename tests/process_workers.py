@@ -10,6 +10,11 @@ program sharing a store would. Jobs:
     Open the store, wait at the barrier, append COUNT messages ``{"role": "user", "content":
     "NAME-i"}`` one call at a time through ``runtime.run(store.append_messages(...))`` and print
     the returned log lengths as a JSON list.
+``pop URL BARRIER NAME COUNT``
+    Open the store, wait at the barrier, then remove the last message of log ``log`` of
+    session ``shared`` until the log is empty, each time through ``truncate_log`` with the
+    length it just counted as ``expected`` (a ``ConflictError`` means another process popped
+    first: count again). Print the messages it removed as a JSON list; COUNT is unused.
 ``chat URL BARRIER NAME COUNT LLM_URL``
     Open ``Session("shared", "u")`` and its agent ``Tutor`` (LLM at LLM_URL), wait at the
     barrier, then chat COUNT turns ``"NAME-i"``; print the agent's history length at the end.
@@ -44,8 +49,16 @@ import sys
 import time
 from pathlib import Path
 
-from praisonsession import MessageLog, Session, SessionExpiredError, StateModule, open_store
+from praisonsession import (
+    ConflictError,
+    MessageLog,
+    Session,
+    SessionExpiredError,
+    StateModule,
+    open_store,
+)
 from praisonsession._internal import runtime
+from praisonsession.stores.record import record_key
 
 BARRIER_TIMEOUT = 60.0
 CRASH_TRIALS = 20  # kills per crash test
@@ -87,6 +100,21 @@ def append(url: str, barrier: str, name: str, count: str) -> None:
         lengths.append(runtime.run(store.append_messages("shared", "u", "log", [message])))
     runtime.run(store.close())
     print(json.dumps(lengths))
+
+
+def pop(url: str, barrier: str, name: str, count: str) -> None:
+    """Pop the shared log's last message until it is empty, racing the other workers."""
+    store = open_store(url)
+    key = record_key("shared", "u")
+    wait_at_barrier(Path(barrier), name)
+    popped: list[dict[str, object]] = []
+    while (length := runtime.run(store.backend.count_log(key, "log"))) > 0:
+        try:
+            popped += runtime.run(store.backend.truncate_log(key, "log", length - 1, length))
+        except ConflictError:
+            continue  # another process popped between the count and the cut
+    runtime.run(store.close())
+    print(json.dumps(popped))
 
 
 def create(url: str, barrier: str, name: str, count: str) -> None:
@@ -264,6 +292,7 @@ JOBS = {
     "increment": increment,
     "append": append,
     "create": create,
+    "pop": pop,
     "chat": chat,
     "crash-writer": crash_writer,
     "write-session": write_session,

@@ -149,6 +149,34 @@ def test_appends_from_four_processes_keep_every_message_in_order(
     assert sorted(lengths) == list(range(1, total + 1))
 
 
+def test_four_processes_popping_one_log_remove_each_message_exactly_once(
+    store_url: str, tmp_path: Path
+) -> None:
+    """4 processes pop the last message of one 400-message log, each pop a ``truncate_log``
+    that expects the length it counted, until the log is empty: every message is removed by
+    exactly one of them, and each process removed its share newest first."""
+    total = PROCESSES * APPENDS_PER_PROCESS
+    store = open_store(store_url)
+    try:
+        messages = [{"role": "user", "content": f"m{i}"} for i in range(total)]
+        runtime.run(store.append_messages("shared", "u", "log", messages))
+    finally:
+        runtime.run(store.close())
+
+    results = run_together("pop", store_url, tmp_path, 0)
+
+    popped = [m["content"] for values in results.values() for m in values]
+    assert sorted(popped) == sorted(m["content"] for m in messages)  # none twice, none lost
+    for values in results.values():
+        numbers = [int(m["content"][1:]) for m in values]
+        assert numbers == sorted(numbers, reverse=True)
+    store = open_store(store_url)
+    try:
+        assert runtime.run(store.read_messages("shared", "u", "log")) == []
+    finally:
+        runtime.run(store.close())
+
+
 TURNS_PER_PROCESS = 200
 
 
