@@ -154,7 +154,7 @@ class UnsupportedFormatError(SessionCorruptedError):
         PraisonSessionError.__init__(
             self,
             f"{what} uses storage format {found}, but this praisonsession reads formats up to "
-            f"{supported}. Upgrade praisonsession (pip install -U praisonsession).",
+            f"{supported}. Upgrade praisonsession: {install_line(upgrade=True)}.",
         )
 
 
@@ -184,12 +184,20 @@ class MissingDependencyError(PraisonSessionError, ImportError):
     """
 
 
-def install_line(extra: str) -> str:
-    """How to install an extra, in the two forms: the one that works from a clone of the
-    repository today, and the one that works once the package is on PyPI."""
+def install_line(extra: str | None = None, *, upgrade: bool = False) -> str:
+    """How to install praisonsession (with ``extra``), in the two forms, always together: the
+    one that works from a clone of the repository today, and the one that works once the
+    package is on PyPI. Every install hint the package prints is built here."""
+    clone = "." if extra is None else f'".[{extra}]"'
+    published = "praisonsession" if extra is None else f'"praisonsession[{extra}]"'
+    if upgrade:
+        return (
+            f"git pull, then pip install {clone} in your clone of the repository (once "
+            f"praisonsession is published: pip install -U {published})"
+        )
     return (
-        f'pip install ".[{extra}]" in a clone of the repository (once praisonsession is '
-        f'published: pip install "praisonsession[{extra}]")'
+        f"pip install {clone} in a clone of the repository (once praisonsession is "
+        f"published: pip install {published})"
     )
 
 

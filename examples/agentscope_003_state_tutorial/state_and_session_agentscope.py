@@ -3,7 +3,8 @@ session import swapped:
 
     from agentscope.session import JSONSession   ->  from praisonsession import JSONSession
 
-Everything else is AgentScope 1.0.21 (``pip install "praisonsession[interop]"``): its
+Everything else is AgentScope 1.0.21 (``pip install ".[interop]"`` in a clone,
+``pip install "praisonsession[interop]"`` once published): its
 StateModule, ReActAgent, InMemoryMemory, Toolkit, Msg, and a DashScope model object. The model
 is constructed but never called (no key, no network): where the tutorial lets the agent reply
 (``await agent(Msg(...))``), this example puts the same turn into the agent's memory itself.

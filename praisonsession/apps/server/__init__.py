@@ -1,6 +1,7 @@
 """The session server: ``praisonsession serve``, hosting agents for remote sessions.
 
-It needs the ``server`` extra (``pip install "praisonsession[server]"``: FastAPI and uvicorn).
+It needs the ``server`` extra (FastAPI and uvicorn): ``pip install ".[server]"`` in a clone,
+``pip install "praisonsession[server]"`` once published.
 ``create_app`` builds the ASGI app (``app``), ``prepare`` checks options and builds it the way
 the command does, ``serve`` runs it with uvicorn. Nothing imports this package but the command.
 """

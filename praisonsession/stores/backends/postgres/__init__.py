@@ -1,5 +1,6 @@
 """PostgreSQL, the fifth store: ``PostgresSession`` over ``PostgresBackend`` (``backend.py``),
-with ``pip install 'praisonsession[postgres]'``.
+with ``pip install ".[postgres]"`` in a clone (``pip install "praisonsession[postgres]"`` once
+published).
 
 psycopg and its pool load when a store is made, never at ``import praisonsession``.
 """

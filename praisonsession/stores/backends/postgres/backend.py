@@ -47,6 +47,7 @@ from ....errors import (
     SessionCorruptedError,
     StoreUnavailableError,
     UnsupportedFormatError,
+    install_line,
 )
 from ...backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
@@ -93,8 +94,8 @@ def _require_psycopg() -> None:
         from psycopg import errors
     except ImportError:
         raise MissingDependencyError(
-            "PostgresSession needs psycopg 3 and psycopg-pool: "
-            'pip install "praisonsession[postgres]"'
+            "PostgresSession needs psycopg 3 and psycopg-pool. Install them with: "
+            f"{install_line('postgres')}."
         ) from None
     # rolled back whole by the server: a deadlock broken, a serialization conflict, a
     # session two writers created at once
