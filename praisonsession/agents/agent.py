@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import logging
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import fields
@@ -29,7 +31,7 @@ from .._internal import runtime
 from .._internal.identifiers import filename_for, readable_name
 from .._internal.redaction import redact_url
 from .._internal.runtime import bounded
-from ..errors import InvalidValueError, MissingDependencyError
+from ..errors import InvalidValueError, MissingDependencyError, install_line
 from ..llm.config import resolve_llm
 from ..llm.errors import LLMNotConfiguredError
 from ..state.message_log import MessageLog
@@ -52,6 +54,15 @@ Message = dict[str, Any]
 #: Where a turn's idempotency key is kept: ``user_message["metadata"][TURN_KEY]``.
 TURN_KEY = "turn_key"
 
+
+#: Said once per process when an agent with memory on finds the memory extra missing.
+MEMORY_OFF_NOTICE = (
+    "Agent {name!r} runs without memory: the memory extra (ChromaDB and an offline embedding "
+    "model) is not installed. Its conversation is still kept in the session; what is off is "
+    "semantic memory and the recall of older turns. To turn memory on: {install}. To silence "
+    "this notice: session.Agent(..., memory=False)."
+)
+_memory_notice = threading.Event()  # set once the notice was given
 
 #: Options the agent holds resolved rather than as given: set apart in ``configure``.
 _RESOLVED = frozenset({"name", "knowledge", "tools", "token_counter", "context_budget", "llm"})
@@ -101,7 +112,7 @@ class Agent(StateModule):
         self.summaries = MessageLog()
         #: What the LLM reported per turn (see ``agents/usage.py``): saved beside the history.
         self.usage = MessageLog()
-        self._recall_missing: str | None = None  # why recall is off, when the extra is missing
+        self._recall_missing: str | None = None  # why memory is off, when the extra is missing
         # one turn at a time per event loop (the sync chat and async users may use two loops)
         self._turn_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._indexing: set[asyncio.Future[Any]] = set()
@@ -252,8 +263,16 @@ class Agent(StateModule):
                 self.log_name, message, before, self.recall_turns
             )
         except MissingDependencyError as exc:
-            self._recall_missing = str(exc)
+            self._memory_off(exc)
             return []
+
+    def _memory_off(self, error: MissingDependencyError) -> None:
+        """Memory off for this agent; the notice of why, and how to turn it on, once."""
+        self._recall_missing = str(error)
+        if not _memory_notice.is_set():
+            _memory_notice.set()
+            notice = MEMORY_OFF_NOTICE.format(name=self.name, install=install_line("memory"))
+            logging.getLogger("praisonsession").warning(notice)  # stderr unless configured
 
     def _index_meanwhile(self, before: int, window_start: int) -> None:
         """Embed the saved turns in the background (each once), so that when they leave the
@@ -355,9 +374,19 @@ class Agent(StateModule):
         return self._client
 
     async def _context(self, query: str) -> str:
-        """Memory and knowledge for this message, from the session."""
-        if self.memory:
-            return (await self.session.get_context(query, self.context_items)).strip()
+        """Memory and knowledge for this message, from the session.
+
+        Memory is on by default, and the core install has no memory extra: then the agent
+        chats without memory (knowledge, asked for by name, still raises) and says so once.
+        """
+        if self.memory and self._recall_missing is None:
+            try:
+                return (await self.session.get_context(query, self.context_items)).strip()
+            except MissingDependencyError as exc:
+                if self.knowledge is not None:
+                    raise
+                self._memory_off(exc)
+                return ""
         if self.knowledge is not None:
             hits = await self.session.search_knowledge(query, self.context_items)
             return "\n".join(f"• {hit['text']}" for hit in hits)

@@ -123,7 +123,10 @@ def _load_meanwhile(embedder: Embedder) -> None:
 
 class Recall:
     """One session's memory (short- and long-term) and knowledge, and the context built from
-    them. Constructing it is blocking work (Chroma, the model): do it off the loop."""
+    them. Constructing it is blocking work (Chroma, the model): do it off the loop.
+
+    ``preload`` starts loading the model in the background at once, for a first caller that
+    embeds; otherwise it loads on the first embedding (never, while nothing is stored)."""
 
     def __init__(
         self,
@@ -134,13 +137,15 @@ class Recall:
         memory_config: dict[str, Any],
         knowledge_config: dict[str, Any],
         vault_key: bytes | None = None,
+        preload: bool = True,
     ) -> None:
         choice = memory_config.get("embedder") or knowledge_config.get("embedder")
         if choice is None or isinstance(choice, str):
             self.embedder = default_embedder(choice or settings.embedder)
         else:
             self.embedder = coerce_embedder(choice)
-        _load_meanwhile(self.embedder)  # the model loads while chromadb imports and opens
+        if preload:  # the model loads while chromadb imports and opens
+            _load_meanwhile(self.embedder)
         location = vector_location(settings, memory_config, knowledge_config)
         client = chroma_client(location)
         self._client_id = id(client)

@@ -428,11 +428,13 @@ class AsyncSession:
 
     # -- memory and knowledge -------------------------------------------------------------
 
-    async def _memory(self) -> Recall:
+    async def _memory(self, *, embeds: bool = True) -> Recall:
         """Memory and knowledge, opened on first use (that is when chromadb is imported).
 
         Opening (Chroma, the model) runs once, in a thread of its own that finishes even if
-        the first caller's timeout runs out, so a later call finds it ready.
+        the first caller's timeout runs out, so a later call finds it ready. The model starts
+        loading meanwhile only if the first caller ``embeds``: an agent's ``get_context``
+        with nothing stored never needs it.
         """
         if self._recall is not None:
             return self._recall
@@ -443,7 +445,7 @@ class AsyncSession:
             if self._recall_opening is None:
                 self._recall_opening = _in_thread(
                     "praisonsession-memory-open",
-                    lambda: self._open_recall(vault),
+                    lambda: self._open_recall(vault, preload=embeds),
                 )
             opening = self._recall_opening
         try:
@@ -456,7 +458,7 @@ class AsyncSession:
             raise
         return self._recall
 
-    def _open_recall(self, vault: bytes | None = None) -> Recall:
+    def _open_recall(self, vault: bytes | None = None, *, preload: bool = True) -> Recall:
         from ..recall.core import Recall
 
         return Recall(
@@ -467,6 +469,7 @@ class AsyncSession:
             self._memory_config,
             self._knowledge_config,
             vault_key=vault,
+            preload=preload,
         )
 
     async def _vault_key(self) -> bytes | None:
@@ -494,11 +497,13 @@ class AsyncSession:
         if memories:
             await (await child._memory()).restore_memories(memories)
 
-    async def _recalling(self, what: str, use: Callable[[Recall], Awaitable[T]]) -> T:
+    async def _recalling(
+        self, what: str, use: Callable[[Recall], Awaitable[T]], *, embeds: bool = True
+    ) -> T:
         """A memory or knowledge operation, opening included, within ``timeout``."""
 
         async def opened_then_used() -> T:
-            return await use(await self._memory())
+            return await use(await self._memory(embeds=embeds))
 
         return await self._call(what, opened_then_used())
 
@@ -693,7 +698,7 @@ class AsyncSession:
         query = _check_text(query, "query")
         max_items = _check_limit(max_items)
         return await self._recalling(
-            "get_context", lambda recall: recall.get_context(query, max_items)
+            "get_context", lambda recall: recall.get_context(query, max_items), embeds=False
         )
 
     async def index_turns(self, log: str, before: int) -> int:
