@@ -313,6 +313,37 @@ def test_an_unknown_session_fails_with_exit_1_naming_it(args: list[str], sqlite:
 
 
 @pytest.mark.parametrize(
+    "args",
+    [["show", "chat_1"], ["delete", "chat_1", "--yes"], ["restore", "chat_1", "1-ab", "--yes"]],
+    ids=lambda args: args[0],
+)
+def test_a_session_of_other_users_only_is_named_with_its_users(args: list[str], store: str) -> None:
+    for user in ("bob", "alice"):
+        seed(store, "chat_1", user)
+    seed(store, "chat_10", "carol")  # a longer id with the same start is another session
+    result = cli(*args, "--store", store)  # no --user: default_user's, who has none
+    assert result.exit_code == 1 and result.stdout == ""
+    message = one_line(result.stderr)
+    assert message.endswith(
+        "exists for users 'alice', 'bob' (sessions are scoped by user; without --user the "
+        "user is 'default_user'): pass --user, e.g. --user alice"
+    ), message
+    assert "of user 'default_user'" in message and "carol" not in message
+    assert cli_json("list", "--store", store)["sessions"][0]["user_id"] == "alice"  # untouched
+
+
+def test_a_session_of_one_other_user_is_named_in_the_singular(sqlite: str) -> None:
+    seed(sqlite, "counter", "ada")
+    result = cli("show", "counter", "--store", sqlite)
+    assert one_line(result.stderr) == (
+        f"Error: Session 'counter' of user 'default_user' does not exist. It is not in "
+        f"{sqlite} (or it has expired), but a session "
+        "'counter' exists for user 'ada' (sessions are scoped by user; without --user the user "
+        "is 'default_user'): pass --user, e.g. --user ada"
+    )
+
+
+@pytest.mark.parametrize(
     "store_url",
     ["bogus://x", "sqlite://", "json:///tmp/x?durability=never", "redis://h:notaport/0"],
 )

@@ -134,6 +134,19 @@ def test_the_readme_says_how_to_install_from_a_clone_and_where_to_go_next() -> N
     assert "notebooks/" in readme and "make docs" in readme and "site/index.html" in readme
 
 
+def test_the_first_example_and_the_praisonai_table_say_what_user_id_defaults_to() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    first = readme.index("```python")
+    after = readme[readme.index("```", first + 9) : readme.index("## Two commands")]
+    assert '`user_id` is optional and defaults to `"default_user"`' in " ".join(after.split())
+    assert "pass the same `user_id` every time" in " ".join(after.split())
+    table = (ROOT / "docs" / "pages" / "sessions.md").read_text("utf-8")
+    (row,) = [line for line in table.splitlines() if line.startswith("| `user_id` omitted |")]
+    praisonai, ours = row.split(" | ")[1:3]
+    assert praisonai.startswith('`"default_user"`') and "by `session_id` alone" in praisonai
+    assert ours.startswith('`"default_user"` too') and "no user reads another's state" in ours
+
+
 def test_the_demo_runs_and_shows_what_it_promises(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "praisonsession.apps.demo"],

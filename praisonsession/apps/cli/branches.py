@@ -181,6 +181,11 @@ def restore(
         try:
             info = opened.run(opened.branches.restore(session_id, user_id, snapshot_id))
         except SnapshotNotFoundError:
+            others = opened.run(opened.owners(session_id, user_id))
+            if others:
+                hint = opened.not_here(session_id, user_id, others)
+                message = f"Session {session_id!r} of user {user_id!r} has no snapshot "
+                raise CommandFailed(f"{message}{snapshot_id!r}. {hint}", ExitCode.FAILED) from None
             raise CommandFailed(
                 f"Session {session_id!r} of user {user_id!r} has no snapshot {snapshot_id!r}; "
                 f"list its snapshots with: praisonsession snapshots {_ids(session_id, user_id)}",

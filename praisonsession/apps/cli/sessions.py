@@ -282,7 +282,7 @@ def delete(session_id: str, user_id: str, yes: bool, store_url: str | None, as_j
                 f"from {opened.shown_url}?"
             )
         if not opened.run(opened.store.delete_session(session_id, user_id)):
-            raise opened.missing(session_id, user_id)  # someone else was quicker
+            raise opened.run(opened.missing(session_id, user_id))  # gone, or another user's
         kept = len(opened.run(opened.branches.snapshots(session_id, user_id)))
     if as_json:
         print_json({"deleted": {"session_id": session_id, "user_id": user_id}, "snapshots": kept})

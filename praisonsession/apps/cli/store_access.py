@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..._internal import runtime
+from ..._internal.identifiers import DEFAULT_USER
 from ..._internal.redaction import redact_url
 from ...errors import PraisonSessionError, SessionNotFoundError
 from ...session.core import AsyncSession
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["OpenedStore", "opened_store"]
 
 T = TypeVar("T")
+
+#: Other users named when a session id is not the given user's (the rest are counted).
+OTHERS_SHOWN = 10
 
 
 class OpenedStore:
@@ -54,15 +58,49 @@ class OpenedStore:
         a session that is not there (or has expired) is an error naming it."""
         contents = await self.store.backend.read_record_contents(record_key(session_id, user_id))
         if contents is None:
-            raise self.missing(session_id, user_id)
+            raise await self.missing(session_id, user_id)
         return contents
 
-    def missing(self, session_id: str, user_id: str) -> SessionNotFoundError:
+    async def owners(self, session_id: str, but: str) -> list[str]:
+        """The other users with a live session ``session_id`` (at most OTHERS_SHOWN + 1):
+        sessions are scoped by user, and an id given without ``--user`` is ``default_user``'s.
+        Read through the store's listing by session id prefix, not a walk of every session."""
+        found: list[str] = []
+        after: tuple[str, str] | None = None
+        while len(found) <= OTHERS_SHOWN:
+            page = await self.store.backend.list_records_by_prefix(session_id, 50, after)
+            exact = [info for info in page if info.session_id == session_id]
+            found += [info.user_id for info in exact if info.user_id != but]
+            if len(exact) < len(page) or len(page) < 50:  # past the id: longer ids follow it
+                break
+            after = (page[-1].session_id, page[-1].user_id)
+        return found
+
+    async def missing(self, session_id: str, user_id: str) -> SessionNotFoundError:
+        """The error for a session that is not there, naming the users who do have one by
+        that id (the common slip: the user was left out)."""
         return SessionNotFoundError(
             session_id,
             user_id,
-            f"It is not in {self.shown_url} (or it has expired); see the user's sessions with: "
-            f"praisonsession list --user {shlex.quote(user_id)}",
+            self.not_here(session_id, user_id, await self.owners(session_id, user_id)),
+        )
+
+    def not_here(self, session_id: str, user_id: str, others: list[str]) -> str:
+        """Where the session is not, and where to look instead."""
+        where = f"It is not in {self.shown_url} (or it has expired)"
+        if not others:
+            return (
+                f"{where}; see the user's sessions with: "
+                f"praisonsession list --user {shlex.quote(user_id)}"
+            )
+        named = ", ".join(repr(user) for user in others[:OTHERS_SHOWN])
+        if len(others) > OTHERS_SHOWN:
+            named += " and more"
+        whose = "user" if len(others) == 1 else "users"
+        return (
+            f"{where}, but a session {session_id!r} exists for {whose} {named} (sessions are "
+            f"scoped by user; without --user the user is {DEFAULT_USER!r}): pass --user, e.g. "
+            f"--user {shlex.quote(others[0])}"
         )
 
     def session(self, session_id: str, user_id: str) -> AsyncSession:
