@@ -117,8 +117,9 @@ def test_help_lists_every_command_and_what_the_exit_codes_mean() -> None:
     for command in COMMANDS:
         assert f"\n  {command} " in result.stdout
     assert "Exit codes:" in result.stdout
-    for line in ("0    done", "1    the operation failed", "2    usage", "3    the store is"):
+    for line in ("0    done", "1    the operation failed", "2    usage", "3    unavailable"):
         assert line in result.stdout
+    assert "an extra the command needs is not installed" in " ".join(result.stdout.split())
     assert "130  interrupted" in result.stdout
 
 

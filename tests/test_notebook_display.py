@@ -56,7 +56,7 @@ def test_knowledge_added_and_found_show_as_tables(session: Session, tmp_path: Pa
     notes.write_text("Refunds take five days.", "utf-8")
     added = session.add_knowledge(notes)
     shown = added._repr_html_()
-    assert "Knowledge added: 1 chunks new, 0 already known" in shown and str(notes) in shown
+    assert "Knowledge added: 1 chunk new, 0 already known" in shown and str(notes) in shown
     found = session.search_knowledge("refunds")
     assert "Refunds take five days." in found._repr_html_()
     assert found[0]["source"] == str(notes)

@@ -138,7 +138,7 @@ class ChatClient:
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
             reason = redact_text(str(exc), self.config.api_key)
             raise LLMRequestError(
-                f"Cannot send to {url}: {reason}. Fix base_url.", url=url
+                f"Cannot send to {url}: {reason.rstrip('.')}. Fix base_url.", url=url
             ) from None
         return self._answer(response.status_code, response.headers, response.content)
 

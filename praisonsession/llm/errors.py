@@ -40,8 +40,11 @@ class LLMNotConfiguredError(LLMError):
             f"Agent {agent!r} has no LLM to talk to: no endpoint or API key is configured. "
             "Configure one of: the OPENAI_API_KEY environment variable (OpenAI); "
             "llm={'model': 'llama3.2', 'base_url': 'http://localhost:11434/v1'} for a local "
-            "Ollama (or any OpenAI-compatible server); or PRAISONSESSION_LLM_BASE_URL and "
-            "PRAISONSESSION_LLM_API_KEY in the environment or a .env file."
+            "Ollama (or any OpenAI-compatible server); or PRAISONSESSION_LLM_BASE_URL, "
+            "PRAISONSESSION_LLM_MODEL (default gpt-4o-mini) and PRAISONSESSION_LLM_API_KEY in "
+            "the environment or a .env file. To try agents offline with no model and no key, "
+            "start the local stand-in praisonsession.llm.ScriptedChatServer and pass "
+            "llm={'model': 'stand-in', 'base_url': server.url} (docs/pages/agents.md)."
         )
 
 

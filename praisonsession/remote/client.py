@@ -73,8 +73,8 @@ def normalize_agent_url(agent_url: Any) -> str:
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number
     except ValueError as exc:
         raise AgentURLError(
-            f"agent_url {redact_url(url)!r} is not a valid URL: {exc}. Use one such as "
-            "'http://127.0.0.1:8000/agent'.",
+            f"agent_url {redact_url(url)!r} is not a valid URL: {str(exc).rstrip('.')}. "
+            "Use one such as 'http://127.0.0.1:8000/agent'.",
             url=redact_url(url),
         ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:

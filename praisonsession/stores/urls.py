@@ -50,8 +50,10 @@ def open_store(url: str, **options: Any) -> SessionBase:
         parts = urlsplit(url)
         path = unquote(parts.netloc + parts.path) if rest else ""
         if not path:
+            example = "sessions" if scheme == "json" else "sessions.db"
             raise InvalidValueError(
-                f"Store URL {_shown(url)} names no path; e.g. {scheme}:///data."
+                f"Store URL {_shown(url)} names no path; e.g. {scheme}://{example} (in the "
+                f"current directory) or {scheme}:///home/me/{example} (an absolute path)."
             )
         options = {**options, **_file_options(url, scheme, parts.query)}  # the URL's own win
         if scheme == "json":

@@ -12,6 +12,7 @@ from typing import IO, Any
 
 import click
 
+from ...agents.usage import agent_name_of
 from ...archive import ArchiveSummary
 from ...errors import ConflictError
 from ...session.core import AsyncSession
@@ -72,13 +73,16 @@ def export(
         raise click.BadParameter(f"there is no directory {Path(file).parent}", param_hint="FILE")
     destination: Any = click.open_file("-", "wb") if to_stdout else file
     with opened_store(store_url) as opened:
-        summary = opened.run(_export(opened, session_id, user_id, destination, _showing(progress)))
+        summary, logs = opened.run(
+            _export(opened, session_id, user_id, destination, _showing(progress))
+        )
+    entries = log_entries(logs)
     if as_json:
-        print_json({**summary._asdict(), "file": file})
+        print_json({**summary._asdict(), "log_entries": entries, "file": file})
         return
     click.echo(
-        f"Exported session {session_id!r} of user {user_id!r}: {_what_it_holds(summary)}"
-        f" -> {'stdout' if to_stdout else file}",
+        f"Exported session {session_id!r} of user {user_id!r}: "
+        f"{_what_it_holds(summary, entries)} -> {'stdout' if to_stdout else file}",
         err=to_stdout,  # stdout holds the archive
     )
 
@@ -116,9 +120,10 @@ async def _agentscope_states(opened: OpenedStore, session_id: str, user_id: str)
 
 async def _export(
     opened: OpenedStore, session_id: str, user_id: str, destination: Any, progress: bool
-) -> ArchiveSummary:
-    await opened.contents(session_id, user_id)  # exporting opens it: never make one
-    return await opened.session(session_id, user_id).export(destination, progress=progress)
+) -> tuple[ArchiveSummary, dict[str, int]]:
+    contents = await opened.contents(session_id, user_id)  # exporting opens it: never make one
+    summary = await opened.session(session_id, user_id).export(destination, progress=progress)
+    return summary, contents.logs
 
 
 @main.command("import", short_help="Read an archive into the store as a new session.")
@@ -172,7 +177,7 @@ def import_command(
     session = imported["session"]
     click.echo(
         f"Imported session {session['session_id']!r} of user {session['user_id']!r} into "
-        f"{opened.shown_url}: {plural(imported['messages'], 'message')}, "
+        f"{opened.shown_url}: {_entries_text(imported['log_entries'])}, "
         f"{plural(imported['snapshots'], 'snapshot')}."
     )
 
@@ -192,6 +197,7 @@ async def _import(
     return {
         "session": contents.info.to_json(),
         "messages": sum(contents.logs.values()),
+        "log_entries": log_entries(contents.logs),
         "snapshots": len(snapshots),
     }
 
@@ -211,8 +217,34 @@ def _showing(progress: bool | None) -> bool:
     return sys.stderr.isatty() if progress is None else progress
 
 
-def _what_it_holds(summary: ArchiveSummary) -> str:
+#: What each kind of agent log holds, as the reports name it (any other log holds messages).
+_RECORDS = {"usage": "usage_records", "summaries": "summary_records"}
+
+
+def log_entries(logs: dict[str, int]) -> dict[str, int]:
+    """The entries of a session's logs by what they are: messages (an agent's history or any
+    other log), and the usage and summary records agents keep beside their history."""
+    entries = {"messages": 0, "usage_records": 0, "summary_records": 0}
+    for path, count in logs.items():
+        named = agent_name_of(path)
+        entries[_RECORDS.get(named[1], "messages") if named else "messages"] += count
+    return entries
+
+
+def _entries_text(entries: dict[str, int]) -> str:
+    """``8 messages``, or ``9 log entries (6 messages, 3 usage records)`` when agents'
+    records are among them: a count of "messages" must not include what is not one."""
+    parts = [plural(entries["messages"], "message")]
+    for key, noun in (("usage_records", "usage record"), ("summary_records", "summary record")):
+        if entries[key]:
+            parts.append(plural(entries[key], noun))
+    if len(parts) == 1:
+        return parts[0]
+    return f"{plural(sum(entries.values()), 'log entry', 'log entries')} ({', '.join(parts)})"
+
+
+def _what_it_holds(summary: ArchiveSummary, entries: dict[str, int]) -> str:
     return (
-        f"{plural(summary.messages, 'message')}, {plural(summary.snapshots, 'snapshot')}, "
+        f"{_entries_text(entries)}, {plural(summary.snapshots, 'snapshot')}, "
         f"{plural(summary.memories, 'long-term memory', 'long-term memories')}"
     )

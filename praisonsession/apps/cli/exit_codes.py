@@ -1,8 +1,9 @@
 """What the command line's exit status means, and the one place where an error becomes one.
 
 Scripts rely on these numbers, so they are few and stable: 0 done, 1 the operation failed,
-2 the command was wrong (an option, a store URL, an id), 3 the store could not be used,
-130 interrupted. A library error is always reported as one line on stderr, never a traceback.
+2 the command was wrong (an option, a store URL, an id), 3 the store could not be used or an
+extra the command needs is not installed (whichever command, whichever extra), 130
+interrupted. A library error is always reported as one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ Exit codes:
        or a confirmation declined ("Aborted")
   2    usage: a bad option, argument, store URL (or a store file that is
        not there), setting or id
-  3    the store is unavailable: down, unreachable, not answering in time,
-       or its client library is not installed
+  3    unavailable: the store is down, unreachable or not answering in
+       time, or an extra the command needs is not installed (a store's
+       client, the server's, memory's): the message says what to install
   130  interrupted (Ctrl-C)"""
 
 # Checked in order; any other error is FAILED.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from ..._internal.redaction import redact_url
-from ...errors import InvalidValueError, PraisonSessionError, install_line
+from ...errors import InvalidValueError, MissingDependencyError, PraisonSessionError, install_line
 from .exit_codes import failure
 from .group import main
 from .options import listen_options, store_option
@@ -110,9 +110,11 @@ def serve(
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as exc:
-        raise click.ClickException(
-            f"The server needs FastAPI and uvicorn ({exc}). Install them with: "
-            f"{install_line('server')}."
+        raise failure(  # exit 3, as for any extra a command needs
+            MissingDependencyError(
+                f"The server needs FastAPI and uvicorn ({exc}). Install them with: "
+                f"{install_line('server')}."
+            )
         ) from None
     from ..server import runner
     from ..server.connections import Limits

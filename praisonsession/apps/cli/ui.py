@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..._internal.redaction import redact_url
-from ...errors import PraisonSessionError, install_line
+from ...errors import MissingDependencyError, PraisonSessionError, install_line
 from .exit_codes import failure
 from .group import main
 from .options import listen_options, store_option
@@ -52,9 +52,11 @@ def ui(
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as exc:
-        raise click.ClickException(
-            f"The browser needs Starlette and uvicorn ({exc}). Install them with: "
-            f"{install_line('server')}."
+        raise failure(  # exit 3, as for any extra a command needs
+            MissingDependencyError(
+                f"The browser needs Starlette and uvicorn ({exc}). Install them with: "
+                f"{install_line('server')}."
+            )
         ) from None
     from ...recall.core import vector_location
     from ...session.options import resolve_store

@@ -64,8 +64,8 @@ def load_factory(target: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise InvalidValueError(
-            f"Cannot import {module_name!r} for --agent {target}: {exc}. Run the server from "
-            "the folder that holds it, or put that folder on PYTHONPATH."
+            f"Cannot import {module_name!r} for --agent {target}: {str(exc).rstrip('.')}. "
+            "Run the server from the folder that holds it, or put that folder on PYTHONPATH."
         ) from None
     factory: Any = module
     for part in attribute.split("."):

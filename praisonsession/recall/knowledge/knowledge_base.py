@@ -50,13 +50,14 @@ class KnowledgeAdded:
 
     def __repr__(self) -> str:
         return (
-            f"KnowledgeAdded({len(self.sources)} sources, {self.chunks_added} chunks added, "
-            f"{self.chunks_skipped} already known)"
+            f"KnowledgeAdded({_count(len(self.sources), 'source')}, "
+            f"{_count(self.chunks_added, 'chunk')} added, {self.chunks_skipped} already known)"
         )
 
     def _repr_html_(self) -> str:
         caption = (
-            f"Knowledge added: {self.chunks_added} chunks new, {self.chunks_skipped} already known"
+            f"Knowledge added: {_count(self.chunks_added, 'chunk')} new, "
+            f"{self.chunks_skipped} already known"
         )
         return html_table(caption, ("source",), [(source,) for source in self.sources])
 
@@ -238,3 +239,8 @@ def _is_existing_path(text: str) -> bool:
         return Path(text).expanduser().exists()
     except (OSError, ValueError):  # too long for a file name, or a NUL inside
         return False
+
+
+def _count(count: int, noun: str) -> str:
+    """``1 source``, ``2 sources``: a report reads as a sentence."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -69,7 +69,7 @@ def read_file(path: Path) -> Document:
     except FileNotFoundError:
         raise KnowledgeSourceError(f"{path} does not exist. Check the path.") from None
     except OSError as exc:
-        raise KnowledgeSourceError(f"{path} cannot be read: {exc}.") from None
+        raise KnowledgeSourceError(f"{path} cannot be read: {str(exc).rstrip('.')}.") from None
     if suffix in PDF_SUFFIXES:
         return Document(pdf_text(data, str(path)), str(path), "pdf")
     text = decode_text(data, str(path))
@@ -109,7 +109,9 @@ def pdf_text(data: bytes, source: str) -> str:
         reader = PdfReader(io.BytesIO(data))
         pages = [page.extract_text() or "" for page in reader.pages]
     except (PyPdfError, ValueError, KeyError, TypeError) as exc:
-        raise KnowledgeSourceError(f"{source} is not a readable PDF: {exc}.") from None
+        raise KnowledgeSourceError(
+            f"{source} is not a readable PDF: {str(exc).rstrip('.')}."
+        ) from None
     return "\n\n".join(pages)
 
 

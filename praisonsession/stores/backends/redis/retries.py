@@ -82,7 +82,8 @@ async def call_with_retries(
     except (errors.ConnectionError, errors.TimeoutError, OSError) as exc:
         raise StoreUnavailableError(
             f"Redis at {url} could not be reached: {made} attempt(s) in "
-            f"{time.monotonic() - started:.1f} s, last error {type(exc).__name__}: {exc}. "
+            f"{time.monotonic() - started:.1f} s, last error {type(exc).__name__}: "
+            f"{str(exc).rstrip('.')}. "
             "Check that redis-server is running and reachable from this machine (host, "
             "port, firewall, TLS, password). " + _what_became_of_it(exc)
         ) from exc
