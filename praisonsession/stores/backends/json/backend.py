@@ -631,6 +631,72 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work, writes=False)
 
+    async def truncate_log(
+        self, key: Key, path: str, length: int, expected: int | None
+    ) -> list[dict[str, Any]]:
+        """The document is the commit point: it acknowledges fewer bytes of the log file, in
+        one rename. The file is cut to that size right after, so a removed message does not
+        linger on disk (a crash in between leaves bytes that every reader ignores and the
+        next append cuts). Only the removed lines are read, from the end of the file."""
+
+        def work(doc: SessionDocument | None, at: float) -> tuple[list[dict[str, Any]], None]:
+            assert doc is not None  # must_exist: resolve() raised otherwise
+            ref = doc.logs.get(path)
+            held = 0 if ref is None else ref["count"]
+            if expected is not None and held != expected:
+                raise ConflictError(f"Log {path!r} holds {held} messages, not {expected}.")
+            removed: list[dict[str, Any]] = []
+            if ref is not None and length < held:
+                removed, kept = self._last_lines(key, path, ref, held - length)
+                doc.logs[path] = {**ref, "count": length, "bytes": kept}
+            doc.touch(at, self.sliding_ttl)
+            doc.changed(at)
+            self._write_doc(key, doc)
+            if removed:
+                assert ref is not None
+                with contextlib.suppress(FileNotFoundError):
+                    os.truncate(self._logs_dir(key) / ref["file"], doc.logs[path]["bytes"])
+            return removed, None
+
+        return await self._run(key, work, must_exist=True)
+
+    def _last_lines(
+        self, key: Key, path: str, ref: dict[str, Any], count: int
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The last ``count`` messages of a log and the acknowledged size without them, read
+        backwards from the end in growing blocks: the cost is what is removed, not the log."""
+        file = self._logs_dir(key) / ref["file"]
+        end = ref["bytes"]
+        data = b""
+        position, block = end, 1 << 14
+        try:
+            with open(file, "rb") as handle:
+                while position > 0 and data.count(b"\n") <= count:
+                    step = min(block, position)
+                    position -= step
+                    handle.seek(position)
+                    chunk = handle.read(step)
+                    if len(chunk) != step:
+                        raise _log_damage(
+                            path, file, "the file is shorter than its acknowledged size"
+                        )
+                    data = chunk + data
+                    block *= 2
+        except FileNotFoundError:
+            raise _log_damage(path, file, "the file is missing") from None
+        if not data.endswith(b"\n"):
+            raise _log_damage(path, file, "its acknowledged bytes do not end a line")
+        cut = len(data) - 1  # the newline ending the last message
+        for _ in range(count):
+            cut = data.rfind(b"\n", 0, cut)
+            if cut < 0:
+                break
+        lines = data[cut + 1 :].split(b"\n")[:-1]
+        if len(lines) != count or (cut < 0 and position > 0):
+            raise _log_damage(path, file, f"fewer lines than its {ref['count']} messages")
+        what = f"message log {path!r} in {file}"
+        return [loads(line, what) for line in lines], position + cut + 1
+
     # -- whole records (forks, snapshots, archives) ---------------------------------------
     # Under both sessions' locks (taken in one order, so two copies never wait on each
     # other), the source's log files are copied to new files beside the target, then the

@@ -761,6 +761,27 @@ class PostgresBackend(StoreBackend):
 
         return await self._run(plan)
 
+    async def truncate_log(
+        self, key: Key, path: str, length: int, expected: int | None
+    ) -> list[dict[str, Any]]:
+        """One transaction: the session's row locked and bumped, the log's length checked,
+        its end deleted (handed back by ``RETURNING``) and the shorter length recorded."""
+
+        def plan() -> Plan[list[dict[str, Any]]]:
+            yield from self._begin_write(key, now(), True)
+            rows = yield Query(self._sql["LOG_LENGTH"], (path, *key))
+            held = (rows[0][0] or 0) if rows else 0
+            if expected is not None and held != expected:
+                raise ConflictError(f"Log {path!r} holds {held} messages, not {expected}.")
+            if length >= held:
+                return []
+            removed = yield Query(self._sql["TRUNCATE_LOG"], (*key, path, length))
+            yield Query(self._sql["SET_LOG_LENGTH"], (path, length, *key))
+            what = f"message log {path!r} of session {key.session_id!r}"
+            return [loads(message, what) for _, message in sorted(removed)]
+
+        return await self._write(plan)
+
     # -- copies (forks, snapshots, restores) --------------------------------------------
 
     async def copy_record(

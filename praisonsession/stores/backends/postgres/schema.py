@@ -312,6 +312,10 @@ SET_LOG_LENGTH = (
     "WHERE user_id=%s AND session_id=%s"
 )
 CLEAR_LOG = "DELETE FROM {s}.ps_messages WHERE user_id=%s AND session_id=%s AND log=%s"
+TRUNCATE_LOG = (
+    "DELETE FROM {s}.ps_messages WHERE user_id=%s AND session_id=%s AND log=%s AND seq >= %s "
+    "RETURNING seq, message"
+)
 INSERT_MESSAGES = (
     "INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
     "SELECT %s, %s, %s, %s::bigint + i - 1, m FROM unnest(%b::text[]) WITH ORDINALITY AS x(m, i)"

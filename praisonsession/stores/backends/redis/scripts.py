@@ -36,6 +36,8 @@ SESSION_SCRIPTS = (
     "load_modules",
     "append",
     "read_log",
+    "count_log",
+    "truncate",
     "import",
     "copy",
     "contents",
@@ -51,6 +53,7 @@ WRITES = frozenset(
         "increment",
         "save_modules",
         "append",
+        "truncate",
         "copy",
     }
 )
