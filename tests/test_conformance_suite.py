@@ -83,6 +83,12 @@ class ForwardingBackend(StoreBackend):
     async def read_log(self, *args):
         return await self.inner.read_log(*args)
 
+    async def truncate_log(self, *args):
+        return await self.inner.truncate_log(*args)
+
+    async def list_records_by_prefix(self, *args):
+        return await self.inner.list_records_by_prefix(*args)
+
     async def copy_record(self, *args):
         return await self.inner.copy_record(*args)
 
