@@ -1,5 +1,5 @@
--- A slice of one message log.
--- ARGV 6: log name, 7: start, 8: stop ("" = the end)
+-- A slice of one message log, as a Python slice: a negative start counts from the end.
+-- ARGV 6: log name, 7: start, 8: stop ("" = the end; never negative)
 
 local now = clock()
 local status, m = resolve(now)
@@ -9,9 +9,11 @@ if status ~= 'live' then
   return {'ok', {}}
 end
 local start = tonumber(ARGV[7])
-local stop = -1
-if ARGV[8] ~= '' then stop = tonumber(ARGV[8]) - 1 end
 local out = {}
-if stop == -1 or stop >= start then out = redis.call('LRANGE', log_key(ARGV[6]), start, stop) end
+if ARGV[8] == '' then
+  out = redis.call('LRANGE', log_key(ARGV[6]), start, -1)
+elseif tonumber(ARGV[8]) > 0 then  -- LRANGE's stop is inclusive; 0 would mean the end
+  out = redis.call('LRANGE', log_key(ARGV[6]), start, tonumber(ARGV[8]) - 1)
+end
 slide(m, now)
 return {'ok', out}
