@@ -44,7 +44,7 @@ from typing import Any, TypeVar, cast
 
 from ...._internal.checks import check_seconds
 from ...._internal.identifiers import DEFAULT_USER
-from ...._internal.json_data import add_numbers, dumps, loads
+from ...._internal.json_data import add_numbers, dumps, loads, loads_each
 from ...._internal.runtime import expired, loop_running_here, pause, remaining
 from ....errors import (
     ConflictError,
@@ -927,9 +927,8 @@ class SqliteBackend(StoreBackend):
                 "AND seq>=? AND seq<? ORDER BY seq",
                 (key.user_id, key.session_id, path, first, 2**62 if stop is None else stop),
             ).fetchall()
-            return [
-                loads(m, f"message log {path!r} of session {key.session_id!r}") for (m,) in rows
-            ]
+            what = f"message log {path!r} of session {key.session_id!r}"
+            return loads_each([m for (m,) in rows], what)
 
         return await self._read_then_slide(key, work) or []
 
