@@ -311,24 +311,30 @@ def _answered_call(item: Item) -> tuple[str, str] | None:
     return None
 
 
-def _paired(
-    items: Iterable[Item], known: Iterable[tuple[str, str]]
-) -> tuple[list[Item], list[Item]]:
+def _paired(items: list[Item], known: Iterable[tuple[str, str]]) -> tuple[list[Item], list[Item]]:
     """``items`` split into those to keep and the tool outputs whose call is neither among
-    ``known`` nor earlier in ``items``."""
+    ``known`` nor earlier in ``items``. One pass; ``items`` itself when all are kept (a
+    conversation's tail is read on every turn)."""
     seen = set(known)
-    kept: list[Item] = []
-    left: list[Item] = []
-    for item in items:
-        call = _call(item)
-        if call is not None:
-            seen.add(call)
-        answered = _answered_call(item)
-        if answered is not None and answered not in seen:
-            left.append(item)
-        else:
-            kept.append(item)
-    return kept, left
+    left: list[int] = []
+    for index, item in enumerate(items):
+        kind = item.get("type")
+        if kind is None:  # a message in the SDK's short form: {"role": ..., "content": ...}
+            continue
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str):
+            continue
+        if kind in _CALL_KINDS:
+            seen.add((kind, call_id))
+        elif kind in CALL_OF_OUTPUT and (CALL_OF_OUTPUT[kind], call_id) not in seen:
+            left.append(index)
+    if not left:
+        return items, []
+    dropped = set(left)
+    return (
+        [item for index, item in enumerate(items) if index not in dropped],
+        [items[index] for index in left],
+    )
 
 
 def _warn_left_out(session_id: str, outputs: list[Item]) -> None:
