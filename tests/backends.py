@@ -98,7 +98,7 @@ class RawAccess:
         against the document, a different case)."""
         if _is_postgres(self.store):
             self._sql(
-                "UPDATE {s}.ps_messages SET message='{{\"a\": \"}}' "
+                'UPDATE {s}.ps_messages SET message=\'{{"a": "}}\' '
                 "WHERE user_id=%s AND session_id=%s AND log=%s AND seq=%s",
                 (user_id, session_id, log, index),
             )
@@ -111,7 +111,7 @@ class RawAccess:
         elif isinstance(self.store, SqliteSession):
             with self._db() as db:
                 db.execute(
-                    "UPDATE ps_messages SET message='{\"a\": \"}' WHERE user_id=? AND "
+                    'UPDATE ps_messages SET message=\'{"a": "}\' WHERE user_id=? AND '
                     "session_id=? AND log=? AND seq=?",
                     (user_id, session_id, log, index),
                 )

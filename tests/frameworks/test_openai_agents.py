@@ -92,6 +92,9 @@ def test_it_is_the_sdks_session_and_takes_a_store_as_session_does(store: Any) ->
     assert session.session_settings.limit is None
     assert "chat" in repr(session)
     session.close()
+    default = PraisonSession("chat")  # no store: Session's default, SQLite under the cwd
+    assert ".praisonsession" in default.store.url and default.store.url.startswith("sqlite:")
+    default.close()
 
 
 def test_items_come_back_equal_and_in_order(store: Any) -> None:
