@@ -19,7 +19,7 @@ from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
 
 from ..errors import UnsupportedOperationError
-from .record import Key, SessionContents, SessionInfo, check_ttl
+from .record import SNAPSHOT_OWNER, Key, SessionContents, SessionInfo, check_ttl
 
 __all__ = ["UNSET", "Key", "LogWrite", "StoreBackend", "StoredModules", "all_records"]
 
@@ -126,8 +126,6 @@ class StoreBackend(ABC):
         LangGraph's threads) lists across users. The default pages through every owner
         (``list_record_owners``), in time proportional to the owners; a backend overrides it
         with an index by session id."""
-        from .reserved import SNAPSHOT_OWNER
-
         found: list[SessionInfo] = []
         for owner in await self.list_record_owners():
             if owner == SNAPSHOT_OWNER:

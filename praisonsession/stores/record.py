@@ -22,6 +22,11 @@ from ..errors import (
 FORMAT_VERSION = 1
 """Bumped whenever the stored layout changes; older records are migrated when read."""
 
+#: The owner of every snapshot: not a valid user id (see ``identifiers.check_user_id``).
+#: Defined here, at the bottom of the store floor, so that the backend protocol's default
+#: listing can leave its records out; ``reserved.py`` explains the reserved records.
+SNAPSHOT_OWNER = "\x1esnapshots"
+
 
 #: The time TTL decisions use (``praisonsession.clock``: wall time unless a test set one); the
 #: clock's own function, not a wrapper: every write reads it.

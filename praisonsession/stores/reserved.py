@@ -15,7 +15,7 @@ from typing import Any
 from .._internal.identifiers import DEFAULT_USER, check_user_id
 from ..errors import InvalidIdError
 from .backend import StoreBackend, all_records
-from .record import Key, SessionInfo
+from .record import SNAPSHOT_OWNER, Key, SessionInfo
 
 __all__ = [
     "SNAPSHOT",
@@ -27,8 +27,6 @@ __all__ = [
     "vault_record",
 ]
 
-#: The owner of every snapshot: not a valid user id (see ``identifiers.check_user_id``).
-SNAPSHOT_OWNER = "\x1esnapshots"
 #: Where a snapshot records what it is, in its own metadata.
 SNAPSHOT = "snapshot"
 SEPARATOR = "\x1e"
