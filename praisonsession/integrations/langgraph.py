@@ -339,6 +339,9 @@ class PraisonSaver(BaseCheckpointSaver[str]):
         run_id = full_metadata.get("run_id")
         if isinstance(run_id, str) and run_id:
             record["run"] = run_id
+        counters = full_metadata.get("counters_since_delta_snapshot")
+        if isinstance(counters, Mapping) and counters:
+            record["delta"] = sorted(str(channel) for channel in counters)  # prune keeps them
         await self._threads.put(where.key, record, stored)
         return self._config(where, where.ns, checkpoint["id"])
 

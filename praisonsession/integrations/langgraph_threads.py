@@ -198,6 +198,32 @@ def _what(key: Key, record: Record) -> str:
     return f"checkpoint {record.get('id')!r} of thread {key.session_id!r}"
 
 
+def _document(documents: dict[str, Any], name: str, key: Key) -> dict[str, Any] | None:
+    """One of our documents as read: a dict, or None when absent or emptied (dropped);
+    anything else is not ours (``SessionCorruptedError``), e.g. sealed text read without its
+    encryption key."""
+    held = documents.get(name)
+    if held is None or held == {} or held == []:
+        return None
+    if not isinstance(held, dict):
+        raise SessionCorruptedError(
+            f"document {name!r} of thread {key.session_id!r}",
+            "not a document this library wrote (sealed by an encryption key not given?)",
+        )
+    return held
+
+
+def _checked(records: list[Any], key: Key) -> list[Record]:
+    """Records as read from :data:`CHECKPOINTS`, each checked to be one of ours."""
+    for record in records:
+        if not isinstance(record, dict) or not isinstance(record.get("versions"), dict):
+            raise SessionCorruptedError(
+                f"log {CHECKPOINTS!r} of thread {key.session_id!r}",
+                "a record this library did not write (sealed by an encryption key not given?)",
+            )
+    return records
+
+
 def _sources(
     versions: dict[str, Any], stored: Iterable[str], parent: tuple[int, Record] | None
 ) -> dict[str, int]:
@@ -365,15 +391,17 @@ class Threads:
     async def _find(self, key: Key, ns: str, checkpoint_id: str) -> tuple[int, Record] | None:
         """A checkpoint's position and record, by id; None if the thread has none such."""
         stored = await self.backend.read_modules(key, [at_name(ns, checkpoint_id)])
-        doc = None if stored is None else stored.documents.get(at_name(ns, checkpoint_id))
-        if not doc:
+        doc = (
+            None if stored is None else _document(stored.documents, at_name(ns, checkpoint_id), key)
+        )
+        if doc is None:
             return None
         return doc["at"], await self._record_at(key, ns, checkpoint_id, doc["at"])
 
     async def _record_at(self, key: Key, ns: str, checkpoint_id: str, at: int) -> Record:
         """The record at position ``at``, which must be checkpoint ``checkpoint_id``; else the
         thread was rewritten (pruned) since the position was read: ``_Moved``."""
-        found = await self.backend.read_log(key, CHECKPOINTS, at, at + 1)
+        found = _checked(await self.backend.read_log(key, CHECKPOINTS, at, at + 1), key)
         if not found or found[0].get("id") != checkpoint_id or found[0].get("ns") != ns:
             raise _Moved
         self._remember(key, at, found[0])
@@ -402,8 +430,8 @@ class Threads:
         stored = await self.backend.read_modules(key, names)
         if stored is None:
             return None
-        head = stored.documents.get(head_name(ns))
-        if not head:
+        head = _document(stored.documents, head_name(ns), key)
+        if head is None:
             return None
         documents = stored.documents
         if head["id"] != hint:
@@ -418,7 +446,7 @@ class Threads:
         stored = await self.backend.read_modules(key, names)
         if stored is None:
             return None
-        at = (stored.documents.get(at_name(ns, checkpoint_id)) or {}).get("at")
+        at = (_document(stored.documents, at_name(ns, checkpoint_id), key) or {}).get("at")
         if at is None:
             return None
         return await self._loaded(key, ns, checkpoint_id, at, stored.documents)
@@ -439,7 +467,7 @@ class Threads:
             full = await self._record_at(key, ns, checkpoint_id, at)
         record = full if full is not None else known[1]  # type: ignore[index]
         values = await self._values_of(key, at, record, full)
-        held = documents.get(writes_name(ns, checkpoint_id)) or {}
+        held = _document(documents, writes_name(ns, checkpoint_id), key) or {}
         what = _what(key, record)
         return Loaded(record, values, [_write_of(item, what) for item in held.get("w", [])])
 
@@ -465,7 +493,7 @@ class Threads:
             elif channel in record.get("src", {}):
                 wanted.setdefault(record["src"][channel], []).append(channel)
         for start, stop in _runs_of(sorted(wanted)):
-            found = await self.backend.read_log(key, CHECKPOINTS, start, stop)
+            found = _checked(await self.backend.read_log(key, CHECKPOINTS, start, stop), key)
             for position, source in enumerate(found, start):
                 self._remember(key, position, source)
                 for channel in wanted.get(position, []):
@@ -504,7 +532,7 @@ class Threads:
         size = max(1, min(first, _PAGE))
         while end > 0:
             start = max(0, end - size)
-            page = await self.backend.read_log(key, CHECKPOINTS, start, end)
+            page = _checked(await self.backend.read_log(key, CHECKPOINTS, start, end), key)
             if len(page) != end - start:  # the log was rewritten meanwhile
                 self.forget(key)
                 raise ConflictError(f"Thread {key.session_id!r} changed while it was listed.")
@@ -526,8 +554,8 @@ class Threads:
         else:
             return await self.backend.count_log(key, CHECKPOINTS)
         stored = await self.backend.read_modules(key, [name])
-        doc = None if stored is None else stored.documents.get(name)
-        if not doc:
+        doc = None if stored is None else _document(stored.documents, name, key)
+        if doc is None:
             return 0
         return int(doc["at"]) + (0 if before is not None else 1)
 
@@ -558,7 +586,7 @@ class Threads:
             held = known.get(name)
             if held is None:
                 stored = await self.backend.read_modules(key, [name])
-                doc = None if stored is None else stored.documents.get(name)
+                doc = None if stored is None else _document(stored.documents, name, key)
                 held = list((doc or {}).get("w", []))
             merged = _merged(held, writes)
             if merged == held:
@@ -605,8 +633,8 @@ class Threads:
     ) -> dict[str, History]:
         if checkpoint_id is None:
             stored = await self.backend.read_modules(key, [head_name(ns)])
-            head = None if stored is None else stored.documents.get(head_name(ns))
-            checkpoint_id = None if not head else head["id"]
+            head = None if stored is None else _document(stored.documents, head_name(ns), key)
+            checkpoint_id = None if head is None else head["id"]
         target = None if checkpoint_id is None else self._known(key, ns, checkpoint_id)
         if target is None and checkpoint_id is not None:
             target = await self._find(key, ns, checkpoint_id)
@@ -628,7 +656,7 @@ class Threads:
                 if not remaining:
                     break
                 what = _what(key, record)
-                held = documents.get(writes_name(ns, record["id"])) or {}
+                held = _document(documents, writes_name(ns, record["id"]), key) or {}
                 writes = [_write_of(item, what) for item in held.get("w", [])]
                 for write in reversed(_in_order(writes)):
                     if write.channel in remaining:
@@ -659,7 +687,7 @@ class Threads:
             at = found[0]
             start = max(0, at - _PAGE + 1)
             for offset, record in enumerate(
-                await self.backend.read_log(key, CHECKPOINTS, start, at + 1), start
+                _checked(await self.backend.read_log(key, CHECKPOINTS, start, at + 1), key), start
             ):
                 if record.get("ns") == ns:
                     pages[record["id"]] = (offset, record)
@@ -693,7 +721,7 @@ class Threads:
         """Whether the thread holds checkpoints of any of these runs (one read)."""
         names = [run_name(run_id) for run_id in run_ids]
         stored = await self.backend.read_modules(key, names)
-        return stored is not None and any(stored.documents.get(name) for name in names)
+        return stored is not None and any(_document(stored.documents, name, key) for name in names)
 
     async def keep(self, key: Key, keeping: Callable[[list[Record]], Awaitable[set[int]]]) -> int:
         """Rewrite the thread keeping the records ``keeping(records)`` chooses (a set of
@@ -702,7 +730,7 @@ class Threads:
         holding it goes; what goes is overwritten with empty documents. How many went."""
         for _ in range(_ATTEMPTS):
             length = await self.backend.count_log(key, CHECKPOINTS)
-            records = await self.backend.read_log(key, CHECKPOINTS, 0, length)
+            records = _checked(await self.backend.read_log(key, CHECKPOINTS, 0, length), key)
             if len(records) != length:
                 await pause(0)
                 continue
@@ -782,16 +810,16 @@ def _rehomed(record: Record, records: list[Record], moved: dict[int, int]) -> Re
 
 
 def _replayed_from(records: list[Record], heads: Iterable[int]) -> set[int]:
-    """Positions of the ancestors each head's delta channels are rebuilt from: for every
-    channel a head has a version of but no stored value, its ancestors up to the nearest one
-    storing a value of it."""
+    """Positions of the ancestors each head's delta channels are rebuilt from: for every delta
+    channel (``delta``, as LangGraph's metadata names them) a head stores no value of, its
+    ancestors up to the nearest one storing a value of it."""
     by_id = {(record["ns"], record["id"]): at for at, record in enumerate(records)}
     needed: set[int] = set()
     for head in heads:
         record = records[head]
         remaining = {
             channel
-            for channel in record["versions"]
+            for channel in record.get("delta", ())
             if channel not in record.get("values", {}) and channel not in record.get("src", {})
         }
         parent = record.get("parent")

@@ -633,23 +633,6 @@ class RedisBackend(StoreBackend):
         what = self._describe_log(key, path)
         return [json_value(m, what) for m in reply[1]]
 
-    async def count_log(self, key: Key, path: str) -> int:
-        """``LLEN`` in the script that checks the session is live: no message is read."""
-        reply = await self._session("count_log", key, [path])
-        return int(reply[1])
-
-    async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
-    ) -> list[dict[str, Any]]:
-        args = [path, length, "" if expected is None else expected]
-        reply = await self._session("truncate", key, args)
-        if reply[0] == "conflict":
-            raise ConflictError(
-                f"Log {path!r} holds {as_text(reply[2])} messages, not {as_text(reply[3])}."
-            )
-        what = self._describe_log(key, path)
-        return [json_value(m, what) for m in reply[1]]
-
     def _describe_log(self, key: Key, path: str) -> str:
         return f"message log {path!r} of session {key.session_id!r}"
 
