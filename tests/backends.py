@@ -94,8 +94,8 @@ class RawAccess:
             raise AssertionError("an in-memory store holds objects, not bytes")
 
     def corrupt_message(self, session_id: str, user_id: str, log: str, index: int) -> None:
-        """Damage one stored message of a log (not the JSON store's: its lines are checked
-        against the document, a different case)."""
+        """Damage one stored message of a log (the JSON store's line keeps its length, so
+        that the document still acknowledges the file's bytes and only the line is bad)."""
         if _is_postgres(self.store):
             self._sql(
                 'UPDATE {s}.ps_messages SET message=\'{{"a": "}}\' '
@@ -115,6 +115,12 @@ class RawAccess:
                     "session_id=? AND log=? AND seq=?",
                     (user_id, session_id, log, index),
                 )
+        elif isinstance(self.store, JSONSession):
+            logs = self._doc_path(session_id, user_id).with_suffix(".logs")
+            (path,) = logs.glob(f"{filename_for(log)}.*.jsonl")
+            lines = path.read_bytes().split(b"\n")
+            lines[index] = b'{"a": "' + b"x" * (len(lines[index]) - 7)
+            path.write_bytes(b"\n".join(lines))
         else:
             raise AssertionError(f"no raw access to the messages of {self.store!r}")
 
