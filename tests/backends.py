@@ -93,6 +93,37 @@ class RawAccess:
         else:
             raise AssertionError("an in-memory store holds objects, not bytes")
 
+    def corrupt_message(self, session_id: str, user_id: str, log: str, index: int) -> None:
+        """Damage one stored message of a log (the JSON store's line keeps its length, so
+        that the document still acknowledges the file's bytes and only the line is bad)."""
+        if _is_postgres(self.store):
+            self._sql(
+                'UPDATE {s}.ps_messages SET message=\'{{"a": "}}\' '
+                "WHERE user_id=%s AND session_id=%s AND log=%s AND seq=%s",
+                (user_id, session_id, log, index),
+            )
+        elif _is_redis(self.store):
+            from praisonsession.stores.backends.redis.keys import key_segment
+
+            base = self._redis_keys(session_id, user_id)[0][: -len("meta")]
+            with self._redis() as client:
+                client.lset(base + "log:" + key_segment(log), index, '{"a": "}')
+        elif isinstance(self.store, SqliteSession):
+            with self._db() as db:
+                db.execute(
+                    'UPDATE ps_messages SET message=\'{"a": "}\' WHERE user_id=? AND '
+                    "session_id=? AND log=? AND seq=?",
+                    (user_id, session_id, log, index),
+                )
+        elif isinstance(self.store, JSONSession):
+            logs = self._doc_path(session_id, user_id).with_suffix(".logs")
+            (path,) = logs.glob(f"{filename_for(log)}.*.jsonl")
+            lines = path.read_bytes().split(b"\n")
+            lines[index] = b'{"a": "' + b"x" * (len(lines[index]) - 7)
+            path.write_bytes(b"\n".join(lines))
+        else:
+            raise AssertionError(f"no raw access to the messages of {self.store!r}")
+
     def set_format(self, session_id: str, user_id: str, found: int) -> None:
         if _is_postgres(self.store):
             self._sql(

@@ -1,9 +1,10 @@
-"""SQLite's file layout: each session's head row, and files of schema 1 migrated on open.
+"""SQLite's file layout: each session's head row, and files of older schemas migrated on open.
 
-Schema 2 keeps what every write moves (version, updated_at, expires_at) in the session's head,
-the row of ``ps_state`` named ``''``, next to its values, so that an increment writes one page.
-A file written by schema 1 (those columns in ``ps_sessions``) is migrated in one transaction
-the first time it is opened.
+Schema 3 adds an index of session ids across users (listing by prefix). Schema 2 keeps what
+every write moves (version, updated_at, expires_at) in the session's head, the row of
+``ps_state`` named ``''``, next to its values, so that an increment writes one page. A file
+written by schema 1 (those columns in ``ps_sessions``) is migrated in one transaction the
+first time it is opened.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def test_a_schema_1_file_is_migrated_on_open_and_keeps_every_session_as_it_was(
     ]
     assert [i.session_id for i in run(store.list_sessions("u"))] == ["mods", "plain", "ttl"]
 
-    assert user_version(path) == 2
+    assert user_version(path) == sqlite_schema.SCHEMA_VERSION
     assert columns(path, "ps_sessions") == [
         "user_id",
         "session_id",
@@ -186,7 +187,7 @@ def test_a_failed_migration_leaves_the_file_as_it_was(
     store = SqliteSession(path)
     assert run(store.get_value("plain", "u", "hits")) == 5
     run(store.close())
-    assert user_version(path) == 2
+    assert user_version(path) == sqlite_schema.SCHEMA_VERSION
 
 
 def test_a_store_that_saw_the_old_schema_migrates_nothing_once_another_did(
@@ -205,13 +206,36 @@ def test_a_store_that_saw_the_old_schema_migrates_nothing_once_another_did(
     assert run(second.get_info("plain", "u")).version == 8
     for store in (first, second):
         run(store.close())
-    assert user_version(path) == 2
+    assert user_version(path) == sqlite_schema.SCHEMA_VERSION
+
+
+def test_a_schema_2_file_gains_the_index_that_lists_ids_across_users(tmp_path: Path, run) -> None:
+    path = tmp_path / "two.db"
+    store = SqliteSession(path)
+    for user in ("ann", "bob"):
+        run(store.increment("app/chat-1", user, "n"))
+    run(store.close())
+    with sqlite3.connect(path) as db:  # as schema 2 left it: no index by id
+        db.execute("DROP INDEX ps_sessions_by_id")
+        db.execute("PRAGMA user_version=2")
+
+    store = SqliteSession(path)
+    found = run(store.backend.list_records_by_prefix("app/", 10, None))
+    run(store.close())
+    assert sorted((info.user_id, info.session_id) for info in found) == [
+        ("ann", "app/chat-1"),
+        ("bob", "app/chat-1"),
+    ]
+    assert user_version(path) == sqlite_schema.SCHEMA_VERSION == 3
+    with sqlite3.connect(path) as db:
+        indexes = {row[1] for row in db.execute("PRAGMA index_list(ps_sessions)")}
+    assert "ps_sessions_by_id" in indexes
 
 
 def test_a_file_of_a_newer_schema_is_refused(tmp_path: Path, run) -> None:
     path = tmp_path / "new.db"
     with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version=3")
+        db.execute(f"PRAGMA user_version={sqlite_schema.SCHEMA_VERSION + 1}")
     store = SqliteSession(path)
     with pytest.raises(UnsupportedFormatError, match="Upgrade praisonsession"):
         run(store.get_state("s", "u"))

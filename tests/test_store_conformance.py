@@ -24,7 +24,7 @@ from praisonsession import (
     UnsupportedFormatError,
 )
 from praisonsession._internal.identifiers import DEFAULT_USER
-from praisonsession.stores import StoreBackend
+from praisonsession.stores import StoreBackend, record_key
 from praisonsession.stores.backends.memory import InMemoryBackend
 from praisonsession.stores.testing import Planner, StoreConformance
 
@@ -101,6 +101,23 @@ def test_corrupt_data_raises_a_typed_error_and_is_left_in_place(raw: RawAccess, 
     with pytest.raises(SessionCorruptedError):
         run(raw.store.get_value("s", "u", "a"))
     assert raw.raw_bytes("s", "u") == damaged
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_a_damaged_message_is_named_and_its_neighbours_still_read(
+    raw: RawAccess, run, index: int
+) -> None:
+    """Messages are decoded in one parse when they are whole; a damaged one sends the read
+    the slow way, which names the log (and reads around it still work)."""
+    messages = [{"role": "user", "content": f"message {i}"} for i in range(3)]
+    run(raw.store.append_messages("s", "u", "chat", messages))
+    raw.corrupt_message("s", "u", "chat", index)
+    for start, stop in ((0, None), (-3, None)):
+        with pytest.raises(SessionCorruptedError, match="chat"):
+            run(raw.store.backend.read_log(record_key("s", "u"), "chat", start, stop))
+    others = [i for i in range(3) if i != index]
+    for i in others:
+        assert run(raw.store.read_messages("s", "u", "chat", i, i + 1)) == [messages[i]]
 
 
 def test_a_newer_format_is_refused_with_a_clear_error(raw: RawAccess, run) -> None:

@@ -149,6 +149,38 @@ def loads(text: str | bytes, what: str) -> JSONValue:
         raise SessionCorruptedError(what, f"{type(exc).__name__}: {exc}") from None
 
 
+def loads_joined(joined: str | bytes, count: int, what: str) -> list[JSONValue] | None:
+    """``count`` stored JSON objects written one after another with ``,`` between them (the
+    messages of a log), decoded in one parse: a third of the time of a parse each, which is
+    most of the cost of reading a conversation's tail. None when the parse does not give
+    ``count`` objects (a damaged one among them): the caller then decodes them one by one with
+    :func:`loads`, which names the damaged one. Damage that a joint parse could take for other
+    objects, of the same number, would have to be written on purpose, and whoever can write
+    to the store can write valid JSON just as well."""
+    if count == 0:
+        return []
+    try:
+        if isinstance(joined, bytes):
+            found = json.loads(b"[" + joined + b"]")
+        else:
+            found = json.loads("[" + joined + "]")
+    except (ValueError, RecursionError):
+        return None
+    if len(found) != count or not all(type(value) is dict for value in found):
+        return None
+    return found  # type: ignore[no-any-return]
+
+
+def loads_each(texts: list[Any], what: str) -> list[JSONValue]:
+    """Stored JSON objects (a log's messages), in one parse when they are whole
+    (:func:`loads_joined`), else one by one, naming a damaged one."""
+    if len(texts) > 1 and all(type(text) is str for text in texts):
+        found = loads_joined(",".join(texts), len(texts), what)
+        if found is not None:
+            return found
+    return [loads(text, what) for text in texts]
+
+
 def decode(text: str | bytes, **options: Any) -> JSONValue:
     """``json.loads``, with brackets nested too deep for Python (``[[[[...``, 100,000 deep)
     refused as a ``ValueError`` like any other bad JSON instead of a ``RecursionError``."""

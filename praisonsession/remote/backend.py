@@ -128,6 +128,8 @@ class RemoteBackend(StoreBackend):
     async def read_log(
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
+        if start < 0:  # the server reads from a position: count first (two requests)
+            start = max(0, await self.count_log(key, path) + start)
         messages: list[dict[str, Any]] = await self._call(
             "read_log", _key(key, path=path, start=start, stop=stop)
         )

@@ -214,7 +214,11 @@ class StoreBackend(ABC):
     async def read_log(
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
-        """Messages ``start:stop`` of the log at ``path``; [] if it or the record is missing."""
+        """Messages ``start:stop`` of the log at ``path``; [] if it or the record is missing.
+
+        A negative ``start`` counts from the end, as in a Python slice (``-20, None``: the
+        last 20 messages), in the same one step: a conversation's tail costs one read, with
+        no count before it that another writer could make stale."""
 
     async def truncate_log(
         self, key: Key, path: str, length: int, expected: int | None

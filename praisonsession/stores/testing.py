@@ -471,6 +471,19 @@ class StoreConformance:
 
     # -- the end of a log --------------------------------------------------------------------------
 
+    def test_a_negative_start_reads_the_end_of_a_log_as_a_python_slice(
+        self, store: SessionBase
+    ) -> None:
+        """What a conversation's tail needs (the SDK's ``get_items(limit=N)``): one read."""
+        messages = [numbered(i) for i in range(5)]
+        run(store.append_messages("s", "u", "log", messages))
+        key = record_key("s", "u")
+        for start, stop in ((-2, None), (-9, None), (-3, 4), (-1, 2), (0, 0), (2, 0), (-5, 5)):
+            found = run(store.backend.read_log(key, "log", start, stop))
+            assert found == messages[start:stop], (start, stop)
+        assert run(store.backend.read_log(key, "other", -2, None)) == []
+        assert run(store.backend.read_log(record_key("missing", "u"), "log", -2, None)) == []
+
     @_needs("supports_truncation")
     def test_a_truncated_log_keeps_its_head_and_hands_back_its_tail(
         self, store: SessionBase

@@ -37,7 +37,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from ...._internal.checks import check_seconds
-from ...._internal.json_data import add_numbers, dumps, loads
+from ...._internal.json_data import add_numbers, dumps, loads, loads_each
 from ...._internal.runtime import expired, pause, remaining
 from ....errors import (
     ConflictError,
@@ -765,7 +765,7 @@ class PostgresBackend(StoreBackend):
             if not (yield from self._checked_head(key, rows[0], at, False)):
                 return []
             what = f"message log {path!r} of session {key.session_id!r}"
-            return [loads(message, what) for message in rows[0][2] or ()]
+            return loads_each(list(rows[0][2] or ()), what)
 
         return await self._run(plan)
 

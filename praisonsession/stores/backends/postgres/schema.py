@@ -153,10 +153,14 @@ GET_ALL_STATE = (
     READ_HEAD + "SELECT h.format, h.expires_at, " + _PAIRS + "), (SELECT count(*) FROM slide) "
     "FROM h"
 )
+# A negative start counts from the end: from the log's length in the session's row.
 READ_LOG = (
     READ_HEAD + "SELECT h.format, h.expires_at, (SELECT array_agg(message ORDER BY seq) "
     "FROM {s}.ps_messages WHERE user_id=%(u)s AND session_id=%(s)s AND log=%(log)s "
-    "AND seq >= %(start)s AND seq < %(stop)s), (SELECT count(*) FROM slide) FROM h"
+    "AND seq >= CASE WHEN %(start)s >= 0 THEN %(start)s ELSE (SELECT "
+    "COALESCE((logs->>%(log)s)::bigint, 0) FROM {s}.ps_sessions "
+    "WHERE user_id=%(u)s AND session_id=%(s)s) + %(start)s END "
+    "AND seq < %(stop)s), (SELECT count(*) FROM slide) FROM h"
 )
 COUNT_LOG = (
     "SELECT (logs->>%(log)s)::bigint FROM {s}.ps_sessions WHERE user_id=%(u)s AND session_id=%(s)s "

@@ -44,7 +44,7 @@ from typing import Any, TypeVar, cast
 
 from ...._internal.checks import check_seconds
 from ...._internal.identifiers import DEFAULT_USER
-from ...._internal.json_data import add_numbers, dumps, loads
+from ...._internal.json_data import add_numbers, dumps, loads, loads_each
 from ...._internal.runtime import expired, loop_running_here, pause, remaining
 from ....errors import (
     ConflictError,
@@ -897,10 +897,12 @@ class SqliteBackend(StoreBackend):
                 if row is None:
                     continue
                 documents[name] = loads(row[0], f"module {name!r} of session {key.session_id!r}")
+                # one range of the primary key ([name, name/) holds name and name.*); an OR
+                # of the two would make SQLite read every message of the session
                 rows = conn.execute(
                     "SELECT log, message FROM ps_messages WHERE user_id=? AND session_id=? "
-                    "AND (log=? OR (log>=? AND log<?)) ORDER BY log, seq",
-                    (key.user_id, key.session_id, name, name + ".", name + "/"),
+                    "AND log>=? AND log<? AND (log=? OR log>=?) ORDER BY log, seq",
+                    (key.user_id, key.session_id, name, name + "/", name, name + "."),
                 ).fetchall()
                 for path, message in rows:
                     logs.setdefault(path, []).append(
@@ -921,14 +923,14 @@ class SqliteBackend(StoreBackend):
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            first = start if start >= 0 else max(0, self._log_length(conn, key, path) + start)
             rows = conn.execute(
                 "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
                 "AND seq>=? AND seq<? ORDER BY seq",
-                (key.user_id, key.session_id, path, start, 2**62 if stop is None else stop),
+                (key.user_id, key.session_id, path, first, 2**62 if stop is None else stop),
             ).fetchall()
-            return [
-                loads(m, f"message log {path!r} of session {key.session_id!r}") for (m,) in rows
-            ]
+            what = f"message log {path!r} of session {key.session_id!r}"
+            return loads_each([m for (m,) in rows], what)
 
         return await self._read_then_slide(key, work) or []
 

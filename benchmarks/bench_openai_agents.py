@@ -1,0 +1,350 @@
+"""OpenAI Agents SDK sessions: PraisonSession next to the SDK's own backends, in one run.
+
+Run from the repository root, in the frameworks' environment (``make test`` builds it)::
+
+    .venv-frameworks/bin/python benchmarks/bench_openai_agents.py [--json results.json] [--quick]
+
+Two operations, each on one session per backend, on the same items, from one event loop:
+
+1. ``add_items`` of one turn: the four items a Runner stores for a turn that called a tool
+   (the user's message, the function call, its output, the assistant's answer); median µs
+   per call.
+2. ``get_items(limit=20)`` at 10 and at 10,000 items of history; median µs per call.
+
+Each pair runs at the same durability, stated in the output:
+
+- SQLite: ``PraisonSession`` on ``sqlite://`` at durability ``"power"`` (``synchronous=FULL``:
+  the WAL is fsynced at every commit) against the SDK's ``SQLiteSession`` (WAL, and SQLite's
+  default ``synchronous``, read from its own connection: FULL) and ``SQLAlchemySession`` on
+  ``sqlite+aiosqlite`` (SQLite's defaults: rollback journal, ``synchronous=FULL``).
+- Redis: ``PraisonSession`` on ``redis://`` against the SDK's ``RedisSession`` on the same
+  server, which decides what a write survives (its ``appendonly`` / ``appendfsync`` are
+  printed); a ``redis-server`` is started on 127.0.0.1 (``tests/redis_server.py``).
+
+The backends take turns call by call (ours, theirs, ours ...), so that a change in the
+machine's state touches them alike, and the median of every call is compared: ratio = their
+median / ours, at least 1.0 where ours is at least as fast. Flat: ours at 10,000 items of
+history within 1.2x of ours at 10. Every backend's items are read back at the end and checked
+equal to what was added: a lost or reordered item stops the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))  # the redis-server helper of the test suite
+
+from raw_engines import redis_server_durability  # noqa: E402
+
+from praisonsession.integrations.openai_agents import PraisonSession  # noqa: E402
+from redis_server import RedisServer  # noqa: E402
+
+RATIO_TARGET = 1.0
+FLAT_TARGET = 1.2
+LIMIT = 20
+
+
+def turn(n: int) -> list[dict[str, Any]]:
+    """The items a Runner stores for turn ``n`` of a conversation that calls a tool."""
+    call_id = f"call_{n}"
+    return [
+        {"role": "user", "content": f"What is the weather in city {n}? ☀"},
+        {
+            "type": "function_call",
+            "call_id": call_id,
+            "name": "get_weather",
+            "arguments": json.dumps({"city": f"city {n}"}),
+        },
+        {"type": "function_call_output", "call_id": call_id, "output": f"Sunny, {n % 30} °C"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [
+                {"type": "output_text", "text": f"It is sunny in city {n}.", "annotations": []}
+            ],
+        },
+    ]
+
+
+def history(size: int) -> list[dict[str, Any]]:
+    """``size`` items of earlier turns."""
+    items: list[dict[str, Any]] = []
+    n = 0
+    while len(items) < size:
+        items.extend(turn(n))
+        n += 1
+    return items[:size]
+
+
+# -- the backends -----------------------------------------------------------------------------
+
+
+class Backend:
+    """One implementation of the SDK's protocol: how to make a session of it, and close it."""
+
+    def __init__(self, name: str, make: Callable[[str], Any], close: Callable[[Any], Any]) -> None:
+        self.name = name
+        self.make = make
+        self.close = close
+
+
+def _sync_close(session: Any) -> None:
+    session.close()
+
+
+async def _async_close(session: Any) -> None:
+    await session.close()
+
+
+async def _dispose(session: Any) -> None:
+    await session.engine.dispose()
+
+
+def sqlite_backends(folder: Path) -> tuple[Backend, list[Backend], dict[str, str]]:
+    from agents import SQLiteSession
+
+    ours = Backend(
+        "PraisonSession",
+        lambda sid: PraisonSession(sid, store=f"sqlite://{folder}/ours.db?durability=power"),
+        _sync_close,
+    )
+    theirs = [
+        Backend("SQLiteSession", lambda sid: SQLiteSession(sid, folder / "sdk.db"), _sync_close)
+    ]
+    durability = {"PraisonSession": "WAL, synchronous=FULL (durability 'power')"}
+    probe = SQLiteSession("probe", folder / "sdk.db")
+    conn = probe._get_connection()  # the SDK's own connection: what it commits with
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[
+        conn.execute("PRAGMA synchronous").fetchone()[0]
+    ]
+    probe.close()
+    durability["SQLiteSession"] = f"{mode.upper()}, synchronous={sync}"
+    try:
+        from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
+    except ImportError:  # sqlalchemy or aiosqlite not installed: the row is skipped
+        return ours, theirs, durability
+    url = f"sqlite+aiosqlite:///{folder}/sqlalchemy.db"
+    theirs.append(
+        Backend(
+            "SQLAlchemySession",
+            lambda sid: SQLAlchemySession.from_url(sid, url=url, create_tables=True),
+            _dispose,
+        )
+    )
+    check = sqlite3.connect(folder / "probe-defaults.db")
+    sync = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}[
+        check.execute("PRAGMA synchronous").fetchone()[0]
+    ]
+    mode = check.execute("PRAGMA journal_mode").fetchone()[0]
+    check.close()
+    durability["SQLAlchemySession"] = f"{mode.upper()} journal, synchronous={sync} (defaults)"
+    return ours, theirs, durability
+
+
+def redis_backends(url: str) -> tuple[Backend, list[Backend]]:
+    prefix = f"bench-{uuid.uuid4().hex[:8]}"
+    ours = Backend(
+        "PraisonSession",
+        lambda sid: PraisonSession(sid, store=f"{url}?key_prefix={prefix}:ours:"),
+        _sync_close,
+    )
+    try:
+        from agents.extensions.memory.redis_session import RedisSession
+    except ImportError:
+        return ours, []
+    theirs = Backend(
+        "RedisSession",
+        lambda sid: RedisSession.from_url(sid, url=url, key_prefix=f"{prefix}:sdk"),
+        _async_close,
+    )
+    return ours, [theirs]
+
+
+# -- timing -----------------------------------------------------------------------------------
+
+
+async def interleaved(
+    calls: dict[str, Callable[[], Awaitable[Any]]], times: dict[str, list[float]], n: int
+) -> None:
+    """``n`` calls of each, taking turns call by call: the machine's state at any moment
+    touches every backend alike."""
+    for _ in range(n):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            await call()
+            times[name].append(time.perf_counter() - start)
+
+
+async def bench_pair(
+    ours: Backend, theirs: list[Backend], args: argparse.Namespace
+) -> dict[str, Any]:
+    """Every measure of one store: ours and theirs taking turns, call by call."""
+    everyone = [ours, *theirs]
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results: dict[str, Any] = {b.name: {} for b in everyone}
+    sessions: dict[tuple[str, str], Any] = {}
+    try:
+        for backend in everyone:  # the histories, written in batches of a few turns
+            for size in sizes:
+                session = sessions[backend.name, f"h{size}"] = backend.make(f"history-{size}")
+                items = history(size)
+                for at in range(0, size, 400):
+                    await session.add_items(items[at : at + 400])
+            sessions[backend.name, "adds"] = backend.make("adds")
+        added: dict[str, int] = {b.name: 0 for b in everyone}
+        adds: dict[str, list[float]] = {b.name: [] for b in everyone}
+        reads = {size: {b.name: [] for b in everyone} for size in sizes}
+
+        def adder(name: str) -> Callable[[], Awaitable[None]]:
+            async def add() -> None:
+                await sessions[name, "adds"].add_items(turn(added[name]))
+                added[name] += 1
+
+            return add
+
+        def reader(name: str, size: int) -> Callable[[], Awaitable[Any]]:
+            session = sessions[name, f"h{size}"]
+            return lambda: session.get_items(limit=LIMIT)
+
+        for _ in range(args.rounds):
+            await interleaved({b.name: adder(b.name) for b in everyone}, adds, args.adds)
+            for size in sizes:
+                calls = {b.name: reader(b.name, size) for b in everyone}
+                await interleaved(calls, reads[size], args.reads)
+        for backend in everyone:  # every item back, in order, equal to what was added
+            stored = await sessions[backend.name, "adds"].get_items()
+            expected = [item for n in range(added[backend.name]) for item in turn(n)]
+            if stored != expected:
+                raise RuntimeError(f"{backend.name}: the items read back differ from those added")
+            for size in sizes:
+                tail = await sessions[backend.name, f"h{size}"].get_items(limit=LIMIT)
+                if tail != _paired_tail(history(size), LIMIT):
+                    wrong = f"get_items(limit={LIMIT}) at {size} items"
+                    raise RuntimeError(f"{backend.name}: {wrong} differs from the last items")
+            figures = results[backend.name]
+            figures["add_items_us"] = statistics.median(adds[backend.name]) * 1e6
+            for size in sizes:
+                figures[f"get_items_{size}_us"] = statistics.median(reads[size][backend.name]) * 1e6
+    finally:
+        for (name, _), session in sessions.items():
+            backend = next(b for b in everyone if b.name == name)
+            done = backend.close(session)
+            if asyncio.iscoroutine(done):
+                await done
+    return results
+
+
+def _paired_tail(items: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The last ``limit`` items, without an output whose call is not among them (what ours
+    returns; the SDK's backends return the last ``limit`` as they are)."""
+    tail = items[-limit:]
+    calls = {item["call_id"] for item in tail if item.get("type") == "function_call"}
+    return [i for i in tail if i.get("type") != "function_call_output" or i["call_id"] in calls]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {"sizes": [int(s) for s in args.sizes.split(",")]}
+    folder = Path(tempfile.mkdtemp(prefix="ps-bench-oa-"))
+    try:
+        ours, theirs, durability = sqlite_backends(folder)
+        results["sqlite"] = {"durability": durability, **await bench_pair(ours, theirs, args)}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if args.no_redis:
+        return results
+    server = RedisServer().start()
+    try:
+        ours, theirs = redis_backends(server.url)
+        results["redis"] = {
+            "durability": redis_server_durability(server.url),
+            **await bench_pair(ours, theirs, args),
+        }
+    finally:
+        server.stop()
+    return results
+
+
+# -- report -----------------------------------------------------------------------------------
+
+
+def report(results: dict[str, Any]) -> bool:
+    sizes = results["sizes"]
+    verdicts: list[tuple[str, str, bool]] = []
+    for store in ("sqlite", "redis"):
+        if store not in results:
+            continue
+        figures = results[store]
+        durability = figures["durability"]
+        print(f"\n{store}:")
+        if store == "redis":
+            print(
+                f"  redis-server: appendonly {durability['appendonly']}, appendfsync "
+                f"{durability['appendfsync']} (the server decides what a write survives, "
+                "for both)"
+            )
+        else:
+            for name, how in durability.items():
+                print(f"  {name}: {how}")
+        names = [n for n in figures if n != "durability"]
+        ours = figures["PraisonSession"]
+        measures = [("add_items, one turn (4 items)", "add_items_us")] + [
+            (f"get_items(limit={LIMIT}) @{size:,}", f"get_items_{size}_us") for size in sizes
+        ]
+        print(f"  | measure | {' | '.join(f'{n} (µs)' for n in names)} | ratio |")
+        print(f"  |---|{'---|' * len(names)}---|")
+        for label, field in measures:
+            cells = " | ".join(f"{figures[n][field]:,.0f}" for n in names)
+            ratios = [(n, figures[n][field] / ours[field]) for n in names if n != "PraisonSession"]
+            shown = ", ".join(f"{r:.2f}x {n}" for n, r in ratios) or "-"
+            print(f"  | {label} | {cells} | {shown} |")
+            for n, ratio in ratios:
+                verdicts.append(
+                    (f"{store}: {label} vs {n} >= {RATIO_TARGET:g}", f"{ratio:.2f}x", ratio >= 1.0)
+                )
+        flat = ours[f"get_items_{sizes[-1]}_us"] / ours[f"get_items_{sizes[0]}_us"]
+        verdicts.append(
+            (f"{store}: get_items flat, @{sizes[-1]:,} / @{sizes[0]:,} <= {FLAT_TARGET:g}",
+             f"{flat:.2f}x", flat <= FLAT_TARGET)
+        )  # fmt: skip
+    print("\nTargets (ratio: the SDK backend's median / ours)")
+    for label, value, passed in verdicts:
+        print(f"  {label:60} {value:>7}  {'PASS' if passed else 'MISS'}")
+    return all(passed for _, _, passed in verdicts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="alternations of the backends")
+    parser.add_argument("--adds", type=int, default=100, help="add_items timed per round")
+    parser.add_argument("--reads", type=int, default=400, help="get_items timed per round")
+    parser.add_argument("--sizes", default="10,10000", help="history sizes (first,...,last)")
+    parser.add_argument("--no-redis", action="store_true", help="skip the Redis pair")
+    parser.add_argument("--quick", action="store_true", help="a short run (for the tests)")
+    parser.add_argument("--json", help="also write every figure to this file")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.adds, args.reads, args.sizes = 2, 10, 20, "10,1000"
+    print(f"Python {sys.version.split()[0]}, {args.rounds} rounds of {args.adds} adds and "
+          f"{args.reads} reads per size, per backend")  # fmt: skip
+    results = asyncio.run(run(args))
+    report(results)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

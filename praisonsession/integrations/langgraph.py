@@ -1,0 +1,711 @@
+"""LangGraph's checkpointer on praisonsession stores: :class:`PraisonSaver`.
+
+``graph = builder.compile(checkpointer=PraisonSaver("sqlite:///graphs.db"))`` keeps every thread
+as one of our sessions, ``(user_id, thread_id)``: ``Session(...)`` lists it, and ``praisonsession
+show/export/fork/erase-user``, the browser, TTL (``default_ttl``), ``praisonsession purge``,
+encryption at rest (``encryption_key``) and archives work on it as on any session. How a
+thread is laid out in the session is ``langgraph_threads.py``; this module is LangGraph's
+protocol (``BaseCheckpointSaver`` of langgraph 1.2) over it:
+
+- ``thread_id`` is our ``session_id``. The user is the saver's ``user_id=``, else
+  ``configurable["user_id"]``, else the default user. ``checkpoint_ns`` stays inside the
+  thread's session, so deleting or listing a thread covers all its namespaces.
+- ``put`` stores the checkpoint without its channel values, and only the values of the
+  channels that changed (``new_versions``), each once; an unchanged value is never stored
+  again. ``put_writes`` merges a task's writes into the checkpoint's pending writes.
+- Every value goes through ``self.serde`` and is stored as the bytes it made (base64 text in
+  our JSON records, zlib-compressed when that is smaller), so it comes back byte-equal; nothing
+  here pickles.
+- The optional capabilities of LangGraph's conformance suite: ``copy_thread`` (our fork),
+  ``delete_for_runs``, ``prune`` (``keep_latest`` keeps what ``DeltaChannel`` rebuilds from) and
+  ``get_delta_channel_history`` (ancestors read a page at a time).
+- Both the async methods and the sync ones work anywhere: the sync ones run the same
+  coroutines through praisonsession's runtime (on the caller's thread when it runs no event
+  loop and the store allows it, else on the runtime's loop), inside Jupyter too.
+
+Needs the ``langgraph`` extra; ``import praisonsession`` never imports LangGraph, and only this
+module and ``langgraph_store.py`` do.
+"""
+
+from __future__ import annotations
+
+import builtins
+import secrets
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+from .._internal import runtime
+from ..errors import InvalidIdError, InvalidValueError, MissingDependencyError, install_line
+from ..session.options import resolve_settings, resolve_store
+from ..settings import Settings
+from ..stores import Key, SessionBase, record_key
+from ..stores.backend import all_records
+from .langgraph_threads import Loaded, Threads, Write, is_thread, pack, unpack
+
+try:
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        CheckpointTuple,
+        get_checkpoint_metadata,
+    )
+except ImportError as missing:  # pragma: no cover - the extra is installed where this runs
+    raise MissingDependencyError(
+        "praisonsession.integrations.langgraph needs LangGraph: " + install_line("langgraph") + "."
+    ) from missing
+
+__all__ = ["STORE_PREFIX", "PraisonSaver"]
+
+T = TypeVar("T")
+#: A RunnableConfig, as LangGraph passes it: ``{"configurable": {"thread_id": ...}, ...}``.
+Config = Mapping[str, Any]
+#: The session ids of ``PraisonStore``'s namespaces start with it; no thread id may.
+STORE_PREFIX = "langgraph-store"
+_STRATEGIES = ("keep_latest", "delete")
+_PAGE = 1000
+
+
+class _Where:
+    """What a config addresses: the thread's key, the namespace, the checkpoint (or None)."""
+
+    __slots__ = ("checkpoint_id", "key", "ns", "shown_user")
+
+    def __init__(self, key: Key, ns: str, checkpoint_id: str | None, shown_user: bool) -> None:
+        self.key = key
+        self.ns = ns
+        self.checkpoint_id = checkpoint_id
+        self.shown_user = shown_user  # a user other than the default: returned configs name it
+
+
+class PraisonSaver(BaseCheckpointSaver[str]):
+    """LangGraph's ``BaseCheckpointSaver`` over a praisonsession store.
+
+    ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
+    ``sqlite:///file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None
+    for the default store (SQLite under ``./.praisonsession/``). ``user_id`` binds the saver to
+    one user (a config naming another is refused); unbound, each config's
+    ``configurable["user_id"]`` is the user, else the default user. ``settings`` are
+    praisonsession's (``Settings`` or a dict: ``default_ttl``, ``durability``,
+    ``encryption_key``...); ``serde`` is LangGraph's serializer (its ``JsonPlusSerializer`` by
+    default). Calls that name only a thread id (``delete_thread``, ``copy_thread``, ``prune``)
+    act on the bound user's threads, or the default user's.
+    """
+
+    def __init__(
+        self,
+        store: SessionBase | str | None = None,
+        *,
+        user_id: str | None = None,
+        settings: Settings | dict[str, Any] | None = None,
+        serde: Any = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        self._settings = resolve_settings(settings)
+        self._owns_store = not isinstance(store, SessionBase)
+        self._store = resolve_store(store, self._settings)
+        self._user = None if user_id is None else _user(user_id)
+        self._threads = Threads(self._store.backend)
+        self._timeout = self._settings.timeout
+        self._inline = self._store.backend.runs_inline and self._settings.sync_calls == "inline"
+
+    @property
+    def store(self) -> SessionBase:
+        """The store keeping the threads: list, export or erase them through its API."""
+        return self._store
+
+    @property
+    def user_id(self) -> str | None:
+        """The user this saver is bound to, or None (each config's, else the default user)."""
+        return self._user
+
+    def __repr__(self) -> str:
+        return f"PraisonSaver(store={self._store.url!r}, user_id={self._user!r})"
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _sync(self, work: Coroutine[Any, Any, T], what: str) -> T:
+        """A coroutine run to its end from synchronous code: inline on this thread when it
+        runs no loop and the store allows it, else on the runtime's loop (Jupyter, a thread
+        of an async program)."""
+        return runtime.run(
+            runtime.bounded(work, self._timeout, what),
+            timeout=self._timeout,
+            inline=self._inline,
+            what=what,
+        )
+
+    async def _bounded(self, work: Coroutine[Any, Any, T], what: str) -> T:
+        return await runtime.bounded(work, self._timeout, what)
+
+    def _where(self, config: Any, what: str) -> _Where:
+        """The thread, namespace and checkpoint a config addresses, every part checked."""
+        configurable = _configurable(config, what)
+        thread_id = _thread_id(configurable.get("thread_id"))
+        key = record_key(thread_id, self._user_of(configurable))
+        ns = configurable.get("checkpoint_ns") or ""
+        if not isinstance(ns, str):
+            raise InvalidValueError(
+                f"{what}: configurable['checkpoint_ns'] must be a str, got {ns!r}."
+            )
+        checkpoint_id = configurable.get("checkpoint_id") or None
+        if checkpoint_id is not None and not isinstance(checkpoint_id, str):
+            raise InvalidValueError(
+                f"{what}: configurable['checkpoint_id'] must be a str, got {checkpoint_id!r}."
+            )
+        return _Where(key, ns, checkpoint_id, key.user_id != record_key(thread_id).user_id)
+
+    def _user_of(self, configurable: Mapping[str, Any]) -> str:
+        named = configurable.get("user_id")
+        if self._user is not None:
+            if named not in (None, "", self._user):
+                raise InvalidIdError(
+                    f"This PraisonSaver is bound to user {self._user!r}; the config names user "
+                    f"{named!r}. Use a saver of that user (PraisonSaver(store, user_id=...)) or "
+                    "an unbound one (user_id=None), which takes configurable['user_id']."
+                )
+            return self._user
+        return "" if named is None else _user(named)
+
+    def _thread_key(self, thread_id: Any) -> Key:
+        """A thread named by id alone: the bound user's, else the default user's."""
+        return record_key(_thread_id(thread_id), self._user or "")
+
+    def _config(self, where: _Where, ns: str, checkpoint_id: str) -> dict[str, Any]:
+        configurable = {
+            "thread_id": where.key.session_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+        if where.shown_user:
+            configurable["user_id"] = where.key.user_id
+        return {"configurable": configurable}
+
+    def _tuple(self, where: _Where, loaded: Loaded, metadata: Any = None) -> Any:
+        """A ``CheckpointTuple`` of what was read: every value through ``self.serde``."""
+        record = loaded.record
+        what = f"checkpoint {record['id']!r} of thread {where.key.session_id!r}"
+        checkpoint = self.serde.loads_typed(unpack(record["checkpoint"], what))
+        checkpoint["channel_versions"] = dict(record["versions"])
+        checkpoint["channel_values"] = {
+            channel: self.serde.loads_typed(blob)
+            for channel, blob in loaded.values.items()
+            if blob[0] != "empty"
+        }
+        if metadata is None:
+            metadata = self.serde.loads_typed(unpack(record["metadata"], what))
+        writes = [
+            (write.task_id, write.channel, self.serde.loads_typed(write.value))
+            for write in sorted(loaded.writes, key=lambda w: (w.task_path, w.task_id, w.idx))
+        ]
+        parent = record.get("parent")
+        return CheckpointTuple(
+            config=self._config(where, record["ns"], record["id"]),
+            checkpoint=checkpoint,
+            metadata=metadata,
+            parent_config=None if parent is None else self._config(where, record["ns"], parent),
+            pending_writes=writes,
+        )
+
+    async def _thread_keys(self) -> AsyncIterator[Key]:
+        """Every thread this saver may list: the bound user's, else every user's."""
+        if self._user is not None:
+            for info in await all_records(self._store.backend, self._user):
+                if is_thread(info):
+                    yield Key(info.user_id, info.session_id)
+            return
+        after: tuple[str, str] | None = None
+        while True:
+            page = await self._store.backend.list_records_by_prefix("", _PAGE, after)
+            for info in page:
+                if is_thread(info):
+                    yield Key(info.user_id, info.session_id)
+            if len(page) < _PAGE:
+                return
+            after = (page[-1].session_id, page[-1].user_id)
+
+    def _shown(self, key: Key) -> _Where:
+        return _Where(key, "", None, key.user_id != record_key(key.session_id).user_id)
+
+    # -- the operations, once: the async methods await them, the sync ones run them ------------
+
+    async def _get_tuple(self, config: Config) -> Any:
+        where = self._where(config, "get_tuple")
+        loaded = await self._threads.load(where.key, where.ns, where.checkpoint_id)
+        return None if loaded is None else self._tuple(where, loaded)
+
+    async def _list(
+        self,
+        config: Config | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: Config | None = None,
+        limit: int | None = None,
+    ) -> AsyncGenerator[builtins.list[Any], None]:
+        """:meth:`alist`'s checkpoints a page at a time: one call of the runtime per page."""
+        if filter is not None and not isinstance(filter, Mapping):
+            raise InvalidValueError(f"list: filter must be a dict, got {filter!r}.")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise InvalidValueError(f"list: limit must be an int or None, got {limit!r}.")
+        left = limit
+        if left is not None and left <= 0:
+            return
+        before_id, before_ns = None, None
+        if before is not None:
+            configurable = _configurable(before, "list(before=...)")
+            before_id = configurable.get("checkpoint_id")
+            before_ns = configurable.get("checkpoint_ns")
+        if config is None:
+            keys: AsyncIterator[Key] = self._thread_keys()
+            ns: str | None = None
+            only: str | None = None
+            where = None
+        else:
+            where = self._where(config, "list")
+            ns = _configurable(config, "list").get("checkpoint_ns")
+            only = where.checkpoint_id
+            keys = _one(where.key)
+        async for key in keys:
+            shown = where or self._shown(key)
+            if only is not None:
+                found = await self._threads.load(key, ns or "", only)
+                if found is not None and _matches(self._metadata(found.record), filter):
+                    yield [self._tuple(shown, found)]
+                return
+            pages = self._threads.newest_first(
+                key,
+                ns,
+                before_id,
+                (ns or "") if before_ns is None else before_ns,
+                _PAGE if left is None or filter else left,
+            )
+            async for page in pages:
+                chosen = []
+                for at, record in page:
+                    metadata = self._metadata(record)
+                    if _matches(metadata, filter):
+                        chosen.append((at, record, metadata))
+                        if left is not None and len(chosen) >= left:
+                            break
+                if not chosen:
+                    continue
+                loaded = await self._threads.load_many(key, [(at, r) for at, r, _ in chosen])
+                yield [
+                    self._tuple(shown, found, metadata)
+                    for found, (_, _, metadata) in zip(loaded, chosen, strict=True)
+                ]
+                if left is not None:
+                    left -= len(chosen)
+                    if left <= 0:
+                        return
+
+    def _metadata(self, record: dict[str, Any]) -> Any:
+        return self.serde.loads_typed(unpack(record["metadata"], f"checkpoint {record['id']!r}"))
+
+    async def _put(
+        self,
+        config: Config,
+        checkpoint: Any,
+        metadata: Any,
+        new_versions: Mapping[str, str | int | float],
+    ) -> dict[str, Any]:
+        where = self._where(config, "put")
+        if not isinstance(checkpoint, Mapping) or not isinstance(checkpoint.get("id"), str):
+            raise InvalidValueError(
+                f"put takes a LangGraph Checkpoint (a dict with an id), got {checkpoint!r}."
+            )
+        saved = dict(checkpoint)
+        values = saved.pop("channel_values", None) or {}
+        versions = _versions(saved.pop("channel_versions", None) or {}, "channel_versions")
+        changed = _versions(new_versions, "new_versions")
+        full_metadata = get_checkpoint_metadata(dict(config), metadata)
+        stored = {
+            channel: (
+                self.serde.dumps_typed(values[channel]) if channel in values else ("empty", b"")
+            )
+            for channel, version in changed.items()
+            if versions.get(channel) == version  # a version the checkpoint does not hold: none
+        }
+        record: dict[str, Any] = {
+            "role": "checkpoint",
+            "content": _summary(full_metadata, where.ns),
+            "ns": where.ns,
+            "id": checkpoint["id"],
+            "parent": where.checkpoint_id,
+            "versions": versions,
+            "checkpoint": pack(self.serde.dumps_typed(saved)),
+            "metadata": pack(self.serde.dumps_typed(full_metadata)),
+        }
+        run_id = full_metadata.get("run_id")
+        if isinstance(run_id, str) and run_id:
+            record["run"] = run_id
+        counters = full_metadata.get("counters_since_delta_snapshot")
+        if isinstance(counters, Mapping) and counters:
+            record["delta"] = sorted(str(channel) for channel in counters)  # prune keeps them
+        await self._threads.put(where.key, record, stored)
+        return self._config(where, where.ns, checkpoint["id"])
+
+    async def _put_writes(
+        self,
+        config: Config,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        where = self._where(config, "put_writes")
+        if where.checkpoint_id is None:
+            raise InvalidValueError(
+                "put_writes: the config names no checkpoint (configurable['checkpoint_id']); "
+                "pass the config put returned."
+            )
+        if not isinstance(task_id, str) or not isinstance(task_path, str):
+            raise InvalidValueError(
+                f"put_writes: task_id and task_path are str, got {task_id!r}, {task_path!r}."
+            )
+        items = [
+            Write(
+                task_id,
+                WRITES_IDX_MAP.get(channel, idx),
+                _channel(channel),
+                self.serde.dumps_typed(value),
+                task_path,
+            )
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        if items:
+            await self._threads.put_writes(where.key, where.ns, where.checkpoint_id, items)
+
+    async def _delete_thread(self, thread_id: str) -> None:
+        await self._threads.delete(self._thread_key(thread_id))
+
+    async def _delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """A thread's documents say which runs it holds: one read per thread listed, and only
+        the threads holding one of the runs are read whole and rewritten."""
+        runs = _strings(run_ids, "delete_for_runs: run_ids")
+        if not runs:
+            return
+
+        async def keeping(records: builtins.list[dict[str, Any]]) -> set[int]:
+            return {at for at, record in enumerate(records) if record.get("run") not in runs}
+
+        async for key in self._thread_keys():
+            if await self._threads.has_runs(key, runs):
+                await self._threads.keep(key, keeping)
+
+    async def _copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        source = self._thread_key(source_thread_id)
+        target = self._thread_key(target_thread_id)
+        await self._threads.copy(source, target)
+
+    async def _prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if strategy not in _STRATEGIES:
+            raise InvalidValueError(
+                f"prune: strategy must be one of {', '.join(_STRATEGIES)}; got {strategy!r}."
+            )
+        for thread_id in _strings(thread_ids, "prune: thread_ids"):
+            key = self._thread_key(thread_id)
+            if strategy == "delete":
+                await self._threads.delete(key)
+            else:
+                await self._threads.keep_latest(key)
+
+    async def _delta_history(self, config: Config, channels: Sequence[str]) -> dict[str, Any]:
+        where = self._where(config, "get_delta_channel_history")
+        wanted = _strings(channels, "get_delta_channel_history: channels")
+        if not wanted:
+            return {}
+        found = await self._threads.history(where.key, where.ns, where.checkpoint_id, wanted)
+        result: dict[str, Any] = {}
+        for channel, history in found.items():
+            entry: dict[str, Any] = {
+                "writes": [
+                    (w.task_id, w.channel, self.serde.loads_typed(w.value)) for w in history.writes
+                ]
+            }
+            if history.seed is not None:
+                entry["seed"] = self.serde.loads_typed(history.seed)
+            result[channel] = entry
+        return result
+
+    # -- the protocol, async --------------------------------------------------------------------
+
+    async def aget_tuple(self, config: Config) -> Any:
+        """The checkpoint ``config`` names (its namespace's newest without a checkpoint_id),
+        with its values and pending writes; None if there is none."""
+        return await self._bounded(self._get_tuple(config), "get_tuple")
+
+    async def alist(
+        self,
+        config: Config | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: Config | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[Any]:
+        """Checkpoints newest first: of one thread (one namespace if the config names one, all
+        of them otherwise), or of every thread for ``config=None``; only those whose metadata
+        holds ``filter``, put before the checkpoint ``before`` names, at most ``limit``."""
+        pages = self._list(config, filter=filter, before=before, limit=limit)
+        try:
+            while True:
+                try:
+                    page = await self._bounded(_next(pages), "list")
+                except StopAsyncIteration:
+                    return
+                for item in page:
+                    yield item
+        finally:
+            await pages.aclose()
+
+    async def aput(
+        self,
+        config: Config,
+        checkpoint: Any,
+        metadata: Any,
+        new_versions: Mapping[str, str | int | float],
+    ) -> dict[str, Any]:
+        """Store a checkpoint, with the values of the channels in ``new_versions`` only: a
+        value unchanged since an earlier checkpoint is stored once. The config of the stored
+        checkpoint."""
+        return await self._bounded(self._put(config, checkpoint, metadata, new_versions), "put")
+
+    async def aput_writes(
+        self,
+        config: Config,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes for the checkpoint ``config`` names: a write of a
+        (task, index) held already is kept, LangGraph's special channels replaced."""
+        await self._bounded(self._put_writes(config, writes, task_id, task_path), "put_writes")
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete the thread: every checkpoint and write of every namespace (its session)."""
+        await self._bounded(self._delete_thread(thread_id), "delete_thread")
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) of these runs, in every thread this saver
+        may list; each thread is rewritten in one atomic step."""
+        await self._bounded(self._delete_for_runs(run_ids), "delete_for_runs")
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread, every checkpoint and write of every namespace, onto a new thread:
+        our fork (one atomic step; the copy records its parent). A missing source copies
+        nothing; an existing target is refused with ``ConflictError``."""
+        await self._bounded(self._copy_thread(source_thread_id, target_thread_id), "copy_thread")
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``"keep_latest"``: keep each namespace's newest checkpoint (with its writes) and the
+        ancestors its ``DeltaChannel`` values are rebuilt from; ``"delete"``: delete the
+        threads."""
+        await self._bounded(self._prune(thread_ids, strategy=strategy), "prune")
+
+    async def aget_delta_channel_history(
+        self, *, config: Config, channels: Sequence[str]
+    ) -> dict[str, Any]:
+        """For each channel, the writes along the ancestors of the checkpoint ``config``
+        names, oldest first, and the value at the nearest ancestor storing one (``seed``)."""
+        return await self._bounded(
+            self._delta_history(config, channels), "get_delta_channel_history"
+        )
+
+    # -- the protocol, sync (the same coroutines, run by the runtime) ---------------------------
+
+    def get_tuple(self, config: Config) -> Any:
+        """:meth:`aget_tuple`, for synchronous code."""
+        return self._sync(self._get_tuple(config), "get_tuple")
+
+    def list(
+        self,
+        config: Config | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: Config | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Any]:
+        """:meth:`alist`, for synchronous code: read a page at a time as it is iterated."""
+        pages = self._list(config, filter=filter, before=before, limit=limit)
+        try:
+            while True:
+                try:
+                    page = self._sync(_next(pages), "list")
+                except StopAsyncIteration:
+                    return
+                yield from page
+        finally:
+            self._sync(pages.aclose(), "list")
+
+    def put(
+        self,
+        config: Config,
+        checkpoint: Any,
+        metadata: Any,
+        new_versions: Mapping[str, str | int | float],
+    ) -> dict[str, Any]:
+        """:meth:`aput`, for synchronous code."""
+        return self._sync(self._put(config, checkpoint, metadata, new_versions), "put")
+
+    def put_writes(
+        self,
+        config: Config,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """:meth:`aput_writes`, for synchronous code."""
+        self._sync(self._put_writes(config, writes, task_id, task_path), "put_writes")
+
+    def delete_thread(self, thread_id: str) -> None:
+        """:meth:`adelete_thread`, for synchronous code."""
+        self._sync(self._delete_thread(thread_id), "delete_thread")
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """:meth:`adelete_for_runs`, for synchronous code."""
+        self._sync(self._delete_for_runs(run_ids), "delete_for_runs")
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """:meth:`acopy_thread`, for synchronous code."""
+        self._sync(self._copy_thread(source_thread_id, target_thread_id), "copy_thread")
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """:meth:`aprune`, for synchronous code."""
+        self._sync(self._prune(thread_ids, strategy=strategy), "prune")
+
+    def get_delta_channel_history(
+        self, *, config: Config, channels: Sequence[str]
+    ) -> dict[str, Any]:
+        """:meth:`aget_delta_channel_history`, for synchronous code."""
+        return self._sync(
+            self._delta_history(config, channels),
+            "get_delta_channel_history",
+        )
+
+    def get_next_version(self, current: str | int | float | None, channel: Any = None) -> str:
+        """A channel's next version: its number, then a random part, so that two branches of
+        a thread (a run resumed from an earlier checkpoint) never name different values alike."""
+        if current is None:
+            number = 0
+        elif isinstance(current, (int, float)):
+            number = int(current)
+        else:
+            number = int(str(current).split(".")[0])
+        return f"{number + 1:016d}.{secrets.token_hex(4)}"
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the store's connections if this saver opened the store (a store passed
+        in as an instance is its owner's to close). The saver reconnects on next use."""
+        if self._owns_store:
+            runtime.run(self._store.close())
+
+    async def aclose(self) -> None:
+        """:meth:`close`, for async code."""
+        if self._owns_store:
+            await self._store.close()
+
+    def __enter__(self) -> PraisonSaver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> PraisonSaver:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+# -- checks and small helpers ---------------------------------------------------------------
+
+
+def _configurable(config: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(config, Mapping):
+        raise InvalidValueError(
+            f"{what} takes a config such as {{'configurable': {{'thread_id': 'chat-1'}}}}, "
+            f"got {config!r}."
+        )
+    configurable = config.get("configurable") or {}
+    if not isinstance(configurable, Mapping):
+        raise InvalidValueError(f"{what}: config['configurable'] must be a dict.")
+    return configurable
+
+
+def _thread_id(thread_id: Any) -> str:
+    """A thread id as our session id: a str, or an int or UUID written as one."""
+    if isinstance(thread_id, uuid.UUID) or (
+        isinstance(thread_id, int) and not isinstance(thread_id, bool)
+    ):
+        thread_id = str(thread_id)
+    if not isinstance(thread_id, str) or not thread_id:
+        raise InvalidIdError(
+            "A LangGraph thread needs configurable['thread_id'] (a str, e.g. "
+            f"{{'configurable': {{'thread_id': 'chat-1'}}}}); got {thread_id!r}."
+        )
+    if thread_id.startswith(STORE_PREFIX):
+        raise InvalidIdError(
+            f"Thread ids starting with {STORE_PREFIX!r} are PraisonStore's namespaces; "
+            f"choose another thread id than {thread_id!r}."
+        )
+    return record_key(thread_id).session_id
+
+
+def _user(user_id: Any) -> str:
+    if not isinstance(user_id, str):
+        raise InvalidIdError(f"user_id must be a str, got {user_id!r}.")
+    return record_key("thread", user_id).user_id
+
+
+def _channel(channel: Any) -> str:
+    if not isinstance(channel, str):
+        raise InvalidValueError(f"A write's channel is a str, got {channel!r}.")
+    return channel
+
+
+def _versions(versions: Any, what: str) -> dict[str, str | int | float]:
+    """Channel versions as JSON can hold them: str keys, str / int / finite float values."""
+    if not isinstance(versions, Mapping):
+        raise InvalidValueError(f"{what} must be a dict of channel -> version, got {versions!r}.")
+    checked: dict[str, str | int | float] = {}
+    for channel, version in versions.items():
+        if not isinstance(channel, str) or isinstance(version, bool):
+            raise InvalidValueError(f"{what}: {channel!r}: {version!r} is not a channel version.")
+        if not isinstance(version, (str, int, float)) or version != version:  # NaN
+            raise InvalidValueError(f"{what}: {channel!r}: {version!r} is not a channel version.")
+        checked[channel] = version
+    return checked
+
+
+def _strings(values: Any, what: str) -> builtins.list[str]:
+    if isinstance(values, str) or not isinstance(values, Sequence | set | frozenset):
+        raise InvalidValueError(f"{what} must be a list of str, got {values!r}.")
+    found = builtins.list(values)
+    for value in found:
+        if not isinstance(value, str):
+            raise InvalidValueError(f"{what} must be a list of str; {value!r} is not one.")
+    return found
+
+
+def _summary(metadata: Mapping[str, Any], ns: str) -> str:
+    """What ``praisonsession show`` prints of a checkpoint: its source and step."""
+    text = f"{metadata.get('source', 'checkpoint')} step {metadata.get('step', '?')}"
+    return f"{text} in {ns}" if ns else text
+
+
+def _matches(metadata: Any, wanted: Mapping[str, Any] | None) -> bool:
+    if not wanted:
+        return True
+    return isinstance(metadata, Mapping) and all(
+        metadata.get(name) == value for name, value in wanted.items()
+    )
+
+
+async def _one(key: Key) -> AsyncIterator[Key]:
+    yield key
+
+
+async def _next(pages: AsyncIterator[T]) -> T:
+    """The next item of an async iterator, as a coroutine (what the runtime runs)."""
+    return await pages.__anext__()

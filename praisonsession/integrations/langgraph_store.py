@@ -1,0 +1,648 @@
+"""LangGraph's long-term store on praisonsession stores: :class:`PraisonStore`.
+
+``builder.compile(checkpointer=PraisonSaver(url), store=PraisonStore(url))`` keeps what a graph's
+nodes ``put`` in LangGraph's ``BaseStore`` as our sessions, scoped to users:
+
+- A namespace's first label is the user it belongs to, as LangGraph's own examples write
+  them (``(user_id, "memories")``). The namespace ``(user, *rest)`` is the session
+  ``langgraph-store/<rest joined by />`` of that user (marked ``{"langgraph": "store"}``), so
+  ``erase_user(user)`` erases every namespace of the user, ``praisonsession list --user``
+  lists them, TTL, export, encryption and the browser work on them as on any session.
+- An item is one key of that session's state: its value (JSON data), when it was created and
+  updated, and its TTL (LangGraph's ``ttl=``, in minutes; an expired item is never returned,
+  and ``sweep_ttl()`` removes them).
+- Semantic search (``search(prefix, query=...)``) is our memory layer: each indexed item's
+  text (the whole value, or the ``index`` fields) is a long-term memory of the user, added by
+  the namespace's session, embedded offline (all-MiniLM-L6-v2, no API key) and searched with a
+  filter on the namespace. Without the ``memory`` extra, or with ``index=False``, items are
+  not indexed and a query is ignored, as in LangGraph's stores without an index.
+- A whole namespace can be deleted (``delete_namespace``: LangGraph's stores cannot, #3917),
+  with every namespace below it and their memories.
+
+Needs the ``langgraph`` extra; only this module and ``langgraph.py`` import LangGraph.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, TypeGuard, TypeVar
+
+from .._internal import runtime
+from ..clock import now
+from ..errors import (
+    InvalidIdError,
+    InvalidValueError,
+    MissingDependencyError,
+    PraisonSessionError,
+    install_line,
+)
+from ..session.core import AsyncSession
+from ..session.options import resolve_settings, resolve_store
+from ..settings import Settings
+from ..stores import UNSET, Key, SessionBase, SessionInfo, record_key
+from ..stores.backend import all_records
+from .langgraph import STORE_PREFIX
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        PutOp,
+        SearchItem,
+        SearchOp,
+        get_text_at_path,
+        tokenize_path,
+    )
+except ImportError as missing:  # pragma: no cover - the extra is installed where this runs
+    raise MissingDependencyError(
+        "praisonsession.integrations.langgraph_store needs LangGraph: "
+        + install_line("langgraph")
+        + "."
+    ) from missing
+
+__all__ = ["STORE_MARK", "NamespaceError", "PraisonStore"]
+
+T = TypeVar("T")
+#: An item found: its namespace, key, score (None: not searched by meaning) and stored form.
+_Hit = tuple[tuple[str, ...], str, float | None, dict[str, Any]]
+#: The metadata that marks a session as a namespace of a PraisonStore.
+STORE_MARK = {"langgraph": "store"}
+_SEARCH_MAX = 1000  # memories looked at for one query (the memory layer's limit)
+_PAGE = 1000
+_MEMORY_FIELDS = ("lg_store", "lg_key", "lg_ns")
+
+
+class NamespaceError(InvalidIdError, InvalidNamespaceError):
+    """A namespace that cannot be stored: LangGraph's ``InvalidNamespaceError`` and our
+    ``InvalidIdError`` at once, so that either ``except`` catches it."""
+
+
+class PraisonStore(BaseStore):
+    """LangGraph's ``BaseStore`` over a praisonsession store, one session per namespace.
+
+    ``store`` is what ``Session(store=...)`` takes (a URL, a store instance, or None for the
+    default SQLite store); ``settings`` are praisonsession's (``Settings`` or a dict; where
+    memory keeps its vectors is its ``data_dir`` or ``vector_store_url``). ``index``: None
+    indexes each item's whole value for semantic search when the ``memory`` extra is
+    installed, a list of paths (``["text", "tags[*]"]``, or ``{"fields": [...]}`` as LangGraph
+    writes it) indexes those fields, and False indexes nothing. ``ttl`` is LangGraph's
+    ``TTLConfig`` (``default_ttl`` minutes, ``refresh_on_read``).
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        store: SessionBase | str | None = None,
+        *,
+        settings: Settings | dict[str, Any] | None = None,
+        index: Any = None,
+        ttl: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._settings = resolve_settings(settings)
+        self._owns_store = not isinstance(store, SessionBase)
+        self._store = resolve_store(store, self._settings)
+        self._fields = _fields(index)
+        self.ttl_config = None if ttl is None else dict(ttl)
+        self._timeout = self._settings.timeout
+        self._sessions: dict[Key, AsyncSession] = {}
+        self._opened: set[Key] = set()
+
+    @property
+    def store(self) -> SessionBase:
+        """The praisonsession store keeping the namespaces."""
+        return self._store
+
+    def __repr__(self) -> str:
+        return f"PraisonStore(store={self._store.url!r})"
+
+    # -- LangGraph's two entry points -----------------------------------------------------------
+
+    def batch(self, ops: Iterable[Any]) -> list[Any]:
+        """Run the operations in order; one result each (``abatch`` for synchronous code)."""
+        work = list(ops)
+        return runtime.run(self._batch(work), timeout=None, inline=self._inline(work))
+
+    async def abatch(self, ops: Iterable[Any]) -> list[Any]:
+        """Run the operations in order, on the caller's event loop; one result each."""
+        return await self._batch(list(ops))
+
+    def _inline(self, ops: list[Any]) -> bool:
+        """Whether the batch may run on the caller's thread: memory (indexing, queries) runs
+        on an event loop, so only batches that need none of it."""
+        if not self._store.backend.runs_inline or self._settings.sync_calls != "inline":
+            return False
+        return not any(
+            (isinstance(op, PutOp) and self._fields) or (isinstance(op, SearchOp) and op.query)
+            for op in ops
+        )
+
+    async def _batch(self, ops: list[Any]) -> list[Any]:
+        results: list[Any] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                work: Any = self._get(op)
+            elif isinstance(op, PutOp):
+                work = self._put(op)
+            elif isinstance(op, SearchOp):
+                work = self._search(op)
+            elif isinstance(op, ListNamespacesOp):
+                work = self._list_namespaces(op)
+            else:
+                raise InvalidValueError(
+                    f"PraisonStore runs GetOp, PutOp, SearchOp and ListNamespacesOp; got {op!r}."
+                )
+            results.append(await runtime.bounded(work, self._timeout, type(op).__name__))
+        return results
+
+    # -- namespaces as sessions -----------------------------------------------------------------
+
+    def _session(self, key: Key) -> AsyncSession:
+        """The namespace's session, for its memories (one object per namespace)."""
+        session = self._sessions.get(key)
+        if session is None:
+            if len(self._sessions) > 4096:
+                self._sessions.clear()
+            session = AsyncSession(
+                key.session_id, key.user_id, store=self._store, settings=self._settings
+            )
+            self._sessions[key] = session
+        return session
+
+    async def _mark(self, key: Key) -> None:
+        """Create the namespace's session with its mark, once per process."""
+        if key not in self._opened:
+            await self._store.backend.create_record(key, UNSET, dict(STORE_MARK))
+            if len(self._opened) > 4096:
+                self._opened.clear()
+            self._opened.add(key)
+
+    # -- operations -----------------------------------------------------------------------------
+
+    async def _get(self, op: Any) -> Any:
+        namespace = _namespace(op.namespace, "get")
+        key = _place(namespace)
+        state = await self._store.backend.read_record_state(key, [_item_key(op.key)], False)
+        item = state.get(op.key)
+        if not _live(item):
+            return None
+        if op.refresh_ttl and item.get("ttl") is not None:
+            item = await self._refreshed(key, op.key, item)
+        return _as_item(Item, namespace, op.key, item)
+
+    async def _refreshed(self, key: Key, name: str, item: dict[str, Any]) -> dict[str, Any]:
+        fresh = {**item, "expires_at": now() + item["ttl"] * 60}
+        await self._store.patch_state(key.session_id, key.user_id, {name: fresh})
+        return fresh
+
+    async def _put(self, op: Any) -> None:
+        namespace = _namespace(op.namespace, "put", writing=True)
+        key = _place(namespace)
+        name = _item_key(op.key)
+        state = await self._store.backend.read_record_state(key, [name], False)
+        held = state.get(name)
+        if held is not None and held.get("memories"):
+            await self._forget_memories(key, held["memories"])
+        if op.value is None:
+            await self._delete_item(key, name)
+            return
+        if not isinstance(op.value, Mapping):
+            raise InvalidValueError(f"put takes a dict as the value, got {op.value!r}.")
+        value = dict(op.value)
+        at = now()
+        ttl = _minutes(op.ttl)
+        item: dict[str, Any] = {
+            "value": value,
+            "created_at": held["created_at"] if _live(held) else at,
+            "updated_at": at,
+            "ttl": ttl,
+            "expires_at": None if ttl is None else at + ttl * 60,
+        }
+        await self._mark(key)
+        fields = self._fields if op.index is None else _fields(op.index)
+        if fields:
+            memories = await self._remember(key, namespace, name, value, fields)
+            if memories:
+                item["memories"] = memories
+        await self._store.patch_state(key.session_id, key.user_id, {name: item})
+
+    async def _delete_item(self, key: Key, name: str) -> None:
+        """Remove an item; a namespace left empty goes too, as LangGraph lists only the
+        namespaces that hold items."""
+        await self._store.backend.patch_record_state(key, {}, [name], False, None, False)
+        if not await self._store.backend.read_record_state(key, None, False):
+            await self._store.backend.delete_record(key)
+            self._opened.discard(key)
+
+    async def _remember(
+        self,
+        key: Key,
+        namespace: tuple[str, ...],
+        name: str,
+        value: dict[str, Any],
+        fields: list[str],
+    ) -> list[str]:
+        """The item's texts at ``fields``, each a long-term memory of the user added by the
+        namespace's session, found by ``search`` with the namespace in its metadata."""
+        texts = [text for path in fields for text in get_text_at_path(value, path) if text.strip()]
+        if not texts:
+            return []
+        metadata = {"lg_store": True, "lg_key": name, **_depths(namespace)}
+        session = self._session(key)
+        ids = await session.add_memories(texts, "long", dedupe=False, **metadata)
+        return [str(memory_id) for memory_id in ids]
+
+    async def _forget_memories(self, key: Key, memories: Sequence[str]) -> None:
+        session = self._session(key)
+        for memory_id in memories:
+            await session.delete_memory(memory_id)
+
+    async def _search(self, op: Any) -> list[Any]:
+        prefix = _namespace(op.namespace_prefix, "search", empty=True)
+        if isinstance(op.limit, bool) or not isinstance(op.limit, int) or op.limit < 0:
+            raise InvalidValueError(f"search: limit is an int >= 0, got {op.limit!r}.")
+        if isinstance(op.offset, bool) or not isinstance(op.offset, int) or op.offset < 0:
+            raise InvalidValueError(f"search: offset is an int >= 0, got {op.offset!r}.")
+        wanted = op.offset + op.limit
+        if op.query and self._fields:
+            found = await self._by_meaning(prefix, op.query, op.filter, wanted)
+        else:
+            found = await self._by_filter(prefix, op.filter, wanted)
+        chosen = found[op.offset : wanted]
+        if op.refresh_ttl:
+            chosen = [
+                (namespace, name, score, await self._refreshed(_place(namespace), name, item))
+                if item.get("ttl") is not None
+                else (namespace, name, score, item)
+                for namespace, name, score, item in chosen
+            ]
+        return [
+            _as_item(SearchItem, namespace, name, item, score)
+            for namespace, name, score, item in chosen
+        ]
+
+    async def _by_filter(
+        self, prefix: tuple[str, ...], wanted_filter: Any, wanted: int
+    ) -> list[_Hit]:
+        """Items under the prefix whose value matches the filter, newest update first."""
+        found: list[_Hit] = []
+        for info in await self._namespaces_under(prefix):
+            key = Key(info.user_id, info.session_id)
+            namespace = _namespace_of(info)
+            state = await self._store.backend.read_record_state(key, None, False)
+            found += [
+                (namespace, name, None, item)
+                for name, item in state.items()
+                if _live(item) and _matches(item["value"], wanted_filter)
+            ]
+        found.sort(key=lambda hit: (-hit[3]["updated_at"], hit[0], hit[1]))
+        return found
+
+    async def _by_meaning(
+        self, prefix: tuple[str, ...], query: str, wanted_filter: Any, wanted: int
+    ) -> list[_Hit]:
+        """Items under the prefix closest in meaning to ``query``, best first: each item
+        scored by its best memory, its value then filtered."""
+        searched: dict[str, Key] = {}  # a namespace of each user: its session searches
+        for info in await self._namespaces_under(prefix):
+            searched.setdefault(info.user_id, Key(info.user_id, info.session_id))
+        scored: dict[tuple[tuple[str, ...], str], float] = {}
+        for user, via in sorted(searched.items()):
+            where: dict[str, Any] = {"lg_store": True}
+            if len(prefix) > 1:
+                where = {"$and": [where, {f"lg_ns{len(prefix) - 1}": _joined(prefix[1:])}]}
+            session = self._session(via)
+            hits = await session.search_memory(
+                query,
+                "long",
+                limit=min(_SEARCH_MAX, max(10, 4 * wanted)),
+                where=where,
+                prefer_recent=False,
+            )
+            for hit in hits:
+                meta = hit["metadata"]
+                namespace = (user, *_labels(meta.get("lg_ns", "")))
+                slot = (namespace, str(meta.get("lg_key")))
+                score = float(hit["score"] or 0.0)
+                if score > scored.get(slot, -2.0):
+                    scored[slot] = score
+        found: list[_Hit] = []
+        by_namespace: dict[tuple[str, ...], list[str]] = {}
+        for namespace, name in scored:
+            by_namespace.setdefault(namespace, []).append(name)
+        for namespace, names in by_namespace.items():
+            state = await self._store.backend.read_record_state(_place(namespace), names, False)
+            for name in names:
+                item = state.get(name)
+                if _live(item) and _matches(item["value"], wanted_filter):
+                    found.append((namespace, name, scored[namespace, name], item))
+        found.sort(key=lambda hit: -(hit[2] or 0.0))
+        return found
+
+    async def _list_namespaces(self, op: Any) -> list[tuple[str, ...]]:
+        conditions = list(op.match_conditions or ())
+        for condition in conditions:
+            if condition.match_type not in ("prefix", "suffix"):
+                raise InvalidValueError(
+                    f"list_namespaces: match_type is 'prefix' or 'suffix', got "
+                    f"{condition.match_type!r}."
+                )
+            _namespace(tuple(condition.path), "list_namespaces", empty=True, wildcards=True)
+        start: tuple[str, ...] = ()
+        for condition in conditions:
+            if condition.match_type == "prefix":
+                for label in condition.path:
+                    if label == "*":
+                        break
+                    start += (label,)
+                break
+        found = set()
+        for info in await self._namespaces_under(start):
+            namespace = _namespace_of(info)
+            if all(_does_match(condition, namespace) for condition in conditions):
+                found.add(namespace if op.max_depth is None else namespace[: op.max_depth])
+        return sorted(found)[op.offset : op.offset + op.limit]
+
+    async def _namespaces_under(self, prefix: tuple[str, ...]) -> list[SessionInfo]:
+        """The sessions of the namespaces that start with ``prefix`` (every user's for an
+        empty prefix)."""
+        backend = self._store.backend
+        if prefix:
+            key = _place(prefix)
+            infos = [
+                info
+                for info in await all_records(backend, key.user_id)
+                if _is_store(info)
+                and (
+                    info.session_id == key.session_id
+                    or info.session_id.startswith(key.session_id + "/")
+                )
+            ]
+            return infos
+        found: list[SessionInfo] = []
+        after: tuple[str, str] | None = None
+        while True:
+            page = await backend.list_records_by_prefix(STORE_PREFIX, _PAGE, after)
+            found += [info for info in page if _is_store(info)]
+            if len(page) < _PAGE:
+                return found
+            after = (page[-1].session_id, page[-1].user_id)
+
+    # -- beyond LangGraph's protocol --------------------------------------------------------------
+
+    async def adelete_namespace(self, namespace: tuple[str, ...]) -> int:
+        """Delete a namespace and every namespace below it: their items and memories. How
+        many namespaces went (LangGraph's own stores cannot delete one, #3917)."""
+        prefix = _namespace(tuple(namespace), "delete_namespace")
+        gone = 0
+        for info in await self._namespaces_under(prefix):
+            key = Key(info.user_id, info.session_id)
+            if self._fields:
+                await self._session(key).clear_memory("long")
+            gone += await self._store.backend.delete_record(key)
+            self._opened.discard(key)
+        return gone
+
+    def delete_namespace(self, namespace: tuple[str, ...]) -> int:
+        """:meth:`adelete_namespace`, for synchronous code."""
+        return runtime.run(self.adelete_namespace(namespace))
+
+    async def asweep_ttl(self) -> int:
+        """Remove every expired item (and its memories) of every namespace; how many went."""
+        gone = 0
+        for info in await self._namespaces_under(()):
+            key = Key(info.user_id, info.session_id)
+            state = await self._store.backend.read_record_state(key, None, False)
+            for name, item in state.items():
+                if isinstance(item, dict) and not _live(item):
+                    if item.get("memories"):
+                        await self._forget_memories(key, item["memories"])
+                    await self._delete_item(key, name)
+                    gone += 1
+        return gone
+
+    def sweep_ttl(self) -> int:
+        """:meth:`asweep_ttl`, for synchronous code."""
+        return runtime.run(self.asweep_ttl())
+
+    def close(self) -> None:
+        """Release the store's connections if this object opened the store."""
+        if self._owns_store:
+            runtime.run(self._store.close())
+
+    async def aclose(self) -> None:
+        """:meth:`close`, for async code."""
+        if self._owns_store:
+            await self._store.close()
+
+    def __enter__(self) -> PraisonStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> PraisonStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+# -- namespaces, items and filters ----------------------------------------------------------
+
+
+def _part(label: str) -> str:
+    return label.replace("%", "%25").replace("/", "%2F")
+
+
+def _label(part: str) -> str:
+    return part.replace("%2F", "/").replace("%25", "%")
+
+
+def _joined(labels: Sequence[str]) -> str:
+    return "/".join(_part(label) for label in labels)
+
+
+def _labels(joined: str) -> tuple[str, ...]:
+    return tuple(_label(part) for part in joined.split("/")) if joined else ()
+
+
+def _namespace(
+    namespace: Any,
+    what: str,
+    *,
+    writing: bool = False,
+    empty: bool = False,
+    wildcards: bool = False,
+) -> tuple[str, ...]:
+    """A namespace checked as LangGraph checks it (labels: non-empty text without ``.``)."""
+    if not isinstance(namespace, tuple):
+        raise NamespaceError(f"{what}: a namespace is a tuple of str, got {namespace!r}.")
+    if not namespace and not empty:
+        raise NamespaceError(f"{what}: a namespace cannot be empty; e.g. ('alice', 'memories').")
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise NamespaceError(
+                f"{what}: namespace labels are non-empty str without '.'; got {label!r} in "
+                f"{namespace!r}."
+            )
+    if writing and namespace[0] == "langgraph":
+        raise NamespaceError(f'{what}: the root label of a namespace cannot be "langgraph".')
+    if namespace and not (wildcards and namespace[0] == "*"):
+        try:
+            _place(namespace)
+        except PraisonSessionError as exc:
+            raise NamespaceError(f"{what}: {namespace!r} cannot be stored: {exc}") from None
+    return namespace
+
+
+def _place(namespace: tuple[str, ...]) -> Key:
+    """The session of a namespace: its first label is the user, the rest names the session."""
+    if not namespace:
+        raise NamespaceError("A namespace needs at least its first label, the user.")
+    rest = _joined(namespace[1:])
+    return record_key(f"{STORE_PREFIX}/{rest}" if rest else STORE_PREFIX, namespace[0])
+
+
+def _namespace_of(info: SessionInfo) -> tuple[str, ...]:
+    rest = info.session_id[len(STORE_PREFIX) + 1 :]
+    return (info.user_id, *_labels(rest))
+
+
+def _is_store(info: SessionInfo) -> bool:
+    return info.metadata.get("langgraph") == STORE_MARK["langgraph"] and (
+        info.session_id == STORE_PREFIX or info.session_id.startswith(STORE_PREFIX + "/")
+    )
+
+
+def _depths(namespace: tuple[str, ...]) -> dict[str, str]:
+    """The namespace (below its user) and each of its prefixes, as memory metadata that a
+    search filters on."""
+    rest = namespace[1:]
+    found = {"lg_ns": _joined(rest)}
+    for depth in range(1, len(rest) + 1):
+        found[f"lg_ns{depth}"] = _joined(rest[:depth])
+    return found
+
+
+def _item_key(key: Any) -> str:
+    if not isinstance(key, str) or not key:
+        raise InvalidIdError(f"An item key is a non-empty str, got {key!r}.")
+    return key
+
+
+def _minutes(ttl: Any) -> float | None:
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 <= ttl < 1e12:
+        raise InvalidValueError(f"ttl is minutes (a number >= 0) or None, got {ttl!r}.")
+    return float(ttl)
+
+
+def _live(item: Any) -> TypeGuard[dict[str, Any]]:
+    if not isinstance(item, dict) or "value" not in item:
+        return False
+    expires = item.get("expires_at")
+    return expires is None or expires > now()
+
+
+def _fields(index: Any) -> list[str]:
+    """The paths an item is indexed at: ``["$"]`` (the whole value) by default when the
+    memory extra is installed, none for False."""
+    if index is False:
+        return []
+    if index is None or index is True:
+        return ["$"] if importlib.util.find_spec("chromadb") is not None else []
+    if isinstance(index, Mapping):
+        index = index.get("fields") or ["$"]
+    if isinstance(index, str) or not isinstance(index, Sequence):
+        raise InvalidValueError(
+            f"index is None, False, a list of paths or {{'fields': [...]}}; got {index!r}."
+        )
+    paths = list(index)
+    for path in paths:
+        if not isinstance(path, str):
+            raise InvalidValueError(f"An index path is a str, got {path!r}.")
+        tokenize_path(path)
+    if importlib.util.find_spec("chromadb") is None:
+        raise MissingDependencyError(
+            "Semantic search needs the memory extra: " + install_line("memory") + "."
+        )
+    return paths
+
+
+def _as_item(
+    kind: Any,
+    namespace: tuple[str, ...],
+    name: str,
+    item: dict[str, Any],
+    score: float | None = None,
+) -> Any:
+    created = datetime.fromtimestamp(item["created_at"], tz=timezone.utc)
+    updated = datetime.fromtimestamp(item["updated_at"], tz=timezone.utc)
+    if kind is SearchItem:
+        return SearchItem(namespace, name, item["value"], created, updated, score)
+    return Item(
+        value=item["value"], key=name, namespace=namespace, created_at=created, updated_at=updated
+    )
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    """LangGraph's filter: each field equal to the value given, or holding the comparisons
+    given (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``); nested dicts field by
+    field."""
+    if not wanted:
+        return True
+    if not isinstance(wanted, Mapping):
+        raise InvalidValueError(f"search: filter is a dict, got {wanted!r}.")
+    return isinstance(value, Mapping) and all(
+        _compare(value.get(name), expected) for name, expected in wanted.items()
+    )
+
+
+def _compare(value: Any, expected: Any) -> bool:
+    if isinstance(expected, Mapping):
+        if any(str(name).startswith("$") for name in expected):
+            return all(_operator(value, name, operand) for name, operand in expected.items())
+        return isinstance(value, Mapping) and all(
+            _compare(value.get(name), inner) for name, inner in expected.items()
+        )
+    return bool(value == expected)
+
+
+def _operator(value: Any, name: str, operand: Any) -> bool:
+    if name == "$eq":
+        return bool(value == operand)
+    if name == "$ne":
+        return bool(value != operand)
+    if name not in ("$gt", "$gte", "$lt", "$lte"):
+        raise InvalidValueError(
+            f"search: unknown filter operator {name!r}; use $eq, $ne, $gt, $gte, $lt or $lte."
+        )
+    try:
+        left, right = float(value), float(operand)
+    except (TypeError, ValueError):
+        return False
+    return {
+        "$gt": left > right,
+        "$gte": left >= right,
+        "$lt": left < right,
+        "$lte": left <= right,
+    }[name]
+
+
+def _does_match(condition: Any, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    pairs = (
+        zip(namespace, path, strict=False)
+        if condition.match_type == "prefix"
+        else zip(reversed(namespace), reversed(path), strict=False)
+    )
+    return all(wanted == "*" or label == wanted for label, wanted in pairs)

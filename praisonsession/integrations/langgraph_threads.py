@@ -1,0 +1,837 @@
+"""LangGraph threads on a praisonsession backend: where a checkpointer's data lives.
+
+A thread is one of our sessions, ``(user_id, thread_id)``, marked ``{"langgraph": "thread"}``
+in its metadata. Every checkpoint namespace of the thread lives inside that session, so listing,
+TTL, forks, archives, erasure and deletion of the session cover all of them. Nothing here knows
+LangGraph's types: the adapter (``langgraph.py``) serializes through its ``serde`` and hands over
+typed bytes, ``(type, bytes)``; this module stores them and gives them back equal.
+
+The layout of a thread's session:
+
+- the log :data:`CHECKPOINTS`: every checkpoint of every namespace, one record each, in the
+  order they were put (a namespace's newest is the last of its records). A record holds the
+  checkpoint without its channel values and its metadata (typed bytes), its channel versions,
+  and the values of the channels that changed at it (``values``). A channel that did not
+  change is not stored again: ``src`` names the position of the record that stored its
+  version. So a value is stored once, and a put is one appended record. Records are appended
+  with the log's length expected, so that a record's position is known when it is written;
+- the log :data:`WRITES`: one entry per ``put_writes`` (which task wrote which channels): the
+  version the writes documents are compared and set against, and a history of what was written;
+- documents, read by name: ``langgraph/at/<ns>/~%head`` (the namespace's newest checkpoint and
+  its position), ``langgraph/at/<ns>/<id>`` (a checkpoint's position),
+  ``langgraph/writes/<ns>/<id>`` (a checkpoint's pending writes) and ``langgraph/run/<run_id>``
+  (the thread holds checkpoints of that run).
+
+Bytes are base64 text in our JSON records, zlib-compressed first when that saves space; they
+come back byte-equal. Documents cannot be removed from a session one by one, so what
+``prune`` and ``delete_for_runs`` drop is overwritten with an empty document in the same step.
+One module past 500 lines, on purpose: the layout above and every operation that reads or
+rewrites it (put, writes, load, list, delta history, copy, prune) read best together.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, NamedTuple
+
+from .._internal.runtime import pause
+from ..errors import ConflictError, SessionCorruptedError, SessionNotFoundError
+from ..stores import UNSET, Branches, Key, LogWrite, SessionInfo, StoreBackend
+
+__all__ = [
+    "CHECKPOINTS",
+    "THREAD_MARK",
+    "WRITES",
+    "Blob",
+    "History",
+    "Loaded",
+    "Threads",
+    "Write",
+    "is_thread",
+    "pack",
+    "unpack",
+]
+
+#: The log of a thread's checkpoints (every namespace), and the log of its writes.
+CHECKPOINTS = "langgraph.checkpoints"
+WRITES = "langgraph.writes"
+#: The metadata that marks a session as a LangGraph thread.
+THREAD_MARK = {"langgraph": "thread"}
+#: Typed bytes, as a LangGraph serializer makes them: (type, data).
+Blob = tuple[str, bytes]
+Record = dict[str, Any]
+
+_COMPRESS_FROM = 512  # bytes below which zlib is not tried
+_PAGE = 64  # records read at a time when walking back through a thread
+_ATTEMPTS = 200  # compare-and-set rounds before a lost race is reported
+_REMEMBERED = 4096  # records, heads and runs kept per Threads
+_VALUE_BUDGET = 16 << 20  # bytes of channel values kept per Threads
+
+
+class Write(NamedTuple):
+    """One pending write: the task, its index (negative for LangGraph's special channels), the
+    channel, the value's typed bytes and the task's path."""
+
+    task_id: str
+    idx: int
+    channel: str
+    value: Blob
+    task_path: str
+
+
+class Loaded(NamedTuple):
+    """A checkpoint as read: its record, the values of its channels (by channel) and its pending
+    writes, in the order they were stored."""
+
+    record: Record
+    values: dict[str, Blob]
+    writes: list[Write]
+
+
+class History(NamedTuple):
+    """What one channel contributed along a checkpoint's ancestors: the writes, oldest
+    checkpoint first, and the value stored at the nearest ancestor holding one (None: none)."""
+
+    writes: list[Write]
+    seed: Blob | None
+
+
+def is_thread(info: SessionInfo) -> bool:
+    """True for a session that holds a LangGraph thread."""
+    return info.metadata.get("langgraph") == THREAD_MARK["langgraph"]
+
+
+# -- names and bytes ------------------------------------------------------------------------
+
+
+def _part(text: str) -> str:
+    """A name component that cannot be taken for a separator: ``%`` and ``/`` escaped."""
+    if "%" not in text and "/" not in text:
+        return text
+    return text.replace("%", "%25").replace("/", "%2F")
+
+
+def head_name(ns: str) -> str:
+    """Sorts right after the namespace's newest position document (ids grow), so that a put
+    changes one page of the store's index of documents; no escaped id can be ``~%head``."""
+    return f"langgraph/at/{_part(ns)}/~%head"
+
+
+def at_name(ns: str, checkpoint_id: str) -> str:
+    return f"langgraph/at/{_part(ns)}/{_part(checkpoint_id)}"
+
+
+def writes_name(ns: str, checkpoint_id: str) -> str:
+    return f"langgraph/writes/{_part(ns)}/{_part(checkpoint_id)}"
+
+
+def run_name(run_id: str) -> str:
+    return f"langgraph/run/{_part(run_id)}"
+
+
+def pack(blob: Blob) -> list[str]:
+    """Typed bytes as JSON: ``[type, base64]``, or ``[type, base64, "z"]`` when zlib made the
+    bytes smaller."""
+    kind, data = blob
+    if len(data) >= _COMPRESS_FROM:
+        packed = zlib.compress(data, 1)
+        if len(packed) < len(data) * 0.9:
+            return [kind, base64.b64encode(packed).decode("ascii"), "z"]
+    return [kind, base64.b64encode(data).decode("ascii")]
+
+
+def unpack(value: Any, what: str) -> Blob:
+    """The typed bytes :func:`pack` made, exactly; ``SessionCorruptedError`` for anything else."""
+    try:
+        kind, text, *flag = value
+        data = base64.b64decode(text.encode("ascii"), validate=True)
+        if flag == ["z"]:
+            data = zlib.decompress(data)
+        elif flag:
+            raise ValueError(f"unknown flag {flag!r}")
+        if not isinstance(kind, str):
+            raise ValueError("no type")
+    except (ValueError, TypeError, AttributeError, zlib.error) as exc:
+        raise SessionCorruptedError(what, f"not typed bytes as stored ({exc})") from None
+    return kind, data
+
+
+def _write_item(write: Write) -> list[Any]:
+    return [write.task_id, write.idx, write.channel, write.task_path, *pack(write.value)]
+
+
+def _write_of(item: Any, what: str) -> Write:
+    try:
+        task_id, idx, channel, task_path, *value = item
+    except (ValueError, TypeError):
+        raise SessionCorruptedError(what, "a pending write that is not as stored") from None
+    return Write(task_id, idx, channel, unpack(value, what), task_path)
+
+
+def _merged(held: list[Any], new: Sequence[Write]) -> list[Any]:
+    """Writes held plus new ones, as LangGraph's savers merge them: a regular write of a
+    (task, index) already held is kept as it was, a special one (negative index) replaced."""
+    merged = list(held)
+    where = {(item[0], item[1]): n for n, item in enumerate(merged)}
+    for write in new:
+        slot = (write.task_id, write.idx)
+        if slot in where:
+            if write.idx >= 0:
+                continue
+            merged[where[slot]] = _write_item(write)
+        else:
+            where[slot] = len(merged)
+            merged.append(_write_item(write))
+    return merged
+
+
+def _in_order(writes: list[Write]) -> list[Write]:
+    """Writes in the order LangGraph applies them: by task path, task id and index."""
+    return sorted(writes, key=lambda w: (w.task_path, w.task_id, w.idx))
+
+
+def _what(key: Key, record: Record) -> str:
+    return f"checkpoint {record.get('id')!r} of thread {key.session_id!r}"
+
+
+def _document(documents: dict[str, Any], name: str, key: Key) -> dict[str, Any] | None:
+    """One of our documents as read: a dict, or None when absent or emptied (dropped);
+    anything else is not ours (``SessionCorruptedError``), e.g. sealed text read without its
+    encryption key."""
+    held = documents.get(name)
+    if held is None or held == {} or held == []:
+        return None
+    if not isinstance(held, dict):
+        raise SessionCorruptedError(
+            f"document {name!r} of thread {key.session_id!r}",
+            "not a document this library wrote (sealed by an encryption key not given?)",
+        )
+    return held
+
+
+def _checked(records: list[Any], key: Key) -> list[Record]:
+    """Records as read from :data:`CHECKPOINTS`, each checked to be one of ours."""
+    for record in records:
+        if not isinstance(record, dict) or not isinstance(record.get("versions"), dict):
+            raise SessionCorruptedError(
+                f"log {CHECKPOINTS!r} of thread {key.session_id!r}",
+                "a record this library did not write (sealed by an encryption key not given?)",
+            )
+    return records
+
+
+def _sources(
+    versions: dict[str, Any], stored: Iterable[str], parent: tuple[int, Record] | None
+) -> dict[str, int]:
+    """Where the values of the channels not ``stored`` now are: the parent's position for a
+    channel whose version the parent stored, or the parent's own reference to an earlier one;
+    a channel at a version the parent does not hold has no value."""
+    if parent is None:
+        return {}
+    at, record = parent
+    held, sources = record.get("values", {}), record.get("src", {})
+    now = set(stored)
+    found: dict[str, int] = {}
+    for channel, version in versions.items():
+        if channel in now or record["versions"].get(channel) != version:
+            continue
+        if channel in held:
+            found[channel] = at
+        elif channel in sources:
+            found[channel] = sources[channel]
+    return found
+
+
+# -- the threads of one backend -------------------------------------------------------------
+
+
+class Threads:
+    """Checkpoints and writes of LangGraph threads in one backend.
+
+    Every write is one atomic step of the backend. A checkpoint is appended with the length of
+    :data:`CHECKPOINTS` expected, and a set of writes with the length of :data:`WRITES`
+    expected: what this object remembers of a thread (those lengths, the writes documents it
+    wrote) saves a read while it is still true, and a lost race (another process wrote first)
+    costs a read and another try. A record never changes once written, and a channel version
+    names one value for good, so both are remembered too (within bounds); a head or a
+    position remembered is a hint, checked against what the store says.
+    """
+
+    def __init__(self, backend: StoreBackend) -> None:
+        self.backend = backend
+        self._lock = threading.Lock()  # guards the dicts below; never held across an await
+        self._lengths: dict[Key, int] = {}  # CHECKPOINTS' length, as last written here
+        self._journals: dict[Key, tuple[int, dict[str, list[Any]]]] = {}
+        # (thread, ns, id) -> (position, record without its values)
+        self._records: OrderedDict[tuple[Key, str, str], tuple[int, Record]] = OrderedDict()
+        self._heads: dict[tuple[Key, str], str] = {}
+        self._runs: set[tuple[Key, str]] = set()
+        # (thread, ns, channel, version) -> the value as stored (``pack``)
+        self._values: OrderedDict[tuple[Key, str, str, str], list[str]] = OrderedDict()
+        self._value_bytes = 0
+
+    # -- what this object remembers -----------------------------------------------------------
+
+    def forget(self, key: Key) -> None:
+        """Drop what is remembered of a thread (after it was deleted, rewritten or copied
+        onto, or when a write lost a race)."""
+        with self._lock:
+            self._lengths.pop(key, None)
+            self._journals.pop(key, None)
+            for head in [h for h in self._heads if h[0] == key]:
+                del self._heads[head]
+            for record in [r for r in self._records if r[0] == key]:
+                del self._records[record]
+            self._runs = {run for run in self._runs if run[0] != key}
+            for value in [v for v in self._values if v[0] == key]:
+                self._value_bytes -= len(self._values.pop(value)[1])
+
+    def _remember(self, key: Key, at: int, record: Record, head: bool = False) -> None:
+        """A record read or written, at its position: its values kept by version, the rest by
+        id (and as its namespace's head when it is)."""
+        ns = record["ns"]
+        for channel, packed in record.get("values", {}).items():
+            self._keep_value(key, ns, channel, record["versions"].get(channel), packed)
+        light = {name: value for name, value in record.items() if name != "values"}
+        light["values"] = dict.fromkeys(record.get("values", {}), True)
+        with self._lock:
+            self._records[key, ns, record["id"]] = (at, light)
+            self._records.move_to_end((key, ns, record["id"]))
+            if len(self._records) > _REMEMBERED:
+                self._records.popitem(last=False)
+            if head:
+                if len(self._heads) > _REMEMBERED:
+                    self._heads.clear()
+                self._heads[key, ns] = record["id"]
+
+    def _known(self, key: Key, ns: str, checkpoint_id: str) -> tuple[int, Record] | None:
+        with self._lock:
+            return self._records.get((key, ns, checkpoint_id))
+
+    def _keep_value(self, key: Key, ns: str, channel: str, version: Any, value: list[str]) -> None:
+        size = len(value[1])
+        if size > _VALUE_BUDGET // 8:
+            return
+        slot = (key, ns, channel, str(version))
+        with self._lock:
+            if slot in self._values:
+                self._values.move_to_end(slot)
+                return
+            self._values[slot] = value
+            self._value_bytes += size
+            while self._value_bytes > _VALUE_BUDGET or len(self._values) > 8 * _REMEMBERED:
+                self._value_bytes -= len(self._values.popitem(last=False)[1][1])
+
+    def _value(self, key: Key, ns: str, channel: str, version: Any) -> list[str] | None:
+        with self._lock:
+            return self._values.get((key, ns, channel, str(version)))
+
+    async def _open(self, key: Key, log: str) -> int:
+        """The length of ``log`` of a thread, creating the thread (with its mark) if it holds
+        nothing yet."""
+        length = await self.backend.count_log(key, log)
+        if length == 0:
+            await self.backend.create_record(key, UNSET, dict(THREAD_MARK))
+        return length
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    async def put(self, key: Key, record: Record, changed: dict[str, Blob]) -> None:
+        """Append a checkpoint ``record`` (``ns``, ``id``, ``parent`` and ``versions`` set) to
+        the thread, storing the values of the channels that ``changed`` (a value typed
+        ``"empty"`` stores none) and referring to the parent's record for the others, in one
+        atomic step."""
+        ns, checkpoint_id = record["ns"], record["id"]
+        record["values"] = {
+            channel: pack(value) for channel, value in changed.items() if value[0] != "empty"
+        }
+        documents: dict[str, Any] = {}
+        run_id: str | None = record.get("run")
+        for _ in range(_ATTEMPTS):
+            parent = None
+            if record.get("parent") is not None:
+                parent = self._known(key, ns, record["parent"])
+                if parent is None:
+                    parent = await self._find(key, ns, record["parent"])
+            record["src"] = _sources(record["versions"], changed, parent)
+            with self._lock:
+                length = self._lengths.get(key)
+                new_run = run_id if run_id is not None and (key, run_id) not in self._runs else None
+            if length is None:
+                length = await self._open(key, CHECKPOINTS)
+            documents[at_name(ns, checkpoint_id)] = {"at": length}
+            documents[head_name(ns)] = {"at": length, "id": checkpoint_id}
+            if new_run is not None:
+                documents[run_name(new_run)] = {"run": new_run}
+            try:
+                await self.backend.write_modules(
+                    key, documents, [LogWrite(CHECKPOINTS, [record], length)]
+                )
+            except ConflictError:
+                self.forget(key)  # another writer moved the thread: positions are re-read
+                await pause(0)
+                continue
+            with self._lock:
+                self._lengths[key] = length + 1
+                if new_run is not None:
+                    self._runs.add((key, new_run))
+                    if len(self._runs) > _REMEMBERED:
+                        self._runs.clear()
+            self._remember(key, length, record, head=True)
+            return
+        raise ConflictError(
+            f"Thread {key.session_id!r}: {_ATTEMPTS} other writers appended checkpoints while "
+            "this one tried to; try again."
+        )
+
+    async def _find(self, key: Key, ns: str, checkpoint_id: str) -> tuple[int, Record] | None:
+        """A checkpoint's position and record, by id; None if the thread has none such."""
+        stored = await self.backend.read_modules(key, [at_name(ns, checkpoint_id)])
+        doc = (
+            None if stored is None else _document(stored.documents, at_name(ns, checkpoint_id), key)
+        )
+        if doc is None:
+            return None
+        return doc["at"], await self._record_at(key, ns, checkpoint_id, doc["at"])
+
+    async def _record_at(self, key: Key, ns: str, checkpoint_id: str, at: int) -> Record:
+        """The record at position ``at``, which must be checkpoint ``checkpoint_id``; else the
+        thread was rewritten (pruned) since the position was read: ``_Moved``."""
+        found = _checked(await self.backend.read_log(key, CHECKPOINTS, at, at + 1), key)
+        if not found or found[0].get("id") != checkpoint_id or found[0].get("ns") != ns:
+            raise _Moved
+        self._remember(key, at, found[0])
+        return found[0]
+
+    async def load(self, key: Key, ns: str, checkpoint_id: str | None) -> Loaded | None:
+        """A checkpoint with its values and pending writes (the namespace's newest for None)."""
+        for _ in range(_ATTEMPTS):
+            try:
+                if checkpoint_id is None:
+                    return await self._load_head(key, ns)
+                return await self._load_one(key, ns, checkpoint_id)
+            except _Moved:
+                self.forget(key)
+                await pause(0)
+        raise ConflictError(f"Thread {key.session_id!r} kept changing while it was read.")
+
+    async def _load_head(self, key: Key, ns: str) -> Loaded | None:
+        """The newest checkpoint: one read when the head last seen here is still the head (the
+        head document, with that checkpoint's pending writes); else its record too."""
+        with self._lock:
+            hint = self._heads.get((key, ns))
+        names = [head_name(ns)]
+        if hint is not None:
+            names.append(writes_name(ns, hint))
+        stored = await self.backend.read_modules(key, names)
+        if stored is None:
+            return None
+        head = _document(stored.documents, head_name(ns), key)
+        if head is None:
+            return None
+        documents = stored.documents
+        if head["id"] != hint:
+            more = await self.backend.read_modules(key, [writes_name(ns, head["id"])])
+            documents = {} if more is None else more.documents
+        return await self._loaded(key, ns, head["id"], head["at"], documents)
+
+    async def _load_one(self, key: Key, ns: str, checkpoint_id: str) -> Loaded | None:
+        """A checkpoint by id: its position and pending writes in one read (the record too
+        unless it is remembered here)."""
+        names = [at_name(ns, checkpoint_id), writes_name(ns, checkpoint_id)]
+        stored = await self.backend.read_modules(key, names)
+        if stored is None:
+            return None
+        at = (_document(stored.documents, at_name(ns, checkpoint_id), key) or {}).get("at")
+        if at is None:
+            return None
+        return await self._loaded(key, ns, checkpoint_id, at, stored.documents)
+
+    async def _loaded(
+        self,
+        key: Key,
+        ns: str,
+        checkpoint_id: str,
+        at: int,
+        documents: dict[str, Any],
+        full: Record | None = None,
+    ) -> Loaded:
+        """The record at ``at`` (given in ``full``, remembered, or read) with its values and
+        the pending writes in ``documents``."""
+        known = self._known(key, ns, checkpoint_id)
+        if full is None and (known is None or known[0] != at):
+            full = await self._record_at(key, ns, checkpoint_id, at)
+        record = full if full is not None else known[1]  # type: ignore[index]
+        values = await self._values_of(key, at, record, full)
+        held = _document(documents, writes_name(ns, checkpoint_id), key) or {}
+        what = _what(key, record)
+        return Loaded(record, values, [_write_of(item, what) for item in held.get("w", [])])
+
+    async def _values_of(
+        self, key: Key, at: int, record: Record, full: Record | None
+    ) -> dict[str, Blob]:
+        """A record's channel values: its own (from ``full`` when read, else kept here, else
+        read) and those its ``src`` refers to (kept here, else read: neighbouring positions in
+        one read)."""
+        ns, versions = record["ns"], record["versions"]
+        what = _what(key, record)
+        values: dict[str, Blob] = {}
+        wanted: dict[int, list[str]] = {}
+        for channel, version in versions.items():
+            if full is not None and channel in full.get("values", {}):
+                values[channel] = unpack(full["values"][channel], what)
+                continue
+            value = self._value(key, ns, channel, version)
+            if value is not None:
+                values[channel] = unpack(value, what)
+            elif channel in record.get("values", {}):
+                wanted.setdefault(at, []).append(channel)  # its own, no longer kept here
+            elif channel in record.get("src", {}):
+                wanted.setdefault(record["src"][channel], []).append(channel)
+        for start, stop in _runs_of(sorted(wanted)):
+            found = _checked(await self.backend.read_log(key, CHECKPOINTS, start, stop), key)
+            for position, source in enumerate(found, start):
+                self._remember(key, position, source)
+                for channel in wanted.get(position, []):
+                    held = source.get("values", {}).get(channel)
+                    same = source.get("ns") == ns
+                    if (
+                        held is None
+                        or not same
+                        or source["versions"].get(channel) != versions[channel]
+                    ):
+                        raise _Moved  # rewritten since the reference was made: read again
+                    values[channel] = unpack(held, _what(key, source))
+        return values
+
+    async def load_many(self, key: Key, records: Sequence[tuple[int, Record]]) -> list[Loaded]:
+        """The values and pending writes of records read from the log, their writes read in one
+        step."""
+        names = [writes_name(record["ns"], record["id"]) for _, record in records]
+        stored = await self.backend.read_modules(key, names)
+        documents = {} if stored is None else stored.documents
+        loaded = []
+        for at, record in records:
+            self._remember(key, at, record)
+            loaded.append(
+                await self._loaded(key, record["ns"], record["id"], at, documents, record)
+            )
+        return loaded
+
+    async def newest_first(
+        self, key: Key, ns: str | None, before: str | None, before_ns: str, first: int
+    ) -> AsyncIterator[list[tuple[int, Record]]]:
+        """The thread's records with their positions, newest first, a page at a time (the
+        first of ``first`` records): only namespace ``ns`` unless None, and only those put
+        before checkpoint ``before`` (of namespace ``before_ns``) when given."""
+        end = await self._end(key, ns, before, before_ns)
+        size = max(1, min(first, _PAGE))
+        while end > 0:
+            start = max(0, end - size)
+            page = _checked(await self.backend.read_log(key, CHECKPOINTS, start, end), key)
+            if len(page) != end - start:  # the log was rewritten meanwhile
+                self.forget(key)
+                raise ConflictError(f"Thread {key.session_id!r} changed while it was listed.")
+            chosen = [
+                (at, record)
+                for at, record in reversed(list(enumerate(page, start)))
+                if ns is None or record.get("ns") == ns
+            ]
+            if chosen:
+                yield chosen
+            end, size = start, _PAGE
+
+    async def _end(self, key: Key, ns: str | None, before: str | None, before_ns: str) -> int:
+        """Where a newest-first walk starts: past the namespace's head, or at ``before``."""
+        if before is not None:
+            name = at_name(before_ns, before)
+        elif ns is not None:
+            name = head_name(ns)
+        else:
+            return await self.backend.count_log(key, CHECKPOINTS)
+        stored = await self.backend.read_modules(key, [name])
+        doc = None if stored is None else _document(stored.documents, name, key)
+        if doc is None:
+            return 0
+        return int(doc["at"]) + (0 if before is not None else 1)
+
+    # -- pending writes -------------------------------------------------------------------------
+
+    async def put_writes(
+        self, key: Key, ns: str, checkpoint_id: str, writes: Sequence[Write]
+    ) -> None:
+        """Store pending writes of a checkpoint: its writes document replaced by the merge of
+        what it held and ``writes``, with :data:`WRITES`' length expected, so that concurrent
+        writers (parallel tasks, other processes) never lose each other's writes."""
+        name = writes_name(ns, checkpoint_id)
+        entry = {
+            "role": "writes",
+            "content": f"{writes[0].task_id} wrote " + ", ".join(w.channel for w in writes),
+            "ns": ns,
+            "id": checkpoint_id,
+            "task": writes[0].task_id,
+        }
+        for _ in range(_ATTEMPTS):
+            with self._lock:
+                journal = self._journals.get(key)
+            if journal is None:
+                length = await self._open(key, WRITES)
+                known: dict[str, list[Any]] = {}
+            else:
+                length, known = journal
+            held = known.get(name)
+            if held is None:
+                stored = await self.backend.read_modules(key, [name])
+                doc = None if stored is None else _document(stored.documents, name, key)
+                held = list((doc or {}).get("w", []))
+            merged = _merged(held, writes)
+            if merged == held:
+                return  # nothing new: a repeat of writes stored already
+            try:
+                await self.backend.write_modules(
+                    key, {name: {"w": merged}}, [LogWrite(WRITES, [entry], length)]
+                )
+            except ConflictError:
+                with self._lock:
+                    self._journals.pop(key, None)
+                await pause(0)
+                continue
+            with self._lock:
+                _, known = self._journals.get(key, (length, {}))
+                known = dict(list(known.items())[-7:])  # the few checkpoints being written
+                known[name] = merged
+                self._journals[key] = (length + 1, known)
+            return
+        raise ConflictError(
+            f"Thread {key.session_id!r}: {_ATTEMPTS} other writers stored writes while this "
+            "one tried to; try again."
+        )
+
+    # -- delta channels -------------------------------------------------------------------------
+
+    async def history(
+        self, key: Key, ns: str, checkpoint_id: str | None, channels: Sequence[str]
+    ) -> dict[str, History]:
+        """For each channel, the writes along the ancestors of a checkpoint (not its own),
+        oldest first, up to and including the nearest ancestor that stores a value of it,
+        which is the seed. Ancestors are read a page at a time, their writes in one step per
+        page."""
+        for _ in range(_ATTEMPTS):
+            try:
+                return await self._history(key, ns, checkpoint_id, channels)
+            except _Moved:
+                self.forget(key)
+                await pause(0)
+        raise ConflictError(f"Thread {key.session_id!r} kept changing while it was read.")
+
+    async def _history(
+        self, key: Key, ns: str, checkpoint_id: str | None, channels: Sequence[str]
+    ) -> dict[str, History]:
+        if checkpoint_id is None:
+            stored = await self.backend.read_modules(key, [head_name(ns)])
+            head = None if stored is None else _document(stored.documents, head_name(ns), key)
+            checkpoint_id = None if head is None else head["id"]
+        target = None if checkpoint_id is None else self._known(key, ns, checkpoint_id)
+        if target is None and checkpoint_id is not None:
+            target = await self._find(key, ns, checkpoint_id)
+        collected: dict[str, list[Write]] = {channel: [] for channel in channels}
+        seeds: dict[str, Blob] = {}
+        remaining = set(channels)
+        parent = None if target is None else target[1].get("parent")
+        pages: dict[str, tuple[int, Record]] = {}
+        walked: set[str] = set()
+        while parent is not None and remaining and parent not in walked:
+            chain = await self._chain(key, ns, parent, pages)
+            if not chain:
+                break
+            walked.update(record["id"] for _, record in chain)
+            names = [writes_name(ns, record["id"]) for _, record in chain]
+            stored = await self.backend.read_modules(key, names)
+            documents = {} if stored is None else stored.documents
+            for at, record in chain:
+                if not remaining:
+                    break
+                what = _what(key, record)
+                held = _document(documents, writes_name(ns, record["id"]), key) or {}
+                writes = [_write_of(item, what) for item in held.get("w", [])]
+                for write in reversed(_in_order(writes)):
+                    if write.channel in remaining:
+                        collected[write.channel].append(write)
+                stores = [
+                    c for c in remaining if c in record["values"] or c in record.get("src", {})
+                ]
+                if stores:
+                    self._remember(key, at, record)
+                    values = await self._values_of(key, at, record, record)
+                    for channel in stores:
+                        seeds[channel] = values[channel]
+                        remaining.discard(channel)
+            parent = chain[-1][1].get("parent")
+        return {
+            channel: History(list(reversed(collected[channel])), seeds.get(channel))
+            for channel in channels
+        }
+
+    async def _chain(
+        self, key: Key, ns: str, first: str, pages: dict[str, tuple[int, Record]]
+    ) -> list[tuple[int, Record]]:
+        """Ancestors from ``first`` up, as far as one page of the log reaches."""
+        if first not in pages:
+            found = await self._find(key, ns, first)
+            if found is None:
+                return []
+            at = found[0]
+            start = max(0, at - _PAGE + 1)
+            for offset, record in enumerate(
+                _checked(await self.backend.read_log(key, CHECKPOINTS, start, at + 1), key), start
+            ):
+                if record.get("ns") == ns:
+                    pages[record["id"]] = (offset, record)
+        chain: list[tuple[int, Record]] = []
+        current: str | None = first
+        while current is not None and current in pages and len(chain) < _PAGE:
+            chain.append(pages[current])
+            current = pages[current][1].get("parent")
+        return chain
+
+    # -- whole threads ------------------------------------------------------------------------
+
+    async def delete(self, key: Key) -> bool:
+        self.forget(key)
+        return await self.backend.delete_record(key)
+
+    async def copy(self, source: Key, target: Key) -> bool:
+        """Fork the thread ``source`` onto ``target`` (a new thread): every checkpoint and
+        write of every namespace, in one atomic step, the fork recording its parent. False
+        when there is no such thread."""
+        self.forget(target)
+        try:
+            await Branches(self.backend).fork(
+                source.session_id, source.user_id, target.session_id, target.user_id
+            )
+        except SessionNotFoundError:
+            return False
+        return True
+
+    async def has_runs(self, key: Key, run_ids: Iterable[str]) -> bool:
+        """Whether the thread holds checkpoints of any of these runs (one read)."""
+        names = [run_name(run_id) for run_id in run_ids]
+        stored = await self.backend.read_modules(key, names)
+        return stored is not None and any(_document(stored.documents, name, key) for name in names)
+
+    async def keep(self, key: Key, keeping: Callable[[list[Record]], Awaitable[set[int]]]) -> int:
+        """Rewrite the thread keeping the records ``keeping(records)`` chooses (a set of
+        positions), in one atomic step, as long as nobody appended meanwhile (else it reads
+        and chooses again). A value a kept record refers to moves into it if the record
+        holding it goes; what goes is overwritten with empty documents. How many went."""
+        for _ in range(_ATTEMPTS):
+            length = await self.backend.count_log(key, CHECKPOINTS)
+            records = _checked(await self.backend.read_log(key, CHECKPOINTS, 0, length), key)
+            if len(records) != length:
+                await pause(0)
+                continue
+            kept_at = await keeping(records)
+            if len(kept_at) == length:
+                return 0
+            moved = {old: new for new, old in enumerate(sorted(kept_at))}
+            kept = [_rehomed(records[at], records, moved) for at in sorted(kept_at)]
+            documents: dict[str, Any] = {}
+            for at, record in enumerate(records):
+                if at not in kept_at:
+                    documents[at_name(record["ns"], record["id"])] = {}
+                    documents[writes_name(record["ns"], record["id"])] = {}
+                    documents[head_name(record["ns"])] = {}
+                    if record.get("run"):
+                        documents[run_name(record["run"])] = {}
+            for at, record in enumerate(kept):
+                documents[at_name(record["ns"], record["id"])] = {"at": at}
+                documents[head_name(record["ns"])] = {"at": at, "id": record["id"]}
+                if record.get("run"):
+                    documents[run_name(record["run"])] = {"run": record["run"]}
+            dropped = length - len(kept)
+            marker = {"role": "writes", "content": f"{dropped} checkpoints removed"}
+            try:
+                await self.backend.write_modules(
+                    key,
+                    documents,
+                    [
+                        LogWrite(CHECKPOINTS, [], length),  # nobody appended since the read
+                        LogWrite(CHECKPOINTS, kept, None),
+                        LogWrite(WRITES, [marker], -1),
+                    ],
+                )
+            except ConflictError:
+                await pause(0)
+                continue
+            finally:
+                self.forget(key)
+            return dropped
+        raise ConflictError(f"Thread {key.session_id!r} kept changing while it was rewritten.")
+
+    async def keep_latest(self, key: Key) -> int:
+        """Keep each namespace's newest checkpoint and the ancestors its delta channels are
+        rebuilt from: every ancestor up to the nearest one storing a value for each channel
+        the newest stores none of (what ``get_delta_channel_history`` walks)."""
+
+        async def keeping(records: list[Record]) -> set[int]:
+            heads = {record["ns"]: at for at, record in enumerate(records)}
+            return set(heads.values()) | _replayed_from(records, heads.values())
+
+        return await self.keep(key, keeping)
+
+
+def _runs_of(positions: list[int]) -> list[tuple[int, int]]:
+    """Sorted positions as (start, stop) ranges, neighbours joined: one read each."""
+    ranges: list[tuple[int, int]] = []
+    for at in positions:
+        if ranges and at - ranges[-1][1] <= 1:
+            ranges[-1] = (ranges[-1][0], at + 1)
+        else:
+            ranges.append((at, at + 1))
+    return ranges
+
+
+def _rehomed(record: Record, records: list[Record], moved: dict[int, int]) -> Record:
+    """A kept record with its references renumbered; a value whose record goes moves in."""
+    copy = dict(record)
+    values = dict(record.get("values", {}))
+    sources: dict[str, int] = {}
+    for channel, at in record.get("src", {}).items():
+        if at in moved:
+            sources[channel] = moved[at]
+        elif channel in records[at].get("values", {}):
+            values[channel] = records[at]["values"][channel]
+    copy["values"], copy["src"] = values, sources
+    return copy
+
+
+def _replayed_from(records: list[Record], heads: Iterable[int]) -> set[int]:
+    """Positions of the ancestors each head's delta channels are rebuilt from: for every delta
+    channel (``delta``, as LangGraph's metadata names them) a head stores no value of, its
+    ancestors up to the nearest one storing a value of it."""
+    by_id = {(record["ns"], record["id"]): at for at, record in enumerate(records)}
+    needed: set[int] = set()
+    for head in heads:
+        record = records[head]
+        remaining = {
+            channel
+            for channel in record.get("delta", ())
+            if channel not in record.get("values", {}) and channel not in record.get("src", {})
+        }
+        parent = record.get("parent")
+        while remaining and parent is not None and (record["ns"], parent) in by_id:
+            at = by_id[record["ns"], parent]
+            needed.add(at)
+            ancestor = records[at]
+            remaining -= set(ancestor.get("values", {})) | set(ancestor.get("src", {}))
+            parent = ancestor.get("parent")
+    return needed
+
+
+class _Moved(Exception):
+    """A position read no longer holds the record it named: the thread was rewritten (pruned)
+    meanwhile; read again."""

@@ -1,0 +1,457 @@
+"""PraisonSaver beyond LangGraph's suite, on every backend: the framework's bytes come back
+equal, a thread is one of our sessions with all its namespaces inside, users are kept apart,
+TTL, purge, erasure and encryption reach checkpoints, values are stored once, DeltaChannel
+graphs rebuild as with LangGraph's own saver, and a graph interrupted in one process is resumed
+and continued in another."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.types import Command
+from lg_graphs import approval_graph, chat_graph, chat_input, summary
+
+from backends import ENCRYPTION_KEY, SERVERS, STORE_BACKENDS, store_url
+from praisonsession import Session, erase_user, open_store
+from praisonsession.errors import (
+    ConflictError,
+    InvalidIdError,
+    InvalidValueError,
+    SessionCorruptedError,
+)
+from praisonsession.integrations.langgraph import PraisonSaver
+from praisonsession.integrations.langgraph_threads import CHECKPOINTS, WRITES
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+@pytest.fixture(params=STORE_BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store of each kind, by URL (memory:// is one store per saver)."""
+    if request.param == "memory":
+        return "memory://"
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
+    return store_url(request.param, tmp_path)
+
+
+@pytest.fixture
+def saver(url: str) -> Any:
+    with PraisonSaver(url) as opened:
+        yield opened
+
+
+def config(thread_id: str, ns: str = "", **more: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, **more}}
+
+
+def put(
+    saver: PraisonSaver,
+    thread_id: str,
+    values: dict[str, Any],
+    *,
+    parent: dict[str, Any] | None = None,
+    ns: str = "",
+    changed: list[str] | None = None,
+    **configurable: Any,
+) -> dict[str, Any]:
+    """A checkpoint holding ``values`` (each channel a new version unless listed otherwise)."""
+    checkpoint = empty_checkpoint()
+    previous = {} if parent is None else saver.get_tuple(parent).checkpoint["channel_versions"]
+    versions = {}
+    for channel in values:
+        moves = changed is None or channel in changed
+        versions[channel] = (
+            saver.get_next_version(previous.get(channel), None) if moves else previous[channel]
+        )
+    checkpoint["channel_values"] = values
+    checkpoint["channel_versions"] = versions
+    target = config(thread_id, ns, **configurable)
+    if parent is not None:
+        target["configurable"]["checkpoint_id"] = parent["configurable"]["checkpoint_id"]
+    new = {c: v for c, v in versions.items() if changed is None or c in changed}
+    return saver.put(target, checkpoint, {"source": "loop", "step": 1}, new)
+
+
+# -- the framework's bytes stay the framework's ---------------------------------------------
+
+
+class Recording(JsonPlusSerializer):
+    """LangGraph's serializer, remembering every typed bytes it made and was handed back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[tuple[str, bytes]] = []
+        self.given: list[tuple[str, bytes]] = []
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        typed = super().dumps_typed(obj)
+        self.made.append((typed[0], bytes(typed[1])))
+        return typed
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        self.given.append((data[0], bytes(data[1])))
+        return super().loads_typed(data)
+
+
+def test_every_value_comes_back_as_the_bytes_the_serializer_made(url: str) -> None:
+    serde = Recording()
+    with PraisonSaver(url, serde=serde) as saver:
+        big = {"text": "x" * 5000, "blob": bytes(range(256)) * 8}
+        stored = put(saver, "t", {"small": 1, "big": big, "raw": b"\x00\xffbytes"})
+        saver.put_writes(stored, [("small", 2), ("big", big)], "task-1")
+        made = set(serde.made)
+        serde.given.clear()
+        found = saver.get_tuple(stored)
+    assert found.checkpoint["channel_values"] == {"small": 1, "big": big, "raw": b"\x00\xffbytes"}
+    assert [(w[1], w[2]) for w in found.pending_writes] == [("small", 2), ("big", big)]
+    assert serde.given and set(serde.given) <= made  # every byte handed back is one it made
+
+
+# -- one session per thread, every namespace inside ------------------------------------------
+
+
+def test_a_thread_is_one_session_holding_every_namespace(url: str) -> None:
+    store = open_store(url)
+    with PraisonSaver(store) as saver:
+        root = put(saver, "chat-1", {"a": 1})
+        child = put(saver, "chat-1", {"a": 2}, ns="tool:abc")
+        assert saver.get_tuple(config("chat-1")).checkpoint["channel_values"] == {"a": 1}
+        assert saver.get_tuple(config("chat-1", "tool:abc")).checkpoint["channel_values"] == {
+            "a": 2
+        }
+        every = list(saver.list({"configurable": {"thread_id": "chat-1"}}))
+        assert {t.config["configurable"]["checkpoint_ns"] for t in every} == {"", "tool:abc"}
+        assert [
+            t.config["configurable"]["checkpoint_ns"] for t in saver.list(config("chat-1"))
+        ] == [""]
+        session = Session("chat-1", store=store)
+        assert [info.session_id for info in session.list_sessions()] == ["chat-1"]
+        logs = session.list_logs()
+        assert logs[CHECKPOINTS] == 2
+        assert session.get_info().metadata["langgraph"] == "thread"
+        saver.delete_thread("chat-1")
+        assert saver.get_tuple(root) is None and saver.get_tuple(child) is None
+        assert list(saver.list(config("chat-1", "tool:abc"))) == []
+        session.close()
+    asyncio.run(store.close())
+
+
+def test_users_are_kept_apart_and_a_bound_saver_keeps_to_its_user(url: str) -> None:
+    store = open_store(url)
+    with PraisonSaver(store) as shared:
+        put(shared, "t", {"who": "ada"}, user_id="ada")
+        put(shared, "t", {"who": "bob"}, user_id="bob")
+        put(shared, "t", {"who": "default"})
+        ada = config("t", user_id="ada")
+        assert shared.get_tuple(ada).checkpoint["channel_values"] == {"who": "ada"}
+        assert shared.get_tuple(ada).config["configurable"]["user_id"] == "ada"
+        assert shared.get_tuple(config("t")).checkpoint["channel_values"] == {"who": "default"}
+        assert {t.checkpoint["channel_values"]["who"] for t in shared.list(None)} == {
+            "ada",
+            "bob",
+            "default",
+        }
+    with PraisonSaver(store, user_id="bob") as bob:
+        assert bob.get_tuple(config("t")).checkpoint["channel_values"] == {"who": "bob"}
+        assert [t.checkpoint["channel_values"]["who"] for t in bob.list(None)] == ["bob"]
+        with pytest.raises(InvalidIdError, match="bound to user 'bob'"):
+            bob.get_tuple(config("t", user_id="ada"))
+        bob.delete_thread("t")
+        assert bob.get_tuple(config("t")) is None
+    with PraisonSaver(store, user_id="ada") as ada_saver:
+        assert ada_saver.get_tuple(config("t")) is not None  # ada's thread survived bob's
+    asyncio.run(store.close())
+
+
+def test_an_unchanged_value_is_stored_once(url: str) -> None:
+    store = open_store(url)
+    with PraisonSaver(store) as saver:
+        profile = {"name": "Ada", "bio": "b" * 2000}
+        last = put(saver, "t", {"profile": profile, "turn": 0})
+        for turn in range(1, 6):
+            last = put(
+                saver, "t", {"profile": profile, "turn": turn}, parent=last, changed=["turn"]
+            )
+        records = asyncio.run(store.read_messages("t", "", CHECKPOINTS))
+        assert sum("profile" in record["values"] for record in records) == 1
+        assert all("turn" in record["values"] for record in records)
+        found = saver.get_tuple(config("t"))
+        assert found.checkpoint["channel_values"] == {"profile": profile, "turn": 5}
+        middle = list(saver.list(config("t")))[3]
+        assert middle.checkpoint["channel_values"]["profile"] == profile
+    asyncio.run(store.close())
+
+
+def test_concurrent_writes_of_parallel_tasks_are_all_kept(url: str) -> None:
+    with PraisonSaver(url) as saver:
+        stored = put(saver, "t", {"a": 1})
+        other = PraisonSaver(saver.store)  # a second saver, as a second process would be
+        start = threading.Barrier(8)
+
+        def task(n: int) -> None:
+            start.wait()
+            (saver if n % 2 else other).put_writes(
+                stored, [("out", n), ("log", f"t{n}")], f"task-{n}"
+            )
+
+        workers = [threading.Thread(target=task, args=(n,)) for n in range(8)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        writes = saver.get_tuple(stored).pending_writes
+        assert sorted(value for _, channel, value in writes if channel == "out") == list(range(8))
+        assert len(writes) == 16
+
+
+def test_sync_methods_work_from_a_thread_running_an_event_loop(url: str) -> None:
+    async def cell() -> Any:  # what a Jupyter cell does: sync calls while a loop runs
+        with PraisonSaver(url) as saver:
+            stored = put(saver, "t", {"a": 1})
+            return saver.get_tuple(stored).checkpoint["channel_values"]
+
+    assert asyncio.run(cell()) == {"a": 1}
+
+
+# -- lifecycle: TTL, purge, erasure, copies ---------------------------------------------------
+
+
+def test_a_thread_expires_with_its_session_ttl_and_purge_removes_it(
+    url: str, frozen_clock: Any
+) -> None:
+    with PraisonSaver(url, settings={"default_ttl": 60}) as saver:
+        stored = put(saver, "t", {"a": 1})
+        frozen_clock.advance(30)
+        assert saver.get_tuple(stored) is not None  # a read restarts a sliding TTL
+        frozen_clock.advance(61)
+        assert saver.get_tuple(stored) is None
+        assert list(saver.list(config("t"))) == []
+        assert asyncio.run(saver.store.purge_expired()) >= 1
+
+
+def test_praisonsession_purge_removes_expired_threads(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path}/ttl.db"
+    with PraisonSaver(url, settings={"default_ttl": 0.2}) as saver:
+        put(saver, "short", {"a": 1})
+    import time
+
+    time.sleep(0.5)
+    done = _cli("purge", "--store", url, "--yes")
+    assert done.returncode == 0, done.stderr
+    rows = (
+        sqlite3.connect(tmp_path / "ttl.db")
+        .execute("SELECT COUNT(*) FROM ps_messages WHERE session_id='short'")
+        .fetchone()
+    )
+    assert rows == (0,)
+
+
+def test_erase_user_removes_their_checkpoints(url: str, tmp_path: Path) -> None:
+    store = open_store(url)
+    settings = {"data_dir": str(tmp_path / "data")}
+    with PraisonSaver(store, settings=settings) as saver:
+        put(saver, "t1", {"a": 1}, user_id="eve")
+        put(saver, "t2", {"a": 2}, user_id="eve")
+        put(saver, "t1", {"a": 3}, user_id="kim")
+        report = erase_user("eve", store, settings=settings)
+        assert sorted(report.session_ids) == ["t1", "t2"]
+        assert saver.get_tuple(config("t1", user_id="eve")) is None
+        assert saver.get_tuple(config("t1", user_id="kim")) is not None
+    asyncio.run(store.close())
+
+
+def test_copy_thread_is_a_fork_that_records_its_parent(url: str) -> None:
+    store = open_store(url)
+    with PraisonSaver(store) as saver:
+        first = put(saver, "source", {"a": 1})
+        put(saver, "source", {"a": 2}, parent=first)
+        saver.copy_thread("source", "copy")
+        assert [t.checkpoint["id"] for t in saver.list(config("copy"))] == [
+            t.checkpoint["id"] for t in saver.list(config("source"))
+        ]
+        info = asyncio.run(store.get_info("copy"))
+        assert info.metadata["parent"]["session_id"] == "source"
+        with pytest.raises(ConflictError):
+            saver.copy_thread("source", "copy")
+        saver.copy_thread("missing", "nothing")  # a missing source copies nothing
+        assert saver.get_tuple(config("nothing")) is None
+    asyncio.run(store.close())
+
+
+def test_delete_for_runs_reaches_every_thread_and_keeps_the_rest_readable(url: str) -> None:
+    with PraisonSaver(url) as saver:
+        a = put(saver, "a", {"x": 1}, run_id="run-1")
+        a2 = put(saver, "a", {"x": 2}, parent=a, run_id="run-2", changed=[])
+        put(saver, "b", {"y": 1}, run_id="run-1")
+        saver.delete_for_runs(["run-1"])
+        assert saver.get_tuple(config("b")) is None
+        kept = list(saver.list(config("a")))
+        assert [t.metadata["run_id"] for t in kept] == ["run-2"]
+        # x was stored by the deleted checkpoint: it moved into the one kept
+        assert saver.get_tuple(a2).checkpoint["channel_values"] == {"x": 1}
+
+
+def test_input_is_checked_with_typed_errors(saver: PraisonSaver) -> None:
+    with pytest.raises(InvalidIdError, match="thread_id"):
+        saver.get_tuple({"configurable": {}})
+    with pytest.raises(InvalidValueError, match="strategy"):
+        saver.prune(["t"], strategy="everything")
+    with pytest.raises(InvalidValueError, match="no checkpoint"):
+        saver.put_writes(config("t"), [("a", 1)], "task")
+    with pytest.raises(InvalidIdError, match="PraisonStore"):
+        saver.get_tuple(config("langgraph-store/x"))
+    with pytest.raises(InvalidValueError):
+        saver.get_tuple("not a config")  # type: ignore[arg-type]
+
+
+# -- encryption at rest -------------------------------------------------------------------------
+
+
+def test_checkpoints_are_sealed_at_rest_with_an_encryption_key(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path}/sealed.db"
+    with PraisonSaver(url, settings={"encryption_key": ENCRYPTION_KEY}) as saver:
+        stored = put(saver, "t", {"secret": "the launch code is 1234"})
+        saver.put_writes(stored, [("secret", "and the backup is 5678")], "task")
+        assert saver.get_tuple(stored).checkpoint["channel_values"]["secret"].startswith("the")
+    db = sqlite3.connect(tmp_path / "sealed.db")
+    rows = [row[0] for row in db.execute("SELECT message FROM ps_messages")]
+    rows += [row[0] for row in db.execute("SELECT document FROM ps_modules")]
+    db.close()
+    assert rows and all('"role"' not in row and '"w"' not in row for row in rows)
+    with PraisonSaver(url) as without_key, pytest.raises(SessionCorruptedError):
+        without_key.get_tuple(config("t"))  # sealed: never taken for data
+
+
+# -- graphs ---------------------------------------------------------------------------------------
+
+
+def test_an_interrupted_graph_resumes_in_another_process_as_with_langgraphs_own_saver(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    reference = approval_graph(InMemorySaver())
+    thread = {"configurable": {"thread_id": "approve"}}
+    reference.invoke({"steps": []}, thread)
+    reference.invoke(Command(resume="yes"), thread)
+    expected = summary(reference, thread)
+
+    url = f"sqlite://{tmp_path}/graphs.db"
+    with PraisonSaver(url) as saver:
+        graph = approval_graph(saver)
+        graph.invoke({"steps": []}, thread)
+        assert graph.get_state(thread).next == ("ask",)
+    done = subprocess.run(
+        [sys.executable, str(HERE / "lg_graphs.py"), url, "approve", "yes"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(json.dumps(expected))
+    with PraisonSaver(url) as again:  # and this process sees what the other one did
+        assert summary(approval_graph(again), thread) == expected
+
+
+def test_time_travel_resumes_from_an_earlier_checkpoint(url: str) -> None:
+    results = []
+    for saver in (InMemorySaver(), PraisonSaver(url)):
+        graph = approval_graph(saver)
+        thread = {"configurable": {"thread_id": f"tt-{uuid.uuid4().hex}"}}
+        graph.invoke({"steps": []}, thread)
+        graph.invoke(Command(resume="yes"), thread)
+        history = list(graph.get_state_history(thread))
+        before_ask = next(state for state in history if state.next == ("ask",))
+        graph.update_state(before_ask.config, {"steps": ["rewound"]})
+        graph.invoke(Command(resume="no"), graph.get_state(thread).config)
+        results.append(summary(graph, thread))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("delta", [False, True], ids=["plain", "delta"])
+def test_a_growing_conversation_reads_back_as_with_langgraphs_own_saver(
+    url: str, delta: bool
+) -> None:
+    thread = {"configurable": {"thread_id": "chat"}, "recursion_limit": 200}
+    results = []
+    for saver in (InMemorySaver(), PraisonSaver(url)):
+        graph = chat_graph(saver, 30, delta=delta)
+        graph.invoke(chat_input(), thread)
+        found = summary(graph, thread)
+        latest = graph.get_state(thread).config
+        history = saver.get_delta_channel_history(config=latest, channels=["messages"])
+        # task ids differ between runs; the channels, values and seed must not
+        found["delta"] = {
+            channel: ([(c, v) for _, c, v in entry["writes"]], entry.get("seed"))
+            for channel, entry in history.items()
+        }
+        results.append(found)
+    assert results[0] == results[1]
+    assert len(results[1]["values"]["messages"]) == 30
+
+
+def test_pruning_a_delta_thread_keeps_what_its_state_is_rebuilt_from(url: str) -> None:
+    thread = {"configurable": {"thread_id": "chat"}, "recursion_limit": 200}
+    with PraisonSaver(url) as saver:
+        graph = chat_graph(saver, 25, delta=True)
+        graph.invoke(chat_input(), thread)
+        before = graph.get_state(thread).values
+        saver.prune(["chat"], strategy="keep_latest")
+        kept = list(saver.list(config("chat")))
+        assert 1 < len(kept) < 26  # the newest and the ancestors back to a snapshot
+        assert graph.get_state(thread).values == before
+        saver.prune(["chat"], strategy="delete")
+        assert saver.get_tuple(config("chat")) is None
+
+
+def test_the_async_methods_run_a_graph_on_the_callers_loop(url: str) -> None:
+    async def run() -> dict[str, Any]:
+        async with PraisonSaver(url) as saver:
+            graph = approval_graph(saver)
+            thread = {"configurable": {"thread_id": "async"}}
+            await graph.ainvoke({"steps": []}, thread)
+            await graph.ainvoke(Command(resume="ok"), thread)
+            state = await graph.aget_state(thread)
+            return state.values
+
+    assert asyncio.run(run())["steps"] == ["plan", "ask", "act:ok"]
+
+
+# -- the command line sees threads as sessions -------------------------------------------------
+
+
+def test_praisonsession_show_prints_a_thread(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path}/graphs.db"
+    with PraisonSaver(url) as saver:
+        graph = approval_graph(saver)
+        graph.invoke({"steps": []}, {"configurable": {"thread_id": "shown"}})
+    done = _cli("show", "shown", "--store", url)
+    assert done.returncode == 0, done.stderr
+    assert CHECKPOINTS in done.stdout and WRITES in done.stdout
+    assert "loop step 1" in done.stdout
+    listed = _cli("list", "--store", url)
+    assert "shown" in listed.stdout
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "praisonsession", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )

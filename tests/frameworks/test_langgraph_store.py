@@ -1,0 +1,227 @@
+"""PraisonStore, LangGraph's long-term store, on every backend: an item is a key of a
+namespace's session, the namespace's first label is the user it belongs to (so erasing the user
+erases it), TTL in minutes, filters, namespaces listed and deleted whole, search by meaning
+through the memory layer's offline embedder, and a graph's node writing to it."""
+
+from __future__ import annotations
+
+import operator
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import BaseStore, InvalidNamespaceError
+
+from backends import SERVERS, STORE_BACKENDS, store_url
+from praisonsession import Session, clock, erase_user
+from praisonsession.errors import InvalidIdError, InvalidValueError
+from praisonsession.integrations.langgraph import PraisonSaver
+from praisonsession.integrations.langgraph_store import (
+    STORE_MARK,
+    NamespaceError,
+    PraisonStore,
+)
+
+
+@pytest.fixture(params=STORE_BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store of each kind, by URL; memory:// shares one store per PraisonStore only, so
+    the tests that open a second object over the same store use the others."""
+    if request.param == "memory":
+        return "memory://"
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
+    return store_url(request.param, tmp_path)
+
+
+@pytest.fixture
+def store(url: str) -> Any:
+    with PraisonStore(url, index=False) as opened:
+        yield opened
+
+
+def test_an_item_comes_back_as_put_and_keeps_when_it_was_created(store: PraisonStore) -> None:
+    value = {"likes": ["ramen", "tea"], "note": "☀ no onions", "level": 3, "nested": {"a": None}}
+    store.put(("alice", "prefs"), "food", value)
+    first = store.get(("alice", "prefs"), "food")
+    assert first is not None
+    assert (first.namespace, first.key, first.value) == (("alice", "prefs"), "food", value)
+
+    store.put(("alice", "prefs"), "food", {"likes": ["soba"]})
+    second = store.get(("alice", "prefs"), "food")
+    assert second is not None
+    assert second.value == {"likes": ["soba"]}
+    assert second.created_at == first.created_at
+    assert second.updated_at >= first.updated_at
+
+    store.delete(("alice", "prefs"), "food")
+    assert store.get(("alice", "prefs"), "food") is None
+    assert store.get(("alice", "prefs"), "never") is None
+
+
+def test_a_namespace_is_a_session_of_its_first_label(store: PraisonStore) -> None:
+    store.put(("bob", "memories", "work"), "m1", {"text": "standup at nine"})
+    store.put(("carol", "memories"), "m1", {"text": "likes jazz"})
+    with Session("langgraph-store/memories/work", "bob", store=store.store) as session:
+        assert session.get_info().metadata == STORE_MARK
+        assert session.get_state("m1")["value"] == {"text": "standup at nine"}
+        assert [s.session_id for s in session.list_sessions()] == ["langgraph-store/memories/work"]
+
+    erase_user("bob", store=store.store)
+    assert store.get(("bob", "memories", "work"), "m1") is None
+    assert store.get(("carol", "memories"), "m1") is not None  # another user's stays
+    assert store.list_namespaces() == [("carol", "memories")]
+
+
+def test_search_filters_pages_and_keeps_to_the_prefix(store: PraisonStore) -> None:
+    for n in range(6):
+        colour = "red" if n % 2 else "blue"
+        store.put(("dan", "notes"), f"n{n}", {"n": n, "colour": colour})
+    store.put(("dan", "other"), "x", {"n": 99, "colour": "red"})
+    store.put(("erin", "notes"), "y", {"n": 100, "colour": "red"})
+
+    red = store.search(("dan", "notes"), filter={"colour": "red"}, limit=10)
+    assert sorted(item.value["n"] for item in red) == [1, 3, 5]
+    assert {item.namespace for item in red} == {("dan", "notes")}
+
+    everything = store.search(("dan",), limit=100)
+    assert sorted(item.value["n"] for item in everything) == [0, 1, 2, 3, 4, 5, 99]
+    pages = store.search(("dan",), limit=3) + store.search(("dan",), limit=3, offset=3)
+    pages += store.search(("dan",), limit=3, offset=6)
+    assert sorted(item.value["n"] for item in pages) == [0, 1, 2, 3, 4, 5, 99]
+    assert all(item.score is None for item in everything)  # no query: not ranked by meaning
+
+
+def test_namespaces_are_listed_by_prefix_suffix_and_depth(store: PraisonStore) -> None:
+    for namespace in [
+        ("fay", "memories"),
+        ("fay", "memories", "travel"),
+        ("fay", "profile"),
+        ("gus", "memories"),
+    ]:
+        store.put(namespace, "k", {"v": 1})
+    assert store.list_namespaces(prefix=("fay",)) == [
+        ("fay", "memories"),
+        ("fay", "memories", "travel"),
+        ("fay", "profile"),
+    ]
+    assert store.list_namespaces(suffix=("memories",)) == [("fay", "memories"), ("gus", "memories")]
+    assert store.list_namespaces(prefix=("fay",), max_depth=2) == [
+        ("fay", "memories"),
+        ("fay", "profile"),
+    ]
+    assert store.list_namespaces(limit=2, offset=1) == [
+        ("fay", "memories", "travel"),
+        ("fay", "profile"),
+    ]
+
+
+def test_a_whole_namespace_is_deleted_with_everything_below_it(store: PraisonStore) -> None:
+    store.put(("hal", "memories"), "a", {"v": 1})
+    store.put(("hal", "memories", "old"), "b", {"v": 2})
+    store.put(("hal", "profile"), "c", {"v": 3})
+    assert store.delete_namespace(("hal", "memories")) == 2
+    assert store.get(("hal", "memories"), "a") is None
+    assert store.get(("hal", "memories", "old"), "b") is None
+    assert store.list_namespaces(prefix=("hal",)) == [("hal", "profile")]
+
+
+def test_an_item_expires_after_its_ttl_in_minutes(
+    store: PraisonStore, frozen_clock: clock.ManualClock
+) -> None:
+    store.put(("ivy", "cache"), "short", {"v": 1}, ttl=1)
+    store.put(("ivy", "cache"), "kept", {"v": 2})
+    frozen_clock.advance(30)
+    assert store.get(("ivy", "cache"), "short", refresh_ttl=False) is not None
+    frozen_clock.advance(31)
+    assert store.get(("ivy", "cache"), "short") is None
+    assert [item.key for item in store.search(("ivy",), refresh_ttl=False)] == ["kept"]
+    assert store.sweep_ttl() == 1
+    assert store.get(("ivy", "cache"), "kept") is not None
+
+
+def test_reading_refreshes_a_ttl_as_langgraph_does_by_default(
+    store: PraisonStore, frozen_clock: clock.ManualClock
+) -> None:
+    store.put(("jo", "cache"), "k", {"v": 1}, ttl=1)
+    frozen_clock.advance(50)
+    assert store.get(("jo", "cache"), "k") is not None  # refresh_on_read: LangGraph's default
+    frozen_clock.advance(50)  # 100 s after the put, 50 s after the refresh
+    assert store.get(("jo", "cache"), "k", refresh_ttl=False) is not None
+    frozen_clock.advance(11)
+    assert store.get(("jo", "cache"), "k", refresh_ttl=False) is None
+
+
+def test_bad_input_gets_typed_errors_and_changes_nothing(store: PraisonStore) -> None:
+    store.put(("kim", "notes"), "k", {"v": 1})
+    for namespace in [(), ("kim", ""), ("kim", "a.b"), ("langgraph", "x")]:
+        with pytest.raises(InvalidNamespaceError):  # LangGraph's own checks come first
+            store.put(namespace, "k", {"v": 2})
+    with pytest.raises(NamespaceError) as caught:  # a user id ours cannot store
+        store.put(("kim\n", "notes"), "k", {"v": 2})
+    assert isinstance(caught.value, InvalidNamespaceError)  # LangGraph's type
+    assert isinstance(caught.value, InvalidIdError)  # and ours
+    with pytest.raises(InvalidValueError, match="dict"):
+        store.put(("kim", "notes"), "k", ["not", "a", "dict"])  # type: ignore[arg-type]
+    with pytest.raises(InvalidValueError, match="ttl"):
+        store.put(("kim", "notes"), "k", {"v": 3}, ttl=-1)
+    with pytest.raises(InvalidIdError, match="item key"):
+        store.put(("kim", "notes"), "", {"v": 4})
+    found = store.get(("kim", "notes"), "k")
+    assert found is not None and found.value == {"v": 1}
+
+
+def test_search_by_meaning_finds_the_item_and_forgets_it_once_deleted(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path}/meaning.db"
+    settings = {"data_dir": str(tmp_path / "data")}
+    with PraisonStore(url, settings=settings, index=["text"]) as store:
+        store.put(("lee", "memories"), "pet", {"text": "My dog is called Biscuit", "tag": "a"})
+        store.put(("lee", "memories"), "food", {"text": "I am allergic to peanuts", "tag": "b"})
+        store.put(("lee", "memories"), "job", {"text": "I work as a nurse at night", "tag": "a"})
+        store.put(("may", "memories"), "pet", {"text": "My cat is called Biscuit", "tag": "a"})
+
+        hits = store.search(("lee", "memories"), query="what is my dog's name?", limit=2)
+        assert hits[0].key == "pet" and hits[0].namespace == ("lee", "memories")
+        assert hits[0].score is not None and hits[0].score >= hits[1].score
+        assert {hit.namespace[0] for hit in hits} == {"lee"}  # never another user's
+
+        filtered = store.search(("lee",), query="night shifts", filter={"tag": "a"}, limit=5)
+        assert next(hit.key for hit in filtered) == "job"
+        assert {hit.value["tag"] for hit in filtered} == {"a"}
+
+        store.delete(("lee", "memories"), "pet")
+        left = store.search(("lee", "memories"), query="what is my dog's name?", limit=5)
+        assert "pet" not in [hit.key for hit in left]
+        with Session("langgraph-store/memories", "lee", store=url, settings=settings) as session:
+            texts = [found["text"] for found in session.search_memory("Biscuit", limit=10)]
+        assert "My dog is called Biscuit" not in texts
+
+
+class Visits(TypedDict):
+    user: str
+    seen: Annotated[list[int], operator.add]
+
+
+def visit(state: Visits, *, store: BaseStore) -> dict[str, Any]:
+    """A node that counts a user's visits in the store, across threads."""
+    namespace = (state["user"], "visits")
+    held = store.get(namespace, "count")
+    count = 1 if held is None else held.value["n"] + 1
+    store.put(namespace, "count", {"n": count})
+    return {"seen": [count]}
+
+
+def test_a_node_writes_to_the_store_and_another_thread_reads_it(store: PraisonStore) -> None:
+    builder = StateGraph(Visits)
+    builder.add_node("visit", visit)
+    builder.add_edge(START, "visit")
+    builder.add_edge("visit", END)
+    with PraisonSaver(store.store) as saver:
+        graph = builder.compile(checkpointer=saver, store=store)
+        first = graph.invoke({"user": "ned"}, {"configurable": {"thread_id": "t1"}})
+        second = graph.invoke({"user": "ned"}, {"configurable": {"thread_id": "t2"}})
+        assert (first["seen"], second["seen"]) == ([1], [2])
+        assert len(list(saver.list(None))) >= 2  # the threads' checkpoints, beside the items
+    count = store.get(("ned", "visits"), "count")
+    assert count is not None and count.value == {"n": 2}
