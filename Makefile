@@ -12,6 +12,11 @@ DEMO_STAMP := $(DEMO_VENV)/.installed
 FW_VENV := .venv-frameworks
 FW_PY := $(FW_VENV)/bin/python
 FW_STAMP := $(FW_VENV)/.installed
+# The documentation site needs only the docs extra (mkdocs, mkdocstrings, Pygments): a small
+# environment of its own, not the test environment's gigabyte.
+DOCS_VENV := .venv-docs
+DOCS_PY := $(DOCS_VENV)/bin/python
+DOCS_STAMP := $(DOCS_VENV)/.installed
 LINTED := praisonsession tests benchmarks examples notebooks
 
 .PHONY: demo test lint bench docs clean
@@ -56,7 +61,7 @@ test: $(STAMP) $(FW_STAMP)
 	$(VENV)/bin/lint-imports  # the floors' import contract (pyproject.toml)
 	$(PY) -m pytest
 	$(FW_PY) -m pytest tests/frameworks notebooks/frameworks  # the frameworks' environment
-	$(PY) -m mkdocs build --strict --quiet -f docs/mkdocs.yml --site-dir ../$(VENV)/site
+	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../$(VENV)/site
 
 # ruff reads notebooks natively: they are linted like the code. Their cells keep the layout
 # written for a reader (argument lists one line per pair), so the format check skips them.
@@ -86,8 +91,15 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_long_conversations.py
 	$(PY) benchmarks/bench_encryption.py
 
-docs: $(STAMP)
-	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site
+$(DOCS_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_PY) -m pip install --quiet --upgrade pip
+	$(DOCS_PY) -m pip install --quiet -e '.[docs]'
+	touch $(DOCS_STAMP)
+
+# Open site/index.html: the pages are files (name.html) and load nothing from the network.
+docs: $(DOCS_STAMP)
+	$(DOCS_PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site
 
 clean:
-	rm -rf $(VENV) $(DEMO_VENV) $(FW_VENV) site .pytest_cache .ruff_cache .praisonsession
+	rm -rf $(VENV) $(DEMO_VENV) $(FW_VENV) $(DOCS_VENV) site .pytest_cache .ruff_cache .praisonsession

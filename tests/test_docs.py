@@ -112,20 +112,95 @@ def test_the_api_reference_covers_every_exported_name() -> None:
     assert wanted - covered == set()
 
 
-def test_the_site_builds_offline_and_strict(tmp_path: Path) -> None:
-    pytest.importorskip("mkdocstrings")
-    build = ["mkdocs", "build", "--strict", "-q", "-f", "docs/mkdocs.yml"]
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documentation site, built as `make docs` builds it: strict (and not --quiet, which
+    would keep mkdocs from counting the warnings that strict turns into a failure)."""
+    folder = tmp_path_factory.mktemp("docs") / "site"
+    build = ["mkdocs", "build", "--strict", "-f", "docs/mkdocs.yml", "--site-dir", str(folder)]
     done = subprocess.run(
-        [sys.executable, "-m", *build, "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, "-m", *build], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    reference = (tmp_path / "site" / "api" / "index.html").read_text("utf-8")
+    assert "WARNING" not in done.stderr, done.stderr
+    return folder
+
+
+def test_the_site_builds_strict_with_the_api_reference(site: Path) -> None:
+    reference = (site / "api.html").read_text("utf-8")
     for documented in ("list_logs", "increment_state", "SnapshotNotFoundError", "erase_user"):
         assert documented in reference
+
+
+LINK = re.compile(r"<a\s[^>]*?href=\"([^\"]*)\"", re.IGNORECASE)
+ASSET = re.compile(
+    r"<(?:script|img|link|source|iframe)\b[^>]*?\b(?:src|href)=\"([^\"]*)\"", re.IGNORECASE
+)
+CSS_URL = re.compile(r"(?:url\(\s*['\"]?|@import\s+['\"])([^'\")\s]+)", re.IGNORECASE)
+
+
+def _internal_target(page: Path, href: str) -> Path | None:
+    """The file a relative link of ``page`` opens from file://, or None for another site."""
+    if href.startswith(("http://", "https://", "mailto:")):
+        return None
+    path = href.split("#", 1)[0].split("?", 1)[0]
+    return page if not path else (page.parent / path).resolve()
+
+
+def test_every_link_of_the_home_page_opens_a_file_offline(site: Path) -> None:
+    """Opened as site/index.html, with no web server: each internal link must name a file,
+    not a directory (which a browser shows as a listing)."""
+    index = site / "index.html"
+    links = LINK.findall(index.read_text("utf-8"))
+    targets = {href: _internal_target(index, href) for href in links}
+    internal = {href: path for href, path in targets.items() if path is not None}
+    assert len(internal) >= 20  # the whole navigation
+    assert {href: str(path) for href, path in internal.items() if not path.is_file()} == {}
+    # and one level further: each page's own links open files too
+    broken = {}
+    for path in {p for p in internal.values() if p.suffix == ".html"}:
+        for href in LINK.findall(path.read_text("utf-8")):
+            target = _internal_target(path, href)
+            if target is not None and not target.is_file():
+                broken[f"{path.relative_to(site)} -> {href}"] = str(target)
+    assert broken == {}
+
+
+def test_make_docs_installs_only_the_docs_extra_in_an_environment_of_its_own() -> None:
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    target = re.search(r"^docs: (.*)\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert target is not None and target.group(1) == "$(DOCS_STAMP)"
+    assert target.group(2).startswith("\t$(DOCS_PY) -m mkdocs build --strict ")
+    stamp = re.search(r"^\$\(DOCS_STAMP\): pyproject.toml\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert stamp is not None
+    installs = [line for line in stamp.group(1).splitlines() if "pip install" in line]
+    assert installs[-1].endswith("pip install --quiet -e '.[docs]'")
+    assert "DOCS_VENV := .venv-docs" in makefile
+    pyproject = (ROOT / "pyproject.toml").read_text("utf-8")
+    docs = re.search(r"^docs = \[\n(.*?)^\]", pyproject, re.DOTALL | re.MULTILINE)
+    assert docs is not None
+    wanted = re.findall(r'^\s+"([a-z-]+)', docs.group(1), re.MULTILINE)
+    assert wanted == [
+        "mkdocs",
+        "mkdocstrings",
+        "mkdocstrings-python",
+        "pymdown-extensions",
+        "pygments",
+    ]
+
+
+def test_nothing_in_the_site_is_loaded_from_the_network(site: Path) -> None:
+    remote = []
+    for page in site.rglob("*.html"):
+        for src in ASSET.findall(page.read_text("utf-8")):
+            if src.startswith(("http://", "https://", "//")):
+                remote.append(f"{page.relative_to(site)}: {src}")
+    for sheet in site.rglob("*.css"):
+        for url in CSS_URL.findall(sheet.read_text("utf-8", errors="replace")):
+            if url.startswith(("http://", "https://", "//")):
+                remote.append(f"{sheet.relative_to(site)}: {url}")
+    assert remote == []
+    assert 'class="highlight"' in (site / "agents.html").read_text("utf-8")  # coloured at build
 
 
 def test_the_readme_says_how_to_install_from_a_clone_and_where_to_go_next() -> None:
