@@ -23,6 +23,9 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "encryption": ("cryptography",),
     "otel": ("opentelemetry",),
     "notebook": ("ipywidgets",),
+    "openai-agents": ("agents",),
+    "adk": ("google.adk",),
+    "langgraph": ("langgraph",),
 }
 
 

@@ -28,10 +28,10 @@ BESIDE = 300
 
 def _texts() -> list[Path]:
     files = [ROOT / "README.md", ROOT / "examples" / "README.md"]
-    files += sorted((ROOT / "docs" / "pages").glob("*.md"))
+    files += sorted((ROOT / "docs" / "pages").rglob("*.md"))
     files += sorted((ROOT / "praisonsession").rglob("*.py"))
     files += sorted((ROOT / "examples").rglob("*.py"))
-    files += sorted((ROOT / "notebooks").glob("*.ipynb"))
+    files += sorted((ROOT / "notebooks").rglob("*.ipynb"))
     return files
 
 

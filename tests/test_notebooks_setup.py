@@ -22,7 +22,7 @@ from praisonsession.errors import install_line
 from praisonsession.requirements import EXTRAS, missing, require
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").rglob("*.ipynb"))
 
 #: What each notebook needs beyond the core install.
 NEEDS = {
@@ -32,7 +32,13 @@ NEEDS = {
     "04_remote": ("server",),
     "05_fork_and_snapshots": ("memory",),
     "06_long_conversations": (),
+    "frameworks/langgraph": ("langgraph",),  # run in the frameworks' environment
+    "frameworks/openai_agents": ("openai-agents",),
 }
+
+
+def name_of(notebook: Path) -> str:
+    return notebook.relative_to(ROOT / "notebooks").with_suffix("").as_posix()
 
 
 def code_cells(notebook: Path) -> list[str]:
@@ -41,7 +47,7 @@ def code_cells(notebook: Path) -> list[str]:
 
 
 def test_every_notebook_is_listed_with_what_it_needs() -> None:
-    assert sorted(path.stem for path in NOTEBOOKS) == sorted(NEEDS)
+    assert sorted(name_of(path) for path in NOTEBOOKS) == sorted(NEEDS)
 
 
 def test_the_notebooks_extra_holds_jupyter_and_every_extra_a_notebook_needs() -> None:
@@ -60,7 +66,7 @@ def test_require_passes_quietly_when_the_extras_are_installed() -> None:
 
 
 def test_require_refuses_an_unknown_extra() -> None:
-    with pytest.raises(ValueError, match="Unknown extra 'gpu'; the extras are: encryption,"):
+    with pytest.raises(ValueError, match="Unknown extra 'gpu'; the extras are: adk, encryption,"):
         require("gpu")
 
 
@@ -80,20 +86,21 @@ def test_require_without_two_extras_names_both_and_one_install_line(tmp_path: Pa
     )
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=name_of)
 def test_the_first_cell_names_the_extras_and_stops_there_without_them(
     notebook: Path, tmp_path: Path
 ) -> None:
-    needs = NEEDS[notebook.stem]
+    needs = NEEDS[name_of(notebook)]
     cells = json.loads(notebook.read_text("utf-8"))["cells"]
     first = "".join(cells[0]["source"])
     assert cells[0]["cell_type"] == "code"
-    assert 'pip install ".[notebooks]"' in first
+    everything = ",".join(["notebooks", *[e for e in needs if e not in ("memory", "server")]])
+    assert f'pip install ".[{everything}]"' in first
     for extra in needs:
         assert f"the {extra} extra" in first.splitlines()[0]
     # without any extra at all: the first cell fails at once if the notebook needs one
-    everything = [package for packages in EXTRAS.values() for package in packages]
-    done = run_without(everything, first, cwd=tmp_path)
+    packages = [package for found in EXTRAS.values() for package in found]
+    done = run_without(packages, first, cwd=tmp_path)
     if not needs:
         assert done.returncode == 0, done.stderr
         assert "needs only the core install" in first
