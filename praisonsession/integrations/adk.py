@@ -66,6 +66,7 @@ __all__ = [
     "CLOCK_DOC",
     "EVENTS_LOG",
     "STATE_DOC",
+    "PraisonMemoryService",
     "PraisonSessionService",
     "app_state_key",
     "session_record_id",
@@ -439,3 +440,7 @@ def _key_of(info: SessionInfo) -> Key:
 async def _gathered(work: Iterable[Awaitable[T]]) -> list[T]:
     """``work`` run together: a network store answers them over several connections."""
     return list(await asyncio.gather(*work))
+
+
+# Imported last, for ``from praisonsession.integrations.adk import PraisonMemoryService``.
+from .adk_memory import PraisonMemoryService  # noqa: E402
