@@ -95,8 +95,8 @@ class Connections:
     async def _run_async(self, plan: Plan[T], transaction: bool) -> T:
         from psycopg_pool import PoolTimeout
 
-        pool = await self._pool()
         try:
+            pool = await self._pool()
             conn = await pool.getconn(timeout=max(0.001, remaining(self.connect_timeout)))
         except PoolTimeout as exc:
             raise Unreachable(str(exc)) from None
@@ -167,7 +167,19 @@ class Connections:
                 for other in [lp for lp in self._pools if lp.is_closed()]:
                     del self._pools[other]  # its loop is gone, and its tasks with it
                 self._pools[loop] = pool
-            await pool.open(wait=False)
+            # Opened with its first connection made, not in the background: a connection
+            # still being made when the loop ends would hang asyncio.run, since the pool's
+            # tasks take that cancellation for a failed attempt and try again (psycopg_pool
+            # expects pools to be closed, and a loop's end closes nothing). The open marks it
+            # open at once, so a second caller of this loop waits in getconn meanwhile.
+            try:
+                await pool.open(wait=True, timeout=max(0.001, remaining(self.connect_timeout)))
+            except BaseException:
+                with self._lock:
+                    if self._pools.get(loop) is pool:
+                        del self._pools[loop]
+                await pool.close()
+                raise
         return pool
 
     async def close(self) -> None:
