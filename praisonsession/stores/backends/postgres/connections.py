@@ -154,7 +154,7 @@ class Connections:
         if pool is None:
             from psycopg_pool import AsyncConnectionPool
 
-            pool = AsyncConnectionPool(
+            pool = made = AsyncConnectionPool(
                 self.conninfo,
                 min_size=1,
                 max_size=self.pool_size,
@@ -176,9 +176,9 @@ class Connections:
                 await pool.open(wait=True, timeout=max(0.001, remaining(self.connect_timeout)))
             except BaseException:
                 with self._lock:
-                    if self._pools.get(loop) is pool:
+                    if self._pools.get(loop) is made:
                         del self._pools[loop]
-                await pool.close()
+                await made.close()
                 raise
         return pool
 
