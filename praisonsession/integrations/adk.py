@@ -31,12 +31,10 @@ and ``adk_memory.py`` do.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Iterable
-from typing import Any, TypeVar
+from typing import Any
 
 from ..errors import ConflictError, InvalidIdError, MissingDependencyError, install_line
 from ..session.options import resolve_settings, resolve_store
@@ -72,8 +70,6 @@ __all__ = [
     "session_record_id",
     "user_state_id",
 ]
-
-T = TypeVar("T")
 
 #: The message log holding a session's events, as ``praisonsession show`` names it.
 EVENTS_LOG = "adk.events"
@@ -190,9 +186,8 @@ class PraisonSessionService(BaseSessionService):
             [LogWrite(EVENTS_LOG, [], 0)],
         )
         await self._write_scoped(app_name, key.user_id, deltas)
-        app_state, user_state = await asyncio.gather(
-            self._app_state(app_name), self._user_state(app_name, key.user_id)
-        )
+        app_state = await self._app_state(app_name)
+        user_state = await self._user_state(app_name, key.user_id)
         session = Session(
             app_name=app_name,
             user_id=user_id,
@@ -219,10 +214,9 @@ class PraisonSessionService(BaseSessionService):
             return None
         clock = _clock(stored.documents, None)
         count = clock["events"]
-        events, (app_state, user_state) = await asyncio.gather(
-            self._events(key, count, config),
-            asyncio.gather(self._app_state(app_name), self._user_state(app_name, key.user_id)),
-        )
+        events = await self._events(key, count, config)
+        app_state = await self._app_state(app_name)
+        user_state = await self._user_state(app_name, key.user_id)
         session = Session(
             app_name=app_name,
             user_id=user_id,
@@ -243,12 +237,9 @@ class PraisonSessionService(BaseSessionService):
         else:
             infos = await self._one_user(_user(user_id), prefix)
         users = sorted({info.user_id for info in infos})
-        documents, app_state, user_states = await asyncio.gather(
-            _gathered(self._backend.read_modules(_key_of(info), _DOCS) for info in infos),
-            self._app_state(app_name),
-            _gathered(self._user_state(app_name, user) for user in users),
-        )
-        by_user = dict(zip(users, user_states, strict=True))
+        documents = [await self._backend.read_modules(_key_of(info), _DOCS) for info in infos]
+        app_state = await self._app_state(app_name)
+        by_user = {user: await self._user_state(app_name, user) for user in users}
         sessions = []
         for info, stored in zip(infos, documents, strict=True):
             if stored is None:  # deleted since it was listed
@@ -364,25 +355,13 @@ class PraisonSessionService(BaseSessionService):
         return kept
 
     async def _write_scoped(self, app_name: str, user_id: str, deltas: dict[str, Any]) -> None:
-        writes: list[Awaitable[int]] = []
+        """Merge the ``app:`` and ``user:`` keys into their records, each in one step."""
         if deltas["app"]:
-            writes.append(
-                self._backend.patch_record_state(
-                    app_state_key(app_name), deltas["app"], [], False, None, False
-                )
-            )
+            key = app_state_key(app_name)
+            await self._backend.patch_record_state(key, deltas["app"], [], False, None, False)
         if deltas["user"]:
-            writes.append(
-                self._backend.patch_record_state(
-                    record_key(user_state_id(app_name), user_id),
-                    deltas["user"],
-                    [],
-                    False,
-                    None,
-                    False,
-                )
-            )
-        await _gathered(writes)
+            key = record_key(user_state_id(app_name), user_id)
+            await self._backend.patch_record_state(key, deltas["user"], [], False, None, False)
 
     async def _app_state(self, app_name: str) -> dict[str, Any]:
         return await self._backend.read_record_state(app_state_key(app_name), None, False)
@@ -435,11 +414,6 @@ def _merged(
 
 def _key_of(info: SessionInfo) -> Key:
     return Key(info.user_id, info.session_id)
-
-
-async def _gathered(work: Iterable[Awaitable[T]]) -> list[T]:
-    """``work`` run together: a network store answers them over several connections."""
-    return list(await asyncio.gather(*work))
 
 
 # Imported last, for ``from praisonsession.integrations.adk import PraisonMemoryService``.
