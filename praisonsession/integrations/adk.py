@@ -13,9 +13,9 @@ session. How ADK's model maps onto a store's records (``StoreBackend``):
 - **Events** are the append-only message log :data:`EVENTS_LOG` of the session, one message per
   event, each the JSON ``event.model_dump_json(exclude_none=True)`` produced; they come back
   equal through ``Event.model_validate``. Reads take the tail by index, never the history.
-- **Session state** (keys without a prefix) is the module document :data:`STATE_DOC`, and the
-  session's clock (``last_update_time``, the count of events) the document :data:`CLOCK_DOC`.
-  ``append_event`` writes the event and both documents in one ``write_modules`` that holds only
+- **Session state** (keys without a prefix), ``last_update_time`` and the count of events are
+  the module document :data:`SESSION_DOC`. ``append_event`` writes the event and the document
+  in one ``write_modules`` that holds only
   if the log still has the count the caller's session was read at: a session another writer
   moved on is refused with ADK's ``StaleSessionError`` and nothing is written, so two
   concurrent runs never interleave their events into one history (adk #4751).
@@ -61,9 +61,8 @@ except ImportError as missing:  # pragma: no cover - the extra is installed wher
     ) from missing
 
 __all__ = [
-    "CLOCK_DOC",
     "EVENTS_LOG",
-    "STATE_DOC",
+    "SESSION_DOC",
     "PraisonMemoryService",
     "PraisonSessionService",
     "app_state_key",
@@ -73,11 +72,10 @@ __all__ = [
 
 #: The message log holding a session's events, as ``praisonsession show`` names it.
 EVENTS_LOG = "adk.events"
-#: The module document holding a session's own state (keys without a prefix).
-STATE_DOC = "adk_state"
-#: The module document holding ``{"time": last_update_time, "events": count}``.
-CLOCK_DOC = "adk_clock"
-_DOCS = [CLOCK_DOC, STATE_DOC]
+#: The module document ``{"state": {...}, "time": last_update_time, "events": count}``: the
+#: session's own state (keys without a prefix) and where its log stands.
+SESSION_DOC = "adk_session"
+_DOCS = [SESSION_DOC]
 _SESSION = "adk"
 _USER = "adk-user"
 _APP = "adk-app\x1e"  # under the reserved owner: \x1e keeps it apart from snapshots' names
@@ -182,7 +180,7 @@ class PraisonSessionService(BaseSessionService):
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         await self._backend.write_modules(
             key,
-            {CLOCK_DOC: {"time": now, "events": 0}, STATE_DOC: deltas["session"]},
+            {SESSION_DOC: {"state": deltas["session"], "time": now, "events": 0}},
             [LogWrite(EVENTS_LOG, [], 0)],
         )
         await self._write_scoped(app_name, key.user_id, deltas)
@@ -212,8 +210,8 @@ class PraisonSessionService(BaseSessionService):
         stored = await self._backend.read_modules(key, _DOCS)
         if stored is None:
             return None
-        clock = _clock(stored.documents, None)
-        count = clock["events"]
+        doc = _document(stored.documents, None)
+        count = doc["events"]
         events = await self._events(key, count, config)
         app_state = await self._app_state(app_name)
         user_state = await self._user_state(app_name, key.user_id)
@@ -221,9 +219,9 @@ class PraisonSessionService(BaseSessionService):
             app_name=app_name,
             user_id=user_id,
             id=session_id,
-            state=_merged(app_state, user_state, stored.documents.get(STATE_DOC) or {}),
+            state=_merged(app_state, user_state, doc["state"]),
             events=events,
-            last_update_time=clock["time"],
+            last_update_time=doc["time"],
         )
         session._storage_update_marker = f"{_MARKER}{count}"
         return session
@@ -244,16 +242,15 @@ class PraisonSessionService(BaseSessionService):
         for info, stored in zip(infos, documents, strict=True):
             if stored is None:  # deleted since it was listed
                 continue
+            doc = _document(stored.documents, info)
             sessions.append(
                 Session(
                     app_name=app_name,
                     user_id=info.user_id,
                     id=info.session_id[len(prefix) :],
-                    state=_merged(
-                        app_state, by_user[info.user_id], stored.documents.get(STATE_DOC) or {}
-                    ),
+                    state=_merged(app_state, by_user[info.user_id], doc["state"]),
                     events=[],
-                    last_update_time=_clock(stored.documents, info)["time"],
+                    last_update_time=doc["time"],
                 )
             )
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
@@ -295,18 +292,18 @@ class PraisonSessionService(BaseSessionService):
     async def _append(
         self, key: Key, session: Session, event: Event, session_delta: dict[str, Any]
     ) -> int:
-        """Write the event and the session's documents in one step, only onto the log the
+        """Write the event and the session's document in one step, only onto the log the
         caller's session was read at; the log's new length."""
         stored = await self._backend.read_modules(key, _DOCS)
         if stored is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        held = _clock(stored.documents, None)["events"]
+        doc = _document(stored.documents, None)
+        held = doc["events"]
         expected = await self._expected_count(key, session, held)
         if expected != held:
             raise StaleSessionError(_STALE)
-        documents: dict[str, Any] = {CLOCK_DOC: {"time": event.timestamp, "events": held + 1}}
-        if session_delta:
-            documents[STATE_DOC] = {**(stored.documents.get(STATE_DOC) or {}), **session_delta}
+        state = {**doc["state"], **session_delta} if session_delta else doc["state"]
+        documents = {SESSION_DOC: {"state": state, "time": event.timestamp, "events": held + 1}}
         message = json.loads(event.model_dump_json(exclude_none=True))
         try:
             lengths = await self._backend.write_modules(
@@ -392,13 +389,13 @@ class PraisonSessionService(BaseSessionService):
             after = (page[-1].session_id, page[-1].user_id)
 
 
-def _clock(documents: dict[str, Any], info: SessionInfo | None) -> dict[str, Any]:
-    """The session's clock document; for one without it (created by an older writer or cut
-    short by a crash), no events at its creation time."""
-    clock = documents.get(CLOCK_DOC)
-    if isinstance(clock, dict) and "events" in clock:
-        return clock
-    return {"time": info.created_at if info is not None else 0.0, "events": 0}
+def _document(documents: dict[str, Any], info: SessionInfo | None) -> dict[str, Any]:
+    """The session's document; for one without it (a creation cut short by a crash), no
+    state and no events at its creation time."""
+    doc = documents.get(SESSION_DOC)
+    if isinstance(doc, dict) and "events" in doc and isinstance(doc.get("state"), dict):
+        return doc
+    return {"state": {}, "time": info.created_at if info is not None else 0.0, "events": 0}
 
 
 def _merged(
