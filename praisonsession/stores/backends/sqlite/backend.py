@@ -897,10 +897,12 @@ class SqliteBackend(StoreBackend):
                 if row is None:
                     continue
                 documents[name] = loads(row[0], f"module {name!r} of session {key.session_id!r}")
+                # one range of the primary key ([name, name/) holds name and name.*); an OR
+                # of the two would make SQLite read every message of the session
                 rows = conn.execute(
                     "SELECT log, message FROM ps_messages WHERE user_id=? AND session_id=? "
-                    "AND (log=? OR (log>=? AND log<?)) ORDER BY log, seq",
-                    (key.user_id, key.session_id, name, name + ".", name + "/"),
+                    "AND log>=? AND log<? AND (log=? OR log>=?) ORDER BY log, seq",
+                    (key.user_id, key.session_id, name, name + "/", name, name + "."),
                 ).fetchall()
                 for path, message in rows:
                     logs.setdefault(path, []).append(
