@@ -227,7 +227,7 @@ class InMemoryBackend(StoreBackend):
             doc.touch(at, self.sliding_ttl)
             wanted = set(names)
             return StoredModules(
-                {n: _copy(d) for n, d in doc.modules.items() if n in wanted},
+                {n: _copy(doc.modules[n]) for n in names if n in doc.modules},
                 {p: _copy(m) for p, m in doc.logs.items() if p.split(".")[0] in wanted},
             )
 
