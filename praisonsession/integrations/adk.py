@@ -24,6 +24,11 @@ session. How ADK's model maps onto a store's records (``StoreBackend``):
   key by key in one atomic ``patch_record_state``. ``temp:`` state is never stored.
 - ``list_sessions(app_name)`` of every user is one ``list_records_by_prefix`` (an index by
   session id where the backend has one), of one user one page walk of that user's records.
+  Each record's metadata carries a copy of :data:`SESSION_DOC`, written right after each
+  append, so a page of sessions is listed with their state in one read. The document stays
+  the truth: a writer killed between the two writes, or two appends whose copies land out of
+  order, leave a listing one event behind until the session's next append; ``get_session``
+  and ``append_event`` always read the document.
 
 Needs the ``adk`` extra; ``import praisonsession`` never imports ADK, and only this module
 and ``adk_memory.py`` do.
@@ -34,7 +39,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..errors import ConflictError, InvalidIdError, MissingDependencyError, install_line
 from ..session.options import resolve_settings, resolve_store
@@ -178,11 +183,9 @@ class PraisonSessionService(BaseSessionService):
             await self._backend.patch_record_state(key, {}, [], False, 0, False)
         except ConflictError:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
-        await self._backend.write_modules(
-            key,
-            {SESSION_DOC: {"state": deltas["session"], "time": now, "events": 0}},
-            [LogWrite(EVENTS_LOG, [], 0)],
-        )
+        doc = {"state": deltas["session"], "time": now, "events": 0}
+        await self._backend.write_modules(key, {SESSION_DOC: doc}, [LogWrite(EVENTS_LOG, [], 0)])
+        await self._backend.merge_record_metadata(key, {SESSION_DOC: doc})
         await self._write_scoped(app_name, key.user_id, deltas)
         app_state = await self._app_state(app_name)
         user_state = await self._user_state(app_name, key.user_id)
@@ -235,14 +238,16 @@ class PraisonSessionService(BaseSessionService):
         else:
             infos = await self._one_user(_user(user_id), prefix)
         users = sorted({info.user_id for info in infos})
-        documents = [await self._backend.read_modules(_key_of(info), _DOCS) for info in infos]
         app_state = await self._app_state(app_name)
         by_user = {user: await self._user_state(app_name, user) for user in users}
         sessions = []
-        for info, stored in zip(infos, documents, strict=True):
-            if stored is None:  # deleted since it was listed
-                continue
-            doc = _document(stored.documents, info)
+        for info in infos:
+            doc = info.metadata.get(SESSION_DOC)
+            if not _is_document(doc):  # no copy in the listing: the document itself
+                stored = await self._backend.read_modules(_key_of(info), _DOCS)
+                if stored is None:  # deleted since it was listed
+                    continue
+                doc = _document(stored.documents, info)
             sessions.append(
                 Session(
                     app_name=app_name,
@@ -303,14 +308,16 @@ class PraisonSessionService(BaseSessionService):
         if expected != held:
             raise StaleSessionError(_STALE)
         state = {**doc["state"], **session_delta} if session_delta else doc["state"]
-        documents = {SESSION_DOC: {"state": state, "time": event.timestamp, "events": held + 1}}
+        new = {"state": state, "time": event.timestamp, "events": held + 1}
         message = json.loads(event.model_dump_json(exclude_none=True))
         try:
             lengths = await self._backend.write_modules(
-                key, documents, [LogWrite(EVENTS_LOG, [message], held)]
+                key, {SESSION_DOC: new}, [LogWrite(EVENTS_LOG, [message], held)]
             )
         except ConflictError:
             raise StaleSessionError(_STALE) from None
+        # the listing's copy, in the record's metadata: one read lists a page of sessions
+        await self._backend.merge_record_metadata(key, {SESSION_DOC: new})
         return lengths[EVENTS_LOG]
 
     async def _expected_count(self, key: Key, session: Session, held: int) -> int:
@@ -389,12 +396,16 @@ class PraisonSessionService(BaseSessionService):
             after = (page[-1].session_id, page[-1].user_id)
 
 
+def _is_document(doc: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(doc, dict) and "events" in doc and isinstance(doc.get("state"), dict)
+
+
 def _document(documents: dict[str, Any], info: SessionInfo | None) -> dict[str, Any]:
     """The session's document; for one without it (a creation cut short by a crash), no
     state and no events at its creation time."""
     doc = documents.get(SESSION_DOC)
-    if isinstance(doc, dict) and "events" in doc and isinstance(doc.get("state"), dict):
-        return doc
+    if _is_document(doc):
+        return dict(doc)
     return {"state": {}, "time": info.created_at if info is not None else 0.0, "events": 0}
 
 
