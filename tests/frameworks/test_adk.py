@@ -607,3 +607,27 @@ def test_importing_praisonsession_never_imports_adk() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_adk.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for row in (
+        "| append_event |",
+        "| get_session(num_recent_events=20) @100 events |",
+        "| get_session(num_recent_events=20) @1,000 events |",
+        "| list_sessions, one user (20) @200 |",
+        "| list_sessions, every user @200 |",
+        "PraisonSessionService: WAL, synchronous=FULL (durability 'power')",
+        "SqliteSessionService: DELETE journal, synchronous=FULL",
+        "get_session flat",
+    ):
+        assert row in done.stdout, row
