@@ -32,7 +32,8 @@ NEEDS = {
     "04_remote": ("server",),
     "05_fork_and_snapshots": ("memory",),
     "06_long_conversations": (),
-    "frameworks/langgraph": ("langgraph",),  # run in the frameworks' environment
+    "frameworks/adk": ("adk", "memory"),  # run in the frameworks' environment
+    "frameworks/langgraph": ("langgraph",),
     "frameworks/openai_agents": ("openai-agents",),
 }
 
@@ -108,7 +109,8 @@ def test_the_first_cell_names_the_extras_and_stops_there_without_them(
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("praisonsession.errors.MissingDependencyError: This notebook needs ")
-    assert f"Install it with: {install_line(needs[0])}" in last
+    them = "it" if len(needs) == 1 else "them"
+    assert f"Install {them} with: {install_line(','.join(needs))}" in last
 
 
 def test_the_remote_notebook_stops_at_once_with_the_servers_message(tmp_path: Path) -> None:

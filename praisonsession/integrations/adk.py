@@ -1,0 +1,428 @@
+"""Google ADK's sessions on praisonsession stores: :class:`PraisonSessionService`.
+
+``Runner(agent=..., app_name="shop", session_service=PraisonSessionService("sqlite:///adk.db"))``
+keeps every ADK session as one of our sessions, ``(user_id, session_id)``: ADK's ``user_id`` is
+ours, so ``erase_user`` reaches all a user stored, and ``Session(...)``, ``praisonsession
+show/export/fork/erase-user``, the browser, TTL and encryption at rest work on it as on any
+session. How ADK's model maps onto a store's records (``StoreBackend``):
+
+- **Ids.** ``app_name`` and ADK's session id become one of our session ids,
+  ``adk:<length of app_name>:<app_name>:<session id>`` (:func:`session_record_id`): the length
+  makes the pair unambiguous, so two apps never share a session and no pair of names collides.
+  Ids padded with whitespace are stripped, as ADK's services do.
+- **Events** are the append-only message log :data:`EVENTS_LOG` of the session, one message per
+  event, each the JSON ``event.model_dump_json(exclude_none=True)`` produced; they come back
+  equal through ``Event.model_validate``. Reads take the tail by index, never the history.
+- **Session state** (keys without a prefix), ``last_update_time`` and the count of events are
+  the module document :data:`SESSION_DOC`. ``append_event`` writes the event and the document
+  in one ``write_modules`` that holds only
+  if the log still has the count the caller's session was read at: a session another writer
+  moved on is refused with ADK's ``StaleSessionError`` and nothing is written, so two
+  concurrent runs never interleave their events into one history (adk #4751).
+- **``user:`` state** is a session of the user named ``adk-user:<length>:<app_name>``, and
+  **``app:`` state** a record of the reserved owner (no user's: it is the app's), each merged
+  key by key in one atomic ``patch_record_state``. ``temp:`` state is never stored.
+- ``list_sessions(app_name)`` of every user is one ``list_records_by_prefix`` (an index by
+  session id where the backend has one), of one user one page walk of that user's records.
+  Each record's metadata carries a copy of :data:`SESSION_DOC`, written right after each
+  append, so a page of sessions is listed with their state in one read. The document stays
+  the truth: a writer killed between the two writes, or two appends whose copies land out of
+  order, leave a listing one event behind until the session's next append; ``get_session``
+  and ``append_event`` always read the document.
+
+Needs the ``adk`` extra; ``import praisonsession`` never imports ADK, and only this module
+and ``adk_memory.py`` do.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, TypeGuard
+
+from ..errors import ConflictError, InvalidIdError, MissingDependencyError, install_line
+from ..session.options import resolve_settings, resolve_store
+from ..settings import Settings
+from ..stores import Key, LogWrite, SessionBase, SessionInfo, record_key
+from ..stores.record import SNAPSHOT_OWNER
+
+try:
+    from google.adk.errors._stale_session_error import StaleSessionError
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+    from google.adk.events.event import Event
+    from google.adk.sessions import _session_util
+    from google.adk.sessions.base_session_service import (
+        BaseSessionService,
+        GetSessionConfig,
+        ListSessionsResponse,
+    )
+    from google.adk.sessions.session import Session
+    from google.adk.sessions.state import State
+except ImportError as missing:  # pragma: no cover - the extra is installed where this runs
+    raise MissingDependencyError(
+        "praisonsession.integrations.adk needs Google ADK: " + install_line("adk") + "."
+    ) from missing
+
+__all__ = [
+    "EVENTS_LOG",
+    "SESSION_DOC",
+    "PraisonMemoryService",
+    "PraisonSessionService",
+    "app_state_key",
+    "session_record_id",
+    "user_state_id",
+]
+
+#: The message log holding a session's events, as ``praisonsession show`` names it.
+EVENTS_LOG = "adk.events"
+#: The module document ``{"state": {...}, "time": last_update_time, "events": count}``: the
+#: session's own state (keys without a prefix) and where its log stands.
+SESSION_DOC = "adk_session"
+_DOCS = [SESSION_DOC]
+_SESSION = "adk"
+_USER = "adk-user"
+_APP = "adk-app\x1e"  # under the reserved owner: \x1e keeps it apart from snapshots' names
+_MARKER = "praisonsession:"  # our marks on Session._storage_update_marker
+_PAGE = 1000
+_STALE = (
+    "The session has been modified in storage since it was loaded (another run appended "
+    "to it). Please reload the session (get_session) before appending more events."
+)
+
+
+def _scope(app_name: str) -> str:
+    if not isinstance(app_name, str):
+        raise InvalidIdError(
+            f"app_name must be a str, got {type(app_name).__name__}: {app_name!r}."
+        )
+    return f"{len(app_name)}:{app_name}"
+
+
+def session_record_id(app_name: str, session_id: str) -> str:
+    """Our session id of ADK's ``(app_name, session_id)``: injective, thanks to the length."""
+    return f"{_SESSION}:{_scope(app_name)}:{session_id}"
+
+
+def user_state_id(app_name: str) -> str:
+    """The session id, among the user's, of their ``user:`` state in ``app_name``."""
+    return f"{_USER}:{_scope(app_name)}"
+
+
+def app_state_key(app_name: str) -> Key:
+    """Where ``app_name``'s ``app:`` state is kept: a record no user owns."""
+    return Key(SNAPSHOT_OWNER, f"{_APP}{_scope(app_name)}")
+
+
+def _user(user_id: Any) -> str:
+    """ADK's user id as ours (checked: printable text of at most 256 characters)."""
+    return record_key(_USER, user_id).user_id
+
+
+def _stripped(session_id: Any) -> Any:
+    return session_id.strip() if isinstance(session_id, str) else session_id
+
+
+class PraisonSessionService(BaseSessionService):
+    """ADK's ``BaseSessionService`` over a praisonsession store.
+
+    ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
+    ``sqlite:///file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None
+    for the default store (SQLite under ``./.praisonsession/``). ``settings`` are
+    praisonsession's (``Settings`` or a dict: ``default_ttl``, ``durability``,
+    ``encryption_key``...).
+    """
+
+    def __init__(
+        self,
+        store: SessionBase | str | None = None,
+        *,
+        settings: Settings | dict[str, Any] | None = None,
+    ) -> None:
+        self._settings = resolve_settings(settings)
+        self._owns_store = not isinstance(store, SessionBase)
+        self._store = resolve_store(store, self._settings)
+        self._backend = self._store.backend
+
+    @property
+    def store(self) -> SessionBase:
+        """The store keeping the sessions: list, export or erase them through its API."""
+        return self._store
+
+    def __repr__(self) -> str:
+        return f"PraisonSessionService(store={self._store.url!r})"
+
+    async def close(self) -> None:
+        """Release the store's connections (a store passed in as an instance is its owner's
+        to close); the sessions stay stored and the service reopens on next use."""
+        if self._owns_store:
+            await self._store.close()
+
+    async def __aenter__(self) -> PraisonSessionService:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- ADK's protocol -------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        session_id = _stripped(session_id) or str(uuid.uuid4())
+        key = self._key(app_name, user_id, session_id)
+        deltas = _session_util.extract_json_safe_state_delta(state or {})
+        now = time.time()
+        try:  # creates the record only if there is none: one atomic step on every backend
+            await self._backend.patch_record_state(key, {}, [], False, 0, False)
+        except ConflictError:
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
+        doc = {"state": deltas["session"], "time": now, "events": 0}
+        await self._backend.write_modules(key, {SESSION_DOC: doc}, [LogWrite(EVENTS_LOG, [], 0)])
+        await self._backend.merge_record_metadata(key, {SESSION_DOC: doc})
+        await self._write_scoped(app_name, key.user_id, deltas)
+        app_state = await self._app_state(app_name)
+        user_state = await self._user_state(app_name, key.user_id)
+        session = Session(
+            app_name=app_name,
+            user_id=user_id,
+            id=session_id,
+            state=_merged(app_state, user_state, deltas["session"]),
+            events=[],
+            last_update_time=now,
+        )
+        session._storage_update_marker = f"{_MARKER}0"
+        return session
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        session_id = _stripped(session_id)
+        key = self._key(app_name, user_id, session_id)
+        stored = await self._backend.read_modules(key, _DOCS)
+        if stored is None:
+            return None
+        doc = _document(stored.documents, None)
+        count = doc["events"]
+        events = await self._events(key, count, config)
+        app_state = await self._app_state(app_name)
+        user_state = await self._user_state(app_name, key.user_id)
+        session = Session(
+            app_name=app_name,
+            user_id=user_id,
+            id=session_id,
+            state=_merged(app_state, user_state, doc["state"]),
+            events=events,
+            last_update_time=doc["time"],
+        )
+        session._storage_update_marker = f"{_MARKER}{count}"
+        return session
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        prefix = session_record_id(app_name, "")
+        if user_id is None:
+            infos = await self._all_users(prefix)
+        else:
+            infos = await self._one_user(_user(user_id), prefix)
+        users = sorted({info.user_id for info in infos})
+        app_state = await self._app_state(app_name)
+        by_user = {user: await self._user_state(app_name, user) for user in users}
+        sessions = []
+        for info in infos:
+            doc = info.metadata.get(SESSION_DOC)
+            if not _is_document(doc):  # no copy in the listing: the document itself
+                stored = await self._backend.read_modules(_key_of(info), _DOCS)
+                if stored is None:  # deleted since it was listed
+                    continue
+                doc = _document(stored.documents, info)
+            sessions.append(
+                Session(
+                    app_name=app_name,
+                    user_id=info.user_id,
+                    id=info.session_id[len(prefix) :],
+                    state=_merged(app_state, by_user[info.user_id], doc["state"]),
+                    events=[],
+                    last_update_time=doc["time"],
+                )
+            )
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        await self._backend.delete_record(self._key(app_name, user_id, _stripped(session_id)))
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self._user_state(app_name, _user(user_id))
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        # temp: state reaches the caller's session object for the rest of the invocation,
+        # and is trimmed from the event before anything is stored (ADK's own order)
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        key = self._key(session.app_name, session.user_id, session.id)
+        delta = event.actions.state_delta if event.actions and event.actions.state_delta else {}
+        deltas = _session_util.extract_json_safe_state_delta(delta)
+        count = await self._append(key, session, event, deltas["session"])
+        await self._write_scoped(session.app_name, key.user_id, deltas)
+        session.last_update_time = event.timestamp
+        session._storage_update_marker = f"{_MARKER}{count}"
+        committed: Event = self._commit_event_to_session(session, event)
+        return committed
+
+    # -- the work behind them --------------------------------------------------------------
+
+    def _key(self, app_name: str, user_id: str, session_id: str) -> Key:
+        if not isinstance(session_id, str) or not session_id:
+            raise InvalidIdError(
+                f"session_id must be a non-empty str, got {session_id!r}; e.g. the id "
+                "create_session returned."
+            )
+        return record_key(session_record_id(app_name, session_id), user_id)
+
+    async def _append(
+        self, key: Key, session: Session, event: Event, session_delta: dict[str, Any]
+    ) -> int:
+        """Write the event and the session's document in one step, only onto the log the
+        caller's session was read at; the log's new length."""
+        stored = await self._backend.read_modules(key, _DOCS)
+        if stored is None:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        doc = _document(stored.documents, None)
+        held = doc["events"]
+        expected = await self._expected_count(key, session, held)
+        if expected != held:
+            raise StaleSessionError(_STALE)
+        state = {**doc["state"], **session_delta} if session_delta else doc["state"]
+        new = {"state": state, "time": event.timestamp, "events": held + 1}
+        message = json.loads(event.model_dump_json(exclude_none=True))
+        try:
+            lengths = await self._backend.write_modules(
+                key, {SESSION_DOC: new}, [LogWrite(EVENTS_LOG, [message], held)]
+            )
+        except ConflictError:
+            raise StaleSessionError(_STALE) from None
+        # the listing's copy, in the record's metadata: one read lists a page of sessions
+        await self._backend.merge_record_metadata(key, {SESSION_DOC: new})
+        return lengths[EVENTS_LOG]
+
+    async def _expected_count(self, key: Key, session: Session, held: int) -> int:
+        """How many events the caller's session was read at: our mark on it, else (a
+        session made by hand) the stored count if its last event is the stored last one."""
+        marker = session._storage_update_marker
+        if isinstance(marker, str) and marker.startswith(_MARKER):
+            return int(marker[len(_MARKER) :])
+        if not session.events:
+            return 0
+        last = await self._backend.read_log(key, EVENTS_LOG, held - 1, held) if held else []
+        return held if last and last[0].get("id") == session.events[-1].id else -1
+
+    async def _events(self, key: Key, count: int, config: GetSessionConfig | None) -> list[Event]:
+        """The session's events as ``config`` asks: the latest ``num_recent_events`` of the
+        first ``count``, those from ``after_timestamp`` on; read from the end, a page at a
+        time, so the cost is what is returned, not the history."""
+        limit = None if config is None else config.num_recent_events
+        after = None if config is None else config.after_timestamp
+        if limit == 0 or count == 0:
+            return []
+        floor = 0 if limit is None else max(0, count - limit)
+        if not after:
+            found = await self._backend.read_log(key, EVENTS_LOG, floor, count)
+            return [Event.model_validate(message) for message in found]
+        kept: list[Event] = []
+        stop, page = count, 32
+        while stop > floor:
+            start = max(floor, stop - page)
+            batch = await self._backend.read_log(key, EVENTS_LOG, start, stop)
+            for message in reversed(batch):
+                event = Event.model_validate(message)
+                if event.timestamp < after:
+                    kept.reverse()
+                    return kept
+                kept.append(event)
+            stop, page = start, page * 2
+        kept.reverse()
+        return kept
+
+    async def _write_scoped(self, app_name: str, user_id: str, deltas: dict[str, Any]) -> None:
+        """Merge the ``app:`` and ``user:`` keys into their records, each in one step."""
+        if deltas["app"]:
+            key = app_state_key(app_name)
+            await self._backend.patch_record_state(key, deltas["app"], [], False, None, False)
+        if deltas["user"]:
+            key = record_key(user_state_id(app_name), user_id)
+            await self._backend.patch_record_state(key, deltas["user"], [], False, None, False)
+
+    async def _app_state(self, app_name: str) -> dict[str, Any]:
+        return await self._backend.read_record_state(app_state_key(app_name), None, False)
+
+    async def _user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
+        key = record_key(user_state_id(app_name), user_id)
+        return await self._backend.read_record_state(key, None, False)
+
+    async def _one_user(self, user_id: str, prefix: str) -> list[SessionInfo]:
+        found: list[SessionInfo] = []
+        after = prefix  # every id of the app is the prefix and more, so above it
+        while True:
+            page = await self._backend.list_records(user_id, _PAGE, after)
+            mine = [info for info in page if info.session_id.startswith(prefix)]
+            found.extend(mine)
+            if len(page) < _PAGE or len(mine) < len(page):
+                return found
+            after = page[-1].session_id
+
+    async def _all_users(self, prefix: str) -> list[SessionInfo]:
+        found: list[SessionInfo] = []
+        after: tuple[str, str] | None = None
+        while True:
+            page = await self._backend.list_records_by_prefix(prefix, _PAGE, after)
+            found.extend(page)
+            if len(page) < _PAGE:
+                return found
+            after = (page[-1].session_id, page[-1].user_id)
+
+
+def _is_document(doc: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(doc, dict) and "events" in doc and isinstance(doc.get("state"), dict)
+
+
+def _document(documents: dict[str, Any], info: SessionInfo | None) -> dict[str, Any]:
+    """The session's document; for one without it (a creation cut short by a crash), no
+    state and no events at its creation time."""
+    doc = documents.get(SESSION_DOC)
+    if _is_document(doc):
+        return dict(doc)
+    return {"state": {}, "time": info.created_at if info is not None else 0.0, "events": 0}
+
+
+def _merged(
+    app_state: dict[str, Any], user_state: dict[str, Any], session_state: dict[str, Any]
+) -> dict[str, Any]:
+    merged = dict(session_state)
+    for name, value in app_state.items():
+        merged[State.APP_PREFIX + name] = value
+    for name, value in user_state.items():
+        merged[State.USER_PREFIX + name] = value
+    return merged
+
+
+def _key_of(info: SessionInfo) -> Key:
+    return Key(info.user_id, info.session_id)
+
+
+# Imported last, for ``from praisonsession.integrations.adk import PraisonMemoryService``.
+from .adk_memory import PraisonMemoryService  # noqa: E402

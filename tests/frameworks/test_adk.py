@@ -1,0 +1,633 @@
+"""Google ADK's session and memory services on every praisonsession store.
+
+``PraisonSessionService``: ADK's protocol as its own services keep it (ids stripped, a
+duplicate refused, events equal and oldest first, exact float times, the tail and a time
+window read, listing one user or all of an app), the ``app:``/``user:``/``temp:`` state
+scopes, ids that never collide, a stale writer refused with nothing written, two processes
+appending to one session, a real ``Runner`` with an offline model continued in another
+process, the session seen as one of ours and ``erase_user`` reaching everything.
+``PraisonMemoryService``: search, deletion by id, forgetting a session and a user. Every test
+of the session service runs on memory, JSON, SQLite, Redis and PostgreSQL unless it needs
+more than one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from adk_workers import make_runner, worker_command
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from google.adk.memory.base_memory_service import BaseMemoryService
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+from google.genai import types
+
+import praisonsession
+from backends import ENCRYPTION_KEY, SERVERS, store_url
+from praisonsession import InMemorySession, InvalidIdError, Session
+from praisonsession.integrations import adk
+from praisonsession.integrations.adk import (
+    EVENTS_LOG,
+    PraisonMemoryService,
+    PraisonSessionService,
+    session_record_id,
+)
+
+T = TypeVar("T")
+KINDS = ["memory", "json", "sqlite", "redis", "postgres"]
+SHARED = ["json", "sqlite", "redis", "postgres"]  # what many processes open by URL
+
+
+def run(work: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(work)
+
+
+def said(text: str, author: str = "user", **fields: Any) -> Event:
+    role = "user" if author == "user" else "model"
+    content = types.Content(role=role, parts=[types.Part(text=text)])
+    return Event(invocation_id="inv", author=author, content=content, **fields)
+
+
+def delta(**state: Any) -> EventActions:
+    return EventActions(state_delta=state)
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
+    return str(request.param)
+
+
+@pytest.fixture
+def store(kind: str, tmp_path: Path) -> Any:
+    """What every service of a test is given: a URL, or for memory one store instance."""
+    return InMemorySession() if kind == "memory" else store_url(kind, tmp_path)
+
+
+@pytest.fixture(params=SHARED)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
+    return store_url(request.param, tmp_path)
+
+
+# -- ADK's protocol ----------------------------------------------------------------------------
+
+
+def test_it_is_adks_service_and_takes_a_store_as_session_does(store: Any) -> None:
+    service = PraisonSessionService(store)
+    assert isinstance(service, BaseSessionService)
+    assert "PraisonSessionService(store=" in repr(service)
+    run(service.close())
+    default = PraisonSessionService()  # no store: Session's default, SQLite under the cwd
+    assert ".praisonsession" in default.store.url and default.store.url.startswith("sqlite:")
+    run(default.close())
+
+
+def test_sessions_are_made_read_listed_and_deleted(store: Any) -> None:
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        made = await service.create_session(app_name="shop", user_id="ada", state={"cart": [1]})
+        assert len(made.id) == 36 and made.state == {"cart": [1]} and made.events == []
+        assert abs(made.last_update_time - time.time()) < 60
+        assert await service.get_session(app_name="shop", user_id="ada", session_id=made.id) == made
+        padded = await service.create_session(app_name="shop", user_id="ada", session_id=" s1 \n")
+        assert padded.id == "s1"
+        with pytest.raises(AlreadyExistsError):
+            await service.create_session(app_name="shop", user_id="ada", session_id="s1")
+        got = await service.get_session(app_name="shop", user_id="ada", session_id="  s1")
+        assert got is not None and got.id == "s1"
+        assert await service.get_session(app_name="shop", user_id="bob", session_id="s1") is None
+        assert await service.get_session(app_name="shoe", user_id="ada", session_id="s1") is None
+        listed = await service.list_sessions(app_name="shop", user_id="ada")
+        assert sorted(s.id for s in listed.sessions) == sorted([made.id, "s1"])
+        assert all(s.events == [] for s in listed.sessions)
+        await service.delete_session(app_name="shop", user_id="ada", session_id=" s1 ")
+        assert await service.get_session(app_name="shop", user_id="ada", session_id="s1") is None
+        await service.delete_session(app_name="shop", user_id="ada", session_id="s1")  # again
+        listed = await service.list_sessions(app_name="shop", user_id="ada")
+        assert [s.id for s in listed.sessions] == [made.id]
+        with pytest.raises(SessionNotFoundError):
+            await service.append_event(padded, said("too late"))
+        await service.close()
+
+    run(work())
+
+
+def test_events_come_back_equal_oldest_first_with_exact_times(store: Any) -> None:
+    rich = Event(
+        invocation_id="inv-1",
+        author="helper",
+        content=types.Content(
+            role="model",
+            parts=[
+                types.Part(text='こんにちは 😊 "quoted" \'; DROP TABLE x;--'),
+                types.Part.from_bytes(data=b"\x00\x01image", mime_type="image/png"),
+                types.Part(function_call=types.FunctionCall(name="f", args={"a": [1, 2.5]})),
+            ],
+        ),
+        actions=EventActions(state_delta={"k": {"deep": [None, True]}}, transfer_to_agent="x"),
+        long_running_tool_ids={"t1"},
+        custom_metadata={"n": 0.1 + 0.2},
+        timestamp=1700000000.1234567,
+    )
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        session = await service.create_session(app_name="shop", user_id="ada", session_id="s")
+        events = [rich, *(said(f"turn {i}", timestamp=1700000001.0 + i / 3) for i in range(5))]
+        for event in events:
+            await service.append_event(session, event)
+        got = await service.get_session(app_name="shop", user_id="ada", session_id="s")
+        assert got is not None
+        assert got.events == events and got == session
+        assert got.last_update_time == events[-1].timestamp  # the last event's, exactly
+        assert got.state == {"k": {"deep": [None, True]}}
+        listed = (await service.list_sessions(app_name="shop", user_id="ada")).sessions
+        assert listed[0].last_update_time == events[-1].timestamp
+        await service.close()
+
+    run(work())
+
+
+def test_the_latest_events_and_a_time_window_are_read_from_the_end(store: Any) -> None:
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        session = await service.create_session(app_name="shop", user_id="ada", session_id="s")
+        for i in range(300):
+            await service.append_event(session, said(f"e{i}", timestamp=float(i)))
+
+        async def texts(**config: Any) -> list[str]:
+            got = await service.get_session(
+                app_name="shop", user_id="ada", session_id="s", config=GetSessionConfig(**config)
+            )
+            assert got is not None
+            return [e.content.parts[0].text for e in got.events]
+
+        every = [f"e{i}" for i in range(300)]
+        assert await texts() == every
+        assert await texts(num_recent_events=0) == []
+        assert await texts(num_recent_events=20) == every[-20:]
+        assert await texts(num_recent_events=1000) == every
+        assert await texts(after_timestamp=250.0) == every[250:]
+        assert await texts(after_timestamp=3.0) == every[3:]
+        assert await texts(after_timestamp=400.0) == []
+        assert await texts(after_timestamp=250.0, num_recent_events=20) == every[-20:]
+        assert await texts(after_timestamp=290.0, num_recent_events=20) == every[290:]
+        with pytest.raises(ValueError):
+            GetSessionConfig(num_recent_events=-1)
+        await service.close()
+
+    run(work())
+
+
+def test_listing_pages_through_every_user_of_an_app(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(adk, "_PAGE", 3)  # pages of three: the walk must go on past them
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        for user in ("amy", "bob", "cy"):
+            for n in range(4):
+                await service.create_session(
+                    app_name="shop", user_id=user, session_id=f"s{n}", state={"n": n}
+                )
+        await service.create_session(app_name="shops", user_id="amy", session_id="other")
+        await service.create_session(app_name="sho", user_id="amy", session_id="p:other")
+        mine = (await service.list_sessions(app_name="shop", user_id="amy")).sessions
+        assert sorted(s.id for s in mine) == ["s0", "s1", "s2", "s3"]
+        assert {s.id: s.state for s in mine} == {f"s{n}": {"n": n} for n in range(4)}
+        everyone = (await service.list_sessions(app_name="shop")).sessions
+        assert sorted((s.user_id, s.id) for s in everyone) == [
+            (user, f"s{n}") for user in ("amy", "bob", "cy") for n in range(4)
+        ]
+        times = [s.last_update_time for s in everyone]
+        assert times == sorted(times)  # oldest first, as ADK lists them
+        assert (await service.list_sessions(app_name="nobody")).sessions == []
+        assert (await service.list_sessions(app_name="shop", user_id="dan")).sessions == []
+        await service.close()
+
+    run(work())
+
+
+def test_an_app_and_a_session_id_never_collide(store: Any) -> None:
+    assert session_record_id("a", "1:x") != session_record_id("a:1", "x")
+    assert session_record_id("", "x") != session_record_id("x", "")
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        first = await service.create_session(app_name="a", user_id="u", session_id="1:x")
+        second = await service.create_session(app_name="a:1", user_id="u", session_id="x")
+        await service.append_event(first, said("in app a", actions=delta(**{"app:k": "a"})))
+        got = await service.get_session(app_name="a:1", user_id="u", session_id="x")
+        assert got is not None and got.events == [] and got.state == {}
+        assert second.state == {}
+        assert [s.id for s in (await service.list_sessions(app_name="a")).sessions] == ["1:x"]
+        with pytest.raises(InvalidIdError):
+            await service.create_session(app_name="a", user_id="u", session_id="x" * 300)
+        with pytest.raises(InvalidIdError):
+            await service.create_session(app_name="a", user_id="u", session_id="bad\x00id")
+        await service.close()
+
+    run(work())
+
+
+# -- state scopes ------------------------------------------------------------------------------
+
+
+def test_app_user_and_temp_state_live_where_adk_says(store: Any) -> None:
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        ada = await service.create_session(
+            app_name="shop",
+            user_id="ada",
+            session_id="a1",
+            state={"app:open": True, "user:name": "Ada", "temp:t": 1, "own": "a1"},
+        )
+        assert ada.state == {"app:open": True, "user:name": "Ada", "own": "a1"}
+        event = said("hi", actions=delta(**{"app:visits": 1, "user:tz": "UTC", "temp:x": 2}))
+        await service.append_event(ada, event)
+        assert ada.state["temp:x"] == 2  # for the rest of this invocation
+        assert "temp:x" not in event.actions.state_delta  # never stored
+        again = await service.create_session(app_name="shop", user_id="ada", session_id="a2")
+        assert again.state == {
+            "app:open": True,
+            "app:visits": 1,
+            "user:name": "Ada",
+            "user:tz": "UTC",
+        }
+        bob = await service.create_session(app_name="shop", user_id="bob", session_id="b1")
+        assert bob.state == {"app:open": True, "app:visits": 1}
+        other_app = await service.create_session(app_name="blog", user_id="ada", session_id="x")
+        assert other_app.state == {}
+        await service.append_event(bob, said("hey", actions=delta(**{"app:visits": 2})))
+        got = await service.get_session(app_name="shop", user_id="ada", session_id="a1")
+        assert got is not None and got.state == {
+            "app:open": True,
+            "app:visits": 2,
+            "user:name": "Ada",
+            "user:tz": "UTC",
+            "own": "a1",
+        }
+        assert got.events[0].actions.state_delta == {"app:visits": 1, "user:tz": "UTC"}
+        assert await service.get_user_state(app_name="shop", user_id="ada") == {
+            "name": "Ada",
+            "tz": "UTC",
+        }
+        assert await service.get_user_state(app_name="shop", user_id="cy") == {}
+        listed = (await service.list_sessions(app_name="shop")).sessions
+        assert {s.user_id: s.state.get("user:name") for s in listed} == {"ada": "Ada", "bob": None}
+        stored = json.dumps(
+            await service.store.read_messages(session_record_id("shop", "a1"), "ada", EVENTS_LOG)
+        )
+        assert '"temp:' not in stored
+        await service.close()
+
+    run(work())
+
+
+def test_partial_events_are_not_stored(store: Any) -> None:
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        session = await service.create_session(app_name="shop", user_id="ada", session_id="s")
+        partial = said("stream", partial=True, actions=delta(k=1))
+        assert await service.append_event(session, partial) is partial
+        got = await service.get_session(app_name="shop", user_id="ada", session_id="s")
+        assert got is not None and got.events == [] and got.state == {}
+        await service.close()
+
+    run(work())
+
+
+# -- concurrency -------------------------------------------------------------------------------
+
+
+def test_a_stale_session_is_refused_and_nothing_is_written(store: Any) -> None:
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        first = await service.create_session(app_name="shop", user_id="ada", session_id="s")
+        second = await service.get_session(app_name="shop", user_id="ada", session_id="s")
+        assert second is not None
+        await service.append_event(first, said("one", actions=delta(k="first")))
+        with pytest.raises(StaleSessionError, match="modified in storage"):
+            await service.append_event(second, said("two", actions=delta(k="second")))
+        fresh = await service.get_session(app_name="shop", user_id="ada", session_id="s")
+        assert fresh is not None and [e.content.parts[0].text for e in fresh.events] == ["one"]
+        assert fresh.state == {"k": "first"}
+        await service.append_event(fresh, said("two", actions=delta(k="second")))
+        # a session made by hand carries no mark: its last event tells whether it is current
+        by_hand = fresh.model_copy(deep=True)
+        by_hand._storage_update_marker = None
+        await service.append_event(by_hand, said("three"))
+        with pytest.raises(StaleSessionError):
+            await service.append_event(fresh, said("four"))
+        tasks = [
+            service.append_event(by_hand.model_copy(deep=True), said(f"r{n}")) for n in range(4)
+        ]
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert sum(not isinstance(r, Exception) for r in results) == 1
+        final = await service.get_session(app_name="shop", user_id="ada", session_id="s")
+        assert final is not None and len(final.events) == 4
+        await service.close()
+
+    run(work())
+
+
+def run_together(job: str, url: str, tmp_path: Path, processes: int, *extra: str) -> list[Any]:
+    """``processes`` workers of ``job``, released at the same moment; their outputs."""
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    names = [f"w{n}" for n in range(processes)]
+    procs = [
+        subprocess.Popen(
+            worker_command(job, url, str(barrier), name, *extra),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        for name in names
+    ]
+    try:
+        deadline = time.monotonic() + 90
+        while not all((barrier / f"ready-{name}").exists() for name in names):
+            for proc in procs:
+                if proc.poll() is not None:
+                    pytest.fail(f"a worker exited before the barrier:\n{proc.stderr.read()}")  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "the workers did not reach the barrier"
+            time.sleep(0.005)
+        (barrier / "go").touch()
+        outputs = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+            outputs.append(json.loads(out))
+        return outputs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_two_processes_appending_to_one_session_never_interleave_a_history(
+    url: str, tmp_path: Path
+) -> None:
+    """Each event is appended only onto the history its writer read: a writer that lost the
+    race is refused as stale, reloads and appends again, so the log holds every event once,
+    each writer's in its order, and the session's state is the last one's of each."""
+    service = PraisonSessionService(url)
+    run(service.create_session(app_name="shop", user_id="u", session_id="shared"))
+    refused = run_together("append", url, tmp_path, 2, "60")
+    got = run(service.get_session(app_name="shop", user_id="u", session_id="shared"))
+    assert got is not None
+    ids = [e.invocation_id for e in got.events]
+    assert len(ids) == 120
+    for name in ("w0", "w1"):
+        assert [i for i in ids if i.startswith(name)] == [f"{name}-{i}" for i in range(60)]
+    assert got.state == {"w0": 59, "w1": 59}
+    with Session(session_record_id("shop", "shared"), "u", store=url) as ours:
+        assert ours.message_count(EVENTS_LOG) == 120
+    assert all(isinstance(n, int) for n in refused)
+    run(service.close())
+
+
+# -- a real Runner, one of our sessions --------------------------------------------------------
+
+
+def test_a_runner_with_an_offline_model_keeps_state_scopes_in_another_process(
+    url: str, tmp_path: Path
+) -> None:
+    def turn(session_id: str, message: str) -> dict[str, Any]:
+        done = subprocess.run(
+            worker_command("runner-turn", url, session_id, message),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        return seen
+
+    empty = {"app:notes": None, "user:last_note": None, "temp:draft": None, "notes_here": None}
+    assert turn("trip", "Buy tea") == empty
+    assert turn("trip", "Buy milk") == {  # a new process: temp: is gone, the rest is kept
+        "app:notes": 1,
+        "user:last_note": "Buy tea",
+        "temp:draft": None,
+        "notes_here": 1,
+    }
+    assert turn("other", "Call Bob") == {  # another session: app: and user: follow
+        "app:notes": 2,
+        "user:last_note": "Buy milk",
+        "temp:draft": None,
+        "notes_here": None,
+    }
+    service = PraisonSessionService(url)
+    got = run(service.get_session(app_name="shop", user_id="ada", session_id="trip"))
+    assert got is not None
+    assert got.state == {"app:notes": 3, "user:last_note": "Call Bob", "notes_here": 2}
+    texts = [p.text for e in got.events for p in (e.content.parts if e.content else []) if p.text]
+    assert texts == ["Buy tea", "Noted: Buy tea", "Buy milk", "Noted: Buy milk"]
+    assert len(got.events) == 8  # per turn: the message, the call, the answer, the reply
+    run(service.close())
+
+
+def test_a_runner_in_this_process_on_every_store(store: Any) -> None:
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        runner = make_runner(service)
+        await service.create_session(app_name="shop", user_id="ada", session_id="s")
+        message = types.Content(role="user", parts=[types.Part(text="Hello")])
+        replies = [
+            e.content.parts[0].text
+            async for e in runner.run_async(user_id="ada", session_id="s", new_message=message)
+            if e.content and e.content.parts[0].text
+        ]
+        assert replies == ["Noted: Hello"]
+        got = await service.get_session(app_name="shop", user_id="ada", session_id="s")
+        assert got is not None and got.state["notes_here"] == 1 and len(got.events) == 4
+        await service.close()
+
+    run(work())
+
+
+def test_the_session_is_one_of_ours_until_erase_user_removes_everything(url: str) -> None:
+    async def work() -> None:
+        service = PraisonSessionService(url)
+        session = await service.create_session(
+            app_name="shop", user_id="ada", session_id="s", state={"user:card": "4111", "app:v": 1}
+        )
+        await service.append_event(session, said("my secret order"))
+        await service.create_session(app_name="shop", user_id="bob", session_id="s")
+        await service.close()
+
+    run(work())
+    with Session(session_record_id("shop", "s"), "ada", store=url) as ours:
+        assert ours.list_logs() == {EVENTS_LOG: 1}
+        assert ours.read_messages(EVENTS_LOG)[0]["content"]["parts"][0]["text"] == "my secret order"
+        listed = sorted(s.session_id for s in ours.list_sessions())
+        assert listed == sorted([session_record_id("shop", "s"), "adk-user:4:shop"])
+    report = praisonsession.erase_user("ada", store=url)
+    assert report.sessions == 2  # the session and the user's state
+
+    async def after() -> None:
+        service = PraisonSessionService(url)
+        assert await service.get_session(app_name="shop", user_id="ada", session_id="s") is None
+        assert await service.get_user_state(app_name="shop", user_id="ada") == {}
+        assert [s.user_id for s in (await service.list_sessions(app_name="shop")).sessions] == [
+            "bob"
+        ]
+        bob = await service.get_session(app_name="shop", user_id="bob", session_id="s")
+        assert bob is not None and bob.state == {"app:v": 1}  # the app's state is the app's
+        await service.close()
+
+    run(after())
+
+
+def test_events_are_sealed_at_rest_with_an_encryption_key(tmp_path: Path) -> None:
+    url = store_url("sqlite", tmp_path)
+    secret = "my card number is 4111 1111 1111 1111"
+
+    async def work() -> None:
+        service = PraisonSessionService(url, settings={"encryption_key": ENCRYPTION_KEY})
+        session = await service.create_session(app_name="shop", user_id="ada", session_id="s")
+        await service.append_event(session, said(secret, actions=delta(note=secret)))
+        got = await service.get_session(app_name="shop", user_id="ada", session_id="s")
+        assert got is not None and got.events[0].content.parts[0].text == secret
+        await service.close()
+
+    run(work())
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert files and not any(secret.encode() in p.read_bytes() for p in files)
+
+
+# -- memory ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("memory_kind", ["memory", "sqlite"])
+def test_memory_is_searched_deleted_and_forgotten(memory_kind: str, tmp_path: Path) -> None:
+    store: Any = InMemorySession() if memory_kind == "memory" else store_url("sqlite", tmp_path)
+
+    async def work() -> None:
+        sessions = PraisonSessionService(store)
+        memory = PraisonMemoryService(sessions.store)
+        assert isinstance(memory, BaseMemoryService)
+        trip = await sessions.create_session(app_name="shop", user_id="ada", session_id="trip")
+        for text in ("My cat is called Miso.", "I drink green tea every morning."):
+            await sessions.append_event(trip, said(text))
+        await sessions.append_event(trip, Event(invocation_id="i", author="user"))  # no text
+        await memory.add_session_to_memory(trip)
+        await memory.add_session_to_memory(trip)  # again: nothing doubled
+        await memory.add_events_to_memory(
+            app_name="shop",
+            user_id="ada",
+            session_id="chat",
+            events=[said("I live in Lisbon.")],
+            custom_metadata={"source": "import", "skipped": {"not": "a scalar"}},
+        )
+        await memory.add_memory(
+            app_name="blog",
+            user_id="ada",
+            memories=[
+                MemoryEntry(content=types.Content(parts=[types.Part(text="My cat is black.")]))
+            ],
+        )
+
+        async def search(query: str, user: str = "ada", app: str = "shop") -> list[MemoryEntry]:
+            found = await memory.search_memory(app_name=app, user_id=user, query=query)
+            return list(found.memories)
+
+        hits = await search("what is my pet's name")
+        assert len(hits) == 3  # this app's only, each memory once
+        assert hits[0].content == trip.events[0].content and hits[0].author == "user"
+        assert hits[0].timestamp is not None and hits[0].timestamp.startswith("20")
+        lisbon = next(h for h in hits if "Lisbon" in h.content.parts[0].text)
+        assert lisbon.custom_metadata == {"source": "import"}
+        assert await search("cat", user="bob") == []
+        assert [h.content.parts[0].text for h in await search("cat", app="blog")] == [
+            "My cat is black."
+        ]
+
+        miso = hits[0].id
+        assert miso is not None
+        await memory.delete_memory(app_name="blog", user_id="ada", memory_id=miso)  # not blog's
+        assert miso in [h.id for h in await search("cat")]
+        await memory.delete_memory(app_name="shop", user_id="ada", memory_id=miso)
+        assert miso not in [h.id for h in await search("cat")]
+        await memory.add_session_to_memory(trip)  # a deleted memory never comes back
+        assert all("Miso" not in h.content.parts[0].text for h in await search("cat"))
+        history = await memory.memory_history(app_name="shop", user_id="ada", memory_id=miso)
+        assert [change["event"] for change in history] == ["ADD", "DELETE"]
+
+        assert await memory.forget_session(app_name="shop", user_id="ada", session_id="trip") == 1
+        assert [h.content.parts[0].text for h in await search("tea")] == ["I live in Lisbon."]
+        assert await memory.forget_user(app_name="shop", user_id="ada") == 1
+        assert await search("Lisbon") == []
+        assert len(await search("cat", app="blog")) == 1
+        await memory.close()
+        await sessions.close()
+
+    run(work())
+    if memory_kind == "sqlite":
+        report = praisonsession.erase_user("ada", store=store)
+        assert report.vector_entries >= 1
+
+        async def gone() -> None:
+            memory = PraisonMemoryService(store)
+            found = await memory.search_memory(app_name="blog", user_id="ada", query="cat")
+            assert found.memories == []
+            await memory.close()
+
+        run(gone())
+
+
+# -- packaging ---------------------------------------------------------------------------------
+
+
+def test_importing_praisonsession_never_imports_adk() -> None:
+    code = (
+        "import sys, praisonsession, praisonsession.integrations\n"
+        "assert not any(m.startswith('google.adk') for m in sys.modules), 'ADK was imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_adk.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for row in (
+        "| append_event |",
+        "| get_session(num_recent_events=20) @100 events |",
+        "| get_session(num_recent_events=20) @1,000 events |",
+        "| list_sessions, one user (20) @200 |",
+        "| list_sessions, every user @200 |",
+        "PraisonSessionService: WAL, synchronous=FULL (durability 'power')",
+        "SqliteSessionService: DELETE journal, synchronous=FULL",
+        "get_session flat",
+    ):
+        assert row in done.stdout, row
