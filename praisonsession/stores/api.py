@@ -350,7 +350,7 @@ class SessionBase:
         """
         key = record_key(session_id, user_id)
         items = check_messages(messages)
-        start = -1 if expected_length is None else expected_length
+        start = -1 if expected_length is None else check_count(expected_length, "expected_length")
         return await self.backend.append_log(
             key, LogWrite(check_key(log, "log name"), items, start)
         )
@@ -360,15 +360,8 @@ class SessionBase:
     ) -> list[dict[str, Any]]:
         """Messages ``start:stop`` of a named log ([] if it does not exist)."""
         key = record_key(session_id, user_id)
-        for name, value in (("start", start), ("stop", stop)):
-            if (value is not None or name == "start") and (
-                isinstance(value, bool) or not isinstance(value, int)
-            ):
-                raise InvalidValueError(
-                    f"read_messages: {name} must be a whole number (an int), got "
-                    f"{type(value).__name__} {value!r}."
-                )
-        if start < 0 or (stop is not None and stop < start):
+        check_count(start, "read_messages: start")
+        if stop is not None and check_count(stop, "read_messages: stop") < start:
             raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
         return await self.backend.read_log(key, check_key(log, "log name"), start, stop)
 
