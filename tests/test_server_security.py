@@ -196,6 +196,9 @@ def test_a_user_token_reaches_its_own_sessions_only(guarded: SessionServer) -> N
     with pytest.raises(RemoteAuthError) as caught:
         Session(agent_url=guarded.agent_url, session_id="ledger", user_id="bob", api_key=alice)
     assert caught.value.status == 403
+    said = str(caught.value)  # the server's explanation, kept: the token is valid, not bob's
+    assert "this token is for user 'alice'" in said and "Pass the server's token" not in said
+    assert alice not in said
     for route, body in (
         ("", {"query": "hi", "session_id": "ledger", "user_id": "bob"}),
         ("/store/get_state", {"session_id": "ledger", "user_id": "bob"}),
