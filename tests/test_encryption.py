@@ -6,6 +6,7 @@ exact under many processes. The store conformance suite also runs on an encrypte
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -392,9 +393,36 @@ def test_knowledge_chunk_ids_are_keyed_and_chunks_stored_before_are_not_added_tw
     assert session.add_knowledge(new_text).chunks_added == 0
 
 
-def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_path: Path) -> None:
-    import hashlib
+def test_a_sealed_archive_imported_with_another_key_is_invalid_value(
+    plain: SessionBase, tmp_path: Path
+) -> None:
+    session = sealed_session(plain)
+    fill(session)
+    session.export(tmp_path / "a.jsonl")
+    with pytest.raises(InvalidValueError, match="exported with the key key-") as caught:
+        Session.import_archive(
+            tmp_path / "a.jsonl", store=EncryptedStore(plain, OTHER_KEY), session_id="x"
+        )
+    assert KEY not in str(caught.value) and OTHER_KEY not in str(caught.value)
+    # an archive from before the header named its key: its first record tells the key apart
+    lines = (tmp_path / "a.jsonl").read_bytes().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    del header["archive"]["key"]
+    body = [json.dumps(header).encode() + b"\n", *lines[1:-1]]
+    end = {"end": {"lines": len(body), "sha256": hashlib.sha256(b"".join(body)).hexdigest()}}
+    (tmp_path / "old.jsonl").write_bytes(b"".join(body) + json.dumps(end).encode() + b"\n")
+    with pytest.raises(InvalidValueError, match="exported with another key"):
+        Session.import_archive(
+            tmp_path / "old.jsonl", store=EncryptedStore(plain, OTHER_KEY), session_id="x"
+        )
+    assert runtime.run(plain.backend.read_record(record_key("x", "u"))) is None
+    imported = Session.import_archive(
+        tmp_path / "old.jsonl", store=EncryptedStore(plain, KEY), session_id="y"
+    )
+    assert contents(imported) == EXPECTED
 
+
+def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_path: Path) -> None:
     session = sealed_session(plain)
     fill(session)
     session.export(tmp_path / "a.jsonl")

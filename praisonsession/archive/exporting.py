@@ -79,7 +79,8 @@ async def export_session(
         with _opened(destination) as file:
             sealer = getattr(backend, "archive_sealer", lambda: None)()
             writer = _Writer(file, sealer)
-            writer.write(header_record(sealed=sealer is not None))
+            fingerprint = None if sealer is None else sealer.fingerprint
+            writer.write(header_record(sealed=sealer is not None, key=fingerprint))
             messages = await _write_session(backend, copy, writer, info, progress, staging)
             await staging.remove()  # written: the snapshots are read where they are
             snapshots = await Branches(backend).snapshots(key.session_id, key.user_id)
