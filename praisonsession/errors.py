@@ -136,12 +136,12 @@ class DecryptionError(SessionCorruptedError):
     """An encrypted store found a value it cannot open: not encrypted at all (plaintext is
     refused, never trusted), altered, moved from elsewhere, or sealed with another key."""
 
-    def __init__(self, what: str, detail: str) -> None:
+    def __init__(self, what: str, detail: str, changed: str = "Nothing was changed.") -> None:
         self.what = what
         PraisonSessionError.__init__(
             self,
-            f"Cannot decrypt {what}: {detail}. Nothing was changed. Check encryption_key (a "
-            "rotated key needs `praisonsession rekey`), or restore the data from a backup.",
+            f"Cannot decrypt {what}: {detail}. {changed} Check encryption_key (a rotated key "
+            "needs `praisonsession rekey`), or restore the data from a backup.",
         )
 
 

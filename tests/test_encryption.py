@@ -34,6 +34,7 @@ from praisonsession.stores.wrappers.encrypted import EncryptedBackend
 
 KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 OTHER_KEY = base64.urlsafe_b64encode(b"o" * 32).decode()
+STRANGER_KEY = base64.urlsafe_b64encode(b"x" * 32).decode()
 SECRET = "pelican-4471"
 
 
@@ -293,6 +294,25 @@ def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
     assert only_new.snapshots()[0].label == f"label {SECRET}"
     with pytest.raises(DecryptionError):
         sealed_session(plain, "s1").get_state("secret")  # the old key opens nothing now
+
+
+def test_rekey_goes_on_past_a_session_neither_key_opens_and_names_it_at_the_end(
+    plain: SessionBase,
+) -> None:
+    from praisonsession.session.rotation import rekey
+
+    for n in (0, 2, 3):
+        fill(sealed_session(plain, f"s{n}"))
+    fill(sealed_session(plain, "s1", key=STRANGER_KEY))  # sealed with a third key
+    with pytest.raises(DecryptionError) as caught:
+        rekey(KEY, OTHER_KEY, plain, vector_store=None)
+    said = str(caught.value)
+    assert "session 's1' of user 'u'" in said and "neither the old nor the new key" in said
+    assert "Every other entry was rotated: 3 sessions now open with the new key" in said
+    assert "Nothing was changed" not in said
+    for n in (0, 2, 3):  # before and after the one that does not open: rotated
+        assert contents(sealed_session(plain, f"s{n}", key=OTHER_KEY)) == EXPECTED
+    assert contents(sealed_session(plain, "s1", key=STRANGER_KEY)) == EXPECTED  # left as it was
 
 
 def test_memory_and_knowledge_texts_are_sealed_and_still_found(tmp_path: Path) -> None:

@@ -35,7 +35,15 @@ from ..backend import LogWrite, StoreBackend, StoredModules, all_records
 from ..record import Key, SessionContents, SessionInfo
 from ..reserved import SNAPSHOT_OWNER
 
-__all__ = ["ORIGIN", "EncryptedBackend", "EncryptedStore", "load_key", "rekey"]
+__all__ = [
+    "ORIGIN",
+    "EncryptedBackend",
+    "EncryptedStore",
+    "load_key",
+    "rekey",
+    "rekey_sessions",
+    "unrotated",
+]
 
 #: Metadata naming the session whose key seals a record's values (a copy keeps its source's).
 ORIGIN = "\x1eencrypted_by"
@@ -369,30 +377,67 @@ async def rekey(store: SessionBase | StoreBackend, old_key: str, new_key: str) -
     Crash-safe by being resumable: every value is rewritten on its own, and a value sealed with
     either key opens during the rotation, so a run cut short leaves a store that the next run
     (with the same two keys) finishes. Run it while no program writes to the store: a message
-    appended between a log's read and its rewrite would be lost.
+    appended between a log's read and its rewrite would be lost. A session that opens with
+    neither key is left as it is, and named by the ``DecryptionError`` raised once every other
+    session is rotated.
 
     The sessions alone: ``praisonsession.session.rotation.rekey`` also rotates the vector
     store (memory and knowledge), which no longer opens after this call by itself.
     """
+    done, unreadable = await rekey_sessions(store, old_key, new_key)
+    if unreadable:
+        raise unrotated(unreadable, f"the other {_sessions(done)}")
+    return done
+
+
+def unrotated(entries: list[str], rotated: str) -> DecryptionError:
+    """The error a rotation ends with when some entries open with neither key: it names them
+    and says what was rotated (``rotated``: "the other 12 sessions", ...)."""
+    return DecryptionError(
+        ", ".join(entries),
+        "it opens with neither the old nor the new key, so it was left as it is",
+        f"Every other entry was rotated: {rotated} now open with the new key.",
+    )
+
+
+def _sessions(count: int) -> str:
+    return f"{count} session" + ("" if count == 1 else "s")
+
+
+async def rekey_sessions(
+    store: SessionBase | StoreBackend, old_key: str, new_key: str
+) -> tuple[int, list[str]]:
+    """:func:`rekey` without the final error: how many sessions were rewritten, and those
+    that open with neither key (left as they are)."""
     plain = store.backend if isinstance(store, SessionBase) else store
     sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,))
     done = 0
+    unreadable: list[str] = []
     for owner in sorted(await plain.list_record_owners() | {SNAPSHOT_OWNER}):
-        for info in await all_records(sealed, owner):
-            key = Key(owner, info.session_id)
-            contents = await sealed.read_record_contents(key)
-            if contents is None:
-                continue  # it expired or went meanwhile
-            if contents.info.metadata:
-                await sealed.merge_record_metadata(key, dict(contents.info.metadata))
-            await sealed.patch_record_state(key, contents.state, [], True, None, False)
-            stored = await sealed.read_modules(key, list(contents.modules))
-            documents = {} if stored is None else stored.documents
-            paths = set(contents.logs) | set({} if stored is None else stored.logs)
-            writes = [
-                LogWrite(path, await sealed.read_log(key, path, 0, None), None)
-                for path in sorted(paths)
-            ]
-            await sealed.write_modules(key, documents, writes)
-            done += 1
-    return done
+        for listed in await all_records(plain, owner):  # ids alone: nothing to open yet
+            key = Key(owner, listed.session_id)
+            try:
+                rotated = await _rekey_session(sealed, key)
+            except DecryptionError:
+                unreadable.append(f"session {key.session_id!r} of user {key.user_id!r}")
+                continue
+            done += rotated
+    return done, unreadable
+
+
+async def _rekey_session(sealed: EncryptedBackend, key: Key) -> int:
+    """Rewrite one session under the new key: 1, or 0 when it went meanwhile."""
+    contents = await sealed.read_record_contents(key)
+    if contents is None:
+        return 0  # it expired or went meanwhile
+    stored = await sealed.read_modules(key, list(contents.modules))
+    documents = {} if stored is None else stored.documents
+    paths = set(contents.logs) | set({} if stored is None else stored.logs)
+    logs = {path: await sealed.read_log(key, path, 0, None) for path in sorted(paths)}
+    # everything read and opened before anything is written: a session that does not open
+    # is left whole, as it was
+    if contents.info.metadata:
+        await sealed.merge_record_metadata(key, dict(contents.info.metadata))
+    await sealed.patch_record_state(key, contents.state, [], True, None, False)
+    await sealed.write_modules(key, documents, [LogWrite(p, m, None) for p, m in logs.items()])
+    return 1
