@@ -88,7 +88,7 @@ async def arekey(
             vectors = "the other" if entries is None else f"{entries}"
             rotated += f" and {vectors} vector entries of {redact_url(str(location))}"
         raise unrotated(unreadable, rotated)
-    return RekeyReport(sessions, entries, shown)
+    return RekeyReport(sessions, entries or 0, shown)
 
 
 def rekey(
