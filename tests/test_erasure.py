@@ -38,6 +38,7 @@ def fill(store: SessionBase, settings: dict[str, Any], user: str, mark: str, fol
         session.increment_state(f"count-{mark}")
     session.set_state(f"key-{mark}", f"changed {mark}")  # an old value replaced, not deleted
     session.append_messages(f"log-{mark}", [{"content": f"msg {i} {mark}"} for i in range(300)])
+    runtime.run(store.set_metadata(session.session_id, user, topic=f"topic {mark}"))
     session.snapshot(f"label {mark}")
     session.fork(f"fork-{mark}").append_messages("chat", [{"content": f"forked {mark}"}])
     session.export(folder / f"{mark}.jsonl")
