@@ -142,6 +142,29 @@ def test_after_erasure_no_byte_of_the_user_is_left_anywhere(
     runtime.run(store.close())
 
 
+@pytest.mark.parametrize("kind", ["json", "sqlite", "redis", "postgres"])
+def test_a_fork_to_another_user_keeps_its_data_but_not_the_erased_users_ids(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if kind in backends.SERVERS:
+        request.getfixturevalue(backends.SERVERS[kind])
+    store = make_store(kind, tmp_path)
+    guest_id = "g5t1x"  # a mark of its own: the PostgreSQL server's files are scanned for MARK
+    guest = Session(f"visit-{guest_id}", f"guest-{guest_id}", store=store)
+    guest.append_messages("chat", [{"role": "user", "content": "keep this"}])
+    account = guest.fork("kept", user_id="account")
+    erase_user(f"guest-{guest_id}", store=store)
+    assert account.read_messages("chat") == [{"role": "user", "content": "keep this"}]
+    info = account.get_info()
+    assert info is not None and guest_id not in repr(info.metadata)
+    assert [node.info.session_id for node in account.tree()] == ["kept"]  # a root now
+    if kind in ("json", "sqlite", "redis"):
+        left = every_byte(tmp_path, store)
+        at = left.find(guest_id.encode())
+        assert at < 0, f"found {left[max(0, at - 80) : at + 80]!r}"
+    runtime.run(store.close())
+
+
 def _postgres(*statements: str, url: str | None = None) -> None:
     import psycopg
 

@@ -26,12 +26,18 @@ from ..errors import (
 )
 from .backend import UNSET, StoreBackend, all_records
 from .record import Key, SessionInfo, now, record_key
-from .reserved import SEPARATOR, SNAPSHOT, SNAPSHOT_OWNER, snapshot_key, snapshot_name
+from .reserved import (
+    PARENT,
+    SEPARATOR,
+    SNAPSHOT,
+    SNAPSHOT_OWNER,
+    snapshot_key,
+    snapshot_name,
+)
 
 __all__ = ["PARENT", "Branches", "SnapshotInfo", "TreeNode", "snapshot_id_of"]
 
 #: Where a fork records its parent, in the child's metadata.
-PARENT = "parent"
 _MAX_DEPTH = 10_000  # parent links followed before a chain is taken for a cycle
 _PAGE = 1000
 _stamp_lock = threading.Lock()
