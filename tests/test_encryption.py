@@ -162,8 +162,43 @@ def test_a_tampered_moved_or_foreign_value_is_refused(plain: SessionBase) -> Non
     with pytest.raises(DecryptionError):
         sealed_session(plain, "t").get_state("a")
     sealed_session(plain, "w").set_state("a", SECRET)
-    with pytest.raises(DecryptionError, match="does not open"):
+    with pytest.raises(DecryptionError, match="it is sealed with the key key-"):
         sealed_session(plain, "w", key=OTHER_KEY).get_state("a")
+
+
+def test_a_forged_origin_opens_nothing_of_another_users_session(plain: SessionBase) -> None:
+    from praisonsession.stores.wrappers.encrypted import ORIGIN
+
+    victim = sealed_session(plain, "s")
+    victim.set_state("a", SECRET)
+    victim_info = runtime.run(plain.backend.read_record(record_key("s", "u")))
+    assert victim_info is not None
+    stolen = Session("s", "u", store=plain).get_state("a")  # someone with store access, no key
+    for forged in (["u", "s"], victim_info.metadata[ORIGIN]):  # in clear, or the victim's seal
+        mallory = Session("m", "mallory", store=plain)
+        mallory.set_state("a", stolen)
+        runtime.run(plain.set_metadata("m", "mallory", **{ORIGIN: forged}))
+        with pytest.raises(DecryptionError) as caught:
+            Session("m", "mallory", store=EncryptedStore(plain, KEY)).get_state("a")
+        assert SECRET not in str(caught.value)
+        mallory.delete()
+
+
+def test_a_session_recreated_by_another_process_is_never_written_under_a_stale_key(
+    plain: SessionBase,
+) -> None:
+    first = sealed_session(plain, "x")  # a long-running process: it knows x's key
+    first.set_state("n", 1)
+    source = sealed_session(plain, "src")
+    source.set_state("from", "src")
+    other = Session("x", "u", store=EncryptedStore(plain, KEY))  # another process
+    other.delete()
+    source.fork("x")  # x is now a copy of src, sealed under src's key
+    first.set_state("n", 2)  # the first process writes on
+    first.append_messages("chat", [{"role": "user", "content": SECRET}])
+    fresh = Session("x", "u", store=EncryptedStore(plain, KEY))
+    assert fresh.get_state("n") == 2 and fresh.get_state("from") == "src"
+    assert fresh.read_messages("chat") == [{"role": "user", "content": SECRET}]
 
 
 def test_the_key_comes_from_settings_the_environment_or_a_file(

@@ -28,7 +28,7 @@ from typing import Any
 
 from ..._internal.json_data import add_numbers, decode, dumps
 from ..._internal.runtime import pause
-from ..._internal.sealing import TextSealer, aes_gcm, load_key
+from ..._internal.sealing import TextSealer, aes_gcm, key_fingerprint, load_key
 from ...errors import ConflictError, DecryptionError, SessionNotFoundError
 from ..api import SessionBase
 from ..backend import LogWrite, StoreBackend, StoredModules, all_records
@@ -47,7 +47,11 @@ __all__ = [
 
 #: Metadata naming the session whose key seals a record's values (a copy keeps its source's).
 ORIGIN = "\x1eencrypted_by"
+#: Metadata naming, by fingerprint, the key the record's values are sealed with (never the key).
+SEALED_WITH = "\x1esealed_with"
 _PREFIX = "psenc1:"
+#: A sealed origin: which session's key seals the record, bound to the record's own ids.
+_TOKEN = "psenc2:"
 _NONCE = 12
 _KEYS_REMEMBERED = 4096
 _MAX_INCREMENT_RETRIES = 1000
@@ -75,14 +79,24 @@ class EncryptedBackend(StoreBackend):
     """A backend that seals what it passes to ``inner`` and opens what it reads back."""
 
     def __init__(
-        self, inner: StoreBackend, key: str | bytes, *, old_keys: tuple[str | bytes, ...] = ()
+        self,
+        inner: StoreBackend,
+        key: str | bytes,
+        *,
+        old_keys: tuple[str | bytes, ...] = (),
+        legacy_origins: bool = False,
     ) -> None:
+        """``legacy_origins``: also trust an origin written in clear by an older version (only
+        ``rekey`` does, to seal it)."""
         super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
         self.inner = inner
         self.url = inner.url
         self.runs_inline = inner.runs_inline
         self._masters = [load_key(key), *(load_key(k, "an old key") for k in old_keys)]
         self._aead = aes_gcm()
+        self.fingerprint = key_fingerprint(self._masters[0])
+        self._placements = [self._aead(_derive(m, b"praisonsession origin")) for m in self._masters]
+        self._legacy_origins = legacy_origins
         self._ciphers: OrderedDict[tuple[int, str, str], Any] = OrderedDict()
         self._origins: OrderedDict[Key, tuple[str, str]] = OrderedDict()
 
@@ -136,14 +150,65 @@ class EncryptedBackend(StoreBackend):
             what, "it does not open with this key: altered, moved, or another key"
         )
 
-    async def _origin(self, key: Key) -> tuple[str, str]:
-        """The session whose key seals ``key``'s values: its own, or its copy source's."""
-        origin = self._origins.get(key)
+    async def _origin(self, key: Key, *, writing: bool = False) -> tuple[str, str]:
+        """The session whose key seals ``key``'s values: its own, or its copy source's.
+
+        A write always reads it from the record: another process may have deleted the session
+        and made a new one (a fork, an import) under the same id since it was remembered."""
+        origin = None if writing else self._origins.get(key)
         if origin is None:
             info = await self.inner.read_record(key)
-            origin = _origin_of(info, key)
+            origin = self._origin_of(info, key)
             self._remember(key, origin)
         return origin
+
+    def _origin_of(self, info: SessionInfo | None, key: Key) -> tuple[str, str]:
+        """The record's origin, opened and checked to belong to this record; a record sealed
+        with another key is refused here, before anything is read or written."""
+        found = None if info is None else info.metadata.get(ORIGIN)
+        if found is None:
+            return (key.user_id, key.session_id)
+        if isinstance(found, str) and found.startswith(_TOKEN):
+            try:
+                raw = base64.urlsafe_b64decode(found[len(_TOKEN) :])
+            except (binascii.Error, ValueError):
+                raw = b""
+            for placement in self._placements:
+                try:
+                    plain = placement.decrypt(raw[:_NONCE], raw[_NONCE:], _placed(key))
+                except Exception:  # InvalidTag, too short: not this key's, or not this record's
+                    continue
+                origin = decode(plain)
+                if isinstance(origin, list) and len(origin) == 2:
+                    return (str(origin[0]), str(origin[1]))
+            raise self._not_ours(info, key)
+        if _is_pair(found) and (
+            self._legacy_origins or tuple(found) == (key.user_id, key.session_id)
+        ):
+            return (found[0], found[1])
+        raise DecryptionError(
+            f"the origin of session {key.session_id!r} of user {key.user_id!r}",
+            "it names another session's key in clear text, which is not trusted (written by an "
+            "older version, or forged); run `praisonsession rekey` with this key as both keys "
+            "to seal it",
+        )
+
+    def _not_ours(self, info: SessionInfo | None, key: Key) -> DecryptionError:
+        said = None if info is None else info.metadata.get(SEALED_WITH)
+        expected = f"the key {said}" if isinstance(said, str) else "another key"
+        return DecryptionError(
+            f"session {key.session_id!r} of user {key.user_id!r}",
+            f"it is sealed with {expected}, and this process has the key {self.fingerprint} "
+            "(or its record was copied from another session); nothing is read or written "
+            "without the key it expects",
+        )
+
+    def _token(self, key: Key, origin: tuple[str, str]) -> dict[str, Any]:
+        """The metadata that says, authenticated, which key seals ``key``'s values."""
+        nonce = os.urandom(_NONCE)
+        sealed = self._placements[0].encrypt(nonce, dumps(list(origin)).encode(), _placed(key))
+        token = _TOKEN + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+        return {ORIGIN: token, SEALED_WITH: self.fingerprint}
 
     def _remember(self, key: Key, origin: tuple[str, str]) -> None:
         self._origins[key] = origin
@@ -152,12 +217,12 @@ class EncryptedBackend(StoreBackend):
 
     def _open_info(self, info: SessionInfo) -> SessionInfo:
         key = Key(info.user_id, info.session_id)
-        origin = _origin_of(info, key)
+        origin = self._origin_of(info, key)
         self._remember(key, origin)
         metadata = {
             name: self._open(origin, "metadata", name, value)
             for name, value in info.metadata.items()
-            if name != ORIGIN  # the store's own bookkeeping, not the user's metadata
+            if name not in (ORIGIN, SEALED_WITH)  # the store's bookkeeping, not the user's
         }
         return info._replace(metadata=metadata)
 
@@ -172,10 +237,10 @@ class EncryptedBackend(StoreBackend):
     async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         """Create, or merge into a live record (whose origin, a copy's source, is kept)."""
         held = await self.inner.read_record(key)
-        origin = _origin_of(held, key)
+        origin = self._origin_of(held, key)
         sealed = self._seal_metadata(origin, metadata)
-        if held is None:
-            sealed[ORIGIN] = list(origin)
+        if held is None or held.metadata.get(ORIGIN) is None:
+            sealed.update(self._token(key, origin))
         info = await self.inner.create_record(key, ttl, sealed)
         return self._open_info(info)
 
@@ -184,7 +249,7 @@ class EncryptedBackend(StoreBackend):
         return None if info is None else self._open_info(info)
 
     async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
-        origin = await self._origin(key)
+        origin = await self._origin(key, writing=True)
         info = await self.inner.merge_record_metadata(key, self._seal_metadata(origin, metadata))
         return self._open_info(info)
 
@@ -229,7 +294,7 @@ class EncryptedBackend(StoreBackend):
         expected_version: int | None,
         must_exist: bool,
     ) -> int:
-        origin = await self._origin(key)
+        origin = await self._origin(key, writing=True)
         sealed = {name: self._seal(origin, "state", name, v) for name, v in updates.items()}
         return await self.inner.patch_record_state(
             key, sealed, deletes, replace, expected_version, must_exist
@@ -265,7 +330,7 @@ class EncryptedBackend(StoreBackend):
     async def write_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
-        origin = await self._origin(key)
+        origin = await self._origin(key, writing=True)
         sealed = {name: self._seal(origin, "module", name, d) for name, d in documents.items()}
         return await self.inner.write_modules(
             key, sealed, [self._seal_write(origin, write) for write in writes]
@@ -282,7 +347,7 @@ class EncryptedBackend(StoreBackend):
         )
 
     async def append_log(self, key: Key, write: LogWrite) -> int:
-        origin = await self._origin(key)
+        origin = await self._origin(key, writing=True)
         return await self.inner.append_log(key, self._seal_write(origin, write))
 
     async def read_log(
@@ -338,10 +403,10 @@ class EncryptedBackend(StoreBackend):
         replace: bool,
         ttl: Any,
     ) -> SessionInfo:
-        origin = await self._origin(source)
+        origin = await self._origin(source, writing=True)
         if replace:  # a restore: the target's values will be the source's, sealed as they are
             self._origins.pop(target, None)
-        sealed = {**self._seal_metadata(origin, metadata), ORIGIN: list(origin)}
+        sealed = {**self._seal_metadata(origin, metadata), **self._token(target, origin)}
         info = await self.inner.copy_record(source, target, cut, sealed, replace, ttl)
         return self._open_info(info)
 
@@ -350,7 +415,7 @@ class EncryptedBackend(StoreBackend):
         if contents is None:
             return None
         info = self._open_info(contents.info)
-        origin = _origin_of(contents.info, key)
+        origin = self._origin_of(contents.info, key)
         return contents._replace(
             info=info,
             state={n: self._open(origin, "state", n, v) for n, v in contents.state.items()},
@@ -363,11 +428,21 @@ def _bound(origin: tuple[str, str], kind: str, name: str) -> bytes:
     return "\x00".join((*origin, kind, name)).encode("utf-8")
 
 
-def _origin_of(info: SessionInfo | None, key: Key) -> tuple[str, str]:
-    found = None if info is None else info.metadata.get(ORIGIN)
-    if isinstance(found, list) and len(found) == 2 and all(isinstance(x, str) for x in found):
-        return (found[0], found[1])
-    return (key.user_id, key.session_id)
+def _placed(key: Key) -> bytes:
+    """The associated data of an origin: it opens only in the record it was sealed for."""
+    return "\x00".join(("origin", key.user_id, key.session_id)).encode("utf-8")
+
+
+def _is_pair(found: Any) -> bool:
+    return isinstance(found, list) and len(found) == 2 and all(isinstance(x, str) for x in found)
+
+
+def _derive(master: bytes, info: bytes) -> bytes:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    derived: bytes = HKDF(hashes.SHA256(), 32, None, info).derive(master)
+    return derived
 
 
 async def rekey(store: SessionBase | StoreBackend, old_key: str, new_key: str) -> int:
@@ -410,7 +485,7 @@ async def rekey_sessions(
     """:func:`rekey` without the final error: how many sessions were rewritten, and those
     that open with neither key (left as they are)."""
     plain = store.backend if isinstance(store, SessionBase) else store
-    sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,))
+    sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,), legacy_origins=True)
     done = 0
     unreadable: list[str] = []
     for owner in sorted(await plain.list_record_owners() | {SNAPSHOT_OWNER}):
@@ -440,4 +515,6 @@ async def _rekey_session(sealed: EncryptedBackend, key: Key) -> int:
         await sealed.merge_record_metadata(key, dict(contents.info.metadata))
     await sealed.patch_record_state(key, contents.state, [], True, None, False)
     await sealed.write_modules(key, documents, [LogWrite(p, m, None) for p, m in logs.items()])
+    origin = await sealed._origin(key, writing=True)
+    await sealed.inner.merge_record_metadata(key, sealed._token(key, origin))  # sealed last
     return 1
