@@ -23,6 +23,7 @@ from praisonsession import (
     EncryptedStore,
     InvalidSettingError,
     InvalidValueError,
+    KeyRequiredError,
     Session,
     SessionBase,
     StateModule,
@@ -64,6 +65,17 @@ def sealed_session(plain: SessionBase, session_id: str = "s", key: str = KEY) ->
     return Session(session_id, "u", store=EncryptedStore(plain, key))
 
 
+def raw_state(plain: SessionBase, session_id: str = "s", user_id: str = "u") -> dict[str, Any]:
+    """What the inner store holds, read under its API as someone with store access would."""
+    key = record_key(session_id, user_id)
+    return runtime.run(plain.backend.read_record_state(key, None, False))
+
+
+def raw_set(plain: SessionBase, session_id: str, name: str, value: Any, user_id: str = "u") -> None:
+    key = record_key(session_id, user_id)
+    runtime.run(plain.backend.patch_record_state(key, {name: value}, [], False, None, False))
+
+
 def fill(session: Session) -> None:
     session.set_state("secret", {"text": SECRET, "n": [1, 2.5, None]})
     session.increment_state("count", 3)
@@ -102,8 +114,7 @@ def test_everything_round_trips_and_nothing_is_stored_in_the_clear(
     session = sealed_session(plain)
     fill(session)
     assert contents(session) == EXPECTED
-    raw = Session("s", "u", store=plain)
-    assert raw.get_state("count").startswith("psenc1:")  # the inner store holds only seals
+    assert raw_state(plain)["count"].startswith("psenc1:")  # the inner store holds only seals
     if kind in ("json", "sqlite"):
         stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
         assert b"chat" in stored  # names stay readable; the texts do not
@@ -131,7 +142,7 @@ def test_forks_snapshots_and_archives_keep_working(plain: SessionBase, tmp_path:
         tmp_path / "a.jsonl", store=EncryptedStore(plain, KEY), session_id="copy"
     )
     assert contents(imported) == EXPECTED
-    assert Session("copy", "u", store=plain).get_state("count").startswith("psenc1:")
+    assert raw_state(plain, "copy")["count"].startswith("psenc1:")
 
 
 def test_a_plaintext_record_is_refused_not_trusted(plain: SessionBase) -> None:
@@ -149,16 +160,15 @@ def test_a_tampered_moved_or_foreign_value_is_refused(plain: SessionBase) -> Non
     session = sealed_session(plain)
     session.set_state("a", SECRET)
     session.set_state("b", "other")
-    raw = Session("s", "u", store=plain)
-    sealed = raw.get_state("a")
+    sealed = raw_state(plain)["a"]
     flipped = sealed[:-6] + ("A" if sealed[-6] != "A" else "B") + sealed[-5:]
-    raw.set_state("a", flipped)
+    raw_set(plain, "s", "a", flipped)
     with pytest.raises(DecryptionError, match="does not open"):
         session.get_state("a")
-    raw.set_state("b", sealed)  # a valid seal, moved to another key
+    raw_set(plain, "s", "b", sealed)  # a valid seal, moved to another key
     with pytest.raises(DecryptionError, match="does not open"):
         session.get_state("b")
-    Session("t", "u", store=plain).set_state("a", sealed)  # and to another session
+    raw_set(plain, "t", "a", sealed)  # and to another session
     with pytest.raises(DecryptionError):
         sealed_session(plain, "t").get_state("a")
     sealed_session(plain, "w").set_state("a", SECRET)
@@ -173,7 +183,7 @@ def test_a_forged_origin_opens_nothing_of_another_users_session(plain: SessionBa
     victim.set_state("a", SECRET)
     victim_info = runtime.run(plain.backend.read_record(record_key("s", "u")))
     assert victim_info is not None
-    stolen = Session("s", "u", store=plain).get_state("a")  # someone with store access, no key
+    stolen = raw_state(plain)["a"]  # someone with store access, no key
     for forged in (["u", "s"], victim_info.metadata[ORIGIN]):  # in clear, or the victim's seal
         mallory = Session("m", "mallory", store=plain)
         mallory.set_state("a", stolen)
@@ -199,6 +209,70 @@ def test_a_session_recreated_by_another_process_is_never_written_under_a_stale_k
     fresh = Session("x", "u", store=EncryptedStore(plain, KEY))
     assert fresh.get_state("n") == 2 and fresh.get_state("from") == "src"
     assert fresh.read_messages("chat") == [{"role": "user", "content": SECRET}]
+
+
+def _branches(store: SessionBase) -> Any:
+    from praisonsession.stores.branches import Branches
+
+    return Branches(store.backend)
+
+
+KEYLESS_WRITES: dict[str, Any] = {
+    "open a Session": lambda p: Session("s", "u", store=p),
+    "create_session": lambda p: p.create_session("s", "u", metadata={"a": 1}),
+    "set_metadata": lambda p: p.set_metadata("s", "u", topic="plain"),
+    "patch_state": lambda p: p.patch_state("s", "u", {"a": "plain"}),
+    "delete a key": lambda p: p.patch_state("s", "u", delete=["secret"]),
+    "replace_state": lambda p: p.replace_state("s", "u", {"a": 1}),
+    "increment": lambda p: p.increment("s", "u", "count"),
+    "append_messages": lambda p: p.append_messages("s", "u", "chat", [{"content": "x"}]),
+    "clear_messages": lambda p: p.clear_messages("s", "u", "chat"),
+    "save_session_state": lambda p: p.save_session_state("s", "u", notes=Notes()),
+    "fork": lambda p: _branches(p).fork("s", "u", "copy"),
+    "snapshot": lambda p: _branches(p).snapshot("s", "u"),
+}
+KEYLESS_READS: dict[str, Any] = {
+    "get_state": lambda p: p.get_state("s", "u"),
+    "get_value": lambda p: p.get_value("s", "u", "count"),
+    "read_messages": lambda p: p.read_messages("s", "u", "chat"),
+    "load_session_state": lambda p: p.load_session_state("s", "u", notes=Notes()),
+    "get_info": lambda p: p.get_info("s", "u"),
+    "list_sessions": lambda p: p.list_sessions("u"),
+}
+
+
+async def _call(work: Any) -> Any:
+    return await work if hasattr(work, "__await__") else work
+
+
+@pytest.mark.parametrize("call", [*KEYLESS_WRITES, *KEYLESS_READS])
+def test_a_process_without_a_key_is_refused_naming_the_key_by_fingerprint(
+    plain: SessionBase, call: str
+) -> None:
+    sealed = sealed_session(plain)
+    fill(sealed)
+    before = raw_state(plain)
+    fingerprint = EncryptedBackend(plain.backend, KEY).fingerprint
+    with pytest.raises(KeyRequiredError) as caught:
+        runtime.run(_call({**KEYLESS_WRITES, **KEYLESS_READS}[call](plain)))
+    message = str(caught.value)
+    assert caught.value.fingerprint == fingerprint and fingerprint in message
+    assert KEY not in message and "psenc" not in message and SECRET not in message
+    assert "without an encryption key" in message
+    assert raw_state(plain) == before  # nothing was written
+    assert contents(sealed_session(plain)) == EXPECTED  # and the key still opens everything
+    assert runtime.run(plain.backend.read_record(record_key("copy", "u"))) is None
+
+
+def test_a_keyless_store_reads_and_writes_its_own_sessions_beside_encrypted_ones(
+    plain: SessionBase,
+) -> None:
+    fill(sealed_session(plain))
+    mine = Session("mine", "u", store=plain)
+    mine.set_state("a", "psenc1:short")  # a string that only looks like a seal is a value
+    mine.append_messages("chat", [{"content": "hi"}])
+    assert mine.get_state("a") == "psenc1:short"
+    assert mine.read_messages("chat") == [{"content": "hi"}]
 
 
 def test_the_key_comes_from_settings_the_environment_or_a_file(
@@ -265,7 +339,8 @@ def test_increments_and_appends_stay_exact_under_many_processes(
         mine = [int(c.split("-")[1]) for c in log if c.startswith(f"p{n}-")]
         assert mine == list(range(40))
     monkeypatch.delenv("PRAISONSESSION_ENCRYPTION_KEY")
-    assert str(Session("shared", "u", store=shared_url).get_state("hits")).startswith("psenc1:")
+    with pytest.raises(KeyRequiredError):  # a process without the key reads no ciphertext
+        Session("shared", "u", store=shared_url).get_state("hits")
     session.close()
     assert json.dumps(os.environ.get("PRAISONSESSION_ENCRYPTION_KEY")) == "null"
 

@@ -32,6 +32,7 @@ from ..._internal.sealing import TextSealer, aes_gcm, key_fingerprint, load_key
 from ...errors import ConflictError, DecryptionError, SessionNotFoundError
 from ..api import SessionBase
 from ..backend import LogWrite, StoreBackend, StoredModules, all_records
+from ..keyless import ORIGIN, SEALED_WITH
 from ..record import Key, SessionContents, SessionInfo
 from ..reserved import SNAPSHOT_OWNER
 
@@ -45,10 +46,6 @@ __all__ = [
     "unrotated",
 ]
 
-#: Metadata naming the session whose key seals a record's values (a copy keeps its source's).
-ORIGIN = "\x1eencrypted_by"
-#: Metadata naming, by fingerprint, the key the record's values are sealed with (never the key).
-SEALED_WITH = "\x1esealed_with"
 _PREFIX = "psenc1:"
 #: A sealed origin: which session's key seals the record, bound to the record's own ids.
 _TOKEN = "psenc2:"
@@ -77,6 +74,8 @@ class EncryptedStore(SessionBase):
 
 class EncryptedBackend(StoreBackend):
     """A backend that seals what it passes to ``inner`` and opens what it reads back."""
+
+    checks_keys = True
 
     def __init__(
         self,
