@@ -330,3 +330,35 @@ def test_a_vaulted_collection_still_reaches_entries_stored_before_the_vault(
         assert vaulted.count() == 1
     finally:
         client.delete_collection(name)
+
+
+def test_sqlite_erasure_leaves_no_fragment_at_scale(tmp_path: Path) -> None:
+    """2,000 sessions of the user, each with a snapshot, between another user's: the pages the
+    store split and merged while it grew keep no copy of the user's messages after erasure."""
+    from praisonsession.stores.branches import Branches
+
+    store = make_store("sqlite", tmp_path)
+    branches = Branches(store.backend)
+
+    async def grow() -> None:
+        for n in range(2000):
+            for user, mark in (("erin-" + MARK.decode(), MARK), ("bob-" + KEPT.decode(), KEPT)):
+                if user.startswith("bob") and n % 4:
+                    continue
+                text = f"message {n} of {mark.decode()} " + "x" * (40 + n % 200)
+                await store.append_messages(f"s{n}", user, "chat", [{"content": text}] * 2)
+                await store.patch_state(f"s{n}", user, {"note": f"{mark.decode()} {n}"})
+                if user.startswith("erin"):
+                    await branches.snapshot(f"s{n}", user, f"label {mark.decode()}")
+
+    runtime.run(grow())
+    report = erase_user("erin-" + MARK.decode(), store=store)
+    assert (report.sessions, report.snapshots) == (2000, 2000)
+    left = every_byte(tmp_path / "sqlite-store", store)
+    at = left.find(MARK)
+    assert report.leftovers == ([] if at < 0 else report.leftovers)  # what it says, a scan finds
+    assert at < 0, f"found {left[max(0, at - 80) : at + 80]!r}"
+    assert left.count(KEPT) >= 500 * 2
+    kept = runtime.run(store.read_messages("s4", "bob-" + KEPT.decode(), "chat"))
+    assert kept[0]["content"].startswith(f"message 4 of {KEPT.decode()}")
+    runtime.run(store.close())
