@@ -565,3 +565,96 @@ def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_
             tmp_path / "b.jsonl", store=EncryptedStore(plain, KEY), session_id="x"
         )
     assert runtime.run(plain.backend.read_record(record_key("x", "u"))) is None
+
+
+def raw_log(plain: SessionBase, path: str, session_id: str = "s", user_id: str = "u") -> Any:
+    return runtime.run(plain.backend.read_log(record_key(session_id, user_id), path, 0, None))
+
+
+def raw_put_log(plain: SessionBase, path: str, messages: Any, session_id: str = "s") -> None:
+    """Rewrite a log as someone with write access to the store (and no key) would."""
+    from praisonsession.stores.backend import LogWrite
+
+    write = LogWrite(path, messages, None)
+    runtime.run(plain.backend.write_modules(record_key(session_id, "u"), {}, [write]))
+
+
+CHAT = [{"role": "user", "content": f"{SECRET} {n}"} for n in range(4)]
+#: What someone with write access does to a log's sealed messages, and the first one refused.
+PLACEMENTS: dict[str, tuple[Any, int]] = {
+    "swap": (lambda m: [m[0], m[2], m[1], m[3]], 1),
+    "drop in the middle": (lambda m: [m[0], m[2], m[3]], 1),
+    "replay at the end": (lambda m: [*m, m[1]], 4),
+    "replay in the middle": (lambda m: [m[0], m[0], m[1], m[2], m[3]], 1),
+    "first moved last": (lambda m: [*m[1:], m[0]], 0),
+}
+
+
+@pytest.mark.parametrize("attack", list(PLACEMENTS))
+def test_a_message_swapped_dropped_or_replayed_inside_its_log_is_refused(
+    plain: SessionBase, attack: str
+) -> None:
+    session = sealed_session(plain)
+    session.append_messages("chat", CHAT[:2])
+    session.append_messages("chat", CHAT[2:])  # appended in two steps: positions go on
+    assert session.read_messages("chat") == CHAT
+    change, refused = PLACEMENTS[attack]
+    raw_put_log(plain, "chat", change(raw_log(plain, "chat")))
+    with pytest.raises(DecryptionError, match=f"message {refused} of log 'chat'") as caught:
+        session.read_messages("chat")
+    assert SECRET not in str(caught.value)
+    with pytest.raises(DecryptionError, match=f"message {refused} of log 'chat'"):
+        session.read_messages("chat", refused)  # a read from the middle is placed too
+
+
+def test_a_message_copied_to_another_log_session_or_user_is_refused(plain: SessionBase) -> None:
+    session = sealed_session(plain)
+    session.append_messages("chat", CHAT)
+    sealed = raw_log(plain, "chat")
+    session.append_messages("other", [{"content": "x"}] * 4)
+    raw_put_log(plain, "other", sealed)  # another log of the same session
+    with pytest.raises(DecryptionError, match="message 0 of log 'other'"):
+        session.read_messages("other")
+    for session_id, user_id in (("t", "u"), ("s", "v")):  # another session, another user
+        target = Session(session_id, user_id, store=EncryptedStore(plain, KEY))
+        target.append_messages("chat", [{"content": "x"}] * 4)
+        key = record_key(session_id, user_id)
+        from praisonsession.stores.backend import LogWrite
+
+        runtime.run(plain.backend.write_modules(key, {}, [LogWrite("chat", sealed, None)]))
+        with pytest.raises(DecryptionError, match="message 0 of log 'chat'"):
+            target.read_messages("chat")
+
+
+def test_a_truncated_tail_is_not_detected_as_documented(plain: SessionBase) -> None:
+    session = sealed_session(plain)
+    session.append_messages("chat", CHAT)
+    raw_put_log(plain, "chat", raw_log(plain, "chat")[:2])  # no length is kept apart from it
+    assert session.read_messages("chat") == CHAT[:2]
+    key = record_key("s", "u")  # a slice from the end, as the backend protocol allows
+    assert runtime.run(session.store.backend.read_log(key, "chat", -1, None)) == CHAT[1:2]
+
+
+def test_messages_of_the_older_format_stay_readable_and_rekey_binds_them_to_positions(
+    plain: SessionBase,
+) -> None:
+    from praisonsession.stores.backend import LogWrite
+    from praisonsession.stores.wrappers import encrypted
+
+    older = EncryptedBackend(plain.backend, KEY)  # seals as the version before did: per log
+    key = record_key("s", "u")
+    runtime.run(plain.backend.create_record(key, None, {}))
+    v1 = [{"sealed": older._seal(("u", "s"), "log", "chat", m)} for m in CHAT]
+    assert all(m["sealed"].startswith("psenc1:") for m in v1)
+    runtime.run(plain.backend.write_modules(key, {}, [LogWrite("chat", v1, None)]))
+    session = sealed_session(plain)
+    assert session.read_messages("chat") == CHAT
+    session.append_messages("chat", [{"content": "new"}])  # new ones are bound to positions
+    assert raw_log(plain, "chat")[4]["sealed"].startswith("psenc2:")
+    assert runtime.run(encrypted.rekey(plain, KEY, KEY)) == 1
+    upgraded = raw_log(plain, "chat")
+    assert all(m["sealed"].startswith("psenc2:") for m in upgraded)
+    assert sealed_session(plain).read_messages("chat") == [*CHAT, {"content": "new"}]
+    raw_put_log(plain, "chat", [upgraded[0], v1[1], *upgraded[2:]])  # an old one put back
+    with pytest.raises(DecryptionError, match=r"message 1 of log 'chat'.*not sealed to its"):
+        sealed_session(plain).read_messages("chat")
