@@ -14,8 +14,9 @@ record's metadata names that origin, so the inner store's atomic copy needs no r
 What stays readable: ids, state keys, module and log names, metadata keys, sizes, counts, times.
 
 Increments read, add and write back with a compare-and-set on the record's version, retried on
-conflict: the inner store cannot add to a number it cannot read. Appends stay the inner store's
-atomic appends (each message is sealed on its own), so both stay exact under many processes.
+conflict: the inner store cannot add to a number it cannot read. A message is sealed at its
+position in its log (format 2), so an append counts the log and appends only at that length,
+again on a conflict: both stay exact under many processes.
 """
 
 from __future__ import annotations
