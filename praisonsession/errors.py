@@ -19,6 +19,7 @@ __all__ = [
     "InvalidIdError",
     "InvalidSettingError",
     "InvalidValueError",
+    "KeyRequiredError",
     "KnowledgeSourceError",
     "MissingDependencyError",
     "OperationTimeoutError",
@@ -136,12 +137,29 @@ class DecryptionError(SessionCorruptedError):
     """An encrypted store found a value it cannot open: not encrypted at all (plaintext is
     refused, never trusted), altered, moved from elsewhere, or sealed with another key."""
 
-    def __init__(self, what: str, detail: str) -> None:
+    def __init__(self, what: str, detail: str, changed: str = "Nothing was changed.") -> None:
         self.what = what
         PraisonSessionError.__init__(
             self,
-            f"Cannot decrypt {what}: {detail}. Nothing was changed. Check encryption_key (a "
-            "rotated key needs `praisonsession rekey`), or restore the data from a backup.",
+            f"Cannot decrypt {what}: {detail}. {changed} Check encryption_key (a rotated key "
+            "needs `praisonsession rekey`), or restore the data from a backup.",
+        )
+
+
+class KeyRequiredError(DecryptionError):
+    """A store opened without an encryption key met an encrypted session: it neither writes
+    into it (what it wrote would not open) nor returns its ciphertext as values."""
+
+    def __init__(self, what: str, fingerprint: str) -> None:
+        self.what = what
+        #: The expected key's fingerprint (``key-`` and 16 hex digits), never the key.
+        self.fingerprint = fingerprint
+        PraisonSessionError.__init__(
+            self,
+            f"{what} is encrypted with the key {fingerprint}, and this store was opened without "
+            "an encryption key: nothing of it is read or written without that key. Nothing "
+            "was changed. Open the store with it (settings={'encryption_key_file': ...}, or "
+            "PRAISONSESSION_ENCRYPTION_KEY_FILE).",
         )
 
 

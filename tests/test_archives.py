@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -585,3 +586,34 @@ session.export({str(tmp_path / "a.jsonl")!r})
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, timeout=120)
     assert done.returncode == -signal.SIGKILL
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_complete_copy_left_by_an_export_killed_before_its_rename_goes_at_the_next(
+    tmp_path: Path,
+) -> None:
+    """Killed after the archive was linked under its hidden name, before the rename: the next
+    export to that file removes the dead process's copy (and keeps a live one's)."""
+    script = f"""
+import os, signal
+from praisonsession import Session
+
+session = Session("s", "u", store="memory://")
+session.set_state("secret", "a whole copy of it")
+replace = os.replace
+def die_before_the_rename(source, target):
+    if str(source).endswith(".complete"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    replace(source, target)
+os.replace = die_before_the_rename
+session.export({str(tmp_path / "a.jsonl")!r})
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, timeout=120)
+    assert done.returncode == -signal.SIGKILL
+    left = [p.name for p in tmp_path.iterdir()]
+    assert len(left) == 1 and left[0].startswith(".a.jsonl.") and left[0].endswith(".complete")
+    running = f".a.jsonl.{os.getppid()}.complete"  # a live process's export in progress
+    (tmp_path / running).write_bytes(b"in progress")
+    session = Session("s", "u", store="memory://")
+    session.set_state("n", 1)
+    session.export(tmp_path / "a.jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([running, "a.jsonl"])

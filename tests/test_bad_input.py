@@ -198,6 +198,20 @@ SESSION_CASES = [
     Case(
         "read_messages: stop a float", InvalidValueError, lambda s: s.read_messages("log", 0, 2.0)
     ),
+    Case("read_messages: start 2**63", InvalidValueError, lambda s: s.read_messages("log", 2**63)),
+    Case(
+        "read_messages: stop 2**64", InvalidValueError, lambda s: s.read_messages("log", 0, 2**64)
+    ),
+    Case(
+        "fork: at_message count 2**63",
+        InvalidValueError,
+        lambda s: s.fork("forked", at_message=("log", 2**63)),
+    ),
+    Case(
+        "fork: at_message count 2**64, to another user",
+        InvalidValueError,
+        lambda s: s.fork("forked", at_message=("log", 2**64), user_id="other"),
+    ),
     Case("load_modules: an int", InvalidValueError, lambda s: s.load_modules(notes=5)),
     Case("add_memory: empty text", InvalidValueError, lambda s: s.add_memory("  ")),
     Case("add_memory: text not a str", InvalidValueError, lambda s: s.add_memory(42)),

@@ -6,6 +6,7 @@ exact under many processes. The store conformance suite also runs on an encrypte
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ from praisonsession import (
     EncryptedStore,
     InvalidSettingError,
     InvalidValueError,
+    KeyRequiredError,
     Session,
     SessionBase,
     StateModule,
@@ -33,6 +35,7 @@ from praisonsession.stores.wrappers.encrypted import EncryptedBackend
 
 KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 OTHER_KEY = base64.urlsafe_b64encode(b"o" * 32).decode()
+STRANGER_KEY = base64.urlsafe_b64encode(b"x" * 32).decode()
 SECRET = "pelican-4471"
 
 
@@ -60,6 +63,17 @@ def plain(kind: str, tmp_path: Path) -> Iterator[SessionBase]:
 
 def sealed_session(plain: SessionBase, session_id: str = "s", key: str = KEY) -> Session:
     return Session(session_id, "u", store=EncryptedStore(plain, key))
+
+
+def raw_state(plain: SessionBase, session_id: str = "s", user_id: str = "u") -> dict[str, Any]:
+    """What the inner store holds, read under its API as someone with store access would."""
+    key = record_key(session_id, user_id)
+    return runtime.run(plain.backend.read_record_state(key, None, False))
+
+
+def raw_set(plain: SessionBase, session_id: str, name: str, value: Any, user_id: str = "u") -> None:
+    key = record_key(session_id, user_id)
+    runtime.run(plain.backend.patch_record_state(key, {name: value}, [], False, None, False))
 
 
 def fill(session: Session) -> None:
@@ -100,8 +114,7 @@ def test_everything_round_trips_and_nothing_is_stored_in_the_clear(
     session = sealed_session(plain)
     fill(session)
     assert contents(session) == EXPECTED
-    raw = Session("s", "u", store=plain)
-    assert raw.get_state("count").startswith("psenc1:")  # the inner store holds only seals
+    assert raw_state(plain)["count"].startswith("psenc1:")  # the inner store holds only seals
     if kind in ("json", "sqlite"):
         stored = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
         assert b"chat" in stored  # names stay readable; the texts do not
@@ -129,7 +142,7 @@ def test_forks_snapshots_and_archives_keep_working(plain: SessionBase, tmp_path:
         tmp_path / "a.jsonl", store=EncryptedStore(plain, KEY), session_id="copy"
     )
     assert contents(imported) == EXPECTED
-    assert Session("copy", "u", store=plain).get_state("count").startswith("psenc1:")
+    assert raw_state(plain, "copy")["count"].startswith("psenc1:")
 
 
 def test_a_plaintext_record_is_refused_not_trusted(plain: SessionBase) -> None:
@@ -147,21 +160,119 @@ def test_a_tampered_moved_or_foreign_value_is_refused(plain: SessionBase) -> Non
     session = sealed_session(plain)
     session.set_state("a", SECRET)
     session.set_state("b", "other")
-    raw = Session("s", "u", store=plain)
-    sealed = raw.get_state("a")
+    sealed = raw_state(plain)["a"]
     flipped = sealed[:-6] + ("A" if sealed[-6] != "A" else "B") + sealed[-5:]
-    raw.set_state("a", flipped)
+    raw_set(plain, "s", "a", flipped)
     with pytest.raises(DecryptionError, match="does not open"):
         session.get_state("a")
-    raw.set_state("b", sealed)  # a valid seal, moved to another key
+    raw_set(plain, "s", "b", sealed)  # a valid seal, moved to another key
     with pytest.raises(DecryptionError, match="does not open"):
         session.get_state("b")
-    Session("t", "u", store=plain).set_state("a", sealed)  # and to another session
+    raw_set(plain, "t", "a", sealed)  # and to another session
     with pytest.raises(DecryptionError):
         sealed_session(plain, "t").get_state("a")
     sealed_session(plain, "w").set_state("a", SECRET)
-    with pytest.raises(DecryptionError, match="does not open"):
+    with pytest.raises(DecryptionError, match="it is sealed with the key key-"):
         sealed_session(plain, "w", key=OTHER_KEY).get_state("a")
+
+
+def test_a_forged_origin_opens_nothing_of_another_users_session(plain: SessionBase) -> None:
+    from praisonsession.stores.wrappers.encrypted import ORIGIN
+
+    victim = sealed_session(plain, "s")
+    victim.set_state("a", SECRET)
+    victim_info = runtime.run(plain.backend.read_record(record_key("s", "u")))
+    assert victim_info is not None
+    stolen = raw_state(plain)["a"]  # someone with store access, no key
+    for forged in (["u", "s"], victim_info.metadata[ORIGIN]):  # in clear, or the victim's seal
+        mallory = Session("m", "mallory", store=plain)
+        mallory.set_state("a", stolen)
+        runtime.run(plain.set_metadata("m", "mallory", **{ORIGIN: forged}))
+        with pytest.raises(DecryptionError) as caught:
+            Session("m", "mallory", store=EncryptedStore(plain, KEY)).get_state("a")
+        assert SECRET not in str(caught.value)
+        mallory.delete()
+
+
+def test_a_session_recreated_by_another_process_is_never_written_under_a_stale_key(
+    plain: SessionBase,
+) -> None:
+    first = sealed_session(plain, "x")  # a long-running process: it knows x's key
+    first.set_state("n", 1)
+    source = sealed_session(plain, "src")
+    source.set_state("from", "src")
+    other = Session("x", "u", store=EncryptedStore(plain, KEY))  # another process
+    other.delete()
+    source.fork("x")  # x is now a copy of src, sealed under src's key
+    first.set_state("n", 2)  # the first process writes on
+    first.append_messages("chat", [{"role": "user", "content": SECRET}])
+    fresh = Session("x", "u", store=EncryptedStore(plain, KEY))
+    assert fresh.get_state("n") == 2 and fresh.get_state("from") == "src"
+    assert fresh.read_messages("chat") == [{"role": "user", "content": SECRET}]
+
+
+def _branches(store: SessionBase) -> Any:
+    from praisonsession.stores.branches import Branches
+
+    return Branches(store.backend)
+
+
+KEYLESS_WRITES: dict[str, Any] = {
+    "open a Session": lambda p: Session("s", "u", store=p),
+    "create_session": lambda p: p.create_session("s", "u", metadata={"a": 1}),
+    "set_metadata": lambda p: p.set_metadata("s", "u", topic="plain"),
+    "patch_state": lambda p: p.patch_state("s", "u", {"a": "plain"}),
+    "delete a key": lambda p: p.patch_state("s", "u", delete=["secret"]),
+    "replace_state": lambda p: p.replace_state("s", "u", {"a": 1}),
+    "increment": lambda p: p.increment("s", "u", "count"),
+    "append_messages": lambda p: p.append_messages("s", "u", "chat", [{"content": "x"}]),
+    "clear_messages": lambda p: p.clear_messages("s", "u", "chat"),
+    "save_session_state": lambda p: p.save_session_state("s", "u", notes=Notes()),
+    "fork": lambda p: _branches(p).fork("s", "u", "copy"),
+    "snapshot": lambda p: _branches(p).snapshot("s", "u"),
+}
+KEYLESS_READS: dict[str, Any] = {
+    "get_state": lambda p: p.get_state("s", "u"),
+    "get_value": lambda p: p.get_value("s", "u", "count"),
+    "read_messages": lambda p: p.read_messages("s", "u", "chat"),
+    "load_session_state": lambda p: p.load_session_state("s", "u", notes=Notes()),
+    "get_info": lambda p: p.get_info("s", "u"),
+    "list_sessions": lambda p: p.list_sessions("u"),
+}
+
+
+async def _call(work: Any) -> Any:
+    return await work if hasattr(work, "__await__") else work
+
+
+@pytest.mark.parametrize("call", [*KEYLESS_WRITES, *KEYLESS_READS])
+def test_a_process_without_a_key_is_refused_naming_the_key_by_fingerprint(
+    plain: SessionBase, call: str
+) -> None:
+    sealed = sealed_session(plain)
+    fill(sealed)
+    before = raw_state(plain)
+    fingerprint = EncryptedBackend(plain.backend, KEY).fingerprint
+    with pytest.raises(KeyRequiredError) as caught:
+        runtime.run(_call({**KEYLESS_WRITES, **KEYLESS_READS}[call](plain)))
+    message = str(caught.value)
+    assert caught.value.fingerprint == fingerprint and fingerprint in message
+    assert KEY not in message and "psenc" not in message and SECRET not in message
+    assert "without an encryption key" in message
+    assert raw_state(plain) == before  # nothing was written
+    assert contents(sealed_session(plain)) == EXPECTED  # and the key still opens everything
+    assert runtime.run(plain.backend.read_record(record_key("copy", "u"))) is None
+
+
+def test_a_keyless_store_reads_and_writes_its_own_sessions_beside_encrypted_ones(
+    plain: SessionBase,
+) -> None:
+    fill(sealed_session(plain))
+    mine = Session("mine", "u", store=plain)
+    mine.set_state("a", "psenc1:short")  # a string that only looks like a seal is a value
+    mine.append_messages("chat", [{"content": "hi"}])
+    assert mine.get_state("a") == "psenc1:short"
+    assert mine.read_messages("chat") == [{"content": "hi"}]
 
 
 def test_the_key_comes_from_settings_the_environment_or_a_file(
@@ -228,7 +339,8 @@ def test_increments_and_appends_stay_exact_under_many_processes(
         mine = [int(c.split("-")[1]) for c in log if c.startswith(f"p{n}-")]
         assert mine == list(range(40))
     monkeypatch.delenv("PRAISONSESSION_ENCRYPTION_KEY")
-    assert str(Session("shared", "u", store=shared_url).get_state("hits")).startswith("psenc1:")
+    with pytest.raises(KeyRequiredError):  # a process without the key reads no ciphertext
+        Session("shared", "u", store=shared_url).get_state("hits")
     session.close()
     assert json.dumps(os.environ.get("PRAISONSESSION_ENCRYPTION_KEY")) == "null"
 
@@ -292,6 +404,25 @@ def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
     assert only_new.snapshots()[0].label == f"label {SECRET}"
     with pytest.raises(DecryptionError):
         sealed_session(plain, "s1").get_state("secret")  # the old key opens nothing now
+
+
+def test_rekey_goes_on_past_a_session_neither_key_opens_and_names_it_at_the_end(
+    plain: SessionBase,
+) -> None:
+    from praisonsession.session.rotation import rekey
+
+    for n in (0, 2, 3):
+        fill(sealed_session(plain, f"s{n}"))
+    fill(sealed_session(plain, "s1", key=STRANGER_KEY))  # sealed with a third key
+    with pytest.raises(DecryptionError) as caught:
+        rekey(KEY, OTHER_KEY, plain, vector_store=None)
+    said = str(caught.value)
+    assert "session 's1' of user 'u'" in said and "neither the old nor the new key" in said
+    assert "Every other entry was rotated: 3 sessions now open with the new key" in said
+    assert "Nothing was changed" not in said
+    for n in (0, 2, 3):  # before and after the one that does not open: rotated
+        assert contents(sealed_session(plain, f"s{n}", key=OTHER_KEY)) == EXPECTED
+    assert contents(sealed_session(plain, "s1", key=STRANGER_KEY)) == EXPECTED  # left as it was
 
 
 def test_memory_and_knowledge_texts_are_sealed_and_still_found(tmp_path: Path) -> None:
@@ -392,9 +523,36 @@ def test_knowledge_chunk_ids_are_keyed_and_chunks_stored_before_are_not_added_tw
     assert session.add_knowledge(new_text).chunks_added == 0
 
 
-def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_path: Path) -> None:
-    import hashlib
+def test_a_sealed_archive_imported_with_another_key_is_invalid_value(
+    plain: SessionBase, tmp_path: Path
+) -> None:
+    session = sealed_session(plain)
+    fill(session)
+    session.export(tmp_path / "a.jsonl")
+    with pytest.raises(InvalidValueError, match="exported with the key key-") as caught:
+        Session.import_archive(
+            tmp_path / "a.jsonl", store=EncryptedStore(plain, OTHER_KEY), session_id="x"
+        )
+    assert KEY not in str(caught.value) and OTHER_KEY not in str(caught.value)
+    # an archive from before the header named its key: its first record tells the key apart
+    lines = (tmp_path / "a.jsonl").read_bytes().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    del header["archive"]["key"]
+    body = [json.dumps(header).encode() + b"\n", *lines[1:-1]]
+    end = {"end": {"lines": len(body), "sha256": hashlib.sha256(b"".join(body)).hexdigest()}}
+    (tmp_path / "old.jsonl").write_bytes(b"".join(body) + json.dumps(end).encode() + b"\n")
+    with pytest.raises(InvalidValueError, match="exported with another key"):
+        Session.import_archive(
+            tmp_path / "old.jsonl", store=EncryptedStore(plain, OTHER_KEY), session_id="x"
+        )
+    assert runtime.run(plain.backend.read_record(record_key("x", "u"))) is None
+    imported = Session.import_archive(
+        tmp_path / "old.jsonl", store=EncryptedStore(plain, KEY), session_id="y"
+    )
+    assert contents(imported) == EXPECTED
 
+
+def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_path: Path) -> None:
     session = sealed_session(plain)
     fill(session)
     session.export(tmp_path / "a.jsonl")
@@ -407,3 +565,96 @@ def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_
             tmp_path / "b.jsonl", store=EncryptedStore(plain, KEY), session_id="x"
         )
     assert runtime.run(plain.backend.read_record(record_key("x", "u"))) is None
+
+
+def raw_log(plain: SessionBase, path: str, session_id: str = "s", user_id: str = "u") -> Any:
+    return runtime.run(plain.backend.read_log(record_key(session_id, user_id), path, 0, None))
+
+
+def raw_put_log(plain: SessionBase, path: str, messages: Any, session_id: str = "s") -> None:
+    """Rewrite a log as someone with write access to the store (and no key) would."""
+    from praisonsession.stores.backend import LogWrite
+
+    write = LogWrite(path, messages, None)
+    runtime.run(plain.backend.write_modules(record_key(session_id, "u"), {}, [write]))
+
+
+CHAT = [{"role": "user", "content": f"{SECRET} {n}"} for n in range(4)]
+#: What someone with write access does to a log's sealed messages, and the first one refused.
+PLACEMENTS: dict[str, tuple[Any, int]] = {
+    "swap": (lambda m: [m[0], m[2], m[1], m[3]], 1),
+    "drop in the middle": (lambda m: [m[0], m[2], m[3]], 1),
+    "replay at the end": (lambda m: [*m, m[1]], 4),
+    "replay in the middle": (lambda m: [m[0], m[0], m[1], m[2], m[3]], 1),
+    "first moved last": (lambda m: [*m[1:], m[0]], 0),
+}
+
+
+@pytest.mark.parametrize("attack", list(PLACEMENTS))
+def test_a_message_swapped_dropped_or_replayed_inside_its_log_is_refused(
+    plain: SessionBase, attack: str
+) -> None:
+    session = sealed_session(plain)
+    session.append_messages("chat", CHAT[:2])
+    session.append_messages("chat", CHAT[2:])  # appended in two steps: positions go on
+    assert session.read_messages("chat") == CHAT
+    change, refused = PLACEMENTS[attack]
+    raw_put_log(plain, "chat", change(raw_log(plain, "chat")))
+    with pytest.raises(DecryptionError, match=f"message {refused} of log 'chat'") as caught:
+        session.read_messages("chat")
+    assert SECRET not in str(caught.value)
+    with pytest.raises(DecryptionError, match=f"message {refused} of log 'chat'"):
+        session.read_messages("chat", refused)  # a read from the middle is placed too
+
+
+def test_a_message_copied_to_another_log_session_or_user_is_refused(plain: SessionBase) -> None:
+    session = sealed_session(plain)
+    session.append_messages("chat", CHAT)
+    sealed = raw_log(plain, "chat")
+    session.append_messages("other", [{"content": "x"}] * 4)
+    raw_put_log(plain, "other", sealed)  # another log of the same session
+    with pytest.raises(DecryptionError, match="message 0 of log 'other'"):
+        session.read_messages("other")
+    for session_id, user_id in (("t", "u"), ("s", "v")):  # another session, another user
+        target = Session(session_id, user_id, store=EncryptedStore(plain, KEY))
+        target.append_messages("chat", [{"content": "x"}] * 4)
+        key = record_key(session_id, user_id)
+        from praisonsession.stores.backend import LogWrite
+
+        runtime.run(plain.backend.write_modules(key, {}, [LogWrite("chat", sealed, None)]))
+        with pytest.raises(DecryptionError, match="message 0 of log 'chat'"):
+            target.read_messages("chat")
+
+
+def test_a_truncated_tail_is_not_detected_as_documented(plain: SessionBase) -> None:
+    session = sealed_session(plain)
+    session.append_messages("chat", CHAT)
+    raw_put_log(plain, "chat", raw_log(plain, "chat")[:2])  # no length is kept apart from it
+    assert session.read_messages("chat") == CHAT[:2]
+    key = record_key("s", "u")  # a slice from the end, as the backend protocol allows
+    assert runtime.run(session.store.backend.read_log(key, "chat", -1, None)) == CHAT[1:2]
+
+
+def test_messages_of_the_older_format_stay_readable_and_rekey_binds_them_to_positions(
+    plain: SessionBase,
+) -> None:
+    from praisonsession.stores.backend import LogWrite
+    from praisonsession.stores.wrappers import encrypted
+
+    older = EncryptedBackend(plain.backend, KEY)  # seals as the version before did: per log
+    key = record_key("s", "u")
+    runtime.run(plain.backend.create_record(key, None, {}))
+    v1 = [{"sealed": older._seal(("u", "s"), "log", "chat", m)} for m in CHAT]
+    assert all(m["sealed"].startswith("psenc1:") for m in v1)
+    runtime.run(plain.backend.write_modules(key, {}, [LogWrite("chat", v1, None)]))
+    session = sealed_session(plain)
+    assert session.read_messages("chat") == CHAT
+    session.append_messages("chat", [{"content": "new"}])  # new ones are bound to positions
+    assert raw_log(plain, "chat")[4]["sealed"].startswith("psenc2:")
+    assert runtime.run(encrypted.rekey(plain, KEY, KEY)) == 1
+    upgraded = raw_log(plain, "chat")
+    assert all(m["sealed"].startswith("psenc2:") for m in upgraded)
+    assert sealed_session(plain).read_messages("chat") == [*CHAT, {"content": "new"}]
+    raw_put_log(plain, "chat", [upgraded[0], v1[1], *upgraded[2:]])  # an old one put back
+    with pytest.raises(DecryptionError, match=r"message 1 of log 'chat'.*not sealed to its"):
+        sealed_session(plain).read_messages("chat")

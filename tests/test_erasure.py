@@ -38,6 +38,7 @@ def fill(store: SessionBase, settings: dict[str, Any], user: str, mark: str, fol
         session.increment_state(f"count-{mark}")
     session.set_state(f"key-{mark}", f"changed {mark}")  # an old value replaced, not deleted
     session.append_messages(f"log-{mark}", [{"content": f"msg {i} {mark}"} for i in range(300)])
+    runtime.run(store.set_metadata(session.session_id, user, topic=f"topic {mark}"))
     session.snapshot(f"label {mark}")
     session.fork(f"fork-{mark}").append_messages("chat", [{"content": f"forked {mark}"}])
     session.export(folder / f"{mark}.jsonl")
@@ -138,6 +139,29 @@ def test_after_erasure_no_byte_of_the_user_is_left_anywhere(
     assert len(kept.read_messages(f"log-{KEPT.decode()}")) == 300
     assert kept.search_memory("quokkas", limit=5)[0]["text"].endswith(KEPT.decode())
     kept.close()
+    runtime.run(store.close())
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite", "redis", "postgres"])
+def test_a_fork_to_another_user_keeps_its_data_but_not_the_erased_users_ids(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if kind in backends.SERVERS:
+        request.getfixturevalue(backends.SERVERS[kind])
+    store = make_store(kind, tmp_path)
+    guest_id = "g5t1x"  # a mark of its own: the PostgreSQL server's files are scanned for MARK
+    guest = Session(f"visit-{guest_id}", f"guest-{guest_id}", store=store)
+    guest.append_messages("chat", [{"role": "user", "content": "keep this"}])
+    account = guest.fork("kept", user_id="account")
+    erase_user(f"guest-{guest_id}", store=store)
+    assert account.read_messages("chat") == [{"role": "user", "content": "keep this"}]
+    info = account.get_info()
+    assert info is not None and guest_id not in repr(info.metadata)
+    assert [node.info.session_id for node in account.tree()] == ["kept"]  # a root now
+    if kind in ("json", "sqlite", "redis"):
+        left = every_byte(tmp_path, store)
+        at = left.find(guest_id.encode())
+        assert at < 0, f"found {left[max(0, at - 80) : at + 80]!r}"
     runtime.run(store.close())
 
 
@@ -306,3 +330,35 @@ def test_a_vaulted_collection_still_reaches_entries_stored_before_the_vault(
         assert vaulted.count() == 1
     finally:
         client.delete_collection(name)
+
+
+def test_sqlite_erasure_leaves_no_fragment_at_scale(tmp_path: Path) -> None:
+    """2,000 sessions of the user, each with a snapshot, between another user's: the pages the
+    store split and merged while it grew keep no copy of the user's messages after erasure."""
+    from praisonsession.stores.branches import Branches
+
+    store = make_store("sqlite", tmp_path)
+    branches = Branches(store.backend)
+
+    async def grow() -> None:
+        for n in range(2000):
+            for user, mark in (("erin-" + MARK.decode(), MARK), ("bob-" + KEPT.decode(), KEPT)):
+                if user.startswith("bob") and n % 4:
+                    continue
+                text = f"message {n} of {mark.decode()} " + "x" * (40 + n % 200)
+                await store.append_messages(f"s{n}", user, "chat", [{"content": text}] * 2)
+                await store.patch_state(f"s{n}", user, {"note": f"{mark.decode()} {n}"})
+                if user.startswith("erin"):
+                    await branches.snapshot(f"s{n}", user, f"label {mark.decode()}")
+
+    runtime.run(grow())
+    report = erase_user("erin-" + MARK.decode(), store=store)
+    assert (report.sessions, report.snapshots) == (2000, 2000)
+    left = every_byte(tmp_path / "sqlite-store", store)
+    at = left.find(MARK)
+    assert report.leftovers == ([] if at < 0 else report.leftovers)  # what it says, a scan finds
+    assert at < 0, f"found {left[max(0, at - 80) : at + 80]!r}"
+    assert left.count(KEPT) >= 500 * 2
+    kept = runtime.run(store.read_messages("s4", "bob-" + KEPT.decode(), "chat"))
+    assert kept[0]["content"].startswith(f"message 4 of {KEPT.decode()}")
+    runtime.run(store.close())

@@ -398,6 +398,26 @@ def test_durability_power_warns_when_the_server_does_not_fsync(
     run(store.close())
 
 
+def test_a_script_that_leaves_its_loop_unclosed_exits_without_pending_tasks(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A script that runs its async code on a loop it never closes, and drops the store: the
+    pool's scheduler and workers are closed at exit, not destroyed pending."""
+    code = (
+        "import asyncio\n"
+        "from praisonsession import AsyncSession\n"
+        "loop = asyncio.new_event_loop()\n"
+        "async def main():\n"
+        f"    session = AsyncSession('s', store={schema_url(postgres_url, tmp_path)!r})\n"
+        "    await session.set_state('a', 1)\n"
+        "    print(await session.get_state('a'))\n"
+        "loop.run_until_complete(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "1\n"), done.stderr
+    assert "Task was destroyed" not in done.stderr and done.stderr == ""
+
+
 # -- installation -----------------------------------------------------------------------------
 
 

@@ -290,6 +290,35 @@ def test_store_errors_come_back_as_the_same_classes(served: SessionServer) -> No
     assert answer.status_code == 400
 
 
+def test_a_lone_surrogate_round_trips_as_it_does_on_a_local_store(served: SessionServer) -> None:
+    session = remote(served, "surrogates")
+    text = "half a pair: \ud800, and a whole one: \U0001f600"
+    session.set_state("text", text)
+    session.append_messages("log", [{"role": "user", "content": text}])
+    assert session.get_state("text") == text
+    assert session.read_messages("log") == [{"role": "user", "content": text}]
+    local = Session("surrogates", store="memory://")
+    local.set_state("text", text)
+    assert local.get_state("text") == session.get_state("text")
+
+
+def test_counts_past_what_a_store_holds_are_400_not_500(served: SessionServer) -> None:
+    session = remote(served, "counts")
+    session.append_messages("log", [{"role": "user", "content": "hi"}])
+    with pytest.raises(InvalidValueError, match="start"):
+        session.read_messages("log", 2**63)
+    with pytest.raises(InvalidValueError, match="message count"):
+        session.fork("counts-fork", at_message=("log", 2**63))
+    for body in (
+        {"session_id": "counts", "path": "log", "start": 2**63},
+        {"session_id": "counts", "path": "log", "start": 0, "stop": 2**64},
+    ):
+        answer = post(served.agent_url + "/store/read_log", body)
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"]["type"] == "InvalidValueError"
+    assert session.read_messages("log") == [{"role": "user", "content": "hi"}]
+
+
 def test_a_factory_that_returns_no_agent_is_a_typed_server_error(served: SessionServer) -> None:
     answer = post(served.base_url + "/broken", {"query": "hi", "session_id": "b"})
     assert answer.status_code == 500

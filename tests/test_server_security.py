@@ -140,6 +140,36 @@ def test_forged_damaged_and_expired_tokens_are_401(guarded: SessionServer) -> No
     assert expired not in answer.text
 
 
+def malformed_tokens() -> dict[str, bytes]:
+    """Tokens no server issued, in shapes that once crashed the check (500, a traceback)."""
+    good = issue_token(SECRET.encode(), "alice", 600)
+    prefix, user, expires, mac = good.split(".")
+    return {
+        "non-Latin-1 bytes in the user": f"{prefix}.\u2603{user}.{expires}.{mac}".encode(),
+        "non-Latin-1 bytes in the MAC": f"{prefix}.{user}.{expires}.{mac}\u00e9\u2603".encode(),
+        "superscript digits in the expiry": f"{prefix}.{user}.\u00b9\u00b2\u00b3.{mac}".encode(),
+        "Arabic-Indic digits in the expiry": f"{prefix}.{user}.\u0661\u0662.{mac}".encode(),
+        "a raw high byte": f"{prefix}.{user}.{expires}.".encode() + b"\xff\xfe",
+    }
+
+
+def test_malformed_user_tokens_are_401_on_the_api_and_the_browser(
+    guarded: SessionServer,
+) -> None:
+    for what, token in malformed_tokens().items():
+        with pytest.raises(RemoteAuthError) as caught:
+            user_of_token(SECRET.encode(), token.decode("latin-1"))
+        assert caught.value.status == 401, what
+        headers = {"Authorization": b"Bearer " + token}
+        answer = requests.post(
+            guarded.agent_url, data=b'{"query": "hi"}', headers=headers, timeout=30
+        )
+        assert answer.status_code == 401, (what, answer.text)
+        browsed = requests.get(guarded.base_url + "/ui/api/users", headers=headers, timeout=30)
+        assert browsed.status_code == 401, (what, browsed.text)
+    assert "Traceback" not in guarded.log
+
+
 def test_a_token_expires_on_time(guarded: SessionServer) -> None:
     token = issue_token(SECRET.encode(), "erin", 2)
     body = {"query": "hi", "session_id": "soon", "user_id": "erin"}
@@ -166,6 +196,9 @@ def test_a_user_token_reaches_its_own_sessions_only(guarded: SessionServer) -> N
     with pytest.raises(RemoteAuthError) as caught:
         Session(agent_url=guarded.agent_url, session_id="ledger", user_id="bob", api_key=alice)
     assert caught.value.status == 403
+    said = str(caught.value)  # the server's explanation, kept: the token is valid, not bob's
+    assert "this token is for user 'alice'" in said and "Pass the server's token" not in said
+    assert alice not in said
     for route, body in (
         ("", {"query": "hi", "session_id": "ledger", "user_id": "bob"}),
         ("/store/get_state", {"session_id": "ledger", "user_id": "bob"}),

@@ -268,6 +268,12 @@ def test_memories_sealed_with_the_encryption_key_are_shown_opened(tmp_path: Path
         ("/api/sessions", {"user": "alice", "limit": 0}, 400, "limit must be"),
         ("/api/sessions", {"user": "alice", "limit": "ten"}, 400, "whole number"),
         ("/api/messages", {"user": "alice", "id": LONG, "log": HISTORY, "start": -1}, 400, "start"),
+        (
+            "/api/messages",
+            {"user": "alice", "id": LONG, "log": HISTORY, "start": 2**63},
+            400,
+            "start must be an int from 0 to",
+        ),
         ("/api/messages", {"user": "alice", "id": LONG}, 400, "Name the log"),
         ("/api/session", {"user": "alice", "id": "no-such"}, 404, "does not exist"),
         ("/api/messages", {"user": "alice", "id": "no-such", "log": HISTORY}, 404, "no-such"),

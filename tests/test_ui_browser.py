@@ -109,6 +109,9 @@ def test_navigation_from_users_to_history_page_2_to_the_fork_tree(ui: UIServer, 
     assert "chat-000" not in browser.find_element(By.ID, "tree").text  # only its own tree
     click_link(browser, "trip-porto-budget")
     wait_for(browser, lambda: browser.find_element(By.ID, "session-id").text == "trip-porto-budget")
+    browser.get(ui.page_url + "#/tree/alice")  # every tree of the user: no session's toolbar
+    wait_for(browser, lambda: "chat-000" in browser.find_element(By.ID, "tree").text)
+    assert "null" not in browser.find_element(By.TAG_NAME, "main").text
 
 
 def test_a_session_page_shows_state_tool_calls_summaries_usage_and_snapshots(

@@ -79,15 +79,21 @@ def is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+#: The largest count a store can hold (a signed 64-bit integer in SQLite and PostgreSQL, and
+#: what Redis's list indexes take): counts are checked against it before any store sees them.
+MAX_COUNT = 2**63 - 1
+
+
 def check_count(
     value: Any,
     label: str,
     *,
     low: int | None = 0,
-    high: int | None = None,
+    high: int | None = MAX_COUNT,
 ) -> int:
-    """``value`` if it is an int from ``low`` to ``high`` (either may be None: unbounded),
-    else ``InvalidValueError`` saying what was wanted and what came."""
+    """``value`` if it is an int from ``low`` to ``high`` (either may be None: unbounded; by
+    default at most ``MAX_COUNT``), else ``InvalidValueError`` saying what was wanted and what
+    came."""
     if is_int(value) and (low is None or value >= low) and (high is None or value <= high):
         return value
     if low is not None and high is not None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import DecryptionError, InvalidSettingError, MissingDependencyError, install_line
 
-__all__ = ["TextSealer", "aes_gcm", "load_key"]
+__all__ = ["TextSealer", "aes_gcm", "key_fingerprint", "load_key"]
 
 _PREFIX = "psenc1:"
 _NONCE = 12
@@ -40,6 +40,17 @@ def load_key(key: str | bytes, where: str = "encryption_key") -> bytes:
     return raw
 
 
+def key_fingerprint(master: bytes) -> str:
+    """A short public name of a master key (HKDF under a label of its own, so it reveals
+    nothing of the key): what errors show to say which key is expected, never the key."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    aes_gcm()  # the clear "install cryptography" error when it is missing
+    info = b"praisonsession key fingerprint"
+    return "key-" + HKDF(hashes.SHA256(), 8, None, info).derive(master).hex()
+
+
 def aes_gcm() -> Any:
     """cryptography's ``AESGCM`` class, loaded when a key is first used; a clear error saying
     what to install when the package is missing."""
@@ -60,6 +71,7 @@ class TextSealer:
         self._aead = aes_gcm()
         self._master = master
         self._ciphers: dict[str, Any] = {}
+        self.fingerprint = key_fingerprint(master)
 
     def _cipher(self, collection: str) -> Any:
         cipher = self._ciphers.get(collection)

@@ -79,7 +79,8 @@ async def export_session(
         with _opened(destination) as file:
             sealer = getattr(backend, "archive_sealer", lambda: None)()
             writer = _Writer(file, sealer)
-            writer.write(header_record(sealed=sealer is not None))
+            fingerprint = None if sealer is None else sealer.fingerprint
+            writer.write(header_record(sealed=sealer is not None, key=fingerprint))
             messages = await _write_session(backend, copy, writer, info, progress, staging)
             await staging.remove()  # written: the snapshots are read where they are
             snapshots = await Branches(backend).snapshots(key.session_id, key.user_id)
@@ -202,6 +203,7 @@ def _unnamed_file(path: Path) -> Iterator[IO[bytes]]:
 def _give_name(fd: int, path: Path) -> None:
     """Link the unnamed file at ``fd`` to ``path``, replacing a regular file there."""
     source = f"/proc/self/fd/{fd}"
+    _remove_dead_spares(path)
     spare = path.with_name(f".{path.name}.{os.getpid()}.complete")
     spare.unlink(missing_ok=True)
     try:
@@ -209,6 +211,32 @@ def _give_name(fd: int, path: Path) -> None:
     except OSError:  # no /proc to link through (a sandbox): copy the complete file instead
         _copy_out(fd, spare)
     os.replace(spare, path)  # a kill between the two leaves a complete archive, never a part
+
+
+def _remove_dead_spares(path: Path) -> None:
+    """Remove the hidden complete copies (``.NAME.PID.complete``) that exports to ``path``
+    killed between linking and renaming left: each is a whole copy of a session that nobody
+    asked for. A spare of a process still running is its export in progress, and is kept."""
+    prefix, suffix = f".{path.name}.", ".complete"
+    try:
+        names = [entry.name for entry in os.scandir(path.parent)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix) : -len(suffix)]
+        ours = name.startswith(prefix) and name.endswith(suffix)
+        if ours and pid.isascii() and pid.isdigit() and not _running(int(pid)):
+            path.with_name(name).unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid < 2**31  # another user's process (alive), or no pid at all
+    return True
 
 
 def _copy_out(fd: int, spare: Path) -> None:

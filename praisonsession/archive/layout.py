@@ -13,6 +13,7 @@ from .._internal.identifiers import check_key
 from .._internal.json_data import check_json_data, decode
 from ..errors import (
     DamagedArchiveError,
+    DecryptionError,
     InvalidIdError,
     InvalidValueError,
     SessionCorruptedError,
@@ -42,11 +43,14 @@ class ArchiveSummary(NamedTuple):
     lines: int
 
 
-def header_record(sealed: bool = False) -> dict[str, Any]:
-    """The first line; ``sealed``: every other record is encrypted (``{"sealed": ...}``)."""
+def header_record(sealed: bool = False, key: str | None = None) -> dict[str, Any]:
+    """The first line; ``sealed``: every other record is encrypted (``{"sealed": ...}``),
+    under the key whose fingerprint is ``key`` (an import with another key is told so)."""
     header: dict[str, Any] = {"format": MAGIC, "version": ARCHIVE_VERSION}
     if sealed:
         header["sealed"] = True
+        if key is not None:
+            header["key"] = key
     return {"archive": header}
 
 
@@ -160,6 +164,7 @@ class Records:
         self._peeked = False
         self._sealer = sealer
         self._sealed = False
+        self._key: Any = None
         self._number = -1
 
     def corrupt(self, detail: str) -> SessionCorruptedError:
@@ -180,6 +185,9 @@ class Records:
                         f"{self.what} is encrypted: import it into a store opened with the "
                         "encryption_key it was exported with."
                     )
+                self._key = (record.get("archive") or {}).get("key")
+                if self._sealed and self._key not in (None, self._sealer.fingerprint):
+                    raise self._another_key()
             elif self._sealed and record is not None and "end" not in record:
                 record = self._open(record)
             self._ahead = None if record is None or "end" in record else record
@@ -190,10 +198,24 @@ class Records:
         sealed = record.get("sealed")
         if set(record) != {"sealed"} or not isinstance(sealed, str):
             raise self.corrupt(f"line {self._number + 1} is not encrypted like the rest")
-        opened = decode(self._sealer.open("archive", str(self._number), sealed))
+        try:
+            opened = decode(self._sealer.open("archive", str(self._number), sealed))
+        except DecryptionError:
+            if self._number == 1 and self._key is None:  # an archive without a fingerprint:
+                raise self._another_key() from None  # its first record tells the key apart
+            raise
+
         if not isinstance(opened, dict):
             raise self.corrupt(f"a record is {type(opened).__name__}, not an object")
         return opened
+
+    def _another_key(self) -> InvalidValueError:
+        made = f"with the key {self._key}" if isinstance(self._key, str) else "with another key"
+        return InvalidValueError(
+            f"{self.what} was exported {made}, and this store's encryption_key is "
+            f"{self._sealer.fingerprint}: import it into a store opened with the key it was "
+            "exported with (or export it again from there without a key)."
+        )
 
     def next(self) -> dict[str, Any] | None:
         record = self.peek()

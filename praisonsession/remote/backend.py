@@ -27,6 +27,8 @@ class RemoteBackend(StoreBackend):
 
     #: Blocking HTTP runs inline on the caller's thread when it runs no loop (see runtime).
     runs_inline = True
+    #: The server's store checks the encryption key (with its own key, or none).
+    checks_keys = True
 
     def __init__(self, client: RemoteClient) -> None:
         super().__init__()

@@ -17,7 +17,6 @@ error message or a log line.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import requests
 import tenacity
 
-from .._internal.json_data import decode
+from .._internal.json_data import decode, dumps
 from .._internal.redaction import clean_secret, is_secret_parameter, redact_text, redact_url
 from .._internal.retry import RetryPolicy
 from .._internal.runtime import remaining
@@ -40,7 +39,14 @@ from ..errors import (
     RemoteRequestError,
     RemoteServerError,
 )
-from .wire import HEALTH, IDEMPOTENCY_HEADER, SERVER_NAME, decode_error, store_path
+from .wire import (
+    HEALTH,
+    IDEMPOTENCY_HEADER,
+    SERVER_NAME,
+    decode_error,
+    server_message,
+    store_path,
+)
 
 __all__ = ["RemoteClient", "ServerInfo", "normalize_agent_url"]
 
@@ -284,11 +290,24 @@ class RemoteClient:
         raise decode_error(status, body if body is not None else response.text, self.shown_url)
 
     def _auth_error(self, status: int, body: Any = None) -> RemoteAuthError:
+        """The refusal, with the server's own explanation when it gave one: a 403 means the
+        token was accepted but does not reach what was asked, and the server says why."""
         sent = "a token" if self._token else "no token"
+        said = server_message(body).rstrip(". ")
+        explained = f" ({said})" if said else ""
+        if status == 403:
+            advice = (
+                "The token is valid but does not reach this: use a token issued for that user, "
+                "or the server's admin token."
+            )
+        else:
+            advice = (
+                "Pass the server's token: Session(agent_url=..., api_key=...) or the "
+                "PRAISONSESSION_REMOTE_TOKEN environment variable."
+            )
         return RemoteAuthError(
-            f"The session server at {self.shown_url} refused the request with HTTP {status}; "
-            f"{sent} was sent. Pass the server's token: Session(agent_url=..., api_key=...) or "
-            "the PRAISONSESSION_REMOTE_TOKEN environment variable.",
+            f"The session server at {self.shown_url} refused the request with HTTP {status}"
+            f"{explained}; {sent} was sent. {advice}",
             url=self.shown_url,
             status=status,
         )
@@ -305,7 +324,7 @@ class RemoteClient:
         """One request, with bounded retries; a 5xx that outlives them is returned as is."""
         data = None
         if body is not None:
-            data = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            data = dumps(body).encode("utf-8")  # a lone surrogate goes as \\uXXXX, as stored
             headers = {**(headers or {}), "Content-Type": "application/json"}
         started = time.monotonic()
         try:  # the usual case, answered at once: no retry machinery to set up

@@ -29,6 +29,7 @@ __all__ = [
     "SERVER_NAME",
     "decode_error",
     "encode_error",
+    "server_message",
     "store_path",
 ]
 
@@ -108,6 +109,15 @@ def decode_error(status: int, body: Any, url: str) -> PraisonSessionError:
         if field in fields:
             setattr(exc, field, fields[field])
     return exc
+
+
+def server_message(body: Any) -> str:
+    """What the server said about a refusal (our error's message, else a foreign server's
+    ``detail``), or "" when it said nothing readable."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])[:500]
+    return _detail(body)
 
 
 def _by_status(status: int) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._internal import runtime
+from .._internal.redaction import redact_url
 from ..errors import DecryptionError, InvalidValueError
 from .options import resolve_settings, resolve_store
 
@@ -58,8 +59,7 @@ async def arekey(
 
     Stop the programs that write to them first. A run cut short loses nothing, and the same
     call again finishes the rotation."""
-    from ..stores.wrappers.encrypted import EncryptedBackend
-    from ..stores.wrappers.encrypted import rekey as rekey_store
+    from ..stores.wrappers.encrypted import EncryptedBackend, rekey_sessions, unrotated
 
     resolved = resolve_settings(settings)
     location = _vector_location(vector_store, resolved)  # checked before anything is changed
@@ -67,17 +67,28 @@ async def arekey(
     plain = target.backend  # the key setting may have wrapped it
     if isinstance(plain, EncryptedBackend):
         plain = plain.inner
+    unreadable: list[str] = []
     try:
-        sessions = await rekey_store(plain, old_key, new_key)
-        entries = 0
+        sessions, unreadable = await rekey_sessions(plain, old_key, new_key)
+        entries: int | None = 0
         if location is not None:
             sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,))
-            entries = await _rekey_location(sealed, location, resolved, old_key, new_key)
+            try:
+                entries = await _rekey_location(sealed, location, resolved, old_key, new_key)
+            except DecryptionError as exc:  # the vector entries neither key opens, named
+                unreadable.append(exc.what)
+                entries = None
     finally:
         if store is None or isinstance(store, str):
             await target.close()
     shown = None if location is None else str(location)
-    return RekeyReport(sessions, entries, shown)
+    if unreadable:
+        rotated = f"{sessions} session" + ("" if sessions == 1 else "s")
+        if location is not None:
+            vectors = "the other" if entries is None else f"{entries}"
+            rotated += f" and {vectors} vector entries of {redact_url(str(location))}"
+        raise unrotated(unreadable, rotated)
+    return RekeyReport(sessions, entries or 0, shown)
 
 
 def rekey(

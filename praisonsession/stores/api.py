@@ -22,6 +22,7 @@ from .._internal.identifiers import DEFAULT_USER, check_key, check_session_id, c
 from .._internal.json_data import JSONValue, check_json_data, detach
 from ..errors import InvalidIdError, InvalidValueError
 from .backend import UNSET, LogWrite, StoreBackend, StoredModules
+from .keyless import check_keyless_read, check_keyless_write, refuse_sealed_info
 from .modules import ModuleLayout, NativeModules
 from .record import Key, SessionInfo, check_ttl, record_key
 from .reserved import SNAPSHOT_OWNER
@@ -172,11 +173,15 @@ class SessionBase:
             ttl = check_ttl(ttl)
         if metadata is not None:
             check_json_data(metadata, "metadata")
+        await check_keyless_write(self.backend, key)
         return await self.backend.create_record(key, ttl, detach(metadata or {}, "metadata"))
 
     async def get_info(self, session_id: str, user_id: str = "") -> SessionInfo | None:
         """The session's metadata, or None if it does not exist or has expired."""
-        return await self.backend.read_record(record_key(session_id, user_id))
+        info = await self.backend.read_record(record_key(session_id, user_id))
+        if info is not None and not self.backend.checks_keys:
+            refuse_sealed_info(info)
+        return info
 
     async def exists(self, session_id: str, user_id: str = "") -> bool:
         """True if the session is stored and has not expired."""
@@ -187,9 +192,9 @@ class SessionBase:
     ) -> SessionInfo:
         """Merge user metadata (JSON data) into the session's metadata."""
         check_json_data(metadata, "metadata")
-        return await self.backend.merge_record_metadata(
-            record_key(session_id, user_id), detach(metadata, "m")
-        )
+        key = record_key(session_id, user_id)
+        await check_keyless_write(self.backend, key)
+        return await self.backend.merge_record_metadata(key, detach(metadata, "m"))
 
     async def list_sessions(
         self, user_id: str = "", *, limit: int = 100, after: str | None = None
@@ -202,7 +207,11 @@ class SessionBase:
         check_count(limit, "limit", low=1, high=10_000)
         if after is not None:
             check_session_id(after)
-        return await self.backend.list_records(user, limit, after)
+        found = await self.backend.list_records(user, limit, after)
+        if not self.backend.checks_keys:
+            for info in found:
+                refuse_sealed_info(info)
+        return found
 
     async def list_users(self) -> list[str]:
         """Every user with a live session, sorted: where listing a whole store starts.
@@ -247,9 +256,10 @@ class SessionBase:
         self, session_id: str, user_id: str = "", *, must_exist: bool = False
     ) -> dict[str, JSONValue]:
         """The whole key-value state ({} for a session that does not exist, unless must_exist)."""
-        return await self.backend.read_record_state(
-            record_key(session_id, user_id), None, must_exist
-        )
+        key = record_key(session_id, user_id)
+        state = await self.backend.read_record_state(key, None, must_exist)
+        await check_keyless_read(self.backend, key, state.values())
+        return state
 
     async def get_value(
         self,
@@ -261,9 +271,9 @@ class SessionBase:
         must_exist: bool = False,
     ) -> JSONValue:
         """One value of a session's state, or ``default`` if the key is not set."""
-        state = await self.backend.read_record_state(
-            record_key(session_id, user_id), [check_key(name)], must_exist
-        )
+        key = record_key(session_id, user_id)
+        state = await self.backend.read_record_state(key, [check_key(name)], must_exist)
+        await check_keyless_read(self.backend, key, state.values())
         return state.get(name, default)
 
     async def patch_state(
@@ -290,6 +300,7 @@ class SessionBase:
         deletes = [check_key(name) for name in delete]
         if expected_version is not None:
             check_count(expected_version, "expected_version", low=None)
+        await check_keyless_write(self.backend, key)
         return await self.backend.patch_record_state(
             key, detach(updates, "state"), deletes, replace, expected_version, must_exist
         )
@@ -328,6 +339,7 @@ class SessionBase:
             _check_number(amount, "increment")  # the common small int needs no call
         if type(default) is not int or not -_SMALL_INT < default < _SMALL_INT:
             _check_number(default, "default")
+        await check_keyless_write(self.backend, key)
         return await self.backend.increment_record_value(
             key, check_key(name), amount, default, must_exist
         )
@@ -350,7 +362,8 @@ class SessionBase:
         """
         key = record_key(session_id, user_id)
         items = check_messages(messages)
-        start = -1 if expected_length is None else expected_length
+        start = -1 if expected_length is None else check_count(expected_length, "expected_length")
+        await check_keyless_write(self.backend, key)
         return await self.backend.append_log(
             key, LogWrite(check_key(log, "log name"), items, start)
         )
@@ -360,17 +373,12 @@ class SessionBase:
     ) -> list[dict[str, Any]]:
         """Messages ``start:stop`` of a named log ([] if it does not exist)."""
         key = record_key(session_id, user_id)
-        for name, value in (("start", start), ("stop", stop)):
-            if (value is not None or name == "start") and (
-                isinstance(value, bool) or not isinstance(value, int)
-            ):
-                raise InvalidValueError(
-                    f"read_messages: {name} must be a whole number (an int), got "
-                    f"{type(value).__name__} {value!r}."
-                )
-        if start < 0 or (stop is not None and stop < start):
+        check_count(start, "read_messages: start")
+        if stop is not None and check_count(stop, "read_messages: stop") < start:
             raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
-        return await self.backend.read_log(key, check_key(log, "log name"), start, stop)
+        messages = await self.backend.read_log(key, check_key(log, "log name"), start, stop)
+        await check_keyless_read(self.backend, key, messages)
+        return messages
 
     async def message_count(self, session_id: str, user_id: str, log: str) -> int:
         """How many messages a named log holds (0 if it does not exist)."""
@@ -381,7 +389,9 @@ class SessionBase:
     async def clear_messages(self, session_id: str, user_id: str, log: str) -> None:
         """Empty a named log, in one atomic step."""
         key = record_key(session_id, user_id)
-        await self.backend.write_modules(key, {}, [LogWrite(check_key(log, "log name"), [], None)])
+        path = check_key(log, "log name")
+        await check_keyless_write(self.backend, key)
+        await self.backend.write_modules(key, {}, [LogWrite(path, [], None)])
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -68,6 +68,10 @@ class StoreBackend(ABC):
     #: True when every coroutine of the backend waits only in ``runtime.pause`` and
     #: ``runtime.offload``, so that the sync facade may run it on the caller's thread.
     runs_inline: bool = False
+    #: True when the backend checks the encryption key itself (an encrypted backend seals and
+    #: opens every value; a remote one's server does): a store over any other refuses to touch
+    #: an encrypted session (``stores/keyless.py``).
+    checks_keys: bool = False
 
     def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
         #: Seconds a record created without a TTL lives (None: no expiry).

@@ -25,13 +25,20 @@ from ..errors import (
     SnapshotNotFoundError,
 )
 from .backend import UNSET, StoreBackend, all_records
+from .keyless import check_keyless_write, refuse_sealed_info
 from .record import Key, SessionInfo, now, record_key
-from .reserved import SEPARATOR, SNAPSHOT, SNAPSHOT_OWNER, snapshot_key, snapshot_name
+from .reserved import (
+    PARENT,
+    SEPARATOR,
+    SNAPSHOT,
+    SNAPSHOT_OWNER,
+    snapshot_key,
+    snapshot_name,
+)
 
 __all__ = ["PARENT", "Branches", "SnapshotInfo", "TreeNode", "snapshot_id_of"]
 
 #: Where a fork records its parent, in the child's metadata.
-PARENT = "parent"
 _MAX_DEPTH = 10_000  # parent links followed before a chain is taken for a cycle
 _PAGE = 1000
 _stamp_lock = threading.Lock()
@@ -116,6 +123,7 @@ class Branches:
                 f"{source.session_id!r}: forking onto it would make the tree a cycle."
             )
         parent = {PARENT: {"session_id": source.session_id, "user_id": source.user_id}}
+        await check_keyless_write(self.backend, source)  # a copy keeps its source's sealing
         return await self.backend.copy_record(source, target, cut, parent, False, UNSET)
 
     async def _check_cut_log(self, source: Key, log: str) -> None:
@@ -215,6 +223,8 @@ class Branches:
         contents = await self.backend.read_record_contents(key)
         if contents is None:
             raise SessionNotFoundError(key.session_id, key.user_id)
+        if not self.backend.checks_keys:
+            refuse_sealed_info(contents.info)
         snapshot_id = f"{_snapshot_stamp():016d}-{secrets.token_hex(4)}"
         about = {
             "snapshot_id": snapshot_id,
@@ -250,6 +260,8 @@ class Branches:
         its identity and TTL, and moves on one version."""
         key = record_key(session_id, user_id)
         source = snapshot_key(key, snapshot_id_of(snapshot))
+        await check_keyless_write(self.backend, key)
+        await check_keyless_write(self.backend, source)
         try:
             return await self.backend.copy_record(
                 source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, UNSET

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from .._internal.json_data import check_json_data
 from ..errors import InvalidValueError, SessionNotFoundError
 from .backend import LogWrite, StoreBackend
+from .keyless import check_keyless_read, check_keyless_write
 from .record import Key
 
 if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start skips them
@@ -92,6 +93,7 @@ class NativeModules:
             else:
                 synced[path] = start
                 writes.append(LogWrite(path, log.messages_since(start), -1))
+        await check_keyless_write(self.backend, key)
         lengths = await self.backend.write_modules(key, documents, writes)
         for write in writes:
             log, length = logs[write.path], lengths[write.path]
@@ -118,6 +120,9 @@ class NativeModules:
             self._nothing_stored_for(key, modules)
             report_missing(key, allow_not_exist)
             return
+        await check_keyless_read(self.backend, key, stored.documents.values())
+        for messages in stored.logs.values():
+            await check_keyless_read(self.backend, key, messages[:1])
         documents = {
             name: attach_logs(module, name, stored.documents[name], stored.logs)
             if is_ours(module)

@@ -17,7 +17,11 @@ from ..errors import InvalidIdError
 from .backend import StoreBackend, all_records
 from .record import SNAPSHOT_OWNER, Key, SessionInfo
 
+#: The metadata of a fork naming the session it was forked from (``branches``).
+PARENT = "parent"
+
 __all__ = [
+    "PARENT",
     "SNAPSHOT",
     "SNAPSHOT_OWNER",
     "check_erasable_user",
@@ -96,7 +100,8 @@ async def erase_user_records(backend: StoreBackend, user_id: str) -> dict[str, A
             snapshots += await backend.delete_record(_key_of(info))
         elif _staged_for(info.session_id, user):  # an export's copy, an import's sections
             staging += await backend.delete_record(_key_of(info))
-    leftovers = await backend.scrub_erased_user(user)
+    await _unlink_forks_of(backend, user)
+    leftovers = await backend.scrub_erased_user(user)  # after every write that erases
     return {
         "sessions": len(erased),
         "snapshots": snapshots,
@@ -104,6 +109,18 @@ async def erase_user_records(backend: StoreBackend, user_id: str) -> dict[str, A
         "session_ids": erased,
         "leftovers": list(leftovers or []),
     }
+
+
+async def _unlink_forks_of(backend: StoreBackend, user: str) -> None:
+    """Forks of the user's sessions made for other users keep their data (theirs now) but not
+    the link to the erased parent, which named the user and their session."""
+    for owner in sorted(await backend.list_record_owners()):
+        if owner == user:
+            continue
+        for info in await all_records(backend, owner):
+            parent = info.metadata.get(PARENT)
+            if isinstance(parent, dict) and parent.get("user_id") == user:
+                await backend.merge_record_metadata(_key_of(info), {PARENT: {"erased": True}})
 
 
 def _key_of(info: SessionInfo) -> Key:

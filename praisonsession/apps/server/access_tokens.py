@@ -84,12 +84,17 @@ def user_of_token(secret: bytes, token: str, *, now: float | None = None) -> str
     """The user a valid token names; :class:`RemoteAuthError` (401) if it is forged, damaged
     or expired. The message never repeats the token."""
     parts = token[len(_PREFIX) :].split(".")
-    if len(parts) != 3 or not parts[1].isdigit() or len(parts[1]) > 12:
+    if (
+        not token.isascii()  # what the server issues is ASCII: any other byte is not ours
+        or len(parts) != 3
+        or not parts[1].isdigit()  # ASCII digits only, after isascii (not "¹²" or "١")
+        or len(parts[1]) > 12
+    ):
         raise _refused("is not a token this server issued (malformed)")
     user, expires_text, mac = parts
     expires = int(expires_text)
     expected = _mac(secret, user, expires).encode("ascii")
-    if not hmac.compare_digest(mac.encode("ascii", "replace"), expected):
+    if not hmac.compare_digest(mac.encode("ascii"), expected):
         raise _refused(
             "has a signature that does not match this server's secret (forged, damaged, or "
             "issued before the secret was rotated)"

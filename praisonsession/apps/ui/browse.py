@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..._internal.checks import MAX_COUNT, check_count
 from ...agents.usage import USAGE_FIELDS, agent_name_of
 from ...errors import InvalidValueError, SessionNotFoundError
 from ...stores.api import SessionBase
@@ -106,15 +107,16 @@ class SessionBrowser:
     ) -> dict[str, Any]:
         """Messages ``start:start+limit`` of a log and how many it holds: one page read."""
         limit = check_page_size(limit)
-        if not isinstance(start, int) or start < 0:
-            raise InvalidValueError(f"start must be a whole number >= 0, got {start!r}.")
+        check_count(start, "start")
         store = self.store
         if await store.get_info(session_id, user_id) is None:
             raise SessionNotFoundError(
                 session_id, user_id, "It is not in this store, or it has expired."
             )
         total = await store.message_count(session_id, user_id, log)
-        page = await store.read_messages(session_id, user_id, log, start, start + limit)
+        page = await store.read_messages(
+            session_id, user_id, log, start, min(start + limit, MAX_COUNT)
+        )
         return {"log": log, "total": total, "start": start, "messages": page}
 
     async def tree(self, user_id: str) -> list[dict[str, Any]]:

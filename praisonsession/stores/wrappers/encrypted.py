@@ -14,8 +14,9 @@ record's metadata names that origin, so the inner store's atomic copy needs no r
 What stays readable: ids, state keys, module and log names, metadata keys, sizes, counts, times.
 
 Increments read, add and write back with a compare-and-set on the record's version, retried on
-conflict: the inner store cannot add to a number it cannot read. Appends stay the inner store's
-atomic appends (each message is sealed on its own), so both stay exact under many processes.
+conflict: the inner store cannot add to a number it cannot read. A message is sealed at its
+position in its log (format 2), so an append counts the log and appends only at that length,
+again on a conflict: both stay exact under many processes.
 """
 
 from __future__ import annotations
@@ -28,18 +29,31 @@ from typing import Any
 
 from ..._internal.json_data import add_numbers, decode, dumps
 from ..._internal.runtime import pause
-from ..._internal.sealing import TextSealer, aes_gcm, load_key
+from ..._internal.sealing import TextSealer, aes_gcm, key_fingerprint, load_key
 from ...errors import ConflictError, DecryptionError, SessionNotFoundError
 from ..api import SessionBase
 from ..backend import LogWrite, StoreBackend, StoredModules, all_records
+from ..keyless import ORIGIN, SEALED_WITH
 from ..record import Key, SessionContents, SessionInfo
 from ..reserved import SNAPSHOT_OWNER
 
-__all__ = ["ORIGIN", "EncryptedBackend", "EncryptedStore", "load_key", "rekey"]
+__all__ = [
+    "ORIGIN",
+    "EncryptedBackend",
+    "EncryptedStore",
+    "load_key",
+    "rekey",
+    "rekey_sessions",
+    "unrotated",
+]
 
-#: Metadata naming the session whose key seals a record's values (a copy keeps its source's).
-ORIGIN = "\x1eencrypted_by"
 _PREFIX = "psenc1:"
+#: A sealed message of format 2: bound to its log and to its position in it.
+_MESSAGE = "psenc2:"
+#: A sealed origin: which session's key seals the record, bound to the record's own ids, and the
+#: format of its messages (2: every message bound to its position; 1: older ones may not be).
+_TOKEN = "psorigin1:"
+_POSITIONS = 2
 _NONCE = 12
 _KEYS_REMEMBERED = 4096
 _MAX_INCREMENT_RETRIES = 1000
@@ -66,17 +80,31 @@ class EncryptedStore(SessionBase):
 class EncryptedBackend(StoreBackend):
     """A backend that seals what it passes to ``inner`` and opens what it reads back."""
 
+    checks_keys = True
+
     def __init__(
-        self, inner: StoreBackend, key: str | bytes, *, old_keys: tuple[str | bytes, ...] = ()
+        self,
+        inner: StoreBackend,
+        key: str | bytes,
+        *,
+        old_keys: tuple[str | bytes, ...] = (),
+        legacy_origins: bool = False,
     ) -> None:
+        """``legacy_origins``: also trust an origin written in clear by an older version (only
+        ``rekey`` does, to seal it)."""
         super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
         self.inner = inner
         self.url = inner.url
         self.runs_inline = inner.runs_inline
         self._masters = [load_key(key), *(load_key(k, "an old key") for k in old_keys)]
         self._aead = aes_gcm()
+        self.fingerprint = key_fingerprint(self._masters[0])
+        self._placements = [self._aead(_derive(m, b"praisonsession origin")) for m in self._masters]
+        self._legacy_origins = legacy_origins
         self._ciphers: OrderedDict[tuple[int, str, str], Any] = OrderedDict()
         self._origins: OrderedDict[Key, tuple[str, str]] = OrderedDict()
+        #: Each record's message format, as its sealed origin says (kept beside ``_origins``).
+        self._formats: dict[Key, int] = {}
 
     def __repr__(self) -> str:
         return f"EncryptedBackend({self.inner!r})"
@@ -101,55 +129,130 @@ class EncryptedBackend(StoreBackend):
                 self._ciphers.popitem(last=False)
         return cipher
 
-    def _seal(self, origin: tuple[str, str], kind: str, name: str, value: Any) -> str:
+    def _seal(
+        self, origin: tuple[str, str], kind: str, name: str, value: Any, index: int | None = None
+    ) -> str:
+        """A value sealed under ``origin``'s key, bound to its kind and name (and, a message,
+        to its ``index`` in its log: format 2)."""
         nonce = os.urandom(_NONCE)
         sealed = self._cipher(origin).encrypt(
-            nonce, dumps(value).encode("utf-8"), _bound(origin, kind, name)
+            nonce, dumps(value).encode("utf-8"), _bound(origin, kind, name, index)
         )
-        return _PREFIX + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+        prefix = _PREFIX if index is None else _MESSAGE
+        return prefix + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
 
-    def _open(self, origin: tuple[str, str], kind: str, name: str, value: Any) -> Any:
-        what = f"{kind} {name!r} of session {origin[1]!r}"
-        if not isinstance(value, str) or not value.startswith(_PREFIX):
+    def _open(
+        self,
+        origin: tuple[str, str],
+        kind: str,
+        name: str,
+        value: Any,
+        index: int | None = None,
+        what: str = "",
+    ) -> Any:
+        """``value`` opened; ``index`` (a message's position) is checked when it was sealed
+        in format 2, and a message of format 1 is taken only where ``index`` is None."""
+        what = what or f"{kind} {name!r} of session {origin[1]!r}"
+        prefix = _MESSAGE if isinstance(value, str) and value.startswith(_MESSAGE) else _PREFIX
+        if not isinstance(value, str) or not value.startswith(prefix):
             raise DecryptionError(what, "it is not encrypted: refused rather than trusted")
+        if prefix == _PREFIX:
+            index = None  # an older message, bound to its log alone
         try:
-            raw = base64.urlsafe_b64decode(value[len(_PREFIX) :])
+            raw = base64.urlsafe_b64decode(value[len(prefix) :])
         except (binascii.Error, ValueError):
             raw = b""
         for which in range(len(self._masters)):
             try:
                 plain = self._cipher(origin, which).decrypt(
-                    raw[:_NONCE], raw[_NONCE:], _bound(origin, kind, name)
+                    raw[:_NONCE], raw[_NONCE:], _bound(origin, kind, name, index)
                 )
             except Exception:  # InvalidTag, too short: "not ours as it is" with this key
                 continue
             return decode(plain)
+        moved = "moved (to another session, log or position)" if index is not None else "moved"
         raise DecryptionError(
-            what, "it does not open with this key: altered, moved, or another key"
+            what, f"it does not open with this key: altered, {moved}, or another key"
         )
 
-    async def _origin(self, key: Key) -> tuple[str, str]:
-        """The session whose key seals ``key``'s values: its own, or its copy source's."""
-        origin = self._origins.get(key)
+    async def _origin(self, key: Key, *, writing: bool = False) -> tuple[str, str]:
+        """The session whose key seals ``key``'s values: its own, or its copy source's.
+
+        A write always reads it from the record: another process may have deleted the session
+        and made a new one (a fork, an import) under the same id since it was remembered."""
+        origin = None if writing else self._origins.get(key)
         if origin is None:
             info = await self.inner.read_record(key)
-            origin = _origin_of(info, key)
+            origin = self._origin_of(info, key)
             self._remember(key, origin)
         return origin
+
+    def _origin_of(self, info: SessionInfo | None, key: Key) -> tuple[str, str]:
+        """The record's origin, opened and checked to belong to this record; a record sealed
+        with another key is refused here, before anything is read or written. Its message
+        format goes to ``_formats``."""
+        found = None if info is None else info.metadata.get(ORIGIN)
+        self._formats[key] = 1  # unless its sealed origin says otherwise
+        if found is None:
+            return (key.user_id, key.session_id)
+        if isinstance(found, str) and found.startswith(_TOKEN):
+            try:
+                raw = base64.urlsafe_b64decode(found[len(_TOKEN) :])
+            except (binascii.Error, ValueError):
+                raw = b""
+            for placement in self._placements:
+                try:
+                    plain = placement.decrypt(raw[:_NONCE], raw[_NONCE:], _placed(key))
+                except Exception:  # InvalidTag, too short: not this key's, or not this record's
+                    continue
+                origin = decode(plain)
+                if isinstance(origin, list) and len(origin) in (2, 3):
+                    self._formats[key] = int(origin[2]) if len(origin) == 3 else 1
+                    return (str(origin[0]), str(origin[1]))
+            raise self._not_ours(info, key)
+        if _is_pair(found) and (
+            self._legacy_origins or tuple(found) == (key.user_id, key.session_id)
+        ):
+            return (found[0], found[1])
+        raise DecryptionError(
+            f"the origin of session {key.session_id!r} of user {key.user_id!r}",
+            "it names another session's key in clear text, which is not trusted (written by an "
+            "older version, or forged); run `praisonsession rekey` with this key as both keys "
+            "to seal it",
+        )
+
+    def _not_ours(self, info: SessionInfo | None, key: Key) -> DecryptionError:
+        said = None if info is None else info.metadata.get(SEALED_WITH)
+        expected = f"the key {said}" if isinstance(said, str) else "another key"
+        return DecryptionError(
+            f"session {key.session_id!r} of user {key.user_id!r}",
+            f"it is sealed with {expected}, and this process has the key {self.fingerprint} "
+            "(or its record was copied from another session); nothing is read or written "
+            "without the key it expects",
+        )
+
+    def _token(self, key: Key, origin: tuple[str, str], fmt: int) -> dict[str, Any]:
+        """The metadata that says, authenticated, which key seals ``key``'s values, and whether
+        every message of it is bound to its position (``fmt`` 2)."""
+        nonce = os.urandom(_NONCE)
+        payload = dumps([*origin, fmt]).encode()
+        sealed = self._placements[0].encrypt(nonce, payload, _placed(key))
+        token = _TOKEN + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+        return {ORIGIN: token, SEALED_WITH: self.fingerprint}
 
     def _remember(self, key: Key, origin: tuple[str, str]) -> None:
         self._origins[key] = origin
         if len(self._origins) > _KEYS_REMEMBERED:
-            self._origins.popitem(last=False)
+            self._formats.pop(self._origins.popitem(last=False)[0], None)
 
     def _open_info(self, info: SessionInfo) -> SessionInfo:
         key = Key(info.user_id, info.session_id)
-        origin = _origin_of(info, key)
+        origin = self._origin_of(info, key)
         self._remember(key, origin)
         metadata = {
             name: self._open(origin, "metadata", name, value)
             for name, value in info.metadata.items()
-            if name != ORIGIN  # the store's own bookkeeping, not the user's metadata
+            if name not in (ORIGIN, SEALED_WITH)  # the store's bookkeeping, not the user's
         }
         return info._replace(metadata=metadata)
 
@@ -164,10 +267,10 @@ class EncryptedBackend(StoreBackend):
     async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         """Create, or merge into a live record (whose origin, a copy's source, is kept)."""
         held = await self.inner.read_record(key)
-        origin = _origin_of(held, key)
+        origin = self._origin_of(held, key)
         sealed = self._seal_metadata(origin, metadata)
-        if held is None:
-            sealed[ORIGIN] = list(origin)
+        if held is None or held.metadata.get(ORIGIN) is None:  # a new record: format 2
+            sealed.update(self._token(key, origin, _POSITIONS if held is None else 1))
         info = await self.inner.create_record(key, ttl, sealed)
         return self._open_info(info)
 
@@ -176,7 +279,7 @@ class EncryptedBackend(StoreBackend):
         return None if info is None else self._open_info(info)
 
     async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
-        origin = await self._origin(key)
+        origin = await self._origin(key, writing=True)
         info = await self.inner.merge_record_metadata(key, self._seal_metadata(origin, metadata))
         return self._open_info(info)
 
@@ -221,7 +324,7 @@ class EncryptedBackend(StoreBackend):
         expected_version: int | None,
         must_exist: bool,
     ) -> int:
-        origin = await self._origin(key)
+        origin = await self._origin(key, writing=True)
         sealed = {name: self._seal(origin, "state", name, v) for name, v in updates.items()}
         return await self.inner.patch_record_state(
             key, sealed, deletes, replace, expected_version, must_exist
@@ -257,11 +360,50 @@ class EncryptedBackend(StoreBackend):
     async def write_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
-        origin = await self._origin(key)
+        """Each message is sealed at its position: an append at the end (-1) first counts the
+        log, then appends only at that length, again on a conflict with another writer."""
+        origin = await self._origin(key, writing=True)
         sealed = {name: self._seal(origin, "module", name, d) for name, d in documents.items()}
-        return await self.inner.write_modules(
-            key, sealed, [self._seal_write(origin, write) for write in writes]
-        )
+        for attempt in range(_MAX_INCREMENT_RETRIES):
+            placed = [await self._placed_write(key, write) for write in writes]
+            try:
+                return await self.inner.write_modules(
+                    key, sealed, [self._seal_write(origin, write) for write in placed]
+                )
+            except ConflictError:
+                if not await self._only_ends_moved(key, writes):
+                    raise
+                await pause(min(0.0001 * 2 ** min(attempt, 10), 0.01))
+        raise ConflictError("an append lost to other writers too many times in a row; try again.")
+
+    async def append_log(self, key: Key, write: LogWrite) -> int:
+        origin = await self._origin(key, writing=True)
+        for attempt in range(_MAX_INCREMENT_RETRIES):
+            placed = await self._placed_write(key, write)
+            try:
+                return await self.inner.append_log(key, self._seal_write(origin, placed))
+            except ConflictError:
+                if write.start is not None and write.start >= 0:
+                    raise
+                await pause(min(0.0001 * 2 ** min(attempt, 10), 0.01))
+        raise ConflictError("an append lost to other writers too many times in a row; try again.")
+
+    async def _placed_write(self, key: Key, write: LogWrite) -> LogWrite:
+        """``write`` with the position of its first message: an append at the end (-1) is
+        made an append at the log's length now."""
+        if write.start is None or write.start >= 0:
+            return write
+        return write._replace(start=await self.inner.count_log(key, write.path))
+
+    async def _only_ends_moved(self, key: Key, writes: list[LogWrite]) -> bool:
+        """After a conflict: True when only logs appended at their end had moved on (another
+        writer's append), so the write may be placed again; False when a caller's own
+        expected length no longer holds."""
+        for write in writes:
+            expected = write.start is not None and write.start >= 0
+            if expected and await self.inner.count_log(key, write.path) != write.start:
+                return False
+        return any(w.start is not None and w.start < 0 for w in writes)
 
     async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
         stored = await self.inner.read_modules(key, names)
@@ -270,20 +412,20 @@ class EncryptedBackend(StoreBackend):
         origin = await self._origin(key)
         return StoredModules(
             {n: self._open(origin, "module", n, d) for n, d in stored.documents.items()},
-            {p: self._open_messages(origin, p, m) for p, m in stored.logs.items()},
+            {p: self._open_messages(key, origin, p, m, 0) for p, m in stored.logs.items()},
         )
-
-    async def append_log(self, key: Key, write: LogWrite) -> int:
-        origin = await self._origin(key)
-        return await self.inner.append_log(key, self._seal_write(origin, write))
 
     async def read_log(
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
+        if start < 0 or (stop is not None and stop < 0):  # a slice from the end: where is it?
+            length = await self.inner.count_log(key, path)
+            start = max(0, length + start) if start < 0 else start
+            stop = None if stop is None else max(0, length + stop) if stop < 0 else stop
         messages = await self.inner.read_log(key, path, start, stop)
         if not messages:
             return messages
-        return self._open_messages(await self._origin(key), path, messages)
+        return self._open_messages(key, await self._origin(key), path, messages, start)
 
     async def count_log(self, key: Key, path: str) -> int:
         return await self.inner.count_log(key, path)
@@ -294,7 +436,7 @@ class EncryptedBackend(StoreBackend):
         removed = await self.inner.truncate_log(key, path, length, expected)
         if not removed:
             return removed
-        return self._open_messages(await self._origin(key), path, removed)
+        return self._open_messages(key, await self._origin(key), path, removed, length)
 
     async def list_records_by_prefix(
         self, prefix: str, limit: int, after: tuple[str, str] | None
@@ -303,20 +445,41 @@ class EncryptedBackend(StoreBackend):
         return [self._open_info(info) for info in found]
 
     def _seal_write(self, origin: tuple[str, str], write: LogWrite) -> LogWrite:
-        sealed = [{"sealed": self._seal(origin, "log", write.path, m)} for m in write.messages]
+        """Each message sealed at its position (``write.start`` is placed: never -1)."""
+        base = write.start or 0
+        sealed = [
+            {"sealed": self._seal(origin, "log", write.path, m, base + i)}
+            for i, m in enumerate(write.messages)
+        ]
         return write._replace(messages=sealed)
 
     def _open_messages(
-        self, origin: tuple[str, str], path: str, messages: list[dict[str, Any]]
+        self,
+        key: Key,
+        origin: tuple[str, str],
+        path: str,
+        messages: list[dict[str, Any]],
+        base: int,
     ) -> list[dict[str, Any]]:
+        """Messages read from position ``base`` on, each opened at its position; a record of
+        format 2 takes no message of format 1 (one bound to its log alone)."""
+        positions = self._formats.get(key, 1) >= _POSITIONS
         opened = []
-        for message in messages:
+        for i, message in enumerate(messages):
+            what = (
+                f"message {base + i} of log {path!r} of session {key.session_id!r} of user "
+                f"{key.user_id!r}"
+            )
             if not isinstance(message, dict) or set(message) != {"sealed"}:
+                raise DecryptionError(what, "it is not encrypted: refused rather than trusted")
+            value = message["sealed"]
+            if positions and isinstance(value, str) and not value.startswith(_MESSAGE):
                 raise DecryptionError(
-                    f"a message of log {path!r} of session {origin[1]!r}",
-                    "it is not encrypted: refused rather than trusted",
+                    what,
+                    "it is not sealed to its position, which every message of this session is: "
+                    "refused rather than trusted (an older message put back, or forged)",
                 )
-            opened.append(self._open(origin, "log", path, message["sealed"]))
+            opened.append(self._open(origin, "log", path, value, base + i, what))
         return opened
 
     # -- whole records ---------------------------------------------------------------------
@@ -330,10 +493,11 @@ class EncryptedBackend(StoreBackend):
         replace: bool,
         ttl: Any,
     ) -> SessionInfo:
-        origin = await self._origin(source)
+        origin = await self._origin(source, writing=True)
+        fmt = self._formats.get(source, 1)  # a copy's messages are its source's
         if replace:  # a restore: the target's values will be the source's, sealed as they are
             self._origins.pop(target, None)
-        sealed = {**self._seal_metadata(origin, metadata), ORIGIN: list(origin)}
+        sealed = {**self._seal_metadata(origin, metadata), **self._token(target, origin, fmt)}
         info = await self.inner.copy_record(source, target, cut, sealed, replace, ttl)
         return self._open_info(info)
 
@@ -342,7 +506,7 @@ class EncryptedBackend(StoreBackend):
         if contents is None:
             return None
         info = self._open_info(contents.info)
-        origin = _origin_of(contents.info, key)
+        origin = self._origin_of(contents.info, key)
         return contents._replace(
             info=info,
             state={n: self._open(origin, "state", n, v) for n, v in contents.state.items()},
@@ -350,16 +514,28 @@ class EncryptedBackend(StoreBackend):
         )
 
 
-def _bound(origin: tuple[str, str], kind: str, name: str) -> bytes:
-    """The associated data: a sealed value opens only as this kind and name of this session."""
-    return "\x00".join((*origin, kind, name)).encode("utf-8")
+def _bound(origin: tuple[str, str], kind: str, name: str, index: int | None = None) -> bytes:
+    """The associated data: a sealed value opens only as this kind and name of this session
+    (and a message of format 2 only at its ``index`` in its log)."""
+    bound = "\x00".join((*origin, kind, name))
+    return (bound if index is None else f"{bound}\x00{index}").encode("utf-8")
 
 
-def _origin_of(info: SessionInfo | None, key: Key) -> tuple[str, str]:
-    found = None if info is None else info.metadata.get(ORIGIN)
-    if isinstance(found, list) and len(found) == 2 and all(isinstance(x, str) for x in found):
-        return (found[0], found[1])
-    return (key.user_id, key.session_id)
+def _placed(key: Key) -> bytes:
+    """The associated data of an origin: it opens only in the record it was sealed for."""
+    return "\x00".join(("origin", key.user_id, key.session_id)).encode("utf-8")
+
+
+def _is_pair(found: Any) -> bool:
+    return isinstance(found, list) and len(found) == 2 and all(isinstance(x, str) for x in found)
+
+
+def _derive(master: bytes, info: bytes) -> bytes:
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    derived: bytes = HKDF(hashes.SHA256(), 32, None, info).derive(master)
+    return derived
 
 
 async def rekey(store: SessionBase | StoreBackend, old_key: str, new_key: str) -> int:
@@ -369,30 +545,70 @@ async def rekey(store: SessionBase | StoreBackend, old_key: str, new_key: str) -
     Crash-safe by being resumable: every value is rewritten on its own, and a value sealed with
     either key opens during the rotation, so a run cut short leaves a store that the next run
     (with the same two keys) finishes. Run it while no program writes to the store: a message
-    appended between a log's read and its rewrite would be lost.
+    appended between a log's read and its rewrite would be lost. A session that opens with
+    neither key is left as it is, and named by the ``DecryptionError`` raised once every other
+    session is rotated.
 
     The sessions alone: ``praisonsession.session.rotation.rekey`` also rotates the vector
     store (memory and knowledge), which no longer opens after this call by itself.
     """
-    plain = store.backend if isinstance(store, SessionBase) else store
-    sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,))
-    done = 0
-    for owner in sorted(await plain.list_record_owners() | {SNAPSHOT_OWNER}):
-        for info in await all_records(sealed, owner):
-            key = Key(owner, info.session_id)
-            contents = await sealed.read_record_contents(key)
-            if contents is None:
-                continue  # it expired or went meanwhile
-            if contents.info.metadata:
-                await sealed.merge_record_metadata(key, dict(contents.info.metadata))
-            await sealed.patch_record_state(key, contents.state, [], True, None, False)
-            stored = await sealed.read_modules(key, list(contents.modules))
-            documents = {} if stored is None else stored.documents
-            paths = set(contents.logs) | set({} if stored is None else stored.logs)
-            writes = [
-                LogWrite(path, await sealed.read_log(key, path, 0, None), None)
-                for path in sorted(paths)
-            ]
-            await sealed.write_modules(key, documents, writes)
-            done += 1
+    done, unreadable = await rekey_sessions(store, old_key, new_key)
+    if unreadable:
+        raise unrotated(unreadable, f"the other {_sessions(done)}")
     return done
+
+
+def unrotated(entries: list[str], rotated: str) -> DecryptionError:
+    """The error a rotation ends with when some entries open with neither key: it names them
+    and says what was rotated (``rotated``: "the other 12 sessions", ...)."""
+    return DecryptionError(
+        ", ".join(entries),
+        "it opens with neither the old nor the new key, so it was left as it is",
+        f"Every other entry was rotated: {rotated} now open with the new key.",
+    )
+
+
+def _sessions(count: int) -> str:
+    return f"{count} session" + ("" if count == 1 else "s")
+
+
+async def rekey_sessions(
+    store: SessionBase | StoreBackend, old_key: str, new_key: str
+) -> tuple[int, list[str]]:
+    """:func:`rekey` without the final error: how many sessions were rewritten, and those
+    that open with neither key (left as they are)."""
+    plain = store.backend if isinstance(store, SessionBase) else store
+    sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,), legacy_origins=True)
+    done = 0
+    unreadable: list[str] = []
+    for owner in sorted(await plain.list_record_owners() | {SNAPSHOT_OWNER}):
+        for listed in await all_records(plain, owner):  # ids alone: nothing to open yet
+            key = Key(owner, listed.session_id)
+            try:
+                rotated = await _rekey_session(sealed, key)
+            except DecryptionError:
+                unreadable.append(f"session {key.session_id!r} of user {key.user_id!r}")
+                continue
+            done += rotated
+    return done, unreadable
+
+
+async def _rekey_session(sealed: EncryptedBackend, key: Key) -> int:
+    """Rewrite one session under the new key: 1, or 0 when it went meanwhile."""
+    contents = await sealed.read_record_contents(key)
+    if contents is None:
+        return 0  # it expired or went meanwhile
+    stored = await sealed.read_modules(key, list(contents.modules))
+    documents = {} if stored is None else stored.documents
+    paths = set(contents.logs) | set({} if stored is None else stored.logs)
+    logs = {path: await sealed.read_log(key, path, 0, None) for path in sorted(paths)}
+    # everything read and opened before anything is written: a session that does not open
+    # is left whole, as it was
+    if contents.info.metadata:
+        await sealed.merge_record_metadata(key, dict(contents.info.metadata))
+    await sealed.patch_record_state(key, contents.state, [], True, None, False)
+    await sealed.write_modules(key, documents, [LogWrite(p, m, None) for p, m in logs.items()])
+    origin = await sealed._origin(key, writing=True)
+    # sealed last: from now on every message of it must be bound to its position
+    await sealed.inner.merge_record_metadata(key, sealed._token(key, origin, _POSITIONS))
+    return 1

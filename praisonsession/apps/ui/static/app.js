@@ -46,7 +46,8 @@ function json(value) {
 }
 
 function show(...nodes) {
-  main.replaceChildren(...nodes);
+  // a view leaves out what it has not got as null, as el() children do: never the text "null"
+  main.replaceChildren(...nodes.filter((node) => node !== null && node !== undefined && node !== false));
 }
 
 function setCrumbs(...items) {

@@ -18,6 +18,7 @@ opens its own.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -52,6 +53,9 @@ Plan = Generator[Query, list[tuple[Any, ...]], T]
 
 _inherited: list[Any] = []  # connections inherited through fork: kept, never used or closed
 _all: weakref.WeakSet[Connections] = weakref.WeakSet()
+#: Every pool opened and not yet closed, with its loop: held here so that a store dropped
+#: while its loop is idle does not leave the pool's tasks to be destroyed pending.
+_open_pools: list[tuple[Any, Any]] = []
 
 
 class Connections:
@@ -167,6 +171,8 @@ class Connections:
                 for other in [lp for lp in self._pools if lp.is_closed()]:
                     del self._pools[other]  # its loop is gone, and its tasks with it
                 self._pools[loop] = pool
+                _open_pools[:] = [(lp, p) for lp, p in _open_pools if not lp.is_closed()]
+                _open_pools.append((loop, pool))
             # Opened with its first connection made, not in the background: a connection
             # still being made when the loop ends would hang asyncio.run, since the pool's
             # tasks take that cancellation for a failed attempt and try again (psycopg_pool
@@ -194,6 +200,8 @@ class Connections:
             with contextlib.suppress(Exception):  # a broken one has nothing left to release
                 conn.close()
         here = asyncio.get_running_loop() if loop_running_here() else None
+        with self._lock:
+            _open_pools[:] = [(lp, p) for lp, p in _open_pools if p not in pools.values()]
         for loop, pool in pools.items():
             if loop is here:
                 await pool.close()
@@ -243,7 +251,24 @@ async def _feed_async(conn: Any, plan: Plan[T]) -> T:
         await cursor.close()
 
 
+def _close_pools_of_idle_loops() -> None:
+    """At exit, close the pools of event loops nobody runs any more but nobody closed (a
+    script's ``loop.run_until_complete(...)``): their scheduler and workers would otherwise be
+    destroyed pending, and Python prints "Task was destroyed but it is pending!" for each."""
+    pools, _open_pools[:] = list(_open_pools), []
+    for loop, pool in pools:
+        if loop.is_closed() or loop.is_running():
+            continue  # gone with its tasks, or another thread's (it ends them itself)
+        with contextlib.suppress(Exception):  # leaving anyway: close what closes
+            loop.run_until_complete(pool.close(timeout=1.0))
+
+
+atexit.register(_close_pools_of_idle_loops)
+
+
 def _after_fork_in_child() -> None:
+    _inherited.extend(pool for _, pool in _open_pools)  # the parent's: never closed here
+    _open_pools.clear()
     for connections in list(_all):
         connections._forget_after_fork()
 

@@ -27,6 +27,7 @@ from ....errors import (
 from ...backend import Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import SessionContents, SessionInfo, copy_conflict
+from ...reserved import user_digest
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
 from .inline import InlineClient
@@ -463,11 +464,13 @@ class RedisBackend(StoreBackend):
                 return users
 
     async def scrub_erased_user(self, user_id: str) -> None:
-        """After an erasure: the op keys whose kept reply names the user go now, not in a
-        minute (``forget.lua``)."""
+        """After an erasure: the op keys whose kept reply names the user, or a reserved record
+        of the user (an export's staging copy, whose reply holds the session's metadata), go
+        now, not in a minute (``forget.lua``)."""
         cursor = "0"
+        digest = user_digest(user_id)
         while True:
-            args = [self._layout.op_keys, cursor, _SCAN_BATCH, user_id]
+            args = [self._layout.op_keys, cursor, _SCAN_BATCH, user_id, digest]
             reply = await self._call("forget", [], args)
             cursor = as_text(reply[1])
             if cursor == "0":

@@ -1,0 +1,89 @@
+"""A store opened without an encryption key keeps its hands off encrypted sessions.
+
+An encrypted session's record names, by fingerprint, the key its values are sealed with. A
+store without a key reads that before it writes (a value it wrote would not open with the key,
+and would make the session unreadable), and refuses a read that would hand back ciphertext as
+if it were the value: both are ``KeyRequiredError``, naming the expected key by fingerprint.
+An encrypted store seals and checks on its own (``StoreBackend.checks_keys``), as does a remote
+store (its server does), so neither pays the extra read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from ..errors import KeyRequiredError
+from .backend import StoreBackend
+from .record import Key, SessionInfo
+
+__all__ = [
+    "ORIGIN",
+    "SEALED_PREFIXES",
+    "SEALED_WITH",
+    "check_keyless_read",
+    "check_keyless_write",
+    "refuse_sealed_info",
+    "sealed_by",
+]
+
+#: Metadata naming the session whose key seals a record's values (a copy keeps its source's).
+ORIGIN = "\x1eencrypted_by"
+#: Metadata naming, by fingerprint, the key the record's values are sealed with (never the key).
+SEALED_WITH = "\x1esealed_with"
+#: How a sealed value starts, one prefix per format version.
+SEALED_PREFIXES = ("psenc1:", "psenc2:")
+_SHORTEST = 12 + 16  # a nonce and a tag: the least a sealed value holds
+
+
+def sealed_by(info: SessionInfo) -> str | None:
+    """The fingerprint of the key an encrypted record is sealed with; None for a record written
+    without a key."""
+    said = info.metadata.get(SEALED_WITH)
+    if isinstance(said, str):
+        return said
+    if ORIGIN in info.metadata:
+        return "that sealed it (its fingerprint was not recorded by the version that wrote it)"
+    return None
+
+
+def refuse_sealed_info(info: SessionInfo) -> None:
+    fingerprint = sealed_by(info)
+    if fingerprint is not None:
+        raise KeyRequiredError(_what(Key(info.user_id, info.session_id)), fingerprint)
+
+
+async def check_keyless_write(backend: StoreBackend, key: Key) -> None:
+    """Refuse a write of a store without a key into an encrypted session, before it writes."""
+    if backend.checks_keys:
+        return
+    info = await backend.read_record(key)
+    if info is not None:
+        refuse_sealed_info(info)
+
+
+async def check_keyless_read(backend: StoreBackend, key: Key, values: Any) -> None:
+    """Refuse a read of a store without a key that found sealed values (state values, module
+    documents, or messages ``{"sealed": ...}``): ciphertext is never returned as a value."""
+    if backend.checks_keys or not any(_looks_sealed(value) for value in values):
+        return
+    info = await backend.read_record(key)
+    fingerprint = None if info is None else sealed_by(info)
+    raise KeyRequiredError(_what(key), fingerprint or "that sealed it (not recorded)")
+
+
+def _looks_sealed(value: Any) -> bool:
+    if isinstance(value, dict) and len(value) == 1 and "sealed" in value:
+        value = value["sealed"]
+    if not isinstance(value, str) or not value.startswith(SEALED_PREFIXES):
+        return False
+    try:
+        raw = base64.urlsafe_b64decode(value[len(SEALED_PREFIXES[0]) :])
+    except (binascii.Error, ValueError):
+        return False
+    return len(raw) >= _SHORTEST
+
+
+def _what(key: Key) -> str:
+    return f"Session {key.session_id!r} of user {key.user_id!r}"
