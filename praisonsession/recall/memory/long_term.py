@@ -27,7 +27,7 @@ from ..embeddings import Embedder
 from ..vectors import Hit, ScopedIndex, Where, memory_scope
 from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, normalised, text_key
 from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
-from .recency import newer_first, similarities
+from .recency import newer_first
 
 if TYPE_CHECKING:
     from ..._internal.sealing import TextSealer
@@ -120,17 +120,19 @@ class LongTermMemory:
         results: list[MemoryId] = []
         new: list[int] = []  # positions of the texts to add
         updates: dict[str, tuple[Hit, int]] = {}  # memory id -> (the entry held, position)
-        held = self._held_by_key([self._key(text) for text in texts]) if dedupe else {}
+        keys = [self._key(text) for text in texts] if dedupe else []
+        held = self._held_by_key(keys) if dedupe else {}
         nearest = self.index.query_many(vectors, 1) if dedupe and self.index.count() else []
-        similar = similarities(vectors) if dedupe and len(texts) > 1 else []
+        earlier_of = self._in_batch(texts, keys, vectors) if dedupe else {}
         rekeyed: list[Hit] = []  # held under another duplicate key: given the current one
         for i, text in enumerate(texts):
             if not dedupe:
                 new.append(i)
                 results.append(MemoryId(fresh[i], ADD))
                 continue
-            earlier = self._in_batch(i, texts, similar, results)
-            same = held.get(self._key(text)) or added_before.get(fresh[i])
+            first = earlier_of.get(i)
+            earlier = None if first is None else str(results[first])
+            same = held.get(keys[i]) or added_before.get(fresh[i])
             close = nearest[i][0] if nearest and nearest[i] else None
             if earlier is not None:
                 results.append(MemoryId(earlier, NONE))
@@ -183,17 +185,29 @@ class LongTermMemory:
         )
 
     def _in_batch(
-        self, i: int, texts: list[str], similar: list[list[float]], results: list[MemoryId]
-    ) -> str | None:
-        """The id given to an earlier text of the batch that ``texts[i]`` repeats or
-        paraphrases (``similar``: the batch's cosine matrix)."""
-        keys = [self._key(text) for text in texts[: i + 1]]
-        for j in range(i):
-            if keys[j] == keys[i] or is_paraphrase(
-                similar[i][j], texts[i], texts[j], self.threshold
-            ):
-                return str(results[j])
-        return None
+        self, texts: list[str], keys: list[str], vectors: list[list[float]]
+    ) -> dict[int, int]:
+        """For each text of the batch that repeats or paraphrases an earlier one, the first
+        such earlier one (position -> position). The batch's cosines come from one matrix
+        product, and only the pairs that reach the threshold are read as texts: the rest
+        cannot be paraphrases (``is_paraphrase`` needs the threshold first)."""
+        import numpy as np  # installed with the memory extra
+
+        firsts: dict[int, int] = {}
+        first_of_key: dict[str, int] = {}
+        cosines = _cosines(vectors) if len(texts) > 1 else None
+        for i, key in enumerate(keys):
+            first = first_of_key.setdefault(key, i)
+            found = first if first < i else None
+            if cosines is not None:
+                row = cosines[i, : i if found is None else found]
+                for j in np.flatnonzero(row >= self.threshold):
+                    if is_paraphrase(float(row[j]), texts[i], texts[j], self.threshold):
+                        found = int(j)
+                        break
+            if found is not None:
+                firsts[i] = found
+        return firsts
 
     def _new_ids(self, texts: list[str], stable: bool) -> tuple[list[str], dict[str, Hit]]:
         """Ids from the text (the same in two processes adding it at once), and the memories
@@ -493,6 +507,15 @@ def _newer_first(hits: list[Hit]) -> list[Hit]:
         [[] if hit.vector is None else hit.vector for hit in hits],
     )
     return [hits[i] for i in order]
+
+
+def _cosines(vectors: list[list[float]]) -> Any:
+    """The batch's cosine matrix (numpy, float32)."""
+    import numpy as np  # installed with the memory extra
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return matrix @ matrix.T
 
 
 def _spread(count: int, dimension: int, seed: int) -> list[list[float]]:
