@@ -33,12 +33,13 @@ from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
 from .options import EMBEDDER_NAMES, default_overlap
 from .vectors import ScopedIndex, Vault, Where, chroma_client
+from .vectors.pgvector import followed_store
 
 if TYPE_CHECKING:
     from .._internal.sealing import TextSealer
     from ..settings import Settings
 
-__all__ = ["Recall", "default_embedder", "text_sealer", "vector_location"]
+__all__ = ["EMBEDDED", "Recall", "default_embedder", "text_sealer", "vector_location"]
 
 T = TypeVar("T")
 
@@ -60,19 +61,30 @@ def default_embedder(name: str) -> Embedder:
         return _embedders[name]
 
 
+#: The ``vector_store_url`` that chooses embedded Chroma even when the store is PostgreSQL.
+EMBEDDED = "embedded"
+
+
 def vector_location(
     settings: Settings,
     memory_config: dict[str, Any] | None = None,
     knowledge_config: dict[str, Any] | None = None,
+    backend: Any = None,
 ) -> str | Path:
     """Where memory and knowledge keep their vectors: a ``vector_store_url`` of the configs,
-    else the settings' (``PRAISONSESSION_VECTOR_STORE_URL``), else ``<data_dir>/chroma``."""
-    return (
+    else the settings' (``PRAISONSESSION_VECTOR_STORE_URL``), else the database of the
+    session store when it is PostgreSQL (``backend``: memory follows it, so one server
+    holds both), else ``<data_dir>/chroma`` (also what ``"embedded"`` chooses)."""
+    chosen = (
         (memory_config or {}).get("vector_store_url")
         or (knowledge_config or {}).get("vector_store_url")
         or settings.vector_store_url
-        or Path(settings.data_dir).expanduser().resolve() / "chroma"
     )
+    if chosen is None:
+        chosen = followed_store(backend)
+    if chosen and chosen != EMBEDDED:
+        return str(chosen)
+    return Path(settings.data_dir).expanduser().resolve() / "chroma"
 
 
 def text_sealer(settings: Settings) -> TextSealer | None:
@@ -134,6 +146,7 @@ class Recall:
         memory_config: dict[str, Any],
         knowledge_config: dict[str, Any],
         vault_key: bytes | None = None,
+        backend: Any = None,
     ) -> None:
         choice = memory_config.get("embedder") or knowledge_config.get("embedder")
         if choice is None or isinstance(choice, str):
@@ -141,7 +154,7 @@ class Recall:
         else:
             self.embedder = coerce_embedder(choice)
         _load_meanwhile(self.embedder)  # the model loads while chromadb imports and opens
-        location = vector_location(settings, memory_config, knowledge_config)
+        location = vector_location(settings, memory_config, knowledge_config, backend)
         client = chroma_client(location)
         self._client_id = id(client)
         namespace = settings.vector_namespace

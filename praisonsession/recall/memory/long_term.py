@@ -75,8 +75,13 @@ class LongTermMemory:
     ) -> None:
         scope = memory_scope(namespace, user_id)
         self.index = ScopedIndex(client, scope, embedder, sealer=sealer, vault=vault)
-        self.history_index = ScopedIndex(
-            client, scope.related("memory_history"), embedder, sealer=sealer, vault=vault
+        self.history_index = ScopedIndex(  # read by memory id, never searched
+            client,
+            scope.related("memory_history"),
+            embedder,
+            sealer=sealer,
+            vault=vault,
+            searched=False,
         )
         self.embedder = embedder
         self.user_id = user_id

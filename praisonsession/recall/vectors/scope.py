@@ -116,10 +116,17 @@ class ScopedIndex:
         *,
         sealer: TextSealer | None = None,
         vault: Vault | None = None,
+        searched: bool = True,
     ) -> None:
         self.scope = scope
         self.index = VectorIndex(
-            client, scope.collection, embedder, owner=scope.owner, sealer=sealer, vault=vault
+            client,
+            scope.collection,
+            embedder,
+            owner=scope.owner,
+            sealer=sealer,
+            vault=vault,
+            searched=searched,
         )
 
     @property
