@@ -36,12 +36,11 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))  # the server helpers of the test suite
 sys.path.insert(0, str(HERE))
 
 from bench_memory import memory_text, recall_of  # noqa: E402
+from vector_stores import STORES, vector_store  # noqa: E402
 
-STORES = ("embedded", "chroma-server", "pgvector")
 CORPORA = ("facts", "first-person")
 FACTS = HERE / "data" / "memory_questions.json"
 TARGET = 0.6
@@ -71,13 +70,11 @@ def model_seconds(embedder: Any, texts: list[str], batch: int) -> float:
     return time.perf_counter() - start
 
 
-def measure(store: str, location: str | None, root: Path, texts: list[str]) -> dict[str, Any]:
+def measure(store: str, located: dict[str, str], root: Path, texts: list[str]) -> dict[str, Any]:
     from praisonsession import Session
     from praisonsession.recall.memory.long_term import BATCH
 
-    settings: dict[str, Any] = {"data_dir": str(root / store)}
-    if location is not None:
-        settings["vector_store_url"] = location
+    settings: dict[str, Any] = {"data_dir": str(root / store), **located}
     session = Session(
         "bench",
         f"adder_{uuid.uuid4().hex[:8]}",
@@ -122,7 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     stores = [store for store in args.stores.split(",") if store]
     texts = corpus(args.corpus, args.memories, args.seed)
     root = Path(tempfile.mkdtemp(prefix="ps-bench-add-"))
-    servers: list[Any] = []
     results = []
     print(
         f"add_memories({args.memories:,} {args.corpus} texts, dedupe on) beside the raw model "
@@ -131,18 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         for store in stores:
-            location = None
-            if store == "chroma-server":
-                from chroma_server import ChromaServer
-
-                servers.append(ChromaServer().start())
-                location = servers[-1].url
-            elif store == "pgvector":
-                from postgres_server import PostgresServer
-
-                servers.append(PostgresServer(durable=True).start())
-                location = f"{servers[-1].url}?schema=bench"
-            results.append(measure(store, location, root, texts))
+            with vector_store(store) as located:
+                results.append(measure(store, located, root, texts))
             r = results[-1]
             print(
                 f"  {store:<14} add_memories {r['add_per_s']:7.1f}/s  raw model "
@@ -151,8 +137,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"events {r['events']}  stored {r['stored']}"
             )
     finally:
-        for server in servers:
-            server.stop()
         shutil.rmtree(root, ignore_errors=True)
     same = len({json.dumps(r["events"]) for r in results}) <= 1
     print(f"  the same duplicates and paraphrases found on every store: {same}")

@@ -3,6 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_memory_quality.py [--quick] [--data PATH] [--json OUT]
+        [--store embedded|chroma-server|pgvector]
 
 The questions come from ``benchmarks/data/memory_questions.json``, which
 ``benchmarks/data/make_memory_questions.py`` generates (``--data`` takes another set in the
@@ -45,13 +46,17 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
 
 import bench_memory_search  # noqa: E402
+from vector_stores import STORES, vector_store  # noqa: E402
 
 from praisonsession import Session  # noqa: E402
 from praisonsession.recall.memory.paraphrase import DEFAULT_THRESHOLD, is_paraphrase  # noqa: E402
 
 DATA = HERE / "data" / "memory_questions.json"
+#: The settings of the vector store of this run (``--store``; embedded Chroma by default).
+LOCATED: dict[str, str] = {}
 ANSWERABLE = ("single", "updated", "multi_session", "paraphrase")
 
 
@@ -61,7 +66,7 @@ def open_session(root: Path, session_id: str, user_id: str) -> Session:
         session_id,
         user_id=user_id,
         store=f"sqlite://{root}/s.db",
-        settings={"data_dir": str(root / "data")},
+        settings={"data_dir": str(root / "data"), **LOCATED},
         memory_config={"progress": False},  # keep the report free of progress bars
     )
 
@@ -237,7 +242,7 @@ def bench_pairs(root: Path, data: dict, sample: int) -> dict[str, Any]:
 def bench_latency(root: Path, count: int, queries: int, embedded: int) -> dict[str, Any]:
     """``search_memory`` at ``count`` memories of one user, by ``bench_memory_search`` (its
     fixture: ``embedded`` memories embedded, the rest mixtures of two of them)."""
-    figures = bench_memory_search.measure(root / "latency", (count,), queries, embedded)
+    figures = bench_memory_search.measure(root / "latency", (count,), queries, embedded, LOCATED)
     row = figures["sizes"][-1]
     return {
         "memories": row["memories"],
@@ -354,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--users", type=int, help="only the first N users of the set")
     parser.add_argument("--only", choices=["questions", "pairs", "latency"], help="one part")
     parser.add_argument("--scale", type=int, help="memories for the latency run")
+    parser.add_argument("--store", choices=STORES, default="embedded", help="(embedded)")
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text("utf-8"))
     scale, queries, sample, embedded = 100_000, 200, 60, bench_memory_search.BASE
@@ -378,9 +384,12 @@ def main(argv: list[str] | None = None) -> int:
             "pairs": lambda: bench_pairs(root, data, sample),
             "latency": lambda: bench_latency(root, scale, queries, embedded),
         }
-        figures = {name: run() for name, run in parts.items() if args.only in (None, name)}
+        with vector_store(args.store) as located:
+            LOCATED.update(located)
+            figures = {name: run() for name, run in parts.items() if args.only in (None, name)}
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    print(f"Vector store: {args.store}")
     report(figures, scale)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1), "utf-8")

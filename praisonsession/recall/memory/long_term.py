@@ -44,6 +44,8 @@ BATCH = 256
 _META = "meta_"  # prefix of the metadata given, flattened so that Chroma can filter on it
 #: A change for the history: (memory id, event, text, previous text).
 Event = tuple[str, str, str | None, str | None]
+#: An entry to store: (id, text, metadata, vector).
+Row = tuple[str, str, dict[str, Any], list[float]]
 
 
 def stored_field(field: str) -> str:
@@ -167,9 +169,13 @@ class LongTermMemory:
         )
         self._rekey(rekeyed)
         events: list[Event] = [(fresh[i], ADD, texts[i], None) for i in new]
+        targets = self._targets_of(list(updates))  # every update's entries, found at once
+        rewritten: list[Row] = []
         for memory_id, (entry, i) in updates.items():
-            self._rewrite(self._targets(memory_id) or [entry], texts[i], vectors[i], metadata, at)
+            found = targets.get(memory_id) or [entry]
+            rewritten += self._rewritten(found, texts[i], vectors[i], metadata, at)
             events.append((memory_id, UPDATE, texts[i], entry.text))
+        self._store(rewritten)  # one write for all of the batch's updates
         self._record(events, at)
         return results
 
@@ -257,9 +263,18 @@ class LongTermMemory:
     def _targets(self, memory_id: str) -> list[Hit]:
         """The entries a change to ``memory_id`` applies to: this session's copy if it has one
         (a fork's copy is its own), else the user's."""
-        copies = self._copies_of([memory_id])
-        own = [hit for hit in copies if hit.metadata.get("session_id") == self.session_id]
-        return own or copies
+        return self._targets_of([memory_id]).get(memory_id, [])
+
+    def _targets_of(self, memory_ids: builtins.list[str]) -> dict[str, builtins.list[Hit]]:
+        """:meth:`_targets` of each of ``memory_ids``, read together."""
+        copies: dict[str, builtins.list[Hit]] = {}
+        for hit in self._copies_of(memory_ids):
+            copies.setdefault(hit.metadata.get("memory_id", hit.id), []).append(hit)
+        chosen = {}
+        for memory_id, found in copies.items():
+            own = [hit for hit in found if hit.metadata.get("session_id") == self.session_id]
+            chosen[memory_id] = own or found
+        return chosen
 
     def get(self, memory_id: str) -> dict[str, Any] | None:
         copies = _own_first(self._copies_of([memory_id]), self.session_id)
@@ -284,13 +299,24 @@ class LongTermMemory:
 
     def _rewrite(
         self,
-        entries: list[Hit],
+        entries: builtins.list[Hit],
         text: str | None,
-        vector: list[float] | None,
+        vector: builtins.list[float] | None,
         metadata: dict[str, Any],
         at: float,
     ) -> None:
-        ids, texts, metadatas, vectors = [], [], [], []
+        self._store(self._rewritten(entries, text, vector, metadata, at))
+
+    def _rewritten(
+        self,
+        entries: builtins.list[Hit],
+        text: str | None,
+        vector: builtins.list[float] | None,
+        metadata: dict[str, Any],
+        at: float,
+    ) -> builtins.list[Row]:
+        """The entries as a change of text and/or metadata leaves them, to store."""
+        rows: builtins.list[Row] = []
         for entry in entries:
             stored = dict(entry.metadata)
             extra = {**_extra(stored, entry.id), **metadata}
@@ -303,13 +329,17 @@ class LongTermMemory:
                 text_key=self._key(new_text),
                 **{_META + key: value for key, value in extra.items() if _scalar(value)},
             )
-            ids.append(entry.id)
-            texts.append(new_text)
-            metadatas.append(kept)
             if vector is None:  # the text stays: so does its vector (get gives it as a list)
-                vector = cast(list[float], self.index.get([entry.id], vectors=True)[0].vector)
-            vectors.append(vector)
-        self.index.add(ids, texts, metadatas, vectors)
+                vector = cast(
+                    builtins.list[float], self.index.get([entry.id], vectors=True)[0].vector
+                )
+            rows.append((entry.id, new_text, kept, vector))
+        return rows
+
+    def _store(self, rows: builtins.list[Row]) -> None:
+        if rows:
+            ids, texts, metadatas, vectors = (list(column) for column in zip(*rows, strict=True))
+            self.index.add(ids, texts, metadatas, vectors)
 
     def delete(self, memory_id: str) -> bool:
         targets = self._targets(memory_id)
