@@ -40,6 +40,7 @@ from .errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
     UnsupportedOperationError,
+    VectorExtensionError,
 )
 from .recall.memory.lifecycle import MemoryId
 from .session.core import AsyncSession
@@ -103,6 +104,7 @@ __all__ = [
     "StoreUnavailableError",
     "UnsupportedFormatError",
     "UnsupportedOperationError",
+    "VectorExtensionError",
     "__version__",
     "aerase_user",
     "erase_user",
