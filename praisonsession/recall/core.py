@@ -283,7 +283,7 @@ class Recall:
         order = sorted(range(len(results)), key=lambda i: -results[i]["score"])
         results = [results[i] for i in order]
         if recent:
-            results = prefer_newer(results, [vectors[i] for i in order])
+            results = prefer_newer(results, [vectors[i] for i in order], limit)
         return results[:limit]
 
     async def list_memories(

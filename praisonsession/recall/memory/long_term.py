@@ -423,7 +423,7 @@ class LongTermMemory:
     ) -> list[dict[str, Any]]:
         hits = self.candidates(vector, limit, where, prefer_recent)
         if prefer_recent:
-            hits = _newer_first(hits)
+            hits = _newer_first(hits, limit)
         # Results (metadata parsed back from JSON) only for the hits returned.
         return [as_result(hit) for hit in hits[:limit]]
 
@@ -533,13 +533,14 @@ def _own_first(hits: list[Hit], session_id: str, keep_order: bool = False) -> li
     return picked
 
 
-def _newer_first(hits: list[Hit]) -> list[Hit]:
+def _newer_first(hits: list[Hit], limit: int) -> list[Hit]:
     """Hits in ``prefer_recent`` order (see ``memory.recency``), ranked on what Chroma returned."""
     order = newer_first(
         [hit.metadata.get("updated_at") or 0 for hit in hits],
         [hit.text for hit in hits],
         [hit.score for hit in hits],
         [[] if hit.vector is None else hit.vector for hit in hits],
+        limit,
     )
     return [hits[i] for i in order]
 
