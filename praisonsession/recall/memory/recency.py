@@ -5,13 +5,14 @@ updated by id; ranked by similarity alone, the old wording ("User lives in Oslo"
 a newer hit goes above the first older hit it updates, judged from the two memories' own
 vectors and the score gap. Tuned on ``benchmarks/data/memory_questions.json``.
 
-Recency reorders what similarity found, and changes it by at most :data:`ENTRANTS` hits: the
-results are the ``limit`` most similar hits, except that a hit from further down enters when
-it updates the best one and speaks of the same subject (the user, "I", a name: the first word),
-and then the weakest hit that updates nothing makes room. So newer memories about other
-people, however many, cannot push the answer out of the results (they could when any newer
-hit on the subject could jump the queue), and the update of the best hit is still found when
-similarity alone ranks it low.
+Only a memory about the same subject (the user, "I", a name: its first word, see
+:func:`subject`) updates another. And recency reorders what similarity found, changing it by
+at most :data:`ENTRANTS` hits: the results are the ``limit`` most similar hits, except that a
+hit from further down enters when it updates the best one, and then the weakest hit that
+updates nothing makes room. So newer memories about other people, however many, neither push
+the answer out of the results nor above it (both happened when any newer hit on the topic
+could jump the queue: recall@5 fell as memories grew), and the update of the best hit is still
+found when similarity alone ranks it low.
 """
 
 from __future__ import annotations
@@ -127,7 +128,9 @@ def newer_first(
         chosen.remove(weakest)
     placed: list[int] = []
     for j in chosen:
-        position = next((k for k, i in enumerate(placed) if updates(i, j)), len(placed))
+        position = next(
+            (k for k, i in enumerate(placed) if same(i, j) and updates(i, j)), len(placed)
+        )
         placed.insert(position, j)
     taken = set(placed)
     return placed + [i for i in range(count) if i not in taken]
