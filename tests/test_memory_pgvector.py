@@ -143,3 +143,33 @@ def test_a_missing_extension_is_a_typed_error_saying_what_to_do(
     assert "'embedded'" in said and repr(name) in said
     assert session.get_state("fine") is True
     session.close()
+
+
+def test_with_an_encryption_key_no_text_reaches_the_servers_files(tmp_path: Path) -> None:
+    """Memory following an encrypted PostgreSQL store: the texts PostgreSQL keeps (its
+    tables, indexes and WAL) are sealed, and still found by meaning."""
+    import base64
+
+    from postgres_server import PostgresServer
+
+    secret = "heron-5183"
+    key = base64.urlsafe_b64encode(b"e" * 32).decode()
+    server = PostgresServer().start()
+    try:
+        settings = {"data_dir": str(tmp_path / "data"), "encryption_key": key}
+        session = Session("s", "u", store=f"{server.url}?schema=app", settings=settings)
+        session.add_memory(f"Ada keeps her passport number {secret} in the blue folder")
+        session.add_knowledge(f"The meeting about {secret} is on Friday in room 4.")
+        (hit,) = session.search_memory("where is the passport", limit=1)
+        assert hit["text"].endswith(f"{secret} in the blue folder")
+        assert secret in session.search_knowledge("when is the meeting", limit=1)[0]["text"]
+        session.close()
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+            tables = conn.execute("SELECT count(*) FROM app.ps_vector_collections").fetchone()
+        assert tables is not None and tables[0] >= 2  # memory, its history, knowledge
+        stored = b"".join(p.read_bytes() for p in server.dir.rglob("*") if p.is_file())
+        assert secret.encode() not in stored and b"passport" not in stored
+        assert not (tmp_path / "data" / "chroma").exists()
+    finally:
+        server.stop()
