@@ -403,7 +403,7 @@ class Recall:
         seen = _found_empty.get(key)
         if seen is not None and time.monotonic() - seen <= EMPTY_TRUST:
             return True
-        if index.count() == 0:
+        if index.empty():
             now = time.monotonic()
             if len(_found_empty) >= _EMPTY_MEMORY:  # users come and go: forget the stale ones
                 for stale in [k for k, seen in _found_empty.items() if now - seen > EMPTY_TRUST]:

@@ -129,7 +129,7 @@ class LongTermMemory:
         updates: dict[str, tuple[Hit, int]] = {}  # memory id -> (the entry held, position)
         keys = [self._key(text) for text in texts] if dedupe else []
         held = self._held_by_key(keys) if dedupe else {}
-        nearest = self.index.query_many(vectors, 1) if dedupe and self.index.count() else []
+        nearest = self.index.query_many(vectors, 1) if dedupe and not self.index.empty() else []
         earlier_of = self._in_batch(texts, keys, vectors) if dedupe else {}
         rekeyed: list[Hit] = []  # held under another duplicate key: given the current one
         for i, text in enumerate(texts):

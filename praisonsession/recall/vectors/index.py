@@ -451,6 +451,11 @@ class VectorIndex:
         entries: int = self.collection.count()
         return entries
 
+    def empty(self) -> bool:
+        """Whether the collection holds nothing: one entry looked for, none counted (a count
+        reads every row of a PostgreSQL table)."""
+        return not self.collection.get(limit=1, include=[])["ids"]
+
     def delete_ids(self, ids: list[str]) -> None:
         if ids:
             self.collection.delete(ids=self._lookup(ids))

@@ -513,7 +513,8 @@ class PgCollection:
         include: Sequence[str] = ("documents", "metadatas"),
         **_: Any,
     ) -> dict[str, Any]:
-        """Entries by id and/or ``where``, in the order they were first written."""
+        """Entries by id and/or ``where``, in the order they were first written (with
+        ``limit``: the first ones found)."""
         from psycopg import sql
 
         conditions: list[Any] = []
@@ -525,11 +526,12 @@ class PgCollection:
             condition, values = where_sql(where)
             conditions.append(condition)
             params += values
-        statement = sql.SQL("SELECT id, document, metadata{} FROM {}{} ORDER BY seq{}").format(
+        # all of them in the order they were written; a few (limit), whichever come first
+        statement = sql.SQL("SELECT id, document, metadata{} FROM {}{}{}").format(
             sql.SQL(", embedding" if "embeddings" in include else ""),
             self._table,
             sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL(""),
-            sql.SQL(" LIMIT %s") if limit is not None else sql.SQL(""),
+            sql.SQL(" LIMIT %s") if limit is not None else sql.SQL(" ORDER BY seq"),
         )
         if limit is not None:
             params.append(int(limit))

@@ -196,6 +196,9 @@ class ScopedIndex:
     def count(self) -> int:
         return self.index.count()
 
+    def empty(self) -> bool:
+        return self.index.empty()
+
     def exists(self) -> bool:
         """Whether the scope's collection is there (it is not created to find out)."""
         return self.index.exists()
