@@ -5,7 +5,8 @@ servers started here on 127.0.0.1 with the test suite's helpers and stopped on e
     with vector_store("pgvector") as settings:   # {"vector_store_url": "postgresql://..."}
         Session(..., settings={"data_dir": ..., **settings})
 
-PostgreSQL runs with its own defaults (fsync on, synchronous_commit on); the Chroma server and
+PostgreSQL runs with its own defaults (fsync on, synchronous_commit on) but for 1GB of shared
+buffers; the Chroma server and
 embedded Chroma keep their SQLite files as Chroma does (no fsync per write).
 """
 
@@ -37,7 +38,9 @@ def vector_store(kind: str) -> Iterator[dict[str, str]]:
     elif kind == "pgvector":
         from postgres_server import PostgresServer
 
-        server = PostgresServer(durable=True).start()
+        # as a server holding memory is run: its indexes in its own cache (the tests' 32MB
+        # would hold a tenth of an HNSW index of 100,000 memories)
+        server = PostgresServer(durable=True, shared_buffers="1GB").start()
         url = f"{server.url}?schema=bench"
     else:
         raise SystemExit(f"unknown vector store {kind!r}: one of {', '.join(STORES)}")
