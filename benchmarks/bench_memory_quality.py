@@ -3,6 +3,7 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_memory_quality.py [--quick] [--data PATH] [--json OUT]
+        [--store embedded|chroma-server|pgvector]
 
 The questions come from ``benchmarks/data/memory_questions.json``, which
 ``benchmarks/data/make_memory_questions.py`` generates (``--data`` takes another set in the
@@ -20,6 +21,10 @@ b. Paraphrase pairs: the second text of each pair added after the first; a ``sam
    it does not. The decision is the one ``add_memory`` makes (nearest memory, threshold,
    named-things check); a sample goes through ``add_memory`` itself to show they agree, and a
    sweep over thresholds shows why the default is what it is.
+d. Recency at scale (``--recency-sizes``, ``--recency-users``): ten users' memories, each with
+   newer facts about other people up to 5,000 and 20,000 memories; recall@5 and updated above
+   stale with ``prefer_recent`` on (the default) beside similarity alone, through
+   ``search_memory``.
 c. Search latency at 100,000 memories of one user (``--quick``: 1,000), with the fixture and
    the interleaved timing of ``bench_memory_search.py``: ``search_memory(q, limit=5)`` on new
    questions, p50/p95 over 200 queries, beside the raw engine (embed the query +
@@ -45,13 +50,17 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
 
 import bench_memory_search  # noqa: E402
+from vector_stores import STORES, vector_store  # noqa: E402
 
 from praisonsession import Session  # noqa: E402
 from praisonsession.recall.memory.paraphrase import DEFAULT_THRESHOLD, is_paraphrase  # noqa: E402
 
 DATA = HERE / "data" / "memory_questions.json"
+#: The settings of the vector store of this run (``--store``; embedded Chroma by default).
+LOCATED: dict[str, str] = {}
 ANSWERABLE = ("single", "updated", "multi_session", "paraphrase")
 
 
@@ -61,7 +70,7 @@ def open_session(root: Path, session_id: str, user_id: str) -> Session:
         session_id,
         user_id=user_id,
         store=f"sqlite://{root}/s.db",
-        settings={"data_dir": str(root / "data")},
+        settings={"data_dir": str(root / "data"), **LOCATED},
         memory_config={"progress": False},  # keep the report free of progress bars
     )
 
@@ -231,13 +240,113 @@ def bench_pairs(root: Path, data: dict, sample: int) -> dict[str, Any]:
     }
 
 
+# -- d. recency at scale ------------------------------------------------------------------
+
+#: People the other memories are about: newer facts of theirs, in the users' own wordings.
+OTHERS = [
+    "Priya", "Bruno", "Chen", "Dagny", "Emeka", "Farah", "Goran", "Hana", "Ines", "Jonas",
+    "Kavya", "Lars", "Mireille", "Nikolai", "Oona", "Pedro", "Quentin", "Rania", "Sven", "Tomoko",
+    "Ulla", "Viktor", "Wen", "Ximena", "Yusuf", "Zara", "Amit", "Beatriz", "Cyrus", "Dilnoza",
+    "Eero", "Fatou", "Gustavo", "Hiro", "Ilse", "Jamal", "Kirsi", "Luca", "Maelle", "Nuno",
+    "Olek", "Paloma", "Rashid", "Saoirse", "Tariq", "Uma", "Vesna", "Wiremu", "Yara", "Zeno",
+    "Alba", "Bao", "Cosmin", "Dara", "Elif", "Femi", "Greta", "Hamid", "Isla", "Joao",
+    "Keanu", "Leila", "Mateo", "Nadia", "Omar", "Pia", "Rafael", "Sina", "Teo", "Vera",
+    "Wanjiru", "Yosef",
+]  # fmt: skip
+
+
+def about(text: str, name: str) -> str:
+    """A memory of the user told as a fact about someone else."""
+    for said in ("The user's", "the user's", "User's"):
+        text = text.replace(said, f"{name}'s")
+    for said in ("The user", "the user", "User", "user"):
+        text = text.replace(said, name)
+    return text
+
+
+def bench_recency(root: Path, data: dict, sizes: tuple[int, ...], users: int) -> dict[str, Any]:
+    """Each of ``users`` users holds their own memories (added with ``add_memory``, as in a.)
+    and, newer than all of them, facts about other people in the same wordings, up to each
+    size; each answerable question is asked with ``prefer_recent`` on (the default) and off
+    (similarity alone). The other people's facts are embedded once and written straight to
+    the user's collection with the metadata ``add_memory`` writes (to keep set-up short)."""
+    import numpy as np
+
+    from praisonsession.recall import default_embedder
+
+    embedder = default_embedder("minilm")
+    told = sorted({m["text"] for u in data["users"] for s in u["sessions"] for m in s["memories"]})
+    others = [about(text, name) for name in OTHERS for text in told]
+    random.Random(3).shuffle(others)
+    need = max(sizes)
+    others = others[:need]
+    started = time.perf_counter()
+    vectors = np.asarray(embedder.embed(others), dtype=np.float32)
+    embed_s = time.perf_counter() - started
+    rows = []
+    for size in sizes:
+        found: dict[bool, list[bool]] = {True: [], False: []}
+        above: dict[bool, list[bool]] = {True: [], False: []}
+        for user in data["users"][:users]:
+            part = {**data, "users": [user]}
+            ids, sessions, _ = load_memories(root / f"recency{size}", part)
+            session = sessions[user["sessions"][0]["session_id"]]
+            long = session._core._recall.long
+            count = long.index.count()
+            extra = min(len(others), max(0, size - count))
+            at = time.time() + 60  # newer than everything the user told
+            for start in range(0, extra, 5000):
+                stop = min(extra, start + 5000)
+                entry_ids = [f"x{n:031x}" for n in range(start, stop)]
+                metadatas = [
+                    long.index.scope.stamp(long._metadata(i, t, {}, at + n, at + n))
+                    for n, (i, t) in enumerate(zip(entry_ids, others[start:stop], strict=True))
+                ]
+                long.index.collection.add(
+                    ids=entry_ids,
+                    documents=others[start:stop],
+                    metadatas=metadatas,
+                    embeddings=vectors[start:stop],
+                )
+            asked = [q for q in data["questions"] if q["user_id"] == user["user_id"]]
+            for question in asked:
+                if question["answer"] is None:
+                    continue
+                for recent in (True, False):
+                    hits = session.search_memory(question["question"], prefer_recent=recent)
+                    ranked = [hit["id"] for hit in hits]
+                    answer = ids.get(question["answer"])
+                    found[recent].append(answer in ranked[:5])
+                    if question["stale"] is not None:
+                        stale = ids.get(question["stale"])
+                        new_rank = ranked.index(answer) if answer in ranked else 99
+                        stale_rank = ranked.index(stale) if stale in ranked else 100
+                        above[recent].append(new_rank < stale_rank)
+            for opened in sessions.values():
+                opened.close()
+        rows.append(
+            {
+                "memories": size,
+                "users": users,
+                "questions": len(found[True]),
+                "recall_at_5": statistics.fmean(found[True]),
+                "recall_at_5_similarity": statistics.fmean(found[False]),
+                "updated_above_stale": statistics.fmean(above[True]) if above[True] else 1.0,
+                "updated_above_stale_similarity": (
+                    statistics.fmean(above[False]) if above[False] else 1.0
+                ),
+            }
+        )
+    return {"sizes": rows, "others": len(others), "embed_s": embed_s}
+
+
 # -- c. latency at scale ------------------------------------------------------------------
 
 
 def bench_latency(root: Path, count: int, queries: int, embedded: int) -> dict[str, Any]:
     """``search_memory`` at ``count`` memories of one user, by ``bench_memory_search`` (its
     fixture: ``embedded`` memories embedded, the rest mixtures of two of them)."""
-    figures = bench_memory_search.measure(root / "latency", (count,), queries, embedded)
+    figures = bench_memory_search.measure(root / "latency", (count,), queries, embedded, LOCATED)
     row = figures["sizes"][-1]
     return {
         "memories": row["memories"],
@@ -270,6 +379,15 @@ def targets(figures: dict[str, Any], scale: int) -> list[tuple[str, str, bool]]:
             ("paraphrases suppressed >= 95%", f"{100 * suppressed:.1f}%", suppressed >= 0.95)
         )
         rows.append(("distinct facts merged < 2%", f"{100 * merged:.1f}%", merged < 0.02))
+    for row in figures.get("recency", {}).get("sizes", []):
+        gap = row["recall_at_5_similarity"] - row["recall_at_5"]
+        rows.append(
+            (
+                f"recall@5 at {row['memories']:,} within 0.02 of similarity",
+                f"{row['recall_at_5']:.3f} vs {row['recall_at_5_similarity']:.3f}",
+                gap <= 0.02,
+            )
+        )
     if "latency" in figures:
         p95 = figures["latency"]["p95_ms"]
         rows.append((f"search p95 < 20 ms at {scale:,}", f"{p95:.1f} ms", p95 < 20))
@@ -281,6 +399,8 @@ def report(figures: dict[str, Any], scale: int) -> None:
         report_questions(figures["questions"])
     if "pairs" in figures:
         report_pairs(figures["pairs"])
+    if "recency" in figures:
+        report_recency(figures["recency"])
     if "latency" in figures:
         report_latency(figures["latency"])
     print("\nTargets:")
@@ -330,6 +450,23 @@ def report_pairs(p: dict[str, Any]) -> None:
         print(f"   merged (distinct): {a!r} / {b!r} ({s})")
 
 
+def report_recency(r: dict[str, Any]) -> None:
+    print(
+        f"\nd. Recency at scale: each user's memories, then (newer) facts about {len(OTHERS)} "
+        f"other people in the same wordings ({r['others']:,} embedded in {r['embed_s']:.0f} s)"
+    )
+    print(
+        f"   {'memories':>9} {'users':>6} {'questions':>9} {'recall@5':>9} {'similarity':>11} "
+        f"{'updated first':>14} {'similarity':>11}"
+    )
+    for row in r["sizes"]:
+        print(
+            f"   {row['memories']:9,} {row['users']:6} {row['questions']:9} "
+            f"{row['recall_at_5']:9.3f} {row['recall_at_5_similarity']:11.3f} "
+            f"{row['updated_above_stale']:14.3f} {row['updated_above_stale_similarity']:11.3f}"
+        )
+
+
 def report_latency(lat: dict[str, Any]) -> None:
     print(
         f"\nc. Search at {lat['memories']:,} memories of one user "
@@ -352,8 +489,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--users", type=int, help="only the first N users of the set")
-    parser.add_argument("--only", choices=["questions", "pairs", "latency"], help="one part")
+    parser.add_argument(
+        "--only", choices=["questions", "pairs", "recency", "latency"], help="one part"
+    )
+    parser.add_argument(
+        "--recency-sizes", default="5000,20000", help="memories per user for d. (5000,20000)"
+    )
+    parser.add_argument("--recency-users", type=int, default=10, help="users for d. (10)")
     parser.add_argument("--scale", type=int, help="memories for the latency run")
+    parser.add_argument("--store", choices=STORES, default="embedded", help="(embedded)")
     args = parser.parse_args(argv)
     data = json.loads(args.data.read_text("utf-8"))
     scale, queries, sample, embedded = 100_000, 200, 60, bench_memory_search.BASE
@@ -366,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
             "pairs": data["pairs"][:80],
         }
         scale, queries, sample, embedded = 1_000, 30, 8, 300
+        args.recency_sizes, args.recency_users = "300", 2
     if args.users:
         keep = {user["user_id"] for user in data["users"][: args.users]}
         data["users"] = [user for user in data["users"] if user["user_id"] in keep]
@@ -376,11 +521,20 @@ def main(argv: list[str] | None = None) -> int:
         parts = {
             "questions": lambda: bench_questions(root, data),
             "pairs": lambda: bench_pairs(root, data, sample),
+            "recency": lambda: bench_recency(
+                root,
+                data,
+                tuple(int(size) for size in args.recency_sizes.split(",")),
+                args.recency_users,
+            ),
             "latency": lambda: bench_latency(root, scale, queries, embedded),
         }
-        figures = {name: run() for name, run in parts.items() if args.only in (None, name)}
+        with vector_store(args.store) as located:
+            LOCATED.update(located)
+            figures = {name: run() for name, run in parts.items() if args.only in (None, name)}
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    print(f"Vector store: {args.store}")
     report(figures, scale)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1), "utf-8")

@@ -3,6 +3,10 @@
 Run from the repository root::
 
     .venv/bin/python benchmarks/bench_memory_search.py [--quick] [--sizes 1000,10000,100000]
+        [--store embedded|chroma-server|pgvector]
+
+On pgvector, "bare Chroma" below is the user's table queried through the same collection
+calls (one SQL statement: ``ORDER BY embedding <=> q LIMIT 5`` on its HNSW index).
 
 One user's memories grow to each size in turn (1,000, 10,000, 100,000) and, at each size, 200
 distinct questions (new ones at every size) are timed, one question at a time, interleaved:
@@ -45,6 +49,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from vector_stores import STORES, vector_store  # noqa: E402
 
 from praisonsession import Session  # noqa: E402
 from praisonsession._internal import runtime  # noqa: E402
@@ -100,12 +107,14 @@ def base_vectors(embedder: Any, texts: list[str]) -> Any:
 class Fixture:
     """One user's memories, grown to each size in turn."""
 
-    def __init__(self, root: Path, base: int, seed: int) -> None:
+    def __init__(
+        self, root: Path, base: int, seed: int, located: dict[str, str] | None = None
+    ) -> None:
         self.session = Session(
             "search",
             user_id="search_user",
             store=f"sqlite://{root}/s.db",
-            settings={"data_dir": str(root / "data")},
+            settings={"data_dir": str(root / "data"), **(located or {})},
             memory_config={"progress": False},
         )
         self.recall = runtime.run(self.session._core._memory())
@@ -191,8 +200,16 @@ def timed_round(fixture: Fixture, questions: list[str]) -> dict[str, list[float]
     return times
 
 
-def measure(root: Path, sizes: tuple[int, ...], queries: int, base: int) -> dict[str, Any]:
-    fixture = Fixture(root, base, seed=11)
+def measure(
+    root: Path,
+    sizes: tuple[int, ...],
+    queries: int,
+    base: int,
+    located: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``located``: the settings of the vector store (``vector_stores.py``; embedded Chroma
+    without them)."""
+    fixture = Fixture(root, base, seed=11, located=located)
     rng = random.Random(5)
     warm_up = [question(rng, -n) for n in range(1, 11)]
     figures: dict[str, Any] = {"sizes": [], "embedded": base, "embed_s": fixture.embed_s}
@@ -228,7 +245,8 @@ NAMES = (
 def report(figures: dict[str, Any]) -> list[tuple[str, str, bool]]:
     rows = figures["sizes"]
     print(
-        f"Memory search, one user; {figures['embedded']:,} memories embedded "
+        f"Memory search on {figures.get('store', 'embedded')}, one user; "
+        f"{figures['embedded']:,} memories embedded "
         f"({figures['embed_s']:.1f} s, cached after a first run), the rest mixtures; "
         f"fixture written in {figures['write_s']:.0f} s"
     )
@@ -267,6 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", help="comma-separated sizes (default 1000,10000,100000)")
     parser.add_argument("--queries", type=int, default=QUERIES)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--store", choices=STORES, default="embedded", help="(embedded)")
     args = parser.parse_args(argv)
     sizes, queries, base = SIZES, args.queries, BASE
     if args.quick:
@@ -275,7 +294,9 @@ def main(argv: list[str] | None = None) -> int:
         sizes = tuple(sorted(int(size) for size in args.sizes.split(",")))
     root = Path(tempfile.mkdtemp(prefix="bench_memory_search_"))
     try:
-        figures = measure(root, sizes, queries, min(base, sizes[-1]))
+        with vector_store(args.store) as located:
+            figures = measure(root, sizes, queries, min(base, sizes[-1]), located)
+        figures["store"] = args.store
     finally:
         shutil.rmtree(root, ignore_errors=True)
     targets = report(figures)

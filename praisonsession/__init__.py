@@ -41,6 +41,7 @@ from .errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
     UnsupportedOperationError,
+    VectorExtensionError,
 )
 from .recall.memory.lifecycle import MemoryId
 from .session.core import AsyncSession
@@ -105,6 +106,7 @@ __all__ = [
     "StoreUnavailableError",
     "UnsupportedFormatError",
     "UnsupportedOperationError",
+    "VectorExtensionError",
     "__version__",
     "aerase_user",
     "erase_user",

@@ -39,6 +39,7 @@ __all__ = [
     "StoreUnavailableError",
     "UnsupportedFormatError",
     "UnsupportedOperationError",
+    "VectorExtensionError",
 ]
 
 
@@ -193,6 +194,11 @@ class ConflictError(PraisonSessionError):
 
 class StoreUnavailableError(PraisonSessionError):
     """The store could not be reached after bounded retries; nothing was assumed or written."""
+
+
+class VectorExtensionError(StoreUnavailableError):
+    """PostgreSQL could not give memory its ``vector`` extension (pgvector not installed on the
+    server, or no privilege to create it); the message says what to run or choose instead."""
 
 
 class MissingDependencyError(PraisonSessionError, ImportError):

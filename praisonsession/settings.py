@@ -81,7 +81,11 @@ KNOBS: dict[str, Knob] = {
         {"gt": 0, "allow_inf_nan": False},
     ),
     "vector_store_url": Knob(
-        None, "str | None", "Chroma server URL for memory and knowledge; default: embedded."
+        None,
+        "str | None",
+        "Where memory and knowledge keep vectors: a Chroma server (http://), PostgreSQL "
+        "with pgvector (postgresql://...?schema=), or 'embedded'; default: the session "
+        "store's database when it is PostgreSQL, else embedded Chroma.",
     ),
     "vector_namespace": Knob(
         "praisonsession",

@@ -122,10 +122,12 @@ class PostgresServer:
         durable: bool = False,
         bin_dir: str | os.PathLike[str] | None = None,
         max_connections: int = 300,
+        shared_buffers: str = "32MB",
     ) -> None:
         self.bin = Path(bin_dir) if bin_dir else find_postgres_bin()
         self.durable = durable
         self.max_connections = max_connections
+        self.shared_buffers = shared_buffers  # a benchmark at scale gives it what a server has
         self.dir = Path(tempfile.mkdtemp(prefix="praisonsession-postgres-"))
         self.data = self.dir / "data"
         self.port: int | None = None
@@ -178,7 +180,7 @@ class PostgresServer:
                 "-p", str(port),
                 "-k", "",  # no Unix socket: loopback TCP only
                 "-N", str(self.max_connections),
-                "-c", "shared_buffers=32MB",
+                "-c", f"shared_buffers={self.shared_buffers}",
                 "-c", "max_locks_per_transaction=256",
                 # what erasure needs to leave no bytes (docs/pages/hierarchy.md): old WAL
                 # segments are removed at a checkpoint, not renamed for reuse with their bytes

@@ -1,4 +1,5 @@
-"""Sessions for memory and knowledge tests: embedded Chroma, or the real Chroma server.
+"""Sessions for memory and knowledge tests on each vector store: embedded Chroma, the real
+Chroma server, and PostgreSQL with pgvector (the test session's server).
 
 Import ``open_session`` (and ``chroma_url``, which it uses) into a test module to use it.
 """
@@ -13,17 +14,28 @@ import pytest
 from chroma_server import chroma_url  # noqa: F401 - a fixture open_session may request
 from praisonsession import Session
 
+#: The vector stores every memory and knowledge test runs on.
+VECTOR_STORES = ["embedded", "chroma-server", "pgvector"]
 
-@pytest.fixture(params=["embedded", "chroma-server"])
-def open_session(request: pytest.FixtureRequest, tmp_path: Path):
-    """Sessions sharing one SQLite store, with vectors in embedded Chroma or a Chroma server.
 
-    The server is shared by the whole test run, so each test gets its own collections.
-    """
-    settings = {"data_dir": str(tmp_path / "data")}
-    if request.param == "chroma-server":
+def vector_settings(kind: str, request: pytest.FixtureRequest, root: Path) -> dict[str, str]:
+    """Settings that put memory and knowledge in ``kind`` of vector store, apart from every
+    other test's (the servers are shared by the whole test run)."""
+    settings = {"data_dir": str(root / "data")}
+    if kind == "chroma-server":
         settings["vector_store_url"] = request.getfixturevalue("chroma_url")
         settings["vector_namespace"] = f"t{uuid.uuid4().hex}"
+    elif kind == "pgvector":
+        url = request.getfixturevalue("postgres_url")
+        settings["vector_store_url"] = f"{url}?schema=v{uuid.uuid4().hex[:16]}"
+    return settings
+
+
+@pytest.fixture(params=VECTOR_STORES)
+def open_session(request: pytest.FixtureRequest, tmp_path: Path):
+    """Sessions sharing one SQLite store, with vectors in embedded Chroma, a Chroma server
+    or PostgreSQL (pgvector)."""
+    settings = vector_settings(request.param, request, tmp_path)
 
     def open_(session_id: str = "s", user_id: str = "ada", **options) -> Session:
         return Session(

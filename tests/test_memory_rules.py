@@ -8,7 +8,7 @@ import pytest
 
 from praisonsession import InvalidValueError
 from praisonsession.recall.memory.paraphrase import is_paraphrase, names_differ, one_slot_changed
-from praisonsession.recall.memory.recency import prefer_newer
+from praisonsession.recall.memory.recency import prefer_newer, subject
 from praisonsession.recall.vectors.filters import parse_where
 
 RECORD = {"topic": "food", "stars": 4, "vegan": True, "created_at": 1_700_000_000.0}
@@ -102,3 +102,37 @@ def test_newer_memories_go_above_the_older_ones_they_update() -> None:
     ]
     close = hit("User likes tea", 0.75, 5.0)
     assert prefer_newer([old, close], [[1.0, 0.0], [0.0, 1.0]]) == [old, close]  # unrelated
+
+
+def test_newer_facts_about_other_people_never_push_the_answer_out() -> None:
+    """Recency reorders the most similar hits; it lets in only updates of the best hit about
+    the same subject. Ten newer facts about other people, all close to the answer, leave
+    the results those of similarity alone, and an update of the user from beyond them enters."""
+    answer = hit("User lives in Oslo", 0.8, 1.0)
+    others = [hit(f"{name} lives in Lima", 0.7 - n / 100, 10.0 + n) for n, name in enumerate(
+        ["Priya", "Bruno", "Chen", "Dagny", "Emeka", "Farah", "Goran", "Hana", "Ines", "Jonas"]
+    )]  # fmt: skip
+    moved = hit("User moved to Berlin and lives there now", 0.5, 30.0)
+    results = [answer, *others, moved]
+    vectors = [[1.0, 0.2 * n / 10, 0.0] for n in range(11)] + [[0.8, 0.0, 0.6]]
+    shown = prefer_newer(results, vectors, 5)[:5]
+    assert moved in shown and answer in shown
+    assert shown.index(moved) < shown.index(answer)
+    assert shown[2:] == others[:3]  # the rest as similarity ranked them
+    without = prefer_newer(results[:-1], vectors[:-1], 5)[:5]
+    assert set(map(id, without)) == set(map(id, results[:5]))  # nobody else got in
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("User lives in Oslo", "user"),
+        ("The user's job: nurse", "user"),
+        ("My sister lives in Lima", "i"),
+        ("I'm travelling to Oslo", "i"),
+        ("Priya's home is in Oslo", "priya"),
+        ("", ""),
+    ],
+)
+def test_the_subject_of_a_memory_is_its_first_word(text: str, expected: str) -> None:
+    assert subject(text) == expected

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 
 from praisonsession import DecryptionError, Session
 from praisonsession.session.rotation import rekey
+from sessions import VECTOR_STORES, vector_settings
 
 KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 NEW_KEY = base64.urlsafe_b64encode(b"n" * 32).decode()
@@ -34,15 +34,12 @@ NOTES = (
 )
 
 
-@pytest.fixture(params=["embedded", "chroma-server"])
+@pytest.fixture(params=VECTOR_STORES)
 def place(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, Any]:
-    """Where a test's sessions and vectors live: a SQLite store, and embedded Chroma or the
-    real Chroma server (its own namespace there)."""
-    settings: dict[str, Any] = {"data_dir": str(tmp_path / "data")}
-    vectors: str = str(tmp_path / "data" / "chroma")
-    if request.param == "chroma-server":
-        vectors = settings["vector_store_url"] = request.getfixturevalue("chroma_url")
-        settings["vector_namespace"] = f"t{uuid.uuid4().hex}"
+    """Where a test's sessions and vectors live: a SQLite store, and each vector store (its
+    own namespace or schema on a server)."""
+    settings: dict[str, Any] = vector_settings(request.param, request, tmp_path)
+    vectors = settings.get("vector_store_url", str(tmp_path / "data" / "chroma"))
     return {"store": f"sqlite://{tmp_path}/s.db", "settings": settings, "vectors": vectors}
 
 
@@ -224,7 +221,7 @@ def step(name: str, base: Path) -> None:
     embedded Chroma client does not see another process's writes (its vector index is
     cached), so the test process itself opens no embedded Chroma store."""
     place = json.loads((base / "place.json").read_text())
-    embedded = "vector_store_url" not in place["settings"]
+    embedded = not place["vectors"].startswith("http")  # sealed with the key, not a vault
     if name == "fill":
         (base / "before.json").write_text(json.dumps(fill(place)))
         return
@@ -282,6 +279,9 @@ CHILD = textwrap.dedent(
                 os.kill(os.getpid(), signal.SIGKILL)
             return await real(self, *args)
         EncryptedBackend.write_modules = write_modules
+    elif place["vectors"].startswith("postgresql"):
+        from praisonsession.recall.vectors.pgvector import PgCollection
+        setattr(PgCollection, point, killing(getattr(PgCollection, point)))
     else:
         from chromadb.api.models.Collection import Collection
         setattr(Collection, point, killing(getattr(Collection, point)))
@@ -320,17 +320,16 @@ def assert_one_key_each(place: dict[str, Any]) -> None:
         ("embedded", "delete", 1),  # a chunk under its new id, the old one still there
         ("chroma-server", "upsert", 2),
         ("chroma-server", "delete", 1),
+        ("pgvector", "upsert", 3),
+        ("pgvector", "delete", 1),
     ],
 )
 def test_a_killed_rekey_run_again_ends_complete(
     where: str, point: str, count: int, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     place = embedded_place(tmp_path)
-    if where == "chroma-server":
-        place["vectors"] = place["settings"]["vector_store_url"] = request.getfixturevalue(
-            "chroma_url"
-        )
-        place["settings"]["vector_namespace"] = f"t{uuid.uuid4().hex}"
+    place["settings"] = vector_settings(where, request, tmp_path)
+    place["vectors"] = place["settings"].get("vector_store_url", place["vectors"])
     (tmp_path / "place.json").write_text(json.dumps(place))
     run_step("fill", tmp_path)
     child = subprocess.run(

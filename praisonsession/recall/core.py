@@ -33,12 +33,13 @@ from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
 from .options import EMBEDDER_NAMES, default_overlap
 from .vectors import ScopedIndex, Vault, Where, chroma_client
+from .vectors.pgvector import followed_store
 
 if TYPE_CHECKING:
     from .._internal.sealing import TextSealer
     from ..settings import Settings
 
-__all__ = ["Recall", "default_embedder", "text_sealer", "vector_location"]
+__all__ = ["EMBEDDED", "Recall", "default_embedder", "text_sealer", "vector_location"]
 
 T = TypeVar("T")
 
@@ -60,19 +61,30 @@ def default_embedder(name: str) -> Embedder:
         return _embedders[name]
 
 
+#: The ``vector_store_url`` that chooses embedded Chroma even when the store is PostgreSQL.
+EMBEDDED = "embedded"
+
+
 def vector_location(
     settings: Settings,
     memory_config: dict[str, Any] | None = None,
     knowledge_config: dict[str, Any] | None = None,
+    backend: Any = None,
 ) -> str | Path:
     """Where memory and knowledge keep their vectors: a ``vector_store_url`` of the configs,
-    else the settings' (``PRAISONSESSION_VECTOR_STORE_URL``), else ``<data_dir>/chroma``."""
-    return (
+    else the settings' (``PRAISONSESSION_VECTOR_STORE_URL``), else the database of the
+    session store when it is PostgreSQL (``backend``: memory follows it, so one server
+    holds both), else ``<data_dir>/chroma`` (also what ``"embedded"`` chooses)."""
+    chosen = (
         (memory_config or {}).get("vector_store_url")
         or (knowledge_config or {}).get("vector_store_url")
         or settings.vector_store_url
-        or Path(settings.data_dir).expanduser().resolve() / "chroma"
     )
+    if chosen is None:
+        chosen = followed_store(backend)
+    if chosen and chosen != EMBEDDED:
+        return str(chosen)
+    return Path(settings.data_dir).expanduser().resolve() / "chroma"
 
 
 def text_sealer(settings: Settings) -> TextSealer | None:
@@ -138,6 +150,7 @@ class Recall:
         knowledge_config: dict[str, Any],
         vault_key: bytes | None = None,
         preload: bool = True,
+        backend: Any = None,
     ) -> None:
         choice = memory_config.get("embedder") or knowledge_config.get("embedder")
         if choice is None or isinstance(choice, str):
@@ -146,7 +159,7 @@ class Recall:
             self.embedder = coerce_embedder(choice)
         if preload:  # the model loads while chromadb imports and opens
             _load_meanwhile(self.embedder)
-        location = vector_location(settings, memory_config, knowledge_config)
+        location = vector_location(settings, memory_config, knowledge_config, backend)
         client = chroma_client(location)
         self._client_id = id(client)
         namespace = settings.vector_namespace
@@ -275,7 +288,7 @@ class Recall:
         order = sorted(range(len(results)), key=lambda i: -results[i]["score"])
         results = [results[i] for i in order]
         if recent:
-            results = prefer_newer(results, [vectors[i] for i in order])
+            results = prefer_newer(results, [vectors[i] for i in order], limit)
         return results[:limit]
 
     async def list_memories(
@@ -395,7 +408,7 @@ class Recall:
         seen = _found_empty.get(key)
         if seen is not None and time.monotonic() - seen <= EMPTY_TRUST:
             return True
-        if index.count() == 0:
+        if index.empty():
             now = time.monotonic()
             if len(_found_empty) >= _EMPTY_MEMORY:  # users come and go: forget the stale ones
                 for stale in [k for k, seen in _found_empty.items() if now - seen > EMPTY_TRUST]:

@@ -16,6 +16,7 @@ from typing import Any
 from .._internal.checks import KNOWLEDGE_SCOPES, check_choice, check_count, check_flag, is_int
 from .._internal.redaction import redact_url
 from ..errors import InvalidValueError
+from .vectors.pgvector import is_postgres_url
 
 __all__ = ["EMBEDDER_NAMES", "check_knowledge_config", "check_memory_config"]
 
@@ -166,10 +167,14 @@ def _number(value: Any, where: str, low: float, high: float) -> float:
 def _check_vector_url(value: Any, where: str) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+    if not isinstance(value, str) or not (
+        value == "embedded" or value.startswith(("http://", "https://")) or is_postgres_url(value)
+    ):
         shown = redact_url(value) if isinstance(value, str) else type(value).__name__
         raise InvalidValueError(
-            f"{where} must be a Chroma server URL such as 'http://localhost:8000', got {shown!r}."
+            f"{where} must be a Chroma server URL such as 'http://localhost:8000', a "
+            "PostgreSQL one such as 'postgresql://user@host/db?schema=app' (pgvector), or "
+            f"'embedded' (embedded Chroma under the data directory), got {shown!r}."
         )
     return value
 
@@ -177,8 +182,8 @@ def _check_vector_url(value: Any, where: str) -> str | None:
 def _check_provider(value: Any, where: str) -> None:
     if value not in _CHROMA_PROVIDERS:
         raise InvalidValueError(
-            f"{where} is {value!r}; praisonsession keeps memory in Chroma (embedded, or a server "
-            "given by vector_store_url), so use 'chroma' or leave it out."
+            f"{where} is {value!r}; praisonsession keeps memory in Chroma (embedded, or a server) "
+            "or PostgreSQL, as vector_store_url says, so use 'chroma' or leave it out."
         )
 
 

@@ -40,11 +40,21 @@ def agent_cut(at_message: Any) -> Any:
     return at_message
 
 
-def vectors_may_hold(settings: Settings, memory_config: dict[str, Any]) -> bool:
+async def vectors_may_hold(settings: Settings, memory_config: dict[str, Any], backend: Any) -> bool:
     """Whether a session's vector store exists, so that memories may be there to carry: a
-    Chroma server, or the embedded one's directory (opening Chroma costs a second)."""
-    if memory_config.get("vector_store_url") or settings.vector_store_url:
+    server (Chroma, or PostgreSQL given), the store's PostgreSQL when memory follows it and
+    it has collections, or the embedded one's directory (opening memory costs a second)."""
+    chosen = memory_config.get("vector_store_url") or settings.vector_store_url
+    if chosen is not None and chosen != "embedded":
         return True
+    if chosen is None:
+        from ..recall.vectors.pgvector import followed_store, holds_collections
+
+        followed = followed_store(backend)
+        if followed is not None:
+            from .._internal.runtime import offload
+
+            return await offload(holds_collections, followed)
     return (Path(settings.data_dir).expanduser() / "chroma").is_dir()
 
 

@@ -470,11 +470,13 @@ class AsyncSession:
             self._knowledge_config,
             vault_key=vault,
             preload=preload,
+            backend=None if self._remote is not None else self._store.backend,
         )
 
     async def _vault_key(self) -> bytes | None:
         """On a Chroma server, the user's key that its entries are sealed with: the server
-        keeps deleted bytes, and ``erase_user`` destroys the key (see ``vectors/vault.py``)."""
+        keeps deleted bytes, and ``erase_user`` destroys the key (see ``vectors/vault.py``).
+        None elsewhere: embedded Chroma and PostgreSQL are scrubbed by ``erase_user``."""
         server = (
             self._memory_config.get("vector_store_url")
             or self._knowledge_config.get("vector_store_url")
@@ -482,13 +484,19 @@ class AsyncSession:
         )
         if not server or self._remote is not None:
             return None
+        from ..recall.vectors.pgvector import is_postgres_url
+
+        if is_postgres_url(server) or server == "embedded":  # erasure rewrites their files
+            return None
         from ..recall.vectors.vault_keys import vault_key
 
         return await vault_key(self._store.backend, self._user_id)
 
     async def _memories(self) -> list[dict[str, Any]]:
         """The long-term memories this session added: what a fork or an archive carries."""
-        if self._recall is None and not vectors_may_hold(self._settings, self._memory_config):
+        if self._recall is None and not await vectors_may_hold(
+            self._settings, self._memory_config, self._store.backend
+        ):
             return []
         return await (await self._memory()).session_memories()
 

@@ -47,12 +47,13 @@ async def aerase_user(
     user = check_erasable_user(user_id)
     resolved = resolve_settings(settings)
     target = resolve_store(store, resolved)
+    location = _vector_location(resolved, target.backend)
     try:
         found = await erase_user_records(target.backend, user)
     finally:
         if store is None or isinstance(store, str):
             await target.close()
-    vectors, left = await _erase_vectors(user, found["session_ids"], resolved)
+    vectors, left = await _erase_vectors(user, found["session_ids"], resolved, location)
     leftovers = [*found.get("leftovers", []), *left]
     return ErasureReport(
         user, found["sessions"], found["snapshots"], vectors, found["session_ids"], leftovers
@@ -69,29 +70,55 @@ def erase_user(
     return runtime.run(aerase_user(user_id, store, settings=settings))
 
 
-async def _erase_vectors(
-    user: str, session_ids: list[str], settings: Settings
-) -> tuple[int, list[str]]:
+def _vector_location(settings: Settings, backend: Any) -> str | Path | None:
+    """Where the user's vectors are (as sessions find them), None when memory and knowledge
+    were never used here (no embedded store's directory)."""
+    from ..recall.vectors.pgvector import followed_store
+
+    chosen = settings.vector_store_url
+    if chosen is None:
+        chosen = followed_store(backend)
+    if chosen is not None and chosen != "embedded":
+        return chosen
     embedded = Path(settings.data_dir).expanduser().resolve() / "chroma"
-    location = settings.vector_store_url or embedded
-    if not settings.vector_store_url and not Path(location).is_dir():
+    return embedded if embedded.is_dir() else None
+
+
+async def _erase_vectors(
+    user: str, session_ids: list[str], settings: Settings, location: str | Path | None
+) -> tuple[int, list[str]]:
+    if location is None:
         return 0, []  # memory and knowledge were never used here
     from .._internal.runtime import offload
-    from ..recall.vectors import chroma_client, erase_owner, scrub_embedded, user_collections
+    from ..recall.vectors import (
+        chroma_client,
+        erase_owner,
+        is_postgres_url,
+        scrub_embedded,
+        user_collections,
+    )
+    from ..recall.vectors.pgvector import holds_collections
 
+    if is_postgres_url(location) and not await offload(holds_collections, str(location)):
+        return 0, []  # memory never used this database: nothing to erase, nothing created
     namespace = settings.vector_namespace
     names = user_collections(namespace, user, session_ids)
     client = await offload(chroma_client, location)
     removed = await offload(erase_owner, client, namespace, user, names)
-    if not settings.vector_store_url:
-        await offload(scrub_embedded, Path(location))
+    if isinstance(location, Path):
+        await offload(scrub_embedded, location)
         return removed, []
+    if is_postgres_url(location):  # the tables are dropped: the registry, statistics, WAL
+        left = await offload(client.scrub)
+        for finding in left:
+            _logger().warning("erasure of a user: %s", finding)
+        return removed, left
     # Measured on chroma run 1.5: deleting the collections leaves their entries in free space
     # of the server's chroma.sqlite3, and no call of its API rewrites that file. What it
     # keeps of the user is sealed under their key (vectors/vault.py), which the store's
     # erasure has just destroyed; the vectors themselves remain until the operator vacuums.
     finding = (
-        f"the Chroma server at {redact_url(settings.vector_store_url)} keeps the deleted "
+        f"the Chroma server at {redact_url(str(location))} keeps the deleted "
         "entries' vectors in free space of its chroma.sqlite3 (their texts, ids and names only "
         "as ciphertext and keyed tokens under the user's key, destroyed by this erasure) until "
         "its operator runs: chroma vacuum --path <its data directory> --force"

@@ -54,8 +54,9 @@ async def arekey(
     settings: Settings | dict[str, Any] | None = None,
 ) -> RekeyReport:
     """Seal everything ``store`` (a store or URL; the settings' store by default) and the vector
-    store (a directory or a Chroma server URL; by default the settings' ``vector_store_url``,
-    else ``<data_dir>/chroma`` when it exists) keep with ``new_key`` instead of ``old_key``.
+    store (a directory, a Chroma server URL or a PostgreSQL one; by default the settings'
+    ``vector_store_url``, else the store's database when it is PostgreSQL, else
+    ``<data_dir>/chroma`` when it exists) keep with ``new_key`` instead of ``old_key``.
 
     Stop the programs that write to them first. A run cut short loses nothing, and the same
     call again finishes the rotation."""
@@ -64,6 +65,8 @@ async def arekey(
     resolved = resolve_settings(settings)
     location = _vector_location(vector_store, resolved)  # checked before anything is changed
     target = resolve_store(store, resolved)
+    if vector_store is None:  # memory may follow a PostgreSQL store into its database
+        location = _vector_location(None, resolved, target.backend)
     plain = target.backend  # the key setting may have wrapped it
     if isinstance(plain, EncryptedBackend):
         plain = plain.inner
@@ -81,7 +84,7 @@ async def arekey(
     finally:
         if store is None or isinstance(store, str):
             await target.close()
-    shown = None if location is None else str(location)
+    shown = None if location is None else redact_url(str(location))
     if unreadable:
         rotated = f"{sessions} session" + ("" if sessions == 1 else "s")
         if location is not None:
@@ -105,21 +108,27 @@ def rekey(
     )
 
 
-def _vector_location(given: str | Path | None, settings: Settings) -> str | Path | None:
-    """Where the vectors are: given, else where sessions find them (``recall.vector_location``);
-    None for a default directory that is not there (memory and knowledge were never used)."""
+def _vector_location(
+    given: str | Path | None, settings: Settings, backend: Any = None
+) -> str | Path | None:
+    """Where the vectors are: given, else where sessions find them (``recall.vector_location``,
+    the store's database when memory follows a PostgreSQL store); None for a default
+    directory that is not there (memory and knowledge were never used)."""
+    from ..recall.vectors.pgvector import is_postgres_url
+
     if given is not None:
-        server = str(given).startswith(("http://", "https://"))
+        server = str(given).startswith(("http://", "https://")) or is_postgres_url(str(given))
         if not server and not Path(given).is_dir():
             raise InvalidValueError(
                 f"There is no vector store at {given}: pass the directory memory and "
-                "knowledge use (<data_dir>/chroma) or the Chroma server's http:// URL."
+                "knowledge use (<data_dir>/chroma), the Chroma server's http:// URL or the "
+                "postgresql:// URL of their database."
             )
         return given
     from ..recall.core import vector_location
 
-    found = vector_location(settings)
-    return found if settings.vector_store_url or Path(found).is_dir() else None
+    found = vector_location(settings, backend=backend)
+    return found if isinstance(found, str) or Path(found).is_dir() else None
 
 
 async def _rekey_location(

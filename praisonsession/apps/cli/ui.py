@@ -86,7 +86,7 @@ def ui(
     guarded = bool(token or by_token)
     click.echo(
         f"praisonsession ui: store {redact_url(store.url)}; "
-        f"memories {redact_url(str(vector_location(settings)))}; "
+        f"memories {redact_url(str(vector_location(settings, backend=store.backend)))}; "
         f"token {'required' if guarded else 'not required (loopback only)'}; "
         f"open http://{host}:{port}/",
         err=True,

@@ -19,7 +19,8 @@ from ...errors import InvalidValueError, SessionNotFoundError
 from ...recall.core import default_embedder, text_sealer, vector_location
 from ...recall.memory.long_term import LongTermMemory, page_of
 from ...recall.memory.short_term import ShortTermMemory
-from ...recall.vectors import Vault, chroma_client
+from ...recall.vectors import Vault, chroma_client, is_postgres_url
+from ...recall.vectors.pgvector import holds_collections
 from ...recall.vectors.vault_keys import vault_key
 from ...settings import Settings
 from ...stores.api import SessionBase
@@ -37,7 +38,7 @@ class MemoryBrowser:
     def __init__(self, store: SessionBase, settings: Settings) -> None:
         self.store = store
         self.settings = settings
-        self.location = vector_location(settings)
+        self.location = vector_location(settings, backend=store.backend)
 
     @property
     def shown_location(self) -> str:
@@ -92,15 +93,16 @@ class MemoryBrowser:
     async def _vault(self, user_id: str) -> bytes | None:
         """On a Chroma server, the user's key its entries are sealed with (none made here)."""
         if not str(self.location).startswith(("http://", "https://")):
-            return None
+            return None  # embedded Chroma, PostgreSQL: no vault
         return await vault_key(self.store.backend, user_id, create=False)
 
     def _long_term(self, user_id: str, vault: bytes | None) -> LongTermMemory | None:
         """The user's long-term memory, or None when it holds nothing yet (blocking)."""
         location = self.location
-        embedded = not str(location).startswith(("http://", "https://"))
-        if embedded and not (Path(location) / "chroma.sqlite3").is_file():
+        if isinstance(location, Path) and not (location / "chroma.sqlite3").is_file():
             return None  # no memory was ever written here: nothing to open (or create)
+        if is_postgres_url(location) and not holds_collections(str(location)):
+            return None
         settings = self.settings
         sealer = text_sealer(settings)  # as Recall opens it: the texts sealed, the ids keyed
         long_term = LongTermMemory(

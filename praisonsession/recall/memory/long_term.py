@@ -27,7 +27,7 @@ from ..embeddings import Embedder
 from ..vectors import Hit, ScopedIndex, Where, memory_scope
 from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, normalised, text_key
 from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
-from .recency import newer_first, similarities
+from .recency import newer_first
 
 if TYPE_CHECKING:
     from ..._internal.sealing import TextSealer
@@ -44,6 +44,8 @@ BATCH = 256
 _META = "meta_"  # prefix of the metadata given, flattened so that Chroma can filter on it
 #: A change for the history: (memory id, event, text, previous text).
 Event = tuple[str, str, str | None, str | None]
+#: An entry to store: (id, text, metadata, vector).
+Row = tuple[str, str, dict[str, Any], list[float]]
 
 
 def stored_field(field: str) -> str:
@@ -75,8 +77,13 @@ class LongTermMemory:
     ) -> None:
         scope = memory_scope(namespace, user_id)
         self.index = ScopedIndex(client, scope, embedder, sealer=sealer, vault=vault)
-        self.history_index = ScopedIndex(
-            client, scope.related("memory_history"), embedder, sealer=sealer, vault=vault
+        self.history_index = ScopedIndex(  # read by memory id, never searched
+            client,
+            scope.related("memory_history"),
+            embedder,
+            sealer=sealer,
+            vault=vault,
+            searched=False,
         )
         self.embedder = embedder
         self.user_id = user_id
@@ -120,17 +127,19 @@ class LongTermMemory:
         results: list[MemoryId] = []
         new: list[int] = []  # positions of the texts to add
         updates: dict[str, tuple[Hit, int]] = {}  # memory id -> (the entry held, position)
-        held = self._held_by_key([self._key(text) for text in texts]) if dedupe else {}
-        nearest = self.index.query_many(vectors, 1) if dedupe and self.index.count() else []
-        similar = similarities(vectors) if dedupe and len(texts) > 1 else []
+        keys = [self._key(text) for text in texts] if dedupe else []
+        held = self._held_by_key(keys) if dedupe else {}
+        nearest = self.index.query_many(vectors, 1) if dedupe and not self.index.empty() else []
+        earlier_of = self._in_batch(texts, keys, vectors) if dedupe else {}
         rekeyed: list[Hit] = []  # held under another duplicate key: given the current one
         for i, text in enumerate(texts):
             if not dedupe:
                 new.append(i)
                 results.append(MemoryId(fresh[i], ADD))
                 continue
-            earlier = self._in_batch(i, texts, similar, results)
-            same = held.get(self._key(text)) or added_before.get(fresh[i])
+            first = earlier_of.get(i)
+            earlier = None if first is None else str(results[first])
+            same = held.get(keys[i]) or added_before.get(fresh[i])
             close = nearest[i][0] if nearest and nearest[i] else None
             if earlier is not None:
                 results.append(MemoryId(earlier, NONE))
@@ -160,9 +169,13 @@ class LongTermMemory:
         )
         self._rekey(rekeyed)
         events: list[Event] = [(fresh[i], ADD, texts[i], None) for i in new]
+        targets = self._targets_of(list(updates))  # every update's entries, found at once
+        rewritten: list[Row] = []
         for memory_id, (entry, i) in updates.items():
-            self._rewrite(self._targets(memory_id) or [entry], texts[i], vectors[i], metadata, at)
+            found = targets.get(memory_id) or [entry]
+            rewritten += self._rewritten(found, texts[i], vectors[i], metadata, at)
             events.append((memory_id, UPDATE, texts[i], entry.text))
+        self._store(rewritten)  # one write for all of the batch's updates
         self._record(events, at)
         return results
 
@@ -183,17 +196,29 @@ class LongTermMemory:
         )
 
     def _in_batch(
-        self, i: int, texts: list[str], similar: list[list[float]], results: list[MemoryId]
-    ) -> str | None:
-        """The id given to an earlier text of the batch that ``texts[i]`` repeats or
-        paraphrases (``similar``: the batch's cosine matrix)."""
-        keys = [self._key(text) for text in texts[: i + 1]]
-        for j in range(i):
-            if keys[j] == keys[i] or is_paraphrase(
-                similar[i][j], texts[i], texts[j], self.threshold
-            ):
-                return str(results[j])
-        return None
+        self, texts: list[str], keys: list[str], vectors: list[list[float]]
+    ) -> dict[int, int]:
+        """For each text of the batch that repeats or paraphrases an earlier one, the first
+        such earlier one (position -> position). The batch's cosines come from one matrix
+        product, and only the pairs that reach the threshold are read as texts: the rest
+        cannot be paraphrases (``is_paraphrase`` needs the threshold first)."""
+        import numpy as np  # installed with the memory extra
+
+        firsts: dict[int, int] = {}
+        first_of_key: dict[str, int] = {}
+        cosines = _cosines(vectors) if len(texts) > 1 else None
+        for i, key in enumerate(keys):
+            first = first_of_key.setdefault(key, i)
+            found = first if first < i else None
+            if cosines is not None:
+                row = cosines[i, : i if found is None else found]
+                for j in np.flatnonzero(row >= self.threshold):
+                    if is_paraphrase(float(row[j]), texts[i], texts[j], self.threshold):
+                        found = int(j)
+                        break
+            if found is not None:
+                firsts[i] = found
+        return firsts
 
     def _new_ids(self, texts: list[str], stable: bool) -> tuple[list[str], dict[str, Hit]]:
         """Ids from the text (the same in two processes adding it at once), and the memories
@@ -238,9 +263,18 @@ class LongTermMemory:
     def _targets(self, memory_id: str) -> list[Hit]:
         """The entries a change to ``memory_id`` applies to: this session's copy if it has one
         (a fork's copy is its own), else the user's."""
-        copies = self._copies_of([memory_id])
-        own = [hit for hit in copies if hit.metadata.get("session_id") == self.session_id]
-        return own or copies
+        return self._targets_of([memory_id]).get(memory_id, [])
+
+    def _targets_of(self, memory_ids: builtins.list[str]) -> dict[str, builtins.list[Hit]]:
+        """:meth:`_targets` of each of ``memory_ids``, read together."""
+        copies: dict[str, builtins.list[Hit]] = {}
+        for hit in self._copies_of(memory_ids):
+            copies.setdefault(hit.metadata.get("memory_id", hit.id), []).append(hit)
+        chosen = {}
+        for memory_id, found in copies.items():
+            own = [hit for hit in found if hit.metadata.get("session_id") == self.session_id]
+            chosen[memory_id] = own or found
+        return chosen
 
     def get(self, memory_id: str) -> dict[str, Any] | None:
         copies = _own_first(self._copies_of([memory_id]), self.session_id)
@@ -265,13 +299,24 @@ class LongTermMemory:
 
     def _rewrite(
         self,
-        entries: list[Hit],
+        entries: builtins.list[Hit],
         text: str | None,
-        vector: list[float] | None,
+        vector: builtins.list[float] | None,
         metadata: dict[str, Any],
         at: float,
     ) -> None:
-        ids, texts, metadatas, vectors = [], [], [], []
+        self._store(self._rewritten(entries, text, vector, metadata, at))
+
+    def _rewritten(
+        self,
+        entries: builtins.list[Hit],
+        text: str | None,
+        vector: builtins.list[float] | None,
+        metadata: dict[str, Any],
+        at: float,
+    ) -> builtins.list[Row]:
+        """The entries as a change of text and/or metadata leaves them, to store."""
+        rows: builtins.list[Row] = []
         for entry in entries:
             stored = dict(entry.metadata)
             extra = {**_extra(stored, entry.id), **metadata}
@@ -284,13 +329,17 @@ class LongTermMemory:
                 text_key=self._key(new_text),
                 **{_META + key: value for key, value in extra.items() if _scalar(value)},
             )
-            ids.append(entry.id)
-            texts.append(new_text)
-            metadatas.append(kept)
             if vector is None:  # the text stays: so does its vector (get gives it as a list)
-                vector = cast(list[float], self.index.get([entry.id], vectors=True)[0].vector)
-            vectors.append(vector)
-        self.index.add(ids, texts, metadatas, vectors)
+                vector = cast(
+                    builtins.list[float], self.index.get([entry.id], vectors=True)[0].vector
+                )
+            rows.append((entry.id, new_text, kept, vector))
+        return rows
+
+    def _store(self, rows: builtins.list[Row]) -> None:
+        if rows:
+            ids, texts, metadatas, vectors = (list(column) for column in zip(*rows, strict=True))
+            self.index.add(ids, texts, metadatas, vectors)
 
     def delete(self, memory_id: str) -> bool:
         targets = self._targets(memory_id)
@@ -374,7 +423,7 @@ class LongTermMemory:
     ) -> list[dict[str, Any]]:
         hits = self.candidates(vector, limit, where, prefer_recent)
         if prefer_recent:
-            hits = _newer_first(hits)
+            hits = _newer_first(hits, limit)
         # Results (metadata parsed back from JSON) only for the hits returned.
         return [as_result(hit) for hit in hits[:limit]]
 
@@ -484,15 +533,25 @@ def _own_first(hits: list[Hit], session_id: str, keep_order: bool = False) -> li
     return picked
 
 
-def _newer_first(hits: list[Hit]) -> list[Hit]:
+def _newer_first(hits: list[Hit], limit: int) -> list[Hit]:
     """Hits in ``prefer_recent`` order (see ``memory.recency``), ranked on what Chroma returned."""
     order = newer_first(
         [hit.metadata.get("updated_at") or 0 for hit in hits],
         [hit.text for hit in hits],
         [hit.score for hit in hits],
         [[] if hit.vector is None else hit.vector for hit in hits],
+        limit,
     )
     return [hits[i] for i in order]
+
+
+def _cosines(vectors: list[list[float]]) -> Any:
+    """The batch's cosine matrix (numpy, float32)."""
+    import numpy as np  # installed with the memory extra
+
+    matrix = np.asarray(vectors, dtype=np.float32)
+    matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return matrix @ matrix.T
 
 
 def _spread(count: int, dimension: int, seed: int) -> list[list[float]]:

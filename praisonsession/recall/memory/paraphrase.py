@@ -14,6 +14,7 @@ pairs of ``benchmarks/data/make_memory_questions.py`` (``bench_memory_quality.py
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["DEFAULT_THRESHOLD", "is_paraphrase", "named_things", "names_differ", "one_slot_changed"]
@@ -64,13 +65,22 @@ def one_slot_changed(a: str, b: str) -> bool:
 def names_differ(a: str, b: str) -> bool:
     """Whether either text names something (see :func:`named_things`) the other does not
     mention, in any case: "Oslo" and "oslo" are the same place, "Oslo" and "Bergen" are not."""
-    words_a = {word.casefold() for word in _WORD.findall(a)} | set(_NUMBER.findall(a))
-    words_b = {word.casefold() for word in _WORD.findall(b)} | set(_NUMBER.findall(b))
-    return not (named_things(a) <= words_b and named_things(b) <= words_a)
+    named_a, words_a, _ = _read(a)
+    named_b, words_b, _ = _read(b)
+    return not (named_a <= words_b and named_b <= words_a)
 
 
 def negations(text: str) -> int:
-    return sum(word.casefold() in _NEGATIONS for word in _WORD.findall(text))
+    return _read(text)[2]
+
+
+@functools.lru_cache(maxsize=4096)
+def _read(text: str) -> tuple[frozenset[str], frozenset[str], int]:
+    """What the checks compare of a text, read once: a batch of n memories compares each
+    text with up to n others (its names, its words and numbers, its negations)."""
+    words = [word.casefold() for word in _WORD.findall(text)]
+    mentioned = frozenset(words) | frozenset(_NUMBER.findall(text))
+    return named_things(text), mentioned, sum(word in _NEGATIONS for word in words)
 
 
 def is_paraphrase(score: float, new: str, held: str, threshold: float) -> bool:

@@ -4,6 +4,15 @@ A fact that changes is often told again in other words ("User moved to Berlin") 
 updated by id; ranked by similarity alone, the old wording ("User lives in Oslo") can win. Here
 a newer hit goes above the first older hit it updates, judged from the two memories' own
 vectors and the score gap. Tuned on ``benchmarks/data/memory_questions.json``.
+
+Only a memory about the same subject (the user, "I", a name: its first word, see
+:func:`subject`) updates another. And recency reorders what similarity found, changing it by
+at most :data:`ENTRANTS` hits: the results are the ``limit`` most similar hits, except that a
+hit from further down enters when it updates the best one, and then the weakest hit that
+updates nothing makes room. So newer memories about other people, however many, neither push
+the answer out of the results nor above it (both happened when any newer hit on the topic
+could jump the queue: recall@5 fell as memories grew), and the update of the best hit is still
+found when similarity alone ranks it low.
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["newer_first", "prefer_newer", "says_changed", "similarities"]
+__all__ = ["newer_first", "prefer_newer", "says_changed", "similarities", "subject"]
 
 #: When newer memories are preferred, a newer hit goes above an older one that scores at most
 #: this much more (cosine)...
@@ -27,6 +36,11 @@ RELATED = 0.3  # the least a close newer hit must share with the older one
 #: shares only 0.25 with "User listens to classical", yet replaces it.
 CHANGE_RELATED = 0.2
 CHANGE_GAP = 0.35
+#: Hits from beyond the ``limit`` most similar that may enter the results as updates.
+ENTRANTS = 2
+_FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine"})
+_ARTICLES = frozenset({"the", "a", "an", "our"})
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _CHANGE_WORDS = frozenset(
     {"now", "moved", "changed", "switched", "anymore", "longer", "instead", "new", "newly"}
     | {"since", "started", "recently", "became", "joined", "quit", "stopped", "gave"}
@@ -39,45 +53,87 @@ def says_changed(text: str) -> bool:
     return any(word in _CHANGE_WORDS for word in re.findall(r"[a-z]+", text.casefold()))
 
 
-def prefer_newer(results: list[dict[str, Any]], vectors: Any) -> list[dict[str, Any]]:
+def subject(text: str) -> str:
+    """Whom a memory is about, from its first word: "user" for "User ..." and "The user's
+    ...", "i" for "I ..." and "My ...", a name for "Ana's ..."."""
+    words = _WORD.findall(text.casefold())
+    if len(words) > 1 and words[0] in _ARTICLES:
+        words = words[1:]
+    if not words:
+        return ""
+    first = re.sub(r"['’]s$", "", words[0])
+    return "i" if first in _FIRST_PERSON else first
+
+
+def prefer_newer(
+    results: list[dict[str, Any]], vectors: Any, limit: int | None = None
+) -> list[dict[str, Any]]:
     """``results`` (best first) with each newer one moved above the first older one it updates:
     one within :data:`RECENCY_MARGIN` of its score, or about the same subject
-    (:data:`SAME_SUBJECT`). So "where does the user live" finds the move, not the old city."""
+    (:data:`SAME_SUBJECT`). So "where does the user live" finds the move, not the old city.
+    The first ``limit`` are the results to show (see the module docstring)."""
     order = newer_first(
         [result["metadata"].get("updated_at") or 0 for result in results],
         [result["text"] for result in results],
         [result["score"] for result in results],
         vectors,
+        limit,
     )
     return [results[i] for i in order]
 
 
 def newer_first(
-    whens: Sequence[float], texts: Sequence[str], scores: Sequence[float], vectors: Any
+    whens: Sequence[float],
+    texts: Sequence[str],
+    scores: Sequence[float],
+    vectors: Any,
+    limit: int | None = None,
 ) -> list[int]:
     """The order :func:`prefer_newer` puts hits in, from their update times, texts, scores
-    and vectors (best first): what a search ranks before it builds any result."""
-    if len(whens) < 2:
-        return list(range(len(whens)))
+    and vectors (best first): what a search ranks before it builds any result. Its first
+    ``limit`` (all of them without one) are the most similar but for the updates that enter
+    (module docstring); the rest follow by similarity."""
+    count = len(whens)
+    if count < 2:
+        return list(range(count))
     related = similarities(vectors)
+
+    def updates(i: int, j: int) -> bool:
+        """Whether hit ``j`` is a newer memory that updates hit ``i``."""
+        if whens[i] >= whens[j]:
+            return False
+        gap = scores[i] - scores[j]
+        close = related[i][j]
+        return (
+            close >= SAME_SUBJECT
+            or (gap <= RECENCY_MARGIN and close >= RELATED)
+            or (says_changed(texts[j]) and gap <= CHANGE_GAP and close >= CHANGE_RELATED)
+        )
+
+    def same(i: int, j: int) -> bool:
+        return subject(texts[i]) == subject(texts[j])
+
+    limit = count if limit is None else min(limit, count)
+    chosen = list(range(limit))
+    for j in range(limit, count):
+        if len(chosen) - limit >= ENTRANTS:
+            break
+        if same(0, j) and updates(0, j):
+            chosen.append(j)
+    while len(chosen) > limit:  # the weakest hit that updates none of the others makes room
+        newer = {j for j in chosen if any(same(i, j) and updates(i, j) for i in chosen)}
+        weakest = min(
+            (i for i in chosen if i not in newer), key=lambda i: scores[i], default=chosen[-1]
+        )
+        chosen.remove(weakest)
     placed: list[int] = []
-    for j, when in enumerate(whens):
-        changed = says_changed(texts[j])
-        position = len(placed)
-        for k, i in enumerate(placed):
-            if whens[i] >= when:
-                continue
-            gap = scores[i] - scores[j]
-            close = related[i][j]
-            if (
-                close >= SAME_SUBJECT
-                or (gap <= RECENCY_MARGIN and close >= RELATED)
-                or (changed and gap <= CHANGE_GAP and close >= CHANGE_RELATED)
-            ):
-                position = k
-                break
+    for j in chosen:
+        position = next(
+            (k for k, i in enumerate(placed) if same(i, j) and updates(i, j)), len(placed)
+        )
         placed.insert(position, j)
-    return placed
+    taken = set(placed)
+    return placed + [i for i in range(count) if i not in taken]
 
 
 def similarities(vectors: Any) -> list[list[float]]:

@@ -227,7 +227,7 @@ class ShortTermMemory:
         """The ``limit`` notes closest to ``vector`` (blocking: it may embed notes)."""
         results, vectors = self.candidates(entries, vector, limit, where, prefer_recent)
         if prefer_recent:
-            results = prefer_newer(results, vectors)
+            results = prefer_newer(results, vectors, limit)
         return results[:limit]
 
     def candidates(

@@ -1,8 +1,10 @@
-"""Vector collections (ChromaDB) that remember their embedder: the floor under memory and
-knowledge. chromadb is imported on first use only."""
+"""Vector collections that remember their embedder, in embedded Chroma, a Chroma server or
+PostgreSQL with pgvector: the floor under memory and knowledge. chromadb and psycopg are
+imported on first use only."""
 
 from .filters import Where, parse_where
-from .index import Hit, VectorIndex, chroma_client, erase_owner, scrub_embedded
+from .index import Hit, VectorIndex, chroma_client, erase_owner, scrub_embedded, vector_store
+from .pgvector import PgVectorStore, is_postgres_url
 from .scope import (
     IsolationError,
     Scope,
@@ -17,6 +19,7 @@ from .vault import Vault
 __all__ = [
     "Hit",
     "IsolationError",
+    "PgVectorStore",
     "Scope",
     "ScopedIndex",
     "Vault",
@@ -25,9 +28,11 @@ __all__ = [
     "chroma_client",
     "collection_name",
     "erase_owner",
+    "is_postgres_url",
     "knowledge_scope",
     "memory_scope",
     "parse_where",
     "scrub_embedded",
     "user_collections",
+    "vector_store",
 ]

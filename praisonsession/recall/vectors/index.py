@@ -56,8 +56,10 @@ class Hit:
     vector: Sequence[float] | None = None
 
 
-def chroma_client(location: str | Path) -> Any:
-    """A Chroma client for a directory (embedded) or an ``http(s)://host:port`` server URL.
+def vector_store(location: str | Path) -> Any:
+    """The vector store at ``location``: embedded Chroma in a directory, a Chroma server at an
+    ``http(s)://host:port`` URL, or PostgreSQL with pgvector at a ``postgresql://`` URL
+    (``pgvector.PgVectorStore``, which answers the calls made here of a Chroma client).
 
     Clients are shared per location within a process, as Chroma itself expects.
     """
@@ -83,7 +85,15 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_clients_after_fork)
 
 
+#: The name it had when Chroma was the only store (tests and notebooks use it).
+chroma_client = vector_store
+
+
 def _new_client(location: str) -> Any:
+    from .pgvector import PgVectorStore, is_postgres_url
+
+    if is_postgres_url(location):
+        return PgVectorStore(location)
     try:
         import chromadb
         from chromadb.config import Settings as ChromaSettings
@@ -212,8 +222,10 @@ class VectorIndex:
         *,
         sealer: TextSealer | None = None,
         vault: Vault | None = None,
+        searched: bool = True,
     ) -> None:
         self.name = name
+        self.searched = searched  # False: read by id and filters only (pgvector: no HNSW)
         self.embedder = embedder
         self.owner = owner  # the user whose data it holds (None: shared): erase_user finds it
         self.sealer = sealer
@@ -259,6 +271,7 @@ class VectorIndex:
                         "embedder": embedder.name,
                         "dimension": embedder.dimension,
                         **({} if self.owner is None else {"owner": self._owner_stored()}),
+                        **({} if self.searched else {"searched": False}),
                     },
                     configuration={"hnsw": {"space": "cosine"}},
                     embedding_function=function,
@@ -437,6 +450,11 @@ class VectorIndex:
     def count(self) -> int:
         entries: int = self.collection.count()
         return entries
+
+    def empty(self) -> bool:
+        """Whether the collection holds nothing: one entry looked for, none counted (a count
+        reads every row of a PostgreSQL table)."""
+        return not self.collection.get(limit=1, include=[])["ids"]
 
     def delete_ids(self, ids: list[str]) -> None:
         if ids:

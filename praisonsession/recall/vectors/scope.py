@@ -116,10 +116,17 @@ class ScopedIndex:
         *,
         sealer: TextSealer | None = None,
         vault: Vault | None = None,
+        searched: bool = True,
     ) -> None:
         self.scope = scope
         self.index = VectorIndex(
-            client, scope.collection, embedder, owner=scope.owner, sealer=sealer, vault=vault
+            client,
+            scope.collection,
+            embedder,
+            owner=scope.owner,
+            sealer=sealer,
+            vault=vault,
+            searched=searched,
         )
 
     @property
@@ -188,6 +195,9 @@ class ScopedIndex:
 
     def count(self) -> int:
         return self.index.count()
+
+    def empty(self) -> bool:
+        return self.index.empty()
 
     def exists(self) -> bool:
         """Whether the scope's collection is there (it is not created to find out)."""

@@ -149,6 +149,13 @@ class PostgresBackend(StoreBackend):
         # module documents it wrote (see SAVE_ONE_LOG)
         self._saved: dict[Key, tuple[int, float, dict[str, str]]] = {}
 
+    def connection_url(self) -> str:
+        """A ``postgresql://`` URL of this store's database and schema, password included:
+        where memory goes when it follows the store (``recall.core.vector_location``)."""
+        from .url import connection_url
+
+        return connection_url(self._connections.conninfo, self.schema)
+
     # -- running plans --------------------------------------------------------------------
 
     async def _run(self, make: Callable[[], Plan[T]], transaction: bool = False) -> T:

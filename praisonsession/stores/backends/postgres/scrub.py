@@ -31,16 +31,22 @@ _RETRY_AFTER = 0.5
 
 
 def scrub_after_erasure(
-    conninfo: str, connect_timeout: float, schema: str, tables: Sequence[str]
+    conninfo: str,
+    connect_timeout: float,
+    schema: str,
+    tables: Sequence[str],
+    statistics: bool = False,
 ) -> list[str]:
-    """Rewrite ``tables`` of ``schema`` and retire the WAL; what could not be scrubbed."""
+    """Rewrite ``tables`` of ``schema`` and retire the WAL; what could not be scrubbed.
+    ``statistics``: rewrite the planner's statistics whatever the tables hold (tables that
+    were dropped leave theirs behind as dead rows)."""
     import psycopg
 
     try:
         with psycopg.connect(
             conninfo, autocommit=True, connect_timeout=max(1, round(connect_timeout))
         ) as conn:
-            return _scrub(conn, schema, tables)
+            return _scrub(conn, schema, tables, statistics)
     except psycopg.Error as exc:
         return [
             f"the tables were not rewritten ({_first_line(exc)}): their files and the WAL "
@@ -48,7 +54,7 @@ def scrub_after_erasure(
         ]
 
 
-def _scrub(conn: Any, schema: str, tables: Sequence[str]) -> list[str]:
+def _scrub(conn: Any, schema: str, tables: Sequence[str], statistics: bool = False) -> list[str]:
     """The scrub on an open connection (autocommit: VACUUM runs outside transactions)."""
     notices: Notices = []
 
@@ -70,7 +76,7 @@ def _scrub(conn: Any, schema: str, tables: Sequence[str]) -> list[str]:
     left: list[str] = []
     for table in tables:
         left += _rewrite(conn, notices, schema, table, had_statistics)
-    if had_statistics:  # the old statistics rows are dead versions in pg_statistic now
+    if had_statistics or statistics:  # the old statistics rows are dead versions now
         left += _vacuum(conn, notices, "pg_catalog", "pg_statistic", "FULL, VERBOSE")
     left += _retire_wal(conn)
     return left

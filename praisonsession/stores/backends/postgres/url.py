@@ -8,7 +8,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from ...._internal.redaction import redact_url
 from ....errors import InvalidValueError
 
-__all__ = ["OPTIONS", "display_url", "parse_url"]
+__all__ = ["OPTIONS", "connection_url", "display_url", "parse_url"]
 
 #: Query parameters that are ``PostgresSession``'s own, and how each is read; any other
 #: (``sslmode``, ``application_name``, ``connect_timeout``...) goes to libpq as it is.
@@ -71,3 +71,19 @@ def display_url(conninfo: str, schema: str) -> str:
     if schema != "public":
         shown += ("&" if "?" in shown else "?") + urlencode({"schema": schema})
     return shown
+
+
+def connection_url(conninfo: str, schema: str) -> str:
+    """``conninfo`` (a URL or ``key=value`` pairs) as one ``postgresql://`` URL naming
+    ``schema``, for another component to connect the same way (secrets included)."""
+    if "://" not in conninfo:
+        from psycopg.conninfo import conninfo_to_dict
+
+        pairs = {name: str(value) for name, value in conninfo_to_dict(conninfo).items()}
+        conninfo = "postgresql:///?" + urlencode(pairs, quote_via=quote)
+    parts = urlsplit(conninfo)
+    query = [(n, v) for n, v in parse_qsl(parts.query, keep_blank_values=True) if n != "schema"]
+    query.append(("schema", schema))
+    return urlunsplit(
+        ("postgresql", parts.netloc, parts.path, urlencode(query, quote_via=quote), "")
+    )
