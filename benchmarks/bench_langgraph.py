@@ -46,8 +46,8 @@ sys.path.insert(0, str(HERE.parent / "tests" / "frameworks"))  # the graphs of t
 from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
-from lg_graphs import chat_graph, chat_input  # noqa: E402
 
+from lg_graphs import chat_graph, chat_input  # noqa: E402
 from praisonsession.integrations.langgraph import PraisonSaver  # noqa: E402
 
 RATIO_TARGET = 1.0

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
@@ -38,23 +37,14 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 from praisonsession.integrations.adk import PraisonSessionService
+from released_together import wait_for_go
 
-BARRIER_TIMEOUT = 60.0
 APP = "shop"
 
 
 def worker_command(*args: str) -> list[str]:
     """The command line running one job of this file in a new Python process."""
     return [sys.executable, str(Path(__file__).resolve()), *args]
-
-
-def wait_for_go(barrier: Path, name: str) -> None:
-    (barrier / f"ready-{name}").touch()
-    deadline = time.monotonic() + BARRIER_TIMEOUT
-    while not (barrier / "go").exists():
-        if time.monotonic() > deadline:
-            raise SystemExit("the parent never said go")
-        time.sleep(0.001)
 
 
 class NoteTaker(BaseLlm):

@@ -26,13 +26,11 @@ import asyncio
 import itertools
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from praisonsession.integrations.openai_agents import PraisonSession
-
-BARRIER_TIMEOUT = 60.0
+from released_together import wait_for_go
 
 
 def worker_command(*args: str) -> list[str]:
@@ -48,15 +46,6 @@ def turn_items(i: int) -> list[dict[str, Any]]:
         {"type": "function_call_output", "call_id": f"call_{i}", "output": f"result {i}"},
         {"role": "assistant", "content": f"answer {i}"},
     ]
-
-
-def wait_for_go(barrier: Path, name: str) -> None:
-    (barrier / f"ready-{name}").touch()
-    deadline = time.monotonic() + BARRIER_TIMEOUT
-    while not (barrier / "go").exists():
-        if time.monotonic() > deadline:
-            raise SystemExit("the parent never said go")
-        time.sleep(0.001)
 
 
 async def add(url: str, barrier: str, name: str, count: str) -> None:

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from adk_workers import make_runner, worker_command
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -35,7 +34,8 @@ from google.adk.sessions.base_session_service import BaseSessionService, GetSess
 from google.genai import types
 
 import praisonsession
-from backends import ENCRYPTION_KEY, SERVERS, store_url
+from adk_workers import make_runner, worker_command
+from backends import ENCRYPTION_KEY, store_url
 from praisonsession import InMemorySession, InvalidIdError, Session
 from praisonsession.integrations import adk
 from praisonsession.integrations.adk import (
@@ -44,10 +44,9 @@ from praisonsession.integrations.adk import (
     PraisonSessionService,
     session_record_id,
 )
+from released_together import run_together
 
 T = TypeVar("T")
-KINDS = ["memory", "json", "sqlite", "redis", "postgres"]
-SHARED = ["json", "sqlite", "redis", "postgres"]  # what many processes open by URL
 
 
 def run(work: Coroutine[Any, Any, T]) -> T:
@@ -62,26 +61,6 @@ def said(text: str, author: str = "user", **fields: Any) -> Event:
 
 def delta(**state: Any) -> EventActions:
     return EventActions(state_delta=state)
-
-
-@pytest.fixture(params=KINDS)
-def kind(request: pytest.FixtureRequest) -> str:
-    if request.param in SERVERS:
-        request.getfixturevalue(SERVERS[request.param])
-    return str(request.param)
-
-
-@pytest.fixture
-def store(kind: str, tmp_path: Path) -> Any:
-    """What every service of a test is given: a URL, or for memory one store instance."""
-    return InMemorySession() if kind == "memory" else store_url(kind, tmp_path)
-
-
-@pytest.fixture(params=SHARED)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param in SERVERS:
-        request.getfixturevalue(SERVERS[request.param])
-    return store_url(request.param, tmp_path)
 
 
 # -- ADK's protocol ----------------------------------------------------------------------------
@@ -347,43 +326,6 @@ def test_a_stale_session_is_refused_and_nothing_is_written(store: Any) -> None:
     run(work())
 
 
-def run_together(job: str, url: str, tmp_path: Path, processes: int, *extra: str) -> list[Any]:
-    """``processes`` workers of ``job``, released at the same moment; their outputs."""
-    barrier = tmp_path / "barrier"
-    barrier.mkdir()
-    names = [f"w{n}" for n in range(processes)]
-    procs = [
-        subprocess.Popen(
-            worker_command(job, url, str(barrier), name, *extra),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=tmp_path,
-        )
-        for name in names
-    ]
-    try:
-        deadline = time.monotonic() + 90
-        while not all((barrier / f"ready-{name}").exists() for name in names):
-            for proc in procs:
-                if proc.poll() is not None:
-                    pytest.fail(f"a worker exited before the barrier:\n{proc.stderr.read()}")  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the workers did not reach the barrier"
-            time.sleep(0.005)
-        (barrier / "go").touch()
-        outputs = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=300)
-            assert proc.returncode == 0, err
-            outputs.append(json.loads(out))
-        return outputs
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-
 def test_two_processes_appending_to_one_session_never_interleave_a_history(
     url: str, tmp_path: Path
 ) -> None:
@@ -392,7 +334,7 @@ def test_two_processes_appending_to_one_session_never_interleave_a_history(
     each writer's in its order, and the session's state is the last one's of each."""
     service = PraisonSessionService(url)
     run(service.create_session(app_name="shop", user_id="u", session_id="shared"))
-    refused = run_together("append", url, tmp_path, 2, "60")
+    refused = run_together(worker_command, "append", url, tmp_path, 2, "60")
     got = run(service.get_session(app_name="shop", user_id="u", session_id="shared"))
     assert got is not None
     ids = [e.invocation_id for e in got.events]

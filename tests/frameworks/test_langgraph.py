@@ -22,9 +22,9 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
-from lg_graphs import approval_graph, chat_graph, chat_input, summary
 
 from backends import ENCRYPTION_KEY, SERVERS, STORE_BACKENDS, store_url
+from lg_graphs import approval_graph, chat_graph, chat_input, summary
 from praisonsession import Session, erase_user, open_store
 from praisonsession.errors import (
     ConflictError,

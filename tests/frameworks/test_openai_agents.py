@@ -31,14 +31,21 @@ from agents.memory import SessionABC, SessionSettings
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 import praisonsession
-from backends import ENCRYPTION_KEY, SERVERS, store_url
+from backends import ENCRYPTION_KEY, store_url
 from openai_agents_workers import turn_items, worker_command
-from praisonsession import InMemorySession, InvalidIdError, InvalidValueError, Session
+from praisonsession import (
+    InMemorySession,
+    InvalidIdError,
+    InvalidValueError,
+    KeyRequiredError,
+    Session,
+    open_store,
+)
 from praisonsession.integrations.openai_agents import LOG_NAME, PraisonSession, SessionClosedError
+from praisonsession.stores import record_key
+from released_together import run_together
 
 T = TypeVar("T")
-KINDS = ["memory", "json", "sqlite", "redis", "postgres"]
-SHARED = ["json", "sqlite", "redis", "postgres"]  # what many processes open by URL
 
 set_tracing_disabled(True)  # offline: the SDK would try to export traces to OpenAI
 
@@ -57,27 +64,6 @@ def call(call_id: str) -> dict[str, Any]:
 
 def output(call_id: str, text: str = "found") -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": text}
-
-
-@pytest.fixture(params=KINDS)
-def kind(request: pytest.FixtureRequest) -> str:
-    if request.param in SERVERS:
-        request.getfixturevalue(SERVERS[request.param])
-    return str(request.param)
-
-
-@pytest.fixture
-def store(kind: str, tmp_path: Path) -> Any:
-    """What every PraisonSession of a test is given: a URL, or for memory one store
-    instance (each ``memory://`` is a store of its own)."""
-    return InMemorySession() if kind == "memory" else store_url(kind, tmp_path)
-
-
-@pytest.fixture(params=SHARED)
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param in SERVERS:
-        request.getfixturevalue(SERVERS[request.param])
-    return store_url(request.param, tmp_path)
 
 
 # -- the SDK's protocol ----------------------------------------------------------------------
@@ -469,48 +455,11 @@ def test_a_conversation_goes_on_in_another_process(url: str, tmp_path: Path) -> 
 # -- many processes --------------------------------------------------------------------------
 
 
-def run_together(job: str, url: str, tmp_path: Path, processes: int, *extra: str) -> list[Any]:
-    """``processes`` workers of ``job``, released at the same moment; their outputs."""
-    barrier = tmp_path / "barrier"
-    barrier.mkdir()
-    names = [f"w{n}" for n in range(processes)]
-    procs = [
-        subprocess.Popen(
-            worker_command(job, url, str(barrier), name, *extra),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=tmp_path,
-        )
-        for name in names
-    ]
-    try:
-        deadline = time.monotonic() + 90
-        while not all((barrier / f"ready-{name}").exists() for name in names):
-            for proc in procs:
-                if proc.poll() is not None:
-                    pytest.fail(f"a worker exited before the barrier:\n{proc.stderr.read()}")  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the workers did not reach the barrier"
-            time.sleep(0.005)
-        (barrier / "go").touch()
-        outputs = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=300)
-            assert proc.returncode == 0, err
-            outputs.append(json.loads(out))
-        return outputs
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-
 @pytest.mark.slow
 def test_eight_processes_adding_keep_every_item_and_each_writers_order(
     url: str, tmp_path: Path
 ) -> None:
-    run_together("add", url, tmp_path, 8, "200")
+    run_together(worker_command, "add", url, tmp_path, 8, "200")
     session = PraisonSession("shared", user_id="u", store=url)
     stored = [item["content"] for item in run(session.get_items())]
     session.close()
@@ -523,7 +472,7 @@ def test_eight_processes_adding_keep_every_item_and_each_writers_order(
 def test_four_processes_popping_never_pop_the_same_item_twice(url: str, tmp_path: Path) -> None:
     session = PraisonSession("shared", user_id="u", store=url)
     run(session.add_items([say(f"item {i}") for i in range(400)]))
-    popped = [item for out in run_together("pop", url, tmp_path, 4) for item in out]
+    popped = [item for out in run_together(worker_command, "pop", url, tmp_path, 4) for item in out]
     assert sorted(popped) == sorted(f"item {i}" for i in range(400))
     assert run(session.get_items()) == []
     session.close()
@@ -580,10 +529,13 @@ def test_items_are_sealed_at_rest_with_an_encryption_key(kind: str, tmp_path: Pa
     assert run(session.pop_item()) == output("c1", secret)
     session.close()
 
-    plain = Session("chat", "u", store=store)  # the same store, read without the key
-    stored = plain.read_messages(LOG_NAME)
+    raw = store if kind == "memory" else open_store(store)  # the records as stored
+    stored = run(raw.backend.read_log(record_key("chat", "u"), LOG_NAME, 0, None))
     assert len(stored) == 2 and secret not in json.dumps(stored)
-    plain.close()
+    if kind != "memory":
+        run(raw.close())
+    with pytest.raises(KeyRequiredError):  # a store without the key never hands out ciphertext
+        Session("chat", "u", store=store).read_messages(LOG_NAME)
     if kind in ("json", "sqlite"):
         files = [p for p in tmp_path.rglob("*") if p.is_file()]
         assert files and not any(secret.encode() in p.read_bytes() for p in files)
