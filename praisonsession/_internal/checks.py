@@ -96,10 +96,12 @@ def check_count(
     came."""
     if is_int(value) and (low is None or value >= low) and (high is None or value <= high):
         return value
-    if low is not None and high is not None:
+    if low is not None and high is not None and high != MAX_COUNT:
         wanted = f"an int from {low} to {high}"
     elif low is not None:
         wanted = f"an int >= {low}"
+        if high is not None and is_int(value) and value > high:
+            wanted += f" and at most {high:,} (2**63 - 1, the most a store holds)"
     elif high is not None:
         wanted = f"an int <= {high}"
     else:
