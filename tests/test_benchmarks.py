@@ -95,7 +95,8 @@ def test_bench_memory_quality_prints_every_target_beside_the_raw_engine(tmp_path
     ):
         assert line in out
     targets = out.split("Targets:")[1].strip().splitlines()
-    assert len(targets) == 5 and all(t.split()[0] in ("PASS", "MISS") for t in targets)
+    assert len(targets) == 6 and all(t.split()[0] in ("PASS", "MISS") for t in targets)
+    assert any("within 0.02 of similarity" in t for t in targets)  # recency costs no recall
 
 
 def test_bench_memory_search_prints_cold_and_warm_beside_bare_chroma_at_each_size(

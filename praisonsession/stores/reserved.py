@@ -13,7 +13,7 @@ import secrets
 from typing import Any
 
 from .._internal.identifiers import DEFAULT_USER, check_user_id
-from ..errors import InvalidIdError
+from ..errors import InvalidIdError, UnsupportedOperationError
 from .backend import StoreBackend, all_records
 from .record import SNAPSHOT_OWNER, Key, SessionInfo
 
@@ -113,8 +113,14 @@ async def erase_user_records(backend: StoreBackend, user_id: str) -> dict[str, A
 
 async def _unlink_forks_of(backend: StoreBackend, user: str) -> None:
     """Forks of the user's sessions made for other users keep their data (theirs now) but not
-    the link to the erased parent, which named the user and their session."""
-    for owner in sorted(await backend.list_record_owners()):
+    the link to the erased parent, which named the user and their session. A backend that
+    cannot list its records' owners (an optional operation) has no way to find them: there the
+    links stay, as they did before erasure learned to unlink them."""
+    try:
+        owners = await backend.list_record_owners()
+    except UnsupportedOperationError:
+        return
+    for owner in sorted(owners):
         if owner == user:
             continue
         for info in await all_records(backend, owner):
