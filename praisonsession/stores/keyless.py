@@ -14,7 +14,7 @@ import base64
 import binascii
 from typing import Any
 
-from ..errors import KeyRequiredError
+from ..errors import DecryptionError, KeyRequiredError, SessionCorruptedError
 from .backend import StoreBackend
 from .record import Key, SessionInfo
 
@@ -58,7 +58,12 @@ async def check_keyless_write(backend: StoreBackend, key: Key) -> None:
     """Refuse a write of a store without a key into an encrypted session, before it writes."""
     if backend.checks_keys:
         return
-    info = await backend.read_record(key)
+    try:
+        info = await backend.read_record(key)
+    except DecryptionError:
+        raise
+    except SessionCorruptedError:
+        return  # a damaged head (a bad timestamp): the write itself reports or replaces it
     if info is not None:
         refuse_sealed_info(info)
 
