@@ -44,6 +44,7 @@ ERROR_STATUS: dict[str, int] = {
     "SessionNotFoundError": 404,
     "RemoteRequestError": 404,
     "ConflictError": 409,
+    "KeyRequiredError": 409,  # the session is encrypted and the server holds no key
     "SessionExpiredError": 410,
     "UnsupportedFormatError": 500,
     "SessionCorruptedError": 500,
@@ -52,7 +53,16 @@ ERROR_STATUS: dict[str, int] = {
     "OperationTimeoutError": 504,
 }
 #: Attributes an error carries besides its message, restored on the client.
-_FIELDS = ("session_id", "user_id", "expired_at", "what", "seconds", "found", "supported")
+_FIELDS = (
+    "session_id",
+    "user_id",
+    "expired_at",
+    "what",
+    "seconds",
+    "found",
+    "supported",
+    "fingerprint",
+)
 
 
 def store_path(agent_path: str, operation: str) -> str:

@@ -72,6 +72,12 @@ class StoreBackend(ABC):
     #: opens every value; a remote one's server does): a store over any other refuses to touch
     #: an encrypted session (``stores/keyless.py``).
     checks_keys: bool = False
+    #: True when the backend itself refuses, inside each write, to change a record that an
+    #: encrypted store sealed (``KeyRequiredError``), unless ``admit_sealed_writes`` was called:
+    #: the check costs no read of its own, and reaches every caller of the backend.
+    refuses_sealed_writes: bool = False
+    #: Set by ``admit_sealed_writes``: the writes reaching this backend are sealed.
+    admits_sealed_writes: bool = False
 
     def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
         #: Seconds a record created without a TTL lives (None: no expiry).
@@ -81,6 +87,11 @@ class StoreBackend(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
+
+    def admit_sealed_writes(self) -> None:
+        """Called by an encrypted backend over this one (a wrapper forwards it to the backend
+        it wraps): its writes into sealed records are sealed, so they are let through."""
+        self.admits_sealed_writes = True
 
     def _new_ttl(self, ttl: Any) -> float | None:
         """The TTL a record gets: ``ttl``, or the default when it is ``UNSET``."""

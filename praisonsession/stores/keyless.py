@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import DecryptionError, KeyRequiredError, SessionCorruptedError
@@ -22,9 +23,11 @@ __all__ = [
     "ORIGIN",
     "SEALED_PREFIXES",
     "SEALED_WITH",
+    "UNRECORDED",
     "check_keyless_read",
     "check_keyless_write",
     "refuse_sealed_info",
+    "refuse_sealed_metadata",
     "sealed_by",
 ]
 
@@ -35,6 +38,8 @@ SEALED_WITH = "\x1esealed_with"
 #: How a sealed value starts, one prefix per format version.
 SEALED_PREFIXES = ("psenc1:", "psenc2:")
 _SHORTEST = 12 + 16  # a nonce and a tag: the least a sealed value holds
+#: What names the expected key when the version that sealed a record did not record it.
+UNRECORDED = "that sealed it (its fingerprint was not recorded by the version that wrote it)"
 
 
 def sealed_by(info: SessionInfo) -> str | None:
@@ -44,7 +49,7 @@ def sealed_by(info: SessionInfo) -> str | None:
     if isinstance(said, str):
         return said
     if ORIGIN in info.metadata:
-        return "that sealed it (its fingerprint was not recorded by the version that wrote it)"
+        return UNRECORDED
     return None
 
 
@@ -54,9 +59,19 @@ def refuse_sealed_info(info: SessionInfo) -> None:
         raise KeyRequiredError(_what(Key(info.user_id, info.session_id)), fingerprint)
 
 
+def refuse_sealed_metadata(metadata: Mapping[str, Any], key: Key) -> None:
+    """What a backend that ``refuses_sealed_writes`` runs on the record a write is about to
+    change: ``KeyRequiredError`` if an encrypted store sealed it."""
+    if SEALED_WITH in metadata or ORIGIN in metadata:
+        said = metadata.get(SEALED_WITH)
+        fingerprint = said if isinstance(said, str) else UNRECORDED
+        raise KeyRequiredError(_what(key), fingerprint)
+
+
 async def check_keyless_write(backend: StoreBackend, key: Key) -> None:
-    """Refuse a write of a store without a key into an encrypted session, before it writes."""
-    if backend.checks_keys:
+    """Refuse a write of a store without a key into an encrypted session, before it writes
+    (a read first, unless the backend refuses such a write itself)."""
+    if backend.checks_keys or (backend.refuses_sealed_writes and not backend.admits_sealed_writes):
         return
     try:
         info = await backend.read_record(key)

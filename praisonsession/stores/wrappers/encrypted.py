@@ -94,6 +94,7 @@ class EncryptedBackend(StoreBackend):
         ``rekey`` does, to seal it)."""
         super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
         self.inner = inner
+        inner.admit_sealed_writes()
         self.url = inner.url
         self.runs_inline = inner.runs_inline
         self._masters = [load_key(key), *(load_key(k, "an old key") for k in old_keys)]

@@ -80,6 +80,7 @@ class JSONBackend(StoreBackend):
     """
 
     runs_inline = True
+    refuses_sealed_writes = True
 
     def __init__(
         self,
@@ -114,7 +115,7 @@ class JSONBackend(StoreBackend):
                     f"Session {key.session_id!r} of user {key.user_id!r} already exists here; "
                     "delete it first, or import under another session_id."
                 )
-            doc = self._new_doc(key, at)
+            doc = self._writable_doc(None, key, at)
             doc.modules = read_modules(source)
             doc.changed(at)
             return doc.info, doc
@@ -217,8 +218,11 @@ class JSONBackend(StoreBackend):
                 self._write_doc(key, changed)
             return result
 
-    def _new_doc(self, key: Key, at: float) -> SessionDocument:
-        return SessionDocument.new(key, self.default_ttl, {}, at)
+    def _writable_doc(self, doc: SessionDocument | None, key: Key, at: float) -> SessionDocument:
+        """The live document a write changes, or a new one."""
+        if doc is None:
+            return SessionDocument.new(key, self.default_ttl, {}, at)
+        return doc.check_writable(key, self.admits_sealed_writes)
 
     async def _run(
         self,
@@ -250,7 +254,7 @@ class JSONBackend(StoreBackend):
             if doc is None:
                 doc = SessionDocument.new(key, self._new_ttl(ttl), metadata, at)
             else:
-                doc.merge_metadata(metadata)
+                doc.check_writable(key, self.admits_sealed_writes).merge_metadata(metadata)
                 doc.touch(at, self.sliding_ttl, ttl)
             return doc.info, doc
 
@@ -265,7 +269,7 @@ class JSONBackend(StoreBackend):
     async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
         def work(live: SessionDocument | None, at: float) -> tuple[SessionInfo, SessionDocument]:
             doc = cast(SessionDocument, live)  # must_exist: _update raised if there is none
-            doc.merge_metadata(metadata)
+            doc.check_writable(key, self.admits_sealed_writes).merge_metadata(metadata)
             doc.touch(at, self.sliding_ttl)
             doc.changed(at)
             return doc.info, doc
@@ -441,7 +445,7 @@ class JSONBackend(StoreBackend):
         must_exist: bool,
     ) -> int:
         def work(doc: SessionDocument | None, at: float) -> tuple[int, SessionDocument]:
-            doc = doc or self._new_doc(key, at)
+            doc = self._writable_doc(doc, key, at)
             check_version(key.session_id, doc.info.version, expected_version)
             doc.patch(updates, deletes, replace)
             doc.touch(at, self.sliding_ttl)
@@ -454,7 +458,7 @@ class JSONBackend(StoreBackend):
         self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         def work(doc: SessionDocument | None, at: float) -> tuple[int | float, SessionDocument]:
-            doc = doc or self._new_doc(key, at)
+            doc = self._writable_doc(doc, key, at)
             value = doc.increment(name, amount, default)
             doc.touch(at, self.sliding_ttl)
             doc.changed(at)
@@ -569,7 +573,7 @@ class JSONBackend(StoreBackend):
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         def work(doc: SessionDocument | None, at: float) -> tuple[dict[str, int], None]:
-            doc = doc or self._new_doc(key, at)
+            doc = self._writable_doc(doc, key, at)
             for write in writes:
                 held = doc.logs.get(write.path, {}).get("count", 0)
                 if write.start not in (None, -1) and write.start != held:
@@ -601,7 +605,7 @@ class JSONBackend(StoreBackend):
 
     async def append_log(self, key: Key, write: LogWrite) -> int:
         def work(doc: SessionDocument | None, at: float) -> tuple[int, None]:
-            doc = doc or self._new_doc(key, at)
+            doc = self._writable_doc(doc, key, at)
             doc.touch(at, self.sliding_ttl)
             doc.changed(at)
             self._commit_logs(key, doc, [write])
@@ -641,7 +645,7 @@ class JSONBackend(StoreBackend):
 
         def work(doc: SessionDocument | None, at: float) -> tuple[list[dict[str, Any]], None]:
             assert doc is not None  # must_exist: resolve() raised otherwise
-            ref = doc.logs.get(path)
+            ref = doc.check_writable(key, self.admits_sealed_writes).logs.get(path)
             held = 0 if ref is None else ref["count"]
             if expected is not None and held != expected:
                 raise ConflictError(f"Log {path!r} holds {held} messages, not {expected}.")

@@ -51,6 +51,7 @@ from ....errors import (
 )
 from ...backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
+from ...keyless import refuse_sealed_metadata
 from ...record import (
     FORMAT_VERSION,
     SNAPSHOT_OWNER,
@@ -107,6 +108,8 @@ def _require_psycopg() -> None:
 
 class PostgresBackend(StoreBackend):
     """The record operations on PostgreSQL (see :class:`PostgresSession` for the options)."""
+
+    refuses_sealed_writes = True
 
     runs_inline = True
 
@@ -324,6 +327,8 @@ class PostgresBackend(StoreBackend):
         info = yield from self._live_info(key, at, must_exist, purge=True)
         if info is None:
             info = yield from self._insert_session(key, self.default_ttl, {}, at)
+        elif not self.admits_sealed_writes:
+            refuse_sealed_metadata(info.metadata, key)
         return info
 
     def _begin_write(self, key: Key, at: float, must_exist: bool) -> Plan[int]:
@@ -342,7 +347,13 @@ class PostgresBackend(StoreBackend):
         return info.version
 
     def _bump_params(self, key: Key, at: float) -> dict[str, Any]:
-        return {"now": at, "sliding": self.sliding_ttl, "u": key.user_id, "s": key.session_id}
+        return {
+            "now": at,
+            "sliding": self.sliding_ttl,
+            "u": key.user_id,
+            "s": key.session_id,
+            "admit": self.admits_sealed_writes,
+        }
 
     def _checked_head(
         self, key: Key, row: tuple[Any, ...], at: float, must_exist: bool
@@ -366,6 +377,8 @@ class PostgresBackend(StoreBackend):
             info = yield from self._live_info(key, at, purge=True)
             if info is None:
                 return (yield from self._insert_session(key, self._new_ttl(ttl), metadata, at))
+            if not self.admits_sealed_writes:
+                refuse_sealed_metadata(info.metadata, key)
             new_ttl = info.ttl if ttl is UNSET else ttl
             expires = None if new_ttl is None else at + new_ttl
             if new_ttl is not None and not self.sliding_ttl and ttl is UNSET:
@@ -564,7 +577,7 @@ class PostgresBackend(StoreBackend):
                     return value
             args = (
                 *key, name, new is not None, held if new is not None else None, new,
-                now(), self.sliding_ttl, FORMAT_VERSION,
+                now(), self.sliding_ttl, self.admits_sealed_writes, *key, FORMAT_VERSION,
             )  # fmt: skip
             rows = await self._statement("INCREMENT", args)
             is_live, applied, found, version, created = rows[0]
@@ -670,10 +683,7 @@ class PostgresBackend(StoreBackend):
         names = list(documents)
         docs = [dumps(d) for d in documents.values()]
         params: dict[str, Any] = {
-            "now": now(),
-            "sliding": self.sliding_ttl,
-            "u": key.user_id,
-            "s": key.session_id,
+            **self._bump_params(key, now()),
             "names": names,
             "docs": docs,
         }

@@ -125,6 +125,14 @@ INFO_LOCKED = INFO + " FOR UPDATE"
 _LIVE = (
     f"format >= 0 AND format <= {FORMAT_VERSION} AND (expires_at IS NULL OR expires_at > %(now)s)"
 )
+# True when an encrypted store sealed the session (its metadata names the sealing key or
+# origin: ``stores/keyless.py``); JSON writes the names' \x1e as \u001e.
+SEALED = (
+    "(position('\\u001esealed_with\":' in metadata) > 0 "
+    "OR position('\\u001eencrypted_by\":' in metadata) > 0)"
+)
+# Live, and open to this write: an unsealed session, or a sealed write (%(admit)s).
+_WRITABLE = f"{_LIVE} AND (%(admit)s OR NOT {SEALED})"
 READ_HEAD = (
     "WITH h AS (SELECT format, expires_at, ttl FROM {s}.ps_sessions "
     "WHERE user_id=%(u)s AND session_id=%(s)s), "
@@ -172,7 +180,7 @@ BUMP_LIVE = (
     "UPDATE {s}.ps_sessions SET version = version + 1, updated_at = %(now)s, "
     "expires_at = CASE WHEN %(sliding)s AND ttl IS NOT NULL THEN %(now)s + ttl "
     "ELSE expires_at END "
-    f"WHERE user_id=%(u)s AND session_id=%(s)s AND {_LIVE} RETURNING version"
+    f"WHERE user_id=%(u)s AND session_id=%(s)s AND {_WRITABLE} RETURNING version"
 )
 # A save that only appends (a turn of a conversation) in one statement: bump the live session
 # and move each log's length in its row (the UPDATE sees the latest row, whoever wrote it
@@ -264,9 +272,13 @@ APPEND_ONE_MESSAGE = _append_one_log(False, True)
 APPEND_ONE_LOG_AT = _append_one_log(True, False)
 APPEND_ONE_MESSAGE_AT = _append_one_log(True, True)
 
+# The last argument, the newest format the client reads, is -1 for a sealed session this
+# write may not change (%s admit, then the ids): the function answers "not live as it is" and
+# the client's full path refuses it with its reason.
 INCREMENT = (
     "SELECT is_live, applied, held, at_version, created "
-    "FROM {s}.ps_increment(%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+    "FROM {s}.ps_increment(%s,%s,%s,%s,%s,%s,%s,%s,CASE WHEN %s OR NOT EXISTS (SELECT 1 FROM "
+    f"{{s}}.ps_sessions WHERE user_id=%s AND session_id=%s AND {SEALED}) THEN %s ELSE -1 END)"
 )
 # An increment whose client knows the key's value at the session's current version (it wrote
 # it last): one plain statement. The bump happens only if the session is still at that
@@ -278,7 +290,7 @@ INCREMENT_AT_VERSION = (
     "expires_at = CASE WHEN %(sliding)s AND ttl IS NOT NULL THEN %(now)s + ttl "
     "ELSE expires_at END "
     "WHERE user_id=%(u)s AND session_id=%(s)s AND version = %(version)s "
-    f"AND created_at = %(created)s AND {_LIVE} RETURNING version) "
+    f"AND created_at = %(created)s AND {_WRITABLE} RETURNING version) "
     "INSERT INTO {s}.ps_state (user_id, session_id, name, value) "
     "SELECT %(u)s, %(s)s, %(name)s, %(new)s FROM b "
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value = EXCLUDED.value "
