@@ -18,11 +18,12 @@ from click.testing import CliRunner
 import backends
 from backends import make_store, postgres_schema, redis_prefix
 from chroma_server import ChromaServer, chroma_command
-from praisonsession import Session, SessionBase, erase_user
+from praisonsession import EncryptedStore, Session, SessionBase, erase_user
 from praisonsession._internal import runtime
 from praisonsession.apps.cli import main
 from praisonsession.recall.vectors import memory_scope
 from praisonsession.recall.vectors.vault_keys import vault_key
+from praisonsession.stores import record_key
 
 #: In every text, id and name of the erased user; in none of the kept user's.
 MARK = b"q7f3a"
@@ -142,22 +143,35 @@ def test_after_erasure_no_byte_of_the_user_is_left_anywhere(
     runtime.run(store.close())
 
 
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
 @pytest.mark.parametrize("kind", ["json", "sqlite", "redis", "postgres"])
 def test_a_fork_to_another_user_keeps_its_data_but_not_the_erased_users_ids(
-    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+    kind: str, encrypted: bool, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     if kind in backends.SERVERS:
         request.getfixturevalue(backends.SERVERS[kind])
     store = make_store(kind, tmp_path)
+    if encrypted:  # the fork is sealed afresh under a key of its own user's, not the guest's
+        store = EncryptedStore(store, backends.ENCRYPTION_KEY)
     guest_id = "g5t1x"  # a mark of its own: the PostgreSQL server's files are scanned for MARK
     guest = Session(f"visit-{guest_id}", f"guest-{guest_id}", store=store)
+    guest.set_state("topic", "birds")
     guest.append_messages("chat", [{"role": "user", "content": "keep this"}])
-    account = guest.fork("kept", user_id="account")
+    guest.append_messages("chat", [{"role": "user", "content": "and not this"}])
+    account = guest.fork("kept", user_id="account", at_message=("chat", 1))
     erase_user(f"guest-{guest_id}", store=store)
     assert account.read_messages("chat") == [{"role": "user", "content": "keep this"}]
+    assert account.get_state("topic") == "birds"
     info = account.get_info()
     assert info is not None and guest_id not in repr(info.metadata)
     assert [node.info.session_id for node in account.tree()] == ["kept"]  # a root now
+    assert [i.session_id for i in account.list_sessions()] == ["kept"]  # no staging left
+    if encrypted:
+        sealed = store.backend  # the origin its key derives from: the account's own
+        origin = runtime.run(sealed._origin(record_key("kept", "account")))  # type: ignore[attr-defined]
+        assert origin[0] == "account" and guest_id not in repr(origin)
+        account.append_messages("chat", [{"role": "user", "content": "later"}])
+        assert len(account.read_messages("chat")) == 2
     if kind in ("json", "sqlite", "redis"):
         left = every_byte(tmp_path, store)
         at = left.find(guest_id.encode())

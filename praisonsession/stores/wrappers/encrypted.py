@@ -494,6 +494,8 @@ class EncryptedBackend(StoreBackend):
         replace: bool,
         ttl: Any,
     ) -> SessionInfo:
+        if not replace and SNAPSHOT_OWNER != source.user_id != target.user_id != SNAPSHOT_OWNER:
+            return await self._copy_to_another_user(source, target, cut, metadata, ttl)
         origin = await self._origin(source, writing=True)
         fmt = self._formats.get(source, 1)  # a copy's messages are its source's
         if replace:  # a restore: the target's values will be the source's, sealed as they are
@@ -501,6 +503,39 @@ class EncryptedBackend(StoreBackend):
         sealed = {**self._seal_metadata(origin, metadata), **self._token(target, origin, fmt)}
         info = await self.inner.copy_record(source, target, cut, sealed, replace, ttl)
         return self._open_info(info)
+
+    async def _copy_to_another_user(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        ttl: Any,
+    ) -> SessionInfo:
+        """A fork to another user is sealed afresh, under a key of the new user's own (staged
+        as a session of theirs, then copied onto ``target`` in one step), so that nothing in
+        it names the source's user or session: erasing them leaves no trace in the fork."""
+        contents = await self.read_record_contents(source)
+        if contents is None:  # not live: the plain copy raises what a fork of it raises
+            return await self.inner.copy_record(source, target, cut, {}, False, ttl)
+        logs = {}
+        for path, count in contents.logs.items():
+            keep = count if cut is None or cut[0] != path else min(count, cut[1])
+            logs[path] = await self.read_log(source, path, 0, keep) if keep else []
+        staging = Key(target.user_id, f"resealing-{os.urandom(16).hex()}")
+        try:
+            await self.create_record(staging, None, dict(contents.info.metadata))
+            if contents.state:
+                await self.patch_record_state(staging, contents.state, [], True, None, True)
+            writes = [LogWrite(path, messages, None) for path, messages in logs.items()]
+            await self.write_modules(staging, contents.modules, writes)
+            if not isinstance(ttl, (int, float)) and ttl is not None:  # UNSET: the source's
+                ttl = contents.info.ttl
+            return await self.copy_record(staging, target, None, metadata, False, ttl)
+        finally:
+            self._origins.pop(staging, None)
+            self._formats.pop(staging, None)
+            await self.inner.delete_record(staging)
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:
         contents = await self.inner.read_record_contents(key)
