@@ -23,10 +23,12 @@ import pytest
 from backends import CONFORMANCE_BACKENDS, SERVERS, make_store
 from praisonsession import (
     AsyncSession,
+    DecryptionError,
     InvalidIdError,
     InvalidSettingError,
     InvalidValueError,
     JSONSession,
+    KeyRequiredError,
     MessageLog,
     PraisonSessionError,
     RedisSession,
@@ -285,7 +287,68 @@ def session_with(**options: Any) -> Callable[[Path], Any]:
     return lambda root: Session("s", "u", store=f"sqlite://{root}/s.db", **options)
 
 
+SEALING_KEY = "c2VhbGluZy1rZXktb2YtdGhpcnR5LXR3by1ieXRlcyE="  # 32 bytes, urlsafe base64
+OTHER_SEALING_KEY = "b3RoZXIta2V5LW9mLWV4YWN0bHktMzItYnl0ZXMtISE="
+
+
+def vault(root: Path) -> str:
+    """A store holding an encrypted session ("vault" of "owner"); its URL."""
+    url = f"sqlite://{root}/vault/s.db"
+    sealed = Session("vault", "owner", store=url, settings={"encryption_key": SEALING_KEY})
+    sealed.set_state("secret", PASSWORD)
+    sealed.append_messages("log", [{"role": "user", "content": PASSWORD}])
+    sealed.close()
+    return url
+
+
+def without_the_key(work: Callable[[SessionBase], Any]) -> Callable[[Path], Any]:
+    """``work`` on the vault through a store opened without its key: refused, nothing written."""
+
+    def call(root: Path) -> Any:
+        store = open_store(vault(root))
+        try:
+            return runtime.run(work(store))
+        finally:
+            runtime.run(store.close())
+            sealed = Session("vault", "owner", store=f"sqlite://{root}/vault/s.db",
+                             settings={"encryption_key": SEALING_KEY})  # fmt: skip
+            assert sealed.get_state("secret") == PASSWORD  # still whole, and still opens
+            assert sealed.read_messages("log") == [{"role": "user", "content": PASSWORD}]
+            sealed.close()
+
+    return call
+
+
 GLOBAL_CASES = [
+    Case(
+        "Session: an encrypted session opened without the key, its secret planted",
+        KeyRequiredError,
+        lambda r: Session("vault", "owner", store=vault(r)),
+    ),
+    Case(
+        "Session: an encrypted session opened with another key, its secret planted",
+        DecryptionError,
+        lambda r: Session(
+            "vault", "owner", store=vault(r), settings={"encryption_key": OTHER_SEALING_KEY}
+        ).get_state("secret"),
+    ),
+    Case(
+        "store: a write into an encrypted session without the key",
+        KeyRequiredError,
+        without_the_key(lambda store: store.patch_state("vault", "owner", {"secret": "plain"})),
+    ),
+    Case(
+        "store: an append to an encrypted session without the key",
+        KeyRequiredError,
+        without_the_key(
+            lambda store: store.append_messages("vault", "owner", "log", [{"content": "x"}])
+        ),
+    ),
+    Case(
+        "store: a read of an encrypted session without the key (no ciphertext as a value)",
+        KeyRequiredError,
+        without_the_key(lambda store: store.get_state("vault", "owner")),
+    ),
     Case("Session: empty session_id", InvalidIdError, lambda r: Session("", store="memory://")),
     Case("Session: session_id an int", InvalidIdError, lambda r: Session(123, store="memory://")),
     Case(
