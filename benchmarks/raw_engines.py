@@ -68,7 +68,8 @@ def sqlite_increment_statements(synchronous: str, n: int) -> float:
         start = time.perf_counter()
         for _ in range(n):
             cursor.execute("BEGIN IMMEDIATE")
-            bumped = cursor.execute(BUMP_LIVE, (time.time(), True, "bench", "floor")).rowcount
+            bump = (time.time(), True, "bench", "floor", False)  # a store without a key
+            bumped = cursor.execute(BUMP_LIVE, bump).rowcount
             written = cursor.execute(
                 SET_IF_HELD, ("bench", "floor", "hits", str(held + 1), str(held))
             ).rowcount

@@ -32,6 +32,7 @@ from praisonsession._internal import runtime
 from praisonsession.state import MessageLog
 from praisonsession.stores import LogWrite, record_key
 from praisonsession.stores.wrappers.encrypted import EncryptedBackend
+from praisonsession.stores.wrappers.keyless import without_key
 
 KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 OTHER_KEY = base64.urlsafe_b64encode(b"o" * 32).decode()
@@ -681,6 +682,49 @@ def test_a_message_swapped_dropped_or_replayed_inside_its_log_is_refused(
     assert SECRET not in str(caught.value)
     with pytest.raises(DecryptionError, match=f"message {refused} of log 'chat'"):
         session.read_messages("chat", refused)  # a read from the middle is placed too
+
+
+@pytest.mark.parametrize("attack", ["swap", "drop in the middle"])
+def test_a_session_made_by_its_first_write_is_marked_sealed_and_binds_positions(
+    plain: SessionBase, attack: str
+) -> None:
+    """No create_session first (an adapter appends straight away): the record is made marked,
+    so a store without the key is refused and a message is bound to its position."""
+    sealed = EncryptedStore(plain, KEY)
+    runtime.run(sealed.append_messages("s", "u", "chat", CHAT))
+    info = runtime.run(plain.backend.read_record(record_key("s", "u")))
+    assert info is not None and "\x1esealed_with" in info.metadata
+    with pytest.raises(KeyRequiredError):
+        runtime.run(SessionBase(without_key(plain.backend)).patch_state("s", "u", {"a": 1}))
+    change, refused = PLACEMENTS[attack]
+    raw_put_log(plain, "chat", change(raw_log(plain, "chat")))
+    with pytest.raises(DecryptionError, match=f"message {refused} of log 'chat'"):
+        runtime.run(sealed.read_messages("s", "u", "chat"))
+
+
+def test_the_backend_below_the_store_api_hands_out_no_ciphertext_without_a_key(
+    plain: SessionBase,
+) -> None:
+    """What the adapters and the server's store routes call: ``without_key(backend)``."""
+    fill(sealed_session(plain))
+    keyless = without_key(plain.backend)
+    key = record_key("s", "u")
+    reads = {
+        "read_record": lambda: keyless.read_record(key),
+        "read_record_state": lambda: keyless.read_record_state(key, None, False),
+        "read_modules": lambda: keyless.read_modules(key, ["notes"]),
+        "read_log": lambda: keyless.read_log(key, "chat", 0, None),
+        "read_record_contents": lambda: keyless.read_record_contents(key),
+        "list_records": lambda: keyless.list_records("u", 10, None),
+    }
+    for name, read in reads.items():
+        with pytest.raises(KeyRequiredError):
+            runtime.run(read())
+            pytest.fail(f"{name} handed out ciphertext")
+    sealed = EncryptedStore(plain, KEY)
+    assert without_key(sealed.backend) is sealed.backend  # it checks keys itself
+    runtime.run(keyless.append_log(record_key("mine", "u"), LogWrite("chat", [{"a": 1}], -1)))
+    assert runtime.run(keyless.read_log(record_key("mine", "u"), "chat", 0, None)) == [{"a": 1}]
 
 
 def test_a_message_copied_to_another_log_session_or_user_is_refused(plain: SessionBase) -> None:

@@ -9,6 +9,7 @@ retries, concurrency, restarts and outages.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from llm_server import ScriptedChatServer
 from praisonsession import (
     AsyncSession,
     InvalidValueError,
+    KeyRequiredError,
     RemoteAuthError,
     RemoteConnectionError,
     RemoteError,
@@ -288,6 +290,37 @@ def test_store_errors_come_back_as_the_same_classes(served: SessionServer) -> No
     assert caught.value.session_id == "typed"
     answer = post(served.agent_url + "/store/patch", {"session_id": "x", "updates": [1]})
     assert answer.status_code == 400
+
+
+def test_a_server_without_the_key_hands_out_no_ciphertext_and_writes_nothing(
+    served: SessionServer,
+) -> None:
+    """The store routes call the backend below the store API: a server opened without an
+    encryption key refuses an encrypted session there too, with the client's typed error."""
+    key = base64.urlsafe_b64encode(b"r" * 32).decode()
+    local = Session("sealed-here", "vera", store=served.store_url, settings={"encryption_key": key})
+    local.set_state("secret", "pelican-77")
+    local.append_messages("log", [{"role": "user", "content": "pelican-77"}])
+    ids = {"session_id": "sealed-here", "user_id": "vera"}
+    for operation, body in (
+        ("get_state", {}),
+        ("read_log", {"path": "log"}),
+        ("patch", {"updates": {"secret": "plain"}}),
+        ("increment", {"name": "n"}),
+        ("append", {"write": {"path": "log", "messages": [{"content": "x"}], "start": -1}}),
+        ("truncate_log", {"path": "log", "length": 0}),
+    ):
+        answer = post(f"{served.agent_url}/store/{operation}", {**ids, **body})
+        assert answer.status_code == 409, (operation, answer.text)
+        error = answer.json()["error"]
+        assert error["type"] == "KeyRequiredError", operation
+        assert error["fields"]["fingerprint"].startswith("key-"), operation
+        assert "pelican" not in answer.text and "psenc" not in answer.text, operation
+    with pytest.raises(KeyRequiredError):  # and a remote session gets the same class
+        remote(served, "sealed-here", user_id="vera").read_messages("log")
+    assert local.get_state("secret") == "pelican-77"  # nothing was written
+    assert local.read_messages("log") == [{"role": "user", "content": "pelican-77"}]
+    local.close()
 
 
 def test_a_lone_surrogate_round_trips_as_it_does_on_a_local_store(served: SessionServer) -> None:

@@ -46,6 +46,7 @@ from ..session.options import resolve_settings, resolve_store
 from ..settings import Settings
 from ..stores import Key, LogWrite, SessionBase, SessionInfo, record_key
 from ..stores.record import SNAPSHOT_OWNER
+from ..stores.wrappers.keyless import without_key
 
 try:
     from google.adk.errors._stale_session_error import StaleSessionError
@@ -143,7 +144,7 @@ class PraisonSessionService(BaseSessionService):
         self._settings = resolve_settings(settings)
         self._owns_store = not isinstance(store, SessionBase)
         self._store = resolve_store(store, self._settings)
-        self._backend = self._store.backend
+        self._backend = without_key(self._store.backend)
 
     @property
     def store(self) -> SessionBase:

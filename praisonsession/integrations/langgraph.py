@@ -41,6 +41,7 @@ from ..session.options import resolve_settings, resolve_store
 from ..settings import Settings
 from ..stores import Key, SessionBase, record_key
 from ..stores.backend import all_records
+from ..stores.wrappers.keyless import without_key
 from .langgraph_threads import Loaded, Threads, Write, is_thread, pack, unpack
 
 try:
@@ -105,7 +106,7 @@ class PraisonSaver(BaseCheckpointSaver[str]):
         self._owns_store = not isinstance(store, SessionBase)
         self._store = resolve_store(store, self._settings)
         self._user = None if user_id is None else _user(user_id)
-        self._threads = Threads(self._store.backend)
+        self._threads = Threads(without_key(self._store.backend))
         self._timeout = self._settings.timeout
         self._inline = self._store.backend.runs_inline and self._settings.sync_calls == "inline"
 

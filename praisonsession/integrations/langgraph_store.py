@@ -43,6 +43,7 @@ from ..session.options import resolve_settings, resolve_store
 from ..settings import Settings
 from ..stores import UNSET, Key, SessionBase, SessionInfo, record_key
 from ..stores.backend import all_records
+from ..stores.wrappers.keyless import without_key
 from .langgraph import STORE_PREFIX
 
 try:
@@ -107,6 +108,7 @@ class PraisonStore(BaseStore):
         self._settings = resolve_settings(settings)
         self._owns_store = not isinstance(store, SessionBase)
         self._store = resolve_store(store, self._settings)
+        self._backend = without_key(self._store.backend)
         self._fields = _fields(index)
         self.ttl_config = None if ttl is None else dict(ttl)
         self._timeout = self._settings.timeout
@@ -135,7 +137,7 @@ class PraisonStore(BaseStore):
     def _inline(self, ops: list[Any]) -> bool:
         """Whether the batch may run on the caller's thread: memory (indexing, queries) runs
         on an event loop, so only batches that need none of it."""
-        if not self._store.backend.runs_inline or self._settings.sync_calls != "inline":
+        if not self._backend.runs_inline or self._settings.sync_calls != "inline":
             return False
         return not any(
             (isinstance(op, PutOp) and self._fields) or (isinstance(op, SearchOp) and op.query)
@@ -177,7 +179,7 @@ class PraisonStore(BaseStore):
     async def _mark(self, key: Key) -> None:
         """Create the namespace's session with its mark, once per process."""
         if key not in self._opened:
-            await self._store.backend.create_record(key, UNSET, dict(STORE_MARK))
+            await self._backend.create_record(key, UNSET, dict(STORE_MARK))
             if len(self._opened) > 4096:
                 self._opened.clear()
             self._opened.add(key)
@@ -187,7 +189,7 @@ class PraisonStore(BaseStore):
     async def _get(self, op: Any) -> Any:
         namespace = _namespace(op.namespace, "get")
         key = _place(namespace)
-        state = await self._store.backend.read_record_state(key, [_item_key(op.key)], False)
+        state = await self._backend.read_record_state(key, [_item_key(op.key)], False)
         item = state.get(op.key)
         if not _live(item):
             return None
@@ -204,7 +206,7 @@ class PraisonStore(BaseStore):
         namespace = _namespace(op.namespace, "put", writing=True)
         key = _place(namespace)
         name = _item_key(op.key)
-        state = await self._store.backend.read_record_state(key, [name], False)
+        state = await self._backend.read_record_state(key, [name], False)
         held = state.get(name)
         if held is not None and held.get("memories"):
             await self._forget_memories(key, held["memories"])
@@ -234,9 +236,9 @@ class PraisonStore(BaseStore):
     async def _delete_item(self, key: Key, name: str) -> None:
         """Remove an item; a namespace left empty goes too, as LangGraph lists only the
         namespaces that hold items."""
-        await self._store.backend.patch_record_state(key, {}, [name], False, None, False)
-        if not await self._store.backend.read_record_state(key, None, False):
-            await self._store.backend.delete_record(key)
+        await self._backend.patch_record_state(key, {}, [name], False, None, False)
+        if not await self._backend.read_record_state(key, None, False):
+            await self._backend.delete_record(key)
             self._opened.discard(key)
 
     async def _remember(
@@ -294,7 +296,7 @@ class PraisonStore(BaseStore):
         for info in await self._namespaces_under(prefix):
             key = Key(info.user_id, info.session_id)
             namespace = _namespace_of(info)
-            state = await self._store.backend.read_record_state(key, None, False)
+            state = await self._backend.read_record_state(key, None, False)
             found += [
                 (namespace, name, None, item)
                 for name, item in state.items()
@@ -336,7 +338,7 @@ class PraisonStore(BaseStore):
         for namespace, name in scored:
             by_namespace.setdefault(namespace, []).append(name)
         for namespace, names in by_namespace.items():
-            state = await self._store.backend.read_record_state(_place(namespace), names, False)
+            state = await self._backend.read_record_state(_place(namespace), names, False)
             for name in names:
                 item = state.get(name)
                 if _live(item) and _matches(item["value"], wanted_filter):
@@ -371,7 +373,7 @@ class PraisonStore(BaseStore):
     async def _namespaces_under(self, prefix: tuple[str, ...]) -> list[SessionInfo]:
         """The sessions of the namespaces that start with ``prefix`` (every user's for an
         empty prefix)."""
-        backend = self._store.backend
+        backend = self._backend
         if prefix:
             key = _place(prefix)
             infos = [
@@ -404,7 +406,7 @@ class PraisonStore(BaseStore):
             key = Key(info.user_id, info.session_id)
             if self._fields:
                 await self._session(key).clear_memory("long")
-            gone += await self._store.backend.delete_record(key)
+            gone += await self._backend.delete_record(key)
             self._opened.discard(key)
         return gone
 
@@ -417,7 +419,7 @@ class PraisonStore(BaseStore):
         gone = 0
         for info in await self._namespaces_under(()):
             key = Key(info.user_id, info.session_id)
-            state = await self._store.backend.read_record_state(key, None, False)
+            state = await self._backend.read_record_state(key, None, False)
             for name, item in state.items():
                 if isinstance(item, dict) and not _live(item):
                     if item.get("memories"):

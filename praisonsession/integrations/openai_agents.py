@@ -51,6 +51,7 @@ from ..errors import (
 from ..session.core import AsyncSession
 from ..stores import LogWrite, SessionBase, record_key
 from ..stores.api import check_messages
+from ..stores.wrappers.keyless import without_key
 
 if TYPE_CHECKING:  # the SDK is an optional extra: the type check needs none of it
     from ..settings import Settings
@@ -131,6 +132,7 @@ class PraisonSession(SessionABC):
         # our session: ids, settings and the store resolved and checked as Session does it
         self._session = AsyncSession(session_id, user_id, store=store, settings=settings)
         self._store = self._session.store
+        self._backend = without_key(self._store.backend)
         self._owns_store = not isinstance(store, SessionBase)
         self._key = record_key(self._session.session_id, self._session.user_id)
         self._closed = False
@@ -166,7 +168,7 @@ class PraisonSession(SessionABC):
         if wanted == 0:
             return []
         start = 0 if wanted is None or wanted < 0 else -wanted  # the SDK's negative: all
-        items = await self._store.backend.read_log(self._key, LOG_NAME, start, None)
+        items = await self._backend.read_log(self._key, LOG_NAME, start, None)
         return _paired(items, ())[0]
 
     async def add_items(self, items: list[Item]) -> None:
@@ -241,7 +243,7 @@ class PraisonSession(SessionABC):
         return limit
 
     async def _append(self, batch: list[Item]) -> None:
-        backend, key = self._store.backend, self._key
+        backend, key = self._backend, self._key
         kept, left = _paired(batch, ())
         if not left:  # the common case: every output's call is in the batch
             await backend.append_log(key, LogWrite(LOG_NAME, batch, -1))
@@ -267,7 +269,7 @@ class PraisonSession(SessionABC):
         stop, window = held, _LOOK_BACK
         while stop > 0 and not needed <= found:
             start = max(0, stop - window)
-            for item in await self._store.backend.read_log(self._key, LOG_NAME, start, stop):
+            for item in await self._backend.read_log(self._key, LOG_NAME, start, stop):
                 call = _call(item)
                 if call in needed:
                     found.add(call)
@@ -275,7 +277,7 @@ class PraisonSession(SessionABC):
         return found
 
     async def _pop(self) -> Item | None:
-        backend, key = self._store.backend, self._key
+        backend, key = self._backend, self._key
         while True:
             held = await backend.count_log(key, LOG_NAME)
             if held == 0:
@@ -287,7 +289,7 @@ class PraisonSession(SessionABC):
             return removed[0] if removed else None
 
     async def _clear(self) -> None:
-        backend, key = self._store.backend, self._key
+        backend, key = self._backend, self._key
         if await backend.count_log(key, LOG_NAME):  # an empty log needs no write (or session)
             await backend.write_modules(key, {}, [LogWrite(LOG_NAME, [], None)])
 

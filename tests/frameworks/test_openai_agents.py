@@ -536,6 +536,19 @@ def test_items_are_sealed_at_rest_with_an_encryption_key(kind: str, tmp_path: Pa
         run(raw.close())
     with pytest.raises(KeyRequiredError):  # a store without the key never hands out ciphertext
         Session("chat", "u", store=store).read_messages(LOG_NAME)
+    keyless = PraisonSession("chat", user_id="u", store=store)  # nor does the adapter without it
+    for attempt in (
+        keyless.get_items,
+        lambda: keyless.add_items([say("written in clear")]),
+        keyless.pop_item,
+        keyless.clear_session,
+    ):
+        with pytest.raises(KeyRequiredError):
+            run(attempt())
+    keyless.close()
+    sealed = PraisonSession("chat", user_id="u", store=store, settings=settings)
+    assert run(sealed.get_items()) == [say(secret), call("c1")]  # all there, nothing added
+    sealed.close()
     if kind in ("json", "sqlite"):
         files = [p for p in tmp_path.rglob("*") if p.is_file()]
         assert files and not any(secret.encode() in p.read_bytes() for p in files)

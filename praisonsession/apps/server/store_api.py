@@ -15,7 +15,9 @@ from ..._internal.checks import check_count
 from ..._internal.identifiers import check_key, check_session_id, check_user_id
 from ...errors import InvalidValueError
 from ...stores.api import UNSET, Key, LogWrite, SessionBase, check_messages
+from ...stores.backend import StoreBackend
 from ...stores.record import check_ttl
+from ...stores.wrappers.keyless import without_key
 
 __all__ = ["OPERATIONS", "run_operation"]
 
@@ -30,6 +32,12 @@ async def run_operation(store: SessionBase, operation: str, body: Any) -> Any:
             f"{type(body).__name__}."
         )
     return await OPERATIONS[operation][0](store, body)
+
+
+def _backend(store: SessionBase) -> StoreBackend:
+    """The store's backend as the routes call it: a server without a key hands out no
+    ciphertext and writes into no encrypted session."""
+    return without_key(store.backend)
 
 
 # -- reading the body -----------------------------------------------------------------------
@@ -112,7 +120,7 @@ async def _get_info(store: SessionBase, body: Body) -> Any:
 
 async def _set_metadata(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    return (await store.backend.merge_record_metadata(key, _object(body, "metadata"))).to_json()
+    return (await _backend(store).merge_record_metadata(key, _object(body, "metadata"))).to_json()
 
 
 async def _list(store: SessionBase, body: Body) -> Any:
@@ -140,7 +148,7 @@ async def _purge(store: SessionBase, body: Body) -> Any:
 
 async def _get_state(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    return await store.backend.read_record_state(
+    return await _backend(store).read_record_state(
         key, _names(body, "names"), _flag(body, "must_exist")
     )
 
@@ -178,12 +186,12 @@ async def _save_modules(store: SessionBase, body: Body) -> Any:
     writes = body.get("writes", [])
     if not isinstance(writes, list):
         raise InvalidValueError("writes must be a list of log writes.")
-    return await store.backend.write_modules(key, documents, [_write(w) for w in writes])
+    return await _backend(store).write_modules(key, documents, [_write(w) for w in writes])
 
 
 async def _load_modules(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    stored = await store.backend.read_modules(key, _names(body, "names", "module name") or [])
+    stored = await _backend(store).read_modules(key, _names(body, "names", "module name") or [])
     return None if stored is None else {"documents": stored.documents, "logs": stored.logs}
 
 
@@ -192,7 +200,7 @@ async def _append(store: SessionBase, body: Body) -> Any:
     write = _write(body.get("write"))
     if write.start is None:
         raise InvalidValueError("An append's start must be -1 (at the end) or a length.")
-    return await store.backend.append_log(key, write)
+    return await _backend(store).append_log(key, write)
 
 
 async def _read_log(store: SessionBase, body: Body) -> Any:
@@ -217,7 +225,7 @@ async def _truncate_log(store: SessionBase, body: Body) -> Any:
     length = _int(body, "length")
     if length is None:
         raise InvalidValueError("truncate_log needs the length to keep: a whole number >= 0.")
-    return await store.backend.truncate_log(key, path, length, _int(body, "expected"))
+    return await _backend(store).truncate_log(key, path, length, _int(body, "expected"))
 
 
 async def _list_by_prefix(store: SessionBase, body: Body) -> Any:
@@ -230,7 +238,7 @@ async def _list_by_prefix(store: SessionBase, body: Body) -> Any:
             raise InvalidValueError("after must be [session_id, user_id] of the last page.")
         after = (check_session_id(after[0]), check_user_id(after[1]))
     limit = _int(body, "limit", 100, low=1) or 100
-    found = await store.backend.list_records_by_prefix(prefix, min(limit, 10_000), after)
+    found = await _backend(store).list_records_by_prefix(prefix, min(limit, 10_000), after)
     return [info.to_json() for info in found]
 
 

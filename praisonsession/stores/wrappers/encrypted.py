@@ -32,7 +32,7 @@ from ..._internal.runtime import pause
 from ..._internal.sealing import TextSealer, aes_gcm, key_fingerprint, load_key
 from ...errors import ConflictError, DecryptionError, SessionNotFoundError
 from ..api import SessionBase
-from ..backend import LogWrite, StoreBackend, StoredModules, all_records
+from ..backend import UNSET, LogWrite, StoreBackend, StoredModules, all_records
 from ..keyless import ORIGIN, SEALED_WITH
 from ..record import Key, SessionContents, SessionInfo
 from ..reserved import SNAPSHOT_OWNER
@@ -176,14 +176,22 @@ class EncryptedBackend(StoreBackend):
             what, f"it does not open with this key: altered, {moved}, or another key"
         )
 
-    async def _origin(self, key: Key, *, writing: bool = False) -> tuple[str, str]:
+    async def _origin(
+        self, key: Key, *, writing: bool = False, creating: bool = False
+    ) -> tuple[str, str]:
         """The session whose key seals ``key``'s values: its own, or its copy source's.
 
         A write always reads it from the record: another process may have deleted the session
-        and made a new one (a fork, an import) under the same id since it was remembered."""
-        origin = None if writing else self._origins.get(key)
+        and made a new one (a fork, an import) under the same id since it was remembered.
+        A write that would make the record (``creating``) makes it first, marked as sealed
+        with this key and binding its messages to their positions: a store without the key
+        then refuses to write into it, however the record came to be."""
+        origin = None if writing or creating else self._origins.get(key)
         if origin is None:
             info = await self.inner.read_record(key)
+            if info is None and creating:
+                own = (key.user_id, key.session_id)
+                info = await self.inner.create_record(key, UNSET, self._token(key, own, _POSITIONS))
             origin = self._origin_of(info, key)
             self._remember(key, origin)
         return origin
@@ -325,7 +333,7 @@ class EncryptedBackend(StoreBackend):
         expected_version: int | None,
         must_exist: bool,
     ) -> int:
-        origin = await self._origin(key, writing=True)
+        origin = await self._origin(key, writing=True, creating=not must_exist)
         sealed = {name: self._seal(origin, "state", name, v) for name, v in updates.items()}
         return await self.inner.patch_record_state(
             key, sealed, deletes, replace, expected_version, must_exist
@@ -363,7 +371,7 @@ class EncryptedBackend(StoreBackend):
     ) -> dict[str, int]:
         """Each message is sealed at its position: an append at the end (-1) first counts the
         log, then appends only at that length, again on a conflict with another writer."""
-        origin = await self._origin(key, writing=True)
+        origin = await self._origin(key, creating=True)
         sealed = {name: self._seal(origin, "module", name, d) for name, d in documents.items()}
         for attempt in range(_MAX_INCREMENT_RETRIES):
             placed = [await self._placed_write(key, write) for write in writes]
@@ -378,7 +386,7 @@ class EncryptedBackend(StoreBackend):
         raise ConflictError("an append lost to other writers too many times in a row; try again.")
 
     async def append_log(self, key: Key, write: LogWrite) -> int:
-        origin = await self._origin(key, writing=True)
+        origin = await self._origin(key, creating=True)
         for attempt in range(_MAX_INCREMENT_RETRIES):
             placed = await self._placed_write(key, write)
             try:
