@@ -26,6 +26,7 @@ from praisonsession import (
     KeyRequiredError,
     Session,
     SessionBase,
+    SessionCorruptedError,
     StateModule,
 )
 from praisonsession._internal import runtime
@@ -753,6 +754,42 @@ def test_a_truncated_tail_is_not_detected_as_documented(plain: SessionBase) -> N
     assert session.read_messages("chat") == CHAT[:2]
     key = record_key("s", "u")  # a slice from the end, as the backend protocol allows
     assert runtime.run(session.store.backend.read_log(key, "chat", -1, None)) == CHAT[1:2]
+
+
+@pytest.mark.parametrize("where", ["postgres", "json"])
+def test_a_cut_tail_is_detected_where_the_store_records_the_length(
+    where: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """PostgreSQL records each log's length in the session's row, JSON in the session's
+    document: messages removed behind the store's back, the length left, are refused."""
+    import backends
+
+    if where == "postgres":
+        request.getfixturevalue("postgres_url")
+    store = make_store(where, tmp_path)
+    session = sealed_session(store)
+    session.append_messages("chat", CHAT)
+    if where == "postgres":
+        import psycopg
+
+        schema = backends.postgres_schema(tmp_path)
+        with psycopg.connect(str(backends.POSTGRES_URL), autocommit=True) as conn:
+            conn.execute(
+                f'DELETE FROM "{schema}".ps_messages WHERE log = %s AND seq >= 2', ["chat"]
+            )
+        expected: type[Exception] = DecryptionError
+        match = "the store records 4 messages and holds 2"
+    else:
+        (log_file,) = [p for p in (tmp_path / "json-store").rglob("*") if p.suffix == ".jsonl"]
+        lines = log_file.read_bytes().splitlines(keepends=True)
+        log_file.write_bytes(b"".join(lines[:2]))
+        expected, match = SessionCorruptedError, "chat"
+    with pytest.raises(expected, match=match) as caught:
+        session.read_messages("chat")
+    assert SECRET not in str(caught.value)
+    if where == "postgres":  # what is there still opens (a JSON log file is damaged whole)
+        assert session.read_messages("chat", 0, 2) == CHAT[:2]
+    runtime.run(store.close())
 
 
 def test_messages_of_the_older_format_stay_readable_and_rekey_binds_them_to_positions(

@@ -78,6 +78,10 @@ class StoreBackend(ABC):
     refuses_sealed_writes: bool = False
     #: Set by ``admit_sealed_writes``: the writes reaching this backend are sealed.
     admits_sealed_writes: bool = False
+    #: True when the backend records each log's length apart from its messages (what
+    #: ``count_log`` answers): an encrypted store over it then tells a log whose last messages
+    #: were removed behind its back from one that ends there.
+    keeps_log_lengths: bool = False
 
     def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
         #: Seconds a record created without a TTL lives (None: no expiry).

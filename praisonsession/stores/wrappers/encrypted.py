@@ -432,9 +432,27 @@ class EncryptedBackend(StoreBackend):
             start = max(0, length + start) if start < 0 else start
             stop = None if stop is None else max(0, length + stop) if stop < 0 else stop
         messages = await self.inner.read_log(key, path, start, stop)
+        if stop is None and self.inner.keeps_log_lengths:
+            messages += await self._missing_tail(key, path, start + len(messages))
         if not messages:
             return messages
         return self._open_messages(key, await self._origin(key), path, messages, start)
+
+    async def _missing_tail(self, key: Key, path: str, read: int) -> list[dict[str, Any]]:
+        """What a read to the end of a log missed, where the store records the log's length
+        apart from its messages: messages appended meanwhile; or, when they cannot be found,
+        a tail removed behind the store's back (``DecryptionError``)."""
+        held = await self.inner.count_log(key, path)
+        if held <= read:
+            return []
+        appended = await self.inner.read_log(key, path, read, held)
+        if len(appended) == held - read:
+            return appended
+        raise DecryptionError(
+            f"log {path!r} of session {key.session_id!r} of user {key.user_id!r}",
+            f"the store records {held} messages and holds {read + len(appended)}: its last "
+            "messages were removed behind its back",
+        )
 
     async def count_log(self, key: Key, path: str) -> int:
         return await self.inner.count_log(key, path)

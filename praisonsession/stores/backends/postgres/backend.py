@@ -110,6 +110,7 @@ class PostgresBackend(StoreBackend):
     """The record operations on PostgreSQL (see :class:`PostgresSession` for the options)."""
 
     refuses_sealed_writes = True
+    keeps_log_lengths = True  # in the session's row, moved with every append
 
     runs_inline = True
 
