@@ -346,12 +346,21 @@ def test_a_vaulted_collection_still_reaches_entries_stored_before_the_vault(
         client.delete_collection(name)
 
 
-def test_sqlite_erasure_leaves_no_fragment_at_scale(tmp_path: Path) -> None:
-    """2,000 sessions of the user, each with a snapshot, between another user's: the pages the
-    store split and merged while it grew keep no copy of the user's messages after erasure."""
+@pytest.mark.parametrize("kind", ["sqlite", "json", "redis", "postgres"])
+def test_erasure_leaves_no_fragment_at_scale(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """2,000 sessions of the user, each with a snapshot, between another user's: the pages a
+    database split and merged while it grew, its logs and its server's files keep no copy of
+    the user's messages after erasure, and the report says what a byte scan finds."""
     from praisonsession.stores.branches import Branches
 
-    store = make_store("sqlite", tmp_path)
+    server = None
+    if kind in backends.SERVERS:
+        request.getfixturevalue(backends.SERVERS[kind])
+    if kind == "postgres":
+        server = request.getfixturevalue("postgres_server").dir  # its data, WAL and log
+    store = make_store(kind, tmp_path)
     branches = Branches(store.backend)
 
     async def grow() -> None:
@@ -368,7 +377,7 @@ def test_sqlite_erasure_leaves_no_fragment_at_scale(tmp_path: Path) -> None:
     runtime.run(grow())
     report = erase_user("erin-" + MARK.decode(), store=store)
     assert (report.sessions, report.snapshots) == (2000, 2000)
-    left = every_byte(tmp_path / "sqlite-store", store)
+    left = every_byte(tmp_path, store, server)
     at = left.find(MARK)
     assert report.leftovers == ([] if at < 0 else report.leftovers)  # what it says, a scan finds
     assert at < 0, f"found {left[max(0, at - 80) : at + 80]!r}"
