@@ -196,6 +196,42 @@ def test_a_forged_origin_opens_nothing_of_another_users_session(plain: SessionBa
         mallory.delete()
 
 
+def test_forks_and_snapshots_an_older_version_wrote_stay_readable_and_rekey_seals_them(
+    plain: SessionBase,
+) -> None:
+    """Older versions named a copy's origin in clear. Where a forged one could open only the
+    same user's own data (a fork of the user's, a snapshot of that very session) it is read
+    as it is; a fork to another user waits for ``rekey``, which seals every such origin."""
+    from praisonsession.session.rotation import rekey
+    from praisonsession.stores.backend import UNSET
+    from praisonsession.stores.reserved import snapshot_key
+    from praisonsession.stores.wrappers.encrypted import ORIGIN
+
+    source = sealed_session(plain, "s")
+    source.set_state("secret", SECRET)
+    source.append_messages("chat", CHAT)
+    older = {ORIGIN: ["u", "s"]}  # what an older version's copy carried
+    own_fork, snapshot = record_key("f", "u"), snapshot_key(record_key("s", "u"), "snap1")
+    for where in (own_fork, record_key("f", "v"), snapshot):
+        copy = plain.backend.copy_record(record_key("s", "u"), where, None, older, False, UNSET)
+        runtime.run(copy)
+    sealed = EncryptedStore(plain, KEY)
+    assert runtime.run(sealed.get_state("f", "u")) == {"secret": SECRET}
+    assert runtime.run(sealed.read_messages("f", "u", "chat")) == CHAT
+    contents = runtime.run(sealed.backend.read_record_contents(snapshot))
+    assert contents is not None and contents.state == {"secret": SECRET}
+    with pytest.raises(DecryptionError, match="rekey") as caught:  # another user's: not yet
+        runtime.run(sealed.get_state("f", "v"))
+    assert SECRET not in str(caught.value)
+
+    rekey(KEY, KEY, plain, vector_store=None)
+    assert runtime.run(sealed.get_state("f", "v")) == {"secret": SECRET}
+    for where in (own_fork, record_key("f", "v"), snapshot):
+        info = runtime.run(plain.backend.read_record(where))
+        assert info is not None and isinstance(info.metadata[ORIGIN], str)  # sealed now
+    assert runtime.run(sealed.read_messages("f", "u", "chat")) == CHAT
+
+
 def test_a_session_recreated_by_another_process_is_never_written_under_a_stale_key(
     plain: SessionBase,
 ) -> None:

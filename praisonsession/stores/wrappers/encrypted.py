@@ -35,7 +35,7 @@ from ..api import SessionBase
 from ..backend import UNSET, LogWrite, StoreBackend, StoredModules, all_records
 from ..keyless import ORIGIN, SEALED_WITH
 from ..record import Key, SessionContents, SessionInfo
-from ..reserved import SNAPSHOT_OWNER
+from ..reserved import SNAPSHOT_OWNER, snapshot_name
 
 __all__ = [
     "ORIGIN",
@@ -219,15 +219,13 @@ class EncryptedBackend(StoreBackend):
                     self._formats[key] = int(origin[2]) if len(origin) == 3 else 1
                     return (str(origin[0]), str(origin[1]))
             raise self._not_ours(info, key)
-        if _is_pair(found) and (
-            self._legacy_origins or tuple(found) == (key.user_id, key.session_id)
-        ):
+        if _is_pair(found) and (self._legacy_origins or _trusted_in_clear(found, key)):
             return (found[0], found[1])
         raise DecryptionError(
             f"the origin of session {key.session_id!r} of user {key.user_id!r}",
-            "it names another session's key in clear text, which is not trusted (written by an "
-            "older version, or forged); run `praisonsession rekey` with this key as both keys "
-            "to seal it",
+            "it names another user's session in clear text, which is not trusted (a fork to "
+            "another user written by an older version, or forged); run `praisonsession rekey` "
+            "with this key as both keys to seal it",
         )
 
     def _not_ours(self, info: SessionInfo | None, key: Key) -> DecryptionError:
@@ -586,6 +584,17 @@ def _bound(origin: tuple[str, str], kind: str, name: str, index: int | None = No
 def _placed(key: Key) -> bytes:
     """The associated data of an origin: it opens only in the record it was sealed for."""
     return "\x00".join(("origin", key.user_id, key.session_id)).encode("utf-8")
+
+
+def _trusted_in_clear(found: list[str], key: Key) -> bool:
+    """Whether an origin an older version wrote in clear is taken as it is: where a forged one
+    could open nothing but the same user's own data. That is a session of the same user (a
+    fork, a restore), or a snapshot of the very session it names (its name carries a digest of
+    that session). A fork to another user is taken only once ``rekey`` has sealed its origin."""
+    if found[0] == key.user_id:
+        return True
+    source = Key(found[0], found[1])
+    return key.user_id == SNAPSHOT_OWNER and key.session_id.startswith(snapshot_name(source, ""))
 
 
 def _is_pair(found: Any) -> bool:
