@@ -331,7 +331,9 @@ class EncryptedBackend(StoreBackend):
         expected_version: int | None,
         must_exist: bool,
     ) -> int:
-        origin = await self._origin(key, writing=True, creating=not must_exist)
+        # made first only when the write can succeed on a missing record (its version is 0)
+        creating = not must_exist and expected_version in (None, 0)
+        origin = await self._origin(key, writing=True, creating=creating)
         sealed = {name: self._seal(origin, "state", name, v) for name, v in updates.items()}
         return await self.inner.patch_record_state(
             key, sealed, deletes, replace, expected_version, must_exist
@@ -369,7 +371,8 @@ class EncryptedBackend(StoreBackend):
     ) -> dict[str, int]:
         """Each message is sealed at its position: an append at the end (-1) first counts the
         log, then appends only at that length, again on a conflict with another writer."""
-        origin = await self._origin(key, creating=True)
+        creating = all(write.start in (None, -1, 0) for write in writes)  # else it conflicts
+        origin = await self._origin(key, writing=True, creating=creating)
         sealed = {name: self._seal(origin, "module", name, d) for name, d in documents.items()}
         for attempt in range(_MAX_INCREMENT_RETRIES):
             placed = [await self._placed_write(key, write) for write in writes]
@@ -384,7 +387,8 @@ class EncryptedBackend(StoreBackend):
         raise ConflictError("an append lost to other writers too many times in a row; try again.")
 
     async def append_log(self, key: Key, write: LogWrite) -> int:
-        origin = await self._origin(key, creating=True)
+        creating = write.start in (None, -1, 0)  # a missing log holds 0: else it conflicts
+        origin = await self._origin(key, writing=True, creating=creating)
         for attempt in range(_MAX_INCREMENT_RETRIES):
             placed = await self._placed_write(key, write)
             try:
