@@ -1,11 +1,13 @@
 """A store opened without an encryption key keeps its hands off encrypted sessions.
 
 An encrypted session's record names, by fingerprint, the key its values are sealed with. A
-store without a key reads that before it writes (a value it wrote would not open with the key,
-and would make the session unreadable), and refuses a read that would hand back ciphertext as
-if it were the value: both are ``KeyRequiredError``, naming the expected key by fingerprint.
-An encrypted store seals and checks on its own (``StoreBackend.checks_keys``), as does a remote
-store (its server does), so neither pays the extra read.
+write of a store without a key into such a session is refused (a value it wrote would not open
+with the key, and would make the session unreadable), and so is a read that would hand back
+ciphertext as if it were the value: both are ``KeyRequiredError``, naming the expected key by
+fingerprint. Our backends refuse the write inside it (``refuses_sealed_writes``: one condition
+in the same statement or script, ``refuse_sealed_metadata``); over any other, the store reads
+the record first (``check_keyless_write``). An encrypted store seals and checks on its own
+(``StoreBackend.checks_keys``), as does a remote store (its server does).
 """
 
 from __future__ import annotations
