@@ -179,6 +179,37 @@ def test_a_fork_to_another_user_keeps_its_data_but_not_the_erased_users_ids(
     runtime.run(store.close())
 
 
+@pytest.mark.parametrize("kind", ["json", "sqlite", "redis", "postgres"])
+def test_erasure_without_the_key_removes_an_encrypted_users_sessions_and_says_what_it_left(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """An administrator without the key can still erase: sessions by id, snapshots by the
+    digest their names carry; a sealed parent link it cannot read is named in the report, and
+    erasing again with the key unlinks it."""
+    if kind in backends.SERVERS:
+        request.getfixturevalue(backends.SERVERS[kind])
+    plain = make_store(kind, tmp_path)
+    sealed = EncryptedStore(make_store(kind, tmp_path), backends.ENCRYPTION_KEY)
+    guest = Session("visit", "guest", store=sealed)
+    guest.append_messages("chat", [{"role": "user", "content": "keep this"}])
+    guest.snapshot("before")
+    account = guest.fork("kept", user_id="account")
+
+    report = erase_user("guest", store=plain)
+    assert (report.sessions, report.snapshots) == (1, 1)
+    assert len(report.leftovers) == 1 and "sealed parent link" in report.leftovers[0]
+    assert runtime.run(plain.backend.read_record(record_key("visit", "guest"))) is None
+    assert account.read_messages("chat") == [{"role": "user", "content": "keep this"}]
+
+    again = erase_user("guest", store=sealed)
+    assert (again.sessions, again.snapshots, again.leftovers) == (0, 0, [])
+    info = account.get_info()
+    assert info is not None and "guest" not in repr(info.metadata)
+    account.close()
+    runtime.run(plain.close())
+    runtime.run(sealed.close())
+
+
 def _postgres(*statements: str, url: str | None = None) -> None:
     import psycopg
 

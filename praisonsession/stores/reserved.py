@@ -94,32 +94,45 @@ async def erase_user_records(backend: StoreBackend, user_id: str) -> dict[str, A
         await backend.delete_record(Key(user, info.session_id))
         erased.append(info.session_id)
     snapshots = staging = 0
+    # a snapshot's name starts with a digest of its session: found so even where its metadata
+    # is sealed and this store holds no key (then only snapshots of sessions still there)
+    of_sessions = tuple(snapshot_name(Key(user, session_id), "") for session_id in erased)
     for info in await all_records(backend, SNAPSHOT_OWNER):
-        about = info.metadata.get(SNAPSHOT) or {}
-        if about.get("user_id") == user:
+        about = info.metadata.get(SNAPSHOT)
+        if (isinstance(about, dict) and about.get("user_id") == user) or (
+            of_sessions and info.session_id.startswith(of_sessions)
+        ):
             snapshots += await backend.delete_record(_key_of(info))
         elif _staged_for(info.session_id, user):  # an export's copy, an import's sections
             staging += await backend.delete_record(_key_of(info))
-    await _unlink_forks_of(backend, user)
-    leftovers = await backend.scrub_erased_user(user)  # after every write that erases
+    unread = await _unlink_forks_of(backend, user)
+    leftovers = list(await backend.scrub_erased_user(user) or [])  # after every write that erases
+    if unread:
+        leftovers.append(
+            f"{unread} sealed parent link(s) of other users' sessions, which a store opened "
+            "without the encryption key cannot read: erase the user again with the key to "
+            "unlink those that name them"
+        )
     return {
         "sessions": len(erased),
         "snapshots": snapshots,
         "staging": staging,
         "session_ids": erased,
-        "leftovers": list(leftovers or []),
+        "leftovers": leftovers,
     }
 
 
-async def _unlink_forks_of(backend: StoreBackend, user: str) -> None:
+async def _unlink_forks_of(backend: StoreBackend, user: str) -> int:
     """Forks of the user's sessions made for other users keep their data (theirs now) but not
     the link to the erased parent, which named the user and their session. A backend that
     cannot list its records' owners (an optional operation) has no way to find them: there the
-    links stay, as they did before erasure learned to unlink them."""
+    links stay, as they did before erasure learned to unlink them. Returns how many links were
+    sealed, so that a store without the key could not read them."""
     try:
         owners = await backend.list_record_owners()
     except UnsupportedOperationError:
-        return
+        return 0
+    unread = 0
     for owner in sorted(owners):
         if owner == user:
             continue
@@ -127,6 +140,9 @@ async def _unlink_forks_of(backend: StoreBackend, user: str) -> None:
             parent = info.metadata.get(PARENT)
             if isinstance(parent, dict) and parent.get("user_id") == user:
                 await backend.merge_record_metadata(_key_of(info), {PARENT: {"erased": True}})
+            elif parent is not None and not isinstance(parent, dict):
+                unread += 1
+    return unread
 
 
 def _key_of(info: SessionInfo) -> Key:
