@@ -276,6 +276,7 @@ KEYLESS_READS: dict[str, Any] = {
     "load_session_state": lambda p: p.load_session_state("s", "u", notes=Notes()),
     "get_info": lambda p: p.get_info("s", "u"),
     "list_sessions": lambda p: p.list_sessions("u"),
+    "snapshots": lambda p: _branches(p).snapshots("s", "u"),
 }
 
 
@@ -289,6 +290,7 @@ def test_a_process_without_a_key_is_refused_naming_the_key_by_fingerprint(
 ) -> None:
     sealed = sealed_session(plain)
     fill(sealed)
+    sealed.snapshot(f"label {SECRET}")
     before = raw_state(plain)
     fingerprint = EncryptedBackend(plain.backend, KEY).fingerprint
     with pytest.raises(KeyRequiredError) as caught:

@@ -21,11 +21,12 @@ from ..errors import (
     ConflictError,
     InvalidIdError,
     InvalidValueError,
+    KeyRequiredError,
     SessionNotFoundError,
     SnapshotNotFoundError,
 )
 from .backend import UNSET, StoreBackend, all_records
-from .keyless import check_keyless_write, refuse_sealed_info
+from .keyless import check_keyless_write, refuse_sealed_info, sealed_by
 from .record import Key, SessionInfo, now, record_key
 from .reserved import (
     PARENT,
@@ -247,6 +248,10 @@ class Branches:
         while True:
             page = await self.backend.list_records(SNAPSHOT_OWNER, _PAGE, after)
             mine = [info for info in page if info.session_id.startswith(prefix)]
+            sealed = [] if self.backend.checks_keys else [sealed_by(info) for info in mine]
+            if any(sealed):  # a sealed label is not read as a label
+                what = f"A snapshot of session {key.session_id!r} of user {key.user_id!r}"
+                raise KeyRequiredError(what, next(f for f in sealed if f))
             found.extend(_snapshot_info(info) for info in mine)
             if len(page) < _PAGE or len(mine) < len(page):
                 return found
