@@ -3,7 +3,7 @@
 Every promise a backend can keep through the public API alone is a case of the shipped suite,
 ``praisonsession.stores.testing.StoreConformance``: each class below runs all of it on one
 kind (memory, JSON, SQLite, Redis, PostgreSQL, the counting wrapper over SQLite, encryption
-over JSON). The tests after them reach under the API, so they are ours alone: damaged or aged
+over JSON, ``without_key`` over SQLite). The tests after them reach under the API, so they are ours alone: damaged or aged
 stored bytes (``RawAccess``), AgentScope's own files and keys, and one backend's internals.
 """
 
@@ -27,6 +27,7 @@ from praisonsession._internal.identifiers import DEFAULT_USER
 from praisonsession.stores import StoreBackend, record_key
 from praisonsession.stores.backends.memory import InMemoryBackend
 from praisonsession.stores.testing import Planner, StoreConformance
+from praisonsession.stores.wrappers.keyless import without_key
 
 _memory_backends: dict[Path, InMemoryBackend] = {}
 
@@ -81,6 +82,16 @@ class TestWrapped(OurBackend):
 
 class TestEncrypted(OurBackend):
     kind = "encrypted"
+
+
+class TestKeyless(OurBackend):
+    """``without_key``: what the adapters and the server's store routes read and write
+    through when no key is set, over SQLite. It must change nothing for plain sessions."""
+
+    kind = "sqlite"
+
+    def make_backend(self, root: Path, **ttl: Any) -> StoreBackend:
+        return without_key(make_store("sqlite", root, **ttl).backend)
 
 
 # -- stored bytes, damaged or aged -----------------------------------------------------------------
