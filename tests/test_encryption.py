@@ -369,6 +369,35 @@ def test_a_store_without_a_key_opened_apart_refuses_inside_the_backend_write(
         runtime.run(sealed_store.close())
 
 
+@pytest.mark.parametrize("copy", ["fork", "restore"])
+def test_a_store_without_a_key_opened_apart_copies_no_encrypted_session(
+    shared_kind: str, tmp_path: Path, copy: str
+) -> None:
+    """No backend refuses a copy itself: a fork or a restore reads the record first, even on
+    a backend that refuses every other write on its own (a keyless restore once left an
+    encrypted session with a plain value it could no longer open)."""
+    sealed_store = make_store(shared_kind, tmp_path)
+    keyless = make_store(shared_kind, tmp_path)
+    try:
+        sealed = sealed_session(sealed_store)
+        fill(sealed)
+        snapshot = sealed.snapshot("before")
+        before = raw_state(sealed_store)
+        branches = _branches(keyless)
+        attempt = {
+            "fork": lambda: branches.fork("s", "u", "copy"),
+            "restore": lambda: branches.restore("s", "u", snapshot),
+        }[copy]
+        with pytest.raises(KeyRequiredError):
+            runtime.run(attempt())
+        assert raw_state(sealed_store) == before
+        assert runtime.run(keyless.backend.read_record(record_key("copy", "u"))) is None
+        assert contents(sealed_session(sealed_store)) == EXPECTED  # metadata still opens
+    finally:
+        runtime.run(keyless.close())
+        runtime.run(sealed_store.close())
+
+
 @pytest.mark.parametrize("write", list(BACKEND_WRITES))
 def test_every_backend_refuses_a_write_into_a_record_that_names_its_sealing_key(
     kind: str, tmp_path: Path, write: str

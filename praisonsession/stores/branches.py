@@ -26,7 +26,7 @@ from ..errors import (
     SnapshotNotFoundError,
 )
 from .backend import UNSET, StoreBackend, all_records
-from .keyless import check_keyless_write, refuse_sealed_info, sealed_by
+from .keyless import check_keyless_copy, refuse_sealed_info, sealed_by
 from .record import Key, SessionInfo, now, record_key
 from .reserved import (
     PARENT,
@@ -124,7 +124,7 @@ class Branches:
                 f"{source.session_id!r}: forking onto it would make the tree a cycle."
             )
         parent = {PARENT: {"session_id": source.session_id, "user_id": source.user_id}}
-        await check_keyless_write(self.backend, source)  # a copy keeps its source's sealing
+        await check_keyless_copy(self.backend, source)
         return await self.backend.copy_record(source, target, cut, parent, False, UNSET)
 
     async def _check_cut_log(self, source: Key, log: str) -> None:
@@ -265,8 +265,8 @@ class Branches:
         its identity and TTL, and moves on one version."""
         key = record_key(session_id, user_id)
         source = snapshot_key(key, snapshot_id_of(snapshot))
-        await check_keyless_write(self.backend, key)
-        await check_keyless_write(self.backend, source)
+        await check_keyless_copy(self.backend, key)
+        await check_keyless_copy(self.backend, source)
         try:
             return await self.backend.copy_record(
                 source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, UNSET

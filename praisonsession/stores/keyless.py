@@ -26,6 +26,7 @@ __all__ = [
     "SEALED_PREFIXES",
     "SEALED_WITH",
     "UNRECORDED",
+    "check_keyless_copy",
     "check_keyless_read",
     "check_keyless_write",
     "refuse_sealed_info",
@@ -81,6 +82,17 @@ async def check_keyless_write(backend: StoreBackend, key: Key) -> None:
         raise
     except SessionCorruptedError:
         return  # a damaged head (a bad timestamp): the write itself reports or replaces it
+    if info is not None:
+        refuse_sealed_info(info)
+
+
+async def check_keyless_copy(backend: StoreBackend, key: Key) -> None:
+    """Refuse a copy from or onto an encrypted session (a fork, a restore) by a store without
+    a key: a copy keeps its source's sealing, and no backend refuses a copy itself, so this
+    reads the record whatever ``refuses_sealed_writes`` says."""
+    if backend.checks_keys:
+        return
+    info = await backend.read_record(key)
     if info is not None:
         refuse_sealed_info(info)
 

@@ -14,7 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend import LogWrite, StoreBackend, StoredModules
-from ..keyless import check_keyless_read, check_keyless_write, refuse_sealed_info
+from ..keyless import (
+    check_keyless_copy,
+    check_keyless_read,
+    check_keyless_write,
+    refuse_sealed_info,
+)
 from ..record import Key, SessionContents, SessionInfo
 
 __all__ = ["KeylessBackend", "without_key"]
@@ -161,9 +166,7 @@ class KeylessBackend(StoreBackend):
         replace: bool,
         ttl: Any,
     ) -> SessionInfo:
-        info = await self.inner.read_record(source)  # a copy keeps its source's sealing
-        if info is not None:
-            refuse_sealed_info(info)
+        await check_keyless_copy(self.inner, source)
         return await self.inner.copy_record(source, target, cut, metadata, replace, ttl)
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:
