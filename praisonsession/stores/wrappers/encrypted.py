@@ -429,22 +429,27 @@ class EncryptedBackend(StoreBackend):
     async def read_log(
         self, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
+        length = None
         if start < 0 or (stop is not None and stop < 0):  # a slice from the end: where is it?
             length = await self.inner.count_log(key, path)
             start = max(0, length + start) if start < 0 else start
             stop = None if stop is None else max(0, length + stop) if stop < 0 else stop
         messages = await self.inner.read_log(key, path, start, stop)
         if stop is None and self.inner.keeps_log_lengths:
-            messages += await self._missing_tail(key, path, start + len(messages))
+            messages += await self._missing_tail(key, path, start + len(messages), length)
         if not messages:
             return messages
         return self._open_messages(key, await self._origin(key), path, messages, start)
 
-    async def _missing_tail(self, key: Key, path: str, read: int) -> list[dict[str, Any]]:
+    async def _missing_tail(
+        self, key: Key, path: str, read: int, held: int | None
+    ) -> list[dict[str, Any]]:
         """What a read to the end of a log missed, where the store records the log's length
-        apart from its messages: messages appended meanwhile; or, when they cannot be found,
-        a tail removed behind the store's back (``DecryptionError``)."""
-        held = await self.inner.count_log(key, path)
+        apart from its messages (``held``, when the read already counted it): messages
+        appended meanwhile; or, when they cannot be found, a tail removed behind the store's
+        back (``DecryptionError``)."""
+        if held is None:
+            held = await self.inner.count_log(key, path)
         if held <= read:
             return []
         appended = await self.inner.read_log(key, path, read, held)
