@@ -87,6 +87,13 @@ def vector_location(
     return Path(settings.data_dir).expanduser().resolve() / "chroma"
 
 
+def vector_location_in_use(settings: Settings, backend: Any = None) -> str | Path | None:
+    """``vector_location`` where there may be vectors to erase or rotate: a server's URL, or
+    the embedded directory once it exists; None when memory and knowledge were never used."""
+    found = vector_location(settings, backend=backend)
+    return found if isinstance(found, str) or found.is_dir() else None
+
+
 def text_sealer(settings: Settings) -> TextSealer | None:
     """The ``TextSealer`` of the settings' ``encryption_key`` (None without one): the texts
     Chroma keeps are sealed with it."""

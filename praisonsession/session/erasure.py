@@ -47,7 +47,9 @@ async def aerase_user(
     user = check_erasable_user(user_id)
     resolved = resolve_settings(settings)
     target = resolve_store(store, resolved)
-    location = _vector_location(resolved, target.backend)
+    from ..recall.core import vector_location_in_use  # where sessions find their vectors
+
+    location = vector_location_in_use(resolved, target.backend)
     try:
         found = await erase_user_records(target.backend, user)
     finally:
@@ -68,20 +70,6 @@ def erase_user(
 ) -> ErasureReport:
     """:func:`aerase_user`, for synchronous code."""
     return runtime.run(aerase_user(user_id, store, settings=settings))
-
-
-def _vector_location(settings: Settings, backend: Any) -> str | Path | None:
-    """Where the user's vectors are (as sessions find them), None when memory and knowledge
-    were never used here (no embedded store's directory)."""
-    from ..recall.vectors.pgvector import followed_store
-
-    chosen = settings.vector_store_url
-    if chosen is None:
-        chosen = followed_store(backend)
-    if chosen is not None and chosen != "embedded":
-        return chosen
-    embedded = Path(settings.data_dir).expanduser().resolve() / "chroma"
-    return embedded if embedded.is_dir() else None
 
 
 async def _erase_vectors(

@@ -125,10 +125,9 @@ def _vector_location(
                 "postgresql:// URL of their database."
             )
         return given
-    from ..recall.core import vector_location
+    from ..recall.core import vector_location_in_use
 
-    found = vector_location(settings, backend=backend)
-    return found if isinstance(found, str) or Path(found).is_dir() else None
+    return vector_location_in_use(settings, backend)
 
 
 async def _rekey_location(
