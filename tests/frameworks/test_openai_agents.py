@@ -17,7 +17,6 @@ import logging
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Coroutine
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from adapter_packaging import assert_benchmark_prints, assert_not_imported
 from agents import Agent, Runner, set_tracing_disabled
 from agents.memory import Session as SessionProtocol
 from agents.memory import SessionABC, SessionSettings
@@ -558,26 +558,12 @@ def test_items_are_sealed_at_rest_with_an_encryption_key(kind: str, tmp_path: Pa
 
 
 def test_importing_praisonsession_never_imports_the_sdk() -> None:
-    code = (
-        "import sys, praisonsession, praisonsession.integrations\n"
-        "assert 'agents' not in sys.modules, 'the SDK was imported'"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    assert_not_imported("'agents' in sys.modules", "the SDK was imported")
 
 
 @pytest.mark.slow
 def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None:
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_openai_agents.py"
-    done = subprocess.run(
-        [sys.executable, str(script), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    for row in (
+    rows = [
         "| add_items, one turn (4 items) |",
         "| get_items(limit=20) @10 |",
         "| get_items(limit=20) @1,000 |",
@@ -586,5 +572,5 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
         "redis-server: appendonly",
         "x RedisSession",
         "get_items flat",
-    ):
-        assert row in done.stdout, row
+    ]
+    assert_benchmark_prints("bench_openai_agents.py", rows, tmp_path, timeout=300)
