@@ -42,7 +42,7 @@ import uuid
 from typing import Any, TypeGuard
 
 from ..errors import ConflictError, InvalidIdError, MissingDependencyError, install_line
-from ..session.options import resolve_settings, resolve_store
+from ..session.options import held_store
 from ..settings import Settings
 from ..stores import Key, LogWrite, SessionBase, SessionInfo, record_key
 from ..stores.record import SNAPSHOT_OWNER
@@ -141,9 +141,7 @@ class PraisonSessionService(BaseSessionService):
         *,
         settings: Settings | dict[str, Any] | None = None,
     ) -> None:
-        self._settings = resolve_settings(settings)
-        self._owns_store = not isinstance(store, SessionBase)
-        self._store = resolve_store(store, self._settings)
+        self._settings, self._store, self._owns_store = held_store(store, settings)
         self._backend = without_key(self._store.backend)
 
     @property

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import InvalidValueError, MissingDependencyError, install_line
 from ..session.core import AsyncSession
-from ..session.options import resolve_settings, resolve_store
+from ..session.options import held_store
 from ..settings import Settings
 from ..stores import SessionBase, record_key
 
@@ -71,9 +71,7 @@ class PraisonMemoryService(BaseMemoryService):
         *,
         settings: Settings | dict[str, Any] | None = None,
     ) -> None:
-        self._settings = resolve_settings(settings)
-        self._owns_store = not isinstance(store, SessionBase)
-        self._store = resolve_store(store, self._settings)
+        self._settings, self._store, self._owns_store = held_store(store, settings)
         self._handles: dict[tuple[str, str], AsyncSession] = {}
 
     @property

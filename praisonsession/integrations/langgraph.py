@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 from .._internal import runtime
 from ..errors import InvalidIdError, InvalidValueError, MissingDependencyError, install_line
-from ..session.options import resolve_settings, resolve_store
+from ..session.options import held_store
 from ..settings import Settings
 from ..stores import Key, SessionBase, record_key
 from ..stores.backend import all_records
@@ -102,9 +102,7 @@ class PraisonSaver(BaseCheckpointSaver[str]):
         serde: Any = None,
     ) -> None:
         super().__init__(serde=serde)
-        self._settings = resolve_settings(settings)
-        self._owns_store = not isinstance(store, SessionBase)
-        self._store = resolve_store(store, self._settings)
+        self._settings, self._store, self._owns_store = held_store(store, settings)
         self._user = None if user_id is None else _user(user_id)
         self._threads = Threads(without_key(self._store.backend))
         self._timeout = self._settings.timeout

@@ -39,7 +39,7 @@ from ..errors import (
     install_line,
 )
 from ..session.core import AsyncSession
-from ..session.options import resolve_settings, resolve_store
+from ..session.options import held_store
 from ..settings import Settings
 from ..stores import UNSET, Key, SessionBase, SessionInfo, record_key
 from ..stores.backend import all_records
@@ -105,9 +105,7 @@ class PraisonStore(BaseStore):
         index: Any = None,
         ttl: Mapping[str, Any] | None = None,
     ) -> None:
-        self._settings = resolve_settings(settings)
-        self._owns_store = not isinstance(store, SessionBase)
-        self._store = resolve_store(store, self._settings)
+        self._settings, self._store, self._owns_store = held_store(store, settings)
         self._backend = without_key(self._store.backend)
         self._fields = _fields(index)
         self.ttl_config = None if ttl is None else dict(ttl)

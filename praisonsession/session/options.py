@@ -12,7 +12,7 @@ from ..stores.api import SessionBase
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["checked_config", "resolve_settings", "resolve_store"]
+__all__ = ["checked_config", "held_store", "resolve_settings", "resolve_store"]
 
 
 def resolve_settings(settings: Any) -> Settings:
@@ -51,6 +51,14 @@ def resolve_store(store: Any, settings: Settings) -> SessionBase:
 
         load_key(key)
     return _encrypted(open_store(url, **options), settings)
+
+
+def held_store(store: Any, settings: Any) -> tuple[Settings, SessionBase, bool]:
+    """What a framework adapter holds: its settings, its store (resolved as ``Session`` does
+    it) and whether it opened that store itself, and so closes it (a store passed in as an
+    instance is its owner's to close)."""
+    resolved = resolve_settings(settings)
+    return resolved, resolve_store(store, resolved), not isinstance(store, SessionBase)
 
 
 def _encrypted(store: SessionBase, settings: Settings) -> SessionBase:
