@@ -19,13 +19,15 @@ How the SDK's operations map onto the store's record operations (``StoreBackend`
 - ``clear_session``: the log emptied in one step; the session (its metadata, state and
   snapshots) stays.
 
-Integrity beyond the SDK: a tool output (``function_call_output`` and its kin) is never stored
-or returned without its call. ``add_items`` leaves out an output whose call is neither earlier
-in the same call nor in the stored log (logging a warning), so a history can never hold one
+The SDK's contract, exactly: ``get_items(limit=N)`` is the raw tail, the last N items as
+stored, what the SDK's ``SQLiteSession`` returns; the SDK's Runner drops a tool output whose
+call fell out of that window. ``orphan_free=True`` (opt-in) adds an integrity check beyond the
+SDK: a tool output (``function_call_output`` and its kin) is then never stored or returned
+without its call. ``add_items`` leaves out an output whose call is neither earlier in the same
+call nor in the stored log (logging a warning), so a history can never hold one
 (openai-agents #4827: every later turn failed with HTTP 400); ``get_items`` leaves out an
-output whose call is not earlier in what it returns, so ``get_items(limit=N)`` never starts
-with an orphaned output: the output is left out (at most N items come back), the call is not
-pulled in.
+output whose call is not earlier in what it returns (at most N items come back, the call is
+not pulled in).
 
 Needs the ``openai-agents`` extra; ``import praisonsession`` never imports the SDK, and only
 this module does.
@@ -38,6 +40,7 @@ import logging
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._internal.checks import check_flag
 from ..errors import (
     ConflictError,
     InvalidIdError,
@@ -108,7 +111,9 @@ class PraisonSession(SessionABC):
     a store instance, or None for the default store (SQLite under ``./.praisonsession/``).
     ``session_settings`` is the SDK's ``SessionSettings`` (or a dict of its fields): its
     ``limit`` is what ``get_items()`` reads when given none. ``settings`` is praisonsession's
-    (``Settings`` or a dict): TTL, durability, ``encryption_key``...
+    (``Settings`` or a dict): TTL, durability, ``encryption_key``... ``orphan_free=True``
+    never stores or returns a tool output without its call (off by default: the SDK's
+    ``SQLiteSession`` returns the raw tail, and so does this session).
 
     One instance may be used from several threads, each running its own event loop.
     """
@@ -123,6 +128,7 @@ class PraisonSession(SessionABC):
         store: SessionBase | str | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         settings: Settings | dict[str, Any] | None = None,
+        orphan_free: bool = False,
     ) -> None:
         if not isinstance(session_id, str):
             raise InvalidIdError(
@@ -141,6 +147,7 @@ class PraisonSession(SessionABC):
         self.session_id: str = self._session.session_id
         #: The SDK's settings of this session (``limit``: what ``get_items()`` returns).
         self.session_settings = _session_settings(session_settings)
+        self._orphan_free = check_flag(orphan_free, "orphan_free")
 
     @property
     def user_id(self) -> str:
@@ -162,18 +169,19 @@ class PraisonSession(SessionABC):
 
     async def get_items(self, limit: int | None = None) -> list[Item]:
         """The latest ``limit`` items (all of them for None, unless ``session_settings``
-        has a limit), oldest first; a tool output whose call is not before it is left out."""
+        has a limit), oldest first, as stored; with ``orphan_free``, a tool output whose call
+        is not before it is left out."""
         self._check_open()
         wanted = self._limit(limit)
         if wanted == 0:
             return []
         start = 0 if wanted is None or wanted < 0 else -wanted  # the SDK's negative: all
         items = await self._backend.read_log(self._key, LOG_NAME, start, None)
-        return _paired(items, ())[0]
+        return _paired(items, ())[0] if self._orphan_free else items
 
     async def add_items(self, items: list[Item]) -> None:
-        """Append ``items`` in one atomic step; a tool output whose call is neither in
-        ``items`` before it nor stored is left out, with a warning."""
+        """Append ``items`` in one atomic step; with ``orphan_free``, a tool output whose call
+        is neither in ``items`` before it nor stored is left out, with a warning."""
         self._check_open()
         try:
             batch = check_messages(items)
@@ -244,7 +252,7 @@ class PraisonSession(SessionABC):
 
     async def _append(self, batch: list[Item]) -> None:
         backend, key = self._backend, self._key
-        kept, left = _paired(batch, ())
+        kept, left = _paired(batch, ()) if self._orphan_free else (batch, [])
         if not left:  # the common case: every output's call is in the batch
             await backend.append_log(key, LogWrite(LOG_NAME, batch, -1))
             return

@@ -2,8 +2,9 @@
 
 What the SDK's protocol promises (latest N in order, pop on empty is None, clear, settings
 checked as the SDK checks them, one instance on several threads each with its own loop, a
-method replaced on an instance), what we promise beyond it (a tool output never stored or
-returned without its call; items equal to what was added), a real ``Runner`` continued in
+method replaced on an instance, the raw tail as ``SQLiteSession`` returns it), what we
+promise beyond it when asked (``orphan_free``: a tool output never stored or returned without
+its call; items equal to what was added), a real ``Runner`` continued in
 another process, the conversation seen and erased as one of our sessions, many processes at
 once (adds, pops, SIGKILL) and encryption at rest. Every test runs on memory, JSON, SQLite,
 Redis and PostgreSQL unless it needs more than one process.
@@ -288,14 +289,42 @@ def test_a_cancelled_add_is_applied_before_the_cancellation_is_raised(store: Any
     run(work())
 
 
-# -- integrity beyond the SDK ----------------------------------------------------------------
+# -- the SDK's window, and integrity beyond the SDK when asked ------------------------------
+
+
+def test_get_items_is_the_raw_tail_as_the_sdk_stores_it(store: Any, tmp_path: Path) -> None:
+    """The SDK's contract: the last N items as stored, an output whose call fell out of the
+    window included (the SDK's Runner drops it); what ``SQLiteSession`` returns, item for item."""
+    from agents import SQLiteSession
+
+    history = [say("weather?"), call("c1"), output("c1"), say("sunny", "assistant")]
+    lone = [output("ghost"), say("after")]
+
+    async def work() -> None:
+        ours = PraisonSession("chat", store=store)
+        theirs = SQLiteSession("chat", tmp_path / "sdk.db")
+        for session in (ours, theirs):
+            await session.add_items(history)
+            await session.add_items(lone)
+        for limit in (None, 1, 2, 3, 5, 6, 10):
+            assert await ours.get_items(limit) == await theirs.get_items(limit), limit
+        assert await ours.get_items(limit=4) == [output("c1"), say("sunny", "assistant"), *lone]
+        ours.close()
+        theirs.close()
+
+    run(work())
+
+
+def test_orphan_free_is_a_flag(store: Any) -> None:
+    with pytest.raises(InvalidValueError, match="orphan_free must be True or False"):
+        PraisonSession("chat", store=store, orphan_free="yes")  # type: ignore[arg-type]
 
 
 def test_a_tool_output_is_never_stored_without_its_call(
     store: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def work() -> None:
-        session = PraisonSession("chat", store=store)
+        session = PraisonSession("chat", store=store, orphan_free=True)
         await session.add_items([say("q"), call("c1")])
         far = [say(f"filler {i}") for i in range(300)]  # the call is 300 items back
         await session.add_items(far)
@@ -319,12 +348,12 @@ def test_get_items_never_starts_with_an_orphaned_output(store: Any) -> None:
     parallel = [say("two"), call("a"), call("b"), output("a"), output("b"), say("done")]
 
     async def work() -> None:
-        session = PraisonSession("chat", store=store)
+        session = PraisonSession("chat", store=store, orphan_free=True)
         await session.add_items(history)
         assert await session.get_items(limit=2) == history[-1:]  # the output is left out
         assert await session.get_items(limit=3) == history[-3:]
         assert await session.get_items() == history
-        other = PraisonSession("parallel", store=store)
+        other = PraisonSession("parallel", store=store, orphan_free=True)
         await other.add_items(parallel)
         # the window [b, out a, out b, done]: out a's call is before it
         assert await other.get_items(limit=4) == [call("b"), output("b"), say("done")]
@@ -336,10 +365,13 @@ def test_get_items_never_starts_with_an_orphaned_output(store: Any) -> None:
 
 def test_an_orphan_written_around_the_adapter_is_never_returned(store: Any) -> None:
     async def work() -> None:
-        session = PraisonSession("chat", user_id="u", store=store)
+        session = PraisonSession("chat", user_id="u", store=store, orphan_free=True)
         raw = session.store
         await raw.append_messages("chat", "u", LOG_NAME, [say("q"), output("ghost"), say("a")])
         assert await session.get_items() == [say("q"), say("a")]
+        plain = PraisonSession("chat", user_id="u", store=store)  # the SDK's raw tail
+        assert await plain.get_items() == [say("q"), output("ghost"), say("a")]
+        plain.close()
         session.close()
 
     run(work())
@@ -350,7 +382,7 @@ def test_a_call_popped_while_an_output_is_added_takes_the_output_with_it(store: 
     makes the append conflict, and the next look finds no call."""
 
     async def work() -> None:
-        session = PraisonSession("chat", store=store)
+        session = PraisonSession("chat", store=store, orphan_free=True)
         popper = PraisonSession("chat", store=store)
         await session.add_items([say("q"), call("c1")])
         looked = session._stored_calls
