@@ -45,8 +45,9 @@ Exit codes:
   2    usage: a bad option, argument, store URL (or a store file that is
        not there), setting or id
   3    unavailable: the store is down, unreachable or not answering in
-       time, or an extra the command needs is not installed (a store's
-       client, the server's, memory's): the message says what to install
+       time, the port serve or ui would listen on is in use, or an extra
+       the command needs is not installed (a store's client, the
+       server's, memory's): the message says what to install
   130  interrupted (Ctrl-C)"""
 
 # Checked in order; any other error is FAILED.

@@ -9,6 +9,7 @@ from ..._internal.redaction import redact_url
 from ...errors import InvalidValueError, MissingDependencyError, PraisonSessionError, install_line
 from .exit_codes import failure
 from .group import main
+from .listening import check_listen_address
 from .options import listen_options, store_option
 
 __all__ = ["serve", "token"]
@@ -132,6 +133,7 @@ def serve(
         )
     except PraisonSessionError as exc:
         raise failure(exc) from None  # the same exit codes as every command
+    check_listen_address(host, port)
     hosting = app.hosting
     served = ", ".join(f"{p} ({spec})" for p, (spec, _) in sorted(hosting.factories.items()))
     access = app.access

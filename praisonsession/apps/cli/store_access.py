@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ...stores.api import SessionBase
     from ...stores.record import SessionContents
 
-__all__ = ["OpenedStore", "opened_store"]
+__all__ = ["OpenedStore", "opened_store", "refuse_missing_store"]
 
 T = TypeVar("T")
 
@@ -111,6 +111,21 @@ class OpenedStore:
         return AsyncSession(session_id, user_id, store=self.store, settings=self.settings)
 
 
+def refuse_missing_store(store: SessionBase) -> None:
+    """A SQLite file or JSON directory that is not there is a usage error, checked before
+    anything opens it: a misspelt path must not list nothing and leave an empty database
+    (and its -wal and -shm files) behind. Only ``import`` creates the store it writes to."""
+    backend = store.backend
+    where = getattr(backend, "path", None) or getattr(backend, "save_dir", None)
+    if isinstance(where, Path) and not where.exists():
+        raise CommandFailed(
+            f"There is no store at {where}: nothing has been kept there yet. Check --store "
+            "(sqlite://file.db is relative to this directory, sqlite:///file.db absolute) "
+            "or the directory you run in.",
+            ExitCode.USAGE,
+        )
+
+
 @contextmanager
 def opened_store(store_url: str | None, *, create: bool = False) -> Iterator[OpenedStore]:
     """The store ``--store`` names (default: the ``store_url`` setting, else the embedded
@@ -124,15 +139,8 @@ def opened_store(store_url: str | None, *, create: bool = False) -> Iterator[Ope
         opened = OpenedStore(resolve_store(store_url, settings), settings)
     except (PraisonSessionError, ImportError) as exc:  # ImportError: a client library is broken
         raise failure(exc) from None
-    backend = opened.store.backend
-    where = getattr(backend, "path", None) or getattr(backend, "save_dir", None)
-    if not create and isinstance(where, Path) and not where.exists():
-        raise CommandFailed(
-            f"There is no store at {where}: nothing has been kept there yet. Check --store "
-            "(sqlite://file.db is relative to this directory, sqlite:///file.db absolute) "
-            "or the directory you run in.",
-            ExitCode.USAGE,
-        )
+    if not create:
+        refuse_missing_store(opened.store)
     interrupted = False
     try:
         yield opened

@@ -62,8 +62,10 @@ def ui(
     from ...session.options import resolve_store
     from ...settings import Settings
     from ..server.runner import serve
-    from ..server.security import check_bind
+    from ..server.security import BROWSER_REACH, check_bind
     from ..ui import create_ui_app
+    from .listening import check_listen_address
+    from .store_access import refuse_missing_store
 
     by_token: dict[str, str] = {}
     for pair in user_tokens:
@@ -75,9 +77,11 @@ def ui(
             )
         by_token[secret.strip()] = user
     try:
-        check_bind(host, token or next(iter(by_token), None))
+        check_bind(host, token or next(iter(by_token), None), reach=BROWSER_REACH)
         settings = Settings()
         store = resolve_store(store_url, settings)
+        refuse_missing_store(store)  # before anything opens it: nothing is created
+        check_listen_address(host, port)
         app = create_ui_app(
             store, token=token, user_tokens=by_token, close_store=True, settings=settings
         )

@@ -23,7 +23,16 @@ from ...errors import InvalidValueError, RemoteAuthError
 from ...remote.wire import encode_error
 from .access_tokens import looks_like_user_token, user_of_token
 
-__all__ = ["ADMIN", "Access", "BodyLimit", "check_bind", "is_loopback", "token_matches"]
+__all__ = [
+    "ADMIN",
+    "BROWSER_REACH",
+    "SERVER_REACH",
+    "Access",
+    "BodyLimit",
+    "check_bind",
+    "is_loopback",
+    "token_matches",
+]
 
 logger = logging.getLogger("praisonsession.apps.server")
 #: What ``Access.grant`` returns for a request that may touch every user's data.
@@ -45,18 +54,38 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: it may resolve to anything
 
 
-def check_bind(host: str, token: str | None, secret: bytes | None = None) -> None:
-    """Refuse to serve beyond this machine without a token or a secret for user tokens."""
+#: What anyone reaching an open ``serve`` could do, and how its clients pass the token.
+SERVER_REACH = (
+    "could read and change every session",
+    "give clients the same token (Session(agent_url=..., api_key=...))",
+)
+#: The same for ``ui``: the browser is read-only, it shows every session and changes none.
+BROWSER_REACH = (
+    "could see every session of every user (the browser shows their state, history and "
+    "memories; it cannot change them)",
+    "enter the same token when the page asks for it (or give each user a token that sees only "
+    "their own sessions with --user-token USER=TOKEN)",
+)
+
+
+def check_bind(
+    host: str,
+    token: str | None,
+    secret: bytes | None = None,
+    reach: tuple[str, str] = SERVER_REACH,
+) -> None:
+    """Refuse to serve beyond this machine without a token or a secret for user tokens;
+    ``reach`` says what anyone who reaches the address could do, and how clients pass it."""
     if token is not None and not token.strip():
         raise InvalidValueError("The token is empty; pass a long random string, or none.")
     if not is_loopback(host) and not token and not secret:
+        could, clients = reach
         raise InvalidValueError(
             f"Refusing to serve on {host!r} without a token: anyone who can reach that "
-            "address could read and change every session. Set a token in the "
+            f"address {could}. Set a token in the "
             "environment, where `ps` does not show it (as it would show --token): export "
             "PRAISONSESSION_REMOTE_TOKEN=\"$(python -c 'import secrets; "
-            "print(secrets.token_urlsafe(32))')\", and give clients the same token "
-            "(Session(agent_url=..., api_key=...)); or bind 127.0.0.1."
+            f"print(secrets.token_urlsafe(32))')\", and {clients}; or bind 127.0.0.1."
         )
 
 
