@@ -1,5 +1,6 @@
 """Other frameworks' sessions on praisonsession stores: the OpenAI Agents SDK
-(``openai_agents``), Google ADK (``adk``) and LangGraph (``langgraph``).
+(``openai_agents``), Google ADK (``adk``), LangGraph (``langgraph``) and PraisonAI's agent
+persistence (``praisonai``).
 
 Each module implements that framework's own session protocol over our stores, so a user
 changes one constructor and gains listing, TTL, forks, archives, erasure, encryption, the
@@ -9,6 +10,6 @@ framework's bytes stay the framework's.
 
 A floor above the session floor and below the programs: it imports the public API below it
 (``session``, ``stores``, ``recall``), and nothing of ours imports it. Each framework is an
-optional extra (``pip install ".[openai-agents]"``, ``".[adk]"``, ``".[langgraph]"``), imported
-only by its own module.
+optional extra (``pip install ".[openai-agents]"``, ``".[adk]"``, ``".[langgraph]"``,
+``".[praisonai]"``), imported only by its own module.
 """

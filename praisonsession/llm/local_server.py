@@ -1,7 +1,8 @@
 """``ScriptedChatServer``: a real OpenAI-compatible HTTP server on 127.0.0.1 that answers from
 a script. For tutorials and tests that must run offline, with no model and no key.
 
-It speaks ``POST /v1/chat/completions`` and ``GET /v1/models``. Queued replies are used first,
+It speaks ``POST /v1/chat/completions`` (``"stream": true`` gets the same answer as
+server-sent chunks, as OpenAI sends them) and ``GET /v1/models``. Queued replies are used first,
 in order (text, tool calls, errors with any status and ``Retry-After``, slow or malformed
 answers); when the queue is empty a ``responder`` function answers from the request. Every
 request is recorded (path, headers, JSON body) so that you can see what a client sent::
@@ -313,6 +314,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay and chat._stopping.wait(reply.delay):
             return  # shutting down: leave without answering
         content = reply.raw if reply.raw is not None else chat._completion(reply, body)
+        if body.get("stream") is True and reply.status == 200 and reply.raw is None:
+            content, headers = _as_events(content), {"Content-Type": "text/event-stream"}
+            return self._send(200, content, recorded, {**reply.headers, **headers})
         self._send(reply.status, content, recorded, reply.headers)
 
     def _record(self, body: Any, started: float) -> RecordedRequest:
@@ -337,9 +341,10 @@ class _Handler(BaseHTTPRequestHandler):
     ) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            headers = dict(headers or {})
+            self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
             self.send_header("Content-Length", str(len(content)))
-            for name, value in (headers or {}).items():
+            for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(content)
@@ -394,6 +399,27 @@ class _Server(ThreadingHTTPServer):
                 sock.shutdown(socket.SHUT_RDWR)
         for _, thread in connections:
             thread.join(timeout=5)
+
+
+def _as_events(completion: bytes) -> bytes:
+    """A completion as OpenAI streams it: a chunk with the role and content, one per tool call
+    (its id, name and arguments at once), one with the finish reason, then ``[DONE]``."""
+    document = json.loads(completion)
+    choice = document["choices"][0]
+    message = choice["message"]
+    base = {key: document[key] for key in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        return b"data: " + json.dumps({**base, "choices": choices}).encode() + b"\n\n"
+
+    parts = [chunk({"role": "assistant", "content": message.get("content") or ""})]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        parts.append(chunk({"tool_calls": [{"index": index, **call}]}))
+    parts.append(chunk({}, choice.get("finish_reason") or "stop"))
+    parts.append(b"data: [DONE]\n\n")
+    return b"".join(parts)
 
 
 def _error_body(status: int, message: str) -> bytes:
