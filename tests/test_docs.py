@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,6 +124,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert done.returncode == 0, done.stderr
     assert "WARNING" not in done.stderr, done.stderr
+    notices = [line for line in done.stderr.splitlines() if not line.startswith("INFO    -  ")]
+    assert notices == []  # make docs prints nothing but mkdocs' own progress
+    assert "requires either Black or Ruff" not in done.stderr  # the docs extra has ruff
     return folder
 
 
@@ -166,6 +170,62 @@ def test_every_link_of_the_home_page_opens_a_file_offline(site: Path) -> None:
     assert broken == {}
 
 
+def test_the_404_page_links_open_files_offline(site: Path) -> None:
+    """MkDocs gives error pages absolute links (/css/...), which only a web server resolves."""
+    page = site / "404.html"
+    links = LINK.findall(page.read_text("utf-8")) + ASSET.findall(page.read_text("utf-8"))
+    targets = {href: _internal_target(page, href) for href in links}
+    internal = {href: path for href, path in targets.items() if path is not None}
+    assert len(internal) >= 30  # the navigation and the stylesheets and scripts
+    assert {href: str(path) for href, path in internal.items() if not path.is_file()} == {}
+
+
+@pytest.mark.timeout(600)  # the first run may install Debian's chromium
+def test_the_built_site_searches_from_files_in_chromium(site: Path) -> None:
+    """Opened from file://, where a browser refuses the theme's search worker: typing a query
+    shows results whose links open pages, from the root, a page one folder down and the 404
+    page; a word found nowhere says so."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from chromium import ERROR_TRAP, chromium, script_errors
+
+    def results(browser: Any, query: str) -> list[Any]:
+        box = browser.find_element(By.ID, "mkdocs-search-query")
+        box.clear()
+        box.send_keys(query)
+        shown = browser.find_element(By.ID, "mkdocs-search-results")
+        WebDriverWait(browser, 20).until(lambda _: shown.find_elements(By.CSS_SELECTOR, "*"))
+        return shown.find_elements(By.CSS_SELECTOR, "article h3 a")
+
+    with chromium() as browser:
+        browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": ERROR_TRAP})
+        for page in ("index.html", "integrations/adk.html", "404.html"):
+            browser.get((site / page).as_uri())
+            browser.find_element(By.CSS_SELECTOR, '[data-bs-target="#mkdocs_search_modal"]').click()
+            WebDriverWait(browser, 10).until(
+                lambda b: b.find_element(By.ID, "mkdocs-search-query").is_displayed()
+            )
+            found = results(browser, "snapshot")
+            titles = [link.text for link in found]
+            assert "Forks, snapshots and archives" in titles, titles
+            for link in found:  # each result opens a page of the site, as a file
+                href = link.get_attribute("href")
+                assert href.startswith("file://"), href
+                assert Path(href.removeprefix("file://").split("#")[0]).is_file(), href
+            partial = [link.text for link in results(browser, "encrypt")]  # while typing
+            assert "Encryption at rest" in partial, partial
+            none = results(browser, "zqxjkvw")
+            assert none == []
+            message = browser.find_element(By.ID, "mkdocs-search-results").text
+            assert message == "No results found"
+        found = results(browser, "snapshot")
+        found[0].click()  # a result opens its page from the file
+        WebDriverWait(browser, 10).until(lambda b: b.current_url != (site / "404.html").as_uri())
+        assert browser.current_url.startswith(site.as_uri() + "/")
+        assert script_errors(browser) == []  # no refused Worker, no failed load
+
+
 def test_make_docs_installs_only_the_docs_extra_in_an_environment_of_its_own() -> None:
     makefile = (ROOT / "Makefile").read_text("utf-8")
     target = re.search(r"^docs: (.*)\n((?:\t.*\n)+)", makefile, re.MULTILINE)
@@ -186,6 +246,7 @@ def test_make_docs_installs_only_the_docs_extra_in_an_environment_of_its_own() -
         "mkdocstrings-python",
         "pymdown-extensions",
         "pygments",
+        "ruff",
     ]
 
 
