@@ -18,6 +18,13 @@ program sharing a store would. Jobs:
 ``chat URL BARRIER NAME COUNT LLM_URL``
     Open ``Session("shared", "u")`` and its agent ``Tutor`` (LLM at LLM_URL), wait at the
     barrier, then chat COUNT turns ``"NAME-i"``; print the agent's history length at the end.
+``recall-chat URL DATA_DIR BARRIER NAME COUNT LLM_URL QUERY [KEY]``
+    Open ``Session("shared", "u")`` (memory under DATA_DIR, an embedder that records what it
+    embeds; KEY: the store's encryption key) and its agent ``Tutor`` with memory on and a
+    window of 2 turns; wait at the barrier (``-``: none), chat COUNT turns ``said(NAME, i)``,
+    wait for the agent's background indexing, then print as JSON the texts embedded as
+    documents, those embedded as queries, and the turns ``recall_turns`` finds for QUERY
+    before the last request's window.
 ``crash-writer URL SESSION_ID ACK_FILE``
     Open the session, print ``ready``, wait for a line on stdin, then write forever (until the
     parent kills it). After each call returns it appends one acknowledgement line to ACK_FILE:
@@ -42,6 +49,7 @@ waits for the parent to create ``go``, so all workers start their loops together
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -136,6 +144,64 @@ def chat(url: str, barrier: str, name: str, count: str, llm_url: str) -> None:
         agent.chat(f"{name}-{i}")
     session.close()
     print(json.dumps(len(agent.history)))
+
+
+TOPICS = ["sailing knots", "my locker code", "baking bread", "train timetables", "violin scales"]
+
+
+def said(name: str, i: int) -> str:
+    """What ``recall-chat`` worker NAME says in its turn ``i``."""
+    return f"{name} turn {i}: a note about {TOPICS[i % len(TOPICS)]}, number {i * 37 % 101}"
+
+
+def recall_chat(
+    url: str,
+    data_dir: str,
+    barrier: str,
+    name: str,
+    count: str,
+    llm_url: str,
+    query: str,
+    key: str | None = None,
+) -> None:
+    from praisonsession.recall.embeddings import MiniLMEmbedder
+
+    embedded: list[str] = []
+    queries: list[str] = []
+
+    class Recording(MiniLMEmbedder):
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            embedded.extend(texts)
+            return super().embed(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            queries.append(text)
+            return super().embed_query(text)
+
+    settings = {"data_dir": data_dir, "encryption_key": key}
+    session = Session(
+        session_id="shared",
+        user_id="u",
+        store=url,
+        settings=settings,
+        memory_config={"embedder": Recording()},
+    )
+    llm = {"base_url": llm_url, "model": "m"}
+    agent = session.Agent("Tutor", memory=True, history_window=2, llm=llm)
+    if barrier != "-":
+        wait_at_barrier(Path(barrier), name)
+    for i in range(int(count)):
+        agent.chat(said(name, i))
+
+    async def indexed() -> None:  # the agent's background indexing, done
+        await asyncio.gather(*agent._indexing, return_exceptions=True)
+
+    runtime.run(indexed())
+    before = agent.last_request.window_start if agent.last_request else len(agent.history)
+    found = session.recall_turns(agent.log_name, query, before, 4)
+    session.close()
+    print(json.dumps({"embedded": embedded, "queries": queries, "before": before,
+                      "recalled": [start for start, _ in found]}))  # fmt: skip
 
 
 class Agent(StateModule):
@@ -294,6 +360,7 @@ JOBS = {
     "create": create,
     "pop": pop,
     "chat": chat,
+    "recall-chat": recall_chat,
     "crash-writer": crash_writer,
     "write-session": write_session,
     "read-session": read_session,

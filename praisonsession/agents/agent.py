@@ -177,6 +177,8 @@ class Agent(StateModule):
                 done = self._turn_keys.reply(self.history, turn_key)
                 if done is not None:
                     return done
+            if self._index_ahead():
+                await asyncio.sleep(0)  # its first step opens memory, the model loading
             context = await self._context(message)
             request = await self._request(client, message, context)
             self.last_request = request
@@ -274,6 +276,31 @@ class Agent(StateModule):
             notice = MEMORY_OFF_NOTICE.format(name=self.name, install=install_line("memory"))
             logging.getLogger("praisonsession").warning(notice)  # stderr unless configured
 
+    def _index_ahead(self) -> bool:
+        """On the first turn of this agent in this process, start indexing the turns no window
+        can hold (those before the last ``history_window`` turns), beside the search for
+        context: memory then opens with the model loading while chromadb imports, and the
+        saved vectors are read meanwhile, so a resumed agent's first recall only ranks.
+        Whether it started."""
+        if self._indexed_to or not (self.memory and self.recall_turns) or self._recall_missing:
+            return False
+        if not self.history_window:
+            return False
+        history = self.history.view()
+        users = 0
+        for start in range(len(history) - 1, -1, -1):
+            if history[start].get("role") == "user":
+                users += 1
+                if users == self.history_window:
+                    break
+        else:
+            return False  # the whole conversation may fit the window: nothing to recall
+        if start <= 0:
+            return False
+        self._indexed_to = start
+        self._start_indexing(start)
+        return True
+
     def _index_meanwhile(self, before: int, window_start: int) -> None:
         """Embed the saved turns in the background (each once), so that when they leave the
         window the next recall finds them indexed and only ranks (a failure here only moves
@@ -293,6 +320,9 @@ class Agent(StateModule):
         if self._indexed_to - window_start >= (before - window_start) // 2:
             return  # enough indexed ahead: the next turns to leave the window are done
         self._indexed_to = before
+        self._start_indexing(before)
+
+    def _start_indexing(self, before: int) -> None:
         task = asyncio.ensure_future(self.session.index_turns(self.log_name, before))
         self._indexing.add(task)
         task.add_done_callback(_forget(self._indexing))
@@ -349,12 +379,16 @@ class Agent(StateModule):
         runtime.run(self.aclear_history(), what=f"agent {self.name!r}: clear_history")
 
     async def aclear_history(self) -> None:
-        """``clear_history`` for async code."""
+        """``clear_history`` for async code (the saved vectors of its turns go too)."""
+        from ..recall.memory.turn_vectors import PREFIX
+
         async with self._turn_lock():
             self.history.clear()
             self.summaries.clear()
             self.usage.clear()
             await self._save()
+            if await self.session.message_count(PREFIX + self.log_name):
+                await self.session.clear_messages(PREFIX + self.log_name)
 
     # -- plumbing -------------------------------------------------------------------------
 

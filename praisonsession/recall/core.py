@@ -352,7 +352,9 @@ class Recall:
         self, log: str, query: str, before: int, limit: int
     ) -> list[tuple[int, list[dict[str, Any]]]]:
         vector = await self.query_vector(query)
-        return await self.turns.search(log, vector, before, limit, self.context_min_score)
+        return await self.turns.search(
+            log, vector, before, limit, self.context_min_score, query=query
+        )
 
     # -- knowledge ------------------------------------------------------------------------
 
