@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from praisonsession import AsyncSession, InvalidValueError, MemoryId, MemoryNotFoundError, Session
+from praisonsession.recall.core import default_embedder
 
 # -- ids and lifecycle ------------------------------------------------------------------------
 
@@ -91,6 +92,40 @@ def test_add_memories_removes_repeats_within_the_batch_and_against_the_store(
     assert len(session.list_memories()) == 3
     rerun = session.add_memories(["User plays the cello", "User rows"])
     assert [i.event for i in rerun] == ["NONE", "NONE"] and rerun == [ids[0], ids[3]]
+
+
+CONVERSATION = [
+    "8 May 2023: Melanie: Wow, love that painting! So cool you found such a helpful group.",
+    "8 May 2023: Caroline: Thanks! The group keeps me painting every week.",
+    "8 May 2023: Melanie: Yeah, I painted that lake sunrise last year! It's special to me.",
+    "8 May 2023: Melanie: What do you paint these days?",
+    "8 May 2023: Caroline: Mostly portraits. Yeah, I painted my sister last month!",
+]
+
+
+def test_every_statement_of_a_conversation_is_kept_and_a_rerun_stores_nothing(
+    open_session,
+) -> None:
+    session = open_session()
+    vectors = default_embedder("minilm").embed(CONVERSATION[:3:2])
+    assert (
+        sum(a * b for a, b in zip(*vectors, strict=True)) >= 0.72
+    )  # close enough to merge by score alone
+    first = session.add_memory(CONVERSATION[0])
+    sunrise = session.add_memory(CONVERSATION[2])  # the example, one at a time
+    assert (first.event, sunrise.event) == ("ADD", "ADD") and sunrise != first
+    ids = session.add_memories(CONVERSATION)  # and as a batch, against what is held
+    assert [i.event for i in ids] == ["NONE", "ADD", "NONE", "ADD", "ADD"]
+    assert (ids[0], ids[2]) == (first, sunrise)
+    assert sorted(m["text"] for m in session.list_memories()) == sorted(CONVERSATION)
+    rerun = session.add_memories(CONVERSATION)
+    assert rerun == ids and {i.event for i in rerun} == {"NONE"}
+    found = session.search_memory("When did Melanie paint a sunrise?", limit=5)
+    assert CONVERSATION[2] in [hit["text"] for hit in found]
+    again = session.add_memory(
+        "8 May 2023: Melanie: Yeah, I painted the lake sunrise last year! It is special to me."
+    )
+    assert (again, again.event, again.previous) == (sunrise, "UPDATE", CONVERSATION[2])
 
 
 @pytest.mark.parametrize("memory_type", ["long", "short"])

@@ -7,7 +7,13 @@ import datetime as dt
 import pytest
 
 from praisonsession import InvalidValueError
-from praisonsession.recall.memory.paraphrase import is_paraphrase, names_differ, one_slot_changed
+from praisonsession.recall.memory.paraphrase import (
+    is_paraphrase,
+    labels,
+    names_differ,
+    one_slot_changed,
+    word_overlap,
+)
 from praisonsession.recall.memory.recency import prefer_newer, subject
 from praisonsession.recall.vectors.filters import parse_where
 
@@ -84,6 +90,65 @@ def test_paraphrase_needs_the_score_the_same_names_and_negations() -> None:
     assert is_paraphrase(0.97, "User likes green tea", "User loves green tea", 0.72) is True
     assert is_paraphrase(0.9, "User has a dog named Rex", "User has a cat named Rex", 0.72) is False
     assert is_paraphrase(0.7, "User prefers tea", "User enjoys a cup of tea", 0.72) is False
+
+
+MELANIE = "8 May 2023: Melanie: Yeah, I painted that lake sunrise last year! It's special to me."
+
+
+@pytest.mark.parametrize(
+    ("held", "new"),
+    [
+        # the example: one speaker, one day, another statement
+        (
+            "8 May 2023: Melanie: Wow, love that painting! So cool you found such a helpful group.",
+            MELANIE,
+        ),
+        (
+            "29 December 2023: Fahim: Hey good afternoon, how you doing?",
+            "29 December 2023: Fahim: what do you think?",
+        ),
+        (
+            "7 January 2024: Elise: How are you doing today Kate?",
+            "7 January 2024: Elise: What are your plans for today Kate?",
+        ),
+        # the other speaker echoing what was said is their statement, not a repeat
+        (
+            "10 January 2024: Paola: We make lava cake, the gooey chocolate is irresistible.",
+            "10 January 2024: Kevin: Lava cake! The gooey chocolate sounds irresistible.",
+        ),
+    ],
+)
+def test_a_different_statement_under_the_same_header_is_no_repeat(held: str, new: str) -> None:
+    # the header lifts such pairs over the threshold (0.72 and more): the words decide
+    assert not is_paraphrase(0.9, new, held, 0.72)
+
+
+@pytest.mark.parametrize(
+    ("held", "new"),
+    [
+        (
+            "8 May 2023: Melanie: I painted that lake sunrise last year!",
+            "8 May 2023: Melanie: I painted the lake sunrise last year.",
+        ),
+        (
+            "10 January 2024: Elise: Hello Kevin. How are you today?",
+            "10 January 2024: Elise: Hello Kevin. How are you doing today?",
+        ),
+        ("User likes green tea", "User loves green tea"),
+        ("The user owns a green Subaru", "User's car is a green Subaru"),
+    ],
+)
+def test_a_near_exact_repeat_still_merges(held: str, new: str) -> None:
+    assert is_paraphrase(0.97, new, held, 0.72)
+
+
+def test_word_overlap_sets_the_shared_start_aside_and_labels_name_the_speaker() -> None:
+    assert word_overlap(MELANIE, MELANIE) == 1.0
+    assert word_overlap("User likes tea", "User likes tea a lot") == 0.0  # it says more
+    assert word_overlap("User likes green tea", "User loves green tea") == pytest.approx(2 / 3)
+    assert labels(MELANIE) == ("melanie",)
+    assert labels("Note: 10:30 call") == ("note",)
+    assert labels("User likes tea") == ()
 
 
 def hit(text: str, score: float, at: float) -> dict:

@@ -41,6 +41,9 @@ SYSTEM_FIELDS = ("created_at", "updated_at", "session_id")
 #: Memories embedded and upserted together by ``add_many``: large enough that the model and
 #: Chroma work on whole batches, small enough that a progress bar moves.
 BATCH = 256
+#: Memories held that a new one is compared with: a repeat of it need not be the nearest (a
+#: turn of the same speaker on the same day can be nearer), but it is among the first few.
+NEIGHBOURS = 3
 _META = "meta_"  # prefix of the metadata given, flattened so that Chroma can filter on it
 #: A change for the history: (memory id, event, text, previous text).
 Event = tuple[str, str, str | None, str | None]
@@ -129,7 +132,8 @@ class LongTermMemory:
         updates: dict[str, tuple[Hit, int]] = {}  # memory id -> (the entry held, position)
         keys = [self._key(text) for text in texts] if dedupe else []
         held = self._held_by_key(keys) if dedupe else {}
-        nearest = self.index.query_many(vectors, 1) if dedupe and not self.index.empty() else []
+        held_near = dedupe and not self.index.empty()
+        nearest = self.index.query_many(vectors, NEIGHBOURS) if held_near else []
         earlier_of = self._in_batch(texts, keys, vectors) if dedupe else {}
         rekeyed: list[Hit] = []  # held under another duplicate key: given the current one
         for i, text in enumerate(texts):
@@ -140,7 +144,9 @@ class LongTermMemory:
             first = earlier_of.get(i)
             earlier = None if first is None else str(results[first])
             same = held.get(keys[i]) or added_before.get(fresh[i])
-            close = nearest[i][0] if nearest and nearest[i] else None
+            near = nearest[i] if nearest else []
+            close = near[0] if near else None
+            repeated = next((hit for hit in near if self._repeats(text, hit)), None)
             if earlier is not None:
                 results.append(MemoryId(earlier, NONE))
             elif same is not None:
@@ -150,13 +156,13 @@ class LongTermMemory:
                 # (encryption turned on, or a new key); it gets this one, and keeps its id
                 results.append(MemoryId(close.metadata.get("memory_id", close.id), NONE))
                 rekeyed.append(close)
-            elif close is not None and is_paraphrase(close.score, text, close.text, self.threshold):
-                memory_id = close.metadata.get("memory_id", close.id)
+            elif repeated is not None:
+                memory_id = repeated.metadata.get("memory_id", repeated.id)
                 if memory_id in updates:
                     results.append(MemoryId(memory_id, NONE))
                 else:
-                    updates[memory_id] = (close, i)
-                    results.append(MemoryId(memory_id, UPDATE, previous=close.text))
+                    updates[memory_id] = (repeated, i)
+                    results.append(MemoryId(memory_id, UPDATE, previous=repeated.text))
             else:
                 new.append(i)
                 results.append(MemoryId(fresh[i], ADD))
@@ -178,6 +184,9 @@ class LongTermMemory:
         self._store(rewritten)  # one write for all of the batch's updates
         self._record(events, at)
         return results
+
+    def _repeats(self, text: str, hit: Hit) -> bool:
+        return is_paraphrase(hit.score, text, hit.text, self.threshold)
 
     def _key(self, text: str) -> str:
         return text_key(text, self.digest_key, self.user_id)
