@@ -23,9 +23,9 @@ from typing import Any
 
 from ..errors import InvalidValueError, MissingDependencyError, install_line
 from ..session.core import AsyncSession
-from ..session.options import held_store
 from ..settings import Settings
-from ..stores import SessionBase, record_key
+from ..stores import Key, SessionBase
+from ._adapter import HeldStore, checked_key
 
 try:
     from google.adk.events.event import Event
@@ -57,7 +57,7 @@ def memory_session_id(app_name: str) -> str:
     return f"adk-memory:{len(app_name)}:{app_name}"
 
 
-class PraisonMemoryService(BaseMemoryService):
+class PraisonMemoryService(HeldStore, BaseMemoryService):
     """ADK's ``BaseMemoryService`` over praisonsession's memory: user-scoped, searched by
     meaning with the offline embedder, deletable.
 
@@ -71,16 +71,8 @@ class PraisonMemoryService(BaseMemoryService):
         *,
         settings: Settings | dict[str, Any] | None = None,
     ) -> None:
-        self._settings, self._store, self._owns_store = held_store(store, settings)
-        self._handles: dict[tuple[str, str], AsyncSession] = {}
-
-    @property
-    def store(self) -> SessionBase:
-        """The store keeping the bookkeeping sessions (and, with it, the users' data)."""
-        return self._store
-
-    def __repr__(self) -> str:
-        return f"PraisonMemoryService(store={self._store.url!r})"
+        self._hold(store, settings)
+        self._handles: dict[Key, AsyncSession] = {}
 
     async def close(self) -> None:
         """Release the memory handles and the store's connections (a store passed in as an
@@ -88,8 +80,7 @@ class PraisonMemoryService(BaseMemoryService):
         handles, self._handles = list(self._handles.values()), {}
         for handle in handles:
             await handle.close()
-        if self._owns_store:
-            await self._store.close()
+        await self.aclose()
 
     # -- ADK's protocol -------------------------------------------------------------------
 
@@ -184,7 +175,7 @@ class PraisonMemoryService(BaseMemoryService):
     # -- the work behind them --------------------------------------------------------------
 
     def _handle(self, app_name: str, user_id: str) -> AsyncSession:
-        key = record_key(memory_session_id(app_name), user_id)
+        key = checked_key(memory_session_id(app_name), user_id)
         handle = self._handles.get(key)
         if handle is None:
             handle = AsyncSession(
@@ -207,7 +198,7 @@ class PraisonMemoryService(BaseMemoryService):
             return
         names = [name + event.id for event in wanted for name in (_HELD, _DELETED)]
         known = await self._store.backend.read_record_state(
-            record_key(handle.session_id, handle.user_id), names, False
+            Key(handle.user_id, handle.session_id), names, False
         )
         for event in wanted:
             if _HELD + event.id in known or _DELETED + event.id in known:

@@ -39,11 +39,11 @@ from ..errors import (
     install_line,
 )
 from ..session.core import AsyncSession
-from ..session.options import held_store
 from ..settings import Settings
-from ..stores import UNSET, Key, SessionBase, SessionInfo, record_key
+from ..stores import UNSET, Key, SessionBase, SessionInfo
 from ..stores.backend import all_records
 from ..stores.wrappers.keyless import without_key
+from ._adapter import SyncClose, checked_key
 from .langgraph import STORE_PREFIX
 
 try:
@@ -83,7 +83,7 @@ class NamespaceError(InvalidIdError, InvalidNamespaceError):
     ``InvalidIdError`` at once, so that either ``except`` catches it."""
 
 
-class PraisonStore(BaseStore):
+class PraisonStore(SyncClose, BaseStore):
     """LangGraph's ``BaseStore`` over a praisonsession store, one session per namespace.
 
     ``store`` is what ``Session(store=...)`` takes (a URL, a store instance, or None for the
@@ -105,37 +105,28 @@ class PraisonStore(BaseStore):
         index: Any = None,
         ttl: Mapping[str, Any] | None = None,
     ) -> None:
-        self._settings, self._store, self._owns_store = held_store(store, settings)
+        self._hold(store, settings)
         self._backend = without_key(self._store.backend)
         self._fields = _fields(index)
         self.ttl_config = None if ttl is None else dict(ttl)
-        self._timeout = self._settings.timeout
         self._sessions: dict[Key, AsyncSession] = {}
         self._opened: set[Key] = set()
-
-    @property
-    def store(self) -> SessionBase:
-        """The praisonsession store keeping the namespaces."""
-        return self._store
-
-    def __repr__(self) -> str:
-        return f"PraisonStore(store={self._store.url!r})"
 
     # -- LangGraph's two entry points -----------------------------------------------------------
 
     def batch(self, ops: Iterable[Any]) -> list[Any]:
         """Run the operations in order; one result each (``abatch`` for synchronous code)."""
         work = list(ops)
-        return runtime.run(self._batch(work), timeout=None, inline=self._inline(work))
+        return runtime.run(self._batch(work), timeout=None, inline=self._runs_inline(work))
 
     async def abatch(self, ops: Iterable[Any]) -> list[Any]:
         """Run the operations in order, on the caller's event loop; one result each."""
         return await self._batch(list(ops))
 
-    def _inline(self, ops: list[Any]) -> bool:
+    def _runs_inline(self, ops: list[Any]) -> bool:
         """Whether the batch may run on the caller's thread: memory (indexing, queries) runs
         on an event loop, so only batches that need none of it."""
-        if not self._backend.runs_inline or self._settings.sync_calls != "inline":
+        if not self._inline:
             return False
         return not any(
             (isinstance(op, PutOp) and self._fields) or (isinstance(op, SearchOp) and op.query)
@@ -157,7 +148,7 @@ class PraisonStore(BaseStore):
                 raise InvalidValueError(
                     f"PraisonStore runs GetOp, PutOp, SearchOp and ListNamespacesOp; got {op!r}."
                 )
-            results.append(await runtime.bounded(work, self._timeout, type(op).__name__))
+            results.append(await runtime.bounded(work, self._settings.timeout, type(op).__name__))
         return results
 
     # -- namespaces as sessions -----------------------------------------------------------------
@@ -430,28 +421,6 @@ class PraisonStore(BaseStore):
         """:meth:`asweep_ttl`, for synchronous code."""
         return runtime.run(self.asweep_ttl())
 
-    def close(self) -> None:
-        """Release the store's connections if this object opened the store."""
-        if self._owns_store:
-            runtime.run(self._store.close())
-
-    async def aclose(self) -> None:
-        """:meth:`close`, for async code."""
-        if self._owns_store:
-            await self._store.close()
-
-    def __enter__(self) -> PraisonStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> PraisonStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
 
 # -- namespaces, items and filters ----------------------------------------------------------
 
@@ -506,7 +475,7 @@ def _place(namespace: tuple[str, ...]) -> Key:
     if not namespace:
         raise NamespaceError("A namespace needs at least its first label, the user.")
     rest = _joined(namespace[1:])
-    return record_key(f"{STORE_PREFIX}/{rest}" if rest else STORE_PREFIX, namespace[0])
+    return checked_key(f"{STORE_PREFIX}/{rest}" if rest else STORE_PREFIX, namespace[0])
 
 
 def _namespace_of(info: SessionInfo) -> tuple[str, ...]:

@@ -43,7 +43,7 @@ from ..stores.api import UNSET, SessionBase
 from ..stores.branches import Branches, SnapshotInfo, TreeNode
 from ..stores.record import SessionInfo, check_ttl, now, record_key
 from .copies import agent_cut, counting, unplace, vectors_may_hold
-from .options import checked_config, resolve_settings, resolve_store
+from .options import checked_config, inline_calls, resolve_settings, resolve_store
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -131,7 +131,7 @@ class AsyncSession:
             self._store = SessionBase(RemoteBackend(self._remote))
         self._branches = Branches(self._store.backend)
         # read once: the sync shell asks on every call, and neither can change afterwards
-        self._inline = self._store.backend.runs_inline and self._settings.sync_calls == "inline"
+        self._inline = inline_calls(self._store, self._settings)
         self._opened = False
         self._recall: Recall | None = None
         self._recall_opening: Future[Recall] | None = None

@@ -12,7 +12,7 @@ from ..stores.api import SessionBase
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["checked_config", "held_store", "resolve_settings", "resolve_store"]
+__all__ = ["checked_config", "held_store", "inline_calls", "resolve_settings", "resolve_store"]
 
 
 def resolve_settings(settings: Any) -> Settings:
@@ -59,6 +59,13 @@ def held_store(store: Any, settings: Any) -> tuple[Settings, SessionBase, bool]:
     instance is its owner's to close)."""
     resolved = resolve_settings(settings)
     return resolved, resolve_store(store, resolved), not isinstance(store, SessionBase)
+
+
+def inline_calls(store: SessionBase, settings: Settings) -> bool:
+    """Whether synchronous calls may drive ``store`` on the caller's thread (see
+    ``praisonsession._internal.runtime``): the store allows it and the ``sync_calls`` setting
+    is ``"inline"`` (the default); ``"loop"`` sends every one to the background loop."""
+    return store.backend.runs_inline and settings.sync_calls == "inline"
 
 
 def _encrypted(store: SessionBase, settings: Settings) -> SessionBase:
