@@ -9,7 +9,14 @@ session. How ADK's model maps onto a store's records (``StoreBackend``):
 - **Ids.** ``app_name`` and ADK's session id become one of our session ids,
   ``adk:<length of app_name>:<app_name>:<session id>`` (:func:`session_record_id`): the length
   makes the pair unambiguous, so two apps never share a session and no pair of names collides.
-  Ids padded with whitespace are stripped, as ADK's services do.
+  Ids padded with whitespace are stripped, as ADK's services do. Our ids hold 256 characters,
+  so ``app_name`` holds :data:`MAX_APP_NAME` and a session id what is left (47 or more), each
+  refused in an error of its own. ``user_id=""`` is refused (``InvalidIdError``): our stores
+  take ``""`` for the default user, which ADK keeps apart.
+- **Atomic writes.** ``create_session`` and ``append_event`` check every value first (a NaN,
+  an infinity, an integer too long to store: ``InvalidValueError``) and write nothing when
+  one cannot be stored. An event appended again (the same id, equal) is kept once and its
+  state delta applied once, as ``InMemorySessionService`` does.
 - **Events** are the append-only message log :data:`EVENTS_LOG` of the session, one message per
   event, each the JSON ``event.model_dump_json(exclude_none=True)`` produced; they come back
   equal through ``Event.model_validate``. Reads take the tail by index, never the history.
@@ -41,12 +48,20 @@ import time
 import uuid
 from typing import Any, TypeGuard
 
-from ..errors import ConflictError, InvalidIdError, MissingDependencyError, install_line
-from ..session.options import held_store
+from .._internal.identifiers import MAX_ID_LENGTH, check_key
+from .._internal.json_data import check_json_data
+from ..errors import (
+    ConflictError,
+    InvalidIdError,
+    InvalidValueError,
+    MissingDependencyError,
+    install_line,
+)
 from ..settings import Settings
-from ..stores import Key, LogWrite, SessionBase, SessionInfo, record_key
+from ..stores import Key, LogWrite, SessionBase, SessionInfo
 from ..stores.record import SNAPSHOT_OWNER
 from ..stores.wrappers.keyless import without_key
+from ._adapter import HeldStore, checked_key, checked_user_id
 
 try:
     from google.adk.errors._stale_session_error import StaleSessionError
@@ -68,6 +83,7 @@ except ImportError as missing:  # pragma: no cover - the extra is installed wher
 
 __all__ = [
     "EVENTS_LOG",
+    "MAX_APP_NAME",
     "SESSION_DOC",
     "PraisonMemoryService",
     "PraisonSessionService",
@@ -86,6 +102,9 @@ _SESSION = "adk"
 _USER = "adk-user"
 _APP = "adk-app\x1e"  # under the reserved owner: \x1e keeps it apart from snapshots' names
 _MARKER = "praisonsession:"  # our marks on Session._storage_update_marker
+#: The longest ``app_name``: with it, a session id of ADK's generated kind (36 characters)
+#: and longer ones up to 47 characters still fit in one of our ids (256 characters).
+MAX_APP_NAME = 200
 _PAGE = 1000
 _STALE = (
     "The session has been modified in storage since it was loaded (another run appended "
@@ -98,12 +117,25 @@ def _scope(app_name: str) -> str:
         raise InvalidIdError(
             f"app_name must be a str, got {type(app_name).__name__}: {app_name!r}."
         )
+    if len(app_name) > MAX_APP_NAME:
+        raise InvalidIdError(
+            f"app_name is {len(app_name)} characters long; the limit is {MAX_APP_NAME} (an "
+            "app's sessions are ids of ours, which hold 256 characters with the session id). "
+            "Use a shorter app name."
+        )
     return f"{len(app_name)}:{app_name}"
 
 
 def session_record_id(app_name: str, session_id: str) -> str:
     """Our session id of ADK's ``(app_name, session_id)``: injective, thanks to the length."""
-    return f"{_SESSION}:{_scope(app_name)}:{session_id}"
+    record_id = f"{_SESSION}:{_scope(app_name)}:{session_id}"
+    if len(record_id) > MAX_ID_LENGTH:
+        limit = MAX_ID_LENGTH - (len(record_id) - len(session_id))
+        raise InvalidIdError(
+            f"session_id is {len(session_id)} characters long; with an app_name of "
+            f"{len(app_name)} characters the limit is {limit}. Use a shorter session id."
+        )
+    return record_id
 
 
 def user_state_id(app_name: str) -> str:
@@ -117,15 +149,37 @@ def app_state_key(app_name: str) -> Key:
 
 
 def _user(user_id: Any) -> str:
-    """ADK's user id as ours (checked: printable text of at most 256 characters)."""
-    return record_key(_USER, user_id).user_id
+    """ADK's user id as ours (checked: printable text of 1 to 256 characters)."""
+    return checked_user_id(user_id)
+
+
+def _storable(state: Any, what: str) -> dict[str, dict[str, Any]]:
+    """A state delta split by scope (``temp:`` keys dropped) as ADK's services coerce it,
+    checked whole before anything is written: a value no store can hold (NaN, infinity, an
+    integer too long) and a scoped key that cannot be one of ours raise here."""
+    if not isinstance(state, dict):
+        raise InvalidValueError(f"{what} must be a dict or None, got {state!r:.80}.")
+    deltas: dict[str, dict[str, Any]] = _session_util.extract_json_safe_state_delta(state)
+    named = dict(deltas["session"])
+    for prefix, scope in ((State.APP_PREFIX, "app"), (State.USER_PREFIX, "user")):
+        for name, value in deltas[scope].items():
+            check_key(name, f"{what} key {prefix + name!r}: the name after {prefix!r}")
+            named[prefix + name] = value
+    check_json_data(named, what)
+    return deltas
+
+
+def _delivered(session: Session, event: Event) -> bool:
+    """Whether ``event`` is already among the session's events (the same id, equal): a
+    retried append, kept once as ``InMemorySessionService`` keeps it."""
+    return any(held == event for held in session.events if held.id == event.id)
 
 
 def _stripped(session_id: Any) -> Any:
     return session_id.strip() if isinstance(session_id, str) else session_id
 
 
-class PraisonSessionService(BaseSessionService):
+class PraisonSessionService(HeldStore, BaseSessionService):
     """ADK's ``BaseSessionService`` over a praisonsession store.
 
     ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
@@ -141,28 +195,13 @@ class PraisonSessionService(BaseSessionService):
         *,
         settings: Settings | dict[str, Any] | None = None,
     ) -> None:
-        self._settings, self._store, self._owns_store = held_store(store, settings)
+        self._hold(store, settings)
         self._backend = without_key(self._store.backend)
-
-    @property
-    def store(self) -> SessionBase:
-        """The store keeping the sessions: list, export or erase them through its API."""
-        return self._store
-
-    def __repr__(self) -> str:
-        return f"PraisonSessionService(store={self._store.url!r})"
 
     async def close(self) -> None:
         """Release the store's connections (a store passed in as an instance is its owner's
         to close); the sessions stay stored and the service reopens on next use."""
-        if self._owns_store:
-            await self._store.close()
-
-    async def __aenter__(self) -> PraisonSessionService:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+        await self.aclose()
 
     # -- ADK's protocol -------------------------------------------------------------------
 
@@ -176,7 +215,7 @@ class PraisonSessionService(BaseSessionService):
     ) -> Session:
         session_id = _stripped(session_id) or str(uuid.uuid4())
         key = self._key(app_name, user_id, session_id)
-        deltas = _session_util.extract_json_safe_state_delta(state or {})
+        deltas = _storable({} if state is None else state, "state")  # before any write
         now = time.time()
         try:  # creates the record only if there is none: one atomic step on every backend
             await self._backend.patch_record_state(key, {}, [], False, 0, False)
@@ -267,15 +306,15 @@ class PraisonSessionService(BaseSessionService):
         return await self._user_state(app_name, _user(user_id))
 
     async def append_event(self, session: Session, event: Event) -> Event:
-        if event.partial:
+        if event.partial or _delivered(session, event):
             return event
+        key = self._key(session.app_name, session.user_id, session.id)
+        delta = event.actions.state_delta if event.actions and event.actions.state_delta else {}
+        deltas = _storable(delta, "the event's state_delta")  # before anything changes
         # temp: state reaches the caller's session object for the rest of the invocation,
         # and is trimmed from the event before anything is stored (ADK's own order)
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
-        key = self._key(session.app_name, session.user_id, session.id)
-        delta = event.actions.state_delta if event.actions and event.actions.state_delta else {}
-        deltas = _session_util.extract_json_safe_state_delta(delta)
         count = await self._append(key, session, event, deltas["session"])
         await self._write_scoped(session.app_name, key.user_id, deltas)
         session.last_update_time = event.timestamp
@@ -291,7 +330,7 @@ class PraisonSessionService(BaseSessionService):
                 f"session_id must be a non-empty str, got {session_id!r}; e.g. the id "
                 "create_session returned."
             )
-        return record_key(session_record_id(app_name, session_id), user_id)
+        return checked_key(session_record_id(app_name, session_id), user_id)
 
     async def _append(
         self, key: Key, session: Session, event: Event, session_delta: dict[str, Any]
@@ -309,6 +348,7 @@ class PraisonSessionService(BaseSessionService):
         state = {**doc["state"], **session_delta} if session_delta else doc["state"]
         new = {"state": state, "time": event.timestamp, "events": held + 1}
         message = json.loads(event.model_dump_json(exclude_none=True))
+        check_json_data(message, "the event")
         try:
             lengths = await self._backend.write_modules(
                 key, {SESSION_DOC: new}, [LogWrite(EVENTS_LOG, [message], held)]
@@ -363,14 +403,14 @@ class PraisonSessionService(BaseSessionService):
             key = app_state_key(app_name)
             await self._backend.patch_record_state(key, deltas["app"], [], False, None, False)
         if deltas["user"]:
-            key = record_key(user_state_id(app_name), user_id)
+            key = checked_key(user_state_id(app_name), user_id)
             await self._backend.patch_record_state(key, deltas["user"], [], False, None, False)
 
     async def _app_state(self, app_name: str) -> dict[str, Any]:
         return await self._backend.read_record_state(app_state_key(app_name), None, False)
 
     async def _user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
-        key = record_key(user_state_id(app_name), user_id)
+        key = checked_key(user_state_id(app_name), user_id)
         return await self._backend.read_record_state(key, None, False)
 
     async def _one_user(self, user_id: str, prefix: str) -> list[SessionInfo]:

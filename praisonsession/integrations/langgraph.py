@@ -36,12 +36,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, 
 from typing import Any, TypeVar
 
 from .._internal import runtime
+from .._internal.identifiers import DEFAULT_USER, check_session_id
 from ..errors import InvalidIdError, InvalidValueError, MissingDependencyError, install_line
-from ..session.options import held_store
 from ..settings import Settings
-from ..stores import Key, SessionBase, record_key
+from ..stores import Key, SessionBase
 from ..stores.backend import all_records
 from ..stores.wrappers.keyless import without_key
+from ._adapter import SyncClose, checked_key, checked_user_id
 from .langgraph_threads import Loaded, Threads, Write, is_thread, pack, unpack
 
 try:
@@ -79,7 +80,7 @@ class _Where:
         self.shown_user = shown_user  # a user other than the default: returned configs name it
 
 
-class PraisonSaver(BaseCheckpointSaver[str]):
+class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
     """LangGraph's ``BaseCheckpointSaver`` over a praisonsession store.
 
     ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
@@ -102,46 +103,29 @@ class PraisonSaver(BaseCheckpointSaver[str]):
         serde: Any = None,
     ) -> None:
         super().__init__(serde=serde)
-        self._settings, self._store, self._owns_store = held_store(store, settings)
-        self._user = None if user_id is None else _user(user_id)
-        self._threads = Threads(without_key(self._store.backend))
-        self._timeout = self._settings.timeout
-        self._inline = self._store.backend.runs_inline and self._settings.sync_calls == "inline"
-
-    @property
-    def store(self) -> SessionBase:
-        """The store keeping the threads: list, export or erase them through its API."""
-        return self._store
+        self._user = None if user_id is None else checked_user_id(user_id)
+        self._hold(store, settings)
+        self._backend = without_key(self._store.backend)
+        self._threads = Threads(self._backend)
 
     @property
     def user_id(self) -> str | None:
         """The user this saver is bound to, or None (each config's, else the default user)."""
         return self._user
 
-    def __repr__(self) -> str:
-        return f"PraisonSaver(store={self._store.url!r}, user_id={self._user!r})"
+    def _repr_more(self) -> str:
+        return f", user_id={self._user!r}"
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def _sync(self, work: Coroutine[Any, Any, T], what: str) -> T:
-        """A coroutine run to its end from synchronous code: inline on this thread when it
-        runs no loop and the store allows it, else on the runtime's loop (Jupyter, a thread
-        of an async program)."""
-        return runtime.run(
-            runtime.bounded(work, self._timeout, what),
-            timeout=self._timeout,
-            inline=self._inline,
-            what=what,
-        )
-
     async def _bounded(self, work: Coroutine[Any, Any, T], what: str) -> T:
-        return await runtime.bounded(work, self._timeout, what)
+        return await runtime.bounded(work, self._settings.timeout, what)
 
     def _where(self, config: Any, what: str) -> _Where:
         """The thread, namespace and checkpoint a config addresses, every part checked."""
         configurable = _configurable(config, what)
         thread_id = _thread_id(configurable.get("thread_id"))
-        key = record_key(thread_id, self._user_of(configurable))
+        key = checked_key(thread_id, self._user_of(configurable))
         ns = configurable.get("checkpoint_ns") or ""
         if not isinstance(ns, str):
             raise InvalidValueError(
@@ -152,7 +136,7 @@ class PraisonSaver(BaseCheckpointSaver[str]):
             raise InvalidValueError(
                 f"{what}: configurable['checkpoint_id'] must be a str, got {checkpoint_id!r}."
             )
-        return _Where(key, ns, checkpoint_id, key.user_id != record_key(thread_id).user_id)
+        return _Where(key, ns, checkpoint_id, key.user_id != DEFAULT_USER)
 
     def _user_of(self, configurable: Mapping[str, Any]) -> str:
         named = configurable.get("user_id")
@@ -164,11 +148,11 @@ class PraisonSaver(BaseCheckpointSaver[str]):
                     "an unbound one (user_id=None), which takes configurable['user_id']."
                 )
             return self._user
-        return "" if named is None else _user(named)
+        return DEFAULT_USER if named is None else checked_user_id(named, "configurable['user_id']")
 
     def _thread_key(self, thread_id: Any) -> Key:
         """A thread named by id alone: the bound user's, else the default user's."""
-        return record_key(_thread_id(thread_id), self._user or "")
+        return Key(self._user or DEFAULT_USER, _thread_id(thread_id))
 
     def _config(self, where: _Where, ns: str, checkpoint_id: str) -> dict[str, Any]:
         configurable = {
@@ -209,13 +193,13 @@ class PraisonSaver(BaseCheckpointSaver[str]):
     async def _thread_keys(self) -> AsyncIterator[Key]:
         """Every thread this saver may list: the bound user's, else every user's."""
         if self._user is not None:
-            for info in await all_records(self._store.backend, self._user):
+            for info in await all_records(self._backend, self._user):
                 if is_thread(info):
                     yield Key(info.user_id, info.session_id)
             return
         after: tuple[str, str] | None = None
         while True:
-            page = await self._store.backend.list_records_by_prefix("", _PAGE, after)
+            page = await self._backend.list_records_by_prefix("", _PAGE, after)
             for info in page:
                 if is_thread(info):
                     yield Key(info.user_id, info.session_id)
@@ -224,7 +208,7 @@ class PraisonSaver(BaseCheckpointSaver[str]):
             after = (page[-1].session_id, page[-1].user_id)
 
     def _shown(self, key: Key) -> _Where:
-        return _Where(key, "", None, key.user_id != record_key(key.session_id).user_id)
+        return _Where(key, "", None, key.user_id != DEFAULT_USER)
 
     # -- the operations, once: the async methods await them, the sync ones run them ------------
 
@@ -513,7 +497,7 @@ class PraisonSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: Config) -> Any:
         """:meth:`aget_tuple`, for synchronous code."""
-        return self._sync(self._get_tuple(config), "get_tuple")
+        return self._run(self._get_tuple(config), "get_tuple")
 
     def list(
         self,
@@ -528,12 +512,12 @@ class PraisonSaver(BaseCheckpointSaver[str]):
         try:
             while True:
                 try:
-                    page = self._sync(_next(pages), "list")
+                    page = self._run(_next(pages), "list")
                 except StopAsyncIteration:
                     return
                 yield from page
         finally:
-            self._sync(pages.aclose(), "list")
+            self._run(pages.aclose(), "list")
 
     def put(
         self,
@@ -543,7 +527,7 @@ class PraisonSaver(BaseCheckpointSaver[str]):
         new_versions: Mapping[str, str | int | float],
     ) -> dict[str, Any]:
         """:meth:`aput`, for synchronous code."""
-        return self._sync(self._put(config, checkpoint, metadata, new_versions), "put")
+        return self._run(self._put(config, checkpoint, metadata, new_versions), "put")
 
     def put_writes(
         self,
@@ -553,29 +537,29 @@ class PraisonSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         """:meth:`aput_writes`, for synchronous code."""
-        self._sync(self._put_writes(config, writes, task_id, task_path), "put_writes")
+        self._run(self._put_writes(config, writes, task_id, task_path), "put_writes")
 
     def delete_thread(self, thread_id: str) -> None:
         """:meth:`adelete_thread`, for synchronous code."""
-        self._sync(self._delete_thread(thread_id), "delete_thread")
+        self._run(self._delete_thread(thread_id), "delete_thread")
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """:meth:`adelete_for_runs`, for synchronous code."""
-        self._sync(self._delete_for_runs(run_ids), "delete_for_runs")
+        self._run(self._delete_for_runs(run_ids), "delete_for_runs")
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """:meth:`acopy_thread`, for synchronous code."""
-        self._sync(self._copy_thread(source_thread_id, target_thread_id), "copy_thread")
+        self._run(self._copy_thread(source_thread_id, target_thread_id), "copy_thread")
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """:meth:`aprune`, for synchronous code."""
-        self._sync(self._prune(thread_ids, strategy=strategy), "prune")
+        self._run(self._prune(thread_ids, strategy=strategy), "prune")
 
     def get_delta_channel_history(
         self, *, config: Config, channels: Sequence[str]
     ) -> dict[str, Any]:
         """:meth:`aget_delta_channel_history`, for synchronous code."""
-        return self._sync(
+        return self._run(
             self._delta_history(config, channels),
             "get_delta_channel_history",
         )
@@ -590,31 +574,6 @@ class PraisonSaver(BaseCheckpointSaver[str]):
         else:
             number = int(str(current).split(".")[0])
         return f"{number + 1:016d}.{secrets.token_hex(4)}"
-
-    # -- lifecycle ------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Release the store's connections if this saver opened the store (a store passed
-        in as an instance is its owner's to close). The saver reconnects on next use."""
-        if self._owns_store:
-            runtime.run(self._store.close())
-
-    async def aclose(self) -> None:
-        """:meth:`close`, for async code."""
-        if self._owns_store:
-            await self._store.close()
-
-    def __enter__(self) -> PraisonSaver:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> PraisonSaver:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 # -- checks and small helpers ---------------------------------------------------------------
@@ -648,13 +607,7 @@ def _thread_id(thread_id: Any) -> str:
             f"Thread ids starting with {STORE_PREFIX!r} are PraisonStore's namespaces; "
             f"choose another thread id than {thread_id!r}."
         )
-    return record_key(thread_id).session_id
-
-
-def _user(user_id: Any) -> str:
-    if not isinstance(user_id, str):
-        raise InvalidIdError(f"user_id must be a str, got {user_id!r}.")
-    return record_key("thread", user_id).user_id
+    return check_session_id(thread_id)
 
 
 def _channel(channel: Any) -> str:

@@ -51,10 +51,10 @@ from ..errors import (
     SessionNotFoundError,
     install_line,
 )
-from ..session.core import AsyncSession
-from ..stores import LogWrite, SessionBase, record_key
+from ..stores import LogWrite, SessionBase
 from ..stores.api import check_messages
 from ..stores.wrappers.keyless import without_key
+from ._adapter import HeldStore, checked_key
 
 if TYPE_CHECKING:  # the SDK is an optional extra: the type check needs none of it
     from ..settings import Settings
@@ -103,7 +103,7 @@ class SessionClosedError(PraisonSessionError, RuntimeError):
     SDK's own sessions raise."""
 
 
-class PraisonSession(SessionABC):
+class PraisonSession(HeldStore, SessionABC):
     """The SDK's ``Session`` protocol (``agents.memory.SessionABC``) over a praisonsession store.
 
     ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
@@ -135,29 +135,22 @@ class PraisonSession(SessionABC):
                 f"PraisonSession needs a session_id (a str), got {session_id!r}; e.g. "
                 "PraisonSession('chat_123', store='sqlite:///chat.db')."
             )
-        # our session: ids, settings and the store resolved and checked as Session does it
-        self._session = AsyncSession(session_id, user_id, store=store, settings=settings)
-        self._store = self._session.store
+        self._key = checked_key(session_id, user_id)  # before the store is opened
+        self._hold(store, settings)
         self._backend = without_key(self._store.backend)
-        self._owns_store = not isinstance(store, SessionBase)
-        self._key = record_key(self._session.session_id, self._session.user_id)
         self._closed = False
         self._closing: asyncio.Task[None] | None = None
         #: The conversation's id, as the SDK names it.
-        self.session_id: str = self._session.session_id
+        self.session_id: str = self._key.session_id
         #: The SDK's settings of this session (``limit``: what ``get_items()`` returns).
         self.session_settings = _session_settings(session_settings)
         self._orphan_free = check_flag(orphan_free, "orphan_free")
 
     @property
     def user_id(self) -> str:
-        """The user the conversation belongs to (``default_user`` unless given)."""
-        return self._session.user_id
-
-    @property
-    def store(self) -> SessionBase:
-        """The store keeping the conversation: list, export or erase it through its API."""
-        return self._store
+        """The user the conversation belongs to (``default_user`` unless given; ``""`` is
+        refused: it would be the default user's, another user in the SDK's own sessions)."""
+        return self._key.user_id
 
     def __repr__(self) -> str:
         return (
@@ -213,7 +206,7 @@ class PraisonSession(SessionABC):
         self._closed = True
         if not self._owns_store:
             return
-        closing = self._store.close()
+        closing = super().aclose()
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -226,6 +219,15 @@ class PraisonSession(SessionABC):
             own_loop.run_until_complete(closing)
         finally:
             own_loop.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close`, for async code: the store's connections are released when it
+        returns."""
+        if not self._closed:
+            self._closed = True
+            await super().aclose()
+        elif self._closing is not None:
+            await self._closing
 
     # -- the work behind them --------------------------------------------------------------
 

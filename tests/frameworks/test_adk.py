@@ -36,10 +36,11 @@ from google.genai import types
 import praisonsession
 from adk_workers import make_runner, worker_command
 from backends import ENCRYPTION_KEY, store_url
-from praisonsession import InMemorySession, InvalidIdError, Session
+from praisonsession import InMemorySession, InvalidIdError, InvalidValueError, Session
 from praisonsession.integrations import adk
 from praisonsession.integrations.adk import (
     EVENTS_LOG,
+    MAX_APP_NAME,
     PraisonMemoryService,
     PraisonSessionService,
     session_record_id,
@@ -293,6 +294,149 @@ def test_partial_events_are_not_stored(store: Any) -> None:
 
 
 # -- concurrency -------------------------------------------------------------------------------
+
+
+def test_a_value_no_store_holds_refuses_create_session_before_anything_is_written(
+    store: Any,
+) -> None:
+    """A NaN (or infinity, or an integer too long) anywhere in ``state`` is InvalidValueError,
+    raised before the session or an app:/user: record exists: a retry succeeds."""
+    bad_states = [
+        {"score": float("nan")},
+        {"app:theme": float("inf")},
+        {"user:rank": {"deep": [1, float("nan")]}},
+        {"ok": 1, "user:big": 10**5000},
+    ]
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        for state in bad_states:
+            with pytest.raises(InvalidValueError, match="state"):
+                await service.create_session(
+                    app_name="shop", user_id="u", session_id="s", state=state
+                )
+            assert await service.get_session(app_name="shop", user_id="u", session_id="s") is None
+            assert await service.get_user_state(app_name="shop", user_id="u") == {}
+            other = await service.create_session(app_name="shop", user_id="v")
+            assert other.state == {}  # no app: value was written
+            await service.delete_session(app_name="shop", user_id="v", session_id=other.id)
+        with pytest.raises(InvalidValueError, match="state must be a dict"):
+            await service.create_session(app_name="shop", user_id="u", state=[1])  # type: ignore[arg-type]
+        made = await service.create_session(
+            app_name="shop", user_id="u", session_id="s", state={"score": 1, "app:theme": "dark"}
+        )
+        assert made.state == {"score": 1, "app:theme": "dark"}
+        await service.close()
+
+    run(work())
+
+
+def test_an_event_no_store_holds_changes_nothing_and_leaves_the_session_usable(
+    store: Any,
+) -> None:
+    """A NaN under an app:/user: key or a plain one: no event, no session key, no app or user
+    record is written; the caller's session goes on appending."""
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        session = await service.create_session(
+            app_name="shop", user_id="u", state={"n": 1, "app:a": 1, "user:b": 1}
+        )
+        for bad in (
+            {"n": 2, "app:a": float("nan")},
+            {"user:b": float("-inf"), "n": 3},
+            {"n": float("nan")},
+        ):
+            with pytest.raises(InvalidValueError, match="state_delta"):
+                await service.append_event(
+                    session, said("bad", actions=EventActions(state_delta=bad))
+                )
+            assert session.events == [] and session.state == {"n": 1, "app:a": 1, "user:b": 1}
+        stored = await service.get_session(app_name="shop", user_id="u", session_id=session.id)
+        assert stored is not None and stored.events == []
+        assert stored.state == {"n": 1, "app:a": 1, "user:b": 1}
+        await service.append_event(session, said("good", actions=delta(n=5, **{"app:a": 2})))
+        stored = await service.get_session(app_name="shop", user_id="u", session_id=session.id)
+        assert stored is not None and len(stored.events) == 1
+        assert stored.state == {"n": 5, "app:a": 2, "user:b": 1}
+        await service.close()
+
+    run(work())
+
+
+def test_an_event_appended_twice_is_kept_once_as_adks_in_memory_service_keeps_it(
+    store: Any,
+) -> None:
+    from google.adk.sessions import InMemorySessionService
+
+    async def work() -> None:
+        for service in (PraisonSessionService(store), InMemorySessionService()):
+            session = await service.create_session(app_name="shop", user_id="u", state={"count": 0})
+            event = said("once", actions=delta(count=1, **{"user:seen": 1}))
+            await service.append_event(session, event)
+            await service.append_event(session, event)  # a retried delivery
+            again = await service.get_session(app_name="shop", user_id="u", session_id=session.id)
+            assert again is not None
+            await service.append_event(again, event.model_copy(deep=True))  # an equal copy
+            final = await service.get_session(app_name="shop", user_id="u", session_id=session.id)
+            assert final is not None
+            assert [e.id for e in final.events] == [event.id], type(service).__name__
+            assert final.state == {"count": 1, "user:seen": 1}
+            assert len(session.events) == 1
+            await service.append_event(final, said("next"))  # the session goes on
+            if isinstance(service, PraisonSessionService):
+                await service.close()
+
+    run(work())
+
+
+def test_an_empty_user_id_is_never_the_default_user(store: Any) -> None:
+    """ADK keeps user "" apart from every other user; our ids cannot hold "" (it is the default
+    user there), so it is refused with a typed error and never reads another user's data."""
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        mine = await service.create_session(
+            app_name="shop", user_id="default_user", state={"user:secret": "x"}
+        )
+        calls = [
+            service.create_session(app_name="shop", user_id=""),
+            service.get_session(app_name="shop", user_id="", session_id=mine.id),
+            service.list_sessions(app_name="shop", user_id=""),
+            service.delete_session(app_name="shop", user_id="", session_id=mine.id),
+            service.get_user_state(app_name="shop", user_id=""),
+        ]
+        for call in calls:
+            with pytest.raises(InvalidIdError, match="user_id must not be empty"):
+                await call
+        assert await service.get_session(
+            app_name="shop", user_id="default_user", session_id=mine.id
+        )
+        await service.close()
+
+    run(work())
+
+
+def test_a_long_app_name_is_named_in_its_own_error(store: Any) -> None:
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        with pytest.raises(
+            InvalidIdError, match=f"app_name is 220 characters long; the limit is {MAX_APP_NAME}"
+        ):
+            await service.create_session(app_name="a" * 220, user_id="u")
+        longest = await service.create_session(app_name="a" * MAX_APP_NAME, user_id="u")
+        assert len(longest.id) == 36  # ADK's generated id fits beside the longest app name
+        with pytest.raises(
+            InvalidIdError,
+            match="session_id is 60 characters long; with an app_name of 200 characters "
+            "the limit is 47",
+        ):
+            await service.create_session(
+                app_name="a" * MAX_APP_NAME, user_id="u", session_id="s" * 60
+            )
+        await service.close()
+
+    run(work())
 
 
 def test_a_stale_session_is_refused_and_nothing_is_written(store: Any) -> None:

@@ -30,6 +30,7 @@ from praisonsession.errors import (
     ConflictError,
     InvalidIdError,
     InvalidValueError,
+    KeyRequiredError,
     SessionCorruptedError,
 )
 from praisonsession.integrations.langgraph import PraisonSaver
@@ -335,6 +336,34 @@ def test_checkpoints_are_sealed_at_rest_with_an_encryption_key(tmp_path: Path) -
     assert rows and all('"role"' not in row and '"w"' not in row for row in rows)
     with PraisonSaver(url) as without_key, pytest.raises(SessionCorruptedError):
         without_key.get_tuple(config("t"))  # sealed: never taken for data
+
+
+def test_a_saver_without_the_key_neither_lists_nor_deletes_as_if_there_were_nothing(
+    tmp_path: Path,
+) -> None:
+    """Every keyless read raises KeyRequiredError: listing every thread and deleting runs
+    across them too, rather than an empty list or a delete that quietly did nothing."""
+    url = f"sqlite://{tmp_path}/sealed.db"
+    with PraisonSaver(url, settings={"encryption_key": ENCRYPTION_KEY}) as saver:
+        stored = put(saver, "t", {"x": 1}, run_id="run-1")
+    with PraisonSaver(url) as keyless:
+        with pytest.raises(KeyRequiredError):
+            list(keyless.list(None))
+        with pytest.raises(KeyRequiredError):
+            keyless.delete_for_runs(["run-1"])
+        with pytest.raises(KeyRequiredError):
+            list(PraisonSaver(url, user_id="default_user").list(None))
+    with PraisonSaver(url, settings={"encryption_key": ENCRYPTION_KEY}) as saver:
+        assert [t.config for t in saver.list(None)] == [stored]  # nothing was deleted
+
+
+def test_an_empty_user_id_is_never_the_default_user(saver: PraisonSaver) -> None:
+    put(saver, "t", {"x": 1})
+    with pytest.raises(InvalidIdError, match="must not be empty"):
+        PraisonSaver("memory://", user_id="")
+    with pytest.raises(InvalidIdError, match="must not be empty"):
+        saver.get_tuple(config("t", user_id=""))
+    assert saver.get_tuple(config("t")) is not None
 
 
 # -- graphs ---------------------------------------------------------------------------------------

@@ -315,6 +315,23 @@ def test_get_items_is_the_raw_tail_as_the_sdk_stores_it(store: Any, tmp_path: Pa
     run(work())
 
 
+def test_an_empty_user_id_is_never_the_default_user(store: Any) -> None:
+    """The SDK keeps no users; ours take "" for the default user, so "" is refused rather than
+    reading, popping or clearing the default user's conversation."""
+
+    async def work() -> None:
+        owner = PraisonSession("chat", user_id="default_user", store=store)
+        await owner.add_items([say("mine")])
+        with pytest.raises(InvalidIdError, match="user_id must not be empty"):
+            PraisonSession("chat", user_id="", store=store)
+        assert await owner.get_items() == [say("mine")]
+        await owner.aclose()
+        with pytest.raises(SessionClosedError):
+            await owner.get_items()
+
+    run(work())
+
+
 def test_orphan_free_is_a_flag(store: Any) -> None:
     with pytest.raises(InvalidValueError, match="orphan_free must be True or False"):
         PraisonSession("chat", store=store, orphan_free="yes")  # type: ignore[arg-type]
