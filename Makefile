@@ -79,6 +79,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_memory_search.py
 	$(PY) benchmarks/bench_knowledge_ingest.py
 	$(PY) benchmarks/bench_agents.py
+	$(PY) benchmarks/bench_praisonai_db.py
 	$(PY) benchmarks/bench_redis.py
 	$(PY) benchmarks/bench_postgres.py
 	$(PY) benchmarks/bench_erasure.py

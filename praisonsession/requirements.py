@@ -26,6 +26,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "openai-agents": ("agents",),
     "adk": ("google.adk",),
     "langgraph": ("langgraph",),
+    "praisonai": ("praisonaiagents",),
 }
 
 

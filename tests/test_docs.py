@@ -20,7 +20,10 @@ import pytest
 import praisonsession
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "pages").glob("*.md"))]
+#: The PraisonAI page runs here: praisonaiagents is in this environment (the interop extra), not in
+#: the frameworks' one, where the other integrations' pages run (tests/frameworks).
+PRAISONAI_PAGE = ROOT / "docs" / "pages" / "integrations" / "praisonai.md"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs" / "pages").glob("*.md")), PRAISONAI_PAGE]
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 

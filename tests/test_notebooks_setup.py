@@ -32,6 +32,7 @@ NEEDS = {
     "04_remote": ("server",),
     "05_fork_and_snapshots": ("memory",),
     "06_long_conversations": (),
+    "07_praisonai_agent": ("praisonai",),
     "frameworks/adk": ("adk", "memory"),  # run in the frameworks' environment
     "frameworks/langgraph": ("langgraph",),
     "frameworks/openai_agents": ("openai-agents",),

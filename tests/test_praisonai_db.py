@@ -558,3 +558,19 @@ def test_importing_praisonsession_never_imports_praisonai() -> None:
     code = "import praisonsession.integrations.praisonai as m; print(m.PraisonDb.__name__)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert done.stdout.strip() == "PraisonDb", done.stderr
+
+
+def test_the_benchmark_runs_and_prints_every_row(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_praisonai_db.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for row in ("| turn @10 |", "| turn @1,000 |", "| resume @10 |", "| resume @1,000 |"):
+        assert done.stdout.count(row) == 2, done.stdout  # at durability process and power
+    assert "DefaultSessionStore: temporary file renamed (os.replace), no fsync" in done.stdout
+    assert "SqliteTranscriptStore: WAL, synchronous=" in done.stdout
