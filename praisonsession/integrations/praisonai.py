@@ -46,10 +46,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from .._internal import runtime
 from .._internal.identifiers import DEFAULT_USER, check_session_id
 from ..errors import (
     ConflictError,
@@ -59,8 +57,8 @@ from ..errors import (
     PraisonSessionError,
     install_line,
 )
-from ..session.options import held_store
 from ..stores import SessionBase, SessionInfo, record_key
+from ._adapter import SyncClose
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -93,7 +91,6 @@ __all__ = [
     "PraisonDb",
 ]
 
-T = TypeVar("T")
 
 #: The conversation's turns, as ``praisonsession show`` names the log.
 MESSAGES_LOG = "praisonai.messages"
@@ -120,7 +117,7 @@ _LOOK_BACK = 16
 _LOG = logging.getLogger("praisonsession")
 
 
-class PraisonDb:
+class PraisonDb(SyncClose):
     """PraisonAI's ``DbAdapter`` (with its tool-turn and async forms) over a praisonsession
     store.
 
@@ -138,8 +135,7 @@ class PraisonDb:
         *,
         settings: Settings | dict[str, Any] | None = None,
     ) -> None:
-        self._settings, self._store, self._owns_store = held_store(store, settings)
-        self._inline = self._store.backend.runs_inline and self._settings.sync_calls == "inline"
+        self._hold(store, settings)
         self._lock = threading.Lock()
         #: session id -> the users this process bound to it (on_agent_start)
         self._bound: dict[str, set[str]] = {}
@@ -154,11 +150,6 @@ class PraisonDb:
         self._unwritten: dict[tuple[Key, str], list[dict[str, Any]]] = {}
 
     @property
-    def store(self) -> SessionBase:
-        """The store keeping the conversations: list, export or erase them through its API."""
-        return self._store
-
-    @property
     def unwritten(self) -> int:
         """How many entries failed writes left in memory, to be written before the next
         entry of their session (0 when everything reached the store)."""
@@ -170,33 +161,16 @@ class PraisonDb:
         """This store as PraisonAI's ``AsyncDbAdapter``: the same hooks, awaited."""
         return AsyncPraisonDb(self)
 
-    def __repr__(self) -> str:
-        return f"PraisonDb(store={self._store.url!r})"
-
-    def __enter__(self) -> PraisonDb:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> PraisonDb:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
     def close(self) -> None:
         """Release the store's connections (a store passed in as an instance is its owner's
         to close); the conversations stay stored, and the adapter reopens on next use."""
         self._warn_unwritten()
-        if self._owns_store:
-            runtime.run(self._store.close(), timeout=self._settings.timeout)
+        super().close()
 
     async def aclose(self) -> None:
         """``close`` for async code."""
         self._warn_unwritten()
-        if self._owns_store:
-            await self._store.close()
+        await super().aclose()
 
     # -- the DbAdapter protocol: sync hooks ------------------------------------------------
 
@@ -209,19 +183,26 @@ class PraisonDb:
     ) -> list[DbMessage]:
         """Open the conversation of ``user_id`` (the default user if none) and return its
         turns, oldest first, tool calls and results included."""
-        return self._run(self._agent_start(agent_name, session_id, user_id, metadata))
+        return self._run(
+            self._agent_start(agent_name, session_id, user_id, metadata), "on_agent_start"
+        )
 
     def on_user_message(
         self, session_id: str, content: str, metadata: dict[str, Any] | None = None
     ) -> None:
         """Append the user's turn."""
-        self._run(self._message(self._caller(), session_id, "user", content, metadata))
+        self._run(
+            self._message(self._caller(), session_id, "user", content, metadata), "on_user_message"
+        )
 
     def on_agent_message(
         self, session_id: str, content: str, metadata: dict[str, Any] | None = None
     ) -> None:
         """Append the agent's answer."""
-        self._run(self._message(self._caller(), session_id, "assistant", content, metadata))
+        self._run(
+            self._message(self._caller(), session_id, "assistant", content, metadata),
+            "on_agent_message",
+        )
 
     def on_assistant_message(
         self,
@@ -234,7 +215,10 @@ class PraisonDb:
         (OpenAI's shape), so that a resumed agent sends the model the same transcript."""
         calls = _tool_calls(tool_calls)
         who = self._caller()
-        self._run(self._message(who, session_id, "assistant", content, metadata, tool_calls=calls))
+        self._run(
+            self._message(who, session_id, "assistant", content, metadata, tool_calls=calls),
+            "on_assistant_message",
+        )
 
     def on_tool_message(
         self,
@@ -246,7 +230,10 @@ class PraisonDb:
         """Append a tool's result (``role="tool"``), linked to its call by ``tool_call_id``."""
         call_id = _text(tool_call_id, "tool_call_id")
         who = self._caller()
-        self._run(self._message(who, session_id, "tool", content, metadata, tool_call_id=call_id))
+        self._run(
+            self._message(who, session_id, "tool", content, metadata, tool_call_id=call_id),
+            "on_tool_message",
+        )
 
     def on_tool_call(
         self,
@@ -257,11 +244,14 @@ class PraisonDb:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         """Record a tool's execution (kept beside the turns, never replayed to the model)."""
-        self._run(self._tool_call(self._caller(), session_id, tool_name, args, result, metadata))
+        self._run(
+            self._tool_call(self._caller(), session_id, tool_name, args, result, metadata),
+            "on_tool_call",
+        )
 
     def on_agent_end(self, session_id: str, metadata: dict[str, Any] | None = None) -> None:
         """Mark the conversation ended (its metadata says when); it stays stored."""
-        self._run(self._agent_end(self._caller(), session_id, metadata))
+        self._run(self._agent_end(self._caller(), session_id, metadata), "on_agent_end")
 
     def on_run_start(
         self,
@@ -271,7 +261,10 @@ class PraisonDb:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         """Record the start of a run (a turn); the turns until its end carry its id."""
-        self._run(self._run_start(self._caller(), session_id, run_id, input_content, metadata))
+        self._run(
+            self._run_start(self._caller(), session_id, run_id, input_content, metadata),
+            "on_run_start",
+        )
 
     def on_run_end(
         self,
@@ -284,24 +277,27 @@ class PraisonDb:
     ) -> None:
         """Record the end of a run: its output, status and metrics."""
         who = self._caller()
-        self._run(self._run_end(who, session_id, run_id, output_content, status, metrics, metadata))
+        self._run(
+            self._run_end(who, session_id, run_id, output_content, status, metrics, metadata),
+            "on_run_end",
+        )
 
     def get_runs(
         self, session_id: str, limit: int | None = None, *, user_id: str | None = None
     ) -> list[DbRun]:
         """The session's runs, newest first (at most ``limit``)."""
-        return self._run(self._get_runs(session_id, limit, user_id))
+        return self._run(self._get_runs(session_id, limit, user_id), "get_runs")
 
     def export_session(self, session_id: str, *, user_id: str | None = None) -> dict[str, Any]:
         """The whole conversation as JSON data (turns, runs, tool calls, traces);
         ``import_session`` makes it again. {} for a session that is not stored."""
-        return self._run(self._export(session_id, user_id))
+        return self._run(self._export(session_id, user_id), "export_session")
 
     def import_session(self, data: dict[str, Any]) -> str:
         """Store a conversation ``export_session`` returned (of its user, under its session
         id, or a new one if it has none); its session id. A stored conversation of that id is
         never overwritten: ``ConflictError``."""
-        return self._run(self._import(data))
+        return self._run(self._import(data), "import_session")
 
     def on_trace_start(
         self,
@@ -313,13 +309,16 @@ class PraisonDb:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         """Record the start of a trace, in the session it names."""
-        self._run(self._trace_start(trace_id, session_id, run_id, agent_name, user_id, metadata))
+        self._run(
+            self._trace_start(trace_id, session_id, run_id, agent_name, user_id, metadata),
+            "on_trace_start",
+        )
 
     def on_trace_end(
         self, trace_id: str, status: str = "ok", metadata: dict[str, Any] | None = None
     ) -> None:
         """Record the end of a trace."""
-        self._run(self._trace_event(trace_id, "trace_end", status, metadata))
+        self._run(self._trace_event(trace_id, "trace_end", status, metadata), "on_trace_end")
 
     def on_span_start(
         self,
@@ -330,13 +329,15 @@ class PraisonDb:
         attributes: dict[str, Any] | None = None,
     ) -> None:
         """Record the start of a span of a trace."""
-        self._run(self._span_start(span_id, trace_id, name, parent_span_id, attributes))
+        self._run(
+            self._span_start(span_id, trace_id, name, parent_span_id, attributes), "on_span_start"
+        )
 
     def on_span_end(
         self, span_id: str, status: str = "ok", attributes: dict[str, Any] | None = None
     ) -> None:
         """Record the end of a span."""
-        self._run(self._span_end(span_id, status, attributes))
+        self._run(self._span_end(span_id, status, attributes), "on_span_end")
 
     def get_traces(
         self,
@@ -346,7 +347,7 @@ class PraisonDb:
     ) -> list[DbTrace]:
         """Traces with their spans, newest first: of a session, else of a user (the default
         user if none), at most ``limit``."""
-        return self._run(self._get_traces(session_id, user_id, limit))
+        return self._run(self._get_traces(session_id, user_id, limit), "get_traces")
 
     def get_schema_version(self) -> str:
         """The version of PraisonAI's protocol this adapter stores (``SCHEMA_VERSION``)."""
@@ -507,13 +508,6 @@ class PraisonDb:
     ) -> list[DbTrace]:
         """``get_traces`` for async code."""
         return await self._get_traces(session_id, user_id, limit)
-
-    # -- running -----------------------------------------------------------------------------
-
-    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """A hook from sync code: inline on this thread when the store allows it, else on the
-        process's loop (``runtime.run``), within the settings' timeout."""
-        return runtime.run(coro, timeout=self._settings.timeout, inline=self._inline)
 
     # -- whose session -----------------------------------------------------------------------
 
