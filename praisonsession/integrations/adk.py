@@ -171,8 +171,13 @@ def _storable(state: Any, what: str) -> dict[str, dict[str, Any]]:
 
 def _delivered(session: Session, event: Event) -> bool:
     """Whether ``event`` is already among the session's events (the same id, equal): a
-    retried append, kept once as ``InMemorySessionService`` keeps it."""
-    return any(held == event for held in session.events if held.id == event.id)
+    retried append, kept once as ``InMemorySessionService`` keeps it. An event stamped later
+    than the session's last one is new without a look (every event a run makes), so the
+    look through the history is paid only by an event as old as one already held."""
+    events = session.events
+    if not events or event.timestamp > events[-1].timestamp:
+        return False
+    return any(held == event for held in events if held.id == event.id)
 
 
 def _stripped(session_id: Any) -> Any:
@@ -348,7 +353,6 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         state = {**doc["state"], **session_delta} if session_delta else doc["state"]
         new = {"state": state, "time": event.timestamp, "events": held + 1}
         message = json.loads(event.model_dump_json(exclude_none=True))
-        check_json_data(message, "the event")
         try:
             lengths = await self._backend.write_modules(
                 key, {SESSION_DOC: new}, [LogWrite(EVENTS_LOG, [message], held)]

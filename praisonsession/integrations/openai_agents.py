@@ -41,6 +41,7 @@ from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._internal.checks import check_flag
+from .._internal.identifiers import DEFAULT_USER
 from ..errors import (
     ConflictError,
     InvalidIdError,
@@ -124,7 +125,7 @@ class PraisonSession(HeldStore, SessionABC):
         self,
         session_id: str,
         *,
-        user_id: str = "default_user",
+        user_id: str | None = DEFAULT_USER,
         store: SessionBase | str | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         settings: Settings | dict[str, Any] | None = None,
@@ -135,7 +136,8 @@ class PraisonSession(HeldStore, SessionABC):
                 f"PraisonSession needs a session_id (a str), got {session_id!r}; e.g. "
                 "PraisonSession('chat_123', store='sqlite:///chat.db')."
             )
-        self._key = checked_key(session_id, user_id)  # before the store is opened
+        # before the store is opened; None is the default user, as for Session
+        self._key = checked_key(session_id, DEFAULT_USER if user_id is None else user_id)
         self._hold(store, settings)
         self._backend = without_key(self._store.backend)
         self._closed = False

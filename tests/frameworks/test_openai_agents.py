@@ -325,6 +325,9 @@ def test_an_empty_user_id_is_never_the_default_user(store: Any) -> None:
         with pytest.raises(InvalidIdError, match="user_id must not be empty"):
             PraisonSession("chat", user_id="", store=store)
         assert await owner.get_items() == [say("mine")]
+        unnamed = PraisonSession("chat", user_id=None, store=store)  # as Session: the default
+        assert unnamed.user_id == "default_user" and await unnamed.get_items() == [say("mine")]
+        await unnamed.aclose()
         await owner.aclose()
         with pytest.raises(SessionClosedError):
             await owner.get_items()
