@@ -143,6 +143,106 @@ def test_after_erasure_no_byte_of_the_user_is_left_anywhere(
     runtime.run(store.close())
 
 
+@pytest.fixture
+def every_reply_lost_once(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """What a loaded machine does to some writes, done to all of them, so that the test is
+    deterministic: Redis runs the write, its reply is lost (a timeout), the client retries with
+    the same op token and gets the reply the server kept. Returns ``lose(store)`` to apply it
+    to a Redis store, then the names of the scripts whose reply was lost."""
+    import redis
+
+    lost: list[str] = []
+
+    def lose(store: SessionBase) -> list[str]:
+        backend = store.backend
+        scripts = backend._scripts.values()  # type: ignore[attr-defined]
+        by_text = {s.sha: s for s in scripts} | {s.source: s for s in scripts}
+
+        def first_try(keys_and_args: tuple[Any, ...], numkeys: int) -> str | None:
+            """The script's name when this is a write's first attempt (ARGV 5 is "0"); the
+            script is named by its SHA1 (EVALSHA) or given whole (EVAL, on a first run)."""
+            script = by_text.get(keys_and_args[0])
+            args = keys_and_args[2 + numkeys :]
+            if script is None or not script.writes or args[4] != "0":
+                return None
+            return script.name
+
+        inline = backend._inline  # type: ignore[attr-defined]
+        real_command = inline._command
+
+        def command(*args: Any) -> Any:
+            reply = real_command(*args)
+            name = first_try(args[1:], int(args[2])) if args[0] in ("EVAL", "EVALSHA") else None
+            if name is not None:
+                lost.append(name)
+                raise redis.exceptions.ConnectionError("reply lost (simulated)")
+            return reply
+
+        monkeypatch.setattr(inline, "_command", command)
+        real_client = backend._client  # type: ignore[attr-defined]
+
+        async def client() -> Any:
+            found = await real_client()
+            if found is inline:
+                return found
+
+            class LosesReplies:
+                def __getattr__(self, name: str) -> Any:
+                    return getattr(found, name)
+
+                async def evalsha(self, *args: Any) -> Any:
+                    return self._lose(await found.evalsha(*args), args)
+
+                async def eval(self, *args: Any) -> Any:
+                    return self._lose(await found.eval(*args), args)
+
+                def _lose(self, reply: Any, args: tuple[Any, ...]) -> Any:
+                    name = first_try(args, int(args[1]))
+                    if name is not None:
+                        lost.append(name)
+                        raise redis.exceptions.ConnectionError("reply lost (simulated)")
+                    return reply
+
+            return LosesReplies()
+
+        monkeypatch.setattr(backend, "_client", client)
+        return lost
+
+    yield lose
+
+
+def test_erasure_leaves_no_reply_kept_for_a_retried_write_of_the_user(
+    redis_url: str, tmp_path: Path, every_reply_lost_once: Any
+) -> None:
+    """#11 of issue 38: Redis keeps a write's reply for a minute under its op token, so that
+    a retry after a lost reply is answered without writing twice. Erasure deleted only the
+    replies that name the user; one that holds their data without naming them (the messages a
+    truncation removed, as pop_item does) stayed: "msg 298" after erase_user. Every reply is
+    lost here and retried, and the user pops their last two messages."""
+    store = make_store("redis", tmp_path)
+    lost = every_reply_lost_once(store)
+    settings = {"data_dir": str(tmp_path / "data")}
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    user = "erin-" + MARK.decode()
+    fill(store, settings, user, MARK.decode(), scratch)
+    fill(store, settings, "bob-" + KEPT.decode(), KEPT.decode(), scratch)
+    key = record_key(f"talk-{MARK.decode()}", user)
+    popped = runtime.run(store.backend.truncate_log(key, f"log-{MARK.decode()}", 298, 300))
+    assert [m["content"] for m in popped] == [f"msg {i} {MARK.decode()}" for i in (298, 299)]
+    assert {"create", "patch", "increment", "append", "copy", "truncate"} <= set(lost), lost
+
+    report = erase_user(user, store=store, settings=settings)
+
+    assert (report.sessions, report.snapshots, report.leftovers) == (3, 1, [])
+    assert "delete" in lost  # the erasure's own writes went through retries too
+    left = every_byte(tmp_path, store)
+    at = left.find(MARK)
+    assert at < 0, f"found {left[max(0, at - 80) : at + 80]!r}"
+    assert left.count(KEPT) > 300  # the other user's replies and data stay
+    runtime.run(store.close())
+
+
 @pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
 @pytest.mark.parametrize("kind", ["json", "sqlite", "redis", "postgres"])
 def test_a_fork_to_another_user_keeps_its_data_but_not_the_erased_users_ids(

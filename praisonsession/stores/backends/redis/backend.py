@@ -7,6 +7,7 @@ one operation lives in the package's other modules (keys, scripts, replies, retr
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -26,7 +27,7 @@ from ....errors import (
 )
 from ...backend import Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
-from ...record import SessionContents, SessionInfo, copy_conflict
+from ...record import SNAPSHOT_OWNER, SessionContents, SessionInfo, copy_conflict
 from ...reserved import user_digest
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
@@ -293,7 +294,7 @@ class RedisBackend(StoreBackend):
         meta = [self._meta_key(key)]
         writes = self._scripts[name].writes
         for _ in range(3):
-            token = self._tokens.new() if writes else ""
+            token = self._tokens.new(_digest(key.user_id)) if writes else ""
             reply = await self._call(name, meta, [*self._common_args(key, token), *args])
             status = as_text(reply[0])
             if status == "import":
@@ -384,8 +385,10 @@ class RedisBackend(StoreBackend):
             *metadata_args(metadata),
         ]
         keys = [self._meta_key(target), self._meta_key(source)]
+        # the reply is the target's metadata: a snapshot's or staging copy's is the source's data
+        owner = _digest(source.user_id if target.user_id == SNAPSHOT_OWNER else target.user_id)
         for _ in range(3):
-            common = self._common_args(target, self._tokens.new())
+            common = self._common_args(target, self._tokens.new(owner))
             reply = await self._call("copy", keys, [*common, *args])
             status = as_text(reply[0])
             if status == "import":  # the target has AgentScope data: adopt it, then copy
@@ -465,11 +468,12 @@ class RedisBackend(StoreBackend):
                 return users
 
     async def scrub_erased_user(self, user_id: str) -> None:
-        """After an erasure: the op keys whose kept reply names the user, or a reserved record
-        of the user (an export's staging copy, whose reply holds the session's metadata), go
-        now, not in a minute (``forget.lua``)."""
+        """After an erasure: the replies kept for retries of the user's writes (their op keys
+        are named after the user: ``OpTokens``), and those that name the user or one of their
+        reserved records (a fork's parent link, an export's staging copy), go now, not in a
+        minute (``forget.lua``)."""
         cursor = "0"
-        digest = user_digest(user_id)
+        digest = _digest(user_id)
         while True:
             args = [self._layout.op_keys, cursor, _SCAN_BATCH, user_id, digest]
             reply = await self._call("forget", [], args)
@@ -639,6 +643,10 @@ class RedisBackend(StoreBackend):
 
     def _describe_log(self, key: Key, path: str) -> str:
         return f"message log {path!r} of session {key.session_id!r}"
+
+
+#: ``user_digest`` of the users a process writes for: computed once each, not on every write.
+_digest = functools.lru_cache(maxsize=1024)(user_digest)
 
 
 def _number(text: Any, store: RedisBackend, key: Key, name: str) -> int | float:

@@ -97,6 +97,9 @@ class OpTokens:
     A write runs with a new token; the server keeps its reply under the token (``once`` in
     ``prelude.lua``), and a retry with the same token gets that reply instead of writing
     again. ``ttl_ms`` outlasts every retry: twice ``retry_window`` seconds, at least a minute.
+    A token begins with the digest of the user whose data the reply may hold (the messages a
+    truncation removed, a snapshot's sealed metadata: nothing that names them), so that erasing
+    the user deletes their kept replies by name (``forget.lua``), whatever the replies say.
     """
 
     __slots__ = ("_base", "_count", "ttl_ms")
@@ -106,9 +109,10 @@ class OpTokens:
         self._base = secrets.token_hex(8)
         self._count = itertools.count()
 
-    def new(self) -> str:
+    def new(self, owner: str) -> str:
+        """A token for one write whose reply may hold data of the user ``owner`` digests."""
         # unique per store object, process and call; cheaper than os.urandom on every write
-        return f"{self._base}.{os.getpid()}.{next(self._count)}"
+        return f"{owner}.{self._base}.{os.getpid()}.{next(self._count)}"
 
 
 @functools.cache
