@@ -383,6 +383,25 @@ def test_erase_user_leaves_nothing_on_every_store(db: PraisonDb) -> None:
     ]
 
 
+def test_a_conversation_not_resumed_within_its_ttl_is_gone(
+    kind: str, tmp_path: Path, frozen_clock: Any
+) -> None:
+    # a URL takes the settings' TTL; a store instance keeps its own (as Session(store=...) does)
+    store: Any = InMemorySession(default_ttl=60) if kind == "memory" else store_url(kind, tmp_path)
+    with PraisonDb(store, settings={"default_ttl": 60}) as db:
+        db.on_agent_start("Helper", "short", "u")
+        db.on_user_message("short", "remember me")
+        frozen_clock.advance(59)  # each resume restarts the TTL
+        assert turns(db.on_agent_start("Helper", "short", "u")) == [("user", "remember me")]
+        frozen_clock.advance(59)
+        assert turns(db.on_agent_start("Helper", "short", "u")) == [("user", "remember me")]
+        frozen_clock.advance(61)
+        assert db.on_agent_start("Helper", "short", "u") == []
+        assert db.export_session("short", user_id="u")["messages"] == []
+    if kind == "memory":
+        runtime.run(store.close())
+
+
 # -- many writers ----------------------------------------------------------------------------
 
 
