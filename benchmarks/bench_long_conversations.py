@@ -28,6 +28,17 @@ history sent every turn, and today's 20-turn window:
   conversation still fits the window the agent recalls nothing and embeds nothing, so the first
   turns cost about a millisecond; the figure that shows growth with the history is the one
   printed under the table, turns 41 to 60 (recall running) against the last 20.
+
+``--resume 1000,10000``: an agent resumed in a new process. A conversation of that many turns
+is written to a SQLite session, and one agent turn in a first process indexes it as an agent
+that had chatted all along would have (its turns' vectors saved beside its log). Then a new
+process (``python bench_long_conversations.py --resume-child DIR``: its own interpreter, imports,
+scripted model, the embedding model loaded from disk) opens the session and its agent and
+chats once: the figures are that first ``chat`` (and the whole process, interpreter start
+included, to its first reply), the turns it embedded, then a second ``chat``. "Before" is the
+same process with the saved vectors cleared first, which is what every resumed agent did
+before they were saved: embed each older turn again. Target: the first chat under 1.5 s at
+1,000 and at 10,000 turns, the model's load included.
 """
 
 from __future__ import annotations
@@ -35,8 +46,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -192,13 +205,164 @@ def run(data: Conversation, budget: int, exact: EncodingCounter | None) -> dict[
         shutil.rmtree(folder, ignore_errors=True)
 
 
+RESUMED = "resumed"
+#: An agent's default window is 20 turns: the resumed agent's first message.
+RESUME_MESSAGE = "What was the door code of my garage again?"
+
+
+def resume_child(folder: Path, spawned: float) -> None:
+    """The new process: open the session and its agent, chat twice; print the figures
+    (``spawned``: when the parent started it, by the wall clock)."""
+    from praisonsession.recall.embeddings import MiniLMEmbedder
+
+    embedded = [0]
+    embed = MiniLMEmbedder.embed
+
+    def counted(self: MiniLMEmbedder, texts: list[str]) -> list[list[float]]:
+        embedded[0] += len(texts)
+        return embed(self, texts)
+
+    MiniLMEmbedder.embed = counted  # type: ignore[method-assign]
+    with ScriptedChatServer(responder) as server:
+        session = Session(
+            RESUMED,
+            store=f"sqlite:///{folder}/sessions.db",
+            settings={"data_dir": str(folder / "data")},
+            timeout=3600,  # before, 10,000 turns take longer than the default 30 s
+        )
+        agent = session.Agent("Assistant", llm={"base_url": server.url, "model": "scripted"})
+        started = time.perf_counter()
+        agent.chat(RESUME_MESSAGE)
+        first = time.perf_counter() - started
+        to_reply = time.time() - spawned
+        embedded_first = embedded[0]
+        started = time.perf_counter()
+        agent.chat("And the name of my dentist?")
+        second = time.perf_counter() - started
+        request = agent.last_request
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        session.close()
+    print(
+        json.dumps(
+            {
+                "first_chat_s": first,
+                "process_s": to_reply,
+                "second_chat_s": second,
+                "embedded_in_first_chat": embedded_first,
+                "recalled": request.recalled if request else 0,
+                "cpu_s": usage.ru_utime + usage.ru_stime,
+            }
+        )
+    )
+
+
+def resume(turns: int) -> dict[str, Any]:
+    """One conversation of ``turns`` turns, resumed in new processes with and without its
+    saved vectors."""
+    from praisonsession.recall.memory.turn_vectors import PREFIX
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-resume-"))
+    try:
+        data = conversation(turns)
+        with ScriptedChatServer(responder) as server:
+            session = Session(
+                RESUMED,
+                store=f"sqlite:///{folder}/sessions.db",
+                settings={"data_dir": str(folder / "data")},
+                timeout=3600,
+            )
+            agent = session.Agent("Assistant", llm={"base_url": server.url, "model": "scripted"})
+            messages: list[dict[str, Any]] = []
+            for message in data.messages[:-1]:
+                content = message["content"]
+                reply = ANSWERS[len(content) % len(ANSWERS)]
+                messages.append({"role": "user", "content": content})
+                messages.append({"role": "assistant", "content": reply})
+            session.append_messages(agent.log_name, messages)
+            session.close()
+            session = Session(
+                RESUMED,
+                store=f"sqlite:///{folder}/sessions.db",
+                settings={"data_dir": str(folder / "data")},
+                timeout=3600,
+            )
+            agent = session.Agent("Assistant", llm={"base_url": server.url, "model": "scripted"})
+            started = time.perf_counter()
+            agent.chat(data.messages[-1]["content"])  # summarises, indexes and saves them all
+            session.index_turns(agent.log_name, len(agent.history))
+            indexing = time.perf_counter() - started
+            log = PREFIX + agent.log_name
+            saved = sum(len(r["starts"]) for r in session.read_messages(log))
+            session.close()
+
+        def child() -> dict[str, Any]:
+            done = subprocess.run(
+                [sys.executable, __file__, "--resume-child", str(folder), str(time.time())],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+            return figures
+
+        after = [child() for _ in range(3)]
+        Session(RESUMED, store=f"sqlite:///{folder}/sessions.db").clear_messages(log)
+        before = child()
+        return {
+            "turns": turns,
+            "indexing_s": indexing,
+            "saved": saved,
+            "after": after,
+            "before": before,
+        }
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def report_resume(results: list[dict[str, Any]]) -> None:
+    print("An agent resumed in a new process (SQLite store, embedded vectors, default agent):\n")
+    print(
+        "| turns | | first chat | process start to first reply | CPU of the process | "
+        "turns embedded in the first chat | second chat |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        rows = [("before (no saved vectors)", r["before"])]
+        best = min(r["after"], key=lambda f: f["first_chat_s"])
+        rows.append(("after, median of 3", sorted(r["after"], key=lambda f: f["first_chat_s"])[1]))
+        rows.append(("after, best of 3", best))
+        for label, f in rows:
+            print(
+                f"| {r['turns']:,} | {label} | {f['first_chat_s']:.2f} s | {f['process_s']:.2f} s "
+                f"| {f['cpu_s']:.2f} s | {f['embedded_in_first_chat']:,} | "
+                f"{f['second_chat_s'] * 1000:.0f} ms |"
+            )
+    print()
+    for r in results:
+        print(
+            f"{r['turns']:,} turns: vectors saved by the first process for {r['saved']:,} turns "
+            f"(its first chat and indexing took {r['indexing_s']:.1f} s)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="200,1000", help="conversation lengths, in turns")
     parser.add_argument("--budget", type=int, default=2500, help="the agent's context_budget")
     parser.add_argument("--quick", action="store_true", help="one 60-turn conversation")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--resume", help="resume agents of these lengths in new processes")
+    parser.add_argument("--resume-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.resume_child:
+        resume_child(Path(args.resume_child[0]), float(args.resume_child[1]))
+        return
+    if args.resume:
+        resumed = [resume(int(size)) for size in args.resume.split(",")]
+        report_resume(resumed)
+        if args.json:
+            args.json.write_text(json.dumps(resumed, indent=2))
+        return
     sizes = [60] if args.quick else [int(size) for size in args.sizes.split(",")]
     exact = exact_counter()
     results = [run(conversation(size), args.budget, exact) for size in sizes]

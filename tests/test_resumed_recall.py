@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from llm_server import ScriptedChatServer
-from praisonsession import AsyncSession, Session, SessionBase, erase_user, open_store
+from praisonsession import AsyncSession, Session, SessionBase, clock, erase_user, open_store
 from praisonsession._internal import runtime
 from praisonsession.recall.embeddings import MiniLMEmbedder
 from praisonsession.recall.memory.turn_vectors import PREFIX, text_digest
@@ -187,6 +187,30 @@ def test_a_restored_snapshot_keeps_the_vectors_of_its_own_turns(
     assert restored == []
     assert later == sayings("eve", 10)  # not the vectors of ada's turns 10-19 it held once
     assert found == expected
+
+
+def test_a_session_expired_and_opened_again_has_no_saved_vector_of_its_old_turns(
+    sqlite_url: str, model: MiniLMEmbedder, frozen_clock: clock.ManualClock
+) -> None:
+    async def before(core: AsyncSession) -> None:
+        await core.append_messages(LOG, turns_of(sayings("ada", 10)))
+        await TurnIndex(core, model).index(LOG, 20)
+
+    run_on(AsyncSession("s", "u", store=sqlite_url, session_ttl=60), before)
+    frozen_clock.advance(61)
+
+    async def after(core: AsyncSession) -> tuple[list[str], int, Any, Any]:
+        await core.append_messages(LOG, turns_of(sayings("eve", 10)))
+        recording = Recording(model)
+        found = await ranked(TurnIndex(core, recording), model, 20)
+        records = await core.read_messages(PREFIX + LOG)
+        return recording.embedded, len(records), found, await afresh(core, model, 20)
+
+    embedded, records, found, expected = run_on(
+        AsyncSession("s", "u", store=sqlite_url, session_ttl=60), after
+    )
+    assert embedded == sayings("eve", 10)  # the same positions held ada's words: gone with them
+    assert records == 1 and found == expected
 
 
 # -- encryption and erasure ---------------------------------------------------------------
