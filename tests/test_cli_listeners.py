@@ -20,16 +20,18 @@ pytestmark = pytest.mark.timeout(120)
 AGENT = ("--agent", "remote_agents:assistant")  # tests/remote_agents.py, on PYTHONPATH
 
 
-def command(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m praisonsession ARGS`` in ``cwd``; a server that did start is stopped by the
-    timeout, which fails the test."""
+def command(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m praisonsession ARGS`` in ``cwd`` (with ``env`` added to a bare
+    environment); a server that did start is stopped by the timeout, which fails the test."""
     return subprocess.run(
         [sys.executable, "-m", "praisonsession", *args],
         capture_output=True,
         text=True,
         timeout=60,
         cwd=cwd,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path)},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": ":".join(sys.path), **(env or {})},
     )
 
 
@@ -114,3 +116,15 @@ def test_the_browsers_refusal_off_loopback_says_what_the_browser_can_do(
     served = command("serve", "--store", store, "--host", "0.0.0.0", *AGENT, cwd=tmp_path)
     assert served.returncode == 2
     assert "could read and change every session" in error_line(served)  # the API can
+
+
+@pytest.mark.parametrize("which", ["list", "ui"])
+def test_with_an_encryption_key_set_a_missing_store_is_refused_all_the_same(
+    tmp_path: Path, which: str
+) -> None:
+    """The key wraps the store (EncryptedStore): the file it would open is still looked for."""
+    key = {"PRAISONSESSION_ENCRYPTION_KEY": "k" * 43 + "="}
+    done = command(which, "--store", "sqlite://missing.db", cwd=tmp_path, env=key)
+    assert done.returncode == 2
+    assert error_line(done).startswith(f"Error: There is no store at {tmp_path / 'missing.db'}:")
+    assert list(tmp_path.iterdir()) == []

@@ -115,7 +115,9 @@ def refuse_missing_store(store: SessionBase) -> None:
     """A SQLite file or JSON directory that is not there is a usage error, checked before
     anything opens it: a misspelt path must not list nothing and leave an empty database
     (and its -wal and -shm files) behind. Only ``import`` creates the store it writes to."""
-    backend = store.backend
+    backend: Any = store.backend
+    while getattr(backend, "inner", None) is not None:  # a wrapper (an encryption key set)
+        backend = backend.inner
     where = getattr(backend, "path", None) or getattr(backend, "save_dir", None)
     if isinstance(where, Path) and not where.exists():
         raise CommandFailed(
