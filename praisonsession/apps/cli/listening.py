@@ -26,6 +26,8 @@ def check_listen_address(host: str, port: int) -> None:
             "machine, e.g. --host 127.0.0.1.",
             ExitCode.USAGE,
         ) from None
+    unavailable: OSError | None = None
+    bound = 0
     for family, kind, proto, _, address in found:
         with socket.socket(family, kind, proto) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -34,7 +36,13 @@ def check_listen_address(host: str, port: int) -> None:
             try:
                 probe.bind(address)
             except OSError as exc:
-                raise _refusal(host, port, exc) from None
+                if exc.errno != errno.EADDRNOTAVAIL:
+                    raise _refusal(host, port, exc) from None
+                unavailable = exc  # as asyncio does: that family is off here, try the others
+            else:
+                bound += 1
+    if not bound and unavailable is not None:
+        raise _refusal(host, port, unavailable)
 
 
 def _refusal(host: str, port: int, exc: OSError) -> CommandFailed:
