@@ -27,6 +27,8 @@ def on_template_context(context: Any, template_name: str, config: Any) -> Any:
 
 def on_post_build(config: Any) -> None:
     folder = Path(config["site_dir"]) / "search"
+    if not (folder / "search_index.json").is_file():
+        return  # the search plugin is off: nothing to search
     index = json.loads((folder / "search_index.json").read_text(encoding="utf-8"))
     text = json.dumps(index, ensure_ascii=True, separators=(",", ":"))
     script = f"var {INDEX_GLOBAL} = {text};\n"
