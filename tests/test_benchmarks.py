@@ -29,6 +29,18 @@ def run_benchmark(script: str, *args: str, cwd: Path) -> str:
 
 
 @pytest.mark.slow
+def test_bench_long_conversations_resumes_an_agent_without_embedding_its_turns_again(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_long_conversations.py", "--resume", "60", cwd=tmp_path)
+    rows = [line.strip("|").split("|") for line in out.splitlines() if line.startswith("| 60 |")]
+    embedded = {row[1].strip(): int(row[5].strip().replace(",", "")) for row in rows}
+    assert embedded["before (no saved vectors)"] >= 40  # every turn before the window
+    assert embedded["after, median of 3"] <= 2  # a turn the last process had not saved, at most
+    assert "60 turns: vectors saved by the first process for 60 turns" in out
+
+
+@pytest.mark.slow
 def test_bench_limits_prints_every_measure_beside_its_raw_engine(tmp_path: Path) -> None:
     out = run_benchmark("bench_limits.py", "--quick", "--no-peers", cwd=tmp_path)
     for measure in (
