@@ -406,3 +406,23 @@ def test_clearing_an_agents_history_clears_the_saved_vectors_of_its_turns(
     agent.clear_history()
     assert session.message_count(PREFIX + agent.log_name) == 0
     assert session.recall_turns(agent.log_name, QUERIES[0], 8, 4) == []
+
+
+def test_an_export_counts_saved_vector_records_apart_from_messages(
+    tmp_path: Path, model: MiniLMEmbedder
+) -> None:
+    from click.testing import CliRunner
+
+    from praisonsession.apps.cli import main
+
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+
+    async def write(core: AsyncSession) -> None:
+        await core.append_messages(LOG, turns_of(sayings("ada", 5)))
+        await TurnIndex(core, model).index(LOG, 10)
+
+    run_on(AsyncSession("s", "u", store=url), write)
+    archive = str(tmp_path / "s.jsonl")
+    said_ = CliRunner().invoke(main, ["export", "s", archive, "--user", "u", "--store", url])
+    assert said_.exit_code == 0, said_.output
+    assert "11 log entries (10 messages, 1 saved vector record)" in said_.output

@@ -71,7 +71,12 @@ def test_export_and_import_say_which_entries_are_messages_and_which_usage_record
     )
     report = json.loads(as_json.stdout)
     assert report["messages"] == 9
-    assert report["log_entries"] == {"messages": 6, "usage_records": 3, "summary_records": 0}
+    assert report["log_entries"] == {
+        "messages": 6,
+        "usage_records": 3,
+        "summary_records": 0,
+        "vector_records": 0,
+    }
     imported = runner.invoke(
         main, ["import", archive, "--session-id", "copy", "--store", f"sqlite://{tmp_path}/c.db"]
     )

@@ -15,6 +15,7 @@ import click
 from ...agents.usage import agent_name_of
 from ...archive import ArchiveSummary
 from ...errors import ConflictError
+from ...recall.memory.turn_vectors import PREFIX as SAVED_VECTORS
 from ...session.core import AsyncSession
 from ...stores.backends.json.agentscope_files import layout_file, module_states, serialise_modules
 from ...stores.record import record_key
@@ -223,11 +224,15 @@ _RECORDS = {"usage": "usage_records", "summaries": "summary_records"}
 
 def log_entries(logs: dict[str, int]) -> dict[str, int]:
     """The entries of a session's logs by what they are: messages (an agent's history or any
-    other log), and the usage and summary records agents keep beside their history."""
-    entries = {"messages": 0, "usage_records": 0, "summary_records": 0}
+    other log), the usage and summary records agents keep beside their history, and the
+    records of their turns' saved vectors."""
+    entries = {"messages": 0, "usage_records": 0, "summary_records": 0, "vector_records": 0}
     for path, count in logs.items():
         named = agent_name_of(path)
-        entries[_RECORDS.get(named[1], "messages") if named else "messages"] += count
+        if path.startswith(SAVED_VECTORS):
+            entries["vector_records"] += count
+        else:
+            entries[_RECORDS.get(named[1], "messages") if named else "messages"] += count
     return entries
 
 
@@ -235,7 +240,11 @@ def _entries_text(entries: dict[str, int]) -> str:
     """``8 messages``, or ``9 log entries (6 messages, 3 usage records)`` when agents'
     records are among them: a count of "messages" must not include what is not one."""
     parts = [plural(entries["messages"], "message")]
-    for key, noun in (("usage_records", "usage record"), ("summary_records", "summary record")):
+    for key, noun in (
+        ("usage_records", "usage record"),
+        ("summary_records", "summary record"),
+        ("vector_records", "saved vector record"),
+    ):
         if entries[key]:
             parts.append(plural(entries[key], noun))
     if len(parts) == 1:
