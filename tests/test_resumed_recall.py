@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from backends import SERVERS, SHARED, store_url
 from llm_server import ScriptedChatServer
 from praisonsession import AsyncSession, Session, SessionBase, clock, erase_user, open_store
 from praisonsession._internal import runtime
@@ -299,10 +300,19 @@ def recall_chat(
     return result
 
 
+@pytest.fixture(params=SHARED)
+def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store many processes open by URL: JSON, SQLite, Redis and PostgreSQL (whose memory
+    follows it onto pgvector: no Chroma)."""
+    if request.param in SERVERS:
+        request.getfixturevalue(SERVERS[request.param])
+    return store_url(request.param, tmp_path)
+
+
 def test_an_agent_resumed_in_a_new_process_embeds_only_its_new_message(
-    tmp_path: Path, model: MiniLMEmbedder, llm: ScriptedChatServer
+    tmp_path: Path, model: MiniLMEmbedder, llm: ScriptedChatServer, shared_url: str
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    url = shared_url
     texts = sayings("ada", 40)
 
     async def seed(core: AsyncSession) -> None:
