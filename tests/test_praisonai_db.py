@@ -593,3 +593,4 @@ def test_the_benchmark_runs_and_prints_every_row(tmp_path: Path) -> None:
         assert done.stdout.count(row) == 2, done.stdout  # at durability process and power
     assert "DefaultSessionStore: temporary file renamed (os.replace), no fsync" in done.stdout
     assert "SqliteTranscriptStore: WAL, synchronous=" in done.stdout
+    assert done.stdout.count(" alone, turn: ") == 3  # sqlite and json at process, sqlite at power

@@ -559,7 +559,11 @@ class PraisonDb(SyncClose):
 
     async def _stored_users(self, session_id: str) -> list[str]:
         """The users whose conversation ``session_id`` is in the store (for another process:
-        its hooks, bindings and all, find what this one stored)."""
+        its hooks, bindings and all, find what this one stored). The one read below the store
+        API: a store lists one user's sessions, and only the backend lists a session id's
+        users (by an index where it has one). It reads ids, never a record's contents, so
+        a store without the key reads nothing sealed. The exact id sorts first among the ids
+        it starts, so a few records tell one user from several."""
         found = await self._store.backend.list_records_by_prefix(session_id, 8, None)
         return sorted({info.user_id for info in found if info.session_id == session_id})
 
