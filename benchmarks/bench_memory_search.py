@@ -132,7 +132,7 @@ class Fixture:
         import numpy as np
 
         started = time.perf_counter()
-        long, scope, base = self.long, self.long.index.scope, len(self.texts)
+        long, base = self.long, len(self.texts)
         for start in range(self.count, size, WRITE_BATCH):
             stop = min(size, start + WRITE_BATCH)
             own = min(stop, base)  # memories [start, own) are embedded ones, the rest mixtures
@@ -148,13 +148,9 @@ class Fixture:
                 texts = texts + [f"{self.texts[a]}; {self.texts[b]}" for a, b in pairs]
             ids = [f"m{n:031x}" for n in range(start, stop)]
             at = time.time()
-            metadatas = [
-                scope.stamp(long._metadata(i, t, {}, at, at))
-                for i, t in zip(ids, texts, strict=True)
-            ]
-            long.index.collection.add(
-                ids=ids, documents=texts, metadatas=metadatas, embeddings=np.concatenate(parts)
-            )
+            metadatas = [long._metadata(i, t, {}, at, at) for i, t in zip(ids, texts, strict=True)]
+            # through the index, which stamps the scope and writes the lexical terms beside
+            long.index.add(ids, texts, metadatas, np.concatenate(parts))
             self.count = stop
         self.write_s += time.perf_counter() - started
 

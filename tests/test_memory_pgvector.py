@@ -79,7 +79,7 @@ def test_memory_follows_a_postgres_store_and_two_machines_share_it(
         row[0] for row in _rows("SELECT indexdef FROM pg_indexes WHERE schemaname = %s", schema)
     }
     assert any("USING hnsw (embedding vector_cosine_ops)" in index for index in indexes)
-    assert _rows(f'SELECT version FROM "{schema}".ps_vector_schema') == [(1,)]
+    assert _rows(f'SELECT version FROM "{schema}".ps_vector_schema') == [(2,)]
 
 
 def test_embedded_is_still_a_choice_beside_a_postgres_store(

@@ -33,6 +33,7 @@ from .memory.short_term import SessionLogs, ShortTermMemory
 from .memory.turns import TurnIndex
 from .options import EMBEDDER_NAMES, default_overlap
 from .vectors import ScopedIndex, Vault, Where, chroma_client
+from .vectors.fusion import rerank
 from .vectors.pgvector import followed_store
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ class Recall:
         if preload:  # the model loads while chromadb imports and opens
             _load_meanwhile(self.embedder)
         location = vector_location(settings, memory_config, knowledge_config, backend)
-        client = chroma_client(location)
+        client = chroma_client(location, settings.data_dir)
         self._client_id = id(client)
         namespace = settings.vector_namespace
         size = knowledge_config.get("chunk_size", DEFAULT_SIZE)
@@ -266,7 +267,7 @@ class Recall:
         def embedded_and_searched() -> tuple[list[float], list[dict[str, Any]]]:
             # one trip off the loop for both: each hop to a worker thread costs a wake-up
             vector = known if known is not None else self.embedder.embed_query(query)
-            return vector, self._search(vector, entries, memory_type, limit, where, recent)
+            return vector, self._search(query, vector, entries, memory_type, limit, where, recent)
 
         vector, hits = await offload(embedded_and_searched)
         self._remember(query, vector)
@@ -274,6 +275,7 @@ class Recall:
 
     def _search(
         self,
+        query: str,
         vector: list[float],
         entries: list[dict[str, Any]],
         memory_type: MemoryQuery,
@@ -285,18 +287,28 @@ class Recall:
         the short notes and long memories are ranked together, by score and then by the same
         recency rule each kind follows on its own (newer first among close matches)."""
         if memory_type == "short":
-            return self.short.rank(entries, vector, limit, where, recent)
+            return self._notes(query, entries, vector, limit, where, recent)
         if memory_type == "long":
-            return self.long.search(vector, limit, where, recent)
-        results, vectors = self.short.candidates(entries, vector, limit, where, recent)
-        hits = self.long.candidates(vector, limit, where, recent)
+            return self.long.search(query, vector, limit, where, recent)
+        results, vectors = self.short.candidates(entries, vector, _ALL, where)
+        hits = self.long.candidates(query, vector, limit, where, recent)
         results += [as_result(hit) for hit in hits]
         vectors += [[] if hit.vector is None else hit.vector for hit in hits]
-        order = sorted(range(len(results)), key=lambda i: -results[i]["score"])
-        results = [results[i] for i in order]
-        if recent:
-            results = prefer_newer(results, [vectors[i] for i in order], limit)
-        return results[:limit]
+        return _hybrid(query, results, vectors, limit, recent)
+
+    def _notes(
+        self,
+        query: str,
+        entries: list[dict[str, Any]],
+        vector: list[float],
+        limit: int,
+        where: Where | None,
+        recent: bool,
+    ) -> list[dict[str, Any]]:
+        """This session's notes, ranked by meaning and words (all of them are candidates: a
+        session holds few)."""
+        results, vectors = self.short.candidates(entries, vector, _ALL, where)
+        return _hybrid(query, results, vectors, limit, recent)
 
     async def list_memories(
         self, memory_type: str, where: Where | None, limit: int, after: str | None
@@ -368,7 +380,7 @@ class Recall:
 
         def embedded_and_searched() -> tuple[list[float], list[dict[str, Any]]]:
             vector = known if known is not None else self.embedder.embed_query(query)
-            return vector, self.knowledge.search(vector, limit, where)
+            return vector, self.knowledge.search(query, vector, limit, where)
 
         vector, hits = await offload(embedded_and_searched)
         self._remember(query, vector)
@@ -398,7 +410,7 @@ class Recall:
             return "", vector
         if vector is None:
             vector = self.embedder.embed_query(query)
-        return self._context(entries, vector, max_items), vector
+        return self._context(entries, query, vector, max_items), vector
 
     # -- "anything to find?" --------------------------------------------------------------
 
@@ -436,17 +448,39 @@ class Recall:
         finally:
             _found_empty.pop((self._client_id, index.name), None)
 
-    def _context(self, entries: list[dict[str, Any]], vector: list[float], max_items: int) -> str:
+    def _context(
+        self, entries: list[dict[str, Any]], query: str, vector: list[float], max_items: int
+    ) -> str:
         sections = [
             (
                 "Recent notes from this session",
-                self.short.rank(entries, vector, max_items, prefer_recent=self.prefer_recent),
+                self._notes(query, entries, vector, max_items, None, self.prefer_recent),
             ),
-            ("Long-term memory", self.long.search(vector, max_items, None, self.prefer_recent)),
-            ("Knowledge", self.knowledge.search(vector, max_items)),
+            (
+                "Long-term memory",
+                self.long.search(query, vector, max_items, None, self.prefer_recent),
+            ),
+            ("Knowledge", self.knowledge.search(query, vector, max_items)),
         ]
         relevant = [
             (title, [hit for hit in hits if hit["score"] >= self.context_min_score])
             for title, hits in sections
         ]
         return build_context(relevant, self.context_budget)
+
+
+def _hybrid(
+    query: str,
+    results: list[dict[str, Any]],
+    vectors: list[Any],
+    limit: int,
+    recent: bool,
+) -> list[dict[str, Any]]:
+    """Results of a search held in memory (notes, or notes and memories together), ranked by
+    meaning and words (``vectors.fusion.rerank``), then newer first when ``recent``."""
+    order = rerank(query, [str(r["text"]) for r in results], [r["score"] for r in results])
+    wanted = limit * 3 if recent else limit
+    results = [results[i] for i in order[:wanted]]
+    if recent:
+        results = prefer_newer(results, [vectors[i] for i in order[:wanted]], limit)
+    return results[:limit]

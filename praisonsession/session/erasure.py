@@ -91,7 +91,7 @@ async def _erase_vectors(
         return 0, []  # memory never used this database: nothing to erase, nothing created
     namespace = settings.vector_namespace
     names = user_collections(namespace, user, session_ids)
-    client = await offload(chroma_client, location)
+    client = await offload(chroma_client, location, settings.data_dir)
     removed = await offload(erase_owner, client, namespace, user, names)
     if isinstance(location, Path):
         await offload(scrub_embedded, location)

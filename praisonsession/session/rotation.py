@@ -138,7 +138,7 @@ async def _rekey_location(
     from ..recall.vectors import chroma_client
     from ..recall.vectors.vault_keys import stored_vault_key
 
-    client = await offload(chroma_client, location)
+    client = await offload(chroma_client, location, settings.data_dir)
     namespace = settings.vector_namespace
     collections = await offload(_collections, client, namespace)
     vaults: dict[str, bytes | None] = {}
@@ -169,11 +169,13 @@ def rekey_vectors(
     Chroma client; ``vault_keys``: a vaulted collection's recorded owner -> its user's key);
     how many entries were rewritten. Entries that open with neither key are left as they
     are, and named by the ``DecryptionError`` raised once the others are done."""
-    from ..recall.vectors import Vault
+    from ..recall.vectors import Vault, forget_terms
 
     rewritten = 0
     unreadable: list[str] = []
-    for name, owner in _collections(client, namespace):
+    collections = _collections(client, namespace)
+    forget_terms(client, [name for name, _ in collections])  # hashed under the old key
+    for name, owner in collections:
         kind = next((k for k in _KINDS if name.startswith(f"{namespace}_{k}")), None)
         if kind is None:
             continue

@@ -106,7 +106,7 @@ class MemoryBrowser:
         settings = self.settings
         sealer = text_sealer(settings)  # as Recall opens it: the texts sealed, the ids keyed
         long_term = LongTermMemory(
-            chroma_client(location),
+            chroma_client(location, settings.data_dir),
             settings.vector_namespace,
             default_embedder(settings.embedder),  # never loads its model: nothing is embedded
             user_id,

@@ -199,11 +199,13 @@ class KnowledgeBase:
     # -- searching ------------------------------------------------------------------------
 
     def search(
-        self, vector: list[float], limit: int, where: Where | None = None
+        self, query: str, vector: list[float], limit: int, where: Where | None = None
     ) -> list[dict[str, Any]]:
-        """The chunks closest to ``vector``; ``where`` filters on source, kind, chunk (its
-        number in the source) and created_at."""
-        hits = self.index.query(vector, limit, None if where is None else where.to_chroma())
+        """The chunks that best answer ``query`` (embedded as ``vector``), by meaning and by
+        words; ``where`` filters on source, kind, chunk (its number in the source) and
+        created_at."""
+        chroma_where = None if where is None else where.to_chroma()
+        hits = self.index.search(query, vector, limit, chroma_where)
         return [
             {
                 "id": hit.id,

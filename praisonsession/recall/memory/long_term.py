@@ -410,27 +410,30 @@ class LongTermMemory:
 
     def candidates(
         self,
+        query: str,
         vector: list[float],
         limit: int,
         where: Where | None = None,
         prefer_recent: bool = False,
     ) -> list[Hit]:
-        """The hits a search of ``limit`` ranks, best first, one per memory id (with their
-        vectors when ``prefer_recent`` is to reorder them)."""
+        """The hits a search of ``limit`` ranks, best first (by meaning and by words: the
+        vector index's hybrid search), one per memory id (with their vectors when
+        ``prefer_recent`` is to reorder them)."""
         # Room for the copies a fork made (one hit per id) and for recency to reorder.
         wanted = limit * 3 if prefer_recent else limit + 4
         chroma_where = where.to_chroma(stored_field) if where is not None else None
-        hits = self.index.query(vector, wanted, chroma_where, vectors=prefer_recent)
+        hits = self.index.search(query, vector, wanted, chroma_where, vectors=prefer_recent)
         return _own_first(hits, self.session_id, keep_order=True)
 
     def search(
         self,
+        query: str,
         vector: list[float],
         limit: int,
         where: Where | None = None,
         prefer_recent: bool = False,
     ) -> list[dict[str, Any]]:
-        hits = self.candidates(vector, limit, where, prefer_recent)
+        hits = self.candidates(query, vector, limit, where, prefer_recent)
         if prefer_recent:
             hits = _newer_first(hits, limit)
         # Results (metadata parsed back from JSON) only for the hits returned.

@@ -3,7 +3,15 @@ PostgreSQL with pgvector: the floor under memory and knowledge. chromadb and psy
 imported on first use only."""
 
 from .filters import Where, parse_where
-from .index import Hit, VectorIndex, chroma_client, erase_owner, scrub_embedded, vector_store
+from .index import (
+    Hit,
+    VectorIndex,
+    chroma_client,
+    erase_owner,
+    forget_terms,
+    scrub_embedded,
+    vector_store,
+)
 from .pgvector import PgVectorStore, is_postgres_url
 from .scope import (
     IsolationError,
@@ -28,6 +36,7 @@ __all__ = [
     "chroma_client",
     "collection_name",
     "erase_owner",
+    "forget_terms",
     "is_postgres_url",
     "knowledge_scope",
     "memory_scope",

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from ..._internal.redaction import redact_text, redact_url
 from ...errors import (
+    DecryptionError,
     EmbedderMismatchError,
     InvalidValueError,
     MissingDependencyError,
@@ -35,6 +36,10 @@ from ...errors import (
     install_line,
 )
 from ..embeddings import Embedder, as_chroma_embedding_function
+from .fusion import fuse
+from .lexical import LexicalFile
+from .pgvector import is_postgres_url
+from .terms import Terms
 from .vault import SEALED
 
 if TYPE_CHECKING:
@@ -43,6 +48,14 @@ if TYPE_CHECKING:
 
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
+#: The lexical file of each Chroma client (by ``id``), where it is kept and, once used, open.
+_lexical_paths: dict[int, Path] = {}
+_lexical_files: dict[int, LexicalFile] = {}
+#: Collections whose lexical index was found to match them, in this process.
+_lexicons_checked: set[tuple[int, str]] = set()
+_checking = threading.Lock()
+#: Entries each side of a hybrid search brings to the fusion (``fusion.py``).
+DEPTH = 40
 
 
 @dataclass(frozen=True)
@@ -56,19 +69,52 @@ class Hit:
     vector: Sequence[float] | None = None
 
 
-def vector_store(location: str | Path) -> Any:
+def vector_store(location: str | Path, data_dir: str | Path | None = None) -> Any:
     """The vector store at ``location``: embedded Chroma in a directory, a Chroma server at an
     ``http(s)://host:port`` URL, or PostgreSQL with pgvector at a ``postgresql://`` URL
     (``pgvector.PgVectorStore``, which answers the calls made here of a Chroma client).
+    ``data_dir``: where the client keeps a Chroma server's lexical index (``lexical.py``).
 
     Clients are shared per location within a process, as Chroma itself expects.
     """
-    key = str(location)
+    where = str(location)
+    lexical = None if is_postgres_url(where) else lexical_path(where, data_dir)
+    # a server's client per data directory too: each keeps its lexical file there
+    key = where if lexical is None or not _remote(where) else f"{where}\x00{lexical}"
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            client = _clients[key] = _new_client(key)
+            client = _clients[key] = _new_client(where)
+            if lexical is not None:
+                _lexical_paths[id(client)] = lexical
         return client
+
+
+def _remote(location: str) -> bool:
+    return location.startswith(("http://", "https://"))
+
+
+def lexical_path(location: str, data_dir: str | Path | None = None) -> Path:
+    """Where the lexical index of a Chroma store is kept: beside the embedded store's
+    directory, or for a server under ``data_dir`` (default ``.praisonsession``), by a digest
+    of its URL."""
+    if _remote(location):
+        digest = hashlib.sha256(location.rstrip("/").encode("utf-8")).hexdigest()[:24]
+        home = Path(data_dir if data_dir is not None else ".praisonsession").expanduser()
+        return home.resolve() / "lexical" / f"chroma-{digest}.sqlite3"
+    directory = Path(location)
+    return directory.parent / f"{directory.name}-lexical.sqlite3"
+
+
+def lexical_file(client: Any) -> LexicalFile | None:
+    """The lexical file of a Chroma client, opened on first use (None for pgvector, whose
+    terms live in the collection's own table)."""
+    key = id(client)
+    with _clients_lock:
+        found = _lexical_files.get(key)
+        if found is None and key in _lexical_paths:
+            found = _lexical_files[key] = LexicalFile(_lexical_paths[key])
+        return found
 
 
 def _forget_clients_after_fork() -> None:
@@ -76,7 +122,11 @@ def _forget_clients_after_fork() -> None:
     threads belong to the parent); it opens its own. The old ones are kept, never used."""
     global _clients_lock
     _inherited.extend(_clients.values())
+    _inherited.extend(_lexical_files.values())
     _clients.clear()
+    _lexical_paths.clear()
+    _lexical_files.clear()
+    _lexicons_checked.clear()
     _clients_lock = threading.Lock()
 
 
@@ -146,16 +196,41 @@ def _retrying_unflushed(query: Any) -> Any:
 
 def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> int:
     """Delete the collections of this namespace that ``owner``'s data lives in: the ones named
-    (known by construction) and any other that records ``owner``; how many entries went."""
+    (known by construction) and any other that records ``owner``, their lexical tables with
+    them; how many entries went."""
     removed = 0
+    lexical = lexical_file(client)
     for collection in client.list_collections():  # chromadb >= 1.0: collection objects
         name = collection.name
         if not name.startswith(f"{namespace}_"):
             continue
         if name in names or (collection.metadata or {}).get("owner") in (owner, owner_tag(owner)):
             removed += collection.count()
+            if lexical is not None:
+                lexical.drop(name)
             client.delete_collection(name)
+    if lexical is not None:
+        for name in names:  # a table whose collection is already gone
+            lexical.drop(name)
+        lexical.vacuum()
     return removed
+
+
+def forget_terms(client: Any, names: list[str]) -> None:
+    """After a rekey: the lexical terms of these collections, hashed under the old key, go at
+    once; each collection's are made again, under the key then in use, when it is next used
+    (as for a collection from before the lexical index)."""
+    from .pgvector import PgVectorStore
+
+    lexical = lexical_file(client)
+    for name in names:
+        _lexicons_checked.discard((id(client), name))
+        if lexical is not None:
+            lexical.drop(name)
+        elif isinstance(client, PgVectorStore):
+            client.get_collection(name).clear_terms()
+    if lexical is not None:
+        lexical.vacuum()
 
 
 def owner_tag(owner: str) -> str:
@@ -232,6 +307,12 @@ class VectorIndex:
         self.vault = vault
         self._plain = False  # with a vault: the collection also holds entries stored before it
         self._client = client
+        # the lexical index's terms: keyed hashes under the owner's vault key or the
+        # encryption key, so that it holds no readable word when either is set
+        key = vault.terms_key if vault is not None else None
+        if key is None and sealer is not None:
+            key = sealer.digest_key("lexical")
+        self.terms = Terms(key)
         self._opened: Any = None
         self._opening = threading.Lock()
 
@@ -311,6 +392,7 @@ class VectorIndex:
             return
         if vectors is None:
             vectors = self.embedder.embed(texts)  # from the text itself: search keeps working
+        terms = [self.terms.of(text) for text in texts] if self.searched else None
         if self.vault is not None:
             vault, name = self.vault, self.name
             pairs = list(zip(ids, metadatas, strict=True))
@@ -322,7 +404,146 @@ class VectorIndex:
             texts = [vault.seal_text(name, i, t) for i, t in zip(ids, texts, strict=True)]
         elif self.sealer is not None:
             texts = [self.sealer.seal(self.name, i, t) for i, t in zip(ids, texts, strict=True)]
-        self.collection.upsert(ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors)
+        collection = self.collection
+        self._written(
+            ids,
+            terms,
+            lambda **lexical: collection.upsert(
+                ids=ids, documents=texts, metadatas=metadatas, embeddings=vectors, **lexical
+            ),
+        )
+
+    # -- the lexical index ----------------------------------------------------------------
+
+    def _written(
+        self, stored: list[str], terms: list[list[str]] | None, write: Callable[..., None]
+    ) -> None:
+        """Run ``write`` (the vector store's upsert) with the entries' terms written in the
+        same step: into the same rows and transaction on pgvector, inside an SQLite
+        transaction around it on Chroma (committed only when the vectors are written)."""
+        lexical = self._lexical() if terms is not None else None
+        if terms is not None and self._on_pgvector():
+            write(terms=terms)
+        elif lexical is None or terms is None:
+            write()
+        else:
+            with lexical.writing():
+                lexical.replace(self.name, stored, terms)
+                write()
+
+    def _removed(self, stored: list[str], remove: Callable[[], None]) -> None:
+        """Run ``remove`` (the vector store's delete), the entries' terms going with it."""
+        lexical = self._lexical() if self.searched else None
+        if lexical is None:
+            remove()
+            return
+        with lexical.writing():
+            lexical.delete(self.name, stored)
+            remove()
+
+    def _on_pgvector(self) -> bool:
+        from .pgvector import PgVectorStore
+
+        return isinstance(self._client, PgVectorStore)
+
+    def _lexical(self) -> LexicalFile | None:
+        """The Chroma store's lexical file (None on pgvector, whose rows hold their terms, and
+        for a client made around ``vector_store``), first made to match the collection: rebuilt
+        from it when it does not (a crash between the two writes, a file lost, entries another
+        client wrote to a Chroma server, or from before it). On pgvector, rows from before
+        terms get theirs."""
+        collection = self.collection
+        key = (id(self._client), self.name)
+        lexical = lexical_file(self._client)
+        if key in _lexicons_checked:
+            return lexical
+        with _checking:
+            if key not in _lexicons_checked:
+                if self._on_pgvector():
+                    collection.fill_terms(self._terms_of_stored)
+                elif lexical is not None and lexical.count(self.name) != collection.count():
+                    self._rebuild(lexical)
+                _lexicons_checked.add(key)
+        return lexical
+
+    def _terms_of_stored(self, stored: str, text: str | None, metadata: Any) -> list[str]:
+        """The terms of an entry as the store holds it (its text opened)."""
+        try:
+            return self.terms.of(self._given(stored, text, metadata, score=0.0).text)
+        except DecryptionError:  # sealed with another key: found by meaning only
+            return []
+
+    def _rebuild(self, lexical: LexicalFile) -> None:
+        found = self.collection.get(include=["documents", "metadatas"])
+        ids = list(found["ids"])
+        terms = [
+            self._terms_of_stored(i, text, meta)
+            for i, text, meta in zip(ids, found["documents"], found["metadatas"], strict=True)
+        ]
+        with lexical.writing():
+            lexical.clear(self.name)
+            lexical.replace(self.name, ids, terms)
+
+    def lexical(self, text: str, limit: int) -> list[tuple[str, float]]:
+        """The ``limit`` entries whose terms best match ``text`` (BM25): stored ids, scores."""
+        terms = self.terms.query(text)
+        if not terms:
+            return []
+        lexical = self._lexical()
+        if self._on_pgvector():
+            found: list[tuple[str, float]] = self.collection.lexical(terms, limit)
+            return found
+        return [] if lexical is None else lexical.search(self.name, terms, limit)
+
+    def search(
+        self,
+        text: str,
+        vector: list[float],
+        limit: int,
+        where: dict[str, Any] | None = None,
+        vectors: bool = False,
+    ) -> list[Hit]:
+        """The ``limit`` best entries for a question, by meaning and by words: the dense and
+        the lexical side bring :data:`DEPTH` candidates each, ranked together by
+        ``fusion.fuse``. A hit's ``score`` stays its cosine similarity to ``vector``."""
+        depth = max(limit, DEPTH)
+        dense = self.query(vector, depth, where, vectors=vectors)
+        words = self.lexical(text, depth)
+        if not words:
+            return dense[:limit]
+        scores = dict(words)
+        seen = dict(zip(self._ids([hit.id for hit in dense]), dense, strict=True))
+        extra = [stored for stored, _ in words if stored not in seen]
+        hits = list(dense)
+        stored_of = list(seen)
+        if extra:
+            for stored, hit in self._stored_hits(extra, where, vector):
+                hits.append(hit)
+                stored_of.append(stored)
+        order = fuse([hit.score for hit in hits], [scores.get(i, 0.0) for i in stored_of])
+        return [hits[i] for i in order[:limit]]
+
+    def _stored_hits(
+        self, stored: list[str], where: dict[str, Any] | None, vector: list[float]
+    ) -> list[tuple[str, Hit]]:
+        """Entries by their stored ids, that pass ``where``, scored by cosine to ``vector``."""
+        import numpy as np  # installed with the memory extra
+
+        found = self.collection.get(
+            ids=stored,
+            where=self._where(where),
+            include=["documents", "metadatas", "embeddings"],
+        )
+        query = np.asarray(vector, dtype=np.float32)
+        query = query / max(float(np.linalg.norm(query)), 1e-12)
+        out = []
+        for i, text, meta, row in zip(
+            found["ids"], found["documents"], found["metadatas"], found["embeddings"], strict=True
+        ):
+            own = np.asarray(row, dtype=np.float32)
+            cosine = float(own @ query) / max(float(np.linalg.norm(own)), 1e-12)
+            out.append((i, self._given(i, text, meta, score=round(cosine, 6), vector=own)))
+        return out
 
     def _given(
         self, stored_id: str, text: str | None, metadata: Any, copy: bool = False, **more: Any
@@ -458,11 +679,12 @@ class VectorIndex:
 
     def delete_ids(self, ids: list[str]) -> None:
         if ids:
-            self.collection.delete(ids=self._lookup(ids))
+            stored = self._lookup(ids)
+            self._removed(stored, lambda: self.collection.delete(ids=stored))
 
     def delete(self, where: dict[str, Any] | None = None) -> int:
         """Delete the entries matching ``where`` (all of them without it); how many went."""
         stored = self.collection.get(where=self._where(where), include=[])["ids"]
         if stored:
-            self.collection.delete(ids=stored)
+            self._removed(stored, lambda: self.collection.delete(ids=stored))
         return len(stored)

@@ -25,7 +25,7 @@ import json
 import os
 import struct
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..._internal.redaction import redact_text
@@ -36,6 +36,8 @@ from ...errors import (
     VectorExtensionError,
     install_line,
 )
+from .fusion import K1, B, idf
+from .terms import selective
 
 __all__ = [
     "NotFoundError",
@@ -46,21 +48,48 @@ __all__ = [
     "is_postgres_url",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The row of ``ps_vector_schema``; an older schema is migrated when a store first meets it."""
+#: How many rows hold each term, kept by triggers of a searched collection's table in its own
+#: table ``<tab>_df`` (dropped with it), in the transaction that writes the rows: BM25 needs
+#: it. ' docs' counts the rows with terms, ' length' their lengths (no term holds a space).
+_COUNT_TERMS = """CREATE OR REPLACE FUNCTION {s}.ps_vector_count_terms() RETURNS trigger
+LANGUAGE plpgsql AS $f$
+DECLARE
+    df text := format('%I.%I', TG_TABLE_SCHEMA, TG_TABLE_NAME || '_df');
+    counted text := 'INSERT INTO %s (term, n) SELECT u.lexeme, %s count(*) FROM %s r, '
+        'unnest(r.terms) u GROUP BY u.lexeme UNION ALL SELECT '' docs'', %s count(*) FROM %s '
+        'WHERE terms IS NOT NULL UNION ALL SELECT '' length'', %s coalesce(sum(length(terms)), '
+        '0) FROM %s ON CONFLICT (term) DO UPDATE SET n = %s.n + EXCLUDED.n';
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        EXECUTE format(counted, df, '-', 'old_rows', '-', 'old_rows', '-', 'old_rows', df);
+    END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN
+        EXECUTE format(counted, df, '', 'new_rows', '', 'new_rows', '', 'new_rows', df);
+    END IF;
+    RETURN NULL;
+END
+$f$"""
 #: From version N to N + 1, run in one transaction ({s}: the schema, quoted).
-MIGRATIONS: dict[int, tuple[str, ...]] = {}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: (_COUNT_TERMS,)}
 _SCHEMA = (
     "CREATE SCHEMA IF NOT EXISTS {s}",
     "CREATE TABLE IF NOT EXISTS {s}.ps_vector_schema (version integer NOT NULL)",
     """CREATE TABLE IF NOT EXISTS {s}.ps_vector_collections (
     name text COLLATE "C" PRIMARY KEY, tab text COLLATE "C" NOT NULL UNIQUE,
     dimension integer NOT NULL, metadata jsonb NOT NULL)""",
+    _COUNT_TERMS,
 )
 #: HNSW build and search breadth: Chroma's own defaults (its recall is what we match).
 EF_CONSTRUCTION = 100
 EF_SEARCH = 100
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext('praisonsession vectors:' || %s))"
+#: The lexical index of a searched collection: its rows' terms (``terms.py``), as lexemes of
+#: the ``simple`` configuration (no stemming or stopwords of its own: the terms have them).
+_TERMS_INDEX_SQL = "CREATE INDEX IF NOT EXISTS {} ON {} USING gin (terms)"
+#: Rows given their terms at once when a table from before them is first searched.
+_FILL = 500
 _INCLUDE = ("documents", "metadatas", "embeddings")
 
 
@@ -105,6 +134,38 @@ def holds_collections(url: str) -> bool:
 
 class NotFoundError(LookupError):
     """No collection of that name (what Chroma's own ``NotFoundError`` says, by name)."""
+
+
+def _lexical_parts(conn: Any, schema: str, tab: str) -> None:
+    """A searched table's lexical index: the GIN index of its terms, the table of how many
+    rows hold each term, and the triggers that keep it (in the caller's transaction)."""
+    from psycopg import sql
+
+    table = sql.Identifier(schema, tab)
+    conn.execute(sql.SQL(_TERMS_INDEX_SQL).format(sql.Identifier(tab + "_terms"), table))
+    conn.execute(
+        sql.SQL(
+            'CREATE TABLE IF NOT EXISTS {} (term text COLLATE "C" PRIMARY KEY, n bigint NOT NULL)'
+        ).format(sql.Identifier(schema, tab + "_df"))
+    )
+    function = sql.Identifier(schema, "ps_vector_count_terms")
+    for event, tables in (
+        ("INSERT", "NEW TABLE AS new_rows"),
+        ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows"),
+        ("DELETE", "OLD TABLE AS old_rows"),
+    ):
+        conn.execute(
+            sql.SQL(
+                "CREATE OR REPLACE TRIGGER {} AFTER {} ON {} REFERENCING {} "
+                "FOR EACH STATEMENT EXECUTE FUNCTION {}()"
+            ).format(
+                sql.Identifier(f"{tab}_{event.lower()}"),
+                sql.SQL(event),
+                table,
+                sql.SQL(tables),
+                function,
+            )
+        )
 
 
 class PgVectorStore:
@@ -338,10 +399,11 @@ class PgVectorStore:
                     sql.SQL(
                         'CREATE TABLE {} (id text COLLATE "C" PRIMARY KEY, '
                         "seq bigint GENERATED ALWAYS AS IDENTITY, document text, "
-                        "metadata jsonb NOT NULL, embedding vector({}) NOT NULL)"
+                        "metadata jsonb NOT NULL, embedding vector({}) NOT NULL, terms tsvector)"
                     ).format(table, sql.Literal(dimension))
                 )
                 if metadata.get("searched", True):
+                    _lexical_parts(conn, self.schema, tab)
                     conn.execute(
                         sql.SQL(
                             "CREATE INDEX {} ON {} USING hnsw (embedding vector_cosine_ops) "
@@ -394,6 +456,7 @@ class PgVectorStore:
             if row is None:
                 raise NotFoundError(f"Collection {name!r} does not exist.")
             conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self.table(row[0])))
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self.table(row[0] + "_df")))
 
     def _find(self, conn: Any, name: str) -> PgCollection | None:
         from psycopg import sql
@@ -480,8 +543,10 @@ class PgCollection:
         documents: Sequence[str | None] | None = None,
         metadatas: Sequence[dict[str, Any] | None] | None = None,
         embeddings: Any = None,
+        terms: Sequence[Sequence[str]] | None = None,
     ) -> None:
-        """Write the entries, replacing those with the same ids; all of them or none."""
+        """Write the entries, replacing those with the same ids; all of them or none.
+        ``terms``: each entry's lexical terms, written into the same row (else none)."""
         from psycopg import sql
 
         if not ids:
@@ -492,12 +557,15 @@ class PgCollection:
         documents = list(documents) if documents is not None else [None] * count
         metadatas = list(metadatas) if metadatas is not None else [None] * count
         statement = sql.SQL(
-            "INSERT INTO {} AS t (id, document, metadata, embedding) VALUES (%s, %s, %s, %b) "
+            "INSERT INTO {} AS t (id, document, metadata, embedding, terms) "
+            "VALUES (%s, %s, %s, %b, to_tsvector('simple', %s)) "
             "ON CONFLICT (id) DO UPDATE SET document = EXCLUDED.document, "
-            "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding"
+            "metadata = EXCLUDED.metadata, embedding = EXCLUDED.embedding, "
+            "terms = EXCLUDED.terms"
         ).format(self._table)
+        joined = [None if terms is None else " ".join(terms[n]) for n in range(count)]
         rows = [
-            (ids[n], documents[n], _jsonb(metadatas[n] or {}), Vector(embeddings[n]))
+            (ids[n], documents[n], _jsonb(metadatas[n] or {}), Vector(embeddings[n]), joined[n])
             for n in range(count)
         ]
         with self.store.connection() as conn, conn.transaction(), conn.cursor() as cur:
@@ -585,6 +653,98 @@ class PgCollection:
                 answers[key].append(one.get(key, []))
             answers["distances"].append([float(row[-1]) for row in rows])
         return answers
+
+    def lexical(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
+        """The ``limit`` rows with the best Okapi BM25 for ``terms`` (k1 1.2, b 0.75, as
+        SQLite's FTS5): ids and scores. How many rows hold each term comes from the
+        collection's ``_df`` table; the rows are found through the GIN index by the terms
+        that are not common (``terms.selective``), and scored in one statement."""
+        from psycopg import sql
+
+        with self.store.connection() as conn:
+            counts = dict(
+                conn.execute(
+                    sql.SQL("SELECT term, n FROM {} WHERE term = ANY(%s)").format(
+                        self.store.table(self.tab + "_df")
+                    ),
+                    ([*terms, " docs", " length"],),
+                ).fetchall()
+            )
+            rows = int(counts.pop(" docs", 0) or 0)
+            length = int(counts.pop(" length", 0) or 0)
+            held = {term: int(n) for term, n in counts.items() if n and n > 0}
+            if not rows or not held:
+                return []
+            weights = {term: idf(n, rows) for term, n in held.items()}
+            finding = selective(held, rows)
+            if not finding:
+                return []
+            found = conn.execute(
+                sql.SQL(
+                    "SELECT t.id, sum(w.idf * cardinality(u.positions) * (%s + 1) / "
+                    "(cardinality(u.positions) + %s * (1 - %s + %s * length(t.terms) / %s))) "
+                    "AS s FROM {} t CROSS JOIN LATERAL unnest(t.terms) u "
+                    "JOIN unnest(%s::text[], %s::float8[]) w(term, idf) ON u.lexeme = w.term "
+                    "WHERE t.terms @@ to_tsquery('simple', %s) GROUP BY t.id "
+                    "ORDER BY s DESC, t.id LIMIT %s"
+                ).format(self._table),
+                (
+                    K1,
+                    K1,
+                    B,
+                    B,
+                    max(length / rows, 1.0),
+                    list(weights),
+                    list(weights.values()),
+                    " | ".join(finding),  # terms are letters and digits: no operator in them
+                    int(limit),
+                ),
+            ).fetchall()
+        return [(row[0], float(row[1])) for row in found]
+
+    def clear_terms(self) -> None:
+        """Forget every row's terms (``fill_terms`` makes them again)."""
+        from psycopg import sql
+
+        with self.store.connection() as conn:
+            conn.execute(sql.SQL("UPDATE {} SET terms = NULL").format(self._table))
+
+    def fill_terms(self, terms_of: Callable[[str, str | None, Any], list[str]]) -> None:
+        """Give the table its terms column and index if it is from before them, and the rows
+        that have no terms theirs (``terms_of(id, document, metadata)``)."""
+        from psycopg import sql
+
+        with self.store.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+                "AND attname = 'terms' AND NOT attisdropped",
+                (sql.Identifier(self.store.schema, self.tab).as_string(conn),),
+            ).fetchone()
+            if not row[0]:
+                with conn.transaction():
+                    conn.execute(
+                        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS terms tsvector").format(
+                            self._table
+                        )
+                    )
+                    _lexical_parts(conn, self.store.schema, self.tab)
+            while True:
+                rows = conn.execute(
+                    sql.SQL(
+                        "SELECT id, document, metadata FROM {} WHERE terms IS NULL LIMIT %s"
+                    ).format(self._table),
+                    (_FILL,),
+                ).fetchall()
+                if not rows:
+                    return
+                filled = [(" ".join(terms_of(i, text, meta)), i) for i, text, meta in rows]
+                with conn.transaction(), conn.cursor() as cur:
+                    cur.executemany(
+                        sql.SQL(
+                            "UPDATE {} SET terms = to_tsvector('simple', %s) WHERE id = %s"
+                        ).format(self._table),
+                        filled,
+                    )
 
     def delete(self, ids: Sequence[str] | None = None, where: dict[str, Any] | None = None) -> None:
         from psycopg import sql

@@ -168,6 +168,17 @@ class ScopedIndex:
     ) -> list[Hit]:
         return self._checked(self.index.query(vector, limit, where, vectors))
 
+    def search(
+        self,
+        text: str,
+        vector: list[float],
+        limit: int,
+        where: dict[str, Any] | None = None,
+        vectors: bool = False,
+    ) -> list[Hit]:
+        """The hybrid search of :meth:`VectorIndex.search`, within the scope."""
+        return self._checked(self.index.search(text, vector, limit, where, vectors))
+
     def query_many(
         self, vectors: list[list[float]], limit: int, where: dict[str, Any] | None = None
     ) -> list[list[Hit]]:

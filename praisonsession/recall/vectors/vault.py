@@ -33,6 +33,8 @@ class Vault:
     def __init__(self, key: bytes) -> None:
         self._sealer = TextSealer(key)
         self._mac = hashlib.sha256(b"praisonsession vault tokens\x00" + key).digest()
+        #: what the lexical index hashes this user's words with (``terms.py``)
+        self.terms_key = hashlib.sha256(b"praisonsession vault terms\x00" + key).digest()
 
     def entry_id(self, entry: str) -> str:
         """The id an entry is stored under: a keyed token, not the digest of its text."""
