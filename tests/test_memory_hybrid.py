@@ -102,8 +102,11 @@ def test_words_stem_fold_and_drop_stopwords() -> None:
 
 
 def test_fusion_weighs_scores_not_only_ranks() -> None:
-    # the second candidate shares many rare words: far above by BM25, a little below by cosine
+    # the second candidate shares rare words with the question: far above by BM25, a little
+    # below by cosine
     assert fuse([0.50, 0.48, 0.20], [0.0, 9.0, 1.0]) == [1, 0, 2]
+    # close by meaning and by words first; then words count more than a little meaning
+    assert fuse([0.60, 0.55, 0.30], [1.0, 0.0, 1.2]) == [0, 2, 1]
     assert fuse([0.50, 0.48], [0.0, 0.0]) == [0, 1]  # no word shared: the dense order
     assert fuse([], []) == []
 

@@ -3,8 +3,10 @@ each scaled to 0..1 over the candidates, then weighed.
 
 Tuned on REALTALK (real chats, every turn a memory; chats 1 to 6, checked on 7 to 10), recall@5
 of the evidence turn: dense alone 0.426 and 0.419, our BM25 alone 0.595 and 0.490, reciprocal-
-rank fusion of the two 0.544 and 0.493, this fusion 0.630 and 0.493-0.503 (weights 0.35 to 0.45
-on the dense side are within 0.01 of each other). A plain reciprocal-rank fusion throws the
+rank fusion of the two 0.544 and 0.493, this fusion 0.623 and 0.497 (weights 0.3 to 0.5 on the
+dense side are within 0.01 of each other; BM25 scaled by the question's whole weight instead of
+by the largest among the candidates: 0.616 and 0.503, but a rare word in a long entry, an order
+number in passing, then counts for little). A plain reciprocal-rank fusion throws the
 scores' gaps away: a turn that shares two rare words with the question is far above one
 that shares one, and BM25 says by how much.
 """
