@@ -3,10 +3,14 @@ each scaled to 0..1 over the candidates, then weighed.
 
 Tuned on REALTALK (real chats, every turn a memory; chats 1 to 6, checked on 7 to 10), recall@5
 of the evidence turn: dense alone 0.426 and 0.419, our BM25 alone 0.595 and 0.490, reciprocal-
-rank fusion of the two 0.544 and 0.493, this fusion 0.623 and 0.497 (weights 0.3 to 0.5 on the
-dense side are within 0.01 of each other; BM25 scaled by the question's whole weight instead of
-by the largest among the candidates: 0.616 and 0.503, but a rare word in a long entry, an order
-number in passing, then counts for little). A plain reciprocal-rank fusion throws the
+rank fusion of the two 0.544 and 0.493, this fusion 0.628 and 0.497 (weights 0.3 to 0.5 on the
+dense side are within 0.01 of each other). BM25 is taken as a share of the question's whole
+weight and scaled by the best candidate's, but never as if a share under :data:`FULL` were a
+full match: scaled by the best alone (0.623 and 0.497), a question whose only shared word is
+common lifted that word's best entry to a full match, and on the generated questions of
+``bench_memory_quality.py`` ("Does the user own an animal?") recall@5 fell from 0.986 to
+0.922; scaled by the question's weight alone (0.616 and 0.503), a rare word in a long entry
+(an order number in passing) counted for little. A plain reciprocal-rank fusion throws the
 scores' gaps away: a turn that shares two rare words with the question is far above one
 that shares one, and BM25 says by how much.
 """
@@ -19,29 +23,40 @@ from collections.abc import Sequence
 
 from .terms import words
 
-__all__ = ["DENSE_WEIGHT", "bm25", "fuse", "idf", "okapi", "rerank"]
+__all__ = ["DENSE_WEIGHT", "FULL", "bm25", "fuse", "idf", "okapi", "rerank", "share"]
 
 #: The dense side's share of a fused score (the lexical side has the rest).
 DENSE_WEIGHT = 0.4
+#: The share of the question's BM25 weight that counts as a full lexical match.
+FULL = 0.75
 #: BM25's term-frequency saturation and length normalisation (FTS5's own values).
 K1 = 1.2
 B = 0.75
 
 
 def fuse(cosines: Sequence[float], lexical: Sequence[float]) -> list[int]:
-    """The candidates' positions, best first: ``cosines`` min-max scaled, ``lexical`` (BM25,
-    0 for a candidate the lexical side did not bring) divided by its largest. Ties keep the
-    order given (the dense side's first)."""
+    """The candidates' positions, best first: ``cosines`` min-max scaled, ``lexical`` (BM25
+    over the question's whole weight, as :func:`share` gives it; 0 for a candidate the lexical
+    side did not bring) divided by its largest, or by :data:`FULL` when none reaches it: a
+    best match of one common word of the question is not a full match. Ties keep the order
+    given (the dense side's first)."""
     if not cosines:
         return []
     low, high = min(cosines), max(cosines)
     spread = high - low if high > low else 1.0
-    top = max(lexical) if lexical and max(lexical) > 0 else 1.0
+    top = max(FULL, *lexical) if lexical else FULL
     fused = [
         DENSE_WEIGHT * (cosine - low) / spread + (1 - DENSE_WEIGHT) * score / top
         for cosine, score in zip(cosines, lexical, strict=True)
     ]
     return sorted(range(len(fused)), key=lambda i: -fused[i])
+
+
+def share(scores: list[tuple[str, float]], weights: Sequence[float]) -> list[tuple[str, float]]:
+    """BM25 scores over the question's whole weight (the IDF of each of its terms, those no
+    entry holds included): what :func:`fuse` weighs."""
+    whole = sum(weights) or 1.0
+    return [(entry, score / whole) for entry, score in scores]
 
 
 def rerank(query: str, texts: Sequence[str], cosines: Sequence[float]) -> list[int]:
@@ -52,7 +67,8 @@ def rerank(query: str, texts: Sequence[str], cosines: Sequence[float]) -> list[i
 
 
 def bm25(query: Sequence[str], documents: Sequence[Sequence[str]]) -> list[float]:
-    """Okapi BM25 (k1 1.2, b 0.75, as SQLite's FTS5 ranks) of each document for ``query``."""
+    """Okapi BM25 (k1 1.2, b 0.75, as SQLite's FTS5 ranks) of each document for ``query``,
+    over the question's whole weight (:func:`share`)."""
     if not documents:
         return []
     count = len(documents)
@@ -63,8 +79,9 @@ def bm25(query: Sequence[str], documents: Sequence[Sequence[str]]) -> list[float
     for frequency in frequencies:
         found.update(frequency.keys())
     weights = {term: idf(found[term], count) for term in found}
+    whole = sum(idf(found[term], count) for term in wanted) or 1.0
     return [
-        okapi(frequency, len(document), average, weights)
+        okapi(frequency, len(document), average, weights) / whole
         for document, frequency in zip(documents, frequencies, strict=True)
     ]
 

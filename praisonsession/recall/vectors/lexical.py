@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from .fusion import idf, okapi
+from .fusion import idf, okapi, share
 from .terms import selective
 
 #: Candidates FTS5 finds, per entry a search asks for, before they are scored again.
@@ -155,7 +155,7 @@ class LexicalFile:
             frequency = Counter(term for term in held if term in weights)
             scored.append((entry, okapi(frequency, len(held), average, weights)))
         scored.sort(key=lambda pair: -pair[1])
-        return scored[:limit]
+        return share(scored[:limit], [idf(counts.get(term, 0), entries) for term in terms])
 
     def count(self, collection: str) -> int:
         with self._lock:

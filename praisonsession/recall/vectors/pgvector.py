@@ -36,7 +36,7 @@ from ...errors import (
     VectorExtensionError,
     install_line,
 )
-from .fusion import K1, B, idf
+from .fusion import K1, B, idf, share
 from .terms import selective
 
 __all__ = [
@@ -700,7 +700,8 @@ class PgCollection:
                     int(limit),
                 ),
             ).fetchall()
-        return [(row[0], float(row[1])) for row in found]
+        scored = [(row[0], float(row[1])) for row in found]
+        return share(scored, [idf(held.get(term, 0), rows) for term in terms])
 
     def clear_terms(self) -> None:
         """Forget every row's terms (``fill_terms`` makes them again)."""
