@@ -16,7 +16,8 @@ distinct questions (new ones at every size) are timed, one question at a time, i
   on the user's collection itself (no scope check, no recency, no de-duplication of fork
   copies); ``Chroma query alone`` is its second half;
 - ``search_memory, cold``: ``session.search_memory(question, limit=5)`` with the defaults
-  (``prefer_recent`` on), a question this session has never seen, so it is embedded;
+  (``prefer_recent`` on, the hybrid ranking: 40 entries by meaning and 40 by BM25 from the
+  lexical index, fused), a question this session has never seen, so it is embedded;
 - ``search_memory, warm``: the same question again, straight after: the session keeps the
   vectors of its last questions (an agent asks its memory and its older turns with the same
   message), so this one is not embedded again. Reported apart, never mixed into "cold".
@@ -28,7 +29,8 @@ The fixture is built as fast as it can be without changing what is searched: 2,0
 memories are embedded (their vectors cached in the temporary directory's
 ``praisonsession-bench-cache``, so a second run skips it), and the rest are the normalised sums
 of two of them with the two texts joined, written with the same ids, texts and metadata as
-``add_memory`` writes, in batches of 5,000, as numpy arrays. Writing 100,000 vectors into
+``add_memory`` writes (through the collection's index, so its lexical terms are written
+beside), in batches of 5,000, as numpy arrays. Writing 100,000 vectors into
 Chroma's HNSW index is most of the run (~2 minutes on an idle 2-core machine).
 """
 
