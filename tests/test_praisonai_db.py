@@ -158,6 +158,24 @@ def test_the_hooks_keep_a_conversation_and_hand_it_back(db: PraisonDb) -> None:
     assert db.export_session("never-started") == {}
 
 
+def test_a_run_whose_question_was_not_reported_gets_it_before_its_answer(db: PraisonDb) -> None:
+    db.on_agent_start("Helper", "s1", "u")
+    db.on_run_start("s1", "r1", "asked but not reported")
+    db.on_agent_message("s1", "answered")
+    db.on_run_end("s1", "r1", "answered")
+    db.on_run_start("s1", "r2", "asked")
+    db.on_user_message("s1", "asked")  # reported: never written twice
+    db.on_agent_message("s1", "answered again")
+    db.on_run_end("s1", "r2", "answered again")
+    db.on_run_start("s1", "r3", "failed before any answer")
+    db.on_run_end("s1", "r3", None, "error")  # no answer: nothing is written for it
+    stored = db.on_agent_start("Helper", "s1", "u")
+    assert turns(stored) == [("user", "asked but not reported"), ("assistant", "answered"),
+                             ("user", "asked"), ("assistant", "answered again")]  # fmt: skip
+    assert [m.run_id for m in stored] == ["r1", "r1", "r2", "r2"]
+    assert stored[0].metadata == {"reported_by": "on_run_start"} and stored[2].metadata == {}
+
+
 def test_runs_are_listed_newest_first_within_a_limit(db: PraisonDb) -> None:
     db.on_agent_start("Helper", "s1", "u")
     for n in range(40):
@@ -331,11 +349,18 @@ def test_an_async_agent_awaits_the_async_hooks(db: PraisonDb, model: ScriptedCha
         return [first, await resumed.achat("second")]
 
     assert asyncio.run(chat()) == ["One.", "Two."]
-    # PraisonAI's achat over its OpenAI client reports the answer of a turn, not its prompt
+    # PraisonAI's achat over its OpenAI client reports the answer of a turn, not its question:
+    # the question is written before the answer from the run's input, so the resumed agent
+    # sends what the first one had in its own history
     assert without_system(model.chat_requests[-1].body["messages"]) == [
+        {"role": "user", "content": "first"},
         {"role": "assistant", "content": "One."},
         {"role": "user", "content": "second"},
     ]
+    stored = PraisonDb(db.store).on_agent_start("Helper", "async", "carol")
+    assert turns(stored) == [("user", "first"), ("assistant", "One."), ("user", "second"),
+                             ("assistant", "Two.")]  # fmt: skip
+    assert stored[0].metadata == {"reported_by": "on_run_start"} and stored[0].run_id
     assert [r.status for r in asyncio.run(db.aio.get_runs("async"))] == ["completed"] * 2
 
 

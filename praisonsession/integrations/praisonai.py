@@ -143,6 +143,8 @@ class PraisonDb(SyncClose):
         #: run id -> its conversation (an async run end is awaited where no agent is seen)
         self._runs: dict[Key, str] = {}
         self._run_keys: dict[str, Key] = {}
+        #: (user, session) -> the input of its run while no user turn of it was reported
+        self._run_inputs: dict[Key, str] = {}
         #: trace id -> where its events go; span id -> its trace id
         self._traces: dict[str, Key] = {}
         self._spans: dict[str, str] = {}
@@ -611,9 +613,13 @@ class PraisonDb(SyncClose):
             entry["metadata"] = extra
         with self._lock:
             run_id = self._runs.get(key)
+            unreported = self._run_inputs.pop(key, None) if role in ("user", "assistant") else None
         if run_id is not None:
             entry["run_id"] = run_id
-        await self._append(key, MESSAGES_LOG, entry, f"the {role} turn")
+        question = None
+        if role == "assistant" and unreported is not None:  # see _unreported_question
+            question = _unreported_question(unreported, run_id)
+        await self._append(key, MESSAGES_LOG, entry, f"the {role} turn", first=question)
 
     async def _tool_call(
         self,
@@ -669,6 +675,10 @@ class PraisonDb(SyncClose):
         with self._lock:
             self._runs[key] = run
             self._run_keys[run] = key
+            if isinstance(input_content, str) and input_content:
+                self._run_inputs[key] = input_content
+            else:
+                self._run_inputs.pop(key, None)
         await self._append(key, RUNS_LOG, event, f"the start of run {run!r}")
 
     async def _run_end(
@@ -700,6 +710,7 @@ class PraisonDb(SyncClose):
         with self._lock:
             if self._runs.get(key) == run:
                 del self._runs[key]
+                self._run_inputs.pop(key, None)
         await self._append(key, RUNS_LOG, event, f"the end of run {run!r}")
 
     async def _get_runs(self, session_id: Any, limit: Any, user_id: Any) -> list[DbRun]:
@@ -908,19 +919,29 @@ class PraisonDb(SyncClose):
 
     # -- writes that are never silently forgotten ------------------------------------------
 
-    async def _append(self, key: Key, log: str, entry: dict[str, Any], what: str) -> None:
-        """Append ``entry``, after what earlier failed writes to this log left; on failure
-        everything stays in memory for the next write, with a warning, and the error is
-        raised (PraisonAI only logs it)."""
+    async def _append(
+        self,
+        key: Key,
+        log: str,
+        entry: dict[str, Any],
+        what: str,
+        *,
+        first: dict[str, Any] | None = None,
+    ) -> None:
+        """Append ``entry`` (after ``first``, in the same step), after what earlier failed
+        writes to this log left; on failure everything stays in memory for the next write,
+        with a warning, and the error is raised (PraisonAI only logs it)."""
         slot = (key, log)
+        new = [entry] if first is None else [first, entry]
         with self._lock:
-            batch = [*self._unwritten.pop(slot, []), entry]
+            batch = [*self._unwritten.pop(slot, []), *new]
         try:
             await self._store.append_messages(key.session_id, key.user_id, log, batch)
         except (InvalidValueError, InvalidIdError):
-            with self._lock:  # the entry itself is refused: keep only the earlier ones
-                if batch[:-1]:
-                    self._unwritten[slot] = batch[:-1] + self._unwritten.get(slot, [])
+            earlier = batch[: -len(new)]
+            with self._lock:  # the entries themselves are refused: keep only the earlier ones
+                if earlier:
+                    self._unwritten[slot] = earlier + self._unwritten.get(slot, [])
             raise
         except Exception as exc:
             with self._lock:
@@ -1086,6 +1107,23 @@ def _tool_calls(tool_calls: Any) -> list[dict[str, Any]] | None:
                 f"{call!r:.80}."
             )
     return calls
+
+
+def _unreported_question(question: str, run_id: str | None) -> dict[str, Any]:
+    """The user turn of a run that PraisonAI did not report (its ``achat`` over the OpenAI
+    client, in 1.7.17, reports the answer but not the question, though its own history holds
+    both): written just before the answer, from the run's input, so that a resumed history is
+    the one the agent had. Marked in its metadata."""
+    turn: dict[str, Any] = {
+        "role": "user",
+        "content": question,
+        "timestamp": time.time(),
+        "id": f"msg-{uuid.uuid4().hex}",
+        "metadata": {"reported_by": "on_run_start"},
+    }
+    if run_id is not None:
+        turn["run_id"] = run_id
+    return turn
 
 
 def _db_message(entry: dict[str, Any]) -> DbMessage:
