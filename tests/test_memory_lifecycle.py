@@ -128,6 +128,39 @@ def test_every_statement_of_a_conversation_is_kept_and_a_rerun_stores_nothing(
     assert (again, again.event, again.previous) == (sunrise, "UPDATE", CONVERSATION[2])
 
 
+def test_a_memory_keeps_when_it_was_said_and_the_context_shows_it(open_session) -> None:
+    session = open_session()
+    climbed = dt.datetime(2021, 7, 4, 9, 30, tzinfo=dt.timezone.utc)
+    session.add_memory("Ada climbed Kilimanjaro", said_at=climbed)
+    session.add_memory("Ada ran the Oslo marathon", said_at="2019-09-21T08:00:00+00:00")
+    session.add_memory("Ada started rowing", said_at=1_600_000_000)
+    before = time.time()
+    session.add_memory("Ada learns Welsh")  # now, when omitted
+    found = {hit["text"]: hit["metadata"]["said_at"] for hit in session.search_memory("Ada")}
+    assert found["Ada climbed Kilimanjaro"] == climbed.timestamp()
+    assert (
+        found["Ada ran the Oslo marathon"] == dt.datetime(2019, 9, 21, 8, tzinfo=dt.UTC).timestamp()
+    )
+    assert found["Ada started rowing"] == 1_600_000_000.0
+    assert found["Ada learns Welsh"] >= before
+    local = dt.datetime.fromtimestamp(climbed.timestamp()).strftime("%Y-%m-%d %H:%M")
+    assert f"[{local}] Ada climbed Kilimanjaro" in session.get_context("When did Ada climb?")
+    early = session.search_memory("Ada", where={"said_at": {"$lt": dt.datetime(2020, 1, 1)}})
+    assert [hit["text"] for hit in early] == ["Ada ran the Oslo marathon"]
+
+    ids = session.add_memories(["Ada met Ben", "Ada met Cy"], said_at=[1e9, 2e9])
+    assert [session.get_memory(i)["metadata"]["said_at"] for i in ids] == [1e9, 2e9]
+    note = session.add_memory("call the plumber", "short", said_at=climbed)
+    assert session.get_memory(note)["metadata"]["said_at"] == climbed.timestamp()
+    held = len(session.list_memories("all"))
+    for bad in ("yesterday", True, float("nan"), [1], {"at": 1}):
+        with pytest.raises(InvalidValueError, match="said_at"):
+            session.add_memory("Ada owns a kayak", said_at=bad)
+    with pytest.raises(InvalidValueError, match="one time per text"):
+        session.add_memories(["Ada owns a kayak", "Ada owns a tent"], said_at=[1e9])
+    assert len(session.list_memories("all")) == held  # nothing stored by a refused call
+
+
 @pytest.mark.parametrize("memory_type", ["long", "short"])
 def test_get_update_delete_and_history(open_session, memory_type: str) -> None:
     session = open_session()

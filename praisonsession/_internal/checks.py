@@ -6,10 +6,13 @@
   to Python and never a count here, so every check refuses ``bool``.
 - **Seconds**: a duration (a TTL, a timeout, a lock wait): a finite number, never NaN or a bool.
 - **Flags**: True or False, never a truthy 1 or "yes".
+- **Moments**: a point in time a caller gives (when a memory was said): a ``datetime``, an ISO
+  8601 string or seconds since the epoch, kept as seconds since the epoch.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable
 from typing import Any, Literal, TypeGuard, get_args
@@ -30,6 +33,7 @@ __all__ = [
     "check_choice",
     "check_count",
     "check_flag",
+    "check_moment",
     "check_seconds",
     "is_int",
     "is_seconds",
@@ -136,3 +140,29 @@ def check_seconds(
     raise error(
         f"{label}={value!r} is not valid; use a finite number of seconds {wanted}, e.g. {example}."
     )
+
+
+def check_moment(value: Any, label: str) -> float:
+    """``value`` as seconds since the epoch: a ``datetime``, an ISO 8601 string
+    ("2024-01-03T22:14:00+01:00"; without an offset it is local time, as for a naive
+    ``datetime`` and for ``where=`` filters) or a finite number of seconds since the epoch;
+    else ``InvalidValueError`` saying so."""
+    moment: dt.datetime | None = None
+    if isinstance(value, dt.datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            moment = None
+    elif not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value):
+        return float(value)
+    if moment is None:
+        raise InvalidValueError(
+            f"{label}={value!r} is not a time; pass a datetime, an ISO 8601 string such as "
+            "'2024-01-03T22:14:00+00:00', or seconds since the epoch."
+        )
+    try:
+        return moment.timestamp()
+    except (OverflowError, OSError, ValueError):
+        raise InvalidValueError(f"{label}={value!r} is out of range for a time.") from None

@@ -233,11 +233,14 @@ class Recall:
     # -- memory ---------------------------------------------------------------------------
 
     async def add_memory(
-        self, text: str, memory_type: MemoryType, metadata: dict[str, Any], dedupe: bool = True
+        self,
+        text: str,
+        memory_type: MemoryType,
+        metadata: dict[str, Any],
+        dedupe: bool = True,
+        said: list[float] | None = None,
     ) -> MemoryId:
-        if memory_type == "short":
-            return await self.short.add(text, metadata, dedupe)
-        return await self._filling(self.long.index, self.long.add, text, metadata, dedupe)
+        return (await self.add_memories([text], memory_type, metadata, dedupe, said, False))[0]
 
     async def add_memories(
         self,
@@ -245,11 +248,15 @@ class Recall:
         memory_type: MemoryType,
         metadata: dict[str, Any],
         dedupe: bool = True,
+        said: list[float] | None = None,
+        progress: bool | None = None,
     ) -> list[MemoryId]:
+        """Remember ``texts``; ``said`` holds when each was said (None: now)."""
         if memory_type == "short":
-            return await self.short.add_many(texts, metadata, dedupe)
+            return await self.short.add_many(texts, metadata, dedupe, said)
+        shown = self.progress if progress is None else progress
         return await self._filling(
-            self.long.index, self.long.add_many, texts, metadata, self.progress, dedupe
+            self.long.index, self.long.add_many, texts, metadata, shown, dedupe, said
         )
 
     async def search_memory(

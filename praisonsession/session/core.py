@@ -32,6 +32,7 @@ from .._internal.checks import (
     check_choice,
     check_count,
     check_flag,
+    check_moment,
     check_seconds,
 )
 from .._internal.display import SnapshotList, TreeList
@@ -521,21 +522,26 @@ class AsyncSession:
         memory_type: MemoryType = "long",
         *,
         dedupe: bool = True,
+        said_at: Any = None,
         **metadata: JSONValue,
     ) -> MemoryId:
         """Remember ``text``; returns its id (a str whose ``event`` says what happened).
 
         ``"long"`` memories belong to the user and are found from any of their sessions;
         ``"short"`` ones are this session's notes, kept (and expiring) with the session.
-        The same text again returns the existing id (``event == "NONE"``); a close paraphrase
-        updates that memory to the new wording (``"UPDATE"``); ``dedupe=False`` always adds.
+        The same text again returns the existing id (``event == "NONE"``); a true repeat in
+        other words updates that memory to the new wording (``"UPDATE"``); ``dedupe=False``
+        always adds. ``said_at`` is when it was said (a datetime, an ISO string or seconds
+        since the epoch; now when omitted): results and ``get_context`` show it.
         """
         self._local_only("add_memory()")
         text = _check_text(text, "text")
         memory_type = check_choice(memory_type, MEMORY_TYPES, "memory_type")
         dedupe = check_flag(dedupe, "dedupe")
+        said = None if said_at is None else [check_moment(said_at, "said_at")]
         return await self._recalling(
-            "add_memory", lambda recall: recall.add_memory(text, memory_type, metadata, dedupe)
+            "add_memory",
+            lambda recall: recall.add_memory(text, memory_type, metadata, dedupe, said),
         )
 
     async def add_memories(
@@ -544,13 +550,15 @@ class AsyncSession:
         memory_type: MemoryType = "long",
         *,
         dedupe: bool = True,
+        said_at: Any = None,
         **metadata: JSONValue,
     ) -> list[MemoryId]:
         """Remember many texts at once (the same metadata for each); their ids, in order.
 
         Embedded and stored in batches, several times faster than one ``add_memory`` each;
-        a long list shows a progress bar. Not bounded by ``timeout`` as a whole. Repeats and
-        paraphrases, within the list or of memories held, are not stored twice.
+        a long list shows a progress bar. Not bounded by ``timeout`` as a whole. Repeats,
+        within the list or of memories held, are not stored twice. ``said_at`` is one time
+        for all (as for ``add_memory``) or a list of one per text.
         """
         if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
             raise InvalidValueError(
@@ -560,12 +568,13 @@ class AsyncSession:
         texts = [_check_text(text, f"texts[{i}]") for i, text in enumerate(texts)]
         memory_type = check_choice(memory_type, MEMORY_TYPES, "memory_type")
         dedupe = check_flag(dedupe, "dedupe")
+        said = _check_said(said_at, len(texts))
         if not texts:
             return []
         if not self._opened:
             await self.open()
         recall = await bounded(self._memory(), self._timeout, "opening memory")
-        return await recall.add_memories(texts, memory_type, metadata, dedupe)
+        return await recall.add_memories(texts, memory_type, metadata, dedupe, said)
 
     async def search_memory(
         self,
@@ -1067,6 +1076,20 @@ def _html_table(caption: str, rows: list[tuple[str, str]]) -> str:
         for k, v in rows
     )
     return f"<table><caption>praisonsession.{caption}</caption>{body}</table>"
+
+
+def _check_said(said_at: Any, count: int) -> list[float] | None:
+    """``add_memories``' ``said_at``: None, one time for every text, or one time per text."""
+    if said_at is None:
+        return None
+    if isinstance(said_at, (list, tuple)):
+        if len(said_at) != count:
+            raise InvalidValueError(
+                f"said_at has {len(said_at)} times for {count} texts; pass one time per text, "
+                "or a single time for all of them."
+            )
+        return [check_moment(when, f"said_at[{i}]") for i, when in enumerate(said_at)]
+    return [check_moment(said_at, "said_at")] * count
 
 
 def _check_text(text: Any, what: str) -> str:

@@ -274,16 +274,19 @@ class Session:
         memory_type: MemoryType = "long",
         *,
         dedupe: bool = True,
+        said_at: Any = None,
         **metadata: JSONValue,
     ) -> MemoryId:
         """Remember ``text``; returns its id (a str whose ``event`` says what happened).
 
         ``"long"`` memories belong to the user and are found from any of their sessions;
         ``"short"`` ones are this session's notes, kept (and expiring) with the session.
-        The same text again returns the existing id (``event == "NONE"``); a close paraphrase
-        updates that memory (``"UPDATE"``); ``dedupe=False`` always adds.
+        The same text again returns the existing id (``event == "NONE"``); a true repeat in
+        other words updates that memory (``"UPDATE"``); ``dedupe=False`` always adds.
+        ``said_at``: when it was said (datetime, ISO string or epoch seconds; now if omitted).
         """
-        return self._on_loop(self._core.add_memory(text, memory_type, dedupe=dedupe, **metadata))
+        work = self._core.add_memory(text, memory_type, dedupe=dedupe, said_at=said_at, **metadata)
+        return self._on_loop(work)
 
     def add_memories(
         self,
@@ -291,14 +294,18 @@ class Session:
         memory_type: MemoryType = "long",
         *,
         dedupe: bool = True,
+        said_at: Any = None,
         **metadata: JSONValue,
     ) -> list[MemoryId]:
         """Remember many texts at once (the same metadata for each); their ids, in order.
 
         Embedded and stored in batches, several times faster than one ``add_memory`` each;
-        a long list shows a progress bar. Repeats and paraphrases are not stored twice.
+        a long list shows a progress bar. Repeats are not stored twice. ``said_at``: one time
+        for all, or a list of one per text.
         """
-        work = self._core.add_memories(texts, memory_type, dedupe=dedupe, **metadata)
+        work = self._core.add_memories(
+            texts, memory_type, dedupe=dedupe, said_at=said_at, **metadata
+        )
         return self._on_loop(work, bounded=False)
 
     def search_memory(

@@ -1,7 +1,12 @@
-"""``get_context``'s text: labelled sections of what was recalled, within a character budget."""
+"""``get_context``'s text: labelled sections of what was recalled, within a character budget.
+
+A memory's line starts with when it was said (``said_at``, local time), so that "when did I
+...?" can be answered from the context alone; knowledge has no such time.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 DEFAULT_BUDGET = 4000
@@ -22,7 +27,7 @@ def build_context(sections: list[tuple[str, list[dict[str, Any]]]], budget: int)
             text = " ".join(str(hit.get("text", "")).split())
             if text and text not in seen:
                 seen.add(text)
-                entries.append(text)
+                entries.append(_dated(text, (hit.get("metadata") or {}).get("said_at")))
         if not entries:
             continue
         heading = f"## {title}"
@@ -46,3 +51,14 @@ def _cut(text: str, room: int) -> str:
     cut = text[: room - 1]
     space = cut.rfind(" ")
     return (cut[:space] if space > room // 2 else cut) + "…"
+
+
+def said_when(said_at: float) -> str:
+    """How a context shows when a memory was said: local time, to the minute."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(said_at))
+
+
+def _dated(text: str, said_at: Any) -> str:
+    if isinstance(said_at, (int, float)) and not isinstance(said_at, bool):
+        return f"[{said_when(float(said_at))}] {text}"
+    return text

@@ -27,7 +27,7 @@ from ..embeddings import Embedder
 from ..vectors import Hit, ScopedIndex, Where, memory_scope
 from .lifecycle import ADD, DELETE, NONE, UPDATE, MemoryId, memory_id_for, normalised, text_key
 from .paraphrase import DEFAULT_THRESHOLD, is_paraphrase
-from .recency import newer_first
+from .recency import newer_first, said_time
 
 if TYPE_CHECKING:
     from ..._internal.sealing import TextSealer
@@ -35,9 +35,10 @@ if TYPE_CHECKING:
 
 RESERVED = frozenset(
     {"user_id", "session_id", "memory_type", "created_at", "updated_at", "memory_id", "dedupe"}
+    | {"said_at"}
 )
 #: Fields a filter may name besides the metadata given: kept by the library itself.
-SYSTEM_FIELDS = ("created_at", "updated_at", "session_id")
+SYSTEM_FIELDS = ("created_at", "updated_at", "said_at", "session_id")
 #: Memories embedded and upserted together by ``add_many``: large enough that the model and
 #: Chroma work on whole batches, small enough that a progress bar moves.
 BATCH = 256
@@ -105,27 +106,31 @@ class LongTermMemory:
         metadata: dict[str, Any],
         progress: bool = False,
         dedupe: bool = True,
+        said: list[float] | None = None,
     ) -> list[MemoryId]:
         """Remember ``texts`` (with the same metadata), embedding and upserting them in batches
         of :data:`BATCH`; their ids, in order. A batch is stored whole or not at all.
+        ``said`` holds when each text was said (None: now, when it is added).
 
         With ``dedupe``, a text already held (or earlier in ``texts``) returns that memory's
-        id, and a close paraphrase updates it (see ``MemoryId.event``)."""
+        id, and a true repeat in other words updates it (see ``MemoryId.event``)."""
         check_metadata(metadata)
         results: list[MemoryId] = []
         show = progress and len(texts) > BATCH
         with progress_bar(len(texts), show, "memory", "Adding memories") as bar:
             for start in range(0, len(texts), BATCH):
                 batch = texts[start : start + BATCH]
-                results += self._add_batch(batch, metadata, dedupe)
+                when = None if said is None else said[start : start + BATCH]
+                results += self._add_batch(batch, metadata, dedupe, when)
                 bar.update(len(batch))
         return results
 
     def _add_batch(
-        self, texts: list[str], metadata: dict[str, Any], dedupe: bool
+        self, texts: list[str], metadata: dict[str, Any], dedupe: bool, said: list[float] | None
     ) -> list[MemoryId]:
         vectors = self.embedder.embed(texts)
         at = clock.now()
+        whens = [at] * len(texts) if said is None else said
         fresh, added_before = self._new_ids(texts, stable=dedupe)
         results: list[MemoryId] = []
         new: list[int] = []  # positions of the texts to add
@@ -170,7 +175,7 @@ class LongTermMemory:
         self.index.add(
             ids,
             [texts[i] for i in new],
-            [self._metadata(fresh[i], texts[i], metadata, at, at) for i in new],
+            [self._metadata(fresh[i], texts[i], metadata, at, at, whens[i]) for i in new],
             [vectors[i] for i in new],
         )
         self._rekey(rekeyed)
@@ -179,7 +184,7 @@ class LongTermMemory:
         rewritten: list[Row] = []
         for memory_id, (entry, i) in updates.items():
             found = targets.get(memory_id) or [entry]
-            rewritten += self._rewritten(found, texts[i], vectors[i], metadata, at)
+            rewritten += self._rewritten(found, texts[i], vectors[i], metadata, at, whens[i])
             events.append((memory_id, UPDATE, texts[i], entry.text))
         self._store(rewritten)  # one write for all of the batch's updates
         self._record(events, at)
@@ -244,7 +249,13 @@ class LongTermMemory:
         return {hit.metadata["text_key"]: hit for hit in _own_first(found, self.session_id)}
 
     def _metadata(
-        self, memory_id: str, text: str, metadata: dict[str, Any], created: float, updated: float
+        self,
+        memory_id: str,
+        text: str,
+        metadata: dict[str, Any],
+        created: float,
+        updated: float,
+        said: float,
     ) -> dict[str, Any]:
         return {
             "session_id": self.session_id,
@@ -253,6 +264,7 @@ class LongTermMemory:
             "text_key": self._key(text),
             "created_at": created,
             "updated_at": updated,
+            "said_at": said,
             "extra": dumps(metadata),
             **{_META + key: value for key, value in metadata.items() if _scalar(value)},
         }
@@ -323,8 +335,10 @@ class LongTermMemory:
         vector: builtins.list[float] | None,
         metadata: dict[str, Any],
         at: float,
+        said: float | None = None,
     ) -> builtins.list[Row]:
-        """The entries as a change of text and/or metadata leaves them, to store."""
+        """The entries as a change of text and/or metadata leaves them, to store; a repeat
+        gives the time it was said (``said``), an update by id keeps the memory's."""
         rows: builtins.list[Row] = []
         for entry in entries:
             stored = dict(entry.metadata)
@@ -335,6 +349,7 @@ class LongTermMemory:
             kept.update(
                 extra=dumps(extra),
                 updated_at=at,
+                said_at=stored.get("said_at", stored.get("created_at")) if said is None else said,
                 text_key=self._key(new_text),
                 **{_META + key: value for key, value in extra.items() if _scalar(value)},
             )
@@ -466,6 +481,7 @@ class LongTermMemory:
                     "metadata": _extra(stored, hit.id),
                     "created_at": stored.get("created_at"),
                     "updated_at": stored.get("updated_at", stored.get("created_at")),
+                    "said_at": stored.get("said_at", stored.get("created_at")),
                 }
             )
         return sorted(found, key=lambda memory: (memory["created_at"] or 0, memory["text"]))
@@ -491,8 +507,12 @@ class LongTermMemory:
                 check_metadata(extra)
                 created = float(memory.get("created_at") or clock.now())
                 updated = float(memory.get("updated_at") or created)
+                given = memory.get("said_at")
+                said = created
+                if isinstance(given, (int, float)) and not isinstance(given, bool):
+                    said = float(given)
                 text = str(memory["text"])
-                metadatas.append(self._metadata(memory_id, text, extra, created, updated))
+                metadatas.append(self._metadata(memory_id, text, extra, created, updated, said))
             ids = [_entry_id(memory_id, self.session_id) for memory_id, _ in batch]
             self.index.add(ids, texts, metadatas)
             recorded = {
@@ -548,7 +568,7 @@ def _own_first(hits: list[Hit], session_id: str, keep_order: bool = False) -> li
 def _newer_first(hits: list[Hit], limit: int) -> list[Hit]:
     """Hits in ``prefer_recent`` order (see ``memory.recency``), ranked on what Chroma returned."""
     order = newer_first(
-        [hit.metadata.get("updated_at") or 0 for hit in hits],
+        [said_time(hit.metadata) for hit in hits],
         [hit.text for hit in hits],
         [hit.score for hit in hits],
         [[] if hit.vector is None else hit.vector for hit in hits],
@@ -610,6 +630,7 @@ def as_result(hit: Hit, scored: bool = True) -> dict[str, Any]:
     extra = _extra(stored, hit.id)
     for internal in ("extra", "text_key", "memory_id"):
         stored.pop(internal, None)
+    stored.setdefault("said_at", stored.get("created_at"))  # stored before memories kept it
     memory_id = hit.metadata.get("memory_id", hit.id)
     score = hit.score if scored else None
     return {"id": memory_id, "text": hit.text, "score": score, "metadata": {**extra, **stored}}

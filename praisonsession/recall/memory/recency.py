@@ -21,7 +21,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["newer_first", "prefer_newer", "says_changed", "similarities", "subject"]
+__all__ = [
+    "newer_first",
+    "prefer_newer",
+    "said_time",
+    "says_changed",
+    "similarities",
+    "subject",
+]
 
 #: When newer memories are preferred, a newer hit goes above an older one that scores at most
 #: this much more (cosine)...
@@ -65,6 +72,15 @@ def subject(text: str) -> str:
     return "i" if first in _FIRST_PERSON else first
 
 
+def said_time(metadata: dict[str, Any]) -> float:
+    """How new a memory is: when it was said (``said_at``), else when it was last changed."""
+    for field in ("said_at", "updated_at"):
+        value = metadata.get(field)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return 0.0
+
+
 def prefer_newer(
     results: list[dict[str, Any]], vectors: Any, limit: int | None = None
 ) -> list[dict[str, Any]]:
@@ -73,7 +89,7 @@ def prefer_newer(
     (:data:`SAME_SUBJECT`). So "where does the user live" finds the move, not the old city.
     The first ``limit`` are the results to show (see the module docstring)."""
     order = newer_first(
-        [result["metadata"].get("updated_at") or 0 for result in results],
+        [said_time(result["metadata"]) for result in results],
         [result["text"] for result in results],
         [result["score"] for result in results],
         vectors,

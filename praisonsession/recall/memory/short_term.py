@@ -65,12 +65,18 @@ class ShortTermMemory:
         return (await self.add_many([text], metadata, dedupe))[0]
 
     async def add_many(
-        self, texts: list[str], metadata: dict[str, Any], dedupe: bool = True
+        self,
+        texts: list[str],
+        metadata: dict[str, Any],
+        dedupe: bool = True,
+        said: list[float] | None = None,
     ) -> list[MemoryId]:
         """Append the notes in one atomic step; their ids. With ``dedupe``, a note already held
-        (or a close paraphrase of one) is not appended again: see ``MemoryId.event``."""
+        (or a true repeat of one) is not appended again: see ``MemoryId.event``. ``said``
+        holds when each was said (None: now)."""
         check_metadata(metadata)
         at = clock.now()
+        whens = [at] * len(texts) if said is None else said
         held = list((await self.notes()).values()) if dedupe else []
         if dedupe and (held or len(texts) > 1):
             from ..._internal.runtime import (
@@ -81,7 +87,7 @@ class ShortTermMemory:
         entries: list[dict[str, Any]] = []
         results: list[MemoryId] = []
         ids_held = {note["id"]: note for note in held}
-        for text in texts:
+        for text, when in zip(texts, whens, strict=True):
             found = self._same_as(text, held) if dedupe else None
             before = ids_held.get(memory_id_for(self.session_id, text)) if dedupe else None
             if found is None and before is not None:
@@ -102,6 +108,7 @@ class ShortTermMemory:
                 "content": text,
                 "metadata": metadata,
                 "created_at": at,
+                "said_at": when,
             }
             entries.append(entry)
             results.append(MemoryId(entry["id"], ADD))
@@ -298,6 +305,7 @@ def _fields(note: dict[str, Any], session_id: str) -> dict[str, Any]:
         **(note.get("metadata") or {}),
         "created_at": note.get("created_at"),
         "updated_at": note.get("updated_at"),
+        "said_at": note.get("said_at", note.get("created_at")),
         "session_id": session_id,
     }
 
@@ -313,6 +321,7 @@ def _result(note: dict[str, Any], score: float | None, session_id: str) -> dict[
         "session_id": session_id,
         "created_at": note.get("created_at"),
         "updated_at": note.get("updated_at"),
+        "said_at": note.get("said_at", note.get("created_at")),
     }
     return {
         "id": note.get("id"),
