@@ -189,3 +189,62 @@ def test_bench_encryption_prints_each_store_encrypted_and_not_beside_raw_sqlite(
     for store in ("SQLite", "JSON"):
         assert f"| {store} | " in out
     assert "raw SQLite insert" in out and "compare-and-set" in out
+
+
+def _sample_chat() -> dict:
+    """A small chat in REALTALK's format (written here; not the benchmark's data)."""
+    said = [
+        ("Ana", "I adopted a grey cat called Miso today!"),
+        ("Ben", "That is lovely, how old is Miso?"),
+        ("Ana", "She is two years old and loves boxes."),
+        ("Ben", "I started learning the cello this week."),
+        ("Ana", "Wow, love that! How are the lessons?"),
+        ("Ben", "Hard, my teacher says I hold the bow too tight."),
+    ]
+    turns = [
+        {
+            "clean_text": text,
+            "speaker": speaker,
+            "date_time": f"0{1 + n // 3}.02.2024, 10:0{n}:00",
+            "dia_id": f"D{1 + n // 3}:{1 + n % 3}",
+        }
+        for n, (speaker, text) in enumerate(said)
+    ]
+    return {
+        "name": {"speaker_1": "Ana", "speaker_2": "Ben"},
+        "session_1": turns[:3],
+        "session_1_date_time": turns[0]["date_time"],
+        "session_2": turns[3:],
+        "session_2_date_time": turns[3]["date_time"],
+        "qa": [
+            {"question": "What is the name of Ana's cat?", "evidence": ["D1:1"], "category": 1},
+            {"question": "When did Ben start the cello?", "evidence": ["D2:1"], "category": 2},
+            {"question": "What does Ben's teacher say?", "evidence": ["D2:3; D2:1"], "category": 3},
+        ],
+    }
+
+
+def test_bench_memory_conversations_prints_every_system_beside_the_baselines(
+    tmp_path: Path,
+) -> None:
+    import json
+
+    data = tmp_path / "chats"
+    data.mkdir()
+    (data / "Chat_1_Ana_Ben.json").write_text(json.dumps(_sample_chat()))
+    out = run_benchmark("bench_memory_conversations.py", "--data", str(data), cwd=tmp_path)
+    assert "Turns stored (defaults): 6 of 6 (100.0%)" in out
+    assert "Evidence turns stored (defaults): 3 of 3 (100.0%)" in out
+    for depth in (5, 10):
+        table = out.split(f"recall@{depth} by question category")[1]
+        for system in (
+            "ours, defaults",
+            "ours, dedupe=False",
+            "ours, prefer_recent=False",
+            "raw model, brute force",
+            "BM25",
+            "fusion (RRF) of the two",
+        ):
+            row = next(line for line in table.splitlines() if line.startswith(f"| {system} |"))
+            cells = [cell.strip() for cell in row.strip("|").split("|")[1:]]
+            assert len(cells) == 4 and cells[-1] == "1.000"  # 6 turns: all within 5
