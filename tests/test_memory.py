@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -206,9 +207,10 @@ def test_get_context_labels_sections_and_keeps_the_budget(open_session, tmp_path
     (tmp_path / "menu.md").write_text("Our lentil curry is vegetarian and ready in 30 minutes.")
     session.add_knowledge(str(tmp_path / "menu.md"))
     context = session.get_context("what should I cook for a vegetarian dinner")
-    assert "## Long-term memory\n- The user is vegetarian" in context
-    assert "## Knowledge\n- Our lentil curry" in context
-    assert "## Recent notes from this session\n- asked about dinner recipes" in context
+    said = r"- \[\d{4}-\d\d-\d\d \d\d:\d\d\] "  # a memory's line starts with when it was said
+    assert re.search(r"## Long-term memory\n" + said + "The user is vegetarian", context)
+    assert "## Knowledge\n- Our lentil curry" in context  # knowledge has no such time
+    assert re.search(r"## Recent notes from this session\n" + said + "asked about dinner", context)
     assert len(context) <= 300
     assert session.get_context("quantum chromodynamics lecture") == ""
 

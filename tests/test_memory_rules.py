@@ -201,3 +201,18 @@ def test_newer_facts_about_other_people_never_push_the_answer_out() -> None:
 )
 def test_the_subject_of_a_memory_is_its_first_word(text: str, expected: str) -> None:
     assert subject(text) == expected
+
+
+def test_a_later_turn_of_a_conversation_updates_no_earlier_one() -> None:
+    asked = hit("8 May 2023: Mel: I painted a lake sunrise last year", 0.8, 1.0)
+    chatted = hit("8 May 2023: Mel: Painting is such a calm hobby", 0.75, 2.0)
+    moved = hit("9 May 2023: Mel: I moved to Berlin, the lake is far now", 0.7, 3.0)
+    close = [[1.0, 0.0], [0.9, 0.1], [0.8, 0.2]]  # the shared header: every pair is close
+    ranked = prefer_newer([asked, chatted], close[:2])
+    assert [r["text"] for r in ranked] == [asked["text"], chatted["text"]]  # by relevance
+    ranked = prefer_newer([asked, chatted, moved], close)  # even to say something changed
+    assert [r["text"] for r in ranked] == [asked["text"], chatted["text"], moved["text"]]
+    fact = hit("User moved to Berlin", 0.7, 4.0)  # a memory that is no turn still does
+    ranked = prefer_newer([hit("User lives in Oslo", 0.8, 1.0), fact], close[:2])
+    assert ranked[0]["text"] == fact["text"]
+    assert subject(asked["text"]) == "mel:" and subject("The user's job: nurse") == "user"
