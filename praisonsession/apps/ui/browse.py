@@ -108,7 +108,9 @@ class SessionBrowser:
     async def messages(
         self, user_id: str, session_id: str, log: str, *, start: int = 0, limit: int = 50
     ) -> dict[str, Any]:
-        """Messages ``start:start+limit`` of a log and how many it holds: one page read."""
+        """Messages ``start:start+limit`` of a log and how many it holds: one page read. A
+        framework's log (``framework_views.FRAMEWORK_LOGS``) is answered in that framework's
+        terms, with ``framework`` naming it: one entry per stored record."""
         limit = check_page_size(limit)
         check_count(start, "start")
         store = self.store
@@ -120,7 +122,12 @@ class SessionBrowser:
         page = await store.read_messages(
             session_id, user_id, log, start, min(start + limit, MAX_COUNT)
         )
-        return {"log": log, "total": total, "start": start, "messages": page}
+        # loaded at the first read of a log, not with the app: it reaches into integrations/
+        from .framework_views import framework_of, view_page
+
+        if framework_of(log) is None:
+            return {"log": log, "total": total, "start": start, "messages": page}
+        return {"log": log, "total": total, "start": start, **view_page(log, page)}
 
     async def tree(self, user_id: str) -> list[dict[str, Any]]:
         """The user's sessions as a forest: each under the one it was forked from."""

@@ -268,6 +268,50 @@ function messageNode(message, index) {
     meta, body, calls, Object.keys(extra).length ? el("pre", { class: "muted", text: json(extra) }) : null);
 }
 
+// A framework's log, as the API answers it (framework_views.py): one entry per stored record,
+// each a role, an author, a title and parts: text, a tool call, a tool's output, a value, a
+// conversation (a LangGraph channel's messages) or why a value could not be decoded.
+function shownValue(value) {
+  return typeof value === "string" ? value : json(value);
+}
+
+function partNode(part) {
+  const calls = (part.call_id ? " · " + part.call_id : "");
+  switch (part.kind) {
+    case "text":
+      return el("pre", { class: "content", text: part.text });
+    case "function_call":
+      return el("div", { class: "toolcall function-call" },
+        el("div", {}, el("span", { class: "label", text: "function_call " }), el("span", { class: "name", text: part.name || "?" }),
+          el("span", { class: "muted call-id", text: calls })),
+        el("div", { class: "muted", text: "arguments" }), el("pre", { class: "arguments", text: shownValue(part.arguments) }));
+    case "function_call_output":
+      return el("div", { class: "toolcall function-output" },
+        el("div", {}, el("span", { class: "label", text: "function_call_output " }), el("span", { class: "name", text: part.name || "" }),
+          el("span", { class: "muted call-id", text: calls })),
+        el("div", { class: "muted", text: "output" }), el("pre", { class: "output", text: shownValue(part.output) }));
+    case "conversation":
+      return el("div", { class: "channel conversation", "data-channel": part.label },
+        el("div", { class: "label", text: `${part.label} (${part.messages.length} messages)` }),
+        part.messages.map((m, i) => entryNode(m, i)));
+    case "undecodable":
+      return el("div", { class: "channel undecodable", "data-channel": part.label },
+        el("div", { class: "label", text: part.label }), el("p", { class: "card error reason", text: "Not decoded: " + part.reason }));
+    default:
+      return el("div", { class: "channel value", "data-channel": part.label },
+        el("div", { class: "label", text: part.label }), el("pre", { class: "value", text: shownValue(part.value) }));
+  }
+}
+
+function entryNode(entry, index) {
+  const role = typeof entry.role === "string" ? entry.role : "?";
+  const meta = el("div", { class: "meta" }, el("span", { class: "role", text: role }), "#" + (index + 1),
+    entry.author && entry.author !== role ? " · " + entry.author : "", entry.title ? " · " + entry.title : "");
+  return el("div", { class: "message entry role-" + role.replace(/[^a-z]/g, ""), "data-index": index },
+    meta, (entry.parts || []).map(partNode),
+    entry.details ? el("details", {}, el("summary", { class: "muted", text: "details" }), el("pre", { class: "muted", text: json(entry.details) })) : null);
+}
+
 async function logView(user, id, log, pageText) {
   const page = Math.max(1, parseInt(pageText, 10) || 1);
   setCrumbs(link(user, "user", user), link(id, "session", user, id), link(log, "log", user, id, log, 1));
@@ -286,7 +330,9 @@ async function logView(user, id, log, pageText) {
   return [
     el("h1", {}, "History ", el("code", { text: log })),
     bar(), jumper,
-    el("div", { id: "messages" }, d.messages.map((m, i) => messageNode(m, d.start + i))),
+    d.framework ? el("p", { class: "muted", id: "framework", text: `${FRAMEWORKS[d.framework] || d.framework}'s log, shown in its terms.` }) : null,
+    d.notice ? el("div", { class: "card error", id: "notice", text: d.notice }) : null,
+    el("div", { id: "messages" }, d.messages.map((m, i) => (d.framework ? entryNode : messageNode)(m, d.start + i))),
     d.messages.length ? bar() : el("p", { class: "muted", text: "No messages on this page." }),
   ];
 }
@@ -383,6 +429,8 @@ async function memoriesView(user, session, after) {
 }
 
 // -- routing ---------------------------------------------------------------------------------
+
+const FRAMEWORKS = { langgraph: "LangGraph", adk: "Google ADK", "openai-agents": "The OpenAI Agents SDK" };
 
 const VIEWS = {
   "": usersView, user: userView, session: sessionView, log: logView, tree: treeView, memories: memoriesView,
