@@ -229,7 +229,7 @@ def report(results: dict[str, Any]) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="200,5000", help="history sizes, comma-separated")
+    parser.add_argument("--sizes", default="200,2000", help="history sizes, comma-separated")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--quick", action="store_true", help="small sizes, few rounds")

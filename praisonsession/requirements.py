@@ -27,6 +27,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "adk": ("google.adk",),
     "langgraph": ("langgraph",),
     "praisonai": ("praisonaiagents",),
+    "agentscope2": ("agentscope.app",),
 }
 
 

@@ -34,6 +34,7 @@ NEEDS = {
     "06_long_conversations": (),
     "07_praisonai_agent": ("praisonai",),
     "frameworks/adk": ("adk", "memory"),  # run in the frameworks' environment
+    "frameworks/agentscope": ("agentscope2",),
     "frameworks/langgraph": ("langgraph",),
     "frameworks/openai_agents": ("openai-agents",),
 }
@@ -68,7 +69,8 @@ def test_require_passes_quietly_when_the_extras_are_installed() -> None:
 
 
 def test_require_refuses_an_unknown_extra() -> None:
-    with pytest.raises(ValueError, match="Unknown extra 'gpu'; the extras are: adk, encryption,"):
+    expected = "Unknown extra 'gpu'; the extras are: adk, agentscope2, encryption,"
+    with pytest.raises(ValueError, match=expected):
         require("gpu")
 
 

@@ -11,7 +11,8 @@ store:
 - **Ids.** A record of kind ``k`` with id ``i`` is our session ``as2:k:i`` of its user
   (:func:`record_id`); a knowledge document names its base with a length prefix, so no pair of
   ids collides. An id that cannot be one of ours (over 256 characters, control characters)
-  is refused with ``InvalidIdError``; an empty ``user_id`` too (``""`` is nobody's).
+  is refused with ``InvalidIdError``; an empty ``user_id`` too (``""`` is AgentScope's user
+  of that name, and ours the default user: the two must not alias).
 - **Records** are the key ``r`` of the session's state, the JSON ``model_dump(mode="json")``
   made (credentials with their secrets, as AgentScope's own storages keep them). A session's
   ``AgentState`` is apart, in ``s`` beside its ``updated_at`` in ``u``: ``update_session_state``,
@@ -47,10 +48,10 @@ from ..errors import (
     SessionNotFoundError,
     install_line,
 )
-from ..session.options import held_store
 from ..settings import Settings
 from ..stores import Key, SessionBase, SessionInfo, record_key
 from ..stores.wrappers.keyless import without_key
+from ._adapter import HeldStore, checked_user_id
 
 try:
     from agentscope.app.storage import (
@@ -104,15 +105,6 @@ def record_id(kind: str, *ids: str) -> str:
     return f"as2:{kind}:{head}{ids[-1]}"
 
 
-def _user(user_id: Any) -> str:
-    if user_id == "" or not isinstance(user_id, str):
-        raise InvalidIdError(
-            f"user_id must be a non-empty str, got {user_id!r}: AgentScope's records "
-            "belong to a user, and praisonsession gives the empty id to nobody."
-        )
-    return user_id
-
-
 def _utcnow() -> datetime:
     """Naive UTC, what AgentScope's SQL storage writes (comparable across nodes)."""
     return datetime.now(timezone.utc).replace(tzinfo=None)
@@ -141,7 +133,7 @@ def _limit(limit: Any) -> int:
     return limit
 
 
-class PraisonStorage(StorageBase):
+class PraisonStorage(HeldStore, StorageBase):
     """AgentScope 2.0's ``StorageBase`` over a praisonsession store.
 
     ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
@@ -157,27 +149,13 @@ class PraisonStorage(StorageBase):
         *,
         settings: Settings | dict[str, Any] | None = None,
     ) -> None:
-        self._settings, self._store, self._owns_store = held_store(store, settings)
+        self._hold(store, settings)
         self._backend = without_key(self._store.backend)
-
-    @property
-    def store(self) -> SessionBase:
-        """The store keeping the records: list, export or erase them through its API."""
-        return self._store
-
-    def __repr__(self) -> str:
-        return f"PraisonStorage(store={self._store.url!r})"
-
-    async def aclose(self) -> None:
-        """Release the store's connections (a store passed in as an instance is its owner's
-        to close); the records stay stored and the storage reopens on next use."""
-        if self._owns_store:
-            await self._store.close()
 
     # -- records: one of our sessions each ---------------------------------------------------
 
     def _key(self, user_id: Any, kind: str, *ids: str) -> Key:
-        return record_key(record_id(kind, *ids), _user(user_id))
+        return record_key(record_id(kind, *ids), checked_user_id(user_id))
 
     async def _read(self, key: Key, names: list[str]) -> dict[str, Any]:
         return await self._backend.read_record_state(key, names, False)
@@ -226,7 +204,7 @@ class PraisonStorage(StorageBase):
 
     async def _infos(self, user_id: str, prefix: str) -> list[SessionInfo]:
         """Every record of the user whose id starts with ``prefix``, a page at a time."""
-        user = record_key(prefix + "x", _user(user_id)).user_id
+        user = checked_user_id(user_id)
         after: str | None = prefix[:-1] + chr(ord(prefix[-1]) - 1) + "\U0010ffff"
         found: list[SessionInfo] = []
         while True:
