@@ -1,6 +1,6 @@
 """AgentScope 2.0's app storage on praisonsession stores: :class:`PraisonStorage`.
 
-``PraisonStorage("sqlite:///as.db")`` is an ``agentscope.app.storage.StorageBase``: every
+``PraisonStorage("sqlite://as.db")`` is an ``agentscope.app.storage.StorageBase``: every
 record AgentScope's app keeps (sessions with their ``AgentState``, messages, agents,
 credentials, MCP servers, skills, schedules, channels, SOPs and their runs, teams, knowledge
 bases and their documents) is one of our sessions, of the AgentScope user who owns it, so
@@ -16,7 +16,8 @@ store:
 - **Records** are the key ``r`` of the session's state, the JSON ``model_dump(mode="json")``
   made (credentials with their secrets, as AgentScope's own storages keep them). A session's
   ``AgentState`` is apart, in ``s`` beside its ``updated_at`` in ``u``: ``update_session_state``,
-  the write after every turn, is one ``patch_state`` that holds only if the session exists.
+  the write after every turn, is one state patch that holds only if the session exists
+  (``must_exist``): no read before it.
 - **Messages** of a session are the record ``as2:messages:<session id>``: message ``n`` in
   ``m:<n>``, its position by id in ``i:<id>``, the count in ``n``. ``upsert_message``
   replaces in place or appends in one compare-and-set, so concurrent writers lose nothing;
@@ -24,7 +25,9 @@ store:
   the page's, not the history's (on SQLite, Redis and PostgreSQL; a JSON store reads its
   file whole).
 - Read-modify-writes (a team's roster, a document's lease) are compare-and-sets on the
-  record's version, retried when another writer moved it on.
+  record's version, retried when another writer moved it on. Cascades (an agent's sessions,
+  a team's members) are several writes, not one transaction: a process killed midway leaves
+  the rest for the next delete.
 
 Needs the ``agentscope2`` extra (AgentScope 2.0); ``import praisonsession`` never imports it,
 and only this module does.
