@@ -266,6 +266,43 @@ def test_deleting_an_agent_takes_its_sessions_schedules_messages_and_team_places
     run(work())
 
 
+def test_deleting_a_team_removes_created_members_and_only_invited_members_team_sessions(
+    store: Any,
+) -> None:
+    async def work() -> None:
+        storage = PraisonStorage(store)
+        leader, created, invited = agent("ada"), agent("ada", "team"), agent("ada")
+        for record in (leader, created, invited):
+            await storage.upsert_agent("ada", record)
+        lead = await storage.upsert_session("ada", leader.id, config())
+        made = await storage.upsert_session("ada", created.id, config())
+        borrowed = await storage.upsert_session("ada", invited.id, config())
+        own = await storage.upsert_session("ada", invited.id, config())
+        members = [
+            TeamMember(owner_id="ada", agent_id=created.id, session_id=made.id, role="created"),
+            TeamMember(owner_id="ada", agent_id=invited.id, session_id=borrowed.id, role="invited"),
+        ]
+        team = TeamRecord(
+            user_id="ada", session_id=lead.id, data=TeamData(name="t", members=members)
+        )
+        await storage.upsert_team("ada", team)
+        for session in (lead, made, borrowed):
+            await storage.set_session_team_id("ada", session.id, team.id)
+        stamped = await storage.get_session("ada", leader.id, lead.id)
+        assert stamped is not None and stamped.team_id == team.id
+
+        assert await storage.delete_team("ada", team.id) is True
+        assert await storage.get_agent("ada", created.id) is None
+        assert await storage.get_session("ada", created.id, made.id) is None
+        assert await storage.get_agent("ada", invited.id) is not None
+        assert [s.id for s in await storage.list_sessions("ada", invited.id)] == [own.id]
+        detached = await storage.get_session("ada", leader.id, lead.id)
+        assert detached is not None and detached.team_id is None
+        assert await storage.list_teams("ada") == []
+
+    run(work())
+
+
 def test_a_document_lease_goes_to_one_worker_until_it_expires(store: Any) -> None:
     async def work() -> None:
         storage = PraisonStorage(store)
