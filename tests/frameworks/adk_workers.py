@@ -59,14 +59,30 @@ class NoteTaker(BaseLlm):
         part = llm_request.contents[-1].parts[0]
         if part.function_response is not None:
             noted = part.function_response.response["noted"]
-            yield LlmResponse(
-                content=types.Content(role="model", parts=[types.Part(text=f"Noted: {noted}")])
-            )
-            return
-        call = types.FunctionCall(name="take_note", args={"note": part.text or ""})
+            answer = types.Part(text=f"Noted: {noted}")
+        else:
+            call = types.FunctionCall(name="take_note", args={"note": part.text or ""})
+            answer = types.Part(function_call=call)
         yield LlmResponse(
-            content=types.Content(role="model", parts=[types.Part(function_call=call)])
+            content=types.Content(role="model", parts=[answer]),
+            usage_metadata=spent(llm_request, answer),
         )
+
+
+def spent(
+    llm_request: LlmRequest, answer: types.Part
+) -> types.GenerateContentResponseUsageMetadata:
+    """What a call cost, one token a word, reported as a real model does: ADK records every
+    call's usage and logs a warning for a model that reports none."""
+    asked = sum(
+        len((part.text or "").split())
+        for content in llm_request.contents
+        for part in content.parts or []
+    )
+    said = len((answer.text or str(answer.function_call and answer.function_call.args)).split())
+    return types.GenerateContentResponseUsageMetadata(
+        prompt_token_count=asked, candidates_token_count=said, total_token_count=asked + said
+    )
 
 
 def take_note(note: str, tool_context: ToolContext) -> dict[str, Any]:
