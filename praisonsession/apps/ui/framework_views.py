@@ -109,12 +109,12 @@ def _openai_item(item: Any, names: Mapping[Any, Any]) -> Entry:
     if kind == "function_call":
         details = {k: v for k, v in rest.items() if k not in ("name", "arguments", "call_id")}
         part = _call(item.get("name"), item.get("arguments"), item.get("call_id"))
-        return _entry("assistant", [part], title="function_call", details=details)
+        return _entry("assistant", [part], details=details)
     if kind == "function_call_output":
         details = {k: v for k, v in rest.items() if k not in ("output", "call_id")}
         call_id = item.get("call_id")
         part = _output(names.get(call_id), _arguments(item.get("output")), call_id)
-        return _entry("tool", [part], title="function_call_output", details=details)
+        return _entry("tool", [part], details=details)
     role = item.get("role")
     if isinstance(role, str):  # a message, as given or as the model answered it
         parts = _openai_content(item.get("content"))

@@ -292,7 +292,7 @@ function partNode(part) {
         el("div", { class: "muted", text: "output" }), el("pre", { class: "output", text: shownValue(part.output) }));
     case "conversation":
       return el("div", { class: "channel conversation", "data-channel": part.label },
-        el("div", { class: "label", text: `${part.label} (${part.messages.length} messages)` }),
+        el("div", { class: "label", text: `${part.label} (${part.messages.length} message${part.messages.length === 1 ? "" : "s"})` }),
         part.messages.map((m, i) => entryNode(m, i)));
     case "undecodable":
       return el("div", { class: "channel undecodable", "data-channel": part.label },
