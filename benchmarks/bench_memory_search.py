@@ -16,7 +16,7 @@ distinct questions (new ones at every size) are timed, one question at a time, i
   on the user's collection itself (no scope check, no recency, no de-duplication of fork
   copies); ``Chroma query alone`` is its second half;
 - ``search_memory, cold``: ``session.search_memory(question, limit=5)`` with the defaults
-  (``prefer_recent`` on, the hybrid ranking: 40 entries by meaning and 40 by BM25 from the
+  (``prefer_recent`` on, the hybrid ranking: 20 entries by meaning and 20 by BM25 from the
   lexical index, fused), a question this session has never seen, so it is embedded;
 - ``search_memory, warm``: the same question again, straight after: the session keeps the
   vectors of its last questions (an agent asks its memory and its older turns with the same

@@ -55,7 +55,7 @@ _lexical_files: dict[int, LexicalFile] = {}
 _lexicons_checked: set[tuple[int, str]] = set()
 _checking = threading.Lock()
 #: Entries each side of a hybrid search brings to the fusion (``fusion.py``).
-DEPTH = 40
+DEPTH = 20
 
 
 @dataclass(frozen=True)
