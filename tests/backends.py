@@ -14,6 +14,7 @@ from counting_store import CountingBackend
 from praisonsession import InMemorySession, JSONSession, SessionBase, SqliteSession
 from praisonsession._internal.identifiers import DEFAULT_USER, filename_for
 from praisonsession.stores.api import Key
+from praisonsession.stores.guard import beneath
 
 BACKENDS = ["memory", "json", "sqlite"]  # the facade tests (test_session.py) run on these
 STORE_BACKENDS = [*BACKENDS, "redis", "postgres"]  # every backend, each with a URL
@@ -284,7 +285,7 @@ def kind_of(store: SessionBase) -> str:
         "PostgresBackend": "postgres",
         "CountingBackend": "wrapped",
         "EncryptedBackend": "encrypted",
-    }[type(store.backend).__name__]
+    }[type(beneath(store.backend)).__name__]
 
 
 def _is_redis(store: SessionBase) -> bool:

@@ -34,9 +34,6 @@ class CountingBackend(StoreBackend):
         self.calls[operation] += 1
         return self.inner
 
-    def admit_sealed_writes(self) -> None:
-        self.inner.admit_sealed_writes()
-
     async def close(self) -> None:
         await self.inner.close()
 

@@ -32,8 +32,8 @@ from praisonsession import (
 from praisonsession._internal import runtime
 from praisonsession.state import MessageLog
 from praisonsession.stores import LogWrite, record_key
+from praisonsession.stores.guard import beneath
 from praisonsession.stores.wrappers.encrypted import EncryptedBackend
-from praisonsession.stores.wrappers.keyless import without_key
 
 KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 OTHER_KEY = base64.urlsafe_b64encode(b"o" * 32).decode()
@@ -70,12 +70,14 @@ def sealed_session(plain: SessionBase, session_id: str = "s", key: str = KEY) ->
 def raw_state(plain: SessionBase, session_id: str = "s", user_id: str = "u") -> dict[str, Any]:
     """What the inner store holds, read under its API as someone with store access would."""
     key = record_key(session_id, user_id)
-    return runtime.run(plain.backend.read_record_state(key, None, False))
+    return runtime.run(beneath(plain.backend).read_record_state(key, None, False))
 
 
 def raw_set(plain: SessionBase, session_id: str, name: str, value: Any, user_id: str = "u") -> None:
     key = record_key(session_id, user_id)
-    runtime.run(plain.backend.patch_record_state(key, {name: value}, [], False, None, False))
+    runtime.run(
+        beneath(plain.backend).patch_record_state(key, {name: value}, [], False, None, False)
+    )
 
 
 def fill(session: Session) -> None:
@@ -183,17 +185,18 @@ def test_a_forged_origin_opens_nothing_of_another_users_session(plain: SessionBa
 
     victim = sealed_session(plain, "s")
     victim.set_state("a", SECRET)
-    victim_info = runtime.run(plain.backend.read_record(record_key("s", "u")))
+    victim_info = runtime.run(beneath(plain.backend).read_record(record_key("s", "u")))
     assert victim_info is not None
     stolen = raw_state(plain)["a"]  # someone with store access, no key
+    raw = beneath(plain.backend)  # write access to the data itself, around any guard
+    mallory = record_key("m", "mallory")
     for forged in (["u", "s"], victim_info.metadata[ORIGIN]):  # in clear, or the victim's seal
-        mallory = Session("m", "mallory", store=plain)
-        mallory.set_state("a", stolen)
-        runtime.run(plain.set_metadata("m", "mallory", **{ORIGIN: forged}))
+        runtime.run(raw.patch_record_state(mallory, {"a": stolen}, [], False, None, False))
+        runtime.run(raw.merge_record_metadata(mallory, {ORIGIN: forged}))
         with pytest.raises(DecryptionError) as caught:
             Session("m", "mallory", store=EncryptedStore(plain, KEY)).get_state("a")
         assert SECRET not in str(caught.value)
-        mallory.delete()
+        runtime.run(raw.delete_record(mallory))
 
 
 def test_forks_and_snapshots_an_older_version_wrote_stay_readable_and_rekey_seals_them(
@@ -213,7 +216,9 @@ def test_forks_and_snapshots_an_older_version_wrote_stay_readable_and_rekey_seal
     older = {ORIGIN: ["u", "s"]}  # what an older version's copy carried
     own_fork, snapshot = record_key("f", "u"), snapshot_key(record_key("s", "u"), "snap1")
     for where in (own_fork, record_key("f", "v"), snapshot):
-        copy = plain.backend.copy_record(record_key("s", "u"), where, None, older, False, UNSET)
+        copy = beneath(plain.backend).copy_record(
+            record_key("s", "u"), where, None, older, False, UNSET
+        )
         runtime.run(copy)
     sealed = EncryptedStore(plain, KEY)
     assert runtime.run(sealed.get_state("f", "u")) == {"secret": SECRET}
@@ -227,7 +232,7 @@ def test_forks_and_snapshots_an_older_version_wrote_stay_readable_and_rekey_seal
     rekey(KEY, KEY, plain, vector_store=None)
     assert runtime.run(sealed.get_state("f", "v")) == {"secret": SECRET}
     for where in (own_fork, record_key("f", "v"), snapshot):
-        info = runtime.run(plain.backend.read_record(where))
+        info = runtime.run(beneath(plain.backend).read_record(where))
         assert info is not None and isinstance(info.metadata[ORIGIN], str)  # sealed now
     assert runtime.run(sealed.read_messages("f", "u", "chat")) == CHAT
 
@@ -301,18 +306,38 @@ def test_a_process_without_a_key_is_refused_naming_the_key_by_fingerprint(
     assert "without an encryption key" in message
     assert raw_state(plain) == before  # nothing was written
     assert contents(sealed_session(plain)) == EXPECTED  # and the key still opens everything
-    assert runtime.run(plain.backend.read_record(record_key("copy", "u"))) is None
+    assert runtime.run(beneath(plain.backend).read_record(record_key("copy", "u"))) is None
 
 
-def test_a_keyless_store_reads_and_writes_its_own_sessions_beside_encrypted_ones(
+def test_a_keyless_store_writes_its_own_sessions_until_the_store_is_encrypted(
     plain: SessionBase,
 ) -> None:
-    fill(sealed_session(plain))
     mine = Session("mine", "u", store=plain)
     mine.set_state("a", "psenc1:short")  # a string that only looks like a seal is a value
     mine.append_messages("chat", [{"content": "hi"}])
     assert mine.get_state("a") == "psenc1:short"
     assert mine.read_messages("chat") == [{"content": "hi"}]
+    fill(sealed_session(plain, "s2"))  # the store is encrypted from its first sealed write
+    with pytest.raises(KeyRequiredError):
+        Session("new", "u", store=plain).set_state("a", 1)
+    assert mine.get_state("a") == "psenc1:short"  # what it wrote before is still read
+
+
+def test_a_keyless_write_cannot_make_a_key_holders_listing_fail(plain: SessionBase) -> None:
+    """Defect 2: a process without the key once made a session (its metadata in clear) that
+    made every listing of the key holder raise DecryptionError. The store knows it is
+    encrypted: every keyless write is refused, a new session's included, before it writes."""
+    holder = EncryptedStore(plain, KEY)
+    fill(Session("s", "u", store=holder))
+    for attempt in (
+        lambda: plain.create_session("mallory", "u", metadata={"app:theme": "dark"}),
+        lambda: plain.patch_state("shop", "u", {"app:theme": "dark"}),
+        lambda: plain.append_messages("other", "u", "chat", [{"a": 1}]),
+    ):
+        with pytest.raises(KeyRequiredError):
+            runtime.run(attempt())
+    assert [i.session_id for i in runtime.run(holder.list_sessions("u"))] == ["s"]
+    assert contents(Session("s", "u", store=holder)) == EXPECTED
 
 
 def _truncate(backend: Any, key: Any) -> Any:
@@ -345,23 +370,23 @@ def test_a_store_without_a_key_opened_apart_refuses_inside_the_backend_write(
     shared_kind: str, tmp_path: Path, write: str
 ) -> None:
     """Another process's store (here another store object on the same data) holds no key: its
-    backend refuses the write itself, so no caller can get past it, and no read goes first."""
+    guard refuses the write, so no caller can get past it; the store is encrypted, so its own
+    new sessions are refused too."""
     kind = shared_kind
     sealed_store = make_store(kind, tmp_path)
     keyless = make_store(kind, tmp_path)
     try:
         fill(sealed_session(sealed_store))
         before = raw_state(sealed_store)
-        assert keyless.backend.refuses_sealed_writes and not keyless.backend.admits_sealed_writes
         fingerprint = EncryptedBackend(sealed_store.backend, KEY).fingerprint
         with pytest.raises(KeyRequiredError) as caught:
             runtime.run(BACKEND_WRITES[write](keyless.backend, record_key("s", "u")))
         assert caught.value.fingerprint == fingerprint
         assert raw_state(sealed_store) == before
         assert contents(sealed_session(sealed_store)) == EXPECTED
-        # the same store writes its own sessions, and a sealed one is refused through its API
-        runtime.run(keyless.increment("mine", "u", "count"))
-        assert runtime.run(keyless.get_value("mine", "u", "count")) == 1
+        # its own new sessions are refused too, and a sealed one through its API
+        with pytest.raises(KeyRequiredError):
+            runtime.run(keyless.increment("mine", "u", "count"))
         with pytest.raises(KeyRequiredError):
             runtime.run(keyless.append_messages("s", "u", "chat", [{"content": "x"}]))
     finally:
@@ -398,25 +423,45 @@ def test_a_store_without_a_key_opened_apart_copies_no_encrypted_session(
         runtime.run(sealed_store.close())
 
 
-@pytest.mark.parametrize("write", list(BACKEND_WRITES))
-def test_every_backend_refuses_a_write_into_a_record_that_names_its_sealing_key(
-    kind: str, tmp_path: Path, write: str
-) -> None:
-    from praisonsession.stores.keyless import SEALED_WITH
+#: What destroys data: a delete, a truncation, ending a TTL.
+BACKEND_DELETES: dict[str, Any] = {
+    "delete_record": lambda b, k: b.delete_record(k),
+    "truncate_log": _truncate,
+    "touch_record": lambda b, k: b.touch_record(k, 0.0),
+}
 
-    store = make_store(kind, tmp_path)
-    try:
-        key = record_key("s", "u")
-        runtime.run(store.backend.create_record(key, None, {SEALED_WITH: "key-00112233aabbccdd"}))
-        before = runtime.run(store.backend.read_record_contents(key))
-        with pytest.raises(KeyRequiredError) as caught:
-            runtime.run(BACKEND_WRITES[write](store.backend, key))
-        assert caught.value.fingerprint == "key-00112233aabbccdd"
-        assert runtime.run(store.backend.read_record_contents(key)) == before
-        store.backend.admit_sealed_writes()  # as an encrypted backend over it does
-        runtime.run(BACKEND_WRITES[write](store.backend, key))
-    finally:
-        runtime.run(store.close())
+
+@pytest.mark.parametrize("write", [*BACKEND_WRITES, *BACKEND_DELETES])
+def test_a_wrong_key_writes_and_deletes_nothing(plain: SessionBase, write: str) -> None:
+    """Defect 1: ``pop_item()`` from a process with another key removed the last item, then
+    raised DecryptionError. The guard reads the record first: nothing changes."""
+    fill(sealed_session(plain))
+    before = raw_state(plain), runtime.run(beneath(plain.backend).read_log(KEY_S, "chat", 0, None))
+    other = EncryptedStore(plain, OTHER_KEY)
+    with pytest.raises(DecryptionError):
+        runtime.run({**BACKEND_WRITES, **BACKEND_DELETES}[write](other.backend, KEY_S))
+    after = raw_state(plain), runtime.run(beneath(plain.backend).read_log(KEY_S, "chat", 0, None))
+    assert after == before
+    assert contents(sealed_session(plain)) == EXPECTED
+
+
+@pytest.mark.parametrize("write", [*BACKEND_WRITES, *BACKEND_DELETES])
+def test_without_a_key_every_write_and_delete_of_an_encrypted_store_is_refused(
+    plain: SessionBase, write: str
+) -> None:
+    """Defect 7: deleting without the key is refused alike for every caller (the adapters
+    call these operations on ``store.backend``, the guard)."""
+    fill(sealed_session(plain))
+    before = runtime.run(beneath(plain.backend).read_record_contents(KEY_S))
+    with pytest.raises(KeyRequiredError):
+        runtime.run({**BACKEND_WRITES, **BACKEND_DELETES}[write](plain.backend, KEY_S))
+    assert runtime.run(beneath(plain.backend).read_record_contents(KEY_S)) == before
+    with pytest.raises(KeyRequiredError):
+        runtime.run(plain.delete_session("s", "u"))
+    assert contents(sealed_session(plain)) == EXPECTED
+
+
+KEY_S = record_key("s", "u")
 
 
 def test_the_key_comes_from_settings_the_environment_or_a_file(
@@ -690,7 +735,7 @@ def test_a_sealed_archive_imported_with_another_key_is_invalid_value(
         Session.import_archive(
             tmp_path / "old.jsonl", store=EncryptedStore(plain, OTHER_KEY), session_id="x"
         )
-    assert runtime.run(plain.backend.read_record(record_key("x", "u"))) is None
+    assert runtime.run(beneath(plain.backend).read_record(record_key("x", "u"))) is None
     imported = Session.import_archive(
         tmp_path / "old.jsonl", store=EncryptedStore(plain, KEY), session_id="y"
     )
@@ -709,11 +754,13 @@ def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_
         Session.import_archive(
             tmp_path / "b.jsonl", store=EncryptedStore(plain, KEY), session_id="x"
         )
-    assert runtime.run(plain.backend.read_record(record_key("x", "u"))) is None
+    assert runtime.run(beneath(plain.backend).read_record(record_key("x", "u"))) is None
 
 
 def raw_log(plain: SessionBase, path: str, session_id: str = "s", user_id: str = "u") -> Any:
-    return runtime.run(plain.backend.read_log(record_key(session_id, user_id), path, 0, None))
+    return runtime.run(
+        beneath(plain.backend).read_log(record_key(session_id, user_id), path, 0, None)
+    )
 
 
 def raw_put_log(plain: SessionBase, path: str, messages: Any, session_id: str = "s") -> None:
@@ -721,7 +768,7 @@ def raw_put_log(plain: SessionBase, path: str, messages: Any, session_id: str = 
     from praisonsession.stores.backend import LogWrite
 
     write = LogWrite(path, messages, None)
-    runtime.run(plain.backend.write_modules(record_key(session_id, "u"), {}, [write]))
+    runtime.run(beneath(plain.backend).write_modules(record_key(session_id, "u"), {}, [write]))
 
 
 CHAT = [{"role": "user", "content": f"{SECRET} {n}"} for n in range(4)]
@@ -760,10 +807,10 @@ def test_a_session_made_by_its_first_write_is_marked_sealed_and_binds_positions(
     so a store without the key is refused and a message is bound to its position."""
     sealed = EncryptedStore(plain, KEY)
     runtime.run(sealed.append_messages("s", "u", "chat", CHAT))
-    info = runtime.run(plain.backend.read_record(record_key("s", "u")))
+    info = runtime.run(beneath(plain.backend).read_record(record_key("s", "u")))
     assert info is not None and "\x1esealed_with" in info.metadata
     with pytest.raises(KeyRequiredError):
-        runtime.run(SessionBase(without_key(plain.backend)).patch_state("s", "u", {"a": 1}))
+        runtime.run(SessionBase(plain.backend).patch_state("s", "u", {"a": 1}))
     change, refused = PLACEMENTS[attack]
     raw_put_log(plain, "chat", change(raw_log(plain, "chat")))
     with pytest.raises(DecryptionError, match=f"message {refused} of log 'chat'"):
@@ -773,9 +820,9 @@ def test_a_session_made_by_its_first_write_is_marked_sealed_and_binds_positions(
 def test_the_backend_below_the_store_api_hands_out_no_ciphertext_without_a_key(
     plain: SessionBase,
 ) -> None:
-    """What the adapters and the server's store routes call: ``without_key(backend)``."""
+    """What the adapters and the server's store routes call: ``store.backend``, the guard."""
     fill(sealed_session(plain))
-    keyless = without_key(plain.backend)
+    keyless = plain.backend
     key = record_key("s", "u")
     reads = {
         "read_record": lambda: keyless.read_record(key),
@@ -789,10 +836,9 @@ def test_the_backend_below_the_store_api_hands_out_no_ciphertext_without_a_key(
         with pytest.raises(KeyRequiredError):
             runtime.run(read())
             pytest.fail(f"{name} handed out ciphertext")
-    sealed = EncryptedStore(plain, KEY)
-    assert without_key(sealed.backend) is sealed.backend  # it checks keys itself
-    runtime.run(keyless.append_log(record_key("mine", "u"), LogWrite("chat", [{"a": 1}], -1)))
-    assert runtime.run(keyless.read_log(record_key("mine", "u"), "chat", 0, None)) == [{"a": 1}]
+    with pytest.raises(KeyRequiredError):  # the store is encrypted: no new session either
+        runtime.run(keyless.append_log(record_key("mine", "u"), LogWrite("chat", [{"a": 1}], -1)))
+    assert runtime.run(keyless.read_log(record_key("mine", "u"), "chat", 0, None)) == []
 
 
 def test_a_message_copied_to_another_log_session_or_user_is_refused(plain: SessionBase) -> None:
@@ -809,7 +855,7 @@ def test_a_message_copied_to_another_log_session_or_user_is_refused(plain: Sessi
         key = record_key(session_id, user_id)
         from praisonsession.stores.backend import LogWrite
 
-        runtime.run(plain.backend.write_modules(key, {}, [LogWrite("chat", sealed, None)]))
+        runtime.run(beneath(plain.backend).write_modules(key, {}, [LogWrite("chat", sealed, None)]))
         with pytest.raises(DecryptionError, match="message 0 of log 'chat'"):
             target.read_messages("chat")
 
@@ -867,10 +913,10 @@ def test_messages_of_the_older_format_stay_readable_and_rekey_binds_them_to_posi
 
     older = EncryptedBackend(plain.backend, KEY)  # seals as the version before did: per log
     key = record_key("s", "u")
-    runtime.run(plain.backend.create_record(key, None, {}))
+    runtime.run(beneath(plain.backend).create_record(key, None, {}))
     v1 = [{"sealed": older._seal(("u", "s"), "log", "chat", m)} for m in CHAT]
     assert all(m["sealed"].startswith("psenc1:") for m in v1)
-    runtime.run(plain.backend.write_modules(key, {}, [LogWrite("chat", v1, None)]))
+    runtime.run(beneath(plain.backend).write_modules(key, {}, [LogWrite("chat", v1, None)]))
     session = sealed_session(plain)
     assert session.read_messages("chat") == CHAT
     session.append_messages("chat", [{"content": "new"}])  # new ones are bound to positions

@@ -42,6 +42,7 @@ from praisonsession import (
 )
 from praisonsession.stores.api import Key, LogWrite
 from praisonsession.stores.backends.redis.keys import key_segment
+from praisonsession.stores.guard import beneath
 from process_workers import Agent
 from redis_server import RedisServer, _free_port, find_redis_server
 
@@ -260,7 +261,8 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
     """The server applies the write, the connection drops before the reply arrives, the
     client retries: the retry gets the first reply instead of applying it again."""
     assert run(rstore.increment("s", "u", "n")) == 1
-    real = rstore.backend._client
+    raw = beneath(rstore.backend)
+    real = raw._client
     lost = {"replies": 0}
 
     async def flaky_client() -> Any:
@@ -279,12 +281,12 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
 
         return LosesOneReply()
 
-    rstore.backend._client = flaky_client  # type: ignore[method-assign]
+    raw._client = flaky_client  # type: ignore[method-assign]
     assert run(rstore.increment("s", "u", "n")) == 2
     assert lost["replies"] == 1
     lost["replies"] = 0
     assert run(rstore.append_messages("s", "u", "log", [turn(0)])) == 1
-    del rstore.backend._client
+    del raw._client
     assert run(rstore.get_value("s", "u", "n")) == 2
     assert run(rstore.read_messages("s", "u", "log")) == [turn(0)]
 

@@ -292,11 +292,21 @@ def test_store_errors_come_back_as_the_same_classes(served: SessionServer) -> No
     assert answer.status_code == 400
 
 
+@pytest.fixture
+def served_alone(llm: ScriptedChatServer, tmp_path: Path) -> Iterator[SessionServer]:
+    """A server of its own, for a test that encrypts its store (for good: see guard.py)."""
+    with SessionServer(
+        f"sqlite:///{tmp_path / 'sessions.db'}", llm_url=llm.url, token=TOKEN
+    ) as server:
+        yield server
+
+
 def test_a_server_without_the_key_hands_out_no_ciphertext_and_writes_nothing(
-    served: SessionServer,
+    served_alone: SessionServer,
 ) -> None:
     """The store routes call the backend below the store API: a server opened without an
     encryption key refuses an encrypted session there too, with the client's typed error."""
+    served = served_alone
     key = base64.urlsafe_b64encode(b"r" * 32).decode()
     local = Session("sealed-here", "vera", store=served.store_url, settings={"encryption_key": key})
     local.set_state("secret", "pelican-77")

@@ -23,6 +23,7 @@ from praisonsession import (
 )
 from praisonsession.stores import Branches
 from praisonsession.stores.backends.sqlite import schema as sqlite_schema
+from praisonsession.stores.guard import beneath
 
 # Schema 1, exactly as praisonsession created it before the head row (PRAGMA user_version=1).
 SCHEMA_1 = """
@@ -200,7 +201,7 @@ def test_a_store_that_saw_the_old_schema_migrates_nothing_once_another_did(
     first, second = SqliteSession(path), SqliteSession(path)
     seen = iter([1])
     real = second.backend._schema_version
-    second.backend._schema_version = lambda conn: next(seen, None) or real(conn)  # type: ignore
+    beneath(second.backend)._schema_version = lambda conn: next(seen, None) or real(conn)  # type: ignore
     assert run(first.increment("plain", "u", "hits")) == 6
     assert run(second.increment("plain", "u", "hits")) == 7
     assert run(second.get_info("plain", "u")).version == 8
@@ -376,7 +377,7 @@ def test_on_an_event_loop_checkpoints_run_off_the_loop(tmp_path: Path) -> None:
         ran_on.append(threading.current_thread().name)
         checkpoint()
 
-    store.backend._checkpoint = counted  # type: ignore[method-assign]
+    beneath(store.backend)._checkpoint = counted  # type: ignore[method-assign]
     commits = sqlite_module.CHECKPOINT_EVERY * 3
 
     async def main() -> int:

@@ -28,7 +28,6 @@ from praisonsession._internal.identifiers import DEFAULT_USER
 from praisonsession.stores import StoreBackend, record_key
 from praisonsession.stores.backends.memory import InMemoryBackend
 from praisonsession.stores.testing import Planner, StoreConformance
-from praisonsession.stores.wrappers.keyless import without_key
 
 _memory_backends: dict[Path, InMemoryBackend] = {}
 
@@ -83,16 +82,6 @@ class TestWrapped(OurBackend):
 
 class TestEncrypted(OurBackend):
     kind = "encrypted"
-
-
-class TestKeyless(OurBackend):
-    """``without_key``: what the adapters and the server's store routes read and write
-    through when no key is set, over SQLite. It must change nothing for plain sessions."""
-
-    kind = "sqlite"
-
-    def make_backend(self, root: Path, **ttl: Any) -> StoreBackend:
-        return without_key(make_store("sqlite", root, **ttl).backend)
 
 
 # -- stored bytes, damaged or aged -----------------------------------------------------------------

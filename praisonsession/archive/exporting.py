@@ -14,9 +14,9 @@ from .._internal.json_data import dumps
 from ..errors import InvalidValueError, SessionCorruptedError, SessionNotFoundError
 from ..stores.backend import StoreBackend
 from ..stores.branches import Branches
+from ..stores.guard import guard
 from ..stores.record import Key, SessionInfo
 from ..stores.reserved import snapshot_key
-from ..stores.wrappers.keyless import without_key
 from .layout import MAX_LINE, PAGE, ArchiveSummary, Progress, header_record
 from .staging import STAGING_TTL, Staging
 
@@ -68,7 +68,7 @@ async def export_session(
     progress: Progress | None = None,
 ) -> ArchiveSummary:
     """Write the session ``key`` of ``backend`` to ``destination`` (a path, or a binary file)."""
-    backend = without_key(backend)  # without a key, an encrypted session is refused, not copied
+    backend = guard(backend)  # without a key, an encrypted session is refused, not copied
     info = await backend.read_record(
         key
     )  # what the archive says of the session: TTL, metadata, age

@@ -60,7 +60,6 @@ from ..errors import (
 from ..settings import Settings
 from ..stores import Key, LogWrite, SessionBase, SessionInfo
 from ..stores.record import SNAPSHOT_OWNER
-from ..stores.wrappers.keyless import without_key
 from ._adapter import HeldStore, checked_key, checked_user_id
 
 try:
@@ -201,7 +200,7 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         settings: Settings | dict[str, Any] | None = None,
     ) -> None:
         self._hold(store, settings)
-        self._backend = without_key(self._store.backend)
+        self._backend = self._store.backend
 
     async def close(self) -> None:
         """Release the store's connections (a store passed in as an instance is its owner's

@@ -41,7 +41,6 @@ from ..errors import InvalidIdError, InvalidValueError, MissingDependencyError, 
 from ..settings import Settings
 from ..stores import Key, SessionBase
 from ..stores.backend import all_records
-from ..stores.wrappers.keyless import without_key
 from ._adapter import SyncClose, checked_key, checked_user_id
 from .langgraph_threads import Loaded, Threads, Write, is_thread, pack, unpack
 
@@ -105,7 +104,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self._user = None if user_id is None else checked_user_id(user_id)
         self._hold(store, settings)
-        self._backend = without_key(self._store.backend)
+        self._backend = self._store.backend
         self._threads = Threads(self._backend)
 
     @property

@@ -42,7 +42,6 @@ from ..session.core import AsyncSession
 from ..settings import Settings
 from ..stores import UNSET, Key, SessionBase, SessionInfo
 from ..stores.backend import all_records
-from ..stores.wrappers.keyless import without_key
 from ._adapter import SyncClose, checked_key
 from .langgraph import STORE_PREFIX
 
@@ -106,7 +105,7 @@ class PraisonStore(SyncClose, BaseStore):
         ttl: Mapping[str, Any] | None = None,
     ) -> None:
         self._hold(store, settings)
-        self._backend = without_key(self._store.backend)
+        self._backend = self._store.backend
         self._fields = _fields(index)
         self.ttl_config = None if ttl is None else dict(ttl)
         self._sessions: dict[Key, AsyncSession] = {}

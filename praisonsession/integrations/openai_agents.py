@@ -54,7 +54,6 @@ from ..errors import (
 )
 from ..stores import LogWrite, SessionBase
 from ..stores.api import check_messages
-from ..stores.wrappers.keyless import without_key
 from ._adapter import HeldStore, checked_key
 
 if TYPE_CHECKING:  # the SDK is an optional extra: the type check needs none of it
@@ -139,7 +138,7 @@ class PraisonSession(HeldStore, SessionABC):
         # before the store is opened; None is the default user, as for Session
         self._key = checked_key(session_id, DEFAULT_USER if user_id is None else user_id)
         self._hold(store, settings)
-        self._backend = without_key(self._store.backend)
+        self._backend = self._store.backend
         self._closed = False
         self._closing: asyncio.Task[None] | None = None
         #: The conversation's id, as the SDK names it.

@@ -60,6 +60,7 @@ async def arekey(
 
     Stop the programs that write to them first. A run cut short loses nothing, and the same
     call again finishes the rotation."""
+    from ..stores.guard import beneath
     from ..stores.wrappers.encrypted import EncryptedBackend, rekey_sessions, unrotated
 
     resolved = resolve_settings(settings)
@@ -67,7 +68,7 @@ async def arekey(
     target = resolve_store(store, resolved)
     if vector_store is None:  # memory may follow a PostgreSQL store into its database
         location = _vector_location(None, resolved, target.backend)
-    plain = target.backend  # the key setting may have wrapped it
+    plain = beneath(target.backend)  # the key setting may have wrapped it
     if isinstance(plain, EncryptedBackend):
         plain = plain.inner
     unreadable: list[str] = []

@@ -22,7 +22,7 @@ from .._internal.identifiers import DEFAULT_USER, check_key, check_session_id, c
 from .._internal.json_data import JSONValue, check_json_data, detach
 from ..errors import InvalidIdError, InvalidValueError
 from .backend import UNSET, LogWrite, StoreBackend, StoredModules
-from .keyless import check_keyless_read, check_keyless_write, refuse_sealed_info
+from .guard import KeyGuard, guard
 from .modules import ModuleLayout, NativeModules
 from .record import Key, SessionInfo, check_ttl, record_key
 from .reserved import SNAPSHOT_OWNER
@@ -49,8 +49,9 @@ class SessionBase:
     ``bound_modules`` where the bound form keeps them (``modules`` unless said otherwise).
     """
 
-    #: The record operations this store maps its calls onto (``StoreBackend``).
-    backend: StoreBackend
+    #: The record operations this store maps its calls onto: the backend it holds, behind the
+    #: key guard (``stores/guard.py``), the only way any caller reaches its records.
+    backend: KeyGuard
 
     def __init__(
         self,
@@ -73,8 +74,8 @@ class SessionBase:
                 f"A store holds a StoreBackend, got {type(backend).__name__}; pass a backend, "
                 "e.g. SessionBase(SqliteSession('s.db').backend), or use a store class."
             )
-        self.backend = backend
-        self._modules: ModuleLayout = NativeModules(backend) if modules is None else modules
+        self.backend = guard(backend)
+        self._modules: ModuleLayout = NativeModules(self.backend) if modules is None else modules
         self._bound_modules = self._modules if bound_modules is None else bound_modules
 
     @property
@@ -173,15 +174,11 @@ class SessionBase:
             ttl = check_ttl(ttl)
         if metadata is not None:
             check_json_data(metadata, "metadata")
-        await check_keyless_write(self.backend, key)
         return await self.backend.create_record(key, ttl, detach(metadata or {}, "metadata"))
 
     async def get_info(self, session_id: str, user_id: str = "") -> SessionInfo | None:
         """The session's metadata, or None if it does not exist or has expired."""
-        info = await self.backend.read_record(record_key(session_id, user_id))
-        if info is not None and not self.backend.checks_keys:
-            refuse_sealed_info(info)
-        return info
+        return await self.backend.read_record(record_key(session_id, user_id))
 
     async def exists(self, session_id: str, user_id: str = "") -> bool:
         """True if the session is stored and has not expired."""
@@ -193,7 +190,6 @@ class SessionBase:
         """Merge user metadata (JSON data) into the session's metadata."""
         check_json_data(metadata, "metadata")
         key = record_key(session_id, user_id)
-        await check_keyless_write(self.backend, key)
         return await self.backend.merge_record_metadata(key, detach(metadata, "m"))
 
     async def list_sessions(
@@ -207,11 +203,7 @@ class SessionBase:
         check_count(limit, "limit", low=1, high=10_000)
         if after is not None:
             check_session_id(after)
-        found = await self.backend.list_records(user, limit, after)
-        if not self.backend.checks_keys:
-            for info in found:
-                refuse_sealed_info(info)
-        return found
+        return await self.backend.list_records(user, limit, after)
 
     async def list_users(self) -> list[str]:
         """Every user with a live session, sorted: where listing a whole store starts.
@@ -257,9 +249,7 @@ class SessionBase:
     ) -> dict[str, JSONValue]:
         """The whole key-value state ({} for a session that does not exist, unless must_exist)."""
         key = record_key(session_id, user_id)
-        state = await self.backend.read_record_state(key, None, must_exist)
-        await check_keyless_read(self.backend, key, state.values())
-        return state
+        return await self.backend.read_record_state(key, None, must_exist)
 
     async def get_value(
         self,
@@ -273,7 +263,6 @@ class SessionBase:
         """One value of a session's state, or ``default`` if the key is not set."""
         key = record_key(session_id, user_id)
         state = await self.backend.read_record_state(key, [check_key(name)], must_exist)
-        await check_keyless_read(self.backend, key, state.values())
         return state.get(name, default)
 
     async def patch_state(
@@ -300,7 +289,6 @@ class SessionBase:
         deletes = [check_key(name) for name in delete]
         if expected_version is not None:
             check_count(expected_version, "expected_version", low=None)
-        await check_keyless_write(self.backend, key)
         return await self.backend.patch_record_state(
             key, detach(updates, "state"), deletes, replace, expected_version, must_exist
         )
@@ -339,7 +327,6 @@ class SessionBase:
             _check_number(amount, "increment")  # the common small int needs no call
         if type(default) is not int or not -_SMALL_INT < default < _SMALL_INT:
             _check_number(default, "default")
-        await check_keyless_write(self.backend, key)
         return await self.backend.increment_record_value(
             key, check_key(name), amount, default, must_exist
         )
@@ -363,7 +350,6 @@ class SessionBase:
         key = record_key(session_id, user_id)
         items = check_messages(messages)
         start = -1 if expected_length is None else check_count(expected_length, "expected_length")
-        await check_keyless_write(self.backend, key)
         return await self.backend.append_log(
             key, LogWrite(check_key(log, "log name"), items, start)
         )
@@ -376,9 +362,7 @@ class SessionBase:
         check_count(start, "read_messages: start")
         if stop is not None and check_count(stop, "read_messages: stop") < start:
             raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
-        messages = await self.backend.read_log(key, check_key(log, "log name"), start, stop)
-        await check_keyless_read(self.backend, key, messages)
-        return messages
+        return await self.backend.read_log(key, check_key(log, "log name"), start, stop)
 
     async def message_count(self, session_id: str, user_id: str, log: str) -> int:
         """How many messages a named log holds (0 if it does not exist)."""
@@ -390,7 +374,6 @@ class SessionBase:
         """Empty a named log, in one atomic step."""
         key = record_key(session_id, user_id)
         path = check_key(log, "log name")
-        await check_keyless_write(self.backend, key)
         await self.backend.write_modules(key, {}, [LogWrite(path, [], None)])
 
     # -- lifecycle ------------------------------------------------------------------------

@@ -69,15 +69,9 @@ class StoreBackend(ABC):
     #: ``runtime.offload``, so that the sync facade may run it on the caller's thread.
     runs_inline: bool = False
     #: True when the backend checks the encryption key itself (an encrypted backend seals and
-    #: opens every value; a remote one's server does): a store over any other refuses to touch
-    #: an encrypted session (``stores/keyless.py``).
+    #: opens every value and refuses a record sealed with another key; a remote one's server
+    #: does): the store's guard (``stores/guard.py``) then lets reads and writes through.
     checks_keys: bool = False
-    #: True when the backend itself refuses, inside each write, to change a record that an
-    #: encrypted store sealed (``KeyRequiredError``), unless ``admit_sealed_writes`` was called:
-    #: the check costs no read of its own, and reaches every caller of the backend.
-    refuses_sealed_writes: bool = False
-    #: Set by ``admit_sealed_writes``: the writes reaching this backend are sealed.
-    admits_sealed_writes: bool = False
     #: True when the backend records each log's length apart from its messages (what
     #: ``count_log`` answers): an encrypted store over it then tells a log whose last messages
     #: were removed behind its back from one that ends there.
@@ -91,11 +85,6 @@ class StoreBackend(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
-
-    def admit_sealed_writes(self) -> None:
-        """Called by an encrypted backend over this one (a wrapper forwards it to the backend
-        it wraps): its writes into sealed records are sealed, so they are let through."""
-        self.admits_sealed_writes = True
 
     def _new_ttl(self, ttl: Any) -> float | None:
         """The TTL a record gets: ``ttl``, or the default when it is ``UNSET``."""

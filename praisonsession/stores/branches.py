@@ -26,7 +26,7 @@ from ..errors import (
     SnapshotNotFoundError,
 )
 from .backend import UNSET, StoreBackend, all_records
-from .keyless import check_keyless_copy, refuse_sealed_info, sealed_by
+from .guard import guard
 from .record import Key, SessionInfo, now, record_key
 from .reserved import (
     PARENT,
@@ -91,7 +91,7 @@ class Branches:
     use it (``Branches(store.backend)``)."""
 
     def __init__(self, backend: StoreBackend) -> None:
-        self.backend = backend
+        self.backend = guard(backend)
 
     # -- forks ----------------------------------------------------------------------------
 
@@ -124,7 +124,6 @@ class Branches:
                 f"{source.session_id!r}: forking onto it would make the tree a cycle."
             )
         parent = {PARENT: {"session_id": source.session_id, "user_id": source.user_id}}
-        await check_keyless_copy(self.backend, source)
         return await self.backend.copy_record(source, target, cut, parent, False, UNSET)
 
     async def _check_cut_log(self, source: Key, log: str) -> None:
@@ -224,8 +223,6 @@ class Branches:
         contents = await self.backend.read_record_contents(key)
         if contents is None:
             raise SessionNotFoundError(key.session_id, key.user_id)
-        if not self.backend.checks_keys:
-            refuse_sealed_info(contents.info)
         snapshot_id = f"{_snapshot_stamp():016d}-{secrets.token_hex(4)}"
         about = {
             "snapshot_id": snapshot_id,
@@ -246,12 +243,12 @@ class Branches:
         found: list[SnapshotInfo] = []
         after = prefix
         while True:
-            page = await self.backend.list_records(SNAPSHOT_OWNER, _PAGE, after)
-            mine = [info for info in page if info.session_id.startswith(prefix)]
-            sealed = [] if self.backend.checks_keys else [sealed_by(info) for info in mine]
-            if any(sealed):  # a sealed label is not read as a label
+            try:
+                page = await self.backend.list_records(SNAPSHOT_OWNER, _PAGE, after)
+            except KeyRequiredError as refused:  # a sealed label is not read as a label
                 what = f"A snapshot of session {key.session_id!r} of user {key.user_id!r}"
-                raise KeyRequiredError(what, next(f for f in sealed if f))
+                raise KeyRequiredError(what, refused.fingerprint) from None
+            mine = [info for info in page if info.session_id.startswith(prefix)]
             found.extend(_snapshot_info(info) for info in mine)
             if len(page) < _PAGE or len(mine) < len(page):
                 return found
@@ -265,8 +262,6 @@ class Branches:
         its identity and TTL, and moves on one version."""
         key = record_key(session_id, user_id)
         source = snapshot_key(key, snapshot_id_of(snapshot))
-        await check_keyless_copy(self.backend, key)
-        await check_keyless_copy(self.backend, source)
         try:
             return await self.backend.copy_record(
                 source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, UNSET

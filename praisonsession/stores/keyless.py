@@ -1,37 +1,34 @@
-"""A store opened without an encryption key keeps its hands off encrypted sessions.
+"""What marks a record, and a whole store, as sealed by an encrypted store, and how a reader
+without the key tells sealed values from plain ones.
 
-An encrypted session's record names, by fingerprint, the key its values are sealed with. A
-write of a store without a key into such a session is refused (a value it wrote would not open
-with the key, and would make the session unreadable), and so is a read that would hand back
-ciphertext as if it were the value: both are ``KeyRequiredError``, naming the expected key by
-fingerprint. Our backends refuse the write inside it (``refuses_sealed_writes``: one condition
-in the same statement or script, ``refuse_sealed_metadata``); over any other, the store reads
-the record first (``check_keyless_write``). An encrypted store seals and checks on its own
-(``StoreBackend.checks_keys``), as does a remote store (its server does).
+An encrypted session's record names, by fingerprint, the key its values are sealed with
+(``SEALED_WITH``). The store itself is marked too, once, when an encrypted store first writes
+to it (``STORE_MARK``): from then on a store opened without a key writes nothing in it, its own
+new sessions included (a plain record beside sealed ones would make a key holder's read or
+listing fail). The rule itself is enforced in one place, ``stores/guard.py``.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
 from typing import Any
 
-from ..errors import DecryptionError, KeyRequiredError, SessionCorruptedError
+from ..errors import KeyRequiredError
 from .backend import StoreBackend
-from .record import Key, SessionInfo
+from .record import SNAPSHOT_OWNER, Key, SessionInfo
 
 __all__ = [
     "ORIGIN",
     "SEALED_PREFIXES",
     "SEALED_WITH",
+    "STORE_MARK",
     "UNRECORDED",
-    "check_keyless_copy",
-    "check_keyless_read",
-    "check_keyless_write",
+    "looks_sealed",
+    "mark_store",
     "refuse_sealed_info",
-    "refuse_sealed_metadata",
     "sealed_by",
+    "store_sealed_with",
 ]
 
 #: Metadata naming the session whose key seals a record's values (a copy keeps its source's).
@@ -57,57 +54,14 @@ def sealed_by(info: SessionInfo) -> str | None:
 
 
 def refuse_sealed_info(info: SessionInfo) -> None:
+    """``KeyRequiredError`` if an encrypted store sealed the record ``info`` describes."""
     fingerprint = sealed_by(info)
     if fingerprint is not None:
         raise KeyRequiredError(_what(Key(info.user_id, info.session_id)), fingerprint)
 
 
-def refuse_sealed_metadata(metadata: Mapping[str, Any], key: Key) -> None:
-    """What a backend that ``refuses_sealed_writes`` runs on the record a write is about to
-    change: ``KeyRequiredError`` if an encrypted store sealed it."""
-    if SEALED_WITH in metadata or ORIGIN in metadata:
-        said = metadata.get(SEALED_WITH)
-        fingerprint = said if isinstance(said, str) else UNRECORDED
-        raise KeyRequiredError(_what(key), fingerprint)
-
-
-async def check_keyless_write(backend: StoreBackend, key: Key) -> None:
-    """Refuse a write of a store without a key into an encrypted session, before it writes
-    (a read first, unless the backend refuses such a write itself)."""
-    if backend.checks_keys or (backend.refuses_sealed_writes and not backend.admits_sealed_writes):
-        return
-    try:
-        info = await backend.read_record(key)
-    except DecryptionError:
-        raise
-    except SessionCorruptedError:
-        return  # a damaged head (a bad timestamp): the write itself reports or replaces it
-    if info is not None:
-        refuse_sealed_info(info)
-
-
-async def check_keyless_copy(backend: StoreBackend, key: Key) -> None:
-    """Refuse a copy from or onto an encrypted session (a fork, a restore) by a store without
-    a key: a copy keeps its source's sealing, and no backend refuses a copy itself, so this
-    reads the record whatever ``refuses_sealed_writes`` says."""
-    if backend.checks_keys:
-        return
-    info = await backend.read_record(key)
-    if info is not None:
-        refuse_sealed_info(info)
-
-
-async def check_keyless_read(backend: StoreBackend, key: Key, values: Any) -> None:
-    """Refuse a read of a store without a key that found sealed values (state values, module
-    documents, or messages ``{"sealed": ...}``): ciphertext is never returned as a value."""
-    if backend.checks_keys or not any(_looks_sealed(value) for value in values):
-        return
-    info = await backend.read_record(key)
-    fingerprint = None if info is None else sealed_by(info)
-    raise KeyRequiredError(_what(key), fingerprint or "that sealed it (not recorded)")
-
-
-def _looks_sealed(value: Any) -> bool:
+def looks_sealed(value: Any) -> bool:
+    """A state value, module document or message ``{"sealed": ...}`` that holds ciphertext."""
     if isinstance(value, dict) and len(value) == 1 and "sealed" in value:
         value = value["sealed"]
     if not isinstance(value, str) or not value.startswith(SEALED_PREFIXES):
@@ -121,3 +75,23 @@ def _looks_sealed(value: Any) -> bool:
 
 def _what(key: Key) -> str:
     return f"Session {key.session_id!r} of user {key.user_id!r}"
+
+
+#: The record that marks the whole store as encrypted: a reserved record no user owns (erasure
+#: and snapshots never match its name), whose metadata names the key by fingerprint.
+STORE_MARK = Key(SNAPSHOT_OWNER, "store\x1eencrypted")
+_MARKED_WITH = "\x1estore_sealed_with"
+
+
+async def store_sealed_with(backend: StoreBackend) -> str | None:
+    """The fingerprint the store's mark names (a raw backend): None for a plain store."""
+    info = await backend.read_record(STORE_MARK)
+    said = None if info is None else info.metadata.get(_MARKED_WITH)
+    return said if isinstance(said, str) else None
+
+
+async def mark_store(backend: StoreBackend, fingerprint: str, *, replace: bool = False) -> None:
+    """Mark the store (a raw backend) as encrypted with the key ``fingerprint``; a store
+    already marked keeps its mark unless ``replace`` (a rotation)."""
+    if replace or await store_sealed_with(backend) is None:
+        await backend.create_record(STORE_MARK, None, {_MARKED_WITH: fingerprint})

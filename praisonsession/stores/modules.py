@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from .._internal.json_data import check_json_data
 from ..errors import InvalidValueError, SessionNotFoundError
 from .backend import LogWrite, StoreBackend
-from .keyless import check_keyless_read, check_keyless_write
 from .record import Key
 
 if TYPE_CHECKING:  # loaded by the first save or load of modules: a cold start skips them
@@ -93,7 +92,6 @@ class NativeModules:
             else:
                 synced[path] = start
                 writes.append(LogWrite(path, log.messages_since(start), -1))
-        await check_keyless_write(self.backend, key)
         lengths = await self.backend.write_modules(key, documents, writes)
         for write in writes:
             log, length = logs[write.path], lengths[write.path]
@@ -120,9 +118,6 @@ class NativeModules:
             self._nothing_stored_for(key, modules)
             report_missing(key, allow_not_exist)
             return
-        await check_keyless_read(self.backend, key, stored.documents.values())
-        for messages in stored.logs.values():
-            await check_keyless_read(self.backend, key, messages[:1])
         documents = {
             name: attach_logs(module, name, stored.documents[name], stored.logs)
             if is_ours(module)

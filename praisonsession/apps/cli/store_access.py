@@ -19,7 +19,6 @@ from ...session.core import AsyncSession
 from ...session.options import resolve_settings, resolve_store
 from ...stores.branches import Branches
 from ...stores.record import record_key
-from ...stores.wrappers.keyless import without_key
 from .exit_codes import CommandFailed, ExitCode, failure
 
 if TYPE_CHECKING:
@@ -58,7 +57,7 @@ class OpenedStore:
         """What the session holds (metadata, state, modules, log lengths), read in one step;
         a session that is not there (or has expired) is an error naming it."""
         key = record_key(session_id, user_id)
-        contents = await without_key(self.store.backend).read_record_contents(key)
+        contents = await self.store.backend.read_record_contents(key)
         if contents is None:
             raise await self.missing(session_id, user_id)
         return contents

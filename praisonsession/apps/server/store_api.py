@@ -17,7 +17,6 @@ from ...errors import InvalidValueError
 from ...stores.api import UNSET, Key, LogWrite, SessionBase, check_messages
 from ...stores.backend import StoreBackend
 from ...stores.record import check_ttl
-from ...stores.wrappers.keyless import without_key
 
 __all__ = ["OPERATIONS", "run_operation"]
 
@@ -35,9 +34,9 @@ async def run_operation(store: SessionBase, operation: str, body: Any) -> Any:
 
 
 def _backend(store: SessionBase) -> StoreBackend:
-    """The store's backend as the routes call it: a server without a key hands out no
-    ciphertext and writes into no encrypted session."""
-    return without_key(store.backend)
+    """The store's backend as the routes call it: behind the store's key guard, so a server
+    without a key hands out no ciphertext and writes into no encrypted session."""
+    return store.backend
 
 
 # -- reading the body -----------------------------------------------------------------------

@@ -16,7 +16,6 @@ from ...errors import InvalidValueError, SessionNotFoundError
 from ...stores.api import SessionBase
 from ...stores.branches import PARENT, Branches, TreeNode
 from ...stores.record import record_key
-from ...stores.wrappers.keyless import without_key
 
 __all__ = ["MAX_PAGE", "SessionBrowser", "check_page_size"]
 
@@ -65,9 +64,7 @@ class SessionBrowser:
         """The session's metadata, state, logs (names and lengths), summaries, usage,
         snapshots, parent and children."""
         store = self.store
-        contents = await without_key(store.backend).read_record_contents(
-            record_key(session_id, user_id)
-        )
+        contents = await store.backend.read_record_contents(record_key(session_id, user_id))
         if contents is None:
             raise SessionNotFoundError(
                 session_id, user_id, "It is not in this store, or it has expired."

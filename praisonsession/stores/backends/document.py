@@ -12,7 +12,6 @@ from typing import Any
 
 from ..._internal.json_data import add_numbers
 from ..backend import UNSET, Key
-from ..keyless import refuse_sealed_metadata
 from ..record import FORMAT_VERSION, SessionInfo, resolve_info
 
 
@@ -35,13 +34,6 @@ class SessionDocument:
         if ttl is not UNSET:
             self.info = self.info._replace(ttl=ttl, expires_at=None if ttl is None else at + ttl)
         self.info = self.info.touched(at, sliding)
-
-    def check_writable(self, key: Key, admits_sealed: bool) -> SessionDocument:
-        """The document, unless an encrypted store sealed it and this write is not sealed
-        (``KeyRequiredError``): what a backend that ``refuses_sealed_writes`` runs first."""
-        if not admits_sealed:
-            refuse_sealed_metadata(self.info.metadata, key)
-        return self
 
     def merge_metadata(self, metadata: dict[str, Any]) -> None:
         self.info = self.info._replace(metadata={**self.info.metadata, **metadata})

@@ -31,7 +31,6 @@ class InMemoryBackend(StoreBackend):
 
     url = "memory://"
     runs_inline = True
-    refuses_sealed_writes = True
 
     def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
         super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
@@ -63,8 +62,6 @@ class InMemoryBackend(StoreBackend):
         doc = self._live(key, at, must_exist)
         if doc is None:
             doc = self._put(key, SessionDocument.new(key, self.default_ttl, {}, at))
-        else:
-            doc.check_writable(key, self.admits_sealed_writes)
         doc.touch(at, self.sliding_ttl)
         return doc
 
@@ -75,7 +72,7 @@ class InMemoryBackend(StoreBackend):
             if doc is None:
                 doc = self._put(key, SessionDocument.new(key, self._new_ttl(ttl), metadata, at))
             else:
-                doc.check_writable(key, self.admits_sealed_writes).merge_metadata(metadata)
+                doc.merge_metadata(metadata)
                 doc.touch(at, self.sliding_ttl, ttl)
             return doc.info
 
@@ -181,8 +178,6 @@ class InMemoryBackend(StoreBackend):
         with self._lock:
             at = now()
             live = self._live(key, at, must_exist)
-            if live is not None:
-                live.check_writable(key, self.admits_sealed_writes)
             check_version(
                 key.session_id, 0 if live is None else live.info.version, expected_version
             )
@@ -207,8 +202,6 @@ class InMemoryBackend(StoreBackend):
         with self._lock:
             at = now()
             doc = self._live(key, at)
-            if doc is not None:
-                doc.check_writable(key, self.admits_sealed_writes)
             for write in writes:
                 held = 0 if doc is None else len(doc.logs.get(write.path, []))
                 if write.start not in (None, -1) and write.start != held:
@@ -258,7 +251,7 @@ class InMemoryBackend(StoreBackend):
             at = now()
             doc = self._live(key, at, must_exist=True)
             assert doc is not None  # must_exist: raised otherwise
-            log = doc.check_writable(key, self.admits_sealed_writes).logs.get(path, [])
+            log = doc.logs.get(path, [])
             if expected is not None and len(log) != expected:
                 raise ConflictError(f"Log {path!r} holds {len(log)} messages, not {expected}.")
             removed: list[dict[str, Any]] = log[length:]

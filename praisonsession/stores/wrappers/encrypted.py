@@ -33,7 +33,8 @@ from ..._internal.sealing import TextSealer, aes_gcm, key_fingerprint, load_key
 from ...errors import ConflictError, DecryptionError, SessionNotFoundError
 from ..api import SessionBase
 from ..backend import UNSET, LogWrite, StoreBackend, StoredModules, all_records
-from ..keyless import ORIGIN, SEALED_WITH
+from ..guard import beneath, note_marked
+from ..keyless import ORIGIN, SEALED_WITH, STORE_MARK, mark_store
 from ..record import Key, SessionContents, SessionInfo
 from ..reserved import SNAPSHOT_OWNER, snapshot_name
 
@@ -66,15 +67,14 @@ class EncryptedStore(SessionBase):
     open what was sealed before a rotation. Everything is written with ``key``.
     """
 
-    backend: EncryptedBackend
-
     def __init__(
         self, inner: SessionBase, key: str | bytes, *, old_keys: tuple[str | bytes, ...] = ()
     ) -> None:
-        super().__init__(EncryptedBackend(inner.backend, key, old_keys=old_keys))
+        self._inner = beneath(inner.backend)
+        super().__init__(EncryptedBackend(self._inner, key, old_keys=old_keys))
 
     def __repr__(self) -> str:
-        return f"EncryptedStore({self.backend.inner!r})"
+        return f"EncryptedStore({self._inner!r})"
 
 
 class EncryptedBackend(StoreBackend):
@@ -94,7 +94,7 @@ class EncryptedBackend(StoreBackend):
         ``rekey`` does, to seal it)."""
         super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
         self.inner = inner
-        inner.admit_sealed_writes()
+        self._marked = False  # the store marked encrypted (on the first write)
         self.url = inner.url
         self.runs_inline = inner.runs_inline
         self._masters = [load_key(key), *(load_key(k, "an old key") for k in old_keys)]
@@ -186,6 +186,8 @@ class EncryptedBackend(StoreBackend):
         A write that would make the record (``creating``) makes it first, marked as sealed
         with this key and binding its messages to their positions: a store without the key
         then refuses to write into it, however the record came to be."""
+        if (writing or creating) and not self._marked:
+            await self._mark()
         origin = None if writing or creating else self._origins.get(key)
         if origin is None:
             info = await self.inner.read_record(key)
@@ -195,6 +197,13 @@ class EncryptedBackend(StoreBackend):
             origin = self._origin_of(info, key)
             self._remember(key, origin)
         return origin
+
+    async def _mark(self) -> None:
+        """Mark the store as encrypted before the first sealed write, once per process: from
+        then on a store opened without a key writes nothing in it (``stores/guard.py``)."""
+        await mark_store(self.inner, self.fingerprint)
+        note_marked(self.inner, self.fingerprint)
+        self._marked = True
 
     def _origin_of(self, info: SessionInfo | None, key: Key) -> tuple[str, str]:
         """The record's origin, opened and checked to belong to this record; a record sealed
@@ -273,6 +282,8 @@ class EncryptedBackend(StoreBackend):
 
     async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         """Create, or merge into a live record (whose origin, a copy's source, is kept)."""
+        if not self._marked:
+            await self._mark()
         held = await self.inner.read_record(key)
         origin = self._origin_of(held, key)
         sealed = self._seal_metadata(origin, metadata)
@@ -291,7 +302,8 @@ class EncryptedBackend(StoreBackend):
         return self._open_info(info)
 
     async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
-        return [self._open_info(i) for i in await self.inner.list_records(user_id, limit, after)]
+        found = await self.inner.list_records(user_id, limit, after)
+        return [self._open_info(i) for i in found if (i.user_id, i.session_id) != STORE_MARK]
 
     async def delete_record(self, key: Key) -> bool:
         self._origins.pop(key, None)
@@ -657,19 +669,23 @@ async def rekey_sessions(
 ) -> tuple[int, list[str]]:
     """:func:`rekey` without the final error: how many sessions were rewritten, and those
     that open with neither key (left as they are)."""
-    plain = store.backend if isinstance(store, SessionBase) else store
+    plain = beneath(store.backend if isinstance(store, SessionBase) else store)
     sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,), legacy_origins=True)
     done = 0
     unreadable: list[str] = []
     for owner in sorted(await plain.list_record_owners() | {SNAPSHOT_OWNER}):
         for listed in await all_records(plain, owner):  # ids alone: nothing to open yet
             key = Key(owner, listed.session_id)
+            if key == STORE_MARK:
+                continue
             try:
                 rotated = await _rekey_session(sealed, key)
             except DecryptionError:
                 unreadable.append(f"session {key.session_id!r} of user {key.user_id!r}")
                 continue
             done += rotated
+    await mark_store(plain, sealed.fingerprint, replace=True)
+    note_marked(plain, sealed.fingerprint)
     return done, unreadable
 
 

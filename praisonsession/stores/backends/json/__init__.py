@@ -39,8 +39,6 @@ class JSONSession(SessionBase):
     how long an operation waits for another process's lock on the session, in seconds.
     """
 
-    backend: JSONBackend
-
     def __init__(
         self,
         *args: str | os.PathLike[str],
@@ -62,6 +60,7 @@ class JSONSession(SessionBase):
             durability=durability,
             adopt_agentscope=not agentscope,
         )
+        self._engine = backend  # what only this store offers: its directory, imports
         super().__init__(
             backend,
             session_id=session_id,
@@ -72,7 +71,7 @@ class JSONSession(SessionBase):
     @property
     def save_dir(self) -> Path:
         """The directory the sessions are kept in (AgentScope's attribute)."""
-        return self.backend.save_dir
+        return self._engine.save_dir
 
     @property
     def save_path(self) -> str:
@@ -92,7 +91,7 @@ class JSONSession(SessionBase):
 
         ``file`` is a path, or a file name under ``save_dir``. The file is left where it is.
         """
-        return await self.backend.import_agentscope(record_key(session_id, user_id), file)
+        return await self._engine.import_agentscope(record_key(session_id, user_id), file)
 
 
 def _constructor_arguments(

@@ -80,7 +80,6 @@ class JSONBackend(StoreBackend):
     """
 
     runs_inline = True
-    refuses_sealed_writes = True
 
     def __init__(
         self,
@@ -222,7 +221,7 @@ class JSONBackend(StoreBackend):
         """The live document a write changes, or a new one."""
         if doc is None:
             return SessionDocument.new(key, self.default_ttl, {}, at)
-        return doc.check_writable(key, self.admits_sealed_writes)
+        return doc
 
     async def _run(
         self,
@@ -254,7 +253,7 @@ class JSONBackend(StoreBackend):
             if doc is None:
                 doc = SessionDocument.new(key, self._new_ttl(ttl), metadata, at)
             else:
-                doc.check_writable(key, self.admits_sealed_writes).merge_metadata(metadata)
+                doc.merge_metadata(metadata)
                 doc.touch(at, self.sliding_ttl, ttl)
             return doc.info, doc
 
@@ -269,7 +268,7 @@ class JSONBackend(StoreBackend):
     async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
         def work(live: SessionDocument | None, at: float) -> tuple[SessionInfo, SessionDocument]:
             doc = cast(SessionDocument, live)  # must_exist: _update raised if there is none
-            doc.check_writable(key, self.admits_sealed_writes).merge_metadata(metadata)
+            doc.merge_metadata(metadata)
             doc.touch(at, self.sliding_ttl)
             doc.changed(at)
             return doc.info, doc
@@ -645,7 +644,7 @@ class JSONBackend(StoreBackend):
 
         def work(doc: SessionDocument | None, at: float) -> tuple[list[dict[str, Any]], None]:
             assert doc is not None  # must_exist: resolve() raised otherwise
-            ref = doc.check_writable(key, self.admits_sealed_writes).logs.get(path)
+            ref = doc.logs.get(path)
             held = 0 if ref is None else ref["count"]
             if expected is not None and held != expected:
                 raise ConflictError(f"Log {path!r} holds {held} messages, not {expected}.")

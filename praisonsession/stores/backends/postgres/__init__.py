@@ -28,8 +28,6 @@ class PostgresSession(SessionBase):
     warning when they fall short.
     """
 
-    backend: PostgresBackend
-
     def __init__(
         self,
         conninfo: str = "postgresql://localhost/postgres",

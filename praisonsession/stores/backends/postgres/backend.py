@@ -51,7 +51,6 @@ from ....errors import (
 )
 from ...backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
-from ...keyless import refuse_sealed_metadata
 from ...record import (
     FORMAT_VERSION,
     SNAPSHOT_OWNER,
@@ -109,7 +108,6 @@ def _require_psycopg() -> None:
 class PostgresBackend(StoreBackend):
     """The record operations on PostgreSQL (see :class:`PostgresSession` for the options)."""
 
-    refuses_sealed_writes = True
     keeps_log_lengths = True  # in the session's row, moved with every append
 
     runs_inline = True
@@ -328,8 +326,6 @@ class PostgresBackend(StoreBackend):
         info = yield from self._live_info(key, at, must_exist, purge=True)
         if info is None:
             info = yield from self._insert_session(key, self.default_ttl, {}, at)
-        elif not self.admits_sealed_writes:
-            refuse_sealed_metadata(info.metadata, key)
         return info
 
     def _begin_write(self, key: Key, at: float, must_exist: bool) -> Plan[int]:
@@ -353,7 +349,6 @@ class PostgresBackend(StoreBackend):
             "sliding": self.sliding_ttl,
             "u": key.user_id,
             "s": key.session_id,
-            "admit": self.admits_sealed_writes,
         }
 
     def _checked_head(
@@ -378,8 +373,6 @@ class PostgresBackend(StoreBackend):
             info = yield from self._live_info(key, at, purge=True)
             if info is None:
                 return (yield from self._insert_session(key, self._new_ttl(ttl), metadata, at))
-            if not self.admits_sealed_writes:
-                refuse_sealed_metadata(info.metadata, key)
             new_ttl = info.ttl if ttl is UNSET else ttl
             expires = None if new_ttl is None else at + new_ttl
             if new_ttl is not None and not self.sliding_ttl and ttl is UNSET:
@@ -578,7 +571,7 @@ class PostgresBackend(StoreBackend):
                     return value
             args = (
                 *key, name, new is not None, held if new is not None else None, new,
-                now(), self.sliding_ttl, self.admits_sealed_writes, *key, FORMAT_VERSION,
+                now(), self.sliding_ttl, FORMAT_VERSION,
             )  # fmt: skip
             rows = await self._statement("INCREMENT", args)
             is_live, applied, found, version, created = rows[0]

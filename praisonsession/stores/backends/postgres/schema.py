@@ -125,14 +125,7 @@ INFO_LOCKED = INFO + " FOR UPDATE"
 _LIVE = (
     f"format >= 0 AND format <= {FORMAT_VERSION} AND (expires_at IS NULL OR expires_at > %(now)s)"
 )
-# True when an encrypted store sealed the session (its metadata names the sealing key or
-# origin: ``stores/keyless.py``); JSON writes the names' \x1e as \u001e.
-SEALED = (
-    "(position('\\u001esealed_with\":' in metadata) > 0 "
-    "OR position('\\u001eencrypted_by\":' in metadata) > 0)"
-)
-# Live, and open to this write: an unsealed session, or a sealed write (%(admit)s).
-_WRITABLE = f"{_LIVE} AND (%(admit)s OR NOT {SEALED})"
+_WRITABLE = _LIVE
 READ_HEAD = (
     "WITH h AS (SELECT format, expires_at, ttl FROM {s}.ps_sessions "
     "WHERE user_id=%(u)s AND session_id=%(s)s), "
@@ -272,13 +265,10 @@ APPEND_ONE_MESSAGE = _append_one_log(False, True)
 APPEND_ONE_LOG_AT = _append_one_log(True, False)
 APPEND_ONE_MESSAGE_AT = _append_one_log(True, True)
 
-# The last argument, the newest format the client reads, is -1 for a sealed session this
-# write may not change (%s admit, then the ids): the function answers "not live as it is" and
-# the client's full path refuses it with its reason.
+# The last argument is the newest format the client reads.
 INCREMENT = (
     "SELECT is_live, applied, held, at_version, created "
-    "FROM {s}.ps_increment(%s,%s,%s,%s,%s,%s,%s,%s,CASE WHEN %s OR NOT EXISTS (SELECT 1 FROM "
-    f"{{s}}.ps_sessions WHERE user_id=%s AND session_id=%s AND {SEALED}) THEN %s ELSE -1 END)"
+    "FROM {s}.ps_increment(%s,%s,%s,%s,%s,%s,%s,%s,%s)"
 )
 # An increment whose client knows the key's value at the session's current version (it wrote
 # it last): one plain statement. The bump happens only if the session is still at that

@@ -77,11 +77,10 @@ class RedisSession(SessionBase):
     ``durability`` and redis-py's own options.
     """
 
-    backend: RedisBackend
-
     def __init__(self, *args: Any, layout: str = "native", **options: Any) -> None:
         agentscope = check_layout(layout) == "agentscope"
         backend = RedisBackend(*args, **options)
+        self._engine = backend  # what only this store offers: its client, imports
         super().__init__(backend, modules=AgentScopeKeys(backend) if agentscope else None)
 
     @classmethod
@@ -103,10 +102,10 @@ class RedisSession(SessionBase):
 
         Call it inside a coroutine. It is closed by ``close()`` unless it was passed in.
         """
-        return self.backend.get_client()
+        return self._engine.get_client()
 
     async def import_agentscope(self, key: str, session_id: str, user_id: str = "") -> SessionInfo:
         """Import the session AgentScope's RedisSession stored under ``key`` (the full key, as
         AgentScope wrote it) as session ``session_id`` of ``user_id``. The key is left in place.
         """
-        return await self.backend.import_agentscope(record_key(session_id, user_id), key)
+        return await self._engine.import_agentscope(record_key(session_id, user_id), key)

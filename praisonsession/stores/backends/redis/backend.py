@@ -66,7 +66,6 @@ class RedisBackend(StoreBackend):
     """The record operations on a Redis server (see :class:`RedisSession` for the options)."""
 
     runs_inline = True
-    refuses_sealed_writes = True
 
     def __init__(
         self,
@@ -213,13 +212,13 @@ class RedisBackend(StoreBackend):
         """ARGV[1] of the per-session scripts (checked on every call: the TTL knobs may
         change; written out again only when they did). Its last field is the time now when a
         test installed a clock (``praisonsession.clock``), else empty: the server's clock."""
-        knobs = (self.default_ttl, self.sliding_ttl, self.admits_sealed_writes)
+        knobs = (self.default_ttl, self.sliding_ttl)
         if knobs != self._settings_for:
             layout, ttl = self._layout, seconds(self.default_ttl)
-            sliding, admit = flag(self.sliding_ttl), flag(self.admits_sealed_writes)
+            sliding = flag(self.sliding_ttl)
             self._settings_text = (
                 f"{layout.namespace}\0{layout.raw_prefix}\0{sliding}\0{ttl}\0"
-                f"{self._tokens.ttl_ms}\0{admit}\0"
+                f"{self._tokens.ttl_ms}\0"
             )
             self._settings_for = knobs
         if clock.installed():

@@ -10,7 +10,6 @@ from typing import Any
 
 from ...._internal.json_data import loads
 from ....errors import (
-    KeyRequiredError,
     SessionCorruptedError,
     SessionExpiredError,
     SessionNotFoundError,
@@ -18,7 +17,6 @@ from ....errors import (
     UnsupportedFormatError,
 )
 from ...backend import Key
-from ...keyless import UNRECORDED
 from ...record import FORMAT_VERSION, SessionInfo, check_format
 
 __all__ = ["as_float", "as_text", "error_for", "json_value", "session_info", "utf8"]
@@ -93,13 +91,6 @@ def error_for(status: str, reply: list[Any], key: Key, url: str) -> Exception:
         return UnsupportedFormatError(what, int(as_text(reply[1])), FORMAT_VERSION)
     if status == "corrupt":
         return SessionCorruptedError(what, as_text(reply[1]))
-    if status == "keyless":  # a write into a sealed session from a store that does not seal
-        said = as_text(reply[1])
-        fingerprint = loads(said, f"metadata of {what}") if said else None
-        return KeyRequiredError(
-            f"Session {key.session_id!r} of user {key.user_id!r}",
-            fingerprint if isinstance(fingerprint, str) else UNRECORDED,
-        )
     return StoreUnavailableError(f"Redis at {url} answered {status!r} unexpectedly.")
 
 

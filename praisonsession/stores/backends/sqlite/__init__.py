@@ -21,8 +21,6 @@ class SqliteSession(SessionBase):
     waits for another process's write lock, in seconds.
     """
 
-    backend: SqliteBackend
-
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,

@@ -56,7 +56,6 @@ from ....errors import (
 )
 from ...backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
-from ...keyless import refuse_sealed_metadata
 from ...record import (
     FORMAT_VERSION,
     SessionContents,
@@ -126,7 +125,6 @@ class SqliteBackend(StoreBackend):
     """The record operations on one SQLite file (see :class:`SqliteSession` for the options)."""
 
     runs_inline = True
-    refuses_sealed_writes = True
 
     def __init__(
         self,
@@ -481,8 +479,6 @@ class SqliteBackend(StoreBackend):
         info = self._live_info(conn, key, at, must_exist, purge=True)
         if info is None:
             info = self._insert_session(conn, key, self.default_ttl, {}, at)
-        elif not self.admits_sealed_writes:
-            refuse_sealed_metadata(info.metadata, key)
         return info
 
     def _live_head(self, row: tuple[Any, ...], at: float) -> tuple[int, float | None] | None:
@@ -491,8 +487,7 @@ class SqliteBackend(StoreBackend):
         reads, every field of the expected type (the checks ``BUMP_LIVE`` makes in SQL)."""
         version, expires, fmt, ttl = row[0], row[1], row[2], row[3]
         if (
-            (not row[5] or self.admits_sealed_writes)
-            and type(version) is int
+            type(version) is int
             and version >= 0
             and type(fmt) is int
             and 0 <= fmt <= FORMAT_VERSION
@@ -521,7 +516,7 @@ class SqliteBackend(StoreBackend):
         updated_at, sliding expiry. One UPDATE when the session is live; else the full path."""
         bumped = self._cursor().execute(
             BUMP_LIVE,
-            (at, self.sliding_ttl, key.user_id, key.session_id, self.admits_sealed_writes),
+            (at, self.sliding_ttl, key.user_id, key.session_id),
         )
         if bumped.rowcount != 1:
             self._bump(conn, key, self._writable(conn, key, at, must_exist), at)
@@ -571,8 +566,6 @@ class SqliteBackend(StoreBackend):
             info = self._live_info(conn, key, at, purge=True)
             if info is None:
                 return self._insert_session(conn, key, self._new_ttl(ttl), metadata, at)
-            if not self.admits_sealed_writes:
-                refuse_sealed_metadata(info.metadata, key)
             new_ttl = info.ttl if ttl is UNSET else ttl
             expires = None if new_ttl is None else at + new_ttl
             if new_ttl is not None and not self.sliding_ttl and ttl is UNSET:
@@ -792,7 +785,7 @@ class SqliteBackend(StoreBackend):
                 seen is not None
                 and cursor.execute(
                     BUMP_LIVE,
-                    (at, self.sliding_ttl, key.user_id, key.session_id, self.admits_sealed_writes),
+                    (at, self.sliding_ttl, key.user_id, key.session_id),
                 ).rowcount
             ):
                 # A live session, bumped (version, updated_at, sliding expiry) in one UPDATE:

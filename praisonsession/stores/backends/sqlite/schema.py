@@ -72,11 +72,6 @@ UPSERT_STATE = (
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value"
 )
 # A session's row of ps_sessions and its head row (?1 user_id, ?2 session_id).
-# True when an encrypted store sealed the session (its metadata names the sealing key or
-# origin: ``stores/keyless.py``); JSON writes the names' \x1e as \u001e.
-SEALED = (
-    "(instr(metadata, '\\u001esealed_with\":')>0 OR instr(metadata, '\\u001eencrypted_by\":')>0)"
-)
 SESSION_AND_HEAD = (
     "FROM ps_sessions s LEFT JOIN ps_state h "
     "ON h.user_id=s.user_id AND h.session_id=s.session_id AND h.name='' "
@@ -93,7 +88,7 @@ LIVENESS = (
 # What an increment needs, under the write lock: the head, the format and TTL of the session,
 # and the value (?3 the key; NULL when the key is not set).
 INCREMENT_READ = (
-    f"SELECT h.version, h.expires_at, s.format, s.ttl, k.value, {SEALED} FROM ps_state h "
+    "SELECT h.version, h.expires_at, s.format, s.ttl, k.value FROM ps_state h "
     "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
     "LEFT JOIN ps_state k ON k.user_id=?1 AND k.session_id=?2 AND k.name=?3 "
     "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
@@ -127,7 +122,7 @@ BUMP_LIVE = (
     "AND version>=0 AND (expires_at IS NULL OR (typeof(expires_at)='real' AND expires_at>?1)) "
     "AND EXISTS (SELECT 1 FROM ps_sessions WHERE user_id=?3 AND session_id=?4 "
     f"AND typeof(format)='integer' AND format>=0 AND format<={FORMAT_VERSION} "
-    f"AND (ttl IS NULL OR typeof(ttl)='real') AND (?5 OR NOT {SEALED}))"
+    "AND (ttl IS NULL OR typeof(ttl)='real'))"
 )
 VERSION = "SELECT version FROM ps_state WHERE user_id=? AND session_id=? AND name=''"
 INSERT_HEAD = (

@@ -6,8 +6,6 @@ return once(function()
   local status, m = resolve(now)
   local err = dead(status, m, false)
   if err then return err end
-  err = unsealed(status, m)
-  if err then return err end
   local key = log_key(ARGV[6])
   local held = 0
   if status == 'live' then held = redis.call('LLEN', key) end

@@ -6,8 +6,6 @@ return once(function()
   local status, m = resolve(now)
   local err = dead(status, m, false)
   if err then return err end
-  err = unsealed(status, m)
-  if err then return err end
   local mode, ttl = ARGV[6], ARGV[7]
   local had_ttl = false
   if status ~= 'live' then

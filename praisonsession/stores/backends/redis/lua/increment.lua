@@ -7,8 +7,6 @@ return once(function()
   local status, m = resolve(now)
   local err = dead(status, m, ARGV[6] == '1')
   if err then return err end
-  err = unsealed(status, m)
-  if err then return err end
   local name = ARGV[7]
   local current = false
   if status == 'live' then current = redis.call('HGET', K_STATE, name) end

@@ -7,8 +7,6 @@ return once(function()
   local status, m = resolve(now)
   local err = dead(status, m, ARGV[6] == '1')
   if err then return err end
-  err = unsealed(status, m)
-  if err then return err end
   local current = 0
   if status == 'live' then current = tonumber(m.version) end
   if ARGV[8] ~= '' and tonumber(ARGV[8]) ~= current then

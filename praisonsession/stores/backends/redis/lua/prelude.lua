@@ -4,7 +4,7 @@
 --   KEYS: 1 the session's meta hash; its other keys are derived from it (and the index, expiry
 --         and imported keys from the namespace), so the scripts are not for Redis Cluster.
 --   ARGV: 1 the store's settings, NUL-separated: namespace, raw key prefix, sliding "1"/"0",
---         default ttl ("" = none), op token ttl (ms), sealed writes admitted "1"/"0", the time
+--         default ttl ("" = none), op token ttl (ms), the time
 --         now ("" = the server's clock; a test's clock otherwise); 2 user_id, 3 session_id,
 --         4 op token ("" = none), 5 check the token "1"/"0"; 6.. the operation's own
 -- (Few arguments on purpose: redis-py spends ~4 µs encoding each one.)
@@ -26,7 +26,6 @@ end
 @ENC@
 local C = split0(ARGV[1])
 local NS, RAW_PREFIX, SLIDING, DEFAULT_TTL, TOKEN_TTL = C[1], C[2], C[3] == '1', C[4], C[5]
-local ADMIT = C[6] == '1'  -- the writes are sealed by an encrypted store over this one
 local UID, SID, TOKEN, CHECK_TOKEN = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local K_META = KEYS[1]
 local BASE = string.sub(K_META, 1, -5)
@@ -38,7 +37,7 @@ local MEMBER = UID .. '\0' .. SID
 
 local function fmt_time(t) return string.format('%.6f', t) end
 local function clock()
-  if C[7] and C[7] ~= '' then return tonumber(C[7]) end  -- a test's clock (praisonsession.clock)
+  if C[6] and C[6] ~= '' then return tonumber(C[6]) end  -- a test's clock (praisonsession.clock)
   local t = redis.call('TIME')
   return tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
@@ -101,15 +100,6 @@ local function dead(status, m, must_exist)
     if status == 'expired' then return {'expired', m.expires_at} end
     return {'notfound'}
   end
-  return nil
-end
-
--- The reply refusing a write into a session an encrypted store sealed (its metadata names
--- the sealing key or origin: stores/keyless.py) from a store that does not seal, or nil.
-local function unsealed(status, m)
-  if ADMIT or status ~= 'live' then return nil end
-  local said = m['m:\30sealed_with']
-  if said or m['m:\30encrypted_by'] then return {'keyless', said or ''} end
   return nil
 end
 

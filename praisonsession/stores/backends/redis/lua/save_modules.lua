@@ -9,8 +9,6 @@ return once(function()
   local status, m = resolve(now)
   local err = dead(status, m, false)
   if err then return err end
-  err = unsealed(status, m)
-  if err then return err end
   local i = 6
   local ndocs = tonumber(ARGV[i])
   local docs_first = i + 1

@@ -5,8 +5,6 @@ return once(function()
   local now = clock()
   local status, m = resolve(now)
   if status ~= 'live' then return dead(status, m, true) end
-  local err = unsealed(status, m)
-  if err then return err end
   if #ARGV >= 6 then redis.call('HSET', K_META, unpack(ARGV, 6)) end
   bump(m, now)
   return {'ok', redis.call('HGETALL', K_META)}

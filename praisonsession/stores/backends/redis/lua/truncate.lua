@@ -6,8 +6,6 @@ return once(function()
   local status, m = resolve(now)
   local err = dead(status, m, true)
   if err then return err end
-  err = unsealed(status, m)
-  if err then return err end
   local key = log_key(ARGV[6])
   local held = redis.call('LLEN', key)
   if ARGV[8] ~= '' and tonumber(ARGV[8]) ~= held then

@@ -1,0 +1,309 @@
+"""The one guard: a store's key rule, enforced in one layer that every caller goes through.
+
+The rule: a store opened without a session's key, or with another key, reads nothing of it
+and changes nothing of it, deletes included. ``SessionBase`` installs a :class:`KeyGuard` over
+whatever backend it holds (keyless or keyed alike) and hands out only the guard as
+``store.backend``: the store API, forks and snapshots, the framework adapters, the server's
+store routes, the command line, the browser and archives all reach records through it. No
+other module checks keys, and no backend checks them inside its writes.
+
+Over a backend that seals (an encrypted one) the guard lets reads and writes through, since
+that backend opens nothing sealed with another key; it reads the record before a change that
+would destroy data (a delete, a truncation, a TTL change), so that a wrong key changes
+nothing. Over a plain backend (a store without a key) it refuses sealed values on reads, and
+every write once the store is marked encrypted (``keyless.STORE_MARK``, written by the first
+encrypted write). The mark is read once and cached, so the default path (a plain store, no
+key) pays no read before its writes; an encrypted store in this process updates the cache at
+once, and another process's mark is seen within :data:`RECHECK_SECONDS`.
+
+Names (state keys, module names, log paths) are checked here too, once for every caller: a
+name that no backend can store (a lone surrogate) is ``InvalidIdError`` on every backend.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
+
+from .._internal.identifiers import check_key
+from ..errors import KeyRequiredError
+from .backend import LogWrite, StoreBackend, StoredModules
+from .keyless import looks_sealed, refuse_sealed_info, sealed_by, store_sealed_with
+from .record import Key, SessionContents, SessionInfo
+
+__all__ = ["RECHECK_SECONDS", "KeyGuard", "beneath", "guard", "note_marked"]
+
+T = TypeVar("T")
+_Op = Callable[..., Coroutine[Any, Any, T]]
+_Co = Coroutine[Any, Any, T]
+
+#: How long a store without a key trusts that the store is not encrypted before it reads
+#: the store's mark again (another process may have made it encrypted meanwhile).
+RECHECK_SECONDS = 0.5
+
+# The store's mark as last read, by place (a URL; an in-memory store by its object):
+# (fingerprint or None, when it was read, time.monotonic()).
+_marks: dict[object, tuple[str | None, float]] = {}
+
+
+def _place(backend: StoreBackend) -> object:
+    url = backend.url
+    return id(backend) if url.startswith("memory:") else url
+
+
+def note_marked(backend: StoreBackend, fingerprint: str | None) -> None:
+    """What an encrypted store tells the guards of this process when it marks ``backend``
+    (a raw backend) as encrypted, or a rotation when it changes the key."""
+    _marks[_place(backend)] = (fingerprint, time.monotonic())
+
+
+def guard(backend: StoreBackend) -> KeyGuard:
+    """``backend`` behind the guard (a guard stays as it is)."""
+    return backend if isinstance(backend, KeyGuard) else KeyGuard(backend)
+
+
+def beneath(backend: StoreBackend) -> StoreBackend:
+    """The backend a guard stands on. For the store floor's own layers that apply the rule
+    themselves from below (an encrypted backend seals under its key; a rotation and an
+    erasure rewrite or remove everything, whatever it is sealed with); no caller above them
+    uses it."""
+    return backend._inner if isinstance(backend, KeyGuard) else backend
+
+
+class KeyGuard(StoreBackend):
+    """Forwards every operation to the backend it guards, holding the key rule."""
+
+    def __init__(self, inner: StoreBackend) -> None:
+        super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
+        self._inner = inner
+        self.url = inner.url
+        self.runs_inline = inner.runs_inline
+        self.keeps_log_lengths = inner.keeps_log_lengths
+        #: Keys are checked below (an encrypted backend, a remote server's guard).
+        self.checks_keys = inner.checks_keys
+        self._place = _place(inner)
+
+    def __repr__(self) -> str:
+        return repr(self._inner)
+
+    def __getattr__(self, name: str) -> Any:
+        """What a caller may learn of the backend below (where it keeps its data, its
+        durability, what seals an archive): found down the wrappers. The record operations
+        are all the guard's own, so none reaches the backend around it."""
+        if name != "inner" and not name.startswith("__"):
+            found: Any = self.__dict__.get("_inner")
+            while found is not None:
+                if hasattr(found, name):
+                    return getattr(found, name)
+                found = getattr(found, "inner", None)
+        raise AttributeError(name)
+
+    # -- the rule ---------------------------------------------------------------------------
+
+    def _write(self, operation: _Op[T], key: Key, *args: Any) -> _Co[T]:
+        """``operation`` on ``key`` as this store may make it: straight through where nothing
+        needs a read first (the default path)."""
+        if self.checks_keys:
+            return operation(key, *args)
+        mark = _marks.get(self._place)
+        if mark is not None and mark[0] is None and time.monotonic() - mark[1] < RECHECK_SECONDS:
+            return operation(key, *args)
+        return self._after_mark(operation, key, args)
+
+    async def _after_mark(self, operation: _Op[T], key: Key, args: tuple[Any, ...]) -> T:
+        await self._refuse_if_marked(key)
+        return await operation(key, *args)
+
+    async def _refuse_if_marked(self, key: Key) -> None:
+        mark = _marks.get(self._place)
+        fingerprint = None if mark is None else mark[0]
+        if fingerprint is None:
+            fingerprint = await store_sealed_with(self._inner)
+            note_marked(self._inner, fingerprint)
+        if fingerprint is not None:
+            raise KeyRequiredError(
+                f"Session {key.session_id!r} of user {key.user_id!r} (in an encrypted store: "
+                "every session of it)",
+                fingerprint,
+            )
+
+    async def _destroy(self, operation: _Op[T], key: Key, *args: Any) -> T:
+        """A change that removes data: over a sealing backend, the record is read first (it
+        refuses one sealed with another key), so that a wrong key removes nothing."""
+        if self.checks_keys:
+            await self._inner.read_record(key)
+            return await operation(key, *args)
+        return await self._write(operation, key, *args)
+
+    async def _read(self, key: Key, values: Iterable[Any]) -> None:
+        """Refuse a read without a key that found sealed values: ciphertext is never handed
+        out as a value."""
+        if self.checks_keys or not any(looks_sealed(value) for value in values):
+            return
+        info = await self._inner.read_record(key)
+        fingerprint = None if info is None else sealed_by(info)
+        raise KeyRequiredError(
+            f"Session {key.session_id!r} of user {key.user_id!r}",
+            fingerprint or "that sealed it (not recorded)",
+        )
+
+    def _listed(self, found: list[SessionInfo]) -> list[SessionInfo]:
+        if not self.checks_keys:
+            for info in found:
+                refuse_sealed_info(info)
+        return found
+
+    # -- records ----------------------------------------------------------------------------
+
+    def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> _Co[SessionInfo]:
+        return self._write(self._inner.create_record, key, ttl, metadata)
+
+    async def read_record(self, key: Key) -> SessionInfo | None:
+        info = await self._inner.read_record(key)
+        if info is not None and not self.checks_keys:
+            refuse_sealed_info(info)
+        return info
+
+    def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> _Co[SessionInfo]:
+        return self._write(self._inner.merge_record_metadata, key, metadata)
+
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        return self._listed(await self._inner.list_records(user_id, limit, after))
+
+    async def list_records_by_prefix(
+        self, prefix: str, limit: int, after: tuple[str, str] | None
+    ) -> list[SessionInfo]:
+        return self._listed(await self._inner.list_records_by_prefix(prefix, limit, after))
+
+    async def list_record_owners(self) -> set[str]:
+        return await self._inner.list_record_owners()
+
+    async def delete_record(self, key: Key) -> bool:
+        return await self._destroy(self._inner.delete_record, key)
+
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+        return await self._destroy(self._inner.touch_record, key, ttl)
+
+    async def purge_records(self) -> int:
+        return await self._inner.purge_records()  # expired records: gone for every reader
+
+    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
+        return await self._inner.scrub_erased_user(user_id)
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+    # -- state ------------------------------------------------------------------------------
+
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        state = await self._inner.read_record_state(key, names, must_exist)
+        await self._read(key, state.values())
+        return state
+
+    def patch_record_state(
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
+    ) -> _Co[int]:
+        _check_names(updates, "state key")
+        _check_names(deletes, "state key")
+        return self._write(
+            self._inner.patch_record_state,
+            key,
+            updates,
+            deletes,
+            replace,
+            expected_version,
+            must_exist,
+        )
+
+    def increment_record_value(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> _Co[int | float]:
+        check_key(name)
+        return self._write(
+            self._inner.increment_record_value, key, name, amount, default, must_exist
+        )
+
+    # -- modules and logs -------------------------------------------------------------------
+
+    def write_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> _Co[dict[str, int]]:
+        _check_names(documents, "module name")
+        for write in writes:
+            check_key(write.path, "log name")
+        return self._write(self._inner.write_modules, key, documents, writes)
+
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        stored = await self._inner.read_modules(key, names)
+        if stored is not None:
+            await self._read(key, stored.documents.values())
+            for messages in stored.logs.values():
+                await self._read(key, messages[:1])
+        return stored
+
+    def append_log(self, key: Key, write: LogWrite) -> _Co[int]:
+        check_key(write.path, "log name")
+        return self._write(self._inner.append_log, key, write)
+
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
+        messages = await self._inner.read_log(key, path, start, stop)
+        await self._read(key, messages)
+        return messages
+
+    async def truncate_log(
+        self, key: Key, path: str, length: int, expected: int | None
+    ) -> list[dict[str, Any]]:
+        check_key(path, "log name")
+        return await self._destroy(self._inner.truncate_log, key, path, length, expected)
+
+    async def count_log(self, key: Key, path: str) -> int:
+        return await self._inner.count_log(key, path)
+
+    # -- whole records ----------------------------------------------------------------------
+
+    async def copy_record(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        await self.read_record(source)  # a copy reads its source, as every read does
+        if replace:  # a restore replaces what the target holds: a change of it
+            await self.read_record(target)
+        return await self._write(self._copy, target, source, cut, metadata, replace, ttl)
+
+    async def _copy(
+        self,
+        target: Key,
+        source: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        return await self._inner.copy_record(source, target, cut, metadata, replace, ttl)
+
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
+        contents = await self._inner.read_record_contents(key)
+        if contents is not None and not self.checks_keys:
+            refuse_sealed_info(contents.info)
+        return contents
+
+
+def _check_names(names: Iterable[str], what: str) -> None:
+    for name in names:
+        check_key(name, what)
