@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 from praisonsession.stores import (
+    ForwardingBackend,
     Key,
     LogWrite,
     SessionContents,
@@ -20,22 +21,18 @@ from praisonsession.stores import (
 )
 
 
-class CountingBackend(StoreBackend):
-    """Forwards every record operation to ``inner`` and counts it in ``calls``."""
+class CountingBackend(ForwardingBackend):
+    """Forwards every record operation to ``inner`` (the base does: URL, TTL settings and
+    capabilities are taken from it) and counts it in ``calls``."""
 
     def __init__(self, inner: StoreBackend) -> None:
-        super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
+        super().__init__(inner)
         self.inner = inner
-        self.url = inner.url
-        self.runs_inline = inner.runs_inline
         self.calls: Counter[str] = Counter()
 
     def _count(self, operation: str) -> StoreBackend:
         self.calls[operation] += 1
         return self.inner
-
-    async def close(self) -> None:
-        await self.inner.close()
 
     async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         return await self._count("create_record").create_record(key, ttl, metadata)

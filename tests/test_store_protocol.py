@@ -27,13 +27,13 @@ REQUIRED = {
     "purge_records",
     "read_record_state",
     "patch_record_state",
-    "increment_record_value",
     "write_modules",
     "read_modules",
-    "append_log",
     "read_log",
 }
-OPTIONAL = {
+#: Derived from the required ones by default (a module write with no modules; a compare-and-set).
+DERIVED = {"append_log", "increment_record_value"}
+OPTIONAL = DERIVED | {
     "count_log",
     "list_record_owners",
     "list_records_by_prefix",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._internal.runtime import offload
-from ..stores.backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
+from ..stores.backend import UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ..stores.record import SessionInfo
 from .client import RemoteClient
 
@@ -25,10 +25,9 @@ __all__ = ["RemoteBackend"]
 class RemoteBackend(StoreBackend):
     """The sessions of the server ``client`` talks to. Closing it closes the client."""
 
-    #: Blocking HTTP runs inline on the caller's thread when it runs no loop (see runtime).
-    runs_inline = True
-    #: The server's store checks the encryption key (with its own key, or none).
-    checks_keys = True
+    #: Blocking HTTP runs inline on the caller's thread when it runs no loop (see runtime);
+    #: the server's store checks the encryption key (with its own key, or none).
+    capabilities = Capabilities(runs_inline=True, checks_keys=True)
 
     def __init__(self, client: RemoteClient) -> None:
         super().__init__()

@@ -40,7 +40,7 @@ from .._internal.identifiers import DEFAULT_USER, check_session_id, check_user_i
 from .._internal.json_data import JSONValue, check_json_data
 from .._internal.runtime import bounded, offload
 from ..errors import InvalidValueError, MemoryNotFoundError, RemoteModeError
-from ..stores.api import UNSET, SessionBase
+from ..stores.api import UNSET, SessionBase, Unset
 from ..stores.branches import Branches, SnapshotInfo, TreeNode
 from ..stores.record import SessionInfo, check_ttl, now, record_key
 from .copies import agent_cut, counting, unplace, vectors_may_hold
@@ -966,7 +966,7 @@ class AsyncSession:
             return 0.0
         return info.time_to_expiry()
 
-    async def touch(self, ttl: float | None = UNSET) -> None:
+    async def touch(self, ttl: float | Unset | None = UNSET) -> None:
         """Restart the TTL now (optionally with a new TTL in seconds, or None for no expiry)."""
         await self._call("touch", self._store.touch(self._session_id, self._user_id, ttl=ttl))
 

@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from .._internal import runtime
 from .._internal.checks import MemoryQuery, MemoryType
 from .._internal.json_data import JSONValue
-from ..stores.api import UNSET, SessionBase
+from ..stores.api import UNSET, SessionBase, Unset
 from ..stores.record import SessionInfo
 from .core import AsyncSession
 
@@ -419,7 +419,7 @@ class Session:
         """Seconds left before the session expires; None if it has no TTL."""
         return self._run(self._core.time_to_expiry())
 
-    def touch(self, ttl: float | None = UNSET) -> None:
+    def touch(self, ttl: float | Unset | None = UNSET) -> None:
         """Restart the TTL now (optionally with a new TTL in seconds, or None for no expiry)."""
         return self._run(self._core.touch(ttl))
 

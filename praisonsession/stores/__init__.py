@@ -17,7 +17,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .api import SessionBase
-from .backend import UNSET, LogWrite, StoreBackend, StoredModules
+from .backend import UNSET, Capabilities, ForwardingBackend, LogWrite, StoreBackend, StoredModules
 from .branches import Branches, SnapshotInfo, TreeNode
 from .record import FORMAT_VERSION, Key, SessionContents, SessionInfo, record_key
 from .urls import open_store
@@ -43,7 +43,9 @@ __all__ = [
     "FORMAT_VERSION",
     "UNSET",
     "Branches",
+    "Capabilities",
     "EncryptedStore",
+    "ForwardingBackend",
     "InMemorySession",
     "JSONSession",
     "Key",

@@ -21,7 +21,7 @@ from .._internal.checks import check_count
 from .._internal.identifiers import DEFAULT_USER, check_key, check_session_id, check_user_id
 from .._internal.json_data import JSONValue, check_json_data, detach
 from ..errors import InvalidIdError, InvalidValueError
-from .backend import UNSET, LogWrite, StoreBackend, StoredModules
+from .backend import UNSET, LogWrite, StoreBackend, StoredModules, Unset
 from .guard import KeyGuard, guard
 from .modules import ModuleLayout, NativeModules
 from .record import Key, SessionInfo, check_ttl, record_key
@@ -33,6 +33,7 @@ __all__ = [
     "LogWrite",
     "SessionBase",
     "StoredModules",
+    "Unset",
     "check_messages",
     "check_ttl",
 ]
@@ -161,7 +162,7 @@ class SessionBase:
         session_id: str,
         user_id: str = "",
         *,
-        ttl: float | None = UNSET,
+        ttl: float | Unset | None = UNSET,
         metadata: dict[str, Any] | None = None,
     ) -> SessionInfo:
         """Open a session: create it (or start it afresh if it expired) and refresh its TTL.
@@ -223,7 +224,7 @@ class SessionBase:
         return await self.backend.delete_record(key)
 
     async def touch(
-        self, session_id: str, user_id: str = "", *, ttl: float | None = UNSET
+        self, session_id: str, user_id: str = "", *, ttl: float | Unset | None = UNSET
     ) -> SessionInfo | None:
         """Restart the session's TTL (optionally a new one); None if it is gone."""
         if ttl is not UNSET:

@@ -16,15 +16,27 @@ taken for the user-facing method of the same idea (``get_info(session_id, user_i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
-from ..errors import UnsupportedOperationError
+from .._internal.json_data import add_numbers
+from .._internal.runtime import pause
+from ..errors import ConflictError, UnsupportedOperationError
 from .record import SNAPSHOT_OWNER, Key, SessionContents, SessionInfo, check_ttl
 
-__all__ = ["UNSET", "Key", "LogWrite", "StoreBackend", "StoredModules", "all_records"]
+__all__ = [
+    "UNSET",
+    "Capabilities",
+    "ForwardingBackend",
+    "Key",
+    "LogWrite",
+    "StoreBackend",
+    "StoredModules",
+    "Unset",
+    "all_records",
+]
 
 
-class _Unset:
+class Unset:
     """The type of :data:`UNSET`: one object, shown by name in signatures and reprs."""
 
     __slots__ = ()
@@ -35,7 +47,28 @@ class _Unset:
 
 #: "Not given", the one marker for it: a TTL argument that keeps the stored TTL (or takes the
 #: default for a new record), where None already means "no expiry".
-UNSET: Any = _Unset()
+UNSET: Final = Unset()
+
+#: A TTL argument of the protocol: seconds, None (no expiry) or ``UNSET`` (keep / default).
+TTL = float | None | Unset
+
+_MAX_CAS_ROUNDS = 1000
+
+
+class Capabilities(NamedTuple):
+    """What a backend does beyond the protocol, in one value that a wrapper passes on whole."""
+
+    #: Every coroutine of the backend waits only in ``runtime.pause`` and ``runtime.offload``,
+    #: so the sync facade may run it on the caller's thread.
+    runs_inline: bool = False
+    #: The backend checks the encryption key itself (an encrypted backend seals and opens every
+    #: value and refuses a record sealed with another key; a remote one's server does): the
+    #: store's guard (``stores/guard.py``) then lets reads and writes through.
+    checks_keys: bool = False
+    #: The backend records each log's length apart from its messages (what ``count_log``
+    #: answers): an encrypted store over it then tells a log whose last messages were removed
+    #: behind its back from one that ends there.
+    keeps_log_lengths: bool = False
 
 
 class LogWrite(NamedTuple):
@@ -65,17 +98,8 @@ class StoreBackend(ABC):
 
     #: Where the data lives, e.g. ``sqlite:///path/sessions.db`` (passwords never shown).
     url: str = "memory://"
-    #: True when every coroutine of the backend waits only in ``runtime.pause`` and
-    #: ``runtime.offload``, so that the sync facade may run it on the caller's thread.
-    runs_inline: bool = False
-    #: True when the backend checks the encryption key itself (an encrypted backend seals and
-    #: opens every value and refuses a record sealed with another key; a remote one's server
-    #: does): the store's guard (``stores/guard.py``) then lets reads and writes through.
-    checks_keys: bool = False
-    #: True when the backend records each log's length apart from its messages (what
-    #: ``count_log`` answers): an encrypted store over it then tells a log whose last messages
-    #: were removed behind its back from one that ends there.
-    keeps_log_lengths: bool = False
+    #: What it does beyond the protocol (:class:`Capabilities`).
+    capabilities: Capabilities = Capabilities()
 
     def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
         #: Seconds a record created without a TTL lives (None: no expiry).
@@ -85,6 +109,11 @@ class StoreBackend(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
+
+    @property
+    def runs_inline(self) -> bool:
+        """``capabilities.runs_inline``: what the sync facade asks."""
+        return self.capabilities.runs_inline
 
     def _new_ttl(self, ttl: Any) -> float | None:
         """The TTL a record gets: ``ttl``, or the default when it is ``UNSET``."""
@@ -188,12 +217,30 @@ class StoreBackend(ABC):
         step; the record's new version. ``ConflictError`` and no change when
         ``expected_version`` is given and is not the record's (0 for a missing one)."""
 
-    @abstractmethod
     async def increment_record_value(
         self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         """Add ``amount`` to the number at ``name`` (``default`` if absent) in one step; the new
-        value. ``InvalidValueError`` if the value held is not a number."""
+        value. ``InvalidValueError`` if the value held is not a number.
+
+        The default is a compare-and-set on the record's version: read the version, then the
+        value, add, and write back only if the version is still the one read; else again. A
+        backend with an atomic add of its own overrides it."""
+        for attempt in range(_MAX_CAS_ROUNDS):
+            info = await self.read_record(key)
+            held = await self.read_record_state(key, [name], must_exist)
+            value = add_numbers(held.get(name, default), amount, name)
+            version = 0 if info is None else info.version
+            try:
+                await self.patch_record_state(key, {name: value}, [], False, version, must_exist)
+            except ConflictError:
+                await pause(min(0.0001 * 2 ** min(attempt, 10), 0.01))
+                continue
+            return value
+        raise ConflictError(
+            f"increment of {name!r} lost {_MAX_CAS_ROUNDS} compare-and-set rounds to other "
+            "writers in a row; try again."
+        )
 
     # -- module documents and message logs --------------------------------------------------
 
@@ -213,10 +260,10 @@ class StoreBackend(ABC):
         """The documents of modules ``names`` and every log below them (paths starting with
         ``name.``), read at once; None for a record that is not live."""
 
-    @abstractmethod
     async def append_log(self, key: Key, write: LogWrite) -> int:
         """Append one write as ``write_modules`` does (``start`` -1: at the end whatever its
-        length); the log's new length."""
+        length); the log's new length. The default is that module write, with no modules."""
+        return (await self.write_modules(key, {}, [write]))[write.path]
 
     @abstractmethod
     async def read_log(
@@ -290,6 +337,118 @@ class StoreBackend(ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional: most backends hold nothing
         """Release connections. Idempotent; a closed backend reopens on next use."""
+
+
+class ForwardingBackend(StoreBackend):
+    """A backend over another, forwarding every operation to it unchanged: what a wrapper
+    (the key guard, encryption, a counting wrapper of yours) derives from and overrides only
+    where it changes what passes through. It takes the wrapped backend's URL, TTL settings
+    and capabilities, and never changes that backend."""
+
+    def __init__(self, inner: StoreBackend) -> None:
+        super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
+        self._inner = inner
+        self.url = inner.url
+        self.capabilities = inner.capabilities
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._inner!r})"
+
+    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+        return await self._inner.create_record(key, ttl, metadata)
+
+    async def read_record(self, key: Key) -> SessionInfo | None:
+        return await self._inner.read_record(key)
+
+    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+        return await self._inner.merge_record_metadata(key, metadata)
+
+    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+        return await self._inner.list_records(user_id, limit, after)
+
+    async def list_records_by_prefix(
+        self, prefix: str, limit: int, after: tuple[str, str] | None
+    ) -> list[SessionInfo]:
+        return await self._inner.list_records_by_prefix(prefix, limit, after)
+
+    async def list_record_owners(self) -> set[str]:
+        return await self._inner.list_record_owners()
+
+    async def delete_record(self, key: Key) -> bool:
+        return await self._inner.delete_record(key)
+
+    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+        return await self._inner.touch_record(key, ttl)
+
+    async def purge_records(self) -> int:
+        return await self._inner.purge_records()
+
+    async def read_record_state(
+        self, key: Key, names: list[str] | None, must_exist: bool
+    ) -> dict[str, Any]:
+        return await self._inner.read_record_state(key, names, must_exist)
+
+    async def patch_record_state(
+        self,
+        key: Key,
+        updates: dict[str, Any],
+        deletes: list[str],
+        replace: bool,
+        expected_version: int | None,
+        must_exist: bool,
+    ) -> int:
+        return await self._inner.patch_record_state(
+            key, updates, deletes, replace, expected_version, must_exist
+        )
+
+    async def increment_record_value(
+        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+    ) -> int | float:
+        return await self._inner.increment_record_value(key, name, amount, default, must_exist)
+
+    async def write_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> dict[str, int]:
+        return await self._inner.write_modules(key, documents, writes)
+
+    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+        return await self._inner.read_modules(key, names)
+
+    async def append_log(self, key: Key, write: LogWrite) -> int:
+        return await self._inner.append_log(key, write)
+
+    async def read_log(
+        self, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
+        return await self._inner.read_log(key, path, start, stop)
+
+    async def truncate_log(
+        self, key: Key, path: str, length: int, expected: int | None
+    ) -> list[dict[str, Any]]:
+        return await self._inner.truncate_log(key, path, length, expected)
+
+    async def count_log(self, key: Key, path: str) -> int:
+        return await self._inner.count_log(key, path)
+
+    async def copy_record(
+        self,
+        source: Key,
+        target: Key,
+        cut: tuple[str, int] | None,
+        metadata: dict[str, Any],
+        replace: bool,
+        ttl: Any,
+    ) -> SessionInfo:
+        return await self._inner.copy_record(source, target, cut, metadata, replace, ttl)
+
+    async def read_record_contents(self, key: Key) -> SessionContents | None:
+        return await self._inner.read_record_contents(key)
+
+    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
+        return await self._inner.scrub_erased_user(user_id)
+
+    async def close(self) -> None:
+        await self._inner.close()
 
 
 async def all_records(backend: StoreBackend, user_id: str, page: int = 1000) -> list[SessionInfo]:

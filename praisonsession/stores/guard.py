@@ -23,12 +23,13 @@ name that no backend can store (a lone surrogate) is ``InvalidIdError`` on every
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 from .._internal.identifiers import check_key
 from ..errors import KeyRequiredError
-from .backend import LogWrite, StoreBackend, StoredModules
+from .backend import ForwardingBackend, LogWrite, StoreBackend, StoredModules
 from .keyless import looks_sealed, refuse_sealed_info, sealed_by, store_sealed_with
 from .record import Key, SessionContents, SessionInfo
 
@@ -42,20 +43,26 @@ _Co = Coroutine[Any, Any, T]
 #: the store's mark again (another process may have made it encrypted meanwhile).
 RECHECK_SECONDS = 0.5
 
-# The store's mark as last read, by place (a URL; an in-memory store by its object):
-# (fingerprint or None, when it was read, time.monotonic()).
-_marks: dict[object, tuple[str | None, float]] = {}
+# The store's mark as last read, by place: (fingerprint or None, when it was read, by
+# time.monotonic()). A store is found by its URL (which names the file, the Redis prefix or the
+# PostgreSQL schema); an in-memory one, which has no place but itself, by its object.
+_Mark = tuple[str | None, float]
+_by_url: dict[str, _Mark] = {}
+_by_object: weakref.WeakKeyDictionary[StoreBackend, _Mark] = weakref.WeakKeyDictionary()
 
 
-def _place(backend: StoreBackend) -> object:
-    url = backend.url
-    return id(backend) if url.startswith("memory:") else url
+def _table(backend: StoreBackend) -> tuple[Any, Any]:
+    """Where the mark of ``backend`` (a raw backend) is cached, and under which key."""
+    if backend.url.startswith("memory:"):
+        return _by_object, backend
+    return _by_url, backend.url
 
 
 def note_marked(backend: StoreBackend, fingerprint: str | None) -> None:
     """What an encrypted store tells the guards of this process when it marks ``backend``
     (a raw backend) as encrypted, or a rotation when it changes the key."""
-    _marks[_place(backend)] = (fingerprint, time.monotonic())
+    table, place = _table(backend)
+    table[place] = (fingerprint, time.monotonic())
 
 
 def guard(backend: StoreBackend) -> KeyGuard:
@@ -71,18 +78,14 @@ def beneath(backend: StoreBackend) -> StoreBackend:
     return backend._inner if isinstance(backend, KeyGuard) else backend
 
 
-class KeyGuard(StoreBackend):
+class KeyGuard(ForwardingBackend):
     """Forwards every operation to the backend it guards, holding the key rule."""
 
     def __init__(self, inner: StoreBackend) -> None:
-        super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
-        self._inner = inner
-        self.url = inner.url
-        self.runs_inline = inner.runs_inline
-        self.keeps_log_lengths = inner.keeps_log_lengths
+        super().__init__(inner)
         #: Keys are checked below (an encrypted backend, a remote server's guard).
-        self.checks_keys = inner.checks_keys
-        self._place = _place(inner)
+        self.checks_keys = inner.capabilities.checks_keys
+        self._marks, self._place = _table(beneath(inner))
 
     def __repr__(self) -> str:
         return repr(self._inner)
@@ -106,7 +109,7 @@ class KeyGuard(StoreBackend):
         needs a read first (the default path)."""
         if self.checks_keys:
             return operation(key, *args)
-        mark = _marks.get(self._place)
+        mark = self._marks.get(self._place)
         if mark is not None and mark[0] is None and time.monotonic() - mark[1] < RECHECK_SECONDS:
             return operation(key, *args)
         return self._after_mark(operation, key, args)
@@ -116,11 +119,12 @@ class KeyGuard(StoreBackend):
         return await operation(key, *args)
 
     async def _refuse_if_marked(self, key: Key) -> None:
-        mark = _marks.get(self._place)
-        fingerprint = None if mark is None else mark[0]
-        if fingerprint is None:
+        mark = self._marks.get(self._place)
+        if mark is None or time.monotonic() - mark[1] >= RECHECK_SECONDS:
             fingerprint = await store_sealed_with(self._inner)
             note_marked(self._inner, fingerprint)
+        else:
+            fingerprint = mark[0]
         if fingerprint is not None:
             raise KeyRequiredError(
                 f"Session {key.session_id!r} of user {key.user_id!r} (in an encrypted store: "
@@ -176,23 +180,11 @@ class KeyGuard(StoreBackend):
     ) -> list[SessionInfo]:
         return self._listed(await self._inner.list_records_by_prefix(prefix, limit, after))
 
-    async def list_record_owners(self) -> set[str]:
-        return await self._inner.list_record_owners()
-
     async def delete_record(self, key: Key) -> bool:
         return await self._destroy(self._inner.delete_record, key)
 
     async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
         return await self._destroy(self._inner.touch_record, key, ttl)
-
-    async def purge_records(self) -> int:
-        return await self._inner.purge_records()  # expired records: gone for every reader
-
-    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
-        return await self._inner.scrub_erased_user(user_id)
-
-    async def close(self) -> None:
-        await self._inner.close()
 
     # -- state ------------------------------------------------------------------------------
 
@@ -266,9 +258,6 @@ class KeyGuard(StoreBackend):
     ) -> list[dict[str, Any]]:
         check_key(path, "log name")
         return await self._destroy(self._inner.truncate_log, key, path, length, expected)
-
-    async def count_log(self, key: Key, path: str) -> int:
-        return await self._inner.count_log(key, path)
 
     # -- whole records ----------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ from ..errors import (
 )
 from ..state import MessageLog, StateModule
 from .api import SessionBase
-from .backend import StoreBackend, all_records
+from .backend import LogWrite, StoreBackend, all_records
 from .branches import Branches
 from .record import FORMAT_VERSION, SessionInfo, record_key
 from .reserved import SNAPSHOT_OWNER, erase_user_records
@@ -180,7 +180,8 @@ class StoreConformance:
 
     #: The backend implements ``copy_record`` and ``read_record_contents`` (forks, snapshots).
     supports_copies: ClassVar[bool] = True
-    #: The backend implements ``list_record_owners`` (``list_users``).
+    #: The backend implements ``list_record_owners`` (``list_users``, and the listing by an id
+    #: prefix unless it overrides ``list_records_by_prefix``).
     supports_owners: ClassVar[bool] = True
     #: A backend made later over the same ``root`` sees what an earlier one wrote (False for
     #: one that keeps its data in its own object, as an in-memory backend does).
@@ -548,6 +549,7 @@ class StoreConformance:
 
     # -- sessions of every user --------------------------------------------------------------------
 
+    @_needs("supports_owners")  # the default listing by prefix pages through the owners
     def test_sessions_of_every_user_are_listed_by_an_id_prefix_page_by_page(
         self, store: SessionBase
     ) -> None:
@@ -596,6 +598,29 @@ class StoreConformance:
         assert run(store.get_state("s", "u")) == {"only": "this"}
         assert run(store.get_value("s", "u", "only")) == "this"
         assert run(store.get_value("s", "u", "missing", "fallback")) == "fallback"
+
+    def test_a_name_holding_a_lone_surrogate_is_refused_and_a_value_kept_exactly(
+        self, store: SessionBase
+    ) -> None:
+        """No backend can store such a name (SQLite and Redis encode text as UTF-8): every
+        caller's write of one, under the API or through ``store.backend``, is InvalidIdError
+        before anything is written; a value holding one is stored exactly."""
+        key, bad = record_key("s", "u"), "half \udc80"
+        backend = store.backend
+        for write in (
+            lambda: backend.patch_record_state(key, {bad: 1}, [], False, None, False),
+            lambda: backend.increment_record_value(key, bad, 1, 0, False),
+            lambda: backend.write_modules(key, {bad: {}}, []),
+            lambda: backend.append_log(key, LogWrite(bad, [{"a": 1}], -1)),
+            lambda: store.patch_state("s", "u", {bad: 1}),
+        ):
+            with pytest.raises(InvalidIdError):
+                run(write())
+        assert run(backend.read_record(key)) is None
+        run(store.patch_state("s", "u", {"text": bad}))
+        run(store.append_messages("s", "u", "log", [{"content": bad}]))
+        assert run(store.get_value("s", "u", "text")) == bad
+        assert run(store.read_messages("s", "u", "log")) == [{"content": bad}]
 
     def test_increment_adds_and_returns_the_new_value(self, store: SessionBase) -> None:
         run(store.patch_state("s", "u", {"score": 10}))

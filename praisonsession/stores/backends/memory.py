@@ -13,7 +13,7 @@ from typing import Any, cast
 from ..._internal.json_data import copy_json as _copy
 from ...errors import ConflictError
 from ..api import SessionBase
-from ..backend import Key, LogWrite, StoreBackend, StoredModules
+from ..backend import Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ..record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
 from ..reserved import SNAPSHOT_OWNER
 from .document import SessionDocument, resolve
@@ -30,7 +30,7 @@ class InMemoryBackend(StoreBackend):
     """Every operation runs under one lock and never awaits, so each one is atomic."""
 
     url = "memory://"
-    runs_inline = True
+    capabilities = Capabilities(runs_inline=True)
 
     def __init__(self, *, default_ttl: float | None = None, sliding_ttl: bool = True) -> None:
         super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)

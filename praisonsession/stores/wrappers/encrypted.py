@@ -27,12 +27,12 @@ import os
 from collections import OrderedDict
 from typing import Any
 
-from ..._internal.json_data import add_numbers, decode, dumps
+from ..._internal.json_data import decode, dumps
 from ..._internal.runtime import pause
 from ..._internal.sealing import TextSealer, aes_gcm, key_fingerprint, load_key
-from ...errors import ConflictError, DecryptionError, SessionNotFoundError
+from ...errors import ConflictError, DecryptionError
 from ..api import SessionBase
-from ..backend import UNSET, LogWrite, StoreBackend, StoredModules, all_records
+from ..backend import UNSET, ForwardingBackend, LogWrite, StoreBackend, StoredModules, all_records
 from ..guard import beneath, note_marked
 from ..keyless import ORIGIN, SEALED_WITH, STORE_MARK, mark_store
 from ..record import Key, SessionContents, SessionInfo
@@ -77,10 +77,8 @@ class EncryptedStore(SessionBase):
         return f"EncryptedStore({self._inner!r})"
 
 
-class EncryptedBackend(StoreBackend):
+class EncryptedBackend(ForwardingBackend):
     """A backend that seals what it passes to ``inner`` and opens what it reads back."""
-
-    checks_keys = True
 
     def __init__(
         self,
@@ -92,11 +90,11 @@ class EncryptedBackend(StoreBackend):
     ) -> None:
         """``legacy_origins``: also trust an origin written in clear by an older version (only
         ``rekey`` does, to seal it)."""
-        super().__init__(default_ttl=inner.default_ttl, sliding_ttl=inner.sliding_ttl)
+        super().__init__(inner)
+        self.capabilities = inner.capabilities._replace(checks_keys=True)
+        #: The backend it seals into (a rotation reads it; memory may follow its database).
         self.inner = inner
         self._marked = False  # the store marked encrypted (on the first write)
-        self.url = inner.url
-        self.runs_inline = inner.runs_inline
         self._masters = [load_key(key), *(load_key(k, "an old key") for k in old_keys)]
         self._aead = aes_gcm()
         self.fingerprint = key_fingerprint(self._masters[0])
@@ -277,9 +275,6 @@ class EncryptedBackend(StoreBackend):
 
     # -- records -------------------------------------------------------------------------
 
-    async def close(self) -> None:
-        await self.inner.close()
-
     async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
         """Create, or merge into a live record (whose origin, a copy's source, is kept)."""
         if not self._marked:
@@ -317,12 +312,6 @@ class EncryptedBackend(StoreBackend):
         self._origins.clear()
         return await self.inner.purge_records()
 
-    async def list_record_owners(self) -> set[str]:
-        return await self.inner.list_record_owners()
-
-    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
-        return await self.inner.scrub_erased_user(user_id)
-
     # -- state ---------------------------------------------------------------------------
 
     async def read_record_state(
@@ -351,30 +340,9 @@ class EncryptedBackend(StoreBackend):
             key, sealed, deletes, replace, expected_version, must_exist
         )
 
-    async def increment_record_value(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
-    ) -> int | float:
-        """Compare-and-set on the record's version: read it, then the value, add, and write
-        back only if the version is still the one read; else again."""
-        for attempt in range(_MAX_INCREMENT_RETRIES):
-            info = await self.inner.read_record(key)
-            if info is None and must_exist:
-                raise SessionNotFoundError(key.session_id, key.user_id)
-            version = 0 if info is None else info.version
-            if info is None:
-                self._origins.pop(key, None)  # a new record seals under its own key
-            held = await self.read_record_state(key, [name], False)
-            value = add_numbers(held.get(name, default), amount, name)
-            try:
-                await self.patch_record_state(key, {name: value}, [], False, version, must_exist)
-            except ConflictError:
-                await pause(min(0.0001 * 2 ** min(attempt, 10), 0.01))
-                continue
-            return value
-        raise ConflictError(
-            f"increment of {name!r} lost {_MAX_INCREMENT_RETRIES} compare-and-set rounds to "
-            "other writers in a row; try again."
-        )
+    #: The inner store cannot add to a number it cannot read: the protocol's compare-and-set
+    #: on the record's version (read it, then the value, add, write back if still at it).
+    increment_record_value = StoreBackend.increment_record_value
 
     # -- modules and logs ----------------------------------------------------------------
 
@@ -447,7 +415,7 @@ class EncryptedBackend(StoreBackend):
             start = max(0, length + start) if start < 0 else start
             stop = None if stop is None else max(0, length + stop) if stop < 0 else stop
         messages = await self.inner.read_log(key, path, start, stop)
-        if stop is None and self.inner.keeps_log_lengths:
+        if stop is None and self.inner.capabilities.keeps_log_lengths:
             messages += await self._missing_tail(key, path, start + len(messages), length)
         if not messages:
             return messages
@@ -472,9 +440,6 @@ class EncryptedBackend(StoreBackend):
             f"the store records {held} messages and holds {read + len(appended)}: its last "
             "messages were removed behind its back",
         )
-
-    async def count_log(self, key: Key, path: str) -> int:
-        return await self.inner.count_log(key, path)
 
     async def truncate_log(
         self, key: Key, path: str, length: int, expected: int | None

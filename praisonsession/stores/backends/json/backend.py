@@ -47,7 +47,7 @@ from ....errors import (
     SessionCorruptedError,
     StoreUnavailableError,
 )
-from ...backend import Key, LogWrite, StoreBackend, StoredModules
+from ...backend import Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
 from ...reserved import SNAPSHOT_OWNER
@@ -79,7 +79,7 @@ class JSONBackend(StoreBackend):
     called from a running loop, and directly on the caller's thread when run inline.
     """
 
-    runs_inline = True
+    capabilities = Capabilities(runs_inline=True)
 
     def __init__(
         self,

@@ -49,7 +49,7 @@ from ....errors import (
     UnsupportedFormatError,
     install_line,
 )
-from ...backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import (
     FORMAT_VERSION,
@@ -108,9 +108,8 @@ def _require_psycopg() -> None:
 class PostgresBackend(StoreBackend):
     """The record operations on PostgreSQL (see :class:`PostgresSession` for the options)."""
 
-    keeps_log_lengths = True  # in the session's row, moved with every append
-
-    runs_inline = True
+    #: each log's length is kept in the session's row, moved with every append
+    capabilities = Capabilities(runs_inline=True, keeps_log_lengths=True)
 
     def __init__(
         self,

@@ -25,7 +25,7 @@ from ....errors import (
     SessionNotFoundError,
     install_line,
 )
-from ...backend import Key, LogWrite, StoreBackend, StoredModules
+from ...backend import Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import SNAPSHOT_OWNER, SessionContents, SessionInfo, copy_conflict
 from ...reserved import user_digest
@@ -65,7 +65,7 @@ def _import_redis() -> Any:
 class RedisBackend(StoreBackend):
     """The record operations on a Redis server (see :class:`RedisSession` for the options)."""
 
-    runs_inline = True
+    capabilities = Capabilities(runs_inline=True)
 
     def __init__(
         self,
@@ -137,7 +137,7 @@ class RedisBackend(StoreBackend):
         self._clients = LoopClients(self._options, client=client, pool=connection_pool)
         # An injected client or pool is an asyncio one: its calls go through the event loop.
         self._inline = None if given_pool is not None else InlineClient(self._options)
-        self.runs_inline = self._inline is not None
+        self.capabilities = Capabilities(runs_inline=self._inline is not None)
         self._meta_keys: dict[Key, str] = {}
         self._settings_for: tuple[Any, ...] = ()
         self._settings_text = ""

@@ -54,7 +54,7 @@ from ....errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
-from ...backend import UNSET, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import (
     FORMAT_VERSION,
@@ -124,7 +124,7 @@ class _Thread:
 class SqliteBackend(StoreBackend):
     """The record operations on one SQLite file (see :class:`SqliteSession` for the options)."""
 
-    runs_inline = True
+    capabilities = Capabilities(runs_inline=True)
 
     def __init__(
         self,
