@@ -3,9 +3,9 @@
 Every promise a backend can keep through the public API alone is a case of the shipped suite,
 ``praisonsession.stores.testing.StoreConformance``: each class below runs all of it on one
 kind (memory, JSON, SQLite, Redis, PostgreSQL, the counting wrapper over SQLite, encryption
-over JSON, ``without_key`` over SQLite). The tests after them reach under the API, so they are
-ours alone: damaged or aged stored bytes (``RawAccess``), AgentScope's own files and keys, and
-one backend's internals.
+over JSON; every store puts its key guard over its backend). The tests after them reach under
+the API, so they are ours alone: damaged or aged stored bytes (``RawAccess``), AgentScope's
+own files and keys, and one backend's internals.
 """
 
 from __future__ import annotations
