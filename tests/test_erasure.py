@@ -24,6 +24,7 @@ from praisonsession.apps.cli import main
 from praisonsession.recall.vectors import memory_scope
 from praisonsession.recall.vectors.vault_keys import vault_key
 from praisonsession.stores import record_key
+from praisonsession.stores.guard import beneath
 
 #: In every text, id and name of the erased user; in none of the kept user's.
 MARK = b"q7f3a"
@@ -156,7 +157,7 @@ def every_reply_lost_once(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     lost: list[str] = []
 
     def lose(store: SessionBase) -> list[str]:
-        backend = store.backend
+        backend = beneath(store.backend)  # the Redis backend under the store's key guard
         scripts = backend._scripts.values()  # type: ignore[attr-defined]
         by_text = {s.sha: s for s in scripts} | {s.source: s for s in scripts}
 
