@@ -68,7 +68,7 @@ def sqlite_increment_statements(synchronous: str, n: int) -> float:
         start = time.perf_counter()
         for _ in range(n):
             cursor.execute("BEGIN IMMEDIATE")
-            bump = (time.time(), True, "bench", "floor", False)  # a store without a key
+            bump = (time.time(), True, "bench", "floor")
             bumped = cursor.execute(BUMP_LIVE, bump).rowcount
             written = cursor.execute(
                 SET_IF_HELD, ("bench", "floor", "hits", str(held + 1), str(held))
