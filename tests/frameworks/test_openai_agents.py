@@ -44,6 +44,7 @@ from praisonsession import (
 )
 from praisonsession.integrations.openai_agents import LOG_NAME, PraisonSession, SessionClosedError
 from praisonsession.stores import record_key
+from praisonsession.stores.guard import beneath
 from released_together import run_together
 
 T = TypeVar("T")
@@ -582,7 +583,7 @@ def test_items_are_sealed_at_rest_with_an_encryption_key(kind: str, tmp_path: Pa
     session.close()
 
     raw = store if kind == "memory" else open_store(store)  # the records as stored
-    stored = run(raw.backend.read_log(record_key("chat", "u"), LOG_NAME, 0, None))
+    stored = run(beneath(raw.backend).read_log(record_key("chat", "u"), LOG_NAME, 0, None))
     assert len(stored) == 2 and secret not in json.dumps(stored)
     if kind != "memory":
         run(raw.close())
