@@ -53,7 +53,6 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..stores import Key, SessionBase, SessionInfo, record_key
-from ..stores.wrappers.keyless import without_key
 from ._adapter import HeldStore, checked_user_id
 
 try:
@@ -153,7 +152,7 @@ class PraisonStorage(HeldStore, StorageBase):
         settings: Settings | dict[str, Any] | None = None,
     ) -> None:
         self._hold(store, settings)
-        self._backend = without_key(self._store.backend)
+        self._backend = self._store.backend
 
     # -- records: one of our sessions each ---------------------------------------------------
 
