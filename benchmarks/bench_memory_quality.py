@@ -299,7 +299,7 @@ def bench_recency(root: Path, data: dict, sizes: tuple[int, ...], users: int) ->
                 stop = min(extra, start + 5000)
                 entry_ids = [f"x{n:031x}" for n in range(start, stop)]
                 metadatas = [
-                    long.index.scope.stamp(long._metadata(i, t, {}, at + n, at + n))
+                    long.index.scope.stamp(long._metadata(i, t, {}, at + n, at + n, at + n))
                     for n, (i, t) in enumerate(zip(entry_ids, others[start:stop], strict=True))
                 ]
                 long.index.collection.add(

@@ -150,7 +150,9 @@ class Fixture:
                 texts = texts + [f"{self.texts[a]}; {self.texts[b]}" for a, b in pairs]
             ids = [f"m{n:031x}" for n in range(start, stop)]
             at = time.time()
-            metadatas = [long._metadata(i, t, {}, at, at) for i, t in zip(ids, texts, strict=True)]
+            metadatas = [
+                long._metadata(i, t, {}, at, at, at) for i, t in zip(ids, texts, strict=True)
+            ]
             # through the index, which stamps the scope and writes the lexical terms beside
             long.index.add(ids, texts, metadatas, np.concatenate(parts))
             self.count = stop
