@@ -46,6 +46,21 @@ def test_the_memory_extra_lives_in_one_folder() -> None:
     assert importers == {"recall"}
 
 
+def test_only_the_store_floor_and_rekey_reach_under_the_key_guard() -> None:
+    """The key rule lives in one layer (stores/guard.py): every caller gets a guarded backend
+    from its store, and ``beneath`` (the raw backend) is for the store floor itself and for
+    rekey, which re-seals every record. An adapter, a route or a command that took it would
+    read and write around the rule."""
+    callers = set()
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom) and any(a.name == "beneath" for a in node.names):
+                callers.add(path.relative_to(PACKAGE).as_posix())
+    outside = {c for c in callers if not c.startswith("stores/")}
+    assert outside == {"session/rotation.py"}
+    assert "stores/guard.py" not in callers  # it defines it
+
+
 def test_one_class_per_name_across_the_package() -> None:
     """One name, one idea: no two classes of the package share a name (two ``TurnIndex``
     classes meant two different things)."""
