@@ -191,7 +191,7 @@ def test_the_async_core_is_bounded_on_the_callers_loop(sqlite_lock) -> None:
 def test_a_json_session_locked_by_another_process_fails_typed(tmp_path) -> None:
     url = f"json://{tmp_path}/j"
     Session("s", store=url).set_state("n", 0)
-    lock = next((tmp_path / "j").rglob("*.lock"))
+    lock = tmp_path / "j" / "default_user" / "s.lock"  # the session's own lock
     with open(lock, "rb+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # another open file description: another "process"
         error, took = elapsed(lambda: Session("s", store=url, timeout=1).set_state("n", 1))
