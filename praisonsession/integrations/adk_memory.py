@@ -47,7 +47,7 @@ _HELD = "event:"  # bookkeeping state: event id -> memory id
 _DELETED = "deleted:"  # bookkeeping state: event id deleted by id, never added again
 _PAGE = 100
 #: What the memory layer adds to a memory's metadata itself: not the caller's.
-_OURS = frozenset({"user_id", "session_id", "memory_type", "created_at", "updated_at"})
+_OURS = frozenset({"user_id", "session_id", "memory_type", "created_at", "updated_at", "said_at"})
 
 
 def memory_session_id(app_name: str) -> str:
