@@ -60,7 +60,8 @@ test: $(STAMP) $(FW_STAMP)
 	$(PY) -m mypy  # strict over praisonsession/ (pyproject.toml)
 	$(VENV)/bin/lint-imports  # the floors' import contract (pyproject.toml)
 	$(PY) -m pytest
-	$(FW_PY) -m pytest tests/frameworks notebooks/frameworks  # the frameworks' environment
+	$(FW_PY) -m pytest -o asyncio_default_fixture_loop_scope=function \
+	  tests/frameworks notebooks/frameworks  # the frameworks' environment (and its pytest-asyncio)
 	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../$(VENV)/site
 
 # ruff reads notebooks natively: they are linted like the code. Their cells keep the layout
