@@ -59,6 +59,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..stores import Key, LogWrite, SessionBase, SessionInfo
+from ..stores.backend import all_records_by_prefix
 from ..stores.record import SNAPSHOT_OWNER
 from ._adapter import HeldStore, checked_key, checked_user_id
 
@@ -276,7 +277,7 @@ class PraisonSessionService(HeldStore, BaseSessionService):
     ) -> ListSessionsResponse:
         prefix = session_record_id(app_name, "")
         if user_id is None:
-            infos = await self._all_users(prefix)
+            infos = await all_records_by_prefix(self._backend, prefix, _PAGE)
         else:
             infos = await self._one_user(_user(user_id), prefix)
         users = sorted({info.user_id for info in infos})
@@ -426,16 +427,6 @@ class PraisonSessionService(HeldStore, BaseSessionService):
             if len(page) < _PAGE or len(mine) < len(page):
                 return found
             after = page[-1].session_id
-
-    async def _all_users(self, prefix: str) -> list[SessionInfo]:
-        found: list[SessionInfo] = []
-        after: tuple[str, str] | None = None
-        while True:
-            page = await self._backend.list_records_by_prefix(prefix, _PAGE, after)
-            found.extend(page)
-            if len(page) < _PAGE:
-                return found
-            after = (page[-1].session_id, page[-1].user_id)
 
 
 def _is_document(doc: Any) -> TypeGuard[dict[str, Any]]:

@@ -53,6 +53,7 @@ from ..errors import (
 )
 from ..settings import Settings
 from ..stores import Key, SessionBase, SessionInfo, record_key
+from ..stores.backend import all_records_by_prefix
 from ._adapter import HeldStore, checked_user_id
 
 try:
@@ -221,14 +222,7 @@ class PraisonStorage(HeldStore, StorageBase):
 
     async def _all_infos(self, prefix: str) -> list[SessionInfo]:
         """Every user's records whose id starts with ``prefix``."""
-        found: list[SessionInfo] = []
-        after: tuple[str, str] | None = None
-        while True:
-            page = await self._backend.list_records_by_prefix(prefix, _PAGE, after)
-            found.extend(page)
-            if len(page) < _PAGE:
-                return found
-            after = (page[-1].session_id, page[-1].user_id)
+        return await all_records_by_prefix(self._backend, prefix, _PAGE)
 
     async def _records(self, infos: list[SessionInfo], model: type[R]) -> list[R]:
         found = []

@@ -33,6 +33,7 @@ __all__ = [
     "StoredModules",
     "Unset",
     "all_records",
+    "all_records_by_prefix",
 ]
 
 
@@ -461,6 +462,21 @@ async def all_records(backend: StoreBackend, user_id: str, page: int = 1000) -> 
         if len(records) < page:
             return found
         after = records[-1].session_id
+
+
+async def all_records_by_prefix(
+    backend: StoreBackend, prefix: str, page: int = 1000
+) -> list[SessionInfo]:
+    """Every user's live records whose session id starts with ``prefix``, a page at a time
+    (an adapter's listing across users: ADK's sessions of an app, AgentScope's schedules)."""
+    found: list[SessionInfo] = []
+    after: tuple[str, str] | None = None
+    while True:
+        records = await backend.list_records_by_prefix(prefix, page, after)
+        found.extend(records)
+        if len(records) < page:
+            return found
+        after = (records[-1].session_id, records[-1].user_id)
 
 
 def _before(session_id: str) -> str | None:
