@@ -397,3 +397,37 @@ def test_on_an_event_loop_checkpoints_run_off_the_loop(tmp_path: Path) -> None:
     asyncio.run(store.close())
     wal = tmp_path / "loop.db-wal"
     assert not wal.exists() or wal.stat().st_size < 4 * 1024 * 1024
+
+
+def test_on_an_event_loop_the_wal_starts_again_while_commits_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's checkpoint copies the WAL to its last frame even while the loop keeps
+    committing, so the WAL starts again from its beginning instead of growing with every
+    commit (and every commit's fsync journaling the file's new size)."""
+    import asyncio
+
+    from praisonsession.stores.backends.sqlite import backend as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 50)
+    store = SqliteSession(tmp_path / "loop.db")
+    wal = tmp_path / "loop.db-wal"
+    sizes: list[int] = []
+
+    async def main() -> None:
+        for _ in range(6):  # six checkpoints, each with commits landing while it runs
+            for _ in range(50):
+                await store.append_messages(
+                    "s", "u", "chat", [{"role": "user", "content": "x" * 300}]
+                )
+            while beneath(store.backend)._checkpointing:
+                await store.append_messages("s", "u", "chat", [{"role": "user", "content": "y"}])
+                await asyncio.sleep(0.001)
+            sizes.append(wal.stat().st_size)
+
+    asyncio.run(main())
+    messages = asyncio.run(store.read_messages("s", "u", "chat"))
+    assert len(messages) >= 300 and messages[0]["content"] == "x" * 300
+    asyncio.run(store.close())
+    # the WAL of the first round is reused from then on, never grown by the rounds after
+    assert max(sizes[1:]) <= sizes[0] * 1.5, sizes
