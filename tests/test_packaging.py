@@ -31,8 +31,8 @@ def builds_wheels_offline() -> bool:
     return major >= 77
 
 
-def build_wheel(tmp_path: Path) -> Path:
-    """Build from a copy of the tree, so the build leaves nothing in the checkout."""
+def copy_tree(tmp_path: Path) -> Path:
+    """A copy of what a build reads, so the build leaves nothing in the checkout."""
     source = tmp_path / "source"
     source.mkdir()
     for name in ("pyproject.toml", "setup.cfg", "README.md"):
@@ -40,6 +40,12 @@ def build_wheel(tmp_path: Path) -> Path:
     shutil.copytree(
         PACKAGE, source / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
     )
+    return source
+
+
+def build_wheel(tmp_path: Path) -> Path:
+    """Build from a copy of the tree, so the build leaves nothing in the checkout."""
+    source = copy_tree(tmp_path)
     out = tmp_path / "dist"
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out)]
     if builds_wheels_offline():
@@ -95,3 +101,31 @@ def test_the_wheel_holds_the_lua_scripts_and_the_other_package_data(tmp_path: Pa
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {name: s.sha for name, s in load_scripts().items()}
+
+
+def test_an_editable_install_puts_the_checkout_on_the_path_and_prints_no_notice(
+    tmp_path: Path,
+) -> None:
+    """``pip install -e`` (make test's environments): the flat layout is declared, so setuptools
+    writes a plain .pth file instead of an import hook of its own, whose boxed notice pip
+    shows on every install."""
+    assert builds_wheels_offline()
+    source = copy_tree(tmp_path)
+    out = tmp_path / "editable"
+    out.mkdir()
+    code = "import sys\nfrom setuptools import build_meta\nbuild_meta.build_editable(sys.argv[1])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(out)],
+        cwd=source,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "*****" not in said and "meta path finder" not in said, said
+    [wheel] = out.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        [pth] = [n for n in archive.namelist() if n.endswith(".pth")]
+        assert archive.read(pth).decode().strip() == str(source.resolve())
+        assert not [n for n in archive.namelist() if n.endswith("finder.py")]
