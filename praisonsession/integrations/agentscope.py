@@ -729,7 +729,7 @@ class PraisonStorage(HeldStore, StorageBase):
         await self._delete(key)  # first: the leader's session, deleted below, leads no team
         members = list(team.data.members)
         if not members:
-            for agent_id in team.data.member_ids:
+            for agent_id in _legacy_member_ids(team):
                 sessions = await self.list_sessions(user_id, agent_id)
                 if sessions:
                     members.append(
@@ -934,6 +934,13 @@ def _documents_prefix(knowledge_base_id: str) -> str:
     return record_id("kdoc", knowledge_base_id, "")
 
 
+def _legacy_member_ids(team: TeamRecord) -> list[str]:
+    """A team's roster from before AgentScope's ``members`` (``TeamData.member_ids``), which
+    records may still carry: read from the dump, as reading the deprecated attribute warns."""
+    ids: list[str] = team.data.model_dump(include={"member_ids"}).get("member_ids", [])
+    return ids
+
+
 def _without_member(
     agent_id: str,
 ) -> Callable[[dict[str, Any]], tuple[dict[str, Any] | None, list[str], None]]:
@@ -943,12 +950,12 @@ def _without_member(
         if state.get("r") is None:
             return None, [], None
         team = TeamRecord.model_validate(state["r"])
-        ids = [member for member in team.data.member_ids if member != agent_id]
+        legacy = _legacy_member_ids(team)
+        ids = [member for member in legacy if member != agent_id]
         members = [member for member in team.data.members if member.agent_id != agent_id]
-        if len(ids) == len(team.data.member_ids) and len(members) == len(team.data.members):
+        if len(ids) == len(legacy) and len(members) == len(team.data.members):
             return None, [], None
-        team.data.member_ids = ids
-        team.data.members = members
+        team.data = team.data.model_copy(update={"member_ids": ids, "members": members})
         team.updated_at = _utcnow()
         return {"r": _dump(team)}, [], None
 

@@ -13,6 +13,7 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Coroutine
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -301,6 +302,38 @@ def test_deleting_a_team_removes_created_members_and_only_invited_members_team_s
         assert await storage.list_teams("ada") == []
 
     run(work())
+
+
+def test_a_legacy_roster_of_member_ids_is_kept_up_without_a_deprecation_warning(
+    tmp_path: Path,
+) -> None:
+    """Teams written before AgentScope's ``members`` hold ``member_ids`` only: deleting an agent
+    drops it from them, deleting the team takes their members, and neither reads the deprecated
+    attribute (which warns in the caller's output)."""
+
+    async def work() -> None:
+        storage = PraisonStorage(store_url("sqlite", tmp_path / "legacy"))
+        leader, gone, kept = agent("ada"), agent("ada", "team"), agent("ada", "team")
+        for record in (leader, gone, kept):
+            await storage.upsert_agent("ada", record)
+        lead = await storage.upsert_session("ada", leader.id, config())
+        await storage.upsert_session("ada", kept.id, config())
+        legacy = TeamData.model_validate({"name": "t", "member_ids": [gone.id, kept.id]})
+        team = TeamRecord(user_id="ada", session_id=lead.id, data=legacy)
+        await storage.upsert_team("ada", team)
+
+        assert await storage.delete_agent("ada", gone.id) is True
+        left = await storage.get_team("ada", team.id)
+        assert left is not None
+        assert left.data.model_dump(include={"member_ids"}) == {"member_ids": [kept.id]}
+        assert await storage.delete_team("ada", team.id) is True
+        assert await storage.get_agent("ada", kept.id) is None  # a legacy member was created
+        assert await storage.get_agent("ada", leader.id) is not None
+        await storage.aclose()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        run(work())
 
 
 def test_a_document_lease_goes_to_one_worker_until_it_expires(store: Any) -> None:
