@@ -327,7 +327,9 @@ def test_an_agent_resumed_in_a_new_process_embeds_only_its_new_message(
 
     async def rebuilt(core: AsyncSession) -> list[int]:
         index = TurnIndex(core, model, save=False)
-        hits = await index.search(LOG, model.embed_query(query), resumed["before"], 4, 0.25)
+        hits = await index.search(
+            LOG, model.embed_query(query), resumed["before"], 4, 0.25, query=query
+        )
         return [start for start, _ in hits]
 
     expected = run_on(AsyncSession("shared", "u", store=url), rebuilt)

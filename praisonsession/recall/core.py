@@ -35,6 +35,7 @@ from .options import EMBEDDER_NAMES, default_overlap
 from .vectors import ScopedIndex, Vault, Where, chroma_client
 from .vectors.fusion import rerank
 from .vectors.pgvector import followed_store
+from .vectors.terms import Terms
 
 if TYPE_CHECKING:
     from .._internal.sealing import TextSealer
@@ -195,7 +196,13 @@ class Recall:
         # a turn is indexed by what the user said, which the agent embedded as its query then:
         # the same vector, when the embedder embeds queries and documents alike
         symmetric = isinstance(self.embedder, MiniLMEmbedder)
-        self.turns = TurnIndex(logs, self.embedder, self._queries.get if symmetric else None)
+        self.turns = TurnIndex(
+            logs,
+            self.embedder,
+            self._queries.get if symmetric else None,
+            # the turns' saved terms: with a key, keyed hashes of the words (no word)
+            terms=Terms(None if sealer is None else sealer.digest_key("turns")),
+        )
         self.knowledge = KnowledgeBase(
             client,
             namespace,

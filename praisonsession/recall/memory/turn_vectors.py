@@ -1,12 +1,15 @@
-"""``SavedVectors``: the vectors of an agent's turns, kept in a log beside its conversation.
+"""``SavedVectors``: the vectors and terms of an agent's turns, kept in a log beside its
+conversation.
 
 An agent reopened in a new process reads them instead of embedding every older turn again
 (1,000 turns cost the model about 6 s; reading their vectors, milliseconds). They are saved in
 the session's own record, in the log ``$turns/<conversation log>``: so they expire, fork,
 snapshot, export, are sealed under the session's key, rekeyed and erased with it, as every log
 of the session is. A record holds one batch: no text, only the turns' positions, a digest of
-each turn's text and the vectors (float16, which is also what the index ranks with, so that a
-saved vector ranks exactly as the one embedded again would).
+each turn's text, the vectors (float16, which is also what the index ranks with, so that a
+saved vector ranks exactly as the one embedded again would) and the terms the turns' lexical
+ranking reads (``vectors/terms.py``: with an encryption key, keyed hashes, no word), named by
+``Terms.tag``: terms saved under another key (before a rekey) are made again, not compared.
 
 A saved vector is a hint, never trusted on its own: it serves the turn at the same position
 whose text has the same digest, embedded by an embedder of the same name. Whatever a log cut,
@@ -50,13 +53,16 @@ def as_saved(vectors: Any) -> np.ndarray:
 class SavedVectors:
     """The saved vectors of one conversation log, as read so far by this process."""
 
-    def __init__(self, logs: SessionLogs, log: str, embedder: str) -> None:
+    def __init__(self, logs: SessionLogs, log: str, embedder: str, lexicon: str) -> None:
         self.logs = logs
         self.name = PREFIX + log
         self.embedder = embedder
+        self.lexicon = lexicon  # the ``Terms.tag`` of the terms this process reads and saves
         self._read = 0  # records read so far
         # (start, digest) -> the row as saved (float16: half the memory, the same values)
         self._found: dict[tuple[int, str], Any] = {}
+        # (start, digest) -> the turn's terms, saved under this ``lexicon``
+        self._terms: dict[tuple[int, str], list[str]] = {}
         self._width = 0  # the length of the vectors read (0: none yet)
 
     async def take_in(self) -> None:
@@ -64,7 +70,7 @@ class SavedVectors:
         first = self._read
         records = await self.logs.read_messages(self.name, first)
         if not records and first and await self.logs.message_count(self.name) < first:
-            self._read, self._found, self._width = 0, {}, 0  # cleared since: read it again
+            self._read, self._found, self._terms, self._width = 0, {}, {}, 0  # cleared: again
             first, records = 0, await self.logs.read_messages(self.name)
         # max: two event loops of one process may read the same records at once
         self._read = max(self._read, first + len(records))
@@ -73,15 +79,25 @@ class SavedVectors:
 
     def _take(self, records: list[dict[str, Any]]) -> None:
         for record in records:
-            self._found.update(self._rows(record))
+            rows = self._rows(record)
+            self._found.update(rows)
+            if rows:
+                self._terms.update(self._terms_of(record))
 
     def get(self, start: int, digest: str) -> Any:
         """The saved vector (float16) of the turn at ``start`` whose text has ``digest``, or
         None."""
         return self._found.get((start, digest))
 
-    async def save(self, starts: list[int], digests: list[str], rows: np.ndarray) -> None:
-        """Save one batch (``rows`` as ``as_saved`` made them), as one appended record."""
+    def terms(self, start: int, digest: str) -> list[str] | None:
+        """The saved terms of the turn at ``start`` whose text has ``digest``, or None."""
+        return self._terms.get((start, digest))
+
+    async def save(
+        self, starts: list[int], digests: list[str], rows: np.ndarray, terms: list[list[str]]
+    ) -> None:
+        """Save one batch (``rows`` as ``as_saved`` made them, each turn's ``terms``), as one
+        appended record."""
         if not starts:
             return
         packed = rows.astype("<f2")
@@ -91,11 +107,14 @@ class SavedVectors:
             "starts": starts,
             "digests": digests,
             "vectors": base64.b64encode(packed.tobytes()).decode("ascii"),
+            "lexicon": self.lexicon,
+            "terms": [" ".join(found) for found in terms],
         }
         await self.logs.append_messages(self.name, [record])
         self._width = self._width or rows.shape[1]
-        for start, digest, row in zip(starts, digests, packed, strict=True):
+        for start, digest, row, found in zip(starts, digests, packed, terms, strict=True):
             self._found[(start, digest)] = row
+            self._terms[(start, digest)] = found
 
     def _rows(self, record: Any) -> dict[tuple[int, str], Any]:
         """A record's vectors by (start, digest); {} for one of another embedder, or one that
@@ -121,4 +140,18 @@ class SavedVectors:
             (start, digest): row
             for start, digest, row in zip(starts, digests, rows, strict=True)
             if isinstance(start, int) and isinstance(digest, str)
+        }
+
+    def _terms_of(self, record: dict[str, Any]) -> dict[tuple[int, str], list[str]]:
+        """A record's terms by (start, digest); {} for a record saved before turns kept terms,
+        or under another lexicon (another key, or none)."""
+        terms = record.get("terms")
+        if record.get("lexicon") != self.lexicon or not isinstance(terms, list):
+            return {}
+        starts, digests = record["starts"], record["digests"]
+        if len(terms) != len(starts) or not all(isinstance(found, str) for found in terms):
+            return {}
+        return {
+            (start, digest): found.split()
+            for start, digest, found in zip(starts, digests, terms, strict=True)
         }

@@ -102,6 +102,13 @@ class Terms:
 
     def __init__(self, key: bytes | None = None) -> None:
         self.key = key
+        #: What names these terms where they are saved: "words", or a digest of the key (a
+        #: term saved under another key, or as a word, is never compared with these)
+        self.tag = (
+            "words"
+            if key is None
+            else "h" + hmac.new(key, b"praisonsession terms", hashlib.sha256).hexdigest()[:16]
+        )
 
     def of(self, text: str) -> list[str]:
         """The terms of ``text``, in order, repeats kept (BM25 counts them)."""
