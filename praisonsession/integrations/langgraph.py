@@ -65,6 +65,7 @@ Config = Mapping[str, Any]
 STORE_PREFIX = "langgraph-store"
 _STRATEGIES = ("keep_latest", "delete")
 _PAGE = 1000
+_AT_ONCE = 100  # a list(limit=) up to this many is read in one call of the runtime, not by page
 
 
 class _Where:
@@ -428,6 +429,10 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         of them otherwise), or of every thread for ``config=None``; only those whose metadata
         holds ``filter``, put before the checkpoint ``before`` names, at most ``limit``."""
         pages = self._list(config, filter=filter, before=before, limit=limit)
+        if limit is not None and limit <= _AT_ONCE:
+            for item in await self._bounded(_drained(pages), "list"):
+                yield item
+            return
         try:
             while True:
                 try:
@@ -508,6 +513,9 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
     ) -> Iterator[Any]:
         """:meth:`alist`, for synchronous code: read a page at a time as it is iterated."""
         pages = self._list(config, filter=filter, before=before, limit=limit)
+        if limit is not None and limit <= _AT_ONCE:
+            yield from self._run(_drained(pages), "list")
+            return
         try:
             while True:
                 try:
@@ -655,6 +663,17 @@ def _matches(metadata: Any, wanted: Mapping[str, Any] | None) -> bool:
 
 async def _one(key: Key) -> AsyncIterator[Key]:
     yield key
+
+
+async def _drained(pages: AsyncGenerator[builtins.list[T], None]) -> builtins.list[T]:
+    """Every item of every page, read in one coroutine (a short listing: one runtime call)."""
+    found: builtins.list[T] = []
+    try:
+        async for page in pages:
+            found.extend(page)
+    finally:
+        await pages.aclose()
+    return found
 
 
 async def _next(pages: AsyncIterator[T]) -> T:

@@ -14,7 +14,9 @@ The layout of a thread's session:
   and the values of the channels that changed at it (``values``). A channel that did not
   change is not stored again: ``src`` names the position of the record that stored its
   version. So a value is stored once, and a put is one appended record. Records are appended
-  with the log's length expected, so that a record's position is known when it is written;
+  with the log's length expected, so that a record's position is known when it is written,
+  and each says where it is (``at``): a listing reads the log's tail and starts from there
+  when its newest record is of the namespace listed, with no read of the head document;
 - the log :data:`WRITES`: one entry per ``put_writes`` (which task wrote which channels): the
   version the writes documents are compared and set against, and a history of what was written;
 - documents, read by name: ``langgraph/at/<ns>/~%head`` (the namespace's newest checkpoint and
@@ -32,6 +34,8 @@ rewrites it (put, writes, load, list, delta history, copy, prune) read best toge
 from __future__ import annotations
 
 import base64
+import binascii
+import sys
 import threading
 import zlib
 from collections import OrderedDict
@@ -65,7 +69,7 @@ THREAD_MARK = {"langgraph": "thread"}
 Blob = tuple[str, bytes]
 Record = dict[str, Any]
 
-_COMPRESS_FROM = 512  # bytes below which zlib is not tried
+_COMPRESS_FROM = 128  # bytes below which zlib is not tried (it seldom saves a tenth)
 _PAGE = 64  # records read at a time when walking back through a thread
 _ATTEMPTS = 200  # compare-and-set rounds before a lost race is reported
 _REMEMBERED = 4096  # records, heads and runs kept per Threads
@@ -144,11 +148,23 @@ def pack(blob: Blob) -> list[str]:
     return [kind, base64.b64encode(data).decode("ascii")]
 
 
+if sys.version_info >= (3, 11):
+
+    def _from_base64(text: str) -> bytes:
+        """Base64 text as bytes, any character outside the alphabet refused (in C)."""
+        return binascii.a2b_base64(text, strict_mode=True)
+
+else:  # pragma: no cover - Python 3.10
+
+    def _from_base64(text: str) -> bytes:
+        return base64.b64decode(text.encode("ascii"), validate=True)
+
+
 def unpack(value: Any, what: str) -> Blob:
     """The typed bytes :func:`pack` made, exactly; ``SessionCorruptedError`` for anything else."""
     try:
         kind, text, *flag = value
-        data = base64.b64decode(text.encode("ascii"), validate=True)
+        data = _from_base64(text)
         if flag == ["z"]:
             data = zlib.decompress(data)
         elif flag:
@@ -270,8 +286,8 @@ class Threads:
         self._records: OrderedDict[tuple[Key, str, str], tuple[int, Record]] = OrderedDict()
         self._heads: dict[tuple[Key, str], str] = {}
         self._runs: set[tuple[Key, str]] = set()
-        # (thread, ns, channel, version) -> the value as stored (``pack``)
-        self._values: OrderedDict[tuple[Key, str, str, str], list[str]] = OrderedDict()
+        # (thread, ns, channel, version) -> the value's typed bytes (unpacked once)
+        self._values: OrderedDict[tuple[Key, str, str, str], Blob] = OrderedDict()
         self._value_bytes = 0
 
     # -- what this object remembers -----------------------------------------------------------
@@ -290,12 +306,25 @@ class Threads:
             for value in [v for v in self._values if v[0] == key]:
                 self._value_bytes -= len(self._values.pop(value)[1])
 
-    def _remember(self, key: Key, at: int, record: Record, head: bool = False) -> None:
-        """A record read or written, at its position: its values kept by version, the rest by
-        id (and as its namespace's head when it is)."""
+    def _remember(
+        self,
+        key: Key,
+        at: int,
+        record: Record,
+        head: bool = False,
+        blobs: dict[str, Blob] | None = None,
+    ) -> None:
+        """A record read or written, at its position: its values kept by version (``blobs``:
+        those values unpacked already), the rest by id (and as its namespace's head when it
+        is)."""
         ns = record["ns"]
+        versions = record["versions"]
         for channel, packed in record.get("values", {}).items():
-            self._keep_value(key, ns, channel, record["versions"].get(channel), packed)
+            version = versions.get(channel)
+            if blobs is not None:
+                self._keep_value(key, ns, channel, version, blobs[channel])
+            elif self._value(key, ns, channel, version) is None:  # unpacked once
+                self._keep_value(key, ns, channel, version, unpack(packed, _what(key, record)))
         light = {name: value for name, value in record.items() if name != "values"}
         light["values"] = dict.fromkeys(record.get("values", {}), True)
         with self._lock:
@@ -312,7 +341,7 @@ class Threads:
         with self._lock:
             return self._records.get((key, ns, checkpoint_id))
 
-    def _keep_value(self, key: Key, ns: str, channel: str, version: Any, value: list[str]) -> None:
+    def _keep_value(self, key: Key, ns: str, channel: str, version: Any, value: Blob) -> None:
         size = len(value[1])
         if size > _VALUE_BUDGET // 8:
             return
@@ -326,7 +355,7 @@ class Threads:
             while self._value_bytes > _VALUE_BUDGET or len(self._values) > 8 * _REMEMBERED:
                 self._value_bytes -= len(self._values.popitem(last=False)[1][1])
 
-    def _value(self, key: Key, ns: str, channel: str, version: Any) -> list[str] | None:
+    def _value(self, key: Key, ns: str, channel: str, version: Any) -> Blob | None:
         with self._lock:
             return self._values.get((key, ns, channel, str(version)))
 
@@ -346,9 +375,8 @@ class Threads:
         ``"empty"`` stores none) and referring to the parent's record for the others, in one
         atomic step."""
         ns, checkpoint_id = record["ns"], record["id"]
-        record["values"] = {
-            channel: pack(value) for channel, value in changed.items() if value[0] != "empty"
-        }
+        blobs = {channel: value for channel, value in changed.items() if value[0] != "empty"}
+        record["values"] = {channel: pack(value) for channel, value in blobs.items()}
         documents: dict[str, Any] = {}
         run_id: str | None = record.get("run")
         for _ in range(_ATTEMPTS):
@@ -363,6 +391,7 @@ class Threads:
                 new_run = run_id if run_id is not None and (key, run_id) not in self._runs else None
             if length is None:
                 length = await self._open(key, CHECKPOINTS)
+            record["at"] = length
             documents[at_name(ns, checkpoint_id)] = {"at": length}
             documents[head_name(ns)] = {"at": length, "id": checkpoint_id}
             if new_run is not None:
@@ -381,7 +410,7 @@ class Threads:
                     self._runs.add((key, new_run))
                     if len(self._runs) > _REMEMBERED:
                         self._runs.clear()
-            self._remember(key, length, record, head=True)
+            self._remember(key, length, record, head=True, blobs=blobs)
             return
         raise ConflictError(
             f"Thread {key.session_id!r}: {_ATTEMPTS} other writers appended checkpoints while "
@@ -472,54 +501,66 @@ class Threads:
         return Loaded(record, values, [_write_of(item, what) for item in held.get("w", [])])
 
     async def _values_of(
-        self, key: Key, at: int, record: Record, full: Record | None
+        self,
+        key: Key,
+        at: int,
+        record: Record,
+        full: Record | None,
+        nearby: dict[int, Record] | None = None,
     ) -> dict[str, Blob]:
         """A record's channel values: its own (from ``full`` when read, else kept here, else
-        read) and those its ``src`` refers to (kept here, else read: neighbouring positions in
-        one read)."""
+        read) and those its ``src`` refers to (kept here, else in the records read with it,
+        ``nearby`` by position, else read: neighbouring positions in one read)."""
         ns, versions = record["ns"], record["versions"]
         what = _what(key, record)
         values: dict[str, Blob] = {}
         wanted: dict[int, list[str]] = {}
+        own, sources = record.get("values", {}), record.get("src", {})
+        held = {} if full is None else full.get("values", {})
         for channel, version in versions.items():
-            if full is not None and channel in full.get("values", {}):
-                values[channel] = unpack(full["values"][channel], what)
+            if channel in held:
+                values[channel] = unpack(held[channel], what)
                 continue
             value = self._value(key, ns, channel, version)
             if value is not None:
-                values[channel] = unpack(value, what)
-            elif channel in record.get("values", {}):
+                values[channel] = value
+            elif channel in own:
                 wanted.setdefault(at, []).append(channel)  # its own, no longer kept here
-            elif channel in record.get("src", {}):
-                wanted.setdefault(record["src"][channel], []).append(channel)
+            elif channel in sources:
+                source_at = sources[channel]
+                source = None if nearby is None else nearby.get(source_at)
+                if source is None:
+                    wanted.setdefault(source_at, []).append(channel)
+                else:
+                    values[channel] = _source_value(key, source, ns, channel, version)
         for start, stop in _runs_of(sorted(wanted)):
             found = _checked(await self.backend.read_log(key, CHECKPOINTS, start, stop), key)
             for position, source in enumerate(found, start):
                 self._remember(key, position, source)
                 for channel in wanted.get(position, []):
-                    held = source.get("values", {}).get(channel)
-                    same = source.get("ns") == ns
-                    if (
-                        held is None
-                        or not same
-                        or source["versions"].get(channel) != versions[channel]
-                    ):
-                        raise _Moved  # rewritten since the reference was made: read again
-                    values[channel] = unpack(held, _what(key, source))
+                    values[channel] = _source_value(key, source, ns, channel, versions[channel])
         return values
 
     async def load_many(self, key: Key, records: Sequence[tuple[int, Record]]) -> list[Loaded]:
         """The values and pending writes of records read from the log, their writes read in one
-        step."""
+        step; a value one of them refers to is taken from the others when it is there."""
         names = [writes_name(record["ns"], record["id"]) for _, record in records]
         stored = await self.backend.read_modules(key, names)
         documents = {} if stored is None else stored.documents
+        nearby = dict(records)
         loaded = []
         for at, record in records:
-            self._remember(key, at, record)
-            loaded.append(
-                await self._loaded(key, record["ns"], record["id"], at, documents, record)
-            )
+            try:
+                values = await self._values_of(key, at, record, record, nearby)
+            except _Moved:
+                self.forget(key)
+                raise ConflictError(
+                    f"Thread {key.session_id!r} changed while it was listed."
+                ) from None
+            held = _document(documents, writes_name(record["ns"], record["id"]), key) or {}
+            what = _what(key, record)
+            writes = [_write_of(item, what) for item in held.get("w", [])]
+            loaded.append(Loaded(record, values, writes))
         return loaded
 
     async def newest_first(
@@ -528,8 +569,26 @@ class Threads:
         """The thread's records with their positions, newest first, a page at a time (the
         first of ``first`` records): only namespace ``ns`` unless None, and only those put
         before checkpoint ``before`` (of namespace ``before_ns``) when given."""
-        end = await self._end(key, ns, before, before_ns)
         size = max(1, min(first, _PAGE))
+        end: int | None = None
+        if before is None and ns is not None:
+            # the log's tail first: a record says where it is, so when the newest is of this
+            # namespace the walk starts here, with no read of the head document
+            tail = _checked(await self.backend.read_log(key, CHECKPOINTS, -size, None), key)
+            if not tail:
+                return
+            start = _start_of(tail)
+            if start is not None and tail[-1].get("ns") == ns:
+                chosen = [
+                    (at, record)
+                    for at, record in reversed(list(enumerate(tail, start)))
+                    if record.get("ns") == ns
+                ]
+                if chosen:
+                    yield chosen
+                end, size = start, _PAGE
+        if end is None:
+            end = await self._end(key, ns, before, before_ns)
         while end > 0:
             start = max(0, end - size)
             page = _checked(await self.backend.read_log(key, CHECKPOINTS, start, end), key)
@@ -738,7 +797,7 @@ class Threads:
             if len(kept_at) == length:
                 return 0
             moved = {old: new for new, old in enumerate(sorted(kept_at))}
-            kept = [_rehomed(records[at], records, moved) for at in sorted(kept_at)]
+            kept = [_rehomed(records[at], records, moved, at) for at in sorted(kept_at)]
             documents: dict[str, Any] = {}
             for at, record in enumerate(records):
                 if at not in kept_at:
@@ -784,6 +843,15 @@ class Threads:
         return await self.keep(key, keeping)
 
 
+def _source_value(key: Key, source: Record, ns: str, channel: str, version: Any) -> Blob:
+    """The value of ``channel`` at ``version`` stored in the record ``source``; ``_Moved`` if
+    it holds none such (the thread was rewritten since the reference was made: read again)."""
+    held = source.get("values", {}).get(channel)
+    if held is None or source.get("ns") != ns or source["versions"].get(channel) != version:
+        raise _Moved
+    return unpack(held, _what(key, source))
+
+
 def _runs_of(positions: list[int]) -> list[tuple[int, int]]:
     """Sorted positions as (start, stop) ranges, neighbours joined: one read each."""
     ranges: list[tuple[int, int]] = []
@@ -795,9 +863,25 @@ def _runs_of(positions: list[int]) -> list[tuple[int, int]]:
     return ranges
 
 
-def _rehomed(record: Record, records: list[Record], moved: dict[int, int]) -> Record:
-    """A kept record with its references renumbered; a value whose record goes moves in."""
+def _start_of(records: list[Record]) -> int | None:
+    """The position of the first of consecutive records read from the log's end, from where
+    the last says it is (``at``); None when it does not say (written by an earlier version)
+    or the records disagree with it."""
+    last = records[-1].get("at")
+    if type(last) is not int:
+        return None
+    start = last - len(records) + 1
+    for at, record in enumerate(records, start):
+        if record.get("at", at) != at:
+            return None
+    return start
+
+
+def _rehomed(record: Record, records: list[Record], moved: dict[int, int], at: int) -> Record:
+    """A kept record (at position ``at``) with its references and its own position
+    renumbered; a value whose record goes moves in."""
     copy = dict(record)
+    copy["at"] = moved[at]
     values = dict(record.get("values", {}))
     sources: dict[str, int] = {}
     for channel, at in record.get("src", {}).items():

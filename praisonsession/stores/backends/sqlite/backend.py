@@ -107,6 +107,8 @@ _stores: weakref.WeakSet[SqliteBackend] = weakref.WeakSet()
 _inherited: list[sqlite3.Connection] = []
 #: Numbers whose last written text an increment remembers (see ``SqliteBackend._saw``).
 _SEEN_REMEMBERED = 4096
+#: Module names read per query by ``read_modules`` (SQLite binds at most 32,766 values).
+_NAMES_AT_ONCE = 500
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
@@ -917,14 +919,21 @@ class SqliteBackend(StoreBackend):
         def work(conn: sqlite3.Connection) -> StoredModules:
             documents = {}
             logs: dict[str, list[dict[str, Any]]] = {}
+            found: dict[str, str] = {}
+            for at in range(0, len(names), _NAMES_AT_ONCE):  # the documents held, in one query
+                chunk = names[at : at + _NAMES_AT_ONCE]
+                found.update(
+                    conn.execute(
+                        "SELECT name, document FROM ps_modules WHERE user_id=? AND session_id=? "
+                        f"AND name IN ({','.join('?' * len(chunk))})",
+                        (key.user_id, key.session_id, *chunk),
+                    ).fetchall()
+                )
             for name in names:
-                row = conn.execute(
-                    "SELECT document FROM ps_modules WHERE user_id=? AND session_id=? AND name=?",
-                    (key.user_id, key.session_id, name),
-                ).fetchone()
-                if row is None:
+                text = found.get(name)
+                if text is None or name in documents:
                     continue
-                documents[name] = loads(row[0], f"module {name!r} of session {key.session_id!r}")
+                documents[name] = loads(text, f"module {name!r} of session {key.session_id!r}")
                 # one range of the primary key ([name, name/) holds name and name.*); an OR
                 # of the two would make SQLite read every message of the session
                 rows = conn.execute(
