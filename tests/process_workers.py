@@ -31,6 +31,17 @@ program sharing a store would. Jobs:
     ``set i`` after ``set_state(f"k{i}", i)``, ``inc n`` after ``increment_state("n")``
     returned ``n``, and ``save i`` after ``save_modules(agent=...)`` stored turn ``i``.
 
+``group-writer URL ACK_FILE THREADS``
+    THREADS threads of one process, each with a store of its own on URL (a SQLite file at
+    durability "power": they share one commit group), half driving their calls inline, half on
+    an event loop of their own; print ``ready``, wait for a line on stdin, then each appends
+    messages ``{"n": n}`` to log ``log`` of its session ``w<i>`` (user ``crash``), one call at a
+    time, forever; after each call returns it appends ``i n`` to ACK_FILE.
+``group-increment URL BARRIER NAME COUNT THREADS``
+    THREADS threads, each with a store of its own on URL, wait at the barrier, then each
+    increments ``hits`` of session ``shared`` (user ``u``) COUNT times; print every returned
+    value as a JSON list.
+
 ``fork-loop URL SOURCE PREFIX ACK_FILE``
     Open session SOURCE of user ``crash``, print ``ready``, wait for a line on stdin, then
     forever: fork it to ``PREFIX-i`` (acknowledged ``fork i``), delete ``PREFIX-(i-1)``
@@ -241,6 +252,55 @@ def crash_writer(url: str, session_id: str, ack_file: str) -> None:
         i += 1
 
 
+def group_writer(url: str, ack_file: str, threads: str) -> None:
+    import threading
+
+    acks = os.open(ack_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    stores = [open_store(url) for _ in range(int(threads))]
+    go = threading.Event()
+
+    def inline(i: int) -> None:
+        go.wait()
+        for n in range(10**9):
+            runtime.run(stores[i].append_messages(f"w{i}", "crash", "log", [{"n": n}]), inline=True)
+            os.write(acks, f"{i} {n}\n".encode())  # one write(2): it survives SIGKILL whole
+
+    def on_loop(i: int) -> None:
+        async def write() -> None:
+            for n in range(10**9):
+                await stores[i].append_messages(f"w{i}", "crash", "log", [{"n": n}])
+                os.write(acks, f"{i} {n}\n".encode())
+
+        go.wait()
+        asyncio.run(write())
+
+    for i in range(int(threads)):
+        threading.Thread(target=inline if i % 2 else on_loop, args=(i,), daemon=True).start()
+    print("ready", flush=True)
+    sys.stdin.readline()
+    go.set()
+    time.sleep(3600)  # until killed
+
+
+def group_increment(url: str, barrier: str, name: str, count: str, threads: str) -> None:
+    import threading
+
+    stores = [open_store(url) for _ in range(int(threads))]
+    values: list[int] = []
+
+    def increment(i: int) -> None:
+        session = Session("shared", "u", store=stores[i])
+        values.extend(session.increment_state("hits") for _ in range(int(count)))
+
+    workers = [threading.Thread(target=increment, args=(i,)) for i in range(int(threads))]
+    wait_at_barrier(Path(barrier), name)
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    print(json.dumps(values))
+
+
 def write_session(url: str, session_id: str) -> None:
     with Session(session_id, "u", store=url) as session:
         session.set_state("writer", os.getpid())
@@ -362,6 +422,8 @@ JOBS = {
     "chat": chat,
     "recall-chat": recall_chat,
     "crash-writer": crash_writer,
+    "group-writer": group_writer,
+    "group-increment": group_increment,
     "write-session": write_session,
     "read-session": read_session,
     "watch-expiry": watch_expiry,

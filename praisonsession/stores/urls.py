@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -9,9 +10,24 @@ from .._internal.redaction import redact_url
 from ..errors import InvalidValueError
 from .api import SessionBase
 
+
+def _switch(value: str) -> bool:
+    """An on/off query parameter: on, off, true, false, 1 or 0."""
+    found = {"on": True, "true": True, "1": True, "off": False, "false": False, "0": False}
+    try:
+        return found[value.lower()]
+    except KeyError:
+        raise ValueError(value) from None
+
+
 #: Query parameters the file stores take in their URL, and how each is read.
-FILE_OPTIONS: dict[str, dict[str, type]] = {
-    "sqlite": {"durability": str, "synchronous": str, "busy_timeout": float},
+FILE_OPTIONS: dict[str, dict[str, Callable[[str], Any]]] = {
+    "sqlite": {
+        "durability": str,
+        "synchronous": str,
+        "busy_timeout": float,
+        "group_commit": _switch,
+    },
     "json": {"durability": str, "lock_timeout": float, "layout": str},
 }
 

@@ -18,7 +18,9 @@ class SqliteSession(SessionBase):
     ``durability`` is ``"process"`` (``PRAGMA synchronous=NORMAL``, the default) or
     ``"power"`` (``FULL``); ``synchronous`` sets the pragma itself (OFF, NORMAL, FULL, EXTRA)
     and wins over ``durability`` when both are given. ``busy_timeout`` is how long a write
-    waits for another process's write lock, in seconds.
+    waits for another process's write lock, in seconds. ``group_commit`` (at FULL and EXTRA;
+    on by default) lets this process's concurrent writes to the file share one commit and
+    its fsync; ``False`` commits each write on its own (``shared.py`` says why and how).
     """
 
     def __init__(
@@ -31,6 +33,7 @@ class SqliteSession(SessionBase):
         busy_timeout: float = 30.0,
         synchronous: str | None = None,
         durability: str | None = None,
+        group_commit: bool = True,
     ) -> None:
         if sqlite_path is not None:
             if path is not None:
@@ -44,5 +47,6 @@ class SqliteSession(SessionBase):
                 busy_timeout=busy_timeout,
                 synchronous=synchronous,
                 durability=durability,
+                group_commit=group_commit,
             )
         )

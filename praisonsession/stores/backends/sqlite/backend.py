@@ -34,15 +34,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import threading
 import time
-import weakref
 from collections.abc import Callable, Coroutine
+from functools import partial
 from pathlib import Path
 from threading import get_ident
 from typing import Any, TypeVar, cast
 
-from ...._internal.checks import check_seconds
+from ...._internal.checks import check_flag, check_seconds
 from ...._internal.identifiers import DEFAULT_USER
 from ...._internal.json_data import add_numbers, dumps, loads, loads_each
 from ...._internal.runtime import expired, loop_running_here, pause, remaining
@@ -90,6 +89,15 @@ from .schema import (
     UPSERT_STATE,
     VERSION,
 )
+from .shared import (
+    DONE,
+    MAX_BATCH,
+    CommitGroup,
+    Thread,
+    Writer,
+    forget_after_fork,
+    shared_file,
+)
 
 T = TypeVar("T")
 #: Commits of an event loop's connection between two checkpoints run off the loop (SQLite's
@@ -100,8 +108,6 @@ CHECKPOINT_EVERY = 200
 CHECKPOINT_PATIENCE = 1.0
 
 
-# Every store of the process, so that a forked child can drop the connections it inherited.
-_stores: weakref.WeakSet[SqliteBackend] = weakref.WeakSet()
 # Connections inherited through fork: SQLite forbids using them in the child, and closing one
 # there could checkpoint or unlock the parent's database, so they are kept, never touched.
 _inherited: list[sqlite3.Connection] = []
@@ -112,18 +118,6 @@ _NAMES_AT_ONCE = 500
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
-
-
-class _Thread:
-    """One thread's connection to the file, its reused cursor, and whether an event loop
-    runs on that thread (its checkpoints then go to a worker, see ``_after_commit``)."""
-
-    __slots__ = ("conn", "cursor", "on_loop")
-
-    def __init__(self, conn: sqlite3.Connection, cursor: sqlite3.Cursor, on_loop: bool) -> None:
-        self.conn = conn
-        self.cursor = cursor
-        self.on_loop = on_loop
 
 
 class SqliteBackend(StoreBackend):
@@ -140,6 +134,7 @@ class SqliteBackend(StoreBackend):
         busy_timeout: float = 30.0,
         synchronous: str | None = None,
         durability: str | None = None,
+        group_commit: bool = True,
     ) -> None:
         super().__init__(default_ttl=default_ttl, sliding_ttl=sliding_ttl)
         if path is None or not isinstance(path, (str, os.PathLike)):
@@ -165,36 +160,39 @@ class SqliteBackend(StoreBackend):
         #: What an acknowledged write survives: "process" (a crash of the process) or
         #: "power" (a power loss too), from the ``synchronous`` in use.
         self.durability = _DURABILITY_OF[self._synchronous]
-        self._threads: dict[int, _Thread] = {}  # by thread ident: each thread's connection
+        # what every store of this process on the file shares (shared.py): each thread's
+        # connection, by thread ident, and at FULL or EXTRA the commit group
+        self._file = shared_file(self.path, self._synchronous)
+        self._file.attach()
+        self._threads: dict[int, Thread] = self._file.threads
+        #: Whether this store's writes share a commit and its fsync with the other writers of
+        #: this process (``synchronous`` FULL or EXTRA); without it each write commits on
+        #: its own, the writers of the process taking turns in the same queue.
+        self.group_commit = check_flag(group_commit, "group_commit") and (
+            self._file.group is not None
+        )
+        self._group = self._file.group
+        self._batch_limit = MAX_BATCH if self.group_commit else 1
         # the text each number was last written as, by (session, key): see _saw
         self._seen: dict[tuple[Key, str], tuple[str, int | float]] = {}
-        self._connections: list[sqlite3.Connection] = []
-        self._connections_lock = threading.Lock()
         self._schema_ready = False
-        self._commits = 0  # of loop connections since the last checkpoint
-        self._checkpointing = False
-        _stores.add(self)
-
-    def _forget_connections_after_fork(self) -> None:
-        self._commits, self._checkpointing = 0, False  # a checkpoint thread stayed behind
-        _inherited.extend(self._connections)
-        self._connections = []
-        self._connections_lock = threading.Lock()
-        self._threads = {}
 
     # -- connections and transactions -----------------------------------------------------
 
-    def _here(self) -> _Thread | None:
+    def _here(self) -> Thread | None:
         """This thread's connection and cursor, if it has opened one."""
         return self._threads.get(get_ident())
 
     def _connection(self) -> sqlite3.Connection:
         return self._opened().conn
 
-    def _opened(self) -> _Thread:
+    def _opened(self) -> Thread:
         """This thread's connection, opened on its first use (a thread ident is a dict key:
         cheaper on every call than a ``threading.local``; a finished thread's connection
         goes to the next thread that gets its ident, never to two threads at once)."""
+        if self._threads is not self._file.threads:  # closed, now used again
+            self._threads = self._file.threads
+            self._file.attach()
         here = self._threads.get(get_ident())
         if here is not None:
             return here
@@ -217,16 +215,91 @@ class SqliteBackend(StoreBackend):
             # would stop every coroutine of the loop: the loop's connection leaves it to
             # a worker thread, every CHECKPOINT_EVERY commits (_after_commit).
             conn.execute("PRAGMA wal_autocheckpoint=0")
-        here = self._threads[get_ident()] = _Thread(conn, conn.cursor(), on_loop)
-        with self._connections_lock:
-            self._connections.append(conn)
+        here = Thread(conn, conn.cursor(), on_loop)
+        self._file.add(here)
         return here
 
     def _cursor(self) -> sqlite3.Cursor:
         """This thread's cursor, reused by the hot paths (a cursor per statement costs more)."""
         return self._opened().cursor
 
-    async def _transaction(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
+    def _transaction(
+        self, work: Callable[[sqlite3.Connection], T], write: bool
+    ) -> Coroutine[Any, Any, T]:
+        """Run ``work`` in one transaction: a write of a grouped store in the commit group's
+        next transaction, anything else in one of its own."""
+        if write and self._group is not None:
+            return self._grouped(work, self._group)
+        return self._attempts(work, write)
+
+    async def _grouped(self, work: Callable[[sqlite3.Connection], T], group: CommitGroup) -> T:
+        """A write in the commit group (``shared.py``): queue; lead when nobody does, or when
+        handed the lead; a leader commits every queued writer's work at once, each in a
+        savepoint, and hands each its outcome only after that commit has returned."""
+        if not self._schema_ready:  # opened on this thread: a leader runs this store's work
+            await self._attempts(_nothing, False)
+        mine = Writer(work)
+        if not group.join(mine) and not await group.wait(mine):
+            return cast(T, mine.outcome())  # committed (or refused) by another leader
+        try:
+            while mine.state is not DONE:
+                batch: list[Writer] = []
+                try:
+                    await self._attempts(partial(self._run_batch, group, batch), True)
+                except _TransactionLost as lost:  # the failing writer is settled; the rest again
+                    group.requeue(lost.again)
+                    group.settle(lost.failed, mine)
+                except Exception as exc:
+                    if not batch:  # BEGIN never succeeded: this writer's own error
+                        group.leave(mine)
+                        raise
+                    for writer in batch:
+                        writer.error = exc  # nothing of the transaction was committed
+                    group.settle(batch, mine)
+                except BaseException:  # interrupted: nothing applied, the others wait on
+                    group.requeue([w for w in batch if w is not mine])
+                    group.leave(mine)
+                    raise
+                else:
+                    group.commits += 1
+                    group.writes += len(batch)
+                    group.settle(batch, mine)
+            return cast(T, mine.outcome())
+        finally:
+            group.pass_on()
+
+    def _run_batch(self, group: CommitGroup, batch: list[Writer], conn: sqlite3.Connection) -> None:
+        """Inside the leader's transaction: every writer's work, each in a savepoint so that
+        one writer's error rolls back its work only (a lone writer needs none)."""
+        if batch:  # a retry of the same transaction (the file was busy): run them again
+            for writer in batch:
+                writer.value = writer.error = None
+        else:
+            batch.extend(group.take(self._batch_limit))
+        if len(batch) == 1:
+            batch[0].value = batch[0].work(conn)
+            return
+        cursor = self._threads[get_ident()].cursor
+        for index, writer in enumerate(batch):
+            cursor.execute("SAVEPOINT grouped")
+            try:
+                writer.value = writer.work(conn)
+            except Exception as exc:
+                writer.error = self._typed(exc)
+                if not conn.in_transaction:  # SQLite ended it: the others' work is gone too
+                    raise _TransactionLost([writer], batch[:index] + batch[index + 1 :]) from None
+                cursor.execute("ROLLBACK TO grouped")
+            cursor.execute("RELEASE grouped")
+
+    def _typed(self, exc: Exception) -> Exception:
+        """A writer's error as its caller gets it (as ``_attempts`` raises them)."""
+        if isinstance(exc, sqlite3.OperationalError):
+            return StoreUnavailableError(f"SQLite error on {self.path}: {exc}")
+        if isinstance(exc, sqlite3.DatabaseError):
+            return SessionCorruptedError(f"SQLite file {self.path}", str(exc))
+        return exc
+
+    async def _attempts(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
         """Run ``work`` in one transaction, retrying cooperatively while the file is busy."""
         started = patience = 0.0  # set when the file is first found busy
         delay = 0.0002
@@ -359,13 +432,14 @@ class SqliteBackend(StoreBackend):
         """Count a commit of a loop's connection; every CHECKPOINT_EVERY, checkpoint the WAL
         into the file in a worker thread (one at a time), as SQLite's auto-checkpoint would
         have done inline."""
-        self._commits += 1
-        if self._commits < CHECKPOINT_EVERY or self._checkpointing:
+        shared = self._file
+        shared.commits += 1
+        if shared.commits < CHECKPOINT_EVERY or shared.checkpointing:
             return
         import asyncio
 
-        self._commits = 0
-        self._checkpointing = True
+        shared.commits = 0
+        shared.checkpointing = True
         future = asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
         future.add_done_callback(self._checkpointed)
 
@@ -390,17 +464,17 @@ class SqliteBackend(StoreBackend):
                 conn.close()
 
     def _checkpointed(self, future: Any) -> None:
-        self._checkpointing = False
+        self._file.checkpointing = False
         if not future.cancelled():
             future.exception()  # retrieved; _checkpoint suppresses SQLite's own errors
 
     async def close(self) -> None:
-        """Close this store's database connections (a later call opens them again)."""
-        with self._connections_lock:
-            connections, self._connections = self._connections, []
-        for conn in connections:
-            conn.close()
-        self._threads = {}
+        """Let go of the file's connections, closed when no other store of this process uses
+        them (a later call opens them again)."""
+        if self._threads is self._file.threads:
+            self._threads = {}  # the next call attaches again (_opened)
+            self._schema_ready = False
+            self._file.detach()
 
     # -- rows -----------------------------------------------------------------------------
 
@@ -1080,12 +1154,26 @@ class SqliteBackend(StoreBackend):
 
 
 def _after_fork_in_child() -> None:
-    for store in list(_stores):
-        store._forget_connections_after_fork()
+    forget_after_fork(_inherited)
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _nothing(conn: sqlite3.Connection) -> None:
+    """A transaction's work that does nothing: opens this thread's connection and the
+    schema."""
+
+
+class _TransactionLost(Exception):
+    """SQLite ended a grouped transaction on one writer's statement (a full disk, an I/O
+    error): ``failed`` get their errors, ``again`` lost their work with it and go again."""
+
+    def __init__(self, failed: list[Writer], again: list[Writer]) -> None:
+        super().__init__("the transaction was rolled back")
+        self.failed = failed
+        self.again = again
 
 
 def _sql_time(text: Any) -> float:

@@ -1,0 +1,333 @@
+"""Group commit: many writers of one process on one SQLite file, at synchronous=FULL.
+
+Run from the repository root, in the frameworks' environment (``make test`` builds it)::
+
+    .venv-frameworks/bin/python benchmarks/bench_group_commit.py [--json results.json] [--quick]
+
+Each writer is a thread with its own event loop (``asyncio.run``) and its own session object
+of the OpenAI Agents SDK's protocol, on its own conversation, all on one file; it adds one
+turn at a time (``add_items`` of the four items a Runner stores for a turn that called a
+tool) and waits for each. Turns per second over all writers, for:
+
+- ``PraisonSession`` with group commit (the default at durability ``"power"``): writes that
+  arrive while a commit is on its way to the disk share the next commit and its fsync;
+- ``PraisonSession`` with ``?group_commit=off``: the same writers, each write its own commit;
+- the SDK's ``SQLiteSession`` (one file, a lock per file in the process, a connection per
+  thread), under the same writers.
+
+With ``--frameworks`` (the default), the same for Google ADK (``append_event`` of one event:
+``PraisonSessionService`` against ADK's ``SqliteSessionService``) and LangGraph (``put`` of a
+checkpoint: ``PraisonSaver`` against ``SqliteSaver``), each writer on a session or thread of
+its own.
+
+Every side runs at the same durability: WAL with ``synchronous=FULL``, read back with
+``PRAGMA`` from each side's own connection and printed. The sides take turns round by round
+(``--rounds``), each round on fresh files, and the best and the median round of each are
+printed; ratios are of the medians. Each writer's items are read back at the end of a round
+and checked equal to what it added, in order: a lost or reordered write stops the run. The
+1-writer row is the single-writer path, grouped against one by one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_openai_agents import turn  # noqa: E402
+
+from praisonsession.integrations.openai_agents import PraisonSession  # noqa: E402
+
+SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+TARGET = 2.0  # 8 writers, grouped, against the SDK's SQLiteSession
+
+
+def pragmas(conn: sqlite3.Connection) -> str:
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    sync = SYNCHRONOUS[conn.execute("PRAGMA synchronous").fetchone()[0]]
+    return f"{mode.upper()}, synchronous={sync}"
+
+
+class Side:
+    """One backend under test: ``writer(folder, index)`` makes one writer's async callable
+    ``write(n)`` and ``check()``; ``durability(folder)`` reads its pragmas back."""
+
+    def __init__(
+        self,
+        name: str,
+        writer: Callable[[Path, int], Any],
+        durability: Any,
+        group: Callable[[Path], Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.writer = writer
+        self.durability = durability
+        self.group = group  # ours: the file's commit group, which counts its commits
+
+
+# -- the OpenAI Agents SDK ---------------------------------------------------------------------
+
+
+class OpenAIWriter:
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    async def write(self, n: int) -> None:
+        await self.session.add_items(turn(n))
+
+    async def check(self, count: int) -> None:
+        stored = await self.session.get_items()
+        if stored != [item for n in range(count) for item in turn(n)]:
+            raise RuntimeError("the items read back differ from those added")
+
+    async def close(self) -> None:
+        closing = self.session.close()
+        if asyncio.iscoroutine(closing):
+            await closing
+
+
+def ours_openai(grouped: bool) -> Callable[[Path, int], Any]:
+    switch = "" if grouped else "&group_commit=off"
+
+    def make(folder: Path, index: int) -> OpenAIWriter:
+        url = f"sqlite://{folder}/ours.db?durability=power{switch}"
+        return OpenAIWriter(PraisonSession(f"writer-{index}", store=url))
+
+    return make
+
+
+def ours_durability(folder: Path) -> str:
+    session = PraisonSession("probe", store=f"sqlite://{folder}/ours.db?durability=power")
+    backend = session._store.backend
+    while hasattr(backend, "inner"):  # under the key guard
+        backend = backend.inner
+    found = pragmas(backend._connection())
+    session.close()
+    return found
+
+
+def ours_group(folder: Path) -> Any:
+    """The commit group of ours.db, kept alive for the round; it counts commits and writes."""
+    from praisonsession.stores.backends.sqlite.shared import shared_file
+
+    return shared_file((folder / "ours.db").resolve(), "FULL")
+
+
+def sdk_openai(folder: Path, index: int) -> OpenAIWriter:
+    from agents import SQLiteSession
+
+    return OpenAIWriter(SQLiteSession(f"writer-{index}", folder / "sdk.db"))
+
+
+def sdk_durability(folder: Path) -> str:
+    from agents import SQLiteSession
+
+    probe = SQLiteSession("probe", folder / "sdk.db")
+    found = pragmas(probe._get_connection())  # the SDK's own connection
+    probe.close()
+    return found
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def run_side(side: Side, folder: Path, writers: int, turns: int) -> tuple[float, float | None]:
+    """Turns per second of ``writers`` threads, each adding ``turns`` turns, all started
+    together, and (ours) writes per commit; each writer's writes are read back and checked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shared = None if side.group is None else side.group(folder)
+    start = threading.Barrier(writers + 1)
+    errors: list[BaseException] = []
+
+    def thread(index: int) -> None:
+        async def main() -> None:
+            writer = side.writer(folder, index)
+            try:
+                await writer.write(0)  # the file, its schema and this writer's session exist
+                start.wait()
+                for n in range(1, turns + 1):
+                    await writer.write(n)
+                start.wait()
+                await writer.check(turns + 1)
+            finally:
+                await writer.close()
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+            start.abort()
+
+    threads = [threading.Thread(target=thread, args=(i,)) for i in range(writers)]
+    for t in threads:
+        t.start()
+    try:
+        start.wait()
+        began = time.perf_counter()
+        start.wait()
+        elapsed = time.perf_counter() - began
+    except threading.BrokenBarrierError:
+        elapsed = 0.0
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError(f"{side.name}: {errors[0]!r}") from errors[0]
+    per_commit = None
+    if shared is not None and shared.group is not None and shared.group.commits:
+        per_commit = shared.group.writes / shared.group.commits
+    return writers * turns / elapsed, per_commit
+
+
+def bench(sides: list[Side], writers: int, turns: int, rounds: int) -> dict[str, Any]:
+    figures: dict[str, list[float]] = {side.name: [] for side in sides}
+    shared: dict[str, list[float]] = {side.name: [] for side in sides}
+    for _ in range(rounds):
+        for side in sides:
+            folder = Path(tempfile.mkdtemp(prefix="ps-bench-gc-"))
+            try:
+                rate, per_commit = run_side(side, folder, writers, turns)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+            figures[side.name].append(rate)
+            if per_commit is not None:
+                shared[side.name].append(per_commit)
+    return {
+        name: {
+            "best": max(found),
+            "median": statistics.median(found),
+            "rounds": found,
+            "writes_per_commit": statistics.median(shared[name]) if shared[name] else None,
+        }
+        for name, found in figures.items()
+    }
+
+
+def bench_one(sides: list[Side], calls: int, rounds: int) -> dict[str, Any]:
+    """One writer: the sides take turns call by call on one loop; median µs per call."""
+    times: dict[str, list[float]] = {side.name: [] for side in sides}
+    folder = Path(tempfile.mkdtemp(prefix="ps-bench-gc-"))
+
+    async def main() -> None:
+        writers = {side.name: side.writer(folder / str(i), 0) for i, side in enumerate(sides)}
+        try:
+            for writer in writers.values():
+                await writer.write(0)
+            n = 0
+            for _ in range(rounds * calls):
+                n += 1
+                for name, writer in writers.items():
+                    began = time.perf_counter()
+                    await writer.write(n)
+                    times[name].append(time.perf_counter() - began)
+            for writer in writers.values():
+                await writer.check(n + 1)
+        finally:
+            for writer in writers.values():
+                await writer.close()
+
+    try:
+        for i in range(len(sides)):
+            (folder / str(i)).mkdir(parents=True)
+        asyncio.run(main())
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return {name: {"median_us": statistics.median(t) * 1e6} for name, t in times.items()}
+
+
+def durabilities(sides: list[Side]) -> dict[str, str]:
+    folder = Path(tempfile.mkdtemp(prefix="ps-bench-gc-"))
+    try:
+        return {side.name: side.durability(folder) for side in sides}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def openai_sides() -> list[Side]:
+    return [
+        Side("PraisonSession, group commit", ours_openai(True), ours_durability, ours_group),
+        Side("PraisonSession, one by one", ours_openai(False), ours_durability, ours_group),
+        Side("SQLiteSession (SDK)", sdk_openai, sdk_durability),
+    ]
+
+
+def report(title: str, results: dict[str, Any], reference: str) -> None:
+    print(f"\n{title}")
+    for name, how in results["durability"].items():
+        print(f"  {name}: {how}")
+    for writers in results["writers"]:
+        if writers == 1:
+            continue
+        rows = results[str(writers)]
+        base = rows[reference]["median"]
+        print(f"\n  {writers} writer{'s' if writers > 1 else ''}:")
+        print(f"  | side | turns/s, median | best | median / {reference} | writes per commit |")
+        print("  |---|---|---|---|---|")
+        for name, found in rows.items():
+            ratio = found["median"] / base
+            shared = found["writes_per_commit"]
+            per_commit = "-" if shared is None else f"{shared:.1f}"
+            print(
+                f"  | {name} | {found['median']:,.0f} | {found['best']:,.0f} | {ratio:.2f}x "
+                f"| {per_commit} |"
+            )
+    one = results.get("1")
+    if one is not None:
+        print("\n  1 writer, the sides taking turns call by call (median µs per call):")
+        print(f"  | side | µs per turn | turns/s | {reference} / side |")
+        print("  |---|---|---|---|")
+        base = one[reference]["median_us"]
+        for name, found in one.items():
+            us = found["median_us"]
+            print(f"  | {name} | {us:,.0f} | {1e6 / us:,.0f} | {base / us:.2f}x |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--writers", default="8,1", help="writer counts (threads)")
+    parser.add_argument("--turns", type=int, default=150, help="turns each writer adds")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every side")
+    parser.add_argument("--quick", action="store_true", help="a short run (for the tests)")
+    parser.add_argument("--json", help="also write every figure to this file")
+    args = parser.parse_args()
+    if args.quick:
+        args.turns, args.rounds = 10, 1
+    counts = [int(w) for w in args.writers.split(",")]
+    sides = openai_sides()
+    results: dict[str, Any] = {"writers": counts, "durability": durabilities(sides)}
+    for writers in counts:
+        if writers == 1:
+            results["1"] = bench_one(sides, args.turns, args.rounds)
+        else:
+            results[str(writers)] = bench(sides, writers, args.turns, args.rounds)
+    print(
+        f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}; {args.turns} turns "
+        f"per writer, {args.rounds} rounds"
+    )
+    report("OpenAI Agents SDK, add_items of one turn", results, "SQLiteSession (SDK)")
+    eight = results.get("8")
+    if eight is not None:
+        ratio = (
+            eight["PraisonSession, group commit"]["median"] / eight["SQLiteSession (SDK)"]["median"]
+        )
+        verdict = "PASS" if ratio >= TARGET else "MISS"
+        target = f"8 writers, group commit >= {TARGET:g}x SQLiteSession"
+        print(f"\nTarget: {target}: {ratio:.2f}x {verdict}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,303 @@
+"""What every ``SqliteBackend`` of this process on one file shares: its connections (one per
+thread) and, at ``synchronous=FULL``, group commit.
+
+**Why share.** At ``FULL`` a commit waits for an fsync of the WAL, a fraction of a
+millisecond to milliseconds; one writer's Python work is a small part of that. Writers of one
+process that each commit on their own queue for SQLite's write lock and poll for it, so 8
+threads go barely faster than one. With group commit the first writer that arrives *leads*:
+it takes the write lock, runs its statements, commits. Writers that arrive meanwhile queue
+here; when the commit returns, the first of them leads the next transaction and runs every
+queued writer's statements in it, each inside a ``SAVEPOINT``, then commits once: one fsync
+for all of them.
+
+**Durability, unchanged.** A writer's call returns only after the ``COMMIT`` that holds its
+statements has returned, which at ``FULL`` is after the fsync that makes it durable. A crash
+(SIGKILL) before that point loses only writes whose callers are still waiting, none of them
+acknowledged; SQLite's WAL makes the transaction all or nothing. One writer's error (a bad
+value, a conflict, a refused session) rolls back to its own savepoint: the others' writes
+commit, and only that caller gets the error. An error that ends the whole transaction (a full
+disk, an I/O error) fails the writer whose statement met it; the writers whose work went with
+the transaction run again in the next one, the same as if they had queued later.
+
+Processes do not share this queue: each process has its own, and they meet at SQLite's write
+lock as before (WAL, ``BEGIN IMMEDIATE``, ``busy_timeout``).
+
+A store of one file is keyed here by its resolved path and ``synchronous``; the stores of a
+key share each thread's connection, which is what lets a leader run another store's
+statements (they read the thread's connection from the same table). The last store to close
+closes the connections.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from threading import get_ident
+from typing import Any
+
+from ...._internal.runtime import loop_running_here
+
+#: The most writers one transaction carries: a leader's wait is bounded, and a queue longer
+#: than this commits in several transactions.
+MAX_BATCH = 64
+
+QUEUED, TAKEN, LEAD, DONE = "queued", "taken", "lead", "done"
+
+
+class Thread:
+    """One thread's connection to the file, its reused cursor, and whether an event loop
+    runs on that thread (its checkpoints then go to a worker, see ``SharedFile.commits``)."""
+
+    __slots__ = ("conn", "cursor", "on_loop")
+
+    def __init__(self, conn: sqlite3.Connection, cursor: sqlite3.Cursor, on_loop: bool) -> None:
+        self.conn = conn
+        self.cursor = cursor
+        self.on_loop = on_loop
+
+
+class Writer:
+    """One write call in a commit group: its work, its outcome, and how it is woken."""
+
+    __slots__ = ("error", "future", "loop", "state", "value", "wake", "work")
+
+    def __init__(self, work: Callable[[sqlite3.Connection], Any]) -> None:
+        self.work = work
+        self.state = QUEUED
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.wake: Any = None  # a held lock the leader releases (a thread with no loop)
+        self.loop: Any = None  # or the writer's loop and future (a thread running a loop)
+        self.future: Any = None
+
+    def outcome(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def _park(self) -> None:
+        """Make what this writer will wait on (under the group's lock, before it is seen)."""
+        if loop_running_here():
+            import asyncio
+
+            self.loop = asyncio.get_running_loop()
+            self.future = self.loop.create_future()
+        else:
+            self.wake = threading.Lock()
+            self.wake.acquire()
+
+    def _signal(self) -> bool:
+        """Wake the writer; False when it cannot be (its loop has closed)."""
+        if self.future is None:
+            self.wake.release()
+            return True
+        try:
+            self.loop.call_soon_threadsafe(_resolve, self.future)
+        except RuntimeError:  # the loop is closed: nobody waits there any more
+            return False
+        return True
+
+
+def _resolve(future: Any) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class CommitGroup:
+    """The queue of one file's writers and who leads (see the module's docstring)."""
+
+    __slots__ = ("commits", "leading", "lock", "queue", "writes")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.leading = False
+        self.queue: list[Writer] = []
+        #: Transactions committed and the writes they carried (read by the benchmark and
+        #: the tests; only a leader adds to them).
+        self.commits = 0
+        self.writes = 0
+
+    def forget_after_fork(self) -> None:
+        """In a forked child no thread of the parent leads or waits."""
+        self.lock = threading.Lock()
+        self.leading = False
+        self.queue = []
+
+    def join(self, writer: Writer) -> bool:
+        """Queue ``writer``; True when it leads now (nobody else does)."""
+        with self.lock:
+            self.queue.append(writer)
+            if not self.leading:
+                self.leading = True
+                return True
+            writer._park()
+            return False
+
+    async def wait(self, writer: Writer) -> bool:
+        """Wait until a leader has committed ``writer``'s work (False) or made it the
+        leader (True). Cancelled or interrupted while still queued, it leaves the queue
+        with nothing applied; once its work is in a transaction it waits for the outcome,
+        and a cancellation is raised after it (the write may then be applied, as it may on
+        the network stores)."""
+        if writer.future is None:
+            try:
+                writer.wake.acquire()
+            except BaseException:
+                self.withdraw(writer)
+                raise
+            return writer.state is LEAD
+        try:
+            await writer.future
+        except BaseException:
+            while self.withdraw(writer) is TAKEN:  # in a transaction: wait for its end
+                import asyncio
+
+                await asyncio.shield(writer.future)
+            raise
+        return writer.state is LEAD
+
+    def withdraw(self, writer: Writer) -> str:
+        """Take ``writer`` out of the queue (handing the lead on if it had it); TAKEN when
+        a leader is running its work, with a new future to wait on."""
+        with self.lock:
+            state = writer.state
+            if state is TAKEN and writer.future is not None:
+                writer.future = writer.loop.create_future()
+            elif state in (QUEUED, LEAD):
+                self.queue.remove(writer)
+                writer.state = DONE
+                if state is LEAD:
+                    self._promote()
+        return state
+
+    def leave(self, leader: Writer) -> None:
+        """The leader's own write ends with an error of its own (it keeps the lead until
+        ``pass_on``)."""
+        with self.lock:
+            if leader in self.queue:
+                self.queue.remove(leader)
+            leader.state = DONE
+
+    def take(self, limit: int) -> list[Writer]:
+        """The writers the next transaction carries, at most ``limit`` (the leader's own
+        first)."""
+        with self.lock:
+            batch = self.queue[:limit]
+            del self.queue[:limit]
+            for writer in batch:
+                writer.state = TAKEN
+        return batch
+
+    def requeue(self, writers: list[Writer]) -> None:
+        """Writers whose work was rolled back with its transaction, first in line again."""
+        with self.lock:
+            for writer in writers:
+                writer.state = QUEUED
+                writer.value = writer.error = None
+            self.queue[:0] = writers
+
+    def settle(self, writers: list[Writer], leader: Writer) -> None:
+        """Hand each writer its outcome, after the commit that holds it has returned."""
+        with self.lock:
+            for writer in writers:
+                writer.state = DONE
+        for writer in writers:
+            if writer is not leader:
+                writer._signal()
+
+    def pass_on(self) -> None:
+        """The leader is done: the first queued writer leads, or nobody."""
+        with self.lock:
+            self._promote()
+
+    def _promote(self) -> None:
+        while self.queue:
+            writer = self.queue[0]
+            writer.state = LEAD
+            if writer._signal():
+                return
+            del self.queue[0]  # its loop is gone: it will never run
+            writer.state = DONE
+        self.leading = False
+
+
+class SharedFile:
+    """One file at one ``synchronous`` in this process: each thread's connection, the open
+    stores that use them, the commits since the last checkpoint, and the commit group."""
+
+    __slots__ = (
+        "__weakref__",
+        "checkpointing",
+        "commits",
+        "connections",
+        "group",
+        "lock",
+        "threads",
+        "users",
+    )
+
+    def __init__(self, grouped: bool) -> None:
+        self.threads: dict[int, Thread] = {}  # by thread ident
+        self.connections: list[sqlite3.Connection] = []
+        self.lock = threading.Lock()
+        self.users = 0
+        self.commits = 0  # of loop connections since the last checkpoint
+        self.checkpointing = False
+        self.group = CommitGroup() if grouped else None
+
+    def here(self) -> Thread | None:
+        return self.threads.get(get_ident())
+
+    def add(self, thread: Thread) -> None:
+        self.threads[get_ident()] = thread
+        with self.lock:
+            self.connections.append(thread.conn)
+
+    def attach(self) -> None:
+        with self.lock:
+            self.users += 1
+
+    def detach(self) -> None:
+        """A store closed: the last one closes the connections."""
+        with self.lock:
+            self.users -= 1
+            if self.users > 0:
+                return
+            connections, self.connections = self.connections, []
+            self.threads.clear()  # the stores hold this table itself
+        for conn in connections:
+            conn.close()
+
+    def forget_after_fork(self, inherited: list[sqlite3.Connection]) -> None:
+        """In a forked child: the parent's connections are never used (SQLite forbids it),
+        and no thread of the parent leads or waits here."""
+        inherited.extend(self.connections)
+        self.connections = []
+        self.threads.clear()
+        self.lock = threading.Lock()
+        self.commits, self.checkpointing = 0, False  # a checkpoint thread stayed behind
+        if self.group is not None:
+            self.group.forget_after_fork()
+
+
+_files: weakref.WeakValueDictionary[tuple[Path, str], SharedFile] = weakref.WeakValueDictionary()
+_files_lock = threading.Lock()
+
+
+def shared_file(path: Path, synchronous: str) -> SharedFile:
+    """The one ``SharedFile`` of ``path`` at ``synchronous`` in this process."""
+    with _files_lock:
+        found = _files.get((path, synchronous))
+        if found is None:
+            found = _files[path, synchronous] = SharedFile(synchronous in ("FULL", "EXTRA"))
+        return found
+
+
+def forget_after_fork(inherited: list[sqlite3.Connection]) -> None:
+    global _files_lock
+    _files_lock = threading.Lock()
+    for found in list(_files.values()):
+        found.forget_after_fork(inherited)

@@ -1,0 +1,330 @@
+"""Group commit: the writers of one process on one SQLite file at ``synchronous=FULL`` share
+commits (``stores/backends/sqlite/shared.py``), and each keeps what it had alone.
+
+Real files, real threads, real processes. Where a test needs several writers in one
+transaction, it makes the batch happen rather than hoping for it: a plain ``sqlite3``
+connection holds the file's write lock while the writers queue behind the first, which waits
+for the lock; the test releases it once all of them are queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from praisonsession import InvalidValueError, Session, SqliteSession, open_store
+from praisonsession._internal import runtime
+from praisonsession.stores import StoreBackend
+from praisonsession.stores.backends.sqlite.shared import CommitGroup
+from praisonsession.stores.guard import beneath
+from praisonsession.stores.testing import StoreConformance
+from process_workers import CRASH_SEED, worker_command
+
+WAIT = 60.0  # seconds a test waits for its threads to reach a state before it fails
+
+
+def group_of(store: SqliteSession) -> CommitGroup:
+    group = beneath(store.backend)._group
+    assert group is not None
+    return group
+
+
+def wait_until(condition: Any, what: str) -> None:
+    """Wait for ``condition()``; fail (never hang) if it does not come."""
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {WAIT:g} s")
+        time.sleep(0.001)
+
+
+# -- the shared suite, on grouped stores -------------------------------------------------------
+
+
+class TestGrouped(StoreConformance):
+    """The whole conformance suite on a store at "power", where writes go through the commit
+    group (its many-thread cases then commit in shared transactions)."""
+
+    def make_backend(self, root: Path, **ttl: Any) -> StoreBackend:
+        return SqliteSession(root / "grouped.db", durability="power", **ttl).backend
+
+
+class TestOneByOne(StoreConformance):
+    """The same with ``group_commit=False``: each write its own commit, in turn."""
+
+    def make_backend(self, root: Path, **ttl: Any) -> StoreBackend:
+        store = SqliteSession(root / "one.db", durability="power", group_commit=False, **ttl)
+        return store.backend
+
+
+# -- the switch --------------------------------------------------------------------------------
+
+
+def test_group_commit_is_on_at_power_and_off_below_it_or_when_asked(tmp_path: Path) -> None:
+    assert SqliteSession(tmp_path / "a.db", durability="power").backend.group_commit is True
+    assert SqliteSession(tmp_path / "b.db", synchronous="EXTRA").backend.group_commit is True
+    assert SqliteSession(tmp_path / "c.db").backend.group_commit is False  # NORMAL
+    off = open_store(f"sqlite://{tmp_path}/d.db?durability=power&group_commit=off")
+    assert off.backend.group_commit is False
+    with pytest.raises(InvalidValueError, match="group_commit"):
+        open_store(f"sqlite://{tmp_path}/e.db?group_commit=maybe")
+    with pytest.raises(InvalidValueError, match="group_commit"):
+        SqliteSession(tmp_path / "f.db", group_commit="no")  # type: ignore[arg-type]
+
+
+# -- one transaction, many writers -------------------------------------------------------------
+
+
+def increment(store: SqliteSession, session_id: str) -> Any:
+    return asyncio.run(store.increment(session_id, "u", "n"))
+
+
+def append(store: SqliteSession, session_id: str) -> Any:
+    """Inline, on the calling thread (no loop), as the synchronous Session runs it."""
+    return runtime.run(
+        store.append_messages(session_id, "u", "log", [{"from": session_id}]), inline=True
+    )
+
+
+@pytest.mark.parametrize("bad_at", [0, 2])
+def test_one_writers_error_fails_that_writer_alone_in_a_shared_commit(
+    tmp_path: Path, bad_at: int
+) -> None:
+    """Four writers on four stores of one file in one transaction; the one whose increment
+    meets a text value gets InvalidValueError (as the leader, 0, or as a follower, 2), the
+    other three are committed by the same commit, and its session is as it was."""
+    path = tmp_path / "s.db"
+    stores = [SqliteSession(path, durability="power") for _ in range(4)]
+    asyncio.run(stores[0].patch_state("bad", "u", {"n": "not a number"}))
+    group = group_of(stores[0])
+    assert all(group_of(store) is group for store in stores)  # one group per file
+    commits, writes = group.commits, group.writes
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the write lock: the first writer waits for it
+    outcomes: dict[int, Any] = {}
+
+    def writer(i: int) -> None:
+        try:
+            if i == bad_at:
+                outcomes[i] = increment(stores[i], "bad")
+            elif i % 2:
+                outcomes[i] = append(stores[i], f"s{i}")
+            else:
+                outcomes[i] = increment(stores[i], f"s{i}")
+        except Exception as exc:
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for queued, thread in enumerate(threads, 1):
+        thread.start()
+        wait_until(lambda n=queued: len(group.queue) == n, f"{queued} writers queued")
+    blocker.execute("ROLLBACK")
+    for thread in threads:
+        thread.join()
+    blocker.close()
+
+    assert (group.commits - commits, group.writes - writes) == (1, 4)
+    assert isinstance(outcomes.pop(bad_at), InvalidValueError)
+    for i, outcome in outcomes.items():
+        assert outcome == 1, (i, outcome)
+    reader = SqliteSession(path, durability="power")
+    assert asyncio.run(reader.get_value("bad", "u", "n")) == "not a number"
+    for i in outcomes:
+        if i % 2:
+            assert asyncio.run(reader.read_messages(f"s{i}", "u", "log")) == [{"from": f"s{i}"}]
+        else:
+            assert asyncio.run(reader.get_value(f"s{i}", "u", "n")) == 1
+
+
+def test_order_within_each_session_is_kept_across_shared_commits(tmp_path: Path) -> None:
+    """Eight threads (four inline, four on loops of their own), each appending 0..49 to its
+    own session one call at a time and, from every other thread, to one shared session: each
+    session holds its writer's messages in the order written, nothing lost or doubled."""
+    path = tmp_path / "s.db"
+    count = 50
+
+    def writer(i: int) -> None:
+        store = SqliteSession(path, durability="power")
+
+        async def on_loop() -> None:
+            for n in range(count):
+                await store.append_messages(f"w{i}", "u", "log", [{"n": n}])
+                await store.append_messages("shared", "u", "log", [{"w": i, "n": n}])
+
+        if i % 2:
+            asyncio.run(on_loop())
+        else:
+            session = Session(f"w{i}", "u", store=store)
+            shared = Session("shared", "u", store=store)
+            for n in range(count):
+                session.append_messages("log", [{"n": n}])
+                shared.append_messages("log", [{"w": i, "n": n}])
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reader = SqliteSession(path, durability="power")
+    for i in range(8):
+        stored = asyncio.run(reader.read_messages(f"w{i}", "u", "log"))
+        assert stored == [{"n": n} for n in range(count)]
+    shared = asyncio.run(reader.read_messages("shared", "u", "log"))
+    assert len(shared) == 8 * count
+    for i in range(8):
+        assert [m["n"] for m in shared if m["w"] == i] == list(range(count))
+
+
+def test_a_writer_cancelled_while_queued_leaves_nothing_and_the_rest_commit(
+    tmp_path: Path,
+) -> None:
+    """On an event loop, a write cancelled while it waits in the queue leaves it with nothing
+    applied; the writers around it go on."""
+    path = tmp_path / "s.db"
+    stores = [SqliteSession(path, durability="power") for _ in range(3)]
+    asyncio.run(stores[0].patch_state("w0", "u", {"n": 0}))
+    group = group_of(stores[0])
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    results: dict[str, Any] = {}
+
+    def first() -> None:
+        results["first"] = increment(stores[0], "w0")
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(stores[1].increment("w1", "u", "n"))
+        await asyncio.to_thread(wait_until, lambda: len(group.queue) == 2, "second queued")
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            results["second"] = "cancelled"
+
+    lead = threading.Thread(target=first)
+    lead.start()
+    wait_until(lambda: len(group.queue) == 1, "the first writer waiting for the lock")
+    asyncio.run(cancelled())
+    assert len(group.queue) == 1  # it left the queue
+    third = threading.Thread(target=lambda: results.setdefault("third", append(stores[2], "w2")))
+    third.start()
+    wait_until(lambda: len(group.queue) == 2, "the third writer queued")
+    blocker.execute("ROLLBACK")
+    lead.join()
+    third.join()
+    blocker.close()
+    assert results == {"first": 1, "second": "cancelled", "third": 1}
+    assert asyncio.run(stores[0].get_value("w1", "u", "n")) is None
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+
+def test_threads_of_three_processes_on_one_file_count_every_increment(tmp_path: Path) -> None:
+    """3 processes x 4 threads x 40 increments of one key: each process's threads share
+    commits, the processes meet at SQLite's lock; every value 1..480 is handed out once."""
+    url = f"sqlite://{tmp_path}/s.db?durability=power"
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    names = ["p0", "p1", "p2"]
+    procs = [
+        subprocess.Popen(
+            worker_command("group-increment", url, str(barrier), name, "40", "4"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        for name in names
+    ]
+    try:
+        wait_until(
+            lambda: (
+                all((barrier / f"ready-{n}").exists() for n in names)
+                or any(p.poll() is not None for p in procs)
+            ),
+            "every worker at the barrier",
+        )
+        (barrier / "go").touch()
+        values: list[int] = []
+        for proc in procs:
+            out, err = proc.communicate(timeout=240)
+            assert proc.returncode == 0, err
+            values += json.loads(out)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert sorted(values) == list(range(1, 3 * 4 * 40 + 1))
+
+
+def acknowledged(proc: subprocess.Popen[str], ack_file: Path, count: int) -> bool:
+    """The writer has stopped, or acknowledged ``count`` writes."""
+    if proc.poll() is not None:
+        return True
+    return ack_file.exists() and ack_file.read_bytes().count(b"\n") >= count
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX SIGKILL")
+def test_sigkill_mid_batch_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    """Eight threads of one process append to their own sessions through the commit group
+    (four inline, four on loops), acknowledging each write once it returned; the process is
+    killed with SIGKILL after a random number of acknowledgements, while batches are on
+    their way. Every acknowledged message is stored, in order, and at most the one write in
+    flight per writer beyond it."""
+    rng = random.Random(f"{CRASH_SEED}-group-commit")
+    url = f"sqlite://{tmp_path}/s.db?durability=power"
+    for trial in range(3):
+        ack_file = tmp_path / f"acks-{trial}"
+        proc = subprocess.Popen(
+            worker_command("group-writer", url, str(ack_file), "8"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+        )
+        try:
+            assert proc.stdout is not None and proc.stdin is not None
+            assert proc.stdout.readline() == "ready\n", proc.stderr
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            kill_after = rng.randint(40, 400)
+            wait_until(
+                partial(acknowledged, proc, ack_file, kill_after),
+                f"{kill_after} acknowledgements",
+            )
+            assert proc.poll() is None, proc.communicate()[1]
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.communicate()
+        acked: dict[int, int] = {}
+        for line in ack_file.read_text().split("\n")[:-1]:
+            writer, n = map(int, line.split())
+            assert n == acked.get(writer, -1) + 1  # each writer acknowledges in order
+            acked[writer] = n
+        store = open_store(url)
+        for writer in range(8):
+            stored = asyncio.run(store.read_messages(f"w{writer}", "crash", "log"))
+            held = acked.get(writer, -1) + 1
+            assert [m["n"] for m in stored] == list(range(len(stored))), (trial, writer)
+            assert len(stored) - held in (0, 1), (trial, writer, len(stored), held)
+            # what a trial left, the next one's writers continue from: start them clean
+            asyncio.run(store.delete_session(f"w{writer}", "crash"))
+        asyncio.run(store.close())
