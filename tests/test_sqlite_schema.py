@@ -420,7 +420,7 @@ def test_on_an_event_loop_the_wal_starts_again_while_commits_go_on(
                 await store.append_messages(
                     "s", "u", "chat", [{"role": "user", "content": "x" * 300}]
                 )
-            while beneath(store.backend)._checkpointing:
+            while beneath(store.backend)._file.checkpointing:  # the file's, shared by its stores
                 await store.append_messages("s", "u", "chat", [{"role": "user", "content": "y"}])
                 await asyncio.sleep(0.001)
             sizes.append(wal.stat().st_size)
