@@ -71,7 +71,9 @@ class Side:
         writer: Callable[[Path, int], Any],
         durability: Any,
         group: Callable[[Path], Any] | None = None,
+        sync: bool = False,
     ) -> None:
+        self.sync = sync  # its writers call put(n) and verify(count) on threads with no loop
         self.name = name
         self.writer = writer
         self.durability = durability
@@ -141,6 +143,104 @@ def sdk_durability(folder: Path) -> str:
     return found
 
 
+# -- Google ADK --------------------------------------------------------------------------------
+
+
+class ADKWriter:
+    """``append_event`` of one event to a session of its own."""
+
+    def __init__(self, service: Any, index: int) -> None:
+        self.service = service
+        self.ids = {"app_name": "bench", "user_id": f"u{index}", "session_id": f"s{index}"}
+        self.session: Any = None
+
+    async def write(self, n: int) -> None:
+        from bench_adk import event
+
+        if self.session is None:
+            self.session = await self.service.create_session(**self.ids)
+        await self.service.append_event(self.session, event(n, time.time()))
+
+    async def check(self, count: int) -> None:
+        stored = await self.service.get_session(**self.ids)
+        if [e.invocation_id for e in stored.events] != [f"inv-{n}" for n in range(count)]:
+            raise RuntimeError("the events read back differ from those appended")
+
+    async def close(self) -> None:
+        closing = getattr(self.service, "close", None)
+        if closing is not None:
+            await closing()
+
+
+def ours_adk(folder: Path, index: int) -> ADKWriter:
+    from praisonsession.integrations.adk import PraisonSessionService
+
+    url = f"sqlite://{folder}/ours.db?durability=power"
+    return ADKWriter(PraisonSessionService(url), index)
+
+
+def adk_sqlite(folder: Path, index: int) -> ADKWriter:
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    return ADKWriter(SqliteSessionService(str(folder / "adk.db")), index)
+
+
+def adk_durability(folder: Path) -> str:
+    """ADK's service opens its file through aiosqlite with SQLite's defaults."""
+    conn = sqlite3.connect(folder / "defaults.db")
+    found = pragmas(conn)
+    conn.close()
+    return f"{found} (SQLite's defaults: a rollback journal, no WAL)"
+
+
+# -- LangGraph ---------------------------------------------------------------------------------
+
+
+class LangGraphWriter:
+    """``put`` of one checkpoint to a thread of its own (the sync API, as a sync graph)."""
+
+    def __init__(self, saver: Any, index: int, close: Callable[[], Any]) -> None:
+        from bench_langgraph import Thread
+
+        self.saver = saver
+        self.thread = Thread(saver, f"thread-{index}")
+        self.close = close
+
+    def put(self, n: int) -> None:
+        self.thread.put()
+
+    def verify(self, count: int) -> None:
+        from bench_langgraph import check_latest
+
+        if self.thread.steps != count:
+            raise RuntimeError("a checkpoint was not put")
+        check_latest(self.saver, self.thread, "saver")
+        self.close()
+
+
+def ours_langgraph(folder: Path, index: int) -> LangGraphWriter:
+    from praisonsession.integrations.langgraph import PraisonSaver
+
+    saver = PraisonSaver(f"sqlite://{folder}/ours.db?durability=power")
+    return LangGraphWriter(saver, index, lambda: None)
+
+
+def langgraph_sqlite(folder: Path, index: int) -> LangGraphWriter:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    opened = SqliteSaver.from_conn_string(str(folder / "lg.db"))
+    saver = opened.__enter__()
+    return LangGraphWriter(saver, index, lambda: opened.__exit__(None, None, None))
+
+
+def langgraph_durability(folder: Path) -> str:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with SqliteSaver.from_conn_string(str(folder / "lg.db")) as saver:
+        saver.setup()
+        return pragmas(saver.conn)
+
+
 # -- running -----------------------------------------------------------------------------------
 
 
@@ -165,8 +265,20 @@ def run_side(side: Side, folder: Path, writers: int, turns: int) -> tuple[float,
             finally:
                 await writer.close()
 
+        def plain() -> None:  # a synchronous API, on a thread with no loop
+            writer = side.writer(folder, index)
+            writer.put(0)
+            start.wait()
+            for n in range(1, turns + 1):
+                writer.put(n)
+            start.wait()
+            writer.verify(turns + 1)
+
         try:
-            asyncio.run(main())
+            if side.sync:
+                plain()
+            else:
+                asyncio.run(main())
         except BaseException as exc:  # reported by the main thread
             errors.append(exc)
             start.abort()
@@ -192,13 +304,20 @@ def run_side(side: Side, folder: Path, writers: int, turns: int) -> tuple[float,
 
 
 def bench(sides: list[Side], writers: int, turns: int, rounds: int) -> dict[str, Any]:
+    """Each side's rounds, the order of the sides turning round by round; a round that
+    fails (a framework's own "database is locked") is counted, not hidden."""
     figures: dict[str, list[float]] = {side.name: [] for side in sides}
     shared: dict[str, list[float]] = {side.name: [] for side in sides}
-    for _ in range(rounds):
-        for side in sides:
+    failed: dict[str, list[str]] = {side.name: [] for side in sides}
+    for turn_of in range(rounds):
+        at = turn_of % len(sides)
+        for side in sides[at:] + sides[:at]:
             folder = Path(tempfile.mkdtemp(prefix="ps-bench-gc-"))
             try:
                 rate, per_commit = run_side(side, folder, writers, turns)
+            except RuntimeError as exc:
+                failed[side.name].append(str(exc.__cause__ or exc))
+                continue
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
             figures[side.name].append(rate)
@@ -206,9 +325,10 @@ def bench(sides: list[Side], writers: int, turns: int, rounds: int) -> dict[str,
                 shared[side.name].append(per_commit)
     return {
         name: {
-            "best": max(found),
-            "median": statistics.median(found),
+            "best": max(found, default=0.0),
+            "median": statistics.median(found) if found else 0.0,
             "rounds": found,
+            "failed": failed[name],
             "writes_per_commit": statistics.median(shared[name]) if shared[name] else None,
         }
         for name, found in figures.items()
@@ -226,9 +346,12 @@ def bench_one(sides: list[Side], calls: int, rounds: int) -> dict[str, Any]:
             for writer in writers.values():
                 await writer.write(0)
             n = 0
+            names = list(writers)
             for _ in range(rounds * calls):
                 n += 1
-                for name, writer in writers.items():
+                at = n % len(names)  # who goes first turns: the order costs nobody alone
+                for name in names[at:] + names[:at]:
+                    writer = writers[name]
                     began = time.perf_counter()
                     await writer.write(n)
                     times[name].append(time.perf_counter() - began)
@@ -255,6 +378,20 @@ def durabilities(sides: list[Side]) -> dict[str, str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def adk_sides() -> list[Side]:
+    return [
+        Side("PraisonSessionService", ours_adk, ours_durability, ours_group),
+        Side("SqliteSessionService (ADK)", adk_sqlite, adk_durability),
+    ]
+
+
+def langgraph_sides() -> list[Side]:
+    return [
+        Side("PraisonSaver", ours_langgraph, ours_durability, ours_group, sync=True),
+        Side("SqliteSaver (LangGraph)", langgraph_sqlite, langgraph_durability, sync=True),
+    ]
+
+
 def openai_sides() -> list[Side]:
     return [
         Side("PraisonSession, group commit", ours_openai(True), ours_durability, ours_group),
@@ -271,9 +408,9 @@ def report(title: str, results: dict[str, Any], reference: str) -> None:
         if writers == 1:
             continue
         rows = results[str(writers)]
-        base = rows[reference]["median"]
+        base = rows[reference]["median"] or float("nan")
         print(f"\n  {writers} writer{'s' if writers > 1 else ''}:")
-        print(f"  | side | turns/s, median | best | median / {reference} | writes per commit |")
+        print(f"  | side | writes/s, median | best | median / {reference} | writes per commit |")
         print("  |---|---|---|---|---|")
         for name, found in rows.items():
             ratio = found["median"] / base
@@ -283,10 +420,17 @@ def report(title: str, results: dict[str, Any], reference: str) -> None:
                 f"  | {name} | {found['median']:,.0f} | {found['best']:,.0f} | {ratio:.2f}x "
                 f"| {per_commit} |"
             )
+        for name, found in rows.items():
+            if found["failed"]:
+                rounds = len(found["failed"]) + len(found["rounds"])
+                print(
+                    f"  {name} failed in {len(found['failed'])} of {rounds} rounds: "
+                    f"{found['failed'][0]}"
+                )
     one = results.get("1")
     if one is not None:
         print("\n  1 writer, the sides taking turns call by call (median µs per call):")
-        print(f"  | side | µs per turn | turns/s | {reference} / side |")
+        print(f"  | side | µs per write | writes/s | {reference} / side |")
         print("  |---|---|---|---|")
         base = one[reference]["median_us"]
         for name, found in one.items():
@@ -297,27 +441,37 @@ def report(title: str, results: dict[str, Any], reference: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writers", default="8,1", help="writer counts (threads)")
-    parser.add_argument("--turns", type=int, default=150, help="turns each writer adds")
+    parser.add_argument("--turns", type=int, default=150, help="writes each writer makes")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every side")
+    parser.add_argument("--no-frameworks", action="store_true", help="the OpenAI rows only")
     parser.add_argument("--quick", action="store_true", help="a short run (for the tests)")
     parser.add_argument("--json", help="also write every figure to this file")
     args = parser.parse_args()
     if args.quick:
         args.turns, args.rounds = 10, 1
     counts = [int(w) for w in args.writers.split(",")]
-    sides = openai_sides()
-    results: dict[str, Any] = {"writers": counts, "durability": durabilities(sides)}
-    for writers in counts:
-        if writers == 1:
-            results["1"] = bench_one(sides, args.turns, args.rounds)
-        else:
-            results[str(writers)] = bench(sides, writers, args.turns, args.rounds)
+    families = [("OpenAI Agents SDK, add_items of one turn", openai_sides(), counts)]
+    if not args.no_frameworks:
+        many = [c for c in counts if c > 1]
+        families += [
+            ("Google ADK, append_event of one event", adk_sides(), many),
+            ("LangGraph, put of one checkpoint (sync)", langgraph_sides(), many),
+        ]
     print(
-        f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}; {args.turns} turns "
+        f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}; {args.turns} writes "
         f"per writer, {args.rounds} rounds"
     )
-    report("OpenAI Agents SDK, add_items of one turn", results, "SQLiteSession (SDK)")
-    eight = results.get("8")
+    everything: dict[str, Any] = {}
+    for title, sides, writer_counts in families:
+        results: dict[str, Any] = {"writers": writer_counts, "durability": durabilities(sides)}
+        for writers in writer_counts:
+            if writers == 1:
+                results["1"] = bench_one(sides, args.turns, args.rounds)
+            else:
+                results[str(writers)] = bench(sides, writers, args.turns, args.rounds)
+        report(title, results, sides[-1].name)
+        everything[title] = results
+    eight = everything[families[0][0]].get("8")
     if eight is not None:
         ratio = (
             eight["PraisonSession, group commit"]["median"] / eight["SQLiteSession (SDK)"]["median"]
@@ -326,7 +480,7 @@ def main() -> None:
         target = f"8 writers, group commit >= {TARGET:g}x SQLiteSession"
         print(f"\nTarget: {target}: {ratio:.2f}x {verdict}")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        Path(args.json).write_text(json.dumps(everything, indent=2))
 
 
 if __name__ == "__main__":
