@@ -13,7 +13,7 @@ import inspect
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -32,6 +32,17 @@ SYSTEM = "You are Tutor. Your role: Assistant."
 
 def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}
+
+
+def unstamped(messages: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages without when the user said them (each turn stamps its user message's
+    ``metadata`` with ``said_at``): what the user and the model said."""
+    out = []
+    for message in messages:
+        metadata = {k: v for k, v in (message.get("metadata") or {}).items() if k != "said_at"}
+        message = {k: v for k, v in message.items() if k != "metadata"}
+        out.append({**message, "metadata": metadata} if metadata else message)
+    return out
 
 
 def assistant(text: str) -> dict[str, Any]:
@@ -119,7 +130,7 @@ def test_an_agents_log_name_is_where_the_session_keeps_its_conversation(
     server.say("Hello.")
     agent.chat("Hi")
     assert agent.log_name == f"{module_key('Tutor')}.history"
-    assert session.read_messages(agent.log_name) == [user("Hi"), assistant("Hello.")]
+    assert unstamped(session.read_messages(agent.log_name)) == [user("Hi"), assistant("Hello.")]
     assert session.message_count(agent.log_name) == 2
 
 
@@ -144,7 +155,7 @@ def test_a_turn_sends_instructions_and_message_and_saves_both(
             user("My name is Ada"),
         ],
     }
-    assert agent.history == [user("My name is Ada"), assistant("Nice to meet you, Ada.")]
+    assert unstamped(agent.history) == [user("My name is Ada"), assistant("Nice to meet you, Ada.")]
     assert stored(session, agent) == agent.history
 
 
@@ -223,7 +234,7 @@ def test_history_with_tool_calls_round_trips_through_every_store(
         "user", "assistant", "tool", "assistant", "user", "assistant"
     ]  # fmt: skip
     again.chat("More")
-    assert server.last_messages() == [system(), *agent.history, user("More")]
+    assert server.last_messages() == [system(), *unstamped(agent.history), user("More")]
 
 
 def test_the_same_name_in_the_same_session_is_the_same_live_agent(
@@ -237,7 +248,10 @@ def test_the_same_name_in_the_same_session_is_the_same_live_agent(
 
     assert again is first
     assert again.instructions == "Be very brief."  # the latest settings apply
-    assert again.history == [user("one"), assistant("You said: one")]  # never a stale copy
+    assert unstamped(again.history) == [
+        user("one"),
+        assistant("You said: one"),
+    ]  # never a stale copy
 
 
 def test_session_agent_and_create_agent_are_the_factory(
@@ -269,8 +283,8 @@ def test_two_programs_taking_turns_share_one_conversation(
         assistant("You said: three"),
     ]
     assert server.last_messages() == [system(), *expected[:-1]]
-    assert here.history == expected
-    assert stored(here.session, here) == expected
+    assert unstamped(here.history) == expected
+    assert unstamped(stored(here.session, here)) == expected
 
 
 def test_two_programs_chatting_at_the_same_instant_keep_every_turn(
@@ -318,7 +332,10 @@ def test_two_agents_in_one_session_keep_separate_histories(
     ]
     assert (lead.key, other.key) == ("agent:team%2Elead", "agent:team lead")
     assert stored(session, lead) == lead.history and len(lead.history) == 4
-    assert stored(session, other) == [user("to other 1"), assistant("You said: to other 1")]
+    assert unstamped(stored(session, other)) == [
+        user("to other 1"),
+        assistant("You said: to other 1"),
+    ]
     reopened = open_session()
     assert tutor(reopened, server, name="team lead").history == other.history
     assert tutor(reopened, server, name="team.lead").history == lead.history
@@ -357,7 +374,7 @@ def test_a_history_saved_under_the_old_escaped_name_keeps_loading(
     before.chat("Hi")
     session = open_session()
     agent = tutor(session, server, name="Assistant")
-    assert agent.history == [user("Hi"), assistant("Hello.")]
+    assert unstamped(agent.history) == [user("Hi"), assistant("Hello.")]
     assert agent.log_name == old
     server.say("Again.")
     agent.chat("Once more")
@@ -534,11 +551,11 @@ def test_tool_calls_round_trip_and_are_kept_in_the_history(
         {"role": "tool", "tool_call_id": "call_1_1", "content": "44 degrees F in Oslo"},
     ]
     assert second.body["messages"] == [system(), *turn]
-    assert agent.history == [*turn, assistant("Paris 18 C, Oslo 44 F.")]
+    assert unstamped(agent.history) == [*turn, assistant("Paris 18 C, Oslo 44 F.")]
     assert stored(session, agent) == agent.history
 
     agent.chat("Thanks!")  # the next turn re-sends the calls and their results
-    assert server.last_messages() == [system(), *agent.history[:5], user("Thanks!")]
+    assert server.last_messages() == [system(), *unstamped(agent.history[:5]), user("Thanks!")]
     assert tutor(open_session(), server, tools=[get_weather]).history == agent.history
 
 

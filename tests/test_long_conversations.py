@@ -268,7 +268,10 @@ def test_every_request_fits_the_budget_and_the_raw_history_is_never_changed(
     assert [m["content"] for m in history if m["role"] == "assistant"] == [
         f"You said: {text}" for text in said
     ]
-    assert all(set(m) == {"role", "content"} for m in history)  # nothing added to messages
+    # nothing added to messages but when the user said each (never sent: see the requests)
+    assert all(set(m) - {"metadata"} == {"role", "content"} for m in history)
+    assert all(set(m.get("metadata", {})) <= {"said_at"} for m in history)
+    assert all("metadata" not in m for body in requests for m in body["messages"])
     assert session.read_messages(agent.log_name) == history
 
 

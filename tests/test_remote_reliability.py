@@ -77,7 +77,8 @@ def test_an_agent_turn_with_a_key_runs_once_and_the_key_never_reaches_the_llm(
     assert len(server.chat_requests) == 1  # the second was answered from the history
     agent.chat("next")
     assert all("metadata" not in m for m in server.last_messages())  # stays local
-    assert agent.history[0]["metadata"] == {"turn_key": "k1"} and agent.turns == 2
+    assert agent.history[0]["metadata"]["turn_key"] == "k1" and agent.turns == 2
+    assert set(agent.history[0]["metadata"]) == {"turn_key", "said_at"}
     with pytest.raises(InvalidValueError):
         runtime.run(agent.achat("hi", turn_key=""))
 

@@ -9,13 +9,14 @@ scripted chat server.
 from __future__ import annotations
 
 import base64
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llm_server import ScriptedChatServer
-from praisonsession import AsyncSession, Session
+from praisonsession import AsyncSession, Session, clock
 from praisonsession._internal import runtime
 from praisonsession.agents.context_window import RECALL_HEADER
 from praisonsession.recall.embeddings import MiniLMEmbedder
@@ -160,19 +161,33 @@ def test_an_encrypted_sessions_turn_terms_are_keyed_hashes_made_again_after_a_re
     assert len(still) == 2  # and the next process splits none of them
 
 
-def test_an_agent_puts_back_the_older_turn_that_names_what_it_is_asked_about(
-    tmp_path: Path, server: ScriptedChatServer
+def test_an_agent_puts_back_the_older_turn_that_names_what_it_is_asked_about_with_its_time(
+    tmp_path: Path, server: ScriptedChatServer, frozen_clock: clock.ManualClock
 ) -> None:
     session = Session(
         "chat", store=f"sqlite:///{tmp_path}/s.db", settings={"data_dir": str(tmp_path / "data")}
     )
     llm = {"base_url": server.url, "model": "test-model", "retry_backoff": 0.01, "max_retries": 0}
     agent = session.Agent("Tutor", llm=llm, memory=True, history_window=2, recall_turns=2)
+    first = frozen_clock.advance(0)
     for text in SAID:
         agent.chat(text)
+        frozen_clock.advance(3600)  # a turn an hour
     agent.chat(QUESTION)
-    system = server.chat_requests[-1].body["messages"][0]["content"]
-    recalled = system.split(RECALL_HEADER)[-1].splitlines()
-    assert f"- user: {LUNCH}" in recalled
-    assert sum(line.startswith("- user: ") for line in recalled) == 2  # recall_turns
+    lunch = first + 3600 * SAID.index(LUNCH)
+    saved = session.read_messages(agent.log_name)
+    assert saved[TARGET] == {"role": "user", "content": LUNCH, "metadata": {"said_at": lunch}}
+    assert [m["metadata"]["said_at"] for m in saved if m["role"] == "user"] == [
+        first + 3600 * i for i in range(len(SAID) + 1)
+    ]
+    sent = server.chat_requests[-1].body["messages"]
+    assert all("metadata" not in message for message in sent)  # the time is ours, not sent
+    recalled = sent[0]["content"].split(RECALL_HEADER)[-1].splitlines()
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(lunch))
+    assert f"- [{when}] user: {LUNCH}" in recalled  # with when it was said
+    assert sum(line.startswith("- [") for line in recalled) == 2  # recall_turns, each dated
+    found = session.recall_turns(agent.log_name, QUESTION, len(saved), 2)
+    assert [
+        (start, turn[0]["metadata"]["said_at"]) for start, turn in found if start == TARGET
+    ] == [(TARGET, lunch)]
     session.close()

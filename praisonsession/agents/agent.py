@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, cast
 
-from .. import tracing
+from .. import clock, tracing
 from .._internal import runtime
 from .._internal.identifiers import filename_for, readable_name
 from .._internal.redaction import redact_url
@@ -38,7 +38,7 @@ from ..state.message_log import MessageLog
 from ..state.module import StateModule
 from .compaction import compact, latest_summary, needs_compaction
 from .context_window import Request, assemble, default_budget, fit_turn
-from .prompt import system_prompt
+from .prompt import SAID_AT, system_prompt
 from .spec import AgentSpec
 from .tokens import CachedCounter, coerce_counter, message_tokens
 from .tools import Toolbox
@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 __all__ = ["TURN_KEY", "Agent", "TurnKeyIndex", "module_key"]
 
 Message = dict[str, Any]
-#: Where a turn's idempotency key is kept: ``user_message["metadata"][TURN_KEY]``.
+#: Where a turn's idempotency key is kept: ``user_message["metadata"][TURN_KEY]``, beside
+#: when the user said it (``prompt.SAID_AT``).
 TURN_KEY = "turn_key"
 
 
@@ -171,6 +172,7 @@ class Agent(StateModule):
         if turn_key is not None and (not isinstance(turn_key, str) or not turn_key):
             raise InvalidValueError(f"turn_key must be a non-empty str, got {turn_key!r}.")
         client = self._client or self._connect()
+        said = clock.now()  # when the user said it: kept with the message, shown on recall
         async with self._turn_lock():
             await self.session.refresh_modules(**{self.key: self})
             if turn_key is not None:
@@ -183,8 +185,10 @@ class Agent(StateModule):
             request = await self._request(client, message, context)
             self.last_request = request
             turn, usage = await self._turn(client, request, message)
-            if turn_key is not None:
-                turn[0]["metadata"] = {TURN_KEY: turn_key}
+            turn[0]["metadata"] = {
+                SAID_AT: said,
+                **({} if turn_key is None else {TURN_KEY: turn_key}),
+            }
             self.usage.append(usage_record(len(self.history), self.llm.model, usage))
             self.history.extend(turn)
             try:

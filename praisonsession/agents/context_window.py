@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .prompt import for_model
+from .prompt import SAID_AT, for_model
 from .tokens import ESTIMATE_MARGIN, MESSAGE_OVERHEAD, TokenCounter, cut_to_tokens, message_tokens
 
 __all__ = [
@@ -312,8 +312,24 @@ def _turn_text(turn: Sequence[Message]) -> str:
             )
             lines.append(f"  (assistant called {names})")
         elif content:
-            lines.append(f"- {role}: {_flat(content, 2000)}")
+            lines.append(f"- {_when(message)}{role}: {_flat(content, 2000)}")
     return "\n".join(lines)
+
+
+def _when(message: Message) -> str:
+    """When a recalled user's message was said, as a memory's context shows it (local time, to
+    the minute), then a space; "" for a message that does not say (saved before it did)."""
+    metadata = message.get("metadata")
+    said = metadata.get(SAID_AT) if isinstance(metadata, dict) else None
+    if (
+        message.get("role") == "user"
+        and isinstance(said, (int, float))
+        and not isinstance(said, bool)
+    ):
+        from ..recall.memory.context import said_when
+
+        return f"[{said_when(float(said))}] "
+    return ""
 
 
 def _flat(content: Any, limit: int) -> str:

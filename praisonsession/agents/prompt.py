@@ -11,12 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CONTEXT_HEADER", "LOCAL_FIELDS", "for_model", "recent_turns", "system_prompt"]
+__all__ = [
+    "CONTEXT_HEADER",
+    "LOCAL_FIELDS",
+    "SAID_AT",
+    "for_model",
+    "recent_turns",
+    "system_prompt",
+]
 
 CONTEXT_HEADER = "Relevant context:\n"
 #: Message fields kept in the history for this library only (a turn's idempotency key, say);
 #: never sent, since OpenAI refuses a message with a field it does not know.
 LOCAL_FIELDS = frozenset({"metadata"})
+#: When a user's message was said (seconds since the epoch, as a memory's ``said_at``), in its
+#: ``metadata``: shown where the turn is recalled, so "when did I ...?" can be answered.
+SAID_AT = "said_at"
 
 
 def system_prompt(
