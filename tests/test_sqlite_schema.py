@@ -316,6 +316,40 @@ def test_a_damaged_head_is_corruption_for_reads_and_writes(
     run(store.close())
 
 
+@pytest.mark.parametrize(
+    "damage, found",
+    [
+        ("DELETE FROM ps_state WHERE name='' AND session_id='s'", "head row"),
+        ("UPDATE ps_state SET version='x' WHERE name='' AND session_id='s'", "version"),
+        ("UPDATE ps_state SET expires_at='x' WHERE name='' AND session_id='s'", "expires_at"),
+        ("UPDATE ps_sessions SET ttl='x' WHERE session_id='s'", "ttl"),
+        ("UPDATE ps_sessions SET format=2 WHERE session_id='s'", "Upgrade praisonsession"),
+        ("UPDATE ps_sessions SET metadata='{\"cut' WHERE session_id='s'", "metadata"),
+        ("UPDATE ps_sessions SET metadata='[]' WHERE session_id='s'", "metadata"),
+        ("UPDATE ps_sessions SET metadata=x'7b7d' WHERE session_id='s'", "metadata"),
+    ],
+)
+def test_a_listing_names_the_damaged_record_among_sound_ones(
+    tmp_path: Path, run, damage: str, found: str
+) -> None:
+    """A page of a listing is decoded in one pass; a damaged record among sound ones is still
+    corruption naming that record, by either listing (one user's, every user's by prefix)."""
+    store = SqliteSession(tmp_path / "s.db")
+    for name in ("a", "s", "z"):
+        run(store.patch_state(name, "u", {"hits": 1}))
+    assert [info.session_id for info in run(store.list_sessions("u"))] == ["a", "s", "z"]
+    with sqlite3.connect(store.backend.path) as db:
+        db.execute(damage)
+    for call in (
+        lambda: store.list_sessions("u"),
+        lambda: store.backend.list_records_by_prefix("", 10, None),
+    ):
+        with pytest.raises(SessionCorruptedError, match=found) as raised:
+            run(call())
+        assert "'s'" in str(raised.value)
+    run(store.close())
+
+
 def test_a_damaged_updated_at_is_reported_and_the_next_write_replaces_it(
     tmp_path: Path, run
 ) -> None:

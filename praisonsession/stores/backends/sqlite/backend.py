@@ -43,7 +43,7 @@ from typing import Any, TypeVar, cast
 
 from ...._internal.checks import check_flag, check_seconds
 from ...._internal.identifiers import DEFAULT_USER
-from ...._internal.json_data import add_numbers, dumps, loads, loads_each
+from ...._internal.json_data import add_numbers, dumps, loads, loads_each, loads_joined
 from ...._internal.runtime import expired, loop_running_here, pause, remaining
 from ....errors import (
     ConflictError,
@@ -503,6 +503,30 @@ class SqliteBackend(StoreBackend):
         live = self._live_info(conn, key, at, must_exist)
         return live is not None, None if live is None else live.ttl
 
+    def _infos_from_rows(self, rows: list[tuple[Any, ...]]) -> list[SessionInfo]:
+        """A listed page (each row ends with its user id): the page's metadata decoded in one
+        parse, and a row's description made only when the row is damaged (made and parsed
+        row by row, they were a third of the time of listing 10,000 records)."""
+        texts = [row[6] for row in rows]
+        decoded = (
+            loads_joined(",".join(texts), len(texts), "")
+            if all(type(text) is str for text in texts)
+            else None
+        )
+        if decoded is None:  # a damaged one among them: the row's own path names it
+            return [self._info_from_row(row[-1], row[:-1]) for row in rows]
+        infos = []
+        for row, metadata in zip(rows, decoded, strict=True):
+            fmt, version, created, updated, expires, ttl, _, session_id, user_id = row
+            try:
+                info = SessionInfo.from_fields(
+                    session_id, user_id, fmt, version, created, updated, expires, ttl, metadata, ""
+                )
+            except (SessionCorruptedError, UnsupportedFormatError):
+                info = self._info_from_row(user_id, row[:-1])  # raises, naming the row
+            infos.append(info)
+        return infos
+
     def _info_from_row(self, user_id: str, row: tuple[Any, ...]) -> SessionInfo:
         fmt, version, created, updated, expires, ttl, metadata, session_id = row
         what = f"session {session_id!r} of user {user_id!r} in {self.path}"
@@ -691,12 +715,12 @@ class SqliteBackend(StoreBackend):
     async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
         def work(conn: sqlite3.Connection) -> list[SessionInfo]:
             rows = conn.execute(
-                f"SELECT {INFO_COLUMNS} {SESSION_AND_HEAD} WHERE s.user_id=? "
+                f"SELECT {INFO_COLUMNS}, s.user_id {SESSION_AND_HEAD} WHERE s.user_id=? "
                 "AND s.session_id>? AND (h.expires_at IS NULL OR h.expires_at>?) "
                 "ORDER BY s.session_id LIMIT ?",
                 (user_id, after or "", now(), limit),
             ).fetchall()
-            return [self._info_from_row(user_id, row) for row in rows]
+            return self._infos_from_rows(rows)
 
         return await self._transaction(work, write=False)
 
@@ -716,7 +740,7 @@ class SqliteBackend(StoreBackend):
                 "ORDER BY s.session_id, s.user_id LIMIT ?6",
                 (start_id, start_user, upper, SNAPSHOT_OWNER, now(), limit),
             ).fetchall()
-            return [self._info_from_row(row[-1], row[:-1]) for row in rows]
+            return self._infos_from_rows(rows)
 
         return await self._transaction(work, write=False)
 
