@@ -30,7 +30,13 @@ from typing import Any, TypeVar
 from .._internal.identifiers import check_key
 from ..errors import KeyRequiredError
 from .backend import ForwardingBackend, LogWrite, StoreBackend, StoredModules
-from .keyless import looks_sealed, refuse_sealed_info, sealed_by, store_sealed_with
+from .keyless import (
+    looks_sealed,
+    refuse_sealed_info,
+    refuse_sealed_infos,
+    sealed_by,
+    store_sealed_with,
+)
 from .record import Key, SessionContents, SessionInfo
 
 __all__ = ["RECHECK_SECONDS", "KeyGuard", "beneath", "guard", "note_marked"]
@@ -154,8 +160,7 @@ class KeyGuard(ForwardingBackend):
 
     def _listed(self, found: list[SessionInfo]) -> list[SessionInfo]:
         if not self.checks_keys:
-            for info in found:
-                refuse_sealed_info(info)
+            refuse_sealed_infos(found)
         return found
 
     # -- records ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import KeyRequiredError
@@ -27,6 +28,7 @@ __all__ = [
     "looks_sealed",
     "mark_store",
     "refuse_sealed_info",
+    "refuse_sealed_infos",
     "sealed_by",
     "store_sealed_with",
 ]
@@ -58,6 +60,15 @@ def refuse_sealed_info(info: SessionInfo) -> None:
     fingerprint = sealed_by(info)
     if fingerprint is not None:
         raise KeyRequiredError(_what(Key(info.user_id, info.session_id)), fingerprint)
+
+
+def refuse_sealed_infos(found: Iterable[SessionInfo]) -> None:
+    """:func:`refuse_sealed_info` for each record of a listing (a look at two keys for a
+    record written without a key, which is almost all of them)."""
+    for info in found:
+        metadata = info.metadata
+        if SEALED_WITH in metadata or ORIGIN in metadata:
+            refuse_sealed_info(info)
 
 
 def looks_sealed(value: Any) -> bool:
