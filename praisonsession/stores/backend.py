@@ -16,6 +16,7 @@ taken for the user-facing method of the same idea (``get_info(session_id, user_i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
 from typing import Any, Final, NamedTuple
 
 from .._internal.json_data import add_numbers
@@ -34,6 +35,7 @@ __all__ = [
     "Unset",
     "all_records",
     "all_records_by_prefix",
+    "pages_by_prefix",
 ]
 
 
@@ -464,19 +466,31 @@ async def all_records(backend: StoreBackend, user_id: str, page: int = 1000) -> 
         after = records[-1].session_id
 
 
-async def all_records_by_prefix(
+async def pages_by_prefix(
     backend: StoreBackend, prefix: str, page: int = 1000
-) -> list[SessionInfo]:
+) -> AsyncIterator[list[SessionInfo]]:
     """Every user's live records whose session id starts with ``prefix``, a page at a time
-    (an adapter's listing across users: ADK's sessions of an app, AgentScope's schedules)."""
-    found: list[SessionInfo] = []
+    as they are read: a caller that turns each record into an object of its own holds one
+    page of records at a time, not all of them (an adapter's listing across users: ADK's
+    sessions of an app, AgentScope's schedules)."""
     after: tuple[str, str] | None = None
     while True:
         records = await backend.list_records_by_prefix(prefix, page, after)
-        found.extend(records)
-        if len(records) < page:
-            return found
-        after = (records[-1].session_id, records[-1].user_id)
+        if not records:
+            return
+        last, full = records[-1], len(records) == page
+        yield records  # the caller's from now on: it may empty the list as it goes
+        if not full:
+            return
+        after = (last.session_id, last.user_id)
+
+
+async def all_records_by_prefix(
+    backend: StoreBackend, prefix: str, page: int = 1000
+) -> list[SessionInfo]:
+    """Every user's live records whose session id starts with ``prefix`` (:func:`pages_by_prefix`,
+    gathered)."""
+    return [info async for records in pages_by_prefix(backend, prefix, page) for info in records]
 
 
 def _before(session_id: str) -> str | None:

@@ -31,6 +31,7 @@ from google.adk.events.event_actions import EventActions
 from google.adk.memory.base_memory_service import BaseMemoryService
 from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+from google.adk.sessions.session import Session as AdkSession
 from google.genai import types
 
 import praisonsession
@@ -199,6 +200,52 @@ def test_listing_pages_through_every_user_of_an_app(
         assert times == sorted(times)  # oldest first, as ADK lists them
         assert (await service.list_sessions(app_name="nobody")).sessions == []
         assert (await service.list_sessions(app_name="shop", user_id="dan")).sessions == []
+        await service.close()
+
+    run(work())
+
+
+def test_listed_sessions_are_as_adk_would_make_them(store: Any) -> None:
+    """A listing copies one validated ADK Session per session, replacing every field
+    (pydantic's model_copy): it holds only while ADK's Session has these fields. Each listed
+    session equals one made by Session(...), and owns its state and its events list."""
+    assert set(AdkSession.model_fields) == {
+        "id", "app_name", "user_id", "state", "events", "last_update_time"
+    }  # fmt: skip
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        await service.create_session(
+            app_name="shop", user_id="amy", session_id="a", state={"n": 1, "user:tier": "gold"}
+        )
+        await service.create_session(
+            app_name="shop", user_id="bob", session_id="b", state={"n": 2, "app:x": [1]}
+        )
+        for listing in (
+            await service.list_sessions(app_name="shop"),
+            await service.list_sessions(app_name="shop", user_id="amy"),
+        ):
+            for listed in listing.sessions:
+                made = AdkSession(
+                    app_name="shop",
+                    user_id=listed.user_id,
+                    id=listed.id,
+                    state=dict(listed.state),
+                    events=[],  # as ADK's own services list them
+                    last_update_time=listed.last_update_time,
+                )
+                assert listed == made
+                assert listed.model_fields_set == made.model_fields_set
+                assert type(listed.last_update_time) is float
+                assert listed.events == [] and listed.app_name == "shop"
+        first, second = (await service.list_sessions(app_name="shop")).sessions
+        assert first.state == {"n": 1, "user:tier": "gold", "app:x": [1]}
+        assert second.state == {"n": 2, "app:x": [1]}
+        assert first.events is not second.events and first.state is not second.state
+        first.events.append(said("held by the first only"))
+        first.state["n"] = 9
+        again = (await service.list_sessions(app_name="shop")).sessions
+        assert [s.events for s in again] == [[], []] and again[0].state["n"] == 1
         await service.close()
 
     run(work())
@@ -699,7 +746,7 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
         "| list_sessions, one user (20) @200 |",
         "| list_sessions, every user @200 |",
         "PraisonSessionService: WAL, synchronous=FULL (durability 'power')",
-        "SqliteSessionService: DELETE journal, synchronous=FULL",
+        "SqliteSessionService: WAL, synchronous=FULL",
         "get_session flat",
     ]
     assert_benchmark_prints("bench_adk.py", rows, tmp_path, timeout=600)
