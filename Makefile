@@ -104,4 +104,4 @@ docs: $(DOCS_STAMP)
 	$(DOCS_PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../site
 
 clean:
-	rm -rf $(VENV) $(DEMO_VENV) $(FW_VENV) $(DOCS_VENV) site .pytest_cache .ruff_cache .praisonsession
+	rm -rf $(VENV) $(DEMO_VENV) $(FW_VENV) $(DOCS_VENV) .venv-pages site .pytest_cache .ruff_cache .praisonsession
