@@ -102,7 +102,7 @@ async def seed_ours(url: str, session_id: str, count: int, start: float) -> None
         ]
         held = at + len(batch)
         doc = {SESSION_DOC: {"state": {"turn": held - 1}, "time": start + held - 1, "events": held}}
-        await backend.write_modules(key, doc, [LogWrite(EVENTS_LOG, batch, at)])
+        await backend.write_modules(key, documents=doc, writes=[LogWrite(EVENTS_LOG, batch, at)])
     await service.close()
 
 

@@ -127,9 +127,11 @@ def pop(url: str, barrier: str, name: str, count: str) -> None:
     key = record_key("shared", "u")
     wait_at_barrier(Path(barrier), name)
     popped: list[dict[str, object]] = []
-    while (length := runtime.run(store.backend.count_log(key, "log"))) > 0:
+    while (length := runtime.run(store.backend.count_log(key, path="log"))) > 0:
         try:
-            popped += runtime.run(store.backend.truncate_log(key, "log", length - 1, length))
+            popped += runtime.run(
+                store.backend.truncate_log(key, path="log", length=length - 1, expected=length)
+            )
         except ConflictError:
             continue  # another process popped between the count and the cut
     runtime.run(store.close())

@@ -104,7 +104,7 @@ def content(store: SessionBase, key: Key) -> dict[str, Any]:
     found = runtime.run(store.backend.read_record_contents(key))
     assert found is not None, key
     logs = {
-        path: runtime.run(store.backend.read_log(key, path, 0, None))
+        path: runtime.run(store.backend.read_log(key, path=path, start=0, stop=None))
         for path, count in found.logs.items()
         if count
     }

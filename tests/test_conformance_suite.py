@@ -43,41 +43,50 @@ class ForwardingBackend(StoreBackend):
         super().__init__(**ttl)
         self.inner = InMemoryBackend(**ttl)
 
-    async def create_record(self, *args):
-        return await self.inner.create_record(*args)
+    async def create_record(self, key, *, ttl, metadata):
+        return await self.inner.create_record(key, ttl=ttl, metadata=metadata)
 
-    async def read_record(self, *args):
-        return await self.inner.read_record(*args)
+    async def read_record(self, key):
+        return await self.inner.read_record(key)
 
-    async def merge_record_metadata(self, *args):
-        return await self.inner.merge_record_metadata(*args)
+    async def merge_record_metadata(self, key, *, metadata):
+        return await self.inner.merge_record_metadata(key, metadata=metadata)
 
-    async def list_records(self, *args):
-        return await self.inner.list_records(*args)
+    async def list_records(self, user_id, *, limit, after):
+        return await self.inner.list_records(user_id, limit=limit, after=after)
 
-    async def delete_record(self, *args):
-        return await self.inner.delete_record(*args)
+    async def delete_record(self, key):
+        return await self.inner.delete_record(key)
 
-    async def touch_record(self, *args):
-        return await self.inner.touch_record(*args)
+    async def touch_record(self, key, *, ttl):
+        return await self.inner.touch_record(key, ttl=ttl)
 
     async def purge_records(self):
         return await self.inner.purge_records()
 
-    async def read_record_state(self, *args):
-        return await self.inner.read_record_state(*args)
+    async def read_record_state(self, key, *, names, must_exist):
+        return await self.inner.read_record_state(key, names=names, must_exist=must_exist)
 
-    async def patch_record_state(self, *args):
-        return await self.inner.patch_record_state(*args)
+    async def patch_record_state(
+        self, key, *, updates, deletes, replace, expected_version, must_exist
+    ):
+        return await self.inner.patch_record_state(
+            key,
+            updates=updates,
+            deletes=deletes,
+            replace=replace,
+            expected_version=expected_version,
+            must_exist=must_exist,
+        )
 
-    async def write_modules(self, *args):
-        return await self.inner.write_modules(*args)
+    async def write_modules(self, key, *, documents, writes):
+        return await self.inner.write_modules(key, documents=documents, writes=writes)
 
-    async def read_modules(self, *args):
-        return await self.inner.read_modules(*args)
+    async def read_modules(self, key, *, names):
+        return await self.inner.read_modules(key, names=names)
 
-    async def read_log(self, *args):
-        return await self.inner.read_log(*args)
+    async def read_log(self, key, *, path, start, stop):
+        return await self.inner.read_log(key, path=path, start=start, stop=stop)
 
 
 class TestForwarding(StoreConformance):
@@ -97,11 +106,18 @@ class TestUndeclared(TestForwarding):
 class LosesIncrements(ForwardingBackend):
     """Reads, waits, then writes: increments racing each other overwrite each other."""
 
-    async def increment_record_value(self, key, name, amount, default, must_exist):
-        current = await self.inner.increment_record_value(key, name, 0, default, must_exist)
+    async def increment_record_value(self, key, *, name, amount, default, must_exist):
+        current = await self.inner.increment_record_value(
+            key, name=name, amount=0, default=default, must_exist=must_exist
+        )
         await asyncio.sleep(0.001)
         await self.inner.patch_record_state(
-            key, {name: current + amount}, [], False, None, must_exist
+            key,
+            updates={name: current + amount},
+            deletes=[],
+            replace=False,
+            expected_version=None,
+            must_exist=must_exist,
         )
         return current + amount
 
@@ -114,8 +130,8 @@ class TestLosesIncrements(TestForwarding):
 class NeverExpires(ForwardingBackend):
     """Creates every record without a TTL."""
 
-    async def create_record(self, key, ttl, metadata):
-        return await self.inner.create_record(key, None, metadata)
+    async def create_record(self, key, *, ttl, metadata):
+        return await self.inner.create_record(key, ttl=None, metadata=metadata)
 
 
 class TestNeverExpires(TestForwarding):

@@ -70,13 +70,20 @@ def sealed_session(plain: SessionBase, session_id: str = "s", key: str = KEY) ->
 def raw_state(plain: SessionBase, session_id: str = "s", user_id: str = "u") -> dict[str, Any]:
     """What the inner store holds, read under its API as someone with store access would."""
     key = record_key(session_id, user_id)
-    return runtime.run(beneath(plain.backend).read_record_state(key, None, False))
+    return runtime.run(beneath(plain.backend).read_record_state(key, names=None, must_exist=False))
 
 
 def raw_set(plain: SessionBase, session_id: str, name: str, value: Any, user_id: str = "u") -> None:
     key = record_key(session_id, user_id)
     runtime.run(
-        beneath(plain.backend).patch_record_state(key, {name: value}, [], False, None, False)
+        beneath(plain.backend).patch_record_state(
+            key,
+            updates={name: value},
+            deletes=[],
+            replace=False,
+            expected_version=None,
+            must_exist=False,
+        )
     )
 
 
@@ -191,8 +198,17 @@ def test_a_forged_origin_opens_nothing_of_another_users_session(plain: SessionBa
     raw = beneath(plain.backend)  # write access to the data itself, around any guard
     mallory = record_key("m", "mallory")
     for forged in (["u", "s"], victim_info.metadata[ORIGIN]):  # in clear, or the victim's seal
-        runtime.run(raw.patch_record_state(mallory, {"a": stolen}, [], False, None, False))
-        runtime.run(raw.merge_record_metadata(mallory, {ORIGIN: forged}))
+        runtime.run(
+            raw.patch_record_state(
+                mallory,
+                updates={"a": stolen},
+                deletes=[],
+                replace=False,
+                expected_version=None,
+                must_exist=False,
+            )
+        )
+        runtime.run(raw.merge_record_metadata(mallory, metadata={ORIGIN: forged}))
         with pytest.raises(DecryptionError) as caught:
             Session("m", "mallory", store=EncryptedStore(plain, KEY)).get_state("a")
         assert SECRET not in str(caught.value)
@@ -217,7 +233,7 @@ def test_forks_and_snapshots_an_older_version_wrote_stay_readable_and_rekey_seal
     own_fork, snapshot = record_key("f", "u"), snapshot_key(record_key("s", "u"), "snap1")
     for where in (own_fork, record_key("f", "v"), snapshot):
         copy = beneath(plain.backend).copy_record(
-            record_key("s", "u"), where, None, older, False, UNSET
+            record_key("s", "u"), where, cut=None, metadata=older, replace=False, ttl=UNSET
         )
         runtime.run(copy)
     sealed = EncryptedStore(plain, KEY)
@@ -341,18 +357,22 @@ def test_a_keyless_write_cannot_make_a_key_holders_listing_fail(plain: SessionBa
 
 
 def _truncate(backend: Any, key: Any) -> Any:
-    return backend.truncate_log(key, "chat", 0, None)
+    return backend.truncate_log(key, path="chat", length=0, expected=None)
 
 
 #: Every write of the backend protocol that changes a record in place: what the framework
 #: adapters, the server's store routes and archive imports call, with no store API between.
 BACKEND_WRITES: dict[str, Any] = {
-    "create_record": lambda b, k: b.create_record(k, None, {"a": 1}),
-    "merge_record_metadata": lambda b, k: b.merge_record_metadata(k, {"a": 1}),
-    "patch_record_state": lambda b, k: b.patch_record_state(k, {"a": 1}, [], False, None, False),
-    "increment_record_value": lambda b, k: b.increment_record_value(k, "count", 1, 0, False),
-    "write_modules": lambda b, k: b.write_modules(k, {"notes": {}}, []),
-    "append_log": lambda b, k: b.append_log(k, LogWrite("chat", [{"content": "x"}], -1)),
+    "create_record": lambda b, k: b.create_record(k, ttl=None, metadata={"a": 1}),
+    "merge_record_metadata": lambda b, k: b.merge_record_metadata(k, metadata={"a": 1}),
+    "patch_record_state": lambda b, k: b.patch_record_state(
+        k, updates={"a": 1}, deletes=[], replace=False, expected_version=None, must_exist=False
+    ),
+    "increment_record_value": lambda b, k: b.increment_record_value(
+        k, name="count", amount=1, default=0, must_exist=False
+    ),
+    "write_modules": lambda b, k: b.write_modules(k, documents={"notes": {}}, writes=[]),
+    "append_log": lambda b, k: b.append_log(k, write=LogWrite("chat", [{"content": "x"}], -1)),
     "truncate_log": _truncate,
 }
 
@@ -427,7 +447,7 @@ def test_a_store_without_a_key_opened_apart_copies_no_encrypted_session(
 BACKEND_DELETES: dict[str, Any] = {
     "delete_record": lambda b, k: b.delete_record(k),
     "truncate_log": _truncate,
-    "touch_record": lambda b, k: b.touch_record(k, 0.0),
+    "touch_record": lambda b, k: b.touch_record(k, ttl=0.0),
 }
 
 
@@ -436,11 +456,17 @@ def test_a_wrong_key_writes_and_deletes_nothing(plain: SessionBase, write: str) 
     """Defect 1: ``pop_item()`` from a process with another key removed the last item, then
     raised DecryptionError. The guard reads the record first: nothing changes."""
     fill(sealed_session(plain))
-    before = raw_state(plain), runtime.run(beneath(plain.backend).read_log(KEY_S, "chat", 0, None))
+    before = (
+        raw_state(plain),
+        runtime.run(beneath(plain.backend).read_log(KEY_S, path="chat", start=0, stop=None)),
+    )
     other = EncryptedStore(plain, OTHER_KEY)
     with pytest.raises(DecryptionError):
         runtime.run({**BACKEND_WRITES, **BACKEND_DELETES}[write](other.backend, KEY_S))
-    after = raw_state(plain), runtime.run(beneath(plain.backend).read_log(KEY_S, "chat", 0, None))
+    after = (
+        raw_state(plain),
+        runtime.run(beneath(plain.backend).read_log(KEY_S, path="chat", start=0, stop=None)),
+    )
     assert after == before
     assert contents(sealed_session(plain)) == EXPECTED
 
@@ -547,12 +573,12 @@ def test_rekey_cut_short_loses_nothing_and_a_second_run_finishes(
     writes = 0
     real = EncryptedBackend.write_modules
 
-    async def crash_on_the_fourth(self: Any, *args: Any) -> Any:
+    async def crash_on_the_fourth(self: Any, *args: Any, **kwargs: Any) -> Any:
         nonlocal writes
         writes += 1
         if writes == 4:
             raise OSError("the disk failed")  # as a crash would stop it, halfway
-        return await real(self, *args)
+        return await real(self, *args, **kwargs)
 
     monkeypatch.setattr(EncryptedBackend, "write_modules", crash_on_the_fourth)
     with pytest.raises(OSError, match="disk failed"):
@@ -759,7 +785,9 @@ def test_a_sealed_archive_with_lines_swapped_is_refused(plain: SessionBase, tmp_
 
 def raw_log(plain: SessionBase, path: str, session_id: str = "s", user_id: str = "u") -> Any:
     return runtime.run(
-        beneath(plain.backend).read_log(record_key(session_id, user_id), path, 0, None)
+        beneath(plain.backend).read_log(
+            record_key(session_id, user_id), path=path, start=0, stop=None
+        )
     )
 
 
@@ -768,7 +796,11 @@ def raw_put_log(plain: SessionBase, path: str, messages: Any, session_id: str = 
     from praisonsession.stores.backend import LogWrite
 
     write = LogWrite(path, messages, None)
-    runtime.run(beneath(plain.backend).write_modules(record_key(session_id, "u"), {}, [write]))
+    runtime.run(
+        beneath(plain.backend).write_modules(
+            record_key(session_id, "u"), documents={}, writes=[write]
+        )
+    )
 
 
 CHAT = [{"role": "user", "content": f"{SECRET} {n}"} for n in range(4)]
@@ -826,19 +858,24 @@ def test_the_backend_below_the_store_api_hands_out_no_ciphertext_without_a_key(
     key = record_key("s", "u")
     reads = {
         "read_record": lambda: keyless.read_record(key),
-        "read_record_state": lambda: keyless.read_record_state(key, None, False),
-        "read_modules": lambda: keyless.read_modules(key, ["notes"]),
-        "read_log": lambda: keyless.read_log(key, "chat", 0, None),
+        "read_record_state": lambda: keyless.read_record_state(key, names=None, must_exist=False),
+        "read_modules": lambda: keyless.read_modules(key, names=["notes"]),
+        "read_log": lambda: keyless.read_log(key, path="chat", start=0, stop=None),
         "read_record_contents": lambda: keyless.read_record_contents(key),
-        "list_records": lambda: keyless.list_records("u", 10, None),
+        "list_records": lambda: keyless.list_records("u", limit=10, after=None),
     }
     for name, read in reads.items():
         with pytest.raises(KeyRequiredError):
             runtime.run(read())
             pytest.fail(f"{name} handed out ciphertext")
     with pytest.raises(KeyRequiredError):  # the store is encrypted: no new session either
-        runtime.run(keyless.append_log(record_key("mine", "u"), LogWrite("chat", [{"a": 1}], -1)))
-    assert runtime.run(keyless.read_log(record_key("mine", "u"), "chat", 0, None)) == []
+        runtime.run(
+            keyless.append_log(record_key("mine", "u"), write=LogWrite("chat", [{"a": 1}], -1))
+        )
+    assert (
+        runtime.run(keyless.read_log(record_key("mine", "u"), path="chat", start=0, stop=None))
+        == []
+    )
 
 
 def test_a_message_copied_to_another_log_session_or_user_is_refused(plain: SessionBase) -> None:
@@ -855,7 +892,11 @@ def test_a_message_copied_to_another_log_session_or_user_is_refused(plain: Sessi
         key = record_key(session_id, user_id)
         from praisonsession.stores.backend import LogWrite
 
-        runtime.run(beneath(plain.backend).write_modules(key, {}, [LogWrite("chat", sealed, None)]))
+        runtime.run(
+            beneath(plain.backend).write_modules(
+                key, documents={}, writes=[LogWrite("chat", sealed, None)]
+            )
+        )
         with pytest.raises(DecryptionError, match="message 0 of log 'chat'"):
             target.read_messages("chat")
 
@@ -866,7 +907,10 @@ def test_a_truncated_tail_is_not_detected_as_documented(plain: SessionBase) -> N
     raw_put_log(plain, "chat", raw_log(plain, "chat")[:2])  # no length is kept apart from it
     assert session.read_messages("chat") == CHAT[:2]
     key = record_key("s", "u")  # a slice from the end, as the backend protocol allows
-    assert runtime.run(session.store.backend.read_log(key, "chat", -1, None)) == CHAT[1:2]
+    assert (
+        runtime.run(session.store.backend.read_log(key, path="chat", start=-1, stop=None))
+        == CHAT[1:2]
+    )
 
 
 @pytest.mark.parametrize("where", ["postgres", "json"])
@@ -913,10 +957,12 @@ def test_messages_of_the_older_format_stay_readable_and_rekey_binds_them_to_posi
 
     older = EncryptedBackend(plain.backend, KEY)  # seals as the version before did: per log
     key = record_key("s", "u")
-    runtime.run(beneath(plain.backend).create_record(key, None, {}))
+    runtime.run(beneath(plain.backend).create_record(key, ttl=None, metadata={}))
     v1 = [{"sealed": older._seal(("u", "s"), "log", "chat", m)} for m in CHAT]
     assert all(m["sealed"].startswith("psenc1:") for m in v1)
-    runtime.run(beneath(plain.backend).write_modules(key, {}, [LogWrite("chat", v1, None)]))
+    runtime.run(
+        beneath(plain.backend).write_modules(key, documents={}, writes=[LogWrite("chat", v1, None)])
+    )
     session = sealed_session(plain)
     assert session.read_messages("chat") == CHAT
     session.append_messages("chat", [{"content": "new"}])  # new ones are bound to positions

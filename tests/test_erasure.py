@@ -231,7 +231,9 @@ def test_erasure_leaves_no_reply_kept_for_a_retried_write_of_the_user(
     fill(store, settings, user, MARK.decode(), scratch)
     fill(store, settings, "bob-" + KEPT.decode(), KEPT.decode(), scratch)
     key = record_key(f"talk-{MARK.decode()}", user)
-    popped = runtime.run(store.backend.truncate_log(key, f"log-{MARK.decode()}", 298, 300))
+    popped = runtime.run(
+        store.backend.truncate_log(key, path=f"log-{MARK.decode()}", length=298, expected=300)
+    )
     assert [m["content"] for m in popped] == [f"msg {i} {MARK.decode()}" for i in (298, 299)]
     assert {"create", "patch", "increment", "append", "copy", "truncate"} <= set(lost), lost
 

@@ -203,7 +203,7 @@ def test_a_failing_load_leaves_every_module_as_it_was(store: SessionBase, run: A
     add(run, other, "not to be kept")
     broken = plain(other.state_dict())
     broken["toolkit"] = "not a dict"  # its memory loads first, then its Toolkit refuses this
-    run(store.backend.write_modules(record_key("s2", ""), {"second": broken}, []))
+    run(store.backend.write_modules(record_key("s2", ""), documents={"second": broken}, writes=[]))
 
     first, second = Counter(), react_agent("Changed")
     first.turns = 1

@@ -333,7 +333,7 @@ def test_a_schema_1_database_is_migrated_keeping_every_session_log_and_length(
             "SELECT to_regclass(format('%%I.ps_sessions_by_id', %s::text)) IS NOT NULL",
             (store.backend.schema,),
         ) == [(True,)]
-        by_prefix = run(store.backend.list_records_by_prefix("ch", 10, None))
+        by_prefix = run(store.backend.list_records_by_prefix("ch", limit=10, after=None))
         assert [(i.user_id, i.session_id) for i in by_prefix] == [("u", "chat"), ("v", "chat")]
         assert run(store.message_count("chat", "u", "agent.memory")) == 3
         assert run(store.message_count("chat", "u", "notes")) == 3

@@ -498,7 +498,9 @@ def test_turns_are_sealed_at_rest_and_a_keyless_process_is_refused(
     from praisonsession.stores.guard import beneath
 
     for log in (MESSAGES_LOG, RUNS_LOG):  # under the key guard, which hands out no ciphertext
-        stored = runtime.run(beneath(raw.backend).read_log(record_key("s1", "alice"), log, 0, None))
+        stored = runtime.run(
+            beneath(raw.backend).read_log(record_key("s1", "alice"), path=log, start=0, stop=None)
+        )
         assert stored and secret not in json.dumps(stored)
     if kind != "memory":
         runtime.run(raw.close())

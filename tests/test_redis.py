@@ -199,12 +199,12 @@ def test_save_modules_answers_each_logs_length_after_the_write(rstore: RedisSess
     documents = {"agent": {"turns": 1}}
 
     def save(*writes: LogWrite) -> dict[str, int]:
-        return run(rstore.backend.write_modules(key, documents, list(writes)))
+        return run(rstore.backend.write_modules(key, documents=documents, writes=list(writes)))
 
     replaced = save(LogWrite("agent.a", [turn(0), turn(1)], None), LogWrite("agent.b", [], None))
     assert replaced == {"agent.a": 2, "agent.b": 0}
     assert (
-        run(rstore.backend.append_log(key, LogWrite("agent.a", [turn(2)], -1))) == 3
+        run(rstore.backend.append_log(key, write=LogWrite("agent.a", [turn(2)], -1))) == 3
     )  # another writer
     # -1 appends at the end whatever the log holds (3 here, not the 2 this writer last saw)
     assert save(LogWrite("agent.a", [turn(3), turn(4)], -1)) == {"agent.a": 5}
@@ -216,8 +216,12 @@ def test_save_modules_answers_each_logs_length_after_the_write(rstore: RedisSess
     assert save(LogWrite("agent.a", [turn(9)], None)) == {"agent.a": 1}  # replace: len(messages)
     with pytest.raises(ConflictError):
         save(LogWrite("agent.b", [turn(3)], 2))  # it holds 3
-    assert run(rstore.backend.read_log(key, "agent.a", 0, None)) == [turn(9)]
-    assert run(rstore.backend.read_log(key, "agent.b", 0, None)) == [turn(0), turn(1), turn(2)]
+    assert run(rstore.backend.read_log(key, path="agent.a", start=0, stop=None)) == [turn(9)]
+    assert run(rstore.backend.read_log(key, path="agent.b", start=0, stop=None)) == [
+        turn(0),
+        turn(1),
+        turn(2),
+    ]
 
 
 # -- numbers ----------------------------------------------------------------------------------

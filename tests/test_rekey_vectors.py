@@ -273,11 +273,11 @@ CHILD = textwrap.dedent(
     if point == "store":
         from praisonsession.stores.wrappers.encrypted import EncryptedBackend
         real = EncryptedBackend.write_modules
-        async def write_modules(self, *args):
+        async def write_modules(self, *args, **kwargs):
             calls["n"] += 1
             if calls["n"] == count:
                 os.kill(os.getpid(), signal.SIGKILL)
-            return await real(self, *args)
+            return await real(self, *args, **kwargs)
         EncryptedBackend.write_modules = write_modules
     elif place["vectors"].startswith("postgresql"):
         from praisonsession.recall.vectors.pgvector import PgCollection

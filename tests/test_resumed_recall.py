@@ -150,7 +150,9 @@ def test_a_log_cut_and_said_again_gets_no_vector_of_what_it_held(
         index = TurnIndex(core, recording)
         await index.index(LOG, 40)
         key = record_key("s", "u")
-        await core.store.backend.truncate_log(key, LOG, 20, None)  # back to turn 10
+        await core.store.backend.truncate_log(
+            key, path=LOG, length=20, expected=None
+        )  # back to turn 10
         # said again: the same words at turn 10, other words after it
         await core.append_messages(LOG, turns_of([said("ada", 10), *sayings("eve", 9)]))
         recording.embedded.clear()

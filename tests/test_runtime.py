@@ -422,11 +422,11 @@ class BlockedBackend(InMemoryBackend):
         self.threads: list[str] = []
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         self.threads.append(threading.current_thread().name)
         self.release.wait(10)
-        return await super().read_record_state(key, names, must_exist)
+        return await super().read_record_state(key, names=names, must_exist=must_exist)
 
 
 @pytest.mark.parametrize("sync_calls", ["inline", "loop"])

@@ -221,7 +221,7 @@ def test_a_schema_2_file_gains_the_index_that_lists_ids_across_users(tmp_path: P
         db.execute("PRAGMA user_version=2")
 
     store = SqliteSession(path)
-    found = run(store.backend.list_records_by_prefix("app/", 10, None))
+    found = run(store.backend.list_records_by_prefix("app/", limit=10, after=None))
     run(store.close())
     assert sorted((info.user_id, info.session_id) for info in found) == [
         ("ann", "app/chat-1"),
@@ -342,7 +342,7 @@ def test_a_listing_names_the_damaged_record_among_sound_ones(
         db.execute(damage)
     for call in (
         lambda: store.list_sessions("u"),
-        lambda: store.backend.list_records_by_prefix("", 10, None),
+        lambda: store.backend.list_records_by_prefix("", limit=10, after=None),
     ):
         with pytest.raises(SessionCorruptedError, match=found) as raised:
             run(call())

@@ -115,7 +115,11 @@ def test_a_damaged_message_is_named_and_its_neighbours_still_read(
     raw.corrupt_message("s", "u", "chat", index)
     for start, stop in ((0, None), (-3, None)):
         with pytest.raises(SessionCorruptedError, match="chat"):
-            run(raw.store.backend.read_log(record_key("s", "u"), "chat", start, stop))
+            run(
+                raw.store.backend.read_log(
+                    record_key("s", "u"), path="chat", start=start, stop=stop
+                )
+            )
     others = [i for i in range(3) if i != index]
     for i in others:
         assert run(raw.store.read_messages("s", "u", "chat", i, i + 1)) == [messages[i]]

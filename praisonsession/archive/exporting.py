@@ -76,7 +76,9 @@ async def export_session(
         raise SessionNotFoundError(key.session_id, key.user_id)
     staging = Staging(backend, key.user_id)
     copy = staging.new("export")
-    await backend.copy_record(key, copy, None, {}, False, STAGING_TTL)  # a consistent view to read
+    await backend.copy_record(
+        key, copy, cut=None, metadata={}, replace=False, ttl=STAGING_TTL
+    )  # a consistent view to read
     try:
         with _opened(destination) as file:
             sealer = getattr(backend, "archive_sealer", lambda: None)()
@@ -125,7 +127,9 @@ async def _write_session(
         writer.write({"log": path, "count": count})
         for start in range(0, count, PAGE):
             await staging.keep_alive()
-            page = await backend.read_log(where, path, start, min(start + PAGE, count))
+            page = await backend.read_log(
+                where, path=path, start=start, stop=min(start + PAGE, count)
+            )
             if len(page) != min(PAGE, count - start):  # never write a short archive
                 raise SessionCorruptedError(f"log {path!r} of the session", "it changed as read")
             writer.write({"messages": page})

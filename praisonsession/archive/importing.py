@@ -84,7 +84,7 @@ async def _stage(
 ) -> tuple[Key, int]:
     """Write one session's sections (state, modules, logs) into a new staging session."""
     key = staging.new("import")
-    await backend.create_record(key, STAGING_TTL, {})
+    await backend.create_record(key, ttl=STAGING_TTL, metadata={})
     state = records.take("state", dict)
     modules = records.take("modules", dict)
     records.check_data(state, "state")
@@ -93,8 +93,10 @@ async def _stage(
         records.check_name(name, "module name")
         if not isinstance(document, dict):
             raise records.corrupt(f"module {name!r} is not an object")
-    await backend.patch_record_state(key, state, [], True, None, False)
-    await backend.write_modules(key, modules, [])
+    await backend.patch_record_state(
+        key, updates=state, deletes=[], replace=True, expected_version=None, must_exist=False
+    )
+    await backend.write_modules(key, documents=modules, writes=[])
     total = 0
     seen: set[str] = set()
     while (records.peek() or {}).get("log") is not None:
@@ -113,7 +115,7 @@ async def _stage(
             if not all(isinstance(message, dict) for message in page):
                 raise records.corrupt(f"a message of log {path!r} is not an object")
             await staging.keep_alive()
-            await backend.append_log(key, LogWrite(path, page, -1))
+            await backend.append_log(key, write=LogWrite(path, page, -1))
             left -= len(page)
             total += len(page)
             if progress is not None:
@@ -197,9 +199,16 @@ async def _place(
             where = snapshot_key(target, metadata[SNAPSHOT]["snapshot_id"])
             if await backend.read_record(where) is None:  # else: left by an earlier import of it
                 placed.append(where)
-            await backend.copy_record(holding, where, None, metadata, True, None)
+            await backend.copy_record(
+                holding, where, cut=None, metadata=metadata, replace=True, ttl=None
+            )
         return await backend.copy_record(
-            staged, target, None, dict(archived.metadata), False, archived.ttl
+            staged,
+            target,
+            cut=None,
+            metadata=dict(archived.metadata),
+            replace=False,
+            ttl=archived.ttl,
         )
     except BaseException:
         for where in placed:

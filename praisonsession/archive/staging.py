@@ -37,7 +37,7 @@ class Staging:
         if now() - self._touched < STAGING_TTL / 4:
             return
         for key in self.keys:
-            if await self.backend.touch_record(key, STAGING_TTL) is None:
+            if await self.backend.touch_record(key, ttl=STAGING_TTL) is None:
                 raise SessionCorruptedError(
                     f"the staging session {key.session_id!r}", "it was deleted while in use"
                 )

@@ -227,12 +227,16 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         deltas = _storable({} if state is None else state, "state")  # before any write
         now = time.time()
         try:  # creates the record only if there is none: one atomic step on every backend
-            await self._backend.patch_record_state(key, {}, [], False, 0, False)
+            await self._backend.patch_record_state(
+                key, updates={}, deletes=[], replace=False, expected_version=0, must_exist=False
+            )
         except ConflictError:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         doc = {"state": deltas["session"], "time": now, "events": 0}
-        await self._backend.write_modules(key, {SESSION_DOC: doc}, [LogWrite(EVENTS_LOG, [], 0)])
-        await self._backend.merge_record_metadata(key, {SESSION_DOC: doc})
+        await self._backend.write_modules(
+            key, documents={SESSION_DOC: doc}, writes=[LogWrite(EVENTS_LOG, [], 0)]
+        )
+        await self._backend.merge_record_metadata(key, metadata={SESSION_DOC: doc})
         await self._write_scoped(app_name, key.user_id, deltas)
         app_state = await self._app_state(app_name)
         user_state = await self._user_state(app_name, key.user_id)
@@ -257,7 +261,7 @@ class PraisonSessionService(HeldStore, BaseSessionService):
     ) -> Session | None:
         session_id = _stripped(session_id)
         key = self._key(app_name, user_id, session_id)
-        stored = await self._backend.read_modules(key, _DOCS)
+        stored = await self._backend.read_modules(key, names=_DOCS)
         if stored is None:
             return None
         doc = _document(stored.documents, None)
@@ -301,7 +305,7 @@ class PraisonSessionService(HeldStore, BaseSessionService):
                 info = page.pop()
                 doc = info.metadata.get(SESSION_DOC)
                 if not _is_document(doc):  # no copy in the listing: the document itself
-                    stored = await self._backend.read_modules(_key_of(info), _DOCS)
+                    stored = await self._backend.read_modules(_key_of(info), names=_DOCS)
                     if stored is None:  # deleted since it was listed
                         continue
                     doc = _document(stored.documents, info)
@@ -357,7 +361,7 @@ class PraisonSessionService(HeldStore, BaseSessionService):
     ) -> int:
         """Write the event and the session's document in one step, only onto the log the
         caller's session was read at; the log's new length."""
-        stored = await self._backend.read_modules(key, _DOCS)
+        stored = await self._backend.read_modules(key, names=_DOCS)
         if stored is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
         doc = _document(stored.documents, None)
@@ -370,12 +374,12 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         message = json.loads(event.model_dump_json(exclude_none=True))
         try:
             lengths = await self._backend.write_modules(
-                key, {SESSION_DOC: new}, [LogWrite(EVENTS_LOG, [message], held)]
+                key, documents={SESSION_DOC: new}, writes=[LogWrite(EVENTS_LOG, [message], held)]
             )
         except ConflictError:
             raise StaleSessionError(_STALE) from None
         # the listing's copy, in the record's metadata: one read lists a page of sessions
-        await self._backend.merge_record_metadata(key, {SESSION_DOC: new})
+        await self._backend.merge_record_metadata(key, metadata={SESSION_DOC: new})
         return lengths[EVENTS_LOG]
 
     async def _expected_count(self, key: Key, session: Session, held: int) -> int:
@@ -386,7 +390,11 @@ class PraisonSessionService(HeldStore, BaseSessionService):
             return int(marker[len(_MARKER) :])
         if not session.events:
             return 0
-        last = await self._backend.read_log(key, EVENTS_LOG, held - 1, held) if held else []
+        last = (
+            await self._backend.read_log(key, path=EVENTS_LOG, start=held - 1, stop=held)
+            if held
+            else []
+        )
         return held if last and last[0].get("id") == session.events[-1].id else -1
 
     async def _events(self, key: Key, count: int, config: GetSessionConfig | None) -> list[Event]:
@@ -399,13 +407,13 @@ class PraisonSessionService(HeldStore, BaseSessionService):
             return []
         floor = 0 if limit is None else max(0, count - limit)
         if not after:
-            found = await self._backend.read_log(key, EVENTS_LOG, floor, count)
+            found = await self._backend.read_log(key, path=EVENTS_LOG, start=floor, stop=count)
             return [Event.model_validate(message) for message in found]
         kept: list[Event] = []
         stop, page = count, 32
         while stop > floor:
             start = max(floor, stop - page)
-            batch = await self._backend.read_log(key, EVENTS_LOG, start, stop)
+            batch = await self._backend.read_log(key, path=EVENTS_LOG, start=start, stop=stop)
             for message in reversed(batch):
                 event = Event.model_validate(message)
                 if event.timestamp < after:
@@ -420,22 +428,38 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         """Merge the ``app:`` and ``user:`` keys into their records, each in one step."""
         if deltas["app"]:
             key = app_state_key(app_name)
-            await self._backend.patch_record_state(key, deltas["app"], [], False, None, False)
+            await self._backend.patch_record_state(
+                key,
+                updates=deltas["app"],
+                deletes=[],
+                replace=False,
+                expected_version=None,
+                must_exist=False,
+            )
         if deltas["user"]:
             key = checked_key(user_state_id(app_name), user_id)
-            await self._backend.patch_record_state(key, deltas["user"], [], False, None, False)
+            await self._backend.patch_record_state(
+                key,
+                updates=deltas["user"],
+                deletes=[],
+                replace=False,
+                expected_version=None,
+                must_exist=False,
+            )
 
     async def _app_state(self, app_name: str) -> dict[str, Any]:
-        return await self._backend.read_record_state(app_state_key(app_name), None, False)
+        return await self._backend.read_record_state(
+            app_state_key(app_name), names=None, must_exist=False
+        )
 
     async def _user_state(self, app_name: str, user_id: str) -> dict[str, Any]:
         key = checked_key(user_state_id(app_name), user_id)
-        return await self._backend.read_record_state(key, None, False)
+        return await self._backend.read_record_state(key, names=None, must_exist=False)
 
     async def _one_user(self, user_id: str, prefix: str) -> AsyncIterator[list[SessionInfo]]:
         after = prefix  # every id of the app is the prefix and more, so above it
         while True:
-            page = await self._backend.list_records(user_id, _PAGE, after)
+            page = await self._backend.list_records(user_id, limit=_PAGE, after=after)
             mine = [info for info in page if info.session_id.startswith(prefix)]
             more = len(page) == _PAGE and len(mine) == len(page)
             if mine:

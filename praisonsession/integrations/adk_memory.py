@@ -198,7 +198,7 @@ class PraisonMemoryService(HeldStore, BaseMemoryService):
             return
         names = [name + event.id for event in wanted for name in (_HELD, _DELETED)]
         known = await self._store.backend.read_record_state(
-            Key(handle.user_id, handle.session_id), names, False
+            Key(handle.user_id, handle.session_id), names=names, must_exist=False
         )
         for event in wanted:
             if _HELD + event.id in known or _DELETED + event.id in known:

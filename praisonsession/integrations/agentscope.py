@@ -161,7 +161,7 @@ class PraisonStorage(HeldStore, StorageBase):
         return record_key(record_id(kind, *ids), checked_user_id(user_id))
 
     async def _read(self, key: Key, names: list[str]) -> dict[str, Any]:
-        return await self._backend.read_record_state(key, names, False)
+        return await self._backend.read_record_state(key, names=names, must_exist=False)
 
     async def _get(self, key: Key, model: type[R]) -> R | None:
         stored = (await self._read(key, ["r"])).get("r")
@@ -183,7 +183,14 @@ class PraisonStorage(HeldStore, StorageBase):
                 return result
             version = 0 if info is None else info.version
             try:
-                await self._backend.patch_record_state(key, updates, deletes, False, version, False)
+                await self._backend.patch_record_state(
+                    key,
+                    updates=updates,
+                    deletes=deletes,
+                    replace=False,
+                    expected_version=version,
+                    must_exist=False,
+                )
             except ConflictError:
                 continue
             return result
@@ -211,7 +218,7 @@ class PraisonStorage(HeldStore, StorageBase):
         after: str | None = prefix[:-1] + chr(ord(prefix[-1]) - 1) + "\U0010ffff"
         found: list[SessionInfo] = []
         while True:
-            page = await self._backend.list_records(user, _PAGE, after)
+            page = await self._backend.list_records(user, limit=_PAGE, after=after)
             for info in page:
                 if not info.session_id.startswith(prefix):
                     return found
@@ -371,7 +378,12 @@ class PraisonStorage(HeldStore, StorageBase):
         data = _dump(record)
         state = data.pop("state")
         await self._backend.patch_record_state(
-            key, {"r": data, "s": state, "u": data["updated_at"]}, [], False, None, False
+            key,
+            updates={"r": data, "s": state, "u": data["updated_at"]},
+            deletes=[],
+            replace=False,
+            expected_version=None,
+            must_exist=False,
         )
 
     async def upsert_session(
@@ -436,7 +448,14 @@ class PraisonStorage(HeldStore, StorageBase):
             raise InvalidValueError(f"state must be an AgentState, got {type(state).__name__}.")
         updates = {"s": state.model_dump(mode="json"), "u": _utcnow().isoformat()}
         try:
-            await self._backend.patch_record_state(key, updates, [], False, None, True)
+            await self._backend.patch_record_state(
+                key,
+                updates=updates,
+                deletes=[],
+                replace=False,
+                expected_version=None,
+                must_exist=True,
+            )
         except (SessionNotFoundError, SessionExpiredError):
             raise KeyError(f"Session {session_id!r} not found.") from None
 
@@ -524,7 +543,14 @@ class PraisonStorage(HeldStore, StorageBase):
         if previous is not None and previous != platform_bot_id:
             await self._delete(self._key(record.user_id, "bot", previous))
         bot = self._key(record.user_id, "bot", platform_bot_id)
-        await self._backend.patch_record_state(bot, {"c": record.id}, [], False, None, False)
+        await self._backend.patch_record_state(
+            bot,
+            updates={"c": record.id},
+            deletes=[],
+            replace=False,
+            expected_version=None,
+            must_exist=False,
+        )
         return str(record.id)
 
     async def _channel_info(self, channel_id: str) -> SessionInfo | None:

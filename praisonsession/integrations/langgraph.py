@@ -199,7 +199,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
             return
         after: tuple[str, str] | None = None
         while True:
-            page = await self._backend.list_records_by_prefix("", _PAGE, after)
+            page = await self._backend.list_records_by_prefix("", limit=_PAGE, after=after)
             for info in page:
                 if is_thread(info):
                     yield Key(info.user_id, info.session_id)

@@ -167,7 +167,7 @@ class PraisonStore(SyncClose, BaseStore):
     async def _mark(self, key: Key) -> None:
         """Create the namespace's session with its mark, once per process."""
         if key not in self._opened:
-            await self._backend.create_record(key, UNSET, dict(STORE_MARK))
+            await self._backend.create_record(key, ttl=UNSET, metadata=dict(STORE_MARK))
             if len(self._opened) > 4096:
                 self._opened.clear()
             self._opened.add(key)
@@ -177,7 +177,9 @@ class PraisonStore(SyncClose, BaseStore):
     async def _get(self, op: Any) -> Any:
         namespace = _namespace(op.namespace, "get")
         key = _place(namespace)
-        state = await self._backend.read_record_state(key, [_item_key(op.key)], False)
+        state = await self._backend.read_record_state(
+            key, names=[_item_key(op.key)], must_exist=False
+        )
         item = state.get(op.key)
         if not _live(item):
             return None
@@ -194,7 +196,7 @@ class PraisonStore(SyncClose, BaseStore):
         namespace = _namespace(op.namespace, "put", writing=True)
         key = _place(namespace)
         name = _item_key(op.key)
-        state = await self._backend.read_record_state(key, [name], False)
+        state = await self._backend.read_record_state(key, names=[name], must_exist=False)
         held = state.get(name)
         if held is not None and held.get("memories"):
             await self._forget_memories(key, held["memories"])
@@ -224,8 +226,10 @@ class PraisonStore(SyncClose, BaseStore):
     async def _delete_item(self, key: Key, name: str) -> None:
         """Remove an item; a namespace left empty goes too, as LangGraph lists only the
         namespaces that hold items."""
-        await self._backend.patch_record_state(key, {}, [name], False, None, False)
-        if not await self._backend.read_record_state(key, None, False):
+        await self._backend.patch_record_state(
+            key, updates={}, deletes=[name], replace=False, expected_version=None, must_exist=False
+        )
+        if not await self._backend.read_record_state(key, names=None, must_exist=False):
             await self._backend.delete_record(key)
             self._opened.discard(key)
 
@@ -284,7 +288,7 @@ class PraisonStore(SyncClose, BaseStore):
         for info in await self._namespaces_under(prefix):
             key = Key(info.user_id, info.session_id)
             namespace = _namespace_of(info)
-            state = await self._backend.read_record_state(key, None, False)
+            state = await self._backend.read_record_state(key, names=None, must_exist=False)
             found += [
                 (namespace, name, None, item)
                 for name, item in state.items()
@@ -326,7 +330,9 @@ class PraisonStore(SyncClose, BaseStore):
         for namespace, name in scored:
             by_namespace.setdefault(namespace, []).append(name)
         for namespace, names in by_namespace.items():
-            state = await self._backend.read_record_state(_place(namespace), names, False)
+            state = await self._backend.read_record_state(
+                _place(namespace), names=names, must_exist=False
+            )
             for name in names:
                 item = state.get(name)
                 if _live(item) and _matches(item["value"], wanted_filter):
@@ -377,7 +383,7 @@ class PraisonStore(SyncClose, BaseStore):
         found: list[SessionInfo] = []
         after: tuple[str, str] | None = None
         while True:
-            page = await backend.list_records_by_prefix(STORE_PREFIX, _PAGE, after)
+            page = await backend.list_records_by_prefix(STORE_PREFIX, limit=_PAGE, after=after)
             found += [info for info in page if _is_store(info)]
             if len(page) < _PAGE:
                 return found
@@ -407,7 +413,7 @@ class PraisonStore(SyncClose, BaseStore):
         gone = 0
         for info in await self._namespaces_under(()):
             key = Key(info.user_id, info.session_id)
-            state = await self._backend.read_record_state(key, None, False)
+            state = await self._backend.read_record_state(key, names=None, must_exist=False)
             for name, item in state.items():
                 if isinstance(item, dict) and not _live(item):
                     if item.get("memories"):

@@ -362,9 +362,9 @@ class Threads:
     async def _open(self, key: Key, log: str) -> int:
         """The length of ``log`` of a thread, creating the thread (with its mark) if it holds
         nothing yet."""
-        length = await self.backend.count_log(key, log)
+        length = await self.backend.count_log(key, path=log)
         if length == 0:
-            await self.backend.create_record(key, UNSET, dict(THREAD_MARK))
+            await self.backend.create_record(key, ttl=UNSET, metadata=dict(THREAD_MARK))
         return length
 
     # -- checkpoints ----------------------------------------------------------------------------
@@ -398,7 +398,7 @@ class Threads:
                 documents[run_name(new_run)] = {"run": new_run}
             try:
                 await self.backend.write_modules(
-                    key, documents, [LogWrite(CHECKPOINTS, [record], length)]
+                    key, documents=documents, writes=[LogWrite(CHECKPOINTS, [record], length)]
                 )
             except ConflictError:
                 self.forget(key)  # another writer moved the thread: positions are re-read
@@ -419,7 +419,7 @@ class Threads:
 
     async def _find(self, key: Key, ns: str, checkpoint_id: str) -> tuple[int, Record] | None:
         """A checkpoint's position and record, by id; None if the thread has none such."""
-        stored = await self.backend.read_modules(key, [at_name(ns, checkpoint_id)])
+        stored = await self.backend.read_modules(key, names=[at_name(ns, checkpoint_id)])
         doc = (
             None if stored is None else _document(stored.documents, at_name(ns, checkpoint_id), key)
         )
@@ -430,7 +430,9 @@ class Threads:
     async def _record_at(self, key: Key, ns: str, checkpoint_id: str, at: int) -> Record:
         """The record at position ``at``, which must be checkpoint ``checkpoint_id``; else the
         thread was rewritten (pruned) since the position was read: ``_Moved``."""
-        found = _checked(await self.backend.read_log(key, CHECKPOINTS, at, at + 1), key)
+        found = _checked(
+            await self.backend.read_log(key, path=CHECKPOINTS, start=at, stop=at + 1), key
+        )
         if not found or found[0].get("id") != checkpoint_id or found[0].get("ns") != ns:
             raise _Moved
         self._remember(key, at, found[0])
@@ -456,7 +458,7 @@ class Threads:
         names = [head_name(ns)]
         if hint is not None:
             names.append(writes_name(ns, hint))
-        stored = await self.backend.read_modules(key, names)
+        stored = await self.backend.read_modules(key, names=names)
         if stored is None:
             return None
         head = _document(stored.documents, head_name(ns), key)
@@ -464,7 +466,7 @@ class Threads:
             return None
         documents = stored.documents
         if head["id"] != hint:
-            more = await self.backend.read_modules(key, [writes_name(ns, head["id"])])
+            more = await self.backend.read_modules(key, names=[writes_name(ns, head["id"])])
             documents = {} if more is None else more.documents
         return await self._loaded(key, ns, head["id"], head["at"], documents)
 
@@ -472,7 +474,7 @@ class Threads:
         """A checkpoint by id: its position and pending writes in one read (the record too
         unless it is remembered here)."""
         names = [at_name(ns, checkpoint_id), writes_name(ns, checkpoint_id)]
-        stored = await self.backend.read_modules(key, names)
+        stored = await self.backend.read_modules(key, names=names)
         if stored is None:
             return None
         at = (_document(stored.documents, at_name(ns, checkpoint_id), key) or {}).get("at")
@@ -534,7 +536,9 @@ class Threads:
                 else:
                     values[channel] = _source_value(key, source, ns, channel, version)
         for start, stop in _runs_of(sorted(wanted)):
-            found = _checked(await self.backend.read_log(key, CHECKPOINTS, start, stop), key)
+            found = _checked(
+                await self.backend.read_log(key, path=CHECKPOINTS, start=start, stop=stop), key
+            )
             for position, source in enumerate(found, start):
                 self._remember(key, position, source)
                 for channel in wanted.get(position, []):
@@ -545,7 +549,7 @@ class Threads:
         """The values and pending writes of records read from the log, their writes read in one
         step; a value one of them refers to is taken from the others when it is there."""
         names = [writes_name(record["ns"], record["id"]) for _, record in records]
-        stored = await self.backend.read_modules(key, names)
+        stored = await self.backend.read_modules(key, names=names)
         documents = {} if stored is None else stored.documents
         nearby = dict(records)
         loaded = []
@@ -574,7 +578,9 @@ class Threads:
         if before is None and ns is not None:
             # the log's tail first: a record says where it is, so when the newest is of this
             # namespace the walk starts here, with no read of the head document
-            tail = _checked(await self.backend.read_log(key, CHECKPOINTS, -size, None), key)
+            tail = _checked(
+                await self.backend.read_log(key, path=CHECKPOINTS, start=-size, stop=None), key
+            )
             if not tail:
                 return
             start = _start_of(tail)
@@ -591,7 +597,9 @@ class Threads:
             end = await self._end(key, ns, before, before_ns)
         while end > 0:
             start = max(0, end - size)
-            page = _checked(await self.backend.read_log(key, CHECKPOINTS, start, end), key)
+            page = _checked(
+                await self.backend.read_log(key, path=CHECKPOINTS, start=start, stop=end), key
+            )
             if len(page) != end - start:  # the log was rewritten meanwhile
                 self.forget(key)
                 raise ConflictError(f"Thread {key.session_id!r} changed while it was listed.")
@@ -611,8 +619,8 @@ class Threads:
         elif ns is not None:
             name = head_name(ns)
         else:
-            return await self.backend.count_log(key, CHECKPOINTS)
-        stored = await self.backend.read_modules(key, [name])
+            return await self.backend.count_log(key, path=CHECKPOINTS)
+        stored = await self.backend.read_modules(key, names=[name])
         doc = None if stored is None else _document(stored.documents, name, key)
         if doc is None:
             return 0
@@ -644,7 +652,7 @@ class Threads:
                 length, known = journal
             held = known.get(name)
             if held is None:
-                stored = await self.backend.read_modules(key, [name])
+                stored = await self.backend.read_modules(key, names=[name])
                 doc = None if stored is None else _document(stored.documents, name, key)
                 held = list((doc or {}).get("w", []))
             merged = _merged(held, writes)
@@ -652,7 +660,7 @@ class Threads:
                 return  # nothing new: a repeat of writes stored already
             try:
                 await self.backend.write_modules(
-                    key, {name: {"w": merged}}, [LogWrite(WRITES, [entry], length)]
+                    key, documents={name: {"w": merged}}, writes=[LogWrite(WRITES, [entry], length)]
                 )
             except ConflictError:
                 with self._lock:
@@ -691,7 +699,7 @@ class Threads:
         self, key: Key, ns: str, checkpoint_id: str | None, channels: Sequence[str]
     ) -> dict[str, History]:
         if checkpoint_id is None:
-            stored = await self.backend.read_modules(key, [head_name(ns)])
+            stored = await self.backend.read_modules(key, names=[head_name(ns)])
             head = None if stored is None else _document(stored.documents, head_name(ns), key)
             checkpoint_id = None if head is None else head["id"]
         target = None if checkpoint_id is None else self._known(key, ns, checkpoint_id)
@@ -709,7 +717,7 @@ class Threads:
                 break
             walked.update(record["id"] for _, record in chain)
             names = [writes_name(ns, record["id"]) for _, record in chain]
-            stored = await self.backend.read_modules(key, names)
+            stored = await self.backend.read_modules(key, names=names)
             documents = {} if stored is None else stored.documents
             for at, record in chain:
                 if not remaining:
@@ -746,7 +754,11 @@ class Threads:
             at = found[0]
             start = max(0, at - _PAGE + 1)
             for offset, record in enumerate(
-                _checked(await self.backend.read_log(key, CHECKPOINTS, start, at + 1), key), start
+                _checked(
+                    await self.backend.read_log(key, path=CHECKPOINTS, start=start, stop=at + 1),
+                    key,
+                ),
+                start,
             ):
                 if record.get("ns") == ns:
                     pages[record["id"]] = (offset, record)
@@ -779,7 +791,7 @@ class Threads:
     async def has_runs(self, key: Key, run_ids: Iterable[str]) -> bool:
         """Whether the thread holds checkpoints of any of these runs (one read)."""
         names = [run_name(run_id) for run_id in run_ids]
-        stored = await self.backend.read_modules(key, names)
+        stored = await self.backend.read_modules(key, names=names)
         return stored is not None and any(_document(stored.documents, name, key) for name in names)
 
     async def keep(self, key: Key, keeping: Callable[[list[Record]], Awaitable[set[int]]]) -> int:
@@ -788,8 +800,10 @@ class Threads:
         and chooses again). A value a kept record refers to moves into it if the record
         holding it goes; what goes is overwritten with empty documents. How many went."""
         for _ in range(_ATTEMPTS):
-            length = await self.backend.count_log(key, CHECKPOINTS)
-            records = _checked(await self.backend.read_log(key, CHECKPOINTS, 0, length), key)
+            length = await self.backend.count_log(key, path=CHECKPOINTS)
+            records = _checked(
+                await self.backend.read_log(key, path=CHECKPOINTS, start=0, stop=length), key
+            )
             if len(records) != length:
                 await pause(0)
                 continue
@@ -816,8 +830,8 @@ class Threads:
             try:
                 await self.backend.write_modules(
                     key,
-                    documents,
-                    [
+                    documents=documents,
+                    writes=[
                         LogWrite(CHECKPOINTS, [], length),  # nobody appended since the read
                         LogWrite(CHECKPOINTS, kept, None),
                         LogWrite(WRITES, [marker], -1),

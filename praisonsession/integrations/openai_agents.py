@@ -170,7 +170,7 @@ class PraisonSession(HeldStore, SessionABC):
         if wanted == 0:
             return []
         start = 0 if wanted is None or wanted < 0 else -wanted  # the SDK's negative: all
-        items = await self._backend.read_log(self._key, LOG_NAME, start, None)
+        items = await self._backend.read_log(self._key, path=LOG_NAME, start=start, stop=None)
         return _paired(items, ())[0] if self._orphan_free else items
 
     async def add_items(self, items: list[Item]) -> None:
@@ -257,18 +257,18 @@ class PraisonSession(HeldStore, SessionABC):
         backend, key = self._backend, self._key
         kept, left = _paired(batch, ()) if self._orphan_free else (batch, [])
         if not left:  # the common case: every output's call is in the batch
-            await backend.append_log(key, LogWrite(LOG_NAME, batch, -1))
+            await backend.append_log(key, write=LogWrite(LOG_NAME, batch, -1))
             return
         needed = {call for call in map(_answered_call, left) if call is not None}
         while True:
-            held = await backend.count_log(key, LOG_NAME)
+            held = await backend.count_log(key, path=LOG_NAME)
             kept, left = _paired(batch, await self._stored_calls(needed, held))
             if left:
                 _warn_left_out(self.session_id, left)
             if not kept:
                 return
             try:  # only onto the log we looked through: a pop meanwhile may have taken a call
-                await backend.append_log(key, LogWrite(LOG_NAME, kept, held))
+                await backend.append_log(key, write=LogWrite(LOG_NAME, kept, held))
                 return
             except ConflictError:
                 continue
@@ -280,7 +280,9 @@ class PraisonSession(HeldStore, SessionABC):
         stop, window = held, _LOOK_BACK
         while stop > 0 and not needed <= found:
             start = max(0, stop - window)
-            for item in await self._backend.read_log(self._key, LOG_NAME, start, stop):
+            for item in await self._backend.read_log(
+                self._key, path=LOG_NAME, start=start, stop=stop
+            ):
                 call = _call(item)
                 if call in needed:
                     found.add(call)
@@ -290,19 +292,21 @@ class PraisonSession(HeldStore, SessionABC):
     async def _pop(self) -> Item | None:
         backend, key = self._backend, self._key
         while True:
-            held = await backend.count_log(key, LOG_NAME)
+            held = await backend.count_log(key, path=LOG_NAME)
             if held == 0:
                 return None
             try:
-                removed = await backend.truncate_log(key, LOG_NAME, held - 1, held)
+                removed = await backend.truncate_log(
+                    key, path=LOG_NAME, length=held - 1, expected=held
+                )
             except (ConflictError, SessionNotFoundError, SessionExpiredError):
                 continue  # another writer changed the log first: count again
             return removed[0] if removed else None
 
     async def _clear(self) -> None:
         backend, key = self._backend, self._key
-        if await backend.count_log(key, LOG_NAME):  # an empty log needs no write (or session)
-            await backend.write_modules(key, {}, [LogWrite(LOG_NAME, [], None)])
+        if await backend.count_log(key, path=LOG_NAME):  # an empty log needs no write (or session)
+            await backend.write_modules(key, documents={}, writes=[LogWrite(LOG_NAME, [], None)])
 
 
 # -- tool calls and their outputs ----------------------------------------------------------

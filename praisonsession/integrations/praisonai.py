@@ -566,7 +566,7 @@ class PraisonDb(SyncClose):
         users (by an index where it has one). It reads ids, never a record's contents, so
         a store without the key reads nothing sealed. The exact id sorts first among the ids
         it starts, so a few records tell one user from several."""
-        found = await self._store.backend.list_records_by_prefix(session_id, 8, None)
+        found = await self._store.backend.list_records_by_prefix(session_id, limit=8, after=None)
         return sorted({info.user_id for info in found if info.session_id == session_id})
 
     # -- the work behind the hooks -----------------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._internal.runtime import offload
-from ..stores.backend import UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ..stores.backend import TTL, UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ..stores.record import SessionInfo
 from .client import RemoteClient
 
@@ -41,7 +41,7 @@ class RemoteBackend(StoreBackend):
 
     # -- sessions -------------------------------------------------------------------------
 
-    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> SessionInfo:
         body = _key(key, metadata=metadata)
         if ttl is not UNSET:
             body["ttl"] = ttl
@@ -50,17 +50,19 @@ class RemoteBackend(StoreBackend):
     async def read_record(self, key: Key) -> SessionInfo | None:
         return _info_or_none(await self._call("info", _key(key)))
 
-    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> SessionInfo:
         return SessionInfo.from_json(await self._call("set_metadata", _key(key, metadata=metadata)))
 
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
         found = await self._call("list", {"user_id": user_id, "limit": limit, "after": after})
         return [SessionInfo.from_json(item) for item in found]
 
     async def delete_record(self, key: Key) -> bool:
         return bool(await self._call("delete", _key(key)))
 
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         body = _key(key)
         if ttl is not UNSET:
             body["ttl"] = ttl
@@ -72,7 +74,7 @@ class RemoteBackend(StoreBackend):
     # -- key-value state ------------------------------------------------------------------
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         state: dict[str, Any] = await self._call(
             "get_state", _key(key, names=names, must_exist=must_exist)
@@ -82,6 +84,7 @@ class RemoteBackend(StoreBackend):
     async def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -100,7 +103,7 @@ class RemoteBackend(StoreBackend):
         return int(await self._call("patch", body, safe=expected_version is None))
 
     async def increment_record_value(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+        self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         body = _key(key, name=name, amount=amount, default=default, must_exist=must_exist)
         value: int | float = await self._call("increment", body, safe=False)
@@ -109,7 +112,7 @@ class RemoteBackend(StoreBackend):
     # -- modules and message logs -----------------------------------------------------------
 
     async def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         body = _key(key, documents=documents, writes=[_write(w) for w in writes])
         lengths = await self._call(
@@ -117,30 +120,30 @@ class RemoteBackend(StoreBackend):
         )
         return {str(path): int(length) for path, length in lengths.items()}
 
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         found = await self._call("load_modules", _key(key, names=names))
         if found is None:
             return None
         return StoredModules(found["documents"], found["logs"])
 
-    async def append_log(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, *, write: LogWrite) -> int:
         return int(await self._call("append", _key(key, write=_write(write)), safe=False))
 
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         if start < 0:  # the server reads from a position: count first (two requests)
-            start = max(0, await self.count_log(key, path) + start)
+            start = max(0, await self.count_log(key, path=path) + start)
         messages: list[dict[str, Any]] = await self._call(
             "read_log", _key(key, path=path, start=start, stop=stop)
         )
         return messages
 
-    async def count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, *, path: str) -> int:
         return int(await self._call("count_log", _key(key, path=path)))
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
         # applied twice, a retry would remove more: sent again only if it never left
         removed: list[dict[str, Any]] = await self._call(
@@ -149,7 +152,7 @@ class RemoteBackend(StoreBackend):
         return removed
 
     async def list_records_by_prefix(
-        self, prefix: str, limit: int, after: tuple[str, str] | None
+        self, prefix: str, *, limit: int, after: tuple[str, str] | None
     ) -> list[SessionInfo]:
         body = {"prefix": prefix, "limit": limit, "after": None if after is None else list(after)}
         return [SessionInfo.from_json(item) for item in await self._call("list_by_prefix", body)]

@@ -17,7 +17,15 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from .api import SessionBase
-from .backend import UNSET, Capabilities, ForwardingBackend, LogWrite, StoreBackend, StoredModules
+from .backend import (
+    TTL,
+    UNSET,
+    Capabilities,
+    ForwardingBackend,
+    LogWrite,
+    StoreBackend,
+    StoredModules,
+)
 from .branches import Branches, SnapshotInfo, TreeNode
 from .record import FORMAT_VERSION, Key, SessionContents, SessionInfo, record_key
 from .urls import open_store
@@ -41,6 +49,7 @@ _BACKENDS = {
 
 __all__ = [
     "FORMAT_VERSION",
+    "TTL",
     "UNSET",
     "Branches",
     "Capabilities",

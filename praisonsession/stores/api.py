@@ -175,7 +175,9 @@ class SessionBase:
             ttl = check_ttl(ttl)
         if metadata is not None:
             check_json_data(metadata, "metadata")
-        return await self.backend.create_record(key, ttl, detach(metadata or {}, "metadata"))
+        return await self.backend.create_record(
+            key, ttl=ttl, metadata=detach(metadata or {}, "metadata")
+        )
 
     async def get_info(self, session_id: str, user_id: str = "") -> SessionInfo | None:
         """The session's metadata, or None if it does not exist or has expired."""
@@ -191,7 +193,7 @@ class SessionBase:
         """Merge user metadata (JSON data) into the session's metadata."""
         check_json_data(metadata, "metadata")
         key = record_key(session_id, user_id)
-        return await self.backend.merge_record_metadata(key, detach(metadata, "m"))
+        return await self.backend.merge_record_metadata(key, metadata=detach(metadata, "m"))
 
     async def list_sessions(
         self, user_id: str = "", *, limit: int = 100, after: str | None = None
@@ -204,7 +206,7 @@ class SessionBase:
         check_count(limit, "limit", low=1, high=10_000)
         if after is not None:
             check_session_id(after)
-        return await self.backend.list_records(user, limit, after)
+        return await self.backend.list_records(user, limit=limit, after=after)
 
     async def list_users(self) -> list[str]:
         """Every user with a live session, sorted: where listing a whole store starts.
@@ -229,7 +231,7 @@ class SessionBase:
         """Restart the session's TTL (optionally a new one); None if it is gone."""
         if ttl is not UNSET:
             ttl = check_ttl(ttl)
-        return await self.backend.touch_record(record_key(session_id, user_id), ttl)
+        return await self.backend.touch_record(record_key(session_id, user_id), ttl=ttl)
 
     async def expire(self, session_id: str, user_id: str = "") -> bool:
         """End the session now: it is gone for every reader exactly as if its TTL ran out
@@ -237,7 +239,7 @@ class SessionBase:
         opening it again starts it afresh). True if it was live."""
         key = record_key(session_id, user_id)
         self._modules.forget(key)
-        return await self.backend.touch_record(key, 0.0) is not None
+        return await self.backend.touch_record(key, ttl=0.0) is not None
 
     async def purge_expired(self) -> int:
         """Remove every expired session from storage; returns how many were removed."""
@@ -250,7 +252,7 @@ class SessionBase:
     ) -> dict[str, JSONValue]:
         """The whole key-value state ({} for a session that does not exist, unless must_exist)."""
         key = record_key(session_id, user_id)
-        return await self.backend.read_record_state(key, None, must_exist)
+        return await self.backend.read_record_state(key, names=None, must_exist=must_exist)
 
     async def get_value(
         self,
@@ -263,7 +265,9 @@ class SessionBase:
     ) -> JSONValue:
         """One value of a session's state, or ``default`` if the key is not set."""
         key = record_key(session_id, user_id)
-        state = await self.backend.read_record_state(key, [check_key(name)], must_exist)
+        state = await self.backend.read_record_state(
+            key, names=[check_key(name)], must_exist=must_exist
+        )
         return state.get(name, default)
 
     async def patch_state(
@@ -291,7 +295,12 @@ class SessionBase:
         if expected_version is not None:
             check_count(expected_version, "expected_version", low=None)
         return await self.backend.patch_record_state(
-            key, detach(updates, "state"), deletes, replace, expected_version, must_exist
+            key,
+            updates=detach(updates, "state"),
+            deletes=deletes,
+            replace=replace,
+            expected_version=expected_version,
+            must_exist=must_exist,
         )
 
     async def replace_state(
@@ -329,7 +338,7 @@ class SessionBase:
         if type(default) is not int or not -_SMALL_INT < default < _SMALL_INT:
             _check_number(default, "default")
         return await self.backend.increment_record_value(
-            key, check_key(name), amount, default, must_exist
+            key, name=check_key(name), amount=amount, default=default, must_exist=must_exist
         )
 
     # -- message logs ---------------------------------------------------------------------
@@ -352,7 +361,7 @@ class SessionBase:
         items = check_messages(messages)
         start = -1 if expected_length is None else check_count(expected_length, "expected_length")
         return await self.backend.append_log(
-            key, LogWrite(check_key(log, "log name"), items, start)
+            key, write=LogWrite(check_key(log, "log name"), items, start)
         )
 
     async def read_messages(
@@ -363,19 +372,21 @@ class SessionBase:
         check_count(start, "read_messages: start")
         if stop is not None and check_count(stop, "read_messages: stop") < start:
             raise InvalidValueError("start must be >= 0 and stop (if given) >= start.")
-        return await self.backend.read_log(key, check_key(log, "log name"), start, stop)
+        return await self.backend.read_log(
+            key, path=check_key(log, "log name"), start=start, stop=stop
+        )
 
     async def message_count(self, session_id: str, user_id: str, log: str) -> int:
         """How many messages a named log holds (0 if it does not exist)."""
         return await self.backend.count_log(
-            record_key(session_id, user_id), check_key(log, "log name")
+            record_key(session_id, user_id), path=check_key(log, "log name")
         )
 
     async def clear_messages(self, session_id: str, user_id: str, log: str) -> None:
         """Empty a named log, in one atomic step."""
         key = record_key(session_id, user_id)
         path = check_key(log, "log name")
-        await self.backend.write_modules(key, {}, [LogWrite(path, [], None)])
+        await self.backend.write_modules(key, documents={}, writes=[LogWrite(path, [], None)])
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from typing import Any, Final, NamedTuple
+from typing import Any, NamedTuple
 
 from .._internal.json_data import add_numbers
 from .._internal.runtime import pause
 from ..errors import ConflictError, UnsupportedOperationError
-from .record import SNAPSHOT_OWNER, Key, SessionContents, SessionInfo, check_ttl
+from .record import SNAPSHOT_OWNER, TTL, UNSET, Key, SessionContents, SessionInfo, Unset, check_ttl
 
 __all__ = [
+    "TTL",
     "UNSET",
     "Capabilities",
     "ForwardingBackend",
@@ -38,22 +39,6 @@ __all__ = [
     "pages_by_prefix",
 ]
 
-
-class Unset:
-    """The type of :data:`UNSET`: one object, shown by name in signatures and reprs."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-#: "Not given", the one marker for it: a TTL argument that keeps the stored TTL (or takes the
-#: default for a new record), where None already means "no expiry".
-UNSET: Final = Unset()
-
-#: A TTL argument of the protocol: seconds, None (no expiry) or ``UNSET`` (keep / default).
-TTL = float | None | Unset
 
 _MAX_CAS_ROUNDS = 1000
 
@@ -118,14 +103,14 @@ class StoreBackend(ABC):
         """``capabilities.runs_inline``: what the sync facade asks."""
         return self.capabilities.runs_inline
 
-    def _new_ttl(self, ttl: Any) -> float | None:
+    def _new_ttl(self, ttl: TTL) -> float | None:
         """The TTL a record gets: ``ttl``, or the default when it is ``UNSET``."""
         return self.default_ttl if ttl is UNSET else ttl
 
     # -- records ----------------------------------------------------------------------------
 
     @abstractmethod
-    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> SessionInfo:
         """Open the record: create it (or start it afresh if it expired), merge ``metadata``
         into its own and restart its TTL; ``ttl`` replaces the stored one unless ``UNSET``."""
 
@@ -134,11 +119,13 @@ class StoreBackend(ABC):
         """The live record's info, or None."""
 
     @abstractmethod
-    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> SessionInfo:
         """Merge ``metadata`` into the record's (creating it if needed); moves it on a version."""
 
     @abstractmethod
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
         """At most ``limit`` live records of the user with a session id above ``after``, in
         session id order."""
 
@@ -147,7 +134,7 @@ class StoreBackend(ABC):
         """Remove the record and all it holds; True if it was live."""
 
     @abstractmethod
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         """Restart the live record's TTL (``ttl`` replaces it unless ``UNSET``; 0 ends the
         record now); None if it is not live."""
 
@@ -156,7 +143,7 @@ class StoreBackend(ABC):
         """Remove every expired record from storage; how many went."""
 
     async def list_records_by_prefix(
-        self, prefix: str, limit: int, after: tuple[str, str] | None
+        self, prefix: str, *, limit: int, after: tuple[str, str] | None
     ) -> list[SessionInfo]:
         """At most ``limit`` live records of every user whose session id starts with
         ``prefix``, ordered by (session id, user id), each after ``after`` (a pair of the
@@ -175,7 +162,7 @@ class StoreBackend(ABC):
                 start = after[0]
             last: str | None = None
             while True:
-                page = await self.list_records(owner, limit + 1, last or _before(start))
+                page = await self.list_records(owner, limit=limit + 1, after=last or _before(start))
                 matches = [
                     info
                     for info in page
@@ -201,7 +188,7 @@ class StoreBackend(ABC):
 
     @abstractmethod
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         """The state (only ``names`` if given); {} for a record that is not live, unless
         ``must_exist`` (``SessionNotFoundError`` / ``SessionExpiredError``)."""
@@ -210,6 +197,7 @@ class StoreBackend(ABC):
     async def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -221,7 +209,7 @@ class StoreBackend(ABC):
         ``expected_version`` is given and is not the record's (0 for a missing one)."""
 
     async def increment_record_value(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+        self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         """Add ``amount`` to the number at ``name`` (``default`` if absent) in one step; the new
         value. ``InvalidValueError`` if the value held is not a number.
@@ -231,11 +219,18 @@ class StoreBackend(ABC):
         backend with an atomic add of its own overrides it."""
         for attempt in range(_MAX_CAS_ROUNDS):
             info = await self.read_record(key)
-            held = await self.read_record_state(key, [name], must_exist)
+            held = await self.read_record_state(key, names=[name], must_exist=must_exist)
             value = add_numbers(held.get(name, default), amount, name)
             version = 0 if info is None else info.version
             try:
-                await self.patch_record_state(key, {name: value}, [], False, version, must_exist)
+                await self.patch_record_state(
+                    key,
+                    updates={name: value},
+                    deletes=[],
+                    replace=False,
+                    expected_version=version,
+                    must_exist=must_exist,
+                )
             except ConflictError:
                 await pause(min(0.0001 * 2 ** min(attempt, 10), 0.01))
                 continue
@@ -249,7 +244,7 @@ class StoreBackend(ABC):
 
     @abstractmethod
     async def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         """Store module documents (merged by name) and log writes in one atomic step; return
         each written log's length afterwards, by path.
@@ -259,18 +254,18 @@ class StoreBackend(ABC):
         """
 
     @abstractmethod
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         """The documents of modules ``names`` and every log below them (paths starting with
         ``name.``), read at once; None for a record that is not live."""
 
-    async def append_log(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, *, write: LogWrite) -> int:
         """Append one write as ``write_modules`` does (``start`` -1: at the end whatever its
         length); the log's new length. The default is that module write, with no modules."""
-        return (await self.write_modules(key, {}, [write]))[write.path]
+        return (await self.write_modules(key, documents={}, writes=[write]))[write.path]
 
     @abstractmethod
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         """Messages ``start:stop`` of the log at ``path``; [] if it or the record is missing.
 
@@ -279,7 +274,7 @@ class StoreBackend(ABC):
         no count before it that another writer could make stale."""
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
         """Keep the first ``length`` messages of the log and return the ones removed, oldest
         first, in one atomic step that moves the record on one version; with ``expected``
@@ -292,10 +287,10 @@ class StoreBackend(ABC):
             "the log instead (write_modules with a LogWrite whose start is None)."
         )
 
-    async def count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, *, path: str) -> int:
         """How many messages the log holds. Backends override this with a count that does not
         read the messages."""
-        return len(await self.read_log(key, path, 0, None))
+        return len(await self.read_log(key, path=path, start=0, stop=None))
 
     # -- whole records (forks, snapshots, archives) -----------------------------------------
 
@@ -303,10 +298,11 @@ class StoreBackend(ABC):
         self,
         source: Key,
         target: Key,
+        *,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         """Copy the live record ``source`` onto ``target`` in one atomic step.
 
@@ -357,22 +353,24 @@ class ForwardingBackend(StoreBackend):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._inner!r})"
 
-    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
-        return await self._inner.create_record(key, ttl, metadata)
+    async def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> SessionInfo:
+        return await self._inner.create_record(key, ttl=ttl, metadata=metadata)
 
     async def read_record(self, key: Key) -> SessionInfo | None:
         return await self._inner.read_record(key)
 
-    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
-        return await self._inner.merge_record_metadata(key, metadata)
+    async def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> SessionInfo:
+        return await self._inner.merge_record_metadata(key, metadata=metadata)
 
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
-        return await self._inner.list_records(user_id, limit, after)
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
+        return await self._inner.list_records(user_id, limit=limit, after=after)
 
     async def list_records_by_prefix(
-        self, prefix: str, limit: int, after: tuple[str, str] | None
+        self, prefix: str, *, limit: int, after: tuple[str, str] | None
     ) -> list[SessionInfo]:
-        return await self._inner.list_records_by_prefix(prefix, limit, after)
+        return await self._inner.list_records_by_prefix(prefix, limit=limit, after=after)
 
     async def list_record_owners(self) -> set[str]:
         return await self._inner.list_record_owners()
@@ -380,20 +378,21 @@ class ForwardingBackend(StoreBackend):
     async def delete_record(self, key: Key) -> bool:
         return await self._inner.delete_record(key)
 
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
-        return await self._inner.touch_record(key, ttl)
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
+        return await self._inner.touch_record(key, ttl=ttl)
 
     async def purge_records(self) -> int:
         return await self._inner.purge_records()
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
-        return await self._inner.read_record_state(key, names, must_exist)
+        return await self._inner.read_record_state(key, names=names, must_exist=must_exist)
 
     async def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -401,48 +400,58 @@ class ForwardingBackend(StoreBackend):
         must_exist: bool,
     ) -> int:
         return await self._inner.patch_record_state(
-            key, updates, deletes, replace, expected_version, must_exist
+            key,
+            updates=updates,
+            deletes=deletes,
+            replace=replace,
+            expected_version=expected_version,
+            must_exist=must_exist,
         )
 
     async def increment_record_value(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+        self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
-        return await self._inner.increment_record_value(key, name, amount, default, must_exist)
+        return await self._inner.increment_record_value(
+            key, name=name, amount=amount, default=default, must_exist=must_exist
+        )
 
     async def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
-        return await self._inner.write_modules(key, documents, writes)
+        return await self._inner.write_modules(key, documents=documents, writes=writes)
 
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
-        return await self._inner.read_modules(key, names)
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
+        return await self._inner.read_modules(key, names=names)
 
-    async def append_log(self, key: Key, write: LogWrite) -> int:
-        return await self._inner.append_log(key, write)
+    async def append_log(self, key: Key, *, write: LogWrite) -> int:
+        return await self._inner.append_log(key, write=write)
 
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
-        return await self._inner.read_log(key, path, start, stop)
+        return await self._inner.read_log(key, path=path, start=start, stop=stop)
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
-        return await self._inner.truncate_log(key, path, length, expected)
+        return await self._inner.truncate_log(key, path=path, length=length, expected=expected)
 
-    async def count_log(self, key: Key, path: str) -> int:
-        return await self._inner.count_log(key, path)
+    async def count_log(self, key: Key, *, path: str) -> int:
+        return await self._inner.count_log(key, path=path)
 
     async def copy_record(
         self,
         source: Key,
         target: Key,
+        *,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
-        return await self._inner.copy_record(source, target, cut, metadata, replace, ttl)
+        return await self._inner.copy_record(
+            source, target, cut=cut, metadata=metadata, replace=replace, ttl=ttl
+        )
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:
         return await self._inner.read_record_contents(key)
@@ -459,7 +468,7 @@ async def all_records(backend: StoreBackend, user_id: str, page: int = 1000) -> 
     found: list[SessionInfo] = []
     after: str | None = None
     while True:
-        records = await backend.list_records(user_id, page, after)
+        records = await backend.list_records(user_id, limit=page, after=after)
         found.extend(records)
         if len(records) < page:
             return found
@@ -475,7 +484,7 @@ async def pages_by_prefix(
     sessions of an app, AgentScope's schedules)."""
     after: tuple[str, str] | None = None
     while True:
-        records = await backend.list_records_by_prefix(prefix, page, after)
+        records = await backend.list_records_by_prefix(prefix, limit=page, after=after)
         if not records:
             return
         last, full = records[-1], len(records) == page

@@ -124,7 +124,9 @@ class Branches:
                 f"{source.session_id!r}: forking onto it would make the tree a cycle."
             )
         parent = {PARENT: {"session_id": source.session_id, "user_id": source.user_id}}
-        return await self.backend.copy_record(source, target, cut, parent, False, UNSET)
+        return await self.backend.copy_record(
+            source, target, cut=cut, metadata=parent, replace=False, ttl=UNSET
+        )
 
     async def _check_cut_log(self, source: Key, log: str) -> None:
         """A cut names a log the session has: a misspelt name would copy every log whole."""
@@ -233,7 +235,9 @@ class Branches:
             "messages": sum(contents.logs.values()),
         }
         target = snapshot_key(key, snapshot_id)
-        info = await self.backend.copy_record(key, target, None, {SNAPSHOT: about}, False, None)
+        info = await self.backend.copy_record(
+            key, target, cut=None, metadata={SNAPSHOT: about}, replace=False, ttl=None
+        )
         return _snapshot_info(info)
 
     async def snapshots(self, session_id: str, user_id: str = "") -> list[SnapshotInfo]:
@@ -244,7 +248,7 @@ class Branches:
         after = prefix
         while True:
             try:
-                page = await self.backend.list_records(SNAPSHOT_OWNER, _PAGE, after)
+                page = await self.backend.list_records(SNAPSHOT_OWNER, limit=_PAGE, after=after)
             except KeyRequiredError as refused:  # a sealed label is not read as a label
                 what = f"A snapshot of session {key.session_id!r} of user {key.user_id!r}"
                 raise KeyRequiredError(what, refused.fingerprint) from None
@@ -264,7 +268,12 @@ class Branches:
         source = snapshot_key(key, snapshot_id_of(snapshot))
         try:
             return await self.backend.copy_record(
-                source, key, None, {"restored_from": snapshot_id_of(snapshot)}, True, UNSET
+                source,
+                key,
+                cut=None,
+                metadata={"restored_from": snapshot_id_of(snapshot)},
+                replace=True,
+                ttl=UNSET,
             )
         except SessionNotFoundError:
             raise SnapshotNotFoundError(

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from .._internal.identifiers import check_key
 from ..errors import KeyRequiredError
-from .backend import ForwardingBackend, LogWrite, StoreBackend, StoredModules
+from .backend import TTL, ForwardingBackend, LogWrite, StoreBackend, StoredModules
 from .keyless import (
     looks_sealed,
     refuse_sealed_info,
@@ -110,19 +110,19 @@ class KeyGuard(ForwardingBackend):
 
     # -- the rule ---------------------------------------------------------------------------
 
-    def _write(self, operation: _Op[T], key: Key, *args: Any) -> _Co[T]:
+    def _write(self, operation: _Op[T], key: Key, **args: Any) -> _Co[T]:
         """``operation`` on ``key`` as this store may make it: straight through where nothing
         needs a read first (the default path)."""
         if self.checks_keys:
-            return operation(key, *args)
+            return operation(key, **args)
         mark = self._marks.get(self._place)
         if mark is not None and mark[0] is None and time.monotonic() - mark[1] < RECHECK_SECONDS:
-            return operation(key, *args)
+            return operation(key, **args)
         return self._after_mark(operation, key, args)
 
-    async def _after_mark(self, operation: _Op[T], key: Key, args: tuple[Any, ...]) -> T:
+    async def _after_mark(self, operation: _Op[T], key: Key, args: dict[str, Any]) -> T:
         await self._refuse_if_marked(key)
-        return await operation(key, *args)
+        return await operation(key, **args)
 
     async def _refuse_if_marked(self, key: Key) -> None:
         mark = self._marks.get(self._place)
@@ -138,13 +138,13 @@ class KeyGuard(ForwardingBackend):
                 fingerprint,
             )
 
-    async def _destroy(self, operation: _Op[T], key: Key, *args: Any) -> T:
+    async def _destroy(self, operation: _Op[T], key: Key, **args: Any) -> T:
         """A change that removes data: over a sealing backend, the record is read first (it
         refuses one sealed with another key), so that a wrong key removes nothing."""
         if self.checks_keys:
             await self._inner.read_record(key)
-            return await operation(key, *args)
-        return await self._write(operation, key, *args)
+            return await operation(key, **args)
+        return await self._write(operation, key, **args)
 
     async def _read(self, key: Key, values: Iterable[Any]) -> None:
         """Refuse a read without a key that found sealed values: ciphertext is never handed
@@ -165,8 +165,8 @@ class KeyGuard(ForwardingBackend):
 
     # -- records ----------------------------------------------------------------------------
 
-    def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> _Co[SessionInfo]:
-        return self._write(self._inner.create_record, key, ttl, metadata)
+    def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> _Co[SessionInfo]:
+        return self._write(self._inner.create_record, key, ttl=ttl, metadata=metadata)
 
     async def read_record(self, key: Key) -> SessionInfo | None:
         info = await self._inner.read_record(key)
@@ -174,35 +174,40 @@ class KeyGuard(ForwardingBackend):
             refuse_sealed_info(info)
         return info
 
-    def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> _Co[SessionInfo]:
-        return self._write(self._inner.merge_record_metadata, key, metadata)
+    def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> _Co[SessionInfo]:
+        return self._write(self._inner.merge_record_metadata, key, metadata=metadata)
 
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
-        return self._listed(await self._inner.list_records(user_id, limit, after))
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
+        return self._listed(await self._inner.list_records(user_id, limit=limit, after=after))
 
     async def list_records_by_prefix(
-        self, prefix: str, limit: int, after: tuple[str, str] | None
+        self, prefix: str, *, limit: int, after: tuple[str, str] | None
     ) -> list[SessionInfo]:
-        return self._listed(await self._inner.list_records_by_prefix(prefix, limit, after))
+        return self._listed(
+            await self._inner.list_records_by_prefix(prefix, limit=limit, after=after)
+        )
 
     async def delete_record(self, key: Key) -> bool:
         return await self._destroy(self._inner.delete_record, key)
 
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
-        return await self._destroy(self._inner.touch_record, key, ttl)
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
+        return await self._destroy(self._inner.touch_record, key, ttl=ttl)
 
     # -- state ------------------------------------------------------------------------------
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
-        state = await self._inner.read_record_state(key, names, must_exist)
+        state = await self._inner.read_record_state(key, names=names, must_exist=must_exist)
         await self._read(key, state.values())
         return state
 
     def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -214,55 +219,62 @@ class KeyGuard(ForwardingBackend):
         return self._write(
             self._inner.patch_record_state,
             key,
-            updates,
-            deletes,
-            replace,
-            expected_version,
-            must_exist,
+            updates=updates,
+            deletes=deletes,
+            replace=replace,
+            expected_version=expected_version,
+            must_exist=must_exist,
         )
 
     def increment_record_value(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+        self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> _Co[int | float]:
         check_key(name)
         return self._write(
-            self._inner.increment_record_value, key, name, amount, default, must_exist
+            self._inner.increment_record_value,
+            key,
+            name=name,
+            amount=amount,
+            default=default,
+            must_exist=must_exist,
         )
 
     # -- modules and logs -------------------------------------------------------------------
 
     def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> _Co[dict[str, int]]:
         _check_names(documents, "module name")
         for write in writes:
             check_key(write.path, "log name")
-        return self._write(self._inner.write_modules, key, documents, writes)
+        return self._write(self._inner.write_modules, key, documents=documents, writes=writes)
 
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
-        stored = await self._inner.read_modules(key, names)
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
+        stored = await self._inner.read_modules(key, names=names)
         if stored is not None:
             await self._read(key, stored.documents.values())
             for messages in stored.logs.values():
                 await self._read(key, messages[:1])
         return stored
 
-    def append_log(self, key: Key, write: LogWrite) -> _Co[int]:
+    def append_log(self, key: Key, *, write: LogWrite) -> _Co[int]:
         check_key(write.path, "log name")
-        return self._write(self._inner.append_log, key, write)
+        return self._write(self._inner.append_log, key, write=write)
 
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
-        messages = await self._inner.read_log(key, path, start, stop)
+        messages = await self._inner.read_log(key, path=path, start=start, stop=stop)
         await self._read(key, messages)
         return messages
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
         check_key(path, "log name")
-        return await self._destroy(self._inner.truncate_log, key, path, length, expected)
+        return await self._destroy(
+            self._inner.truncate_log, key, path=path, length=length, expected=expected
+        )
 
     # -- whole records ----------------------------------------------------------------------
 
@@ -270,26 +282,32 @@ class KeyGuard(ForwardingBackend):
         self,
         source: Key,
         target: Key,
+        *,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         await self.read_record(source)  # a copy reads its source, as every read does
         if replace:  # a restore replaces what the target holds: a change of it
             await self.read_record(target)
-        return await self._write(self._copy, target, source, cut, metadata, replace, ttl)
+        return await self._write(
+            self._copy, target, source=source, cut=cut, metadata=metadata, replace=replace, ttl=ttl
+        )
 
     async def _copy(
         self,
         target: Key,
+        *,
         source: Key,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
-        return await self._inner.copy_record(source, target, cut, metadata, replace, ttl)
+        return await self._inner.copy_record(
+            source, target, cut=cut, metadata=metadata, replace=replace, ttl=ttl
+        )
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:
         contents = await self._inner.read_record_contents(key)

@@ -105,4 +105,4 @@ async def mark_store(backend: StoreBackend, fingerprint: str, *, replace: bool =
     """Mark the store (a raw backend) as encrypted with the key ``fingerprint``; a store
     already marked keeps its mark unless ``replace`` (a rotation)."""
     if replace or await store_sealed_with(backend) is None:
-        await backend.create_record(STORE_MARK, None, {_MARKED_WITH: fingerprint})
+        await backend.create_record(STORE_MARK, ttl=None, metadata={_MARKED_WITH: fingerprint})

@@ -92,7 +92,7 @@ class NativeModules:
             else:
                 synced[path] = start
                 writes.append(LogWrite(path, log.messages_since(start), -1))
-        lengths = await self.backend.write_modules(key, documents, writes)
+        lengths = await self.backend.write_modules(key, documents=documents, writes=writes)
         for write in writes:
             log, length = logs[write.path], lengths[write.path]
             start = synced.get(write.path)
@@ -106,14 +106,16 @@ class NativeModules:
     ) -> None:
         """Our appended messages landed at ``ours_at``; bring in what others stored before."""
         if ours_at > start:  # other writers appended between our last sync and our append
-            log.absorb(start, await self.backend.read_log(key, path, start, ours_at))
+            log.absorb(
+                start, await self.backend.read_log(key, path=path, start=start, stop=ours_at)
+            )
         elif ours_at < start:  # someone rewrote the log meanwhile: take it as stored
-            log.reset(await self.backend.read_log(key, path, 0, None))
+            log.reset(await self.backend.read_log(key, path=path, start=0, stop=None))
 
     async def load(self, key: Key, modules: dict[str, Any], allow_not_exist: bool) -> None:
         from ..state.codec import attach_logs, is_ours, load_states, logs_of, ours
 
-        stored = await self.backend.read_modules(key, list(modules))
+        stored = await self.backend.read_modules(key, names=list(modules))
         if stored is None:
             self._nothing_stored_for(key, modules)
             report_missing(key, allow_not_exist)
@@ -154,16 +156,16 @@ class NativeModules:
                 start = self.acks.synced_length(key, path, log)
                 if start is None:
                     continue
-                held = await backend.count_log(key, path)
+                held = await backend.count_log(key, path=path)
                 if held == start:
                     continue
                 if held > start:
-                    newer = await backend.read_log(key, path, start, held)
+                    newer = await backend.read_log(key, path=path, start=start, stop=held)
                     log.absorb(start, newer)
                     taken += len(newer)
                     held = start + len(newer)
                 else:  # rewritten by someone else: ours had nothing unsaved, so take theirs
-                    stored = await backend.read_log(key, path, 0, None)
+                    stored = await backend.read_log(key, path=path, start=0, stop=None)
                     log.reset(stored)
                     taken += len(stored)
                     held = len(stored)

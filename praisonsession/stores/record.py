@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from enum import Enum
 from math import isfinite
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from .._internal.checks import is_int, is_seconds
 from .._internal.identifiers import check_session_id, check_user_id
@@ -62,6 +63,24 @@ def record_key(session_id: str, user_id: str = "") -> Key:
             _keys_seen.clear()
         _keys_seen[session_id, user_id] = key
     return key
+
+
+class Unset(Enum):
+    """The type of :data:`UNSET`: an enum of one member, so a type checker narrows
+    ``ttl is UNSET`` (``TTL`` minus ``Unset`` is ``float | None``); shown by name."""
+
+    UNSET = "UNSET"
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: "Not given", the one marker for it: a TTL argument that keeps the stored TTL (or takes the
+#: default for a new record), where None already means "no expiry".
+UNSET: Final = Unset.UNSET
+
+#: A TTL argument of the protocol: seconds, None (no expiry) or ``UNSET`` (keep / default).
+TTL = float | None | Unset
 
 
 def check_ttl(ttl: Any) -> float | None:
@@ -282,7 +301,7 @@ def copied_info(
     target: Key,
     current: SessionInfo | None,
     metadata: dict[str, Any],
-    ttl: Any,
+    ttl: float | Unset | None,
     at: float,
 ) -> SessionInfo:
     """The metadata of ``target`` after a session is copied onto it (``copy_record``).
@@ -300,7 +319,7 @@ def copied_info(
             expires_at=expires,
             metadata={**current.metadata, **metadata},
         )
-    new_ttl = source.ttl if not isinstance(ttl, (int, float)) and ttl is not None else ttl
+    new_ttl = source.ttl if ttl is UNSET else ttl
     return SessionInfo(
         session_id=target.session_id,
         user_id=target.user_id,

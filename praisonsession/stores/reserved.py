@@ -143,7 +143,9 @@ async def _unlink_forks_of(backend: StoreBackend, user: str) -> int:
         for info in await all_records(backend, owner):
             parent = info.metadata.get(PARENT)
             if isinstance(parent, dict) and parent.get("user_id") == user:
-                await backend.merge_record_metadata(_key_of(info), {PARENT: {"erased": True}})
+                await backend.merge_record_metadata(
+                    _key_of(info), metadata={PARENT: {"erased": True}}
+                )
             elif parent is not None and not isinstance(parent, dict):
                 unread += 1
     return unread

@@ -480,10 +480,13 @@ class StoreConformance:
         run(store.append_messages("s", "u", "log", messages))
         key = record_key("s", "u")
         for start, stop in ((-2, None), (-9, None), (-3, 4), (-1, 2), (0, 0), (2, 0), (-5, 5)):
-            found = run(store.backend.read_log(key, "log", start, stop))
+            found = run(store.backend.read_log(key, path="log", start=start, stop=stop))
             assert found == messages[start:stop], (start, stop)
-        assert run(store.backend.read_log(key, "other", -2, None)) == []
-        assert run(store.backend.read_log(record_key("missing", "u"), "log", -2, None)) == []
+        assert run(store.backend.read_log(key, path="other", start=-2, stop=None)) == []
+        assert (
+            run(store.backend.read_log(record_key("missing", "u"), path="log", start=-2, stop=None))
+            == []
+        )
 
     @_needs("supports_truncation")
     def test_a_truncated_log_keeps_its_head_and_hands_back_its_tail(
@@ -492,14 +495,16 @@ class StoreConformance:
         run(store.append_messages("s", "u", "log", [numbered(i) for i in range(5)]))
         version = live(run(store.get_info("s", "u"))).version
         key = record_key("s", "u")
-        removed = run(store.backend.truncate_log(key, "log", 3, None))
+        removed = run(store.backend.truncate_log(key, path="log", length=3, expected=None))
         assert removed == [numbered(3), numbered(4)]
         assert run(store.read_messages("s", "u", "log")) == [numbered(i) for i in range(3)]
         assert run(store.message_count("s", "u", "log")) == 3
         assert live(run(store.get_info("s", "u"))).version == version + 1
         assert run(store.append_messages("s", "u", "log", [say("next")])) == 4  # sequence goes on
         assert run(store.read_messages("s", "u", "log", 3)) == [say("next")]
-        assert run(store.backend.truncate_log(key, "log", 9, None)) == []  # nothing beyond 9
+        assert (
+            run(store.backend.truncate_log(key, path="log", length=9, expected=None)) == []
+        )  # nothing beyond 9
 
     @_needs("supports_truncation")
     def test_a_truncation_that_expects_another_length_changes_nothing(
@@ -508,11 +513,17 @@ class StoreConformance:
         run(store.append_messages("s", "u", "log", [numbered(i) for i in range(4)]))
         key = record_key("s", "u")
         with pytest.raises(ConflictError):
-            run(store.backend.truncate_log(key, "log", 3, 5))
+            run(store.backend.truncate_log(key, path="log", length=3, expected=5))
         assert run(store.message_count("s", "u", "log")) == 4
-        assert run(store.backend.truncate_log(key, "log", 3, 4)) == [numbered(3)]
+        assert run(store.backend.truncate_log(key, path="log", length=3, expected=4)) == [
+            numbered(3)
+        ]
         with pytest.raises(SessionNotFoundError):
-            run(store.backend.truncate_log(record_key("missing", "u"), "log", 0, None))
+            run(
+                store.backend.truncate_log(
+                    record_key("missing", "u"), path="log", length=0, expected=None
+                )
+            )
 
     @_needs("supports_truncation")
     def test_pops_from_many_threads_never_take_the_same_message_twice(
@@ -531,7 +542,9 @@ class StoreConformance:
                 if held == 0:
                     return
                 try:
-                    removed = run(store.backend.truncate_log(key, "log", held - 1, held))
+                    removed = run(
+                        store.backend.truncate_log(key, path="log", length=held - 1, expected=held)
+                    )
                 except ConflictError:
                     continue
                 with lock:
@@ -563,7 +576,7 @@ class StoreConformance:
         listed: list[tuple[str, str]] = []
         after: tuple[str, str] | None = None
         while True:
-            page = run(store.backend.list_records_by_prefix("app1/", 2, after))
+            page = run(store.backend.list_records_by_prefix("app1/", limit=2, after=after))
             listed.extend((info.session_id, info.user_id) for info in page)
             if len(page) < 2:
                 break
@@ -571,12 +584,12 @@ class StoreConformance:
         assert listed == [
             (session, user) for session in ("app1/a", "app1/b") for user in ("amy", "bob", "cy")
         ]
-        everything = run(store.backend.list_records_by_prefix("", 100, None))
+        everything = run(store.backend.list_records_by_prefix("", limit=100, after=None))
         assert [info.session_id for info in everything] == sorted(
             info.session_id for info in everything
         )
         assert len(everything) == 15  # no snapshot, no expired session
-        assert run(store.backend.list_records_by_prefix("nothing/", 5, None)) == []
+        assert run(store.backend.list_records_by_prefix("nothing/", limit=5, after=None)) == []
 
     # -- key-value state ---------------------------------------------------------------------------
 
@@ -608,10 +621,19 @@ class StoreConformance:
         key, bad = record_key("s", "u"), "half \udc80"
         backend = store.backend
         for write in (
-            lambda: backend.patch_record_state(key, {bad: 1}, [], False, None, False),
-            lambda: backend.increment_record_value(key, bad, 1, 0, False),
-            lambda: backend.write_modules(key, {bad: {}}, []),
-            lambda: backend.append_log(key, LogWrite(bad, [{"a": 1}], -1)),
+            lambda: backend.patch_record_state(
+                key,
+                updates={bad: 1},
+                deletes=[],
+                replace=False,
+                expected_version=None,
+                must_exist=False,
+            ),
+            lambda: backend.increment_record_value(
+                key, name=bad, amount=1, default=0, must_exist=False
+            ),
+            lambda: backend.write_modules(key, documents={bad: {}}, writes=[]),
+            lambda: backend.append_log(key, write=LogWrite(bad, [{"a": 1}], -1)),
             lambda: store.patch_state("s", "u", {bad: 1}),
         ):
             with pytest.raises(InvalidIdError):

@@ -130,9 +130,9 @@ def test_update_session_state_is_one_conditional_write_and_creates_nothing(
         for name in ("read_record", "read_record_state", "patch_record_state", "write_modules"):
             method = getattr(backend, name)
 
-            def spy(*args: Any, _name: str = name, _method: Any = method) -> Any:
-                calls.append((_name, args[-1]))
-                return _method(*args)
+            def spy(*args: Any, _name: str = name, _method: Any = method, **kw: Any) -> Any:
+                calls.append((_name, kw.get("must_exist")))
+                return _method(*args, **kw)
 
             setattr(backend, name, spy)
         await storage.update_session_state("ada", "a1", session.id, state_of("x"))
@@ -190,9 +190,9 @@ def test_a_page_costs_the_same_whatever_the_history(tmp_path: Path) -> None:
         backend = storage._backend
         method = backend.read_record_state
 
-        def spy(key: Any, names: Any, must_exist: bool) -> Any:
+        def spy(key: Any, *, names: Any, must_exist: bool) -> Any:
             read.append(len(names))
-            return method(key, names, must_exist)
+            return method(key, names=names, must_exist=must_exist)
 
         backend.read_record_state = spy
         page, more = await storage.list_messages("ada", "s", limit=20)

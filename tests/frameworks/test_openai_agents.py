@@ -583,7 +583,9 @@ def test_items_are_sealed_at_rest_with_an_encryption_key(kind: str, tmp_path: Pa
     session.close()
 
     raw = store if kind == "memory" else open_store(store)  # the records as stored
-    stored = run(beneath(raw.backend).read_log(record_key("chat", "u"), LOG_NAME, 0, None))
+    stored = run(
+        beneath(raw.backend).read_log(record_key("chat", "u"), path=LOG_NAME, start=0, stop=None)
+    )
     assert len(stored) == 2 and secret not in json.dumps(stored)
     if kind != "memory":
         run(raw.close())

@@ -69,7 +69,9 @@ class OpenedStore:
         found: list[str] = []
         after: tuple[str, str] | None = None
         while len(found) <= OTHERS_SHOWN:
-            page = await self.store.backend.list_records_by_prefix(session_id, 50, after)
+            page = await self.store.backend.list_records_by_prefix(
+                session_id, limit=50, after=after
+            )
             exact = [info for info in page if info.session_id == session_id]
             found += [info.user_id for info in exact if info.user_id != but]
             if len(exact) < len(page) or len(page) < 50:  # past the id: longer ids follow it

@@ -119,7 +119,9 @@ async def _get_info(store: SessionBase, body: Body) -> Any:
 
 async def _set_metadata(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    return (await _backend(store).merge_record_metadata(key, _object(body, "metadata"))).to_json()
+    return (
+        await _backend(store).merge_record_metadata(key, metadata=_object(body, "metadata"))
+    ).to_json()
 
 
 async def _list(store: SessionBase, body: Body) -> Any:
@@ -148,7 +150,7 @@ async def _purge(store: SessionBase, body: Body) -> Any:
 async def _get_state(store: SessionBase, body: Body) -> Any:
     key = _key(body)
     return await _backend(store).read_record_state(
-        key, _names(body, "names"), _flag(body, "must_exist")
+        key, names=_names(body, "names"), must_exist=_flag(body, "must_exist")
     )
 
 
@@ -185,12 +187,16 @@ async def _save_modules(store: SessionBase, body: Body) -> Any:
     writes = body.get("writes", [])
     if not isinstance(writes, list):
         raise InvalidValueError("writes must be a list of log writes.")
-    return await _backend(store).write_modules(key, documents, [_write(w) for w in writes])
+    return await _backend(store).write_modules(
+        key, documents=documents, writes=[_write(w) for w in writes]
+    )
 
 
 async def _load_modules(store: SessionBase, body: Body) -> Any:
     key = _key(body)
-    stored = await _backend(store).read_modules(key, _names(body, "names", "module name") or [])
+    stored = await _backend(store).read_modules(
+        key, names=_names(body, "names", "module name") or []
+    )
     return None if stored is None else {"documents": stored.documents, "logs": stored.logs}
 
 
@@ -199,7 +205,7 @@ async def _append(store: SessionBase, body: Body) -> Any:
     write = _write(body.get("write"))
     if write.start is None:
         raise InvalidValueError("An append's start must be -1 (at the end) or a length.")
-    return await _backend(store).append_log(key, write)
+    return await _backend(store).append_log(key, write=write)
 
 
 async def _read_log(store: SessionBase, body: Body) -> Any:
@@ -224,7 +230,9 @@ async def _truncate_log(store: SessionBase, body: Body) -> Any:
     length = _int(body, "length")
     if length is None:
         raise InvalidValueError("truncate_log needs the length to keep: a whole number >= 0.")
-    return await _backend(store).truncate_log(key, path, length, _int(body, "expected"))
+    return await _backend(store).truncate_log(
+        key, path=path, length=length, expected=_int(body, "expected")
+    )
 
 
 async def _list_by_prefix(store: SessionBase, body: Body) -> Any:
@@ -237,7 +245,9 @@ async def _list_by_prefix(store: SessionBase, body: Body) -> Any:
             raise InvalidValueError("after must be [session_id, user_id] of the last page.")
         after = (check_session_id(after[0]), check_user_id(after[1]))
     limit = _int(body, "limit", 100, low=1) or 100
-    found = await _backend(store).list_records_by_prefix(prefix, min(limit, 10_000), after)
+    found = await _backend(store).list_records_by_prefix(
+        prefix, limit=min(limit, 10_000), after=after
+    )
     return [info.to_json() for info in found]
 
 

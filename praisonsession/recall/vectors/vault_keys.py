@@ -23,20 +23,22 @@ async def vault_key(backend: StoreBackend, user_id: str, create: bool = True) ->
     """The user's key for what a Chroma server keeps of them. ``create=False`` (a reader):
     None when the user has none yet."""
     key = vault_record(user_digest(user_id))
-    found = await backend.read_log(key, "vault", 0, 1)
+    found = await backend.read_log(key, path="vault", start=0, stop=1)
     if not found and not create:
         return None
     if not found:
-        await backend.create_record(key, None, {})  # no expiry, whatever the store's default
+        await backend.create_record(
+            key, ttl=None, metadata={}
+        )  # no expiry, whatever the store's default
         made = base64.urlsafe_b64encode(os.urandom(32)).decode("ascii")
         with contextlib.suppress(ConflictError):  # another process appended first: theirs
-            await backend.append_log(key, LogWrite("vault", [{"key": made}], 0))
-        found = await backend.read_log(key, "vault", 0, 1)
+            await backend.append_log(key, write=LogWrite("vault", [{"key": made}], 0))
+        found = await backend.read_log(key, path="vault", start=0, stop=1)
     return base64.urlsafe_b64decode(found[0]["key"])
 
 
 async def stored_vault_key(backend: StoreBackend, digest: str) -> bytes | None:
     """The vault key of the user whose digest this is (what a vaulted collection records as
     its owner), or None when there is none (never made, or erased): read, never made."""
-    found = await backend.read_log(vault_record(digest), "vault", 0, 1)
+    found = await backend.read_log(vault_record(digest), path="vault", start=0, stop=1)
     return base64.urlsafe_b64decode(found[0]["key"]) if found else None

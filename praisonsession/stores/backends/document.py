@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._internal.json_data import add_numbers
-from ..backend import UNSET, Key
+from ..backend import TTL, UNSET, Key
 from ..record import FORMAT_VERSION, SessionInfo, resolve_info
 
 
@@ -30,7 +30,7 @@ class SessionDocument:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def touch(self, at: float, sliding: bool, ttl: Any = UNSET) -> None:
+    def touch(self, at: float, sliding: bool, ttl: TTL = UNSET) -> None:
         if ttl is not UNSET:
             self.info = self.info._replace(ttl=ttl, expires_at=None if ttl is None else at + ttl)
         self.info = self.info.touched(at, sliding)

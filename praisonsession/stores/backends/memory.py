@@ -13,7 +13,7 @@ from typing import Any, cast
 from ..._internal.json_data import copy_json as _copy
 from ...errors import ConflictError
 from ..api import SessionBase
-from ..backend import Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ..backend import TTL, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ..record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
 from ..reserved import SNAPSHOT_OWNER
 from .document import SessionDocument, resolve
@@ -65,7 +65,7 @@ class InMemoryBackend(StoreBackend):
         doc.touch(at, self.sliding_ttl)
         return doc
 
-    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> SessionInfo:
         with self._lock:
             at = now()
             doc = self._live(key, at)
@@ -81,7 +81,7 @@ class InMemoryBackend(StoreBackend):
             doc = self._live(key, now())
             return None if doc is None else doc.info
 
-    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> SessionInfo:
         with self._lock:
             at = now()
             doc = self._writable(key, at, True)
@@ -89,7 +89,9 @@ class InMemoryBackend(StoreBackend):
             doc.changed(at)
             return doc.info
 
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
         with self._lock:
             at = now()
             ids = self._ids.get(user_id, [])
@@ -104,7 +106,7 @@ class InMemoryBackend(StoreBackend):
             return infos
 
     async def list_records_by_prefix(
-        self, prefix: str, limit: int, after: tuple[str, str] | None
+        self, prefix: str, *, limit: int, after: tuple[str, str] | None
     ) -> list[SessionInfo]:
         with self._lock:
             at = now()
@@ -134,7 +136,7 @@ class InMemoryBackend(StoreBackend):
             self._drop(key)
             return live
 
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         with self._lock:
             at = now()
             doc = self._live(key, at)
@@ -152,7 +154,7 @@ class InMemoryBackend(StoreBackend):
             return len(gone)
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         with self._lock:
             at = now()
@@ -169,6 +171,7 @@ class InMemoryBackend(StoreBackend):
     async def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -187,7 +190,7 @@ class InMemoryBackend(StoreBackend):
             return doc.info.version
 
     async def increment_record_value(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+        self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         with self._lock:
             at = now()
@@ -197,7 +200,7 @@ class InMemoryBackend(StoreBackend):
             return value
 
     async def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         with self._lock:
             at = now()
@@ -218,7 +221,7 @@ class InMemoryBackend(StoreBackend):
             doc.changed(at)
             return lengths
 
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         with self._lock:
             at = now()
             doc = self._live(key, at)
@@ -231,7 +234,7 @@ class InMemoryBackend(StoreBackend):
                 {p: _copy(m) for p, m in doc.logs.items() if p.split(".")[0] in wanted},
             )
 
-    async def append_log(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, *, write: LogWrite) -> int:
         with self._lock:
             at = now()
             doc = self._writable(key, at, False)
@@ -245,7 +248,7 @@ class InMemoryBackend(StoreBackend):
             return len(log)
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
         with self._lock:
             at = now()
@@ -263,7 +266,7 @@ class InMemoryBackend(StoreBackend):
             return copied
 
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         with self._lock:
             at = now()
@@ -274,7 +277,7 @@ class InMemoryBackend(StoreBackend):
             messages: list[dict[str, Any]] = _copy(doc.logs.get(path, [])[start:stop])
             return messages
 
-    async def count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, *, path: str) -> int:
         with self._lock:
             doc = self._live(key, now())
             return 0 if doc is None else len(doc.logs.get(path, []))
@@ -285,10 +288,11 @@ class InMemoryBackend(StoreBackend):
         self,
         source: Key,
         target: Key,
+        *,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         with self._lock:
             at = now()

@@ -32,7 +32,15 @@ from ..._internal.runtime import pause
 from ..._internal.sealing import TextSealer, aes_gcm, key_fingerprint, load_key
 from ...errors import ConflictError, DecryptionError
 from ..api import SessionBase
-from ..backend import UNSET, ForwardingBackend, LogWrite, StoreBackend, StoredModules, all_records
+from ..backend import (
+    TTL,
+    UNSET,
+    ForwardingBackend,
+    LogWrite,
+    StoreBackend,
+    StoredModules,
+    all_records,
+)
 from ..guard import beneath, note_marked
 from ..keyless import ORIGIN, SEALED_WITH, STORE_MARK, mark_store
 from ..record import Key, SessionContents, SessionInfo
@@ -191,7 +199,9 @@ class EncryptedBackend(ForwardingBackend):
             info = await self.inner.read_record(key)
             if info is None and creating:
                 own = (key.user_id, key.session_id)
-                info = await self.inner.create_record(key, UNSET, self._token(key, own, _POSITIONS))
+                info = await self.inner.create_record(
+                    key, ttl=UNSET, metadata=self._token(key, own, _POSITIONS)
+                )
             origin = self._origin_of(info, key)
             self._remember(key, origin)
         return origin
@@ -275,7 +285,7 @@ class EncryptedBackend(ForwardingBackend):
 
     # -- records -------------------------------------------------------------------------
 
-    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> SessionInfo:
         """Create, or merge into a live record (whose origin, a copy's source, is kept)."""
         if not self._marked:
             await self._mark()
@@ -284,28 +294,32 @@ class EncryptedBackend(ForwardingBackend):
         sealed = self._seal_metadata(origin, metadata)
         if held is None or held.metadata.get(ORIGIN) is None:  # a new record: format 2
             sealed.update(self._token(key, origin, _POSITIONS if held is None else 1))
-        info = await self.inner.create_record(key, ttl, sealed)
+        info = await self.inner.create_record(key, ttl=ttl, metadata=sealed)
         return self._open_info(info)
 
     async def read_record(self, key: Key) -> SessionInfo | None:
         info = await self.inner.read_record(key)
         return None if info is None else self._open_info(info)
 
-    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> SessionInfo:
         origin = await self._origin(key, writing=True)
-        info = await self.inner.merge_record_metadata(key, self._seal_metadata(origin, metadata))
+        info = await self.inner.merge_record_metadata(
+            key, metadata=self._seal_metadata(origin, metadata)
+        )
         return self._open_info(info)
 
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
-        found = await self.inner.list_records(user_id, limit, after)
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
+        found = await self.inner.list_records(user_id, limit=limit, after=after)
         return [self._open_info(i) for i in found if (i.user_id, i.session_id) != STORE_MARK]
 
     async def delete_record(self, key: Key) -> bool:
         self._origins.pop(key, None)
         return await self.inner.delete_record(key)
 
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
-        info = await self.inner.touch_record(key, ttl)
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
+        info = await self.inner.touch_record(key, ttl=ttl)
         return None if info is None else self._open_info(info)
 
     async def purge_records(self) -> int:
@@ -315,9 +329,9 @@ class EncryptedBackend(ForwardingBackend):
     # -- state ---------------------------------------------------------------------------
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
-        found = await self.inner.read_record_state(key, names, must_exist)
+        found = await self.inner.read_record_state(key, names=names, must_exist=must_exist)
         if not found:
             return found
         origin = await self._origin(key)
@@ -326,6 +340,7 @@ class EncryptedBackend(ForwardingBackend):
     async def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -337,7 +352,12 @@ class EncryptedBackend(ForwardingBackend):
         origin = await self._origin(key, writing=True, creating=creating)
         sealed = {name: self._seal(origin, "state", name, v) for name, v in updates.items()}
         return await self.inner.patch_record_state(
-            key, sealed, deletes, replace, expected_version, must_exist
+            key,
+            updates=sealed,
+            deletes=deletes,
+            replace=replace,
+            expected_version=expected_version,
+            must_exist=must_exist,
         )
 
     #: The inner store cannot add to a number it cannot read: the protocol's compare-and-set
@@ -347,7 +367,7 @@ class EncryptedBackend(ForwardingBackend):
     # -- modules and logs ----------------------------------------------------------------
 
     async def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         """Each message is sealed at its position: an append at the end (-1) first counts the
         log, then appends only at that length, again on a conflict with another writer."""
@@ -358,7 +378,9 @@ class EncryptedBackend(ForwardingBackend):
             placed = [await self._placed_write(key, write) for write in writes]
             try:
                 return await self.inner.write_modules(
-                    key, sealed, [self._seal_write(origin, write) for write in placed]
+                    key,
+                    documents=sealed,
+                    writes=[self._seal_write(origin, write) for write in placed],
                 )
             except ConflictError:
                 if not await self._only_ends_moved(key, writes):
@@ -366,13 +388,13 @@ class EncryptedBackend(ForwardingBackend):
                 await pause(min(0.0001 * 2 ** min(attempt, 10), 0.01))
         raise ConflictError("an append lost to other writers too many times in a row; try again.")
 
-    async def append_log(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, *, write: LogWrite) -> int:
         creating = write.start in (None, -1, 0)  # a missing log holds 0: else it conflicts
         origin = await self._origin(key, writing=True, creating=creating)
         for attempt in range(_MAX_INCREMENT_RETRIES):
             placed = await self._placed_write(key, write)
             try:
-                return await self.inner.append_log(key, self._seal_write(origin, placed))
+                return await self.inner.append_log(key, write=self._seal_write(origin, placed))
             except ConflictError:
                 if write.start is not None and write.start >= 0:
                     raise
@@ -384,7 +406,7 @@ class EncryptedBackend(ForwardingBackend):
         made an append at the log's length now."""
         if write.start is None or write.start >= 0:
             return write
-        return write._replace(start=await self.inner.count_log(key, write.path))
+        return write._replace(start=await self.inner.count_log(key, path=write.path))
 
     async def _only_ends_moved(self, key: Key, writes: list[LogWrite]) -> bool:
         """After a conflict: True when only logs appended at their end had moved on (another
@@ -392,12 +414,12 @@ class EncryptedBackend(ForwardingBackend):
         expected length no longer holds."""
         for write in writes:
             expected = write.start is not None and write.start >= 0
-            if expected and await self.inner.count_log(key, write.path) != write.start:
+            if expected and await self.inner.count_log(key, path=write.path) != write.start:
                 return False
         return any(w.start is not None and w.start < 0 for w in writes)
 
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
-        stored = await self.inner.read_modules(key, names)
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
+        stored = await self.inner.read_modules(key, names=names)
         if stored is None:
             return None
         origin = await self._origin(key)
@@ -407,14 +429,14 @@ class EncryptedBackend(ForwardingBackend):
         )
 
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         length = None
         if start < 0 or (stop is not None and stop < 0):  # a slice from the end: where is it?
-            length = await self.inner.count_log(key, path)
+            length = await self.inner.count_log(key, path=path)
             start = max(0, length + start) if start < 0 else start
             stop = None if stop is None else max(0, length + stop) if stop < 0 else stop
-        messages = await self.inner.read_log(key, path, start, stop)
+        messages = await self.inner.read_log(key, path=path, start=start, stop=stop)
         if stop is None and self.inner.capabilities.keeps_log_lengths:
             messages += await self._missing_tail(key, path, start + len(messages), length)
         if not messages:
@@ -429,10 +451,10 @@ class EncryptedBackend(ForwardingBackend):
         appended meanwhile; or, when they cannot be found, a tail removed behind the store's
         back (``DecryptionError``)."""
         if held is None:
-            held = await self.inner.count_log(key, path)
+            held = await self.inner.count_log(key, path=path)
         if held <= read:
             return []
-        appended = await self.inner.read_log(key, path, read, held)
+        appended = await self.inner.read_log(key, path=path, start=read, stop=held)
         if len(appended) == held - read:
             return appended
         raise DecryptionError(
@@ -442,17 +464,17 @@ class EncryptedBackend(ForwardingBackend):
         )
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
-        removed = await self.inner.truncate_log(key, path, length, expected)
+        removed = await self.inner.truncate_log(key, path=path, length=length, expected=expected)
         if not removed:
             return removed
         return self._open_messages(key, await self._origin(key), path, removed, length)
 
     async def list_records_by_prefix(
-        self, prefix: str, limit: int, after: tuple[str, str] | None
+        self, prefix: str, *, limit: int, after: tuple[str, str] | None
     ) -> list[SessionInfo]:
-        found = await self.inner.list_records_by_prefix(prefix, limit, after)
+        found = await self.inner.list_records_by_prefix(prefix, limit=limit, after=after)
         return [self._open_info(info) for info in found]
 
     def _seal_write(self, origin: tuple[str, str], write: LogWrite) -> LogWrite:
@@ -499,10 +521,11 @@ class EncryptedBackend(ForwardingBackend):
         self,
         source: Key,
         target: Key,
+        *,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         if not replace and SNAPSHOT_OWNER != source.user_id != target.user_id != SNAPSHOT_OWNER:
             return await self._copy_to_another_user(source, target, cut, metadata, ttl)
@@ -511,7 +534,9 @@ class EncryptedBackend(ForwardingBackend):
         if replace:  # a restore: the target's values will be the source's, sealed as they are
             self._origins.pop(target, None)
         sealed = {**self._seal_metadata(origin, metadata), **self._token(target, origin, fmt)}
-        info = await self.inner.copy_record(source, target, cut, sealed, replace, ttl)
+        info = await self.inner.copy_record(
+            source, target, cut=cut, metadata=sealed, replace=replace, ttl=ttl
+        )
         return self._open_info(info)
 
     async def _copy_to_another_user(
@@ -520,28 +545,39 @@ class EncryptedBackend(ForwardingBackend):
         target: Key,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         """A fork to another user is sealed afresh, under a key of the new user's own (staged
         as a session of theirs, then copied onto ``target`` in one step), so that nothing in
         it names the source's user or session: erasing them leaves no trace in the fork."""
         contents = await self.read_record_contents(source)
         if contents is None:  # not live: the plain copy raises what a fork of it raises
-            return await self.inner.copy_record(source, target, cut, {}, False, ttl)
+            return await self.inner.copy_record(
+                source, target, cut=cut, metadata={}, replace=False, ttl=ttl
+            )
         logs = {}
         for path, count in contents.logs.items():
             keep = count if cut is None or cut[0] != path else min(count, cut[1])
-            logs[path] = await self.read_log(source, path, 0, keep) if keep else []
+            logs[path] = await self.read_log(source, path=path, start=0, stop=keep) if keep else []
         staging = Key(target.user_id, f"resealing-{os.urandom(16).hex()}")
         try:
-            await self.create_record(staging, None, dict(contents.info.metadata))
+            await self.create_record(staging, ttl=None, metadata=dict(contents.info.metadata))
             if contents.state:
-                await self.patch_record_state(staging, contents.state, [], True, None, True)
+                await self.patch_record_state(
+                    staging,
+                    updates=contents.state,
+                    deletes=[],
+                    replace=True,
+                    expected_version=None,
+                    must_exist=True,
+                )
             writes = [LogWrite(path, messages, None) for path, messages in logs.items()]
-            await self.write_modules(staging, contents.modules, writes)
+            await self.write_modules(staging, documents=contents.modules, writes=writes)
             if not isinstance(ttl, (int, float)) and ttl is not None:  # UNSET: the source's
                 ttl = contents.info.ttl
-            return await self.copy_record(staging, target, None, metadata, False, ttl)
+            return await self.copy_record(
+                staging, target, cut=None, metadata=metadata, replace=False, ttl=ttl
+            )
         finally:
             self._origins.pop(staging, None)
             self._formats.pop(staging, None)
@@ -659,17 +695,28 @@ async def _rekey_session(sealed: EncryptedBackend, key: Key) -> int:
     contents = await sealed.read_record_contents(key)
     if contents is None:
         return 0  # it expired or went meanwhile
-    stored = await sealed.read_modules(key, list(contents.modules))
+    stored = await sealed.read_modules(key, names=list(contents.modules))
     documents = {} if stored is None else stored.documents
     paths = set(contents.logs) | set({} if stored is None else stored.logs)
-    logs = {path: await sealed.read_log(key, path, 0, None) for path in sorted(paths)}
+    logs = {
+        path: await sealed.read_log(key, path=path, start=0, stop=None) for path in sorted(paths)
+    }
     # everything read and opened before anything is written: a session that does not open
     # is left whole, as it was
     if contents.info.metadata:
-        await sealed.merge_record_metadata(key, dict(contents.info.metadata))
-    await sealed.patch_record_state(key, contents.state, [], True, None, False)
-    await sealed.write_modules(key, documents, [LogWrite(p, m, None) for p, m in logs.items()])
+        await sealed.merge_record_metadata(key, metadata=dict(contents.info.metadata))
+    await sealed.patch_record_state(
+        key,
+        updates=contents.state,
+        deletes=[],
+        replace=True,
+        expected_version=None,
+        must_exist=False,
+    )
+    await sealed.write_modules(
+        key, documents=documents, writes=[LogWrite(p, m, None) for p, m in logs.items()]
+    )
     origin = await sealed._origin(key, writing=True)
     # sealed last: from now on every message of it must be bound to its position
-    await sealed.inner.merge_record_metadata(key, sealed._token(key, origin, _POSITIONS))
+    await sealed.inner.merge_record_metadata(key, metadata=sealed._token(key, origin, _POSITIONS))
     return 1

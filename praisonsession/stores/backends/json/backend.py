@@ -47,7 +47,7 @@ from ....errors import (
     SessionCorruptedError,
     StoreUnavailableError,
 )
-from ...backend import Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import TTL, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
 from ...reserved import SNAPSHOT_OWNER
@@ -248,7 +248,7 @@ class JSONBackend(StoreBackend):
 
     # -- sessions -------------------------------------------------------------------------
 
-    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> SessionInfo:
         def work(doc: SessionDocument | None, at: float) -> tuple[SessionInfo, SessionDocument]:
             if doc is None:
                 doc = SessionDocument.new(key, self._new_ttl(ttl), metadata, at)
@@ -265,7 +265,7 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work, writes=False)
 
-    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> SessionInfo:
         def work(live: SessionDocument | None, at: float) -> tuple[SessionInfo, SessionDocument]:
             doc = cast(SessionDocument, live)  # must_exist: _update raised if there is none
             doc.merge_metadata(metadata)
@@ -275,7 +275,9 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work, must_exist=True)
 
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
         def scan() -> list[SessionInfo]:
             user_dir = self._user_dir(user_id)
             if not user_dir.is_dir():
@@ -348,7 +350,7 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work)
 
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         def work(
             doc: SessionDocument | None, at: float
         ) -> tuple[SessionInfo | None, SessionDocument | None]:
@@ -420,7 +422,7 @@ class JSONBackend(StoreBackend):
         return doc
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         def work(
             doc: SessionDocument | None, at: float
@@ -437,6 +439,7 @@ class JSONBackend(StoreBackend):
     async def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -454,7 +457,7 @@ class JSONBackend(StoreBackend):
         return await self._run(key, work, must_exist)
 
     async def increment_record_value(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+        self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         def work(doc: SessionDocument | None, at: float) -> tuple[int | float, SessionDocument]:
             doc = self._writable_doc(doc, key, at)
@@ -569,7 +572,7 @@ class JSONBackend(StoreBackend):
                     path.unlink(missing_ok=True)
 
     async def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         def work(doc: SessionDocument | None, at: float) -> tuple[dict[str, int], None]:
             doc = self._writable_doc(doc, key, at)
@@ -585,7 +588,7 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work)
 
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         def work(
             doc: SessionDocument | None, at: float
         ) -> tuple[StoredModules | None, SessionDocument | None]:
@@ -602,7 +605,7 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work, writes=False)
 
-    async def append_log(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, *, write: LogWrite) -> int:
         def work(doc: SessionDocument | None, at: float) -> tuple[int, None]:
             doc = self._writable_doc(doc, key, at)
             doc.touch(at, self.sliding_ttl)
@@ -613,7 +616,7 @@ class JSONBackend(StoreBackend):
         return await self._run(key, work)
 
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         def work(
             doc: SessionDocument | None, at: float
@@ -627,7 +630,7 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work, writes=False)
 
-    async def count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, *, path: str) -> int:
         def work(doc: SessionDocument | None, at: float) -> tuple[int, None]:
             ref = None if doc is None else doc.logs.get(path)
             return (0 if ref is None else ref["count"]), None
@@ -635,7 +638,7 @@ class JSONBackend(StoreBackend):
         return await self._run(key, work, writes=False)
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
         """The document is the commit point: it acknowledges fewer bytes of the log file, in
         one rename. The file is cut to that size right after, so a removed message does not
@@ -710,10 +713,11 @@ class JSONBackend(StoreBackend):
         self,
         source: Key,
         target: Key,
+        *,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         """The record onto another key in one atomic step (see ``StoreBackend.copy_record``)."""
         from ...._internal.runtime import offload
@@ -736,7 +740,7 @@ class JSONBackend(StoreBackend):
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         locks = sorted({self._lock_path(source), self._lock_path(target)})
         for lock in locks:

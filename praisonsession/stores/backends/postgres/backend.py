@@ -49,7 +49,7 @@ from ....errors import (
     UnsupportedFormatError,
     install_line,
 )
-from ...backend import UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import TTL, UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import (
     FORMAT_VERSION,
@@ -366,7 +366,7 @@ class PostgresBackend(StoreBackend):
 
     # -- sessions -------------------------------------------------------------------------
 
-    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> SessionInfo:
         def plan() -> Plan[SessionInfo]:
             at = now()
             info = yield from self._live_info(key, at, purge=True)
@@ -390,7 +390,7 @@ class PostgresBackend(StoreBackend):
 
         return await self._run(plan)
 
-    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> SessionInfo:
         def plan() -> Plan[SessionInfo]:
             at = now()
             info = yield from self._writable(key, at, True)
@@ -402,7 +402,9 @@ class PostgresBackend(StoreBackend):
 
         return await self._write(plan)
 
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
         def plan() -> Plan[list[SessionInfo]]:
             rows = yield Query(self._sql["LIST"], (user_id, after or "", now(), limit))
             return [self._info_from_row(row) for row in rows]
@@ -410,7 +412,7 @@ class PostgresBackend(StoreBackend):
         return await self._run(plan)
 
     async def list_records_by_prefix(
-        self, prefix: str, limit: int, after: tuple[str, str] | None
+        self, prefix: str, *, limit: int, after: tuple[str, str] | None
     ) -> list[SessionInfo]:
         start = after if after is not None and after[0] >= prefix else (prefix, "")
         upper = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else chr(0x10FFFF) * 2
@@ -440,7 +442,7 @@ class PostgresBackend(StoreBackend):
 
         return await self._write(plan)
 
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         def plan() -> Plan[SessionInfo | None]:
             at = now()
             info = yield from self._live_info(key, at, purge=True)
@@ -485,7 +487,7 @@ class PostgresBackend(StoreBackend):
     # -- key-value state ------------------------------------------------------------------
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         params = {**self._bump_params(key, now()), "names": names}
 
@@ -515,6 +517,7 @@ class PostgresBackend(StoreBackend):
     async def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -540,7 +543,7 @@ class PostgresBackend(StoreBackend):
         return await self._write(plan)
 
     async def increment_record_value(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+        self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         held = self._values.get((key, name), _UNKNOWN)
         head = self._heads.get(key)  # (version, created_at) at which ``held`` is the value
@@ -648,7 +651,7 @@ class PostgresBackend(StoreBackend):
         return length
 
     async def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         if all(write.start == -1 for write in writes):
             lengths = await self._save_appending(key, documents, writes)
@@ -717,7 +720,7 @@ class PostgresBackend(StoreBackend):
             return None
         return dict(zip(paths or (), lengths or (), strict=True))
 
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         def plan() -> Plan[StoredModules | None]:
             at = now()
             yield Query(self._sql["SNAPSHOT"])
@@ -745,7 +748,7 @@ class PostgresBackend(StoreBackend):
 
         return await self._run(plan, transaction=True)
 
-    async def append_log(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, *, write: LogWrite) -> int:
         if write.start == -1:
             lengths = await self._save_appending(key, {}, [write])
             if lengths is not None:
@@ -758,7 +761,7 @@ class PostgresBackend(StoreBackend):
         return await self._write(plan)
 
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         at = now()
         params = {
@@ -779,7 +782,7 @@ class PostgresBackend(StoreBackend):
 
         return await self._run(plan)
 
-    async def count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, *, path: str) -> int:
         def plan() -> Plan[int]:
             params = {"now": now(), "u": key.user_id, "s": key.session_id, "log": path}
             rows = yield Query(self._sql["COUNT_LOG"], params)
@@ -788,7 +791,7 @@ class PostgresBackend(StoreBackend):
         return await self._run(plan)
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
         """One transaction: the session's row locked and bumped, the log's length checked,
         its end deleted (handed back by ``RETURNING``) and the shorter length recorded."""
@@ -814,10 +817,11 @@ class PostgresBackend(StoreBackend):
         self,
         source: Key,
         target: Key,
+        *,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         def plan() -> Plan[SessionInfo]:
             at = now()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...._internal.json_data import dumps
-from ...backend import UNSET
+from ...backend import TTL, UNSET
 
 __all__ = ["flag", "json_number", "metadata_args", "seconds", "ttl_args", "valid_text"]
 
@@ -28,7 +28,7 @@ def seconds(value: float | None) -> str:
     return "" if value is None else repr(float(value))
 
 
-def ttl_args(ttl: Any) -> list[str]:
+def ttl_args(ttl: TTL) -> list[str]:
     """Keep the session's TTL (``UNSET``), or set it to ``ttl`` ("" for none)."""
     if ttl is UNSET:
         return ["keep", ""]

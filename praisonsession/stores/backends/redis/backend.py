@@ -25,7 +25,7 @@ from ....errors import (
     SessionNotFoundError,
     install_line,
 )
-from ...backend import Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import TTL, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import SNAPSHOT_OWNER, SessionContents, SessionInfo, copy_conflict
 from ...reserved import user_digest
@@ -366,21 +366,20 @@ class RedisBackend(StoreBackend):
         self,
         source: Key,
         target: Key,
+        *,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         await self.read_record(source)  # adopts the source's AgentScope key first, if it has one
-        keep_ttl = ttl is not None and not isinstance(ttl, (int, float))
         args = [
             source.user_id,
             source.session_id,
             "" if cut is None else cut[0],
             0 if cut is None else cut[1],
             flag(replace),
-            "keep" if keep_ttl else "set",
-            "" if keep_ttl else seconds(ttl),
+            *ttl_args(ttl),
             *metadata_args(metadata),
         ]
         keys = [self._meta_key(target), self._meta_key(source)]
@@ -421,7 +420,7 @@ class RedisBackend(StoreBackend):
 
     # -- sessions ---------------------------------------------------------------------------
 
-    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> SessionInfo:
         reply = await self._session("create", key, ttl_args(ttl) + metadata_args(metadata))
         return session_info(reply[1], key.user_id, key.session_id, self.url)
 
@@ -429,11 +428,13 @@ class RedisBackend(StoreBackend):
         reply = await self._session("info", key, [])
         return self._info_or_none(reply[1], key)
 
-    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> SessionInfo:
         reply = await self._session("set_metadata", key, metadata_args(metadata), True)
         return session_info(reply[1], key.user_id, key.session_id, self.url)
 
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
         namespace = self._layout.namespace
         index = self._layout.user_index(user_id)
         args = [namespace, user_id, after or "", limit, self._clock_override()]
@@ -484,7 +485,7 @@ class RedisBackend(StoreBackend):
         reply = await self._session("delete", key, [])
         return as_text(reply[1]) == "1"
 
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         reply = await self._session("touch", key, ttl_args(ttl))
         return self._info_or_none(reply[1], key)
 
@@ -501,7 +502,7 @@ class RedisBackend(StoreBackend):
     # -- key-value state --------------------------------------------------------------------
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         args = [flag(must_exist), flag(names is None), *(names or [])]
         reply = await self._session("get_state", key, args, must_exist)
@@ -515,6 +516,7 @@ class RedisBackend(StoreBackend):
     async def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -539,7 +541,7 @@ class RedisBackend(StoreBackend):
         return int(reply[1])
 
     async def increment_record_value(
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+        self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> int | float:
         common = [flag(must_exist), name, json_number(amount), json_number(default)]
         for _ in range(_MAX_INCREMENT_RETRIES):
@@ -564,7 +566,7 @@ class RedisBackend(StoreBackend):
     # -- modules and logs -------------------------------------------------------------------
 
     async def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         """Returns each written log's length afterwards, by path: with ``start`` -1 the
         append lands wherever the log ends, which only the server knows."""
@@ -583,7 +585,7 @@ class RedisBackend(StoreBackend):
             )
         return {write.path: int(length) for write, length in zip(writes, reply[1:], strict=True)}
 
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         reply = await self._session("load_modules", key, list(names))
         if reply[0] == "none":
             return None
@@ -600,7 +602,7 @@ class RedisBackend(StoreBackend):
             logs[path] = [json_value(m, what) for m in flat_logs[i + 1]]
         return StoredModules(documents, logs)
 
-    async def append_log(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, *, write: LogWrite) -> int:
         start = -1 if write.start is None else write.start
         args = [write.path, start, *map(dumps, write.messages)]
         reply = await self._session("append", key, args)
@@ -611,7 +613,7 @@ class RedisBackend(StoreBackend):
         return int(reply[1])
 
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         args = [path, start, "" if stop is None else stop, ""]
         reply = await self._session("read_log", key, args)
@@ -623,13 +625,13 @@ class RedisBackend(StoreBackend):
         reply = await self._session("read_log", key, args)
         return [json_value(m, what) for m in reply[1]]
 
-    async def count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, *, path: str) -> int:
         """``LLEN`` in the script that checks the session is live: no message is read."""
         reply = await self._session("count_log", key, [path])
         return int(reply[1])
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
         args = [path, length, "" if expected is None else expected]
         reply = await self._session("truncate", key, args)

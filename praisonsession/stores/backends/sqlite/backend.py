@@ -53,7 +53,7 @@ from ....errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
-from ...backend import UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import TTL, UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ...durability import check_durability
 from ...record import (
     FORMAT_VERSION,
@@ -673,7 +673,7 @@ class SqliteBackend(StoreBackend):
 
     # -- sessions -------------------------------------------------------------------------
 
-    async def create_record(self, key: Key, ttl: Any, metadata: dict[str, Any]) -> SessionInfo:
+    async def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> SessionInfo:
         def work(conn: sqlite3.Connection) -> SessionInfo:
             at = now()
             info = self._live_info(conn, key, at, purge=True)
@@ -699,7 +699,7 @@ class SqliteBackend(StoreBackend):
 
         return await self._transaction(work, write=False)
 
-    async def merge_record_metadata(self, key: Key, metadata: dict[str, Any]) -> SessionInfo:
+    async def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> SessionInfo:
         def work(conn: sqlite3.Connection) -> SessionInfo:
             at = now()
             info = self._writable(conn, key, at, True)
@@ -712,7 +712,9 @@ class SqliteBackend(StoreBackend):
 
         return await self._write(work)
 
-    async def list_records(self, user_id: str, limit: int, after: str | None) -> list[SessionInfo]:
+    async def list_records(
+        self, user_id: str, *, limit: int, after: str | None
+    ) -> list[SessionInfo]:
         def work(conn: sqlite3.Connection) -> list[SessionInfo]:
             rows = conn.execute(
                 f"SELECT {INFO_COLUMNS}, s.user_id {SESSION_AND_HEAD} WHERE s.user_id=? "
@@ -725,7 +727,7 @@ class SqliteBackend(StoreBackend):
         return await self._transaction(work, write=False)
 
     async def list_records_by_prefix(
-        self, prefix: str, limit: int, after: tuple[str, str] | None
+        self, prefix: str, *, limit: int, after: tuple[str, str] | None
     ) -> list[SessionInfo]:
         # the range of the prefix in the index by session id: from the prefix (or the last
         # page's pair) up to the prefix's successor, so the search ends where the prefix does
@@ -763,7 +765,7 @@ class SqliteBackend(StoreBackend):
 
         return await self._write(work)
 
-    async def touch_record(self, key: Key, ttl: Any) -> SessionInfo | None:
+    async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         def work(conn: sqlite3.Connection) -> SessionInfo | None:
             at = now()
             info = self._live_info(conn, key, at, purge=True)
@@ -824,7 +826,7 @@ class SqliteBackend(StoreBackend):
     # -- key-value state ------------------------------------------------------------------
 
     async def read_record_state(
-        self, key: Key, names: list[str] | None, must_exist: bool
+        self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         def work(conn: sqlite3.Connection) -> dict[str, Any]:
             if names is None:
@@ -855,6 +857,7 @@ class SqliteBackend(StoreBackend):
     async def patch_record_state(
         self,
         key: Key,
+        *,
         updates: dict[str, Any],
         deletes: list[str],
         replace: bool,
@@ -887,7 +890,7 @@ class SqliteBackend(StoreBackend):
         return await self._write(work)
 
     def increment_record_value(  # the transaction's coroutine itself: one frame fewer
-        self, key: Key, name: str, amount: int | float, default: int | float, must_exist: bool
+        self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> Coroutine[Any, Any, int | float]:
         def work(conn: sqlite3.Connection) -> int | float:
             # Under the write lock. A refused sum raises before the transaction commits.
@@ -996,7 +999,7 @@ class SqliteBackend(StoreBackend):
         return length + len(write.messages)
 
     async def write_modules(
-        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+        self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         def work(conn: sqlite3.Connection) -> dict[str, int]:
             self._begin_write(conn, key, now(), False)
@@ -1013,7 +1016,7 @@ class SqliteBackend(StoreBackend):
 
         return await self._write(work)
 
-    async def read_modules(self, key: Key, names: list[str]) -> StoredModules | None:
+    async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         def work(conn: sqlite3.Connection) -> StoredModules:
             documents = {}
             logs: dict[str, list[dict[str, Any]]] = {}
@@ -1047,7 +1050,7 @@ class SqliteBackend(StoreBackend):
 
         return await self._read_then_slide(key, work)
 
-    async def append_log(self, key: Key, write: LogWrite) -> int:
+    async def append_log(self, key: Key, *, write: LogWrite) -> int:
         def work(conn: sqlite3.Connection) -> int:
             self._begin_write(conn, key, now(), False)
             return self._write_log(conn, key, write, self._log_length(conn, key, write.path))
@@ -1055,7 +1058,7 @@ class SqliteBackend(StoreBackend):
         return await self._write(work)
 
     async def read_log(
-        self, key: Key, path: str, start: int, stop: int | None
+        self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             first = start if start >= 0 else max(0, self._log_length(conn, key, path) + start)
@@ -1070,7 +1073,7 @@ class SqliteBackend(StoreBackend):
         return await self._read_then_slide(key, work) or []
 
     async def truncate_log(
-        self, key: Key, path: str, length: int, expected: int | None
+        self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             self._begin_write(conn, key, now(), True)
@@ -1095,7 +1098,7 @@ class SqliteBackend(StoreBackend):
 
         return await self._write(work)
 
-    async def count_log(self, key: Key, path: str) -> int:
+    async def count_log(self, key: Key, *, path: str) -> int:
         def work(conn: sqlite3.Connection) -> int:
             if not self._live_ttl(conn, key, now())[0]:
                 return 0
@@ -1109,10 +1112,11 @@ class SqliteBackend(StoreBackend):
         self,
         source: Key,
         target: Key,
+        *,
         cut: tuple[str, int] | None,
         metadata: dict[str, Any],
         replace: bool,
-        ttl: Any,
+        ttl: TTL,
     ) -> SessionInfo:
         """The record onto another key in one atomic step (see ``StoreBackend.copy_record``)."""
 
