@@ -155,11 +155,14 @@ class ADKWriter:
         self.session: Any = None
 
     async def write(self, n: int) -> None:
-        from bench_adk import event
+        from google.adk.events.event import Event
+        from google.genai import types
 
         if self.session is None:
             self.session = await self.service.create_session(**self.ids)
-        await self.service.append_event(self.session, event(n, time.time()))
+        reply = types.Content(role="model", parts=[types.Part(text=f"Reply {n}.")])
+        made = Event(invocation_id=f"inv-{n}", author="helper", content=reply)
+        await self.service.append_event(self.session, made)
 
     async def check(self, count: int) -> None:
         stored = await self.service.get_session(**self.ids)
@@ -197,25 +200,38 @@ def adk_durability(folder: Path) -> str:
 
 
 class LangGraphWriter:
-    """``put`` of one checkpoint to a thread of its own (the sync API, as a sync graph)."""
+    """``put`` of one checkpoint to a thread of its own (the sync API, as a sync graph):
+    each step changes one channel, ``turn``."""
 
     def __init__(self, saver: Any, index: int, close: Callable[[], Any]) -> None:
-        from bench_langgraph import Thread
-
         self.saver = saver
-        self.thread = Thread(saver, f"thread-{index}")
+        self.config: dict[str, Any] = {
+            "configurable": {"thread_id": f"thread-{index}", "checkpoint_ns": ""}
+        }
+        self.version: Any = None
         self.close = close
 
     def put(self, n: int) -> None:
-        self.thread.put()
+        from langgraph.checkpoint.base import empty_checkpoint
+
+        self.version = self.saver.get_next_version(self.version, None)
+        made = empty_checkpoint()
+        made["channel_values"] = {"turn": n}
+        made["channel_versions"] = {"turn": self.version}
+        made["versions_seen"] = {"node": {"turn": self.version}}
+        metadata = {"source": "loop", "step": n, "parents": {}}
+        self.config = self.saver.put(self.config, made, metadata, {"turn": self.version})
 
     def verify(self, count: int) -> None:
-        from bench_langgraph import check_latest
-
-        if self.thread.steps != count:
-            raise RuntimeError("a checkpoint was not put")
-        check_latest(self.saver, self.thread, "saver")
+        thread = {"configurable": {**self.config["configurable"]}}
+        del thread["configurable"]["checkpoint_id"]  # the latest
+        found = self.saver.get_tuple(thread)
+        steps = len(list(self.saver.list(thread)))
         self.close()
+        if found is None or found.checkpoint["channel_values"]["turn"] != count - 1:
+            raise RuntimeError("get_tuple did not return the last checkpoint put")
+        if steps != count:
+            raise RuntimeError(f"{steps} checkpoints listed, {count} put")
 
 
 def ours_langgraph(folder: Path, index: int) -> LangGraphWriter:
