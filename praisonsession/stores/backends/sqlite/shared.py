@@ -19,6 +19,9 @@ commit, and only that caller gets the error. An error that ends the whole transa
 disk, an I/O error) fails the writer whose statement met it; the writers whose work went with
 the transaction run again in the next one, the same as if they had queued later.
 
+A store with ``group_commit=False`` leads transactions of its own write alone: the writers
+of the process still take turns here rather than poll SQLite's lock, one commit each.
+
 Processes do not share this queue: each process has its own, and they meet at SQLite's write
 lock as before (WAL, ``BEGIN IMMEDIATE``, ``busy_timeout``).
 
