@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from adapter_packaging import assert_benchmark_prints
 
 
