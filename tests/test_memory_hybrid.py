@@ -123,6 +123,27 @@ def test_lexical_file_rolls_back_when_the_vector_write_fails(tmp_path: Path) -> 
     lexical.close()
 
 
+def test_counts_kept_between_searches_follow_writes_from_this_and_other_connections(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "x.sqlite3"
+    here, there = LexicalFile(path), LexicalFile(path)  # two processes' connections
+    with here.writing():
+        here.replace("c", ["a", "b"], [["harbour", "ferry"], ["garden", "ferry"]])
+    first = here.search("c", ["harbour"], 5)
+    assert [entry for entry, _ in first] == ["a"]
+    with there.writing():  # another process: two more entries hold "harbour"
+        there.replace("c", ["c", "d"], [["harbour"], ["harbour", "garden"]])
+    second = here.search("c", ["harbour"], 5)
+    assert sorted(entry for entry, _ in second) == ["a", "c", "d"]
+    # three of four hold it now: its weight fell, as a search of a fresh connection says
+    assert second == LexicalFile(path).search("c", ["harbour"], 5)
+    assert dict(second)["a"] < dict(first)["a"]
+    with here.writing():  # this connection's own write
+        here.delete("c", ["c", "d"])
+    assert here.search("c", ["harbour"], 5) == first
+
+
 def test_a_memory_matching_the_question_by_words_is_found_first(place: dict[str, Any]) -> None:
     texts = [TARGET, *OTHERS]
     assert dense_rank(texts, QUERY).index(TARGET) >= 5  # the model alone ranks it low

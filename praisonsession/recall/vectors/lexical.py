@@ -28,6 +28,8 @@ from .terms import selective
 
 #: Candidates FTS5 finds, per entry a search asks for, before they are scored again.
 CANDIDATES = 4
+#: Terms whose counts are kept per table between writes.
+_HELD_TERMS = 4096
 
 __all__ = ["LexicalFile", "table_of"]
 
@@ -51,6 +53,14 @@ class LexicalFile:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA secure_delete=ON")  # erased terms leave no bytes behind
         self._made: set[str] = set()
+        # What a search reads before it matches, kept until the file changes: how many entries
+        # hold each term asked for (fts5vocab counts a term's postings one by one: at 100,000
+        # entries a word every entry holds costs a millisecond) and each table's totals.
+        # ``PRAGMA data_version`` moves when another connection commits; this one's own
+        # writes forget them in ``writing``.
+        self._version: int | None = None
+        self._held: dict[str, dict[str, int]] = {}
+        self._sums: dict[str, tuple[int, int]] = {}
 
     def _table(self, collection: str) -> str:
         table = table_of(collection)
@@ -78,13 +88,48 @@ class LexicalFile:
     def writing(self) -> Iterator[None]:
         """One write transaction: committed when the block ends, rolled back if it raises."""
         with self._lock:
+            self._forget()
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            finally:
+                self._forget()
             self._conn.execute("COMMIT")
+
+    def _forget(self) -> None:
+        self._version = None
+        self._held.clear()
+        self._sums.clear()
+
+    def _known(self, table: str, terms: list[str]) -> tuple[dict[str, int], int, int]:
+        """How many entries hold each of ``terms``, the entries and their terms in all: from
+        what was read since the file last changed, the rest read now (under the lock)."""
+        conn = self._conn
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._version:
+            self._forget()
+            self._version = version
+        held = self._held.setdefault(table, {})
+        missing = [term for term in terms if term not in held]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            found = dict(
+                conn.execute(
+                    f"SELECT term, doc FROM {table}_v WHERE term IN ({marks})", missing
+                ).fetchall()
+            )
+            for term in missing:
+                held[term] = int(found.get(term, 0))
+            if len(held) > _HELD_TERMS:  # questions' rare words pile up: start again
+                self._held[table] = held = {term: held[term] for term in terms}
+        sums = self._sums.get(table)
+        if sums is None:
+            row = conn.execute(f"SELECT entries, terms FROM {table}_sum WHERE k = 0").fetchone()
+            sums = self._sums[table] = (int(row[0]), int(row[1]))
+        return {term: held[term] for term in terms}, sums[0], sums[1]
 
     def replace(self, collection: str, ids: list[str], terms: list[list[str]]) -> None:
         """Write each entry's terms, replacing what the same id had (inside :meth:`writing`)."""
@@ -129,15 +174,7 @@ class LexicalFile:
             return []
         with self._lock:
             table = self._table(collection)
-            marks = ",".join("?" * len(terms))
-            counts = dict(
-                self._conn.execute(
-                    f"SELECT term, doc FROM {table}_v WHERE term IN ({marks})", terms
-                ).fetchall()
-            )
-            entries, length = self._conn.execute(
-                f"SELECT entries, terms FROM {table}_sum WHERE k = 0"
-            ).fetchone()
+            counts, entries, length = self._known(table, terms)
             finding = selective(counts, entries)
             if not finding:
                 return []
@@ -166,6 +203,7 @@ class LexicalFile:
         """Forget the collection's table (its terms and ids); ``vacuum`` then rewrites the file."""
         table = table_of(collection)
         with self._lock:
+            self._forget()
             self._conn.execute(f"DROP TABLE IF EXISTS {table}_v")
             self._conn.execute(f"DROP TABLE IF EXISTS {table}")
             self._conn.execute(f"DROP TABLE IF EXISTS {table}_ids")
@@ -174,6 +212,7 @@ class LexicalFile:
 
     def clear(self, collection: str) -> None:
         with self._lock:
+            self._forget()
             table = self._table(collection)
             self._conn.execute(f"DELETE FROM {table}")
             self._conn.execute(f"DELETE FROM {table}_ids")
