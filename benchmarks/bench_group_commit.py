@@ -319,7 +319,45 @@ def run_side(side: Side, folder: Path, writers: int, turns: int) -> tuple[float,
     return writers * turns / elapsed, per_commit
 
 
-def bench(sides: list[Side], writers: int, turns: int, rounds: int) -> dict[str, Any]:
+def run_tasks(side: Side, folder: Path, writers: int, turns: int) -> tuple[float, float | None]:
+    """Turns per second of ``writers`` tasks of one event loop (one thread), each adding
+    ``turns`` turns, and (ours) writes per commit; each writer's writes are checked."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shared = None if side.group is None else side.group(folder)
+
+    async def main() -> float:
+        everyone = [side.writer(folder, i) for i in range(writers)]
+        try:
+            for writer in everyone:
+                await writer.write(0)
+
+            async def adds(writer: Any) -> None:
+                for n in range(1, turns + 1):
+                    await writer.write(n)
+
+            began = time.perf_counter()
+            await asyncio.gather(*(adds(writer) for writer in everyone))
+            elapsed = time.perf_counter() - began
+            for writer in everyone:
+                await writer.check(turns + 1)
+        finally:
+            for writer in everyone:
+                await writer.close()
+        return elapsed
+
+    try:
+        elapsed = asyncio.run(main())
+    except Exception as exc:
+        raise RuntimeError(f"{side.name}: {exc!r}") from exc
+    per_commit = None
+    if shared is not None and shared.group is not None and shared.group.commits:
+        per_commit = shared.group.writes / shared.group.commits
+    return writers * turns / elapsed, per_commit
+
+
+def bench(
+    sides: list[Side], writers: int, turns: int, rounds: int, run: Any = run_side
+) -> dict[str, Any]:
     """Each side's rounds, the order of the sides turning round by round; a round that
     fails (a framework's own "database is locked") is counted, not hidden."""
     figures: dict[str, list[float]] = {side.name: [] for side in sides}
@@ -330,7 +368,7 @@ def bench(sides: list[Side], writers: int, turns: int, rounds: int) -> dict[str,
         for side in sides[at:] + sides[:at]:
             folder = Path(tempfile.mkdtemp(prefix="ps-bench-gc-"))
             try:
-                rate, per_commit = run_side(side, folder, writers, turns)
+                rate, per_commit = run(side, folder, writers, turns)
             except RuntimeError as exc:
                 failed[side.name].append(str(exc.__cause__ or exc))
                 continue
@@ -420,12 +458,14 @@ def report(title: str, results: dict[str, Any], reference: str) -> None:
     print(f"\n{title}")
     for name, how in results["durability"].items():
         print(f"  {name}: {how}")
-    for writers in results["writers"]:
-        if writers == 1:
+    tables = [(f"{w} writers (threads)", str(w)) for w in results["writers"] if w > 1]
+    tables += [(f"{key.split()[0]} writers (tasks of one event loop)", key) for key in results]
+    for label, key in tables:
+        if key not in results or (label.endswith("loop)") and not key.endswith("tasks")):
             continue
-        rows = results[str(writers)]
+        rows = results[key]
         base = rows[reference]["median"] or float("nan")
-        print(f"\n  {writers} writer{'s' if writers > 1 else ''}:")
+        print(f"\n  {label}:")
         print(f"  | side | writes/s, median | best | median / {reference} | writes per commit |")
         print("  |---|---|---|---|---|")
         for name, found in rows.items():
@@ -485,6 +525,9 @@ def main() -> None:
                 results["1"] = bench_one(sides, args.turns, args.rounds)
             else:
                 results[str(writers)] = bench(sides, writers, args.turns, args.rounds)
+                if not sides[0].sync:
+                    key = f"{writers} tasks"
+                    results[key] = bench(sides, writers, args.turns, args.rounds, run_tasks)
         report(title, results, sides[-1].name)
         everything[title] = results
     eight = everything[families[0][0]].get("8")

@@ -328,3 +328,20 @@ def test_sigkill_mid_batch_loses_no_acknowledged_write(tmp_path: Path) -> None:
             # what a trial left, the next one's writers continue from: start them clean
             asyncio.run(store.delete_session(f"w{writer}", "crash"))
         asyncio.run(store.close())
+
+
+def test_tasks_of_one_loop_share_a_commit(tmp_path: Path) -> None:
+    """Eight tasks of one event loop, started together, each incrementing its own session:
+    the first leads, lets the others queue behind it, and one commit carries all eight."""
+    store = SqliteSession(tmp_path / "s.db", durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))  # the file and its schema exist
+    group = group_of(store)
+    commits, writes = group.commits, group.writes
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(*(store.increment(f"s{i}", "u", "n") for i in range(8)))
+
+    assert asyncio.run(together()) == [1] * 8
+    assert (group.commits - commits, group.writes - writes) == (1, 8)
+    for i in range(8):
+        assert asyncio.run(store.get_value(f"s{i}", "u", "n")) == 1

@@ -96,6 +96,7 @@ from .shared import (
     Thread,
     Writer,
     forget_after_fork,
+    others_ready,
     shared_file,
 )
 
@@ -106,6 +107,9 @@ CHECKPOINT_EVERY = 200
 #: Seconds the worker's checkpoint waits for a gap between writers' commits (it then holds
 #: the write lock while it copies the last frames; writers wait for it cooperatively).
 CHECKPOINT_PATIENCE = 1.0
+#: Turns of its loop a leader gives the loop's other ready callbacks before it begins: a task
+#: woken by the last commit needs two (its wake-up, then its step) to reach the queue.
+READY_TURNS = 3
 
 
 # Connections inherited through fork: SQLite forbids using them in the child, and closing one
@@ -242,6 +246,14 @@ class SqliteBackend(StoreBackend):
         if not group.join(mine) and not await group.wait(mine):
             return cast(T, mine.outcome())  # committed (or refused) by another leader
         try:
+            try:  # tasks of this loop that may write too: let them queue first
+                for _ in range(READY_TURNS):
+                    if not others_ready():
+                        break
+                    await pause(0)
+            except BaseException:
+                group.leave(mine)
+                raise
             while mine.state is not DONE:
                 batch: list[Writer] = []
                 try:

@@ -25,6 +25,10 @@ of the process still take turns here rather than poll SQLite's lock, one commit 
 Processes do not share this queue: each process has its own, and they meet at SQLite's write
 lock as before (WAL, ``BEGIN IMMEDIATE``, ``busy_timeout``).
 
+Tasks of one event loop batch too: a transaction runs inline on the loop, so tasks never
+meet in the queue by themselves; a leader whose loop has other callbacks ready yields to them (a
+few turns of the loop at most) before it begins, and those tasks that write queue behind it.
+
 A store of one file is keyed here by its resolved path and ``synchronous``; the stores of a
 key share each thread's connection, which is what lets a leader run another store's
 statements (they read the thread's connection from the same table). The last store to close
@@ -102,6 +106,17 @@ class Writer:
         except RuntimeError:  # the loop is closed: nobody waits there any more
             return False
         return True
+
+
+def others_ready() -> bool:
+    """Whether other callbacks of this thread's running loop are ready to run now: tasks
+    of one loop never run while a transaction runs inline, so a leader lets them reach the
+    queue first (asyncio's own loop shows them; another loop is never waited for)."""
+    if not loop_running_here():
+        return False
+    import asyncio
+
+    return bool(getattr(asyncio.get_running_loop(), "_ready", None))
 
 
 def _resolve(future: Any) -> None:
