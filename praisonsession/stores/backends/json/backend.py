@@ -142,6 +142,10 @@ class JSONBackend(StoreBackend):
             return self._adopt_legacy(key, at) if adopt and self.adopt_agentscope else None
         return self._decode_doc(raw, key, at, f"session file {path}")
 
+    def _adopts(self, key: Key, adopt: bool) -> bool:
+        """Whether reading ``key`` would adopt an AgentScope file (a write, under the lock)."""
+        return adopt and self.adopt_agentscope and adoptable(self.save_dir, key) is not None
+
     def _adopt_legacy(self, key: Key, at: float) -> SessionDocument | None:
         """Migrate the AgentScope file of this session, if only this session can own it,
         into this layout, keeping the original as *.migrated."""
@@ -203,8 +207,13 @@ class JSONBackend(StoreBackend):
         """Run ``work`` on the live document under the session's lock; save it if it says so.
 
         Before a write, an expired session (or the debris of a crashed delete) is removed, so
-        the write starts the session afresh; reads leave it for ``purge_expired``.
+        the write starts the session afresh; reads leave it for ``purge_expired``. A read of a
+        session that has no file makes none (no directory, no lock file): there is nothing to
+        lock, and a writer replaces a document in one rename.
         """
+        if not writes and not self._doc_path(key).exists() and not self._adopts(key, adopt):
+            at = now()
+            return work(resolve(None, key, at, must_exist), at)[0]
         self._user_dir(key.user_id).mkdir(parents=True, exist_ok=True)
         with FileLock(self._lock_path(key), self.lock_timeout):
             at = now()
