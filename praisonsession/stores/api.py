@@ -104,7 +104,7 @@ class SessionBase:
         """
         from ..state.codec import check_modules
 
-        layout, key = self._placed(session_id, user_id)
+        layout, key = await self._placed(session_id, user_id)
         check_modules("save_session_state", state_modules)
         await layout.save(key, state_modules)
 
@@ -122,7 +122,7 @@ class SessionBase:
         """
         from ..state.codec import check_modules
 
-        layout, key = self._placed(session_id, user_id)
+        layout, key = await self._placed(session_id, user_id)
         check_modules("load_session_state", state_modules)
         await layout.load(key, state_modules, allow_not_exist)
 
@@ -141,8 +141,16 @@ class SessionBase:
         check_modules("refresh_session_state", state_modules)
         return await self._modules.refresh(key, state_modules)
 
-    def _placed(self, session_id: str | None, user_id: str) -> tuple[ModuleLayout, Key]:
-        """The layout and key of a save or load: the bound session's when no id is given."""
+    async def _placed(self, session_id: str | None, user_id: str) -> tuple[ModuleLayout, Key]:
+        """The layout and key of a save or load (the bound session's when no id is given),
+        admitted by the key guard: a layout of AgentScope's own files or keys keeps modules
+        beside the records, so the guard says whether this store may touch them."""
+        layout, key = self._place(session_id, user_id)
+        if not isinstance(layout, NativeModules):
+            await self.backend.admit_foreign(key)
+        return layout, key
+
+    def _place(self, session_id: str | None, user_id: str) -> tuple[ModuleLayout, Key]:
         if session_id is not None:
             return self._modules, record_key(session_id, user_id)
         if self.session_id is None:

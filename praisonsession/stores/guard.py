@@ -138,6 +138,16 @@ class KeyGuard(ForwardingBackend):
                 fingerprint,
             )
 
+    async def admit_foreign(self, key: Key) -> None:
+        """The rule for what a store keeps of ``key`` outside the record operations (AgentScope's
+        own files and keys, ``layout="agentscope"``, and their imports): a store without a key
+        reads and writes none of it in an encrypted store (``KeyRequiredError``). Such data is
+        plain JSON a key holder's store would adopt as a session of its own, and none of it can
+        say whose it is. Over a plain store it costs what a write's check costs: the cached
+        mark, no read."""
+        if not self.checks_keys:
+            await self._refuse_if_marked(key)
+
     async def _destroy(self, operation: _Op[T], key: Key, **args: Any) -> T:
         """A change that removes data: over a sealing backend, the record is read first (it
         refuses one sealed with another key), so that a wrong key removes nothing."""

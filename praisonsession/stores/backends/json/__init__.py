@@ -91,7 +91,9 @@ class JSONSession(SessionBase):
 
         ``file`` is a path, or a file name under ``save_dir``. The file is left where it is.
         """
-        return await self._engine.import_agentscope(record_key(session_id, user_id), file)
+        key = record_key(session_id, user_id)
+        await self.backend.admit_foreign(key)
+        return await self._engine.import_agentscope(key, file)
 
 
 def _constructor_arguments(

@@ -108,4 +108,6 @@ class RedisSession(SessionBase):
         """Import the session AgentScope's RedisSession stored under ``key`` (the full key, as
         AgentScope wrote it) as session ``session_id`` of ``user_id``. The key is left in place.
         """
-        return await self._engine.import_agentscope(record_key(session_id, user_id), key)
+        target = record_key(session_id, user_id)
+        await self.backend.admit_foreign(target)
+        return await self._engine.import_agentscope(target, key)

@@ -1,0 +1,167 @@
+"""AgentScope's own files and keys (``layout="agentscope"``, the bound API, imports) go through
+the key guard like every record: a store without the key reads and writes none of them in an
+encrypted store, and a store with another key changes nothing. Without the rule, a keyless
+process could plant AgentScope data that a key holder's store adopts as a plain session of its
+own, and its reads of that session fail from then on.
+
+On real files (JSON) and a real Redis server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from backends import redis_prefix, redis_store_url
+from praisonsession import (
+    DecryptionError,
+    EncryptedStore,
+    KeyRequiredError,
+    SessionBase,
+    StateModule,
+)
+from praisonsession.stores import JSONSession, RedisSession
+
+KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
+OTHER_KEY = base64.urlsafe_b64encode(b"o" * 32).decode()
+
+
+class Notes(StateModule):
+    def __init__(self, title: str = "") -> None:
+        super().__init__()
+        self.title = title
+        self.register_state("title")
+
+
+@pytest.fixture(params=["json", "redis"])
+def kind(request: pytest.FixtureRequest) -> str:
+    if request.param == "redis":
+        request.getfixturevalue("redis_url")
+    return str(request.param)
+
+
+class Place:
+    """One store's data (a directory, or a Redis key prefix), opened as each test needs it."""
+
+    def __init__(self, kind: str, root: Path) -> None:
+        self.kind, self.root = kind, root
+        self.opened: list[SessionBase] = []
+
+    def open(self, layout: str = "native") -> SessionBase:
+        store: SessionBase
+        if self.kind == "json":
+            store = JSONSession(self.root / "j", layout=layout)
+        else:
+            store = RedisSession.from_url(redis_store_url(self.root), layout=layout)
+        self.opened.append(store)
+        return store
+
+    def sealed(self, key: str = KEY, layout: str = "native") -> SessionBase:
+        store = EncryptedStore(self.open(layout), key)
+        self.opened.append(store)
+        return store
+
+    def agentscope_data(self, session_id: str, user_id: str) -> dict[str, object] | None:
+        """What AgentScope itself would read for the session, straight from the files/keys."""
+        if self.kind == "json":
+            path = self.root / "j" / f"{user_id}_{session_id}.json"
+            return json.loads(path.read_text("utf-8")) if path.exists() else None
+        name = f"{redis_prefix(self.root)}user_id:{user_id}:session:{session_id}:state"
+        client = redis.Redis.from_url(redis_store_url(self.root).split("?")[0])
+        try:
+            raw = client.get(name)
+        finally:
+            client.close()
+        return None if raw is None else json.loads(raw)
+
+    def plant(self, name: str, modules: dict[str, object]) -> str:
+        """AgentScope data written as AgentScope writes it: a file, or a key; its name."""
+        text = json.dumps(modules)
+        if self.kind == "json":
+            path = self.root / "elsewhere" / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, "utf-8")
+            return str(path)
+        full = f"{redis_prefix(self.root)}{name}"
+        client = redis.Redis.from_url(redis_store_url(self.root).split("?")[0])
+        try:
+            client.set(full, text)
+        finally:
+            client.close()
+        return full
+
+    def close(self) -> None:
+        for store in self.opened:
+            asyncio.run(store.close())
+
+
+@pytest.fixture
+def place(kind: str, tmp_path: Path) -> Iterator[Place]:
+    found = Place(kind, tmp_path)
+    yield found
+    found.close()
+
+
+def title_of(store: SessionBase, session_id: str, user_id: str = "bob") -> str:
+    notes = Notes()
+    asyncio.run(store.load_session_state(session_id, user_id, notes=notes))
+    return notes.title
+
+
+def test_a_store_without_the_key_keeps_no_agentscope_data_in_an_encrypted_store(
+    place: Place,
+) -> None:
+    owner = place.sealed()
+    asyncio.run(owner.save_session_state("s1", "bob", notes=Notes("the owner's")))
+    keyless = place.open(layout="agentscope")
+
+    for session_id in ("s1", "s2"):  # the owner's session, and one the owner has not made yet
+        with pytest.raises(KeyRequiredError):
+            asyncio.run(keyless.save_session_state(session_id, "bob", notes=Notes("planted")))
+        assert place.agentscope_data(session_id, "bob") is None  # nothing written
+        with pytest.raises(KeyRequiredError):
+            title_of(keyless, session_id)
+
+    # the owner reads its session, and makes s2 as if nobody had tried (nothing to adopt)
+    assert title_of(owner, "s1") == "the owner's"
+    asyncio.run(owner.save_session_state("s2", "bob", notes=Notes("made later")))
+    assert title_of(owner, "s2") == "made later"
+    assert [info.session_id for info in asyncio.run(owner.list_sessions("bob"))] == ["s1", "s2"]
+
+
+def test_importing_agentscope_data_needs_the_key_in_an_encrypted_store(place: Place) -> None:
+    owner = place.sealed()
+    asyncio.run(owner.save_session_state("s1", "bob", notes=Notes("the owner's")))
+    planted = place.plant("bob_s3.json", {"notes": {"title": "planted"}})
+    keyless = place.open()
+    assert isinstance(keyless, (JSONSession, RedisSession))
+    with pytest.raises(KeyRequiredError):
+        asyncio.run(keyless.import_agentscope(planted, "s3", "bob"))
+    assert not asyncio.run(owner.exists("s3", "bob"))
+    assert [info.session_id for info in asyncio.run(owner.list_sessions("bob"))] == ["s1"]
+
+
+def test_another_key_changes_nothing_through_the_agentscope_layout(place: Place) -> None:
+    owner = place.sealed()
+    asyncio.run(owner.save_session_state("s1", "bob", notes=Notes("the owner's")))
+    # an encrypted store keeps modules sealed in its own records, whatever the inner layout
+    stranger = place.sealed(OTHER_KEY, layout="agentscope")
+    with pytest.raises(DecryptionError):
+        asyncio.run(stranger.save_session_state("s1", "bob", notes=Notes("overwritten")))
+    with pytest.raises(DecryptionError):
+        title_of(stranger, "s1")
+    assert place.agentscope_data("s1", "bob") is None
+    assert title_of(owner, "s1") == "the owner's"
+
+
+def test_a_plain_store_keeps_agentscope_data_as_before(place: Place) -> None:
+    keyless = place.open(layout="agentscope")
+    asyncio.run(keyless.save_session_state("s1", "bob", notes=Notes("plain")))
+    assert place.agentscope_data("s1", "bob") == {"notes": {"title": "plain"}}
+    assert title_of(keyless, "s1") == "plain"
