@@ -11,6 +11,7 @@ texts that passed are remembered (a bounded set per limit), so each is walked on
 from __future__ import annotations
 
 import os
+import re
 
 from ..errors import InvalidIdError
 
@@ -22,6 +23,8 @@ _SAFE_FILENAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 _MAX_FILENAME_LENGTH = 120
 _REMEMBERED = 4096  # texts remembered as valid, per length limit, before starting afresh
 _valid: dict[int, set[str]] = {MAX_ID_LENGTH: set(), MAX_KEY_LENGTH: set()}
+#: What no id may hold: control characters and lone surrogates.
+_REFUSED = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
 
 
 def new_session_id() -> str:
@@ -52,17 +55,17 @@ def _walk(value: object, what: str, max_length: int) -> str:
             f"{what} is {len(value)} characters long; the limit is {max_length}. "
             "Use a shorter name, or a hash of the long one."
         )
-    for ch in value:
-        code = ord(ch)
-        if code < 0x20 or code == 0x7F:
+    found = _REFUSED.search(value)  # the characters walked in C: a new name costs ~1 µs
+    if found is not None:
+        ch = found.group()
+        if ord(ch) < 0xD800:
             raise InvalidIdError(
                 f"{what} {value!r} contains the control character {ch!r}; "
                 "ids must be printable text."
             )
-        if 0xD800 <= code <= 0xDFFF:
-            raise InvalidIdError(
-                f"{what} {value!r} contains a lone surrogate ({ch!r}); ids must be valid Unicode."
-            )
+        raise InvalidIdError(
+            f"{what} {value!r} contains a lone surrogate ({ch!r}); ids must be valid Unicode."
+        )
     return value
 
 

@@ -69,7 +69,7 @@ THREAD_MARK = {"langgraph": "thread"}
 Blob = tuple[str, bytes]
 Record = dict[str, Any]
 
-_COMPRESS_FROM = 128  # bytes below which zlib is not tried (it seldom saves a tenth)
+_COMPRESS_FROM = 512  # bytes below which zlib is not tried (it seldom saves a tenth)
 _PAGE = 64  # records read at a time when walking back through a thread
 _ATTEMPTS = 200  # compare-and-set rounds before a lost race is reported
 _REMEMBERED = 4096  # records, heads and runs kept per Threads
@@ -142,7 +142,7 @@ def pack(blob: Blob) -> list[str]:
     bytes smaller."""
     kind, data = blob
     if len(data) >= _COMPRESS_FROM:
-        packed = zlib.compress(data, 1)
+        packed = _deflate(data)
         if len(packed) < len(data) * 0.9:
             return [kind, base64.b64encode(packed).decode("ascii"), "z"]
     return [kind, base64.b64encode(data).decode("ascii")]
@@ -158,6 +158,16 @@ else:  # pragma: no cover - Python 3.10
 
     def _from_base64(text: str) -> bytes:
         return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+def _deflate(data: bytes) -> bytes:
+    """``data`` as a zlib stream (level 1) with a window and memory sized to it: zlib's
+    defaults set up 256 KiB of tables for every call, most of a put's time for a small value
+    (0.18 ms against 7 µs here for 225 bytes); the stream is the same format, read back by
+    ``zlib.decompress`` as any other."""
+    window = min(15, max(9, (len(data) - 1).bit_length()))
+    deflater = zlib.compressobj(1, zlib.DEFLATED, window, max(1, min(8, window - 7)))
+    return deflater.compress(data) + deflater.flush()
 
 
 def unpack(value: Any, what: str) -> Blob:
