@@ -102,6 +102,7 @@ def test_bench_memory_quality_prints_every_target_beside_the_raw_engine(tmp_path
         "updated above stale",
         "no answer: best < 0.25",
         "add_memory agreed with the decision on 8/8 pairs",
+        "restated in the same words (case, punctuation, 'the'): ",
         "threshold sweep",
         "p95 ms",
     ):
@@ -109,6 +110,7 @@ def test_bench_memory_quality_prints_every_target_beside_the_raw_engine(tmp_path
     targets = out.split("Targets:")[1].strip().splitlines()
     assert len(targets) == 6 and all(t.split()[0] in ("PASS", "MISS") for t in targets)
     assert any("within 0.02 of similarity" in t for t in targets)  # recency costs no recall
+    assert any(t.strip().startswith("PASS  same-words restatements") for t in targets)
 
 
 def test_bench_memory_search_prints_cold_and_warm_beside_bare_chroma_at_each_size(
