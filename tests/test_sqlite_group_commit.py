@@ -24,7 +24,13 @@ from typing import Any
 
 import pytest
 
-from praisonsession import InvalidValueError, Session, SqliteSession, open_store
+from praisonsession import (
+    InvalidValueError,
+    Session,
+    SqliteSession,
+    StoreUnavailableError,
+    open_store,
+)
 from praisonsession._internal import runtime
 from praisonsession.stores import StoreBackend
 from praisonsession.stores.backends.sqlite.shared import CommitGroup
@@ -345,3 +351,47 @@ def test_tasks_of_one_loop_share_a_commit(tmp_path: Path) -> None:
     assert (group.commits - commits, group.writes - writes) == (1, 8)
     for i in range(8):
         assert asyncio.run(store.get_value(f"s{i}", "u", "n")) == 1
+
+
+def test_a_writer_whose_statement_ends_the_transaction_fails_alone(tmp_path: Path) -> None:
+    """When SQLite itself ends the shared transaction on one writer's statement (a full disk,
+    an I/O error; here the writer's statement rolls it back and raises as SQLite would), that
+    writer gets StoreUnavailableError, and the writers whose work went with the transaction
+    run again and commit in the next one."""
+    path = tmp_path / "s.db"
+    stores = [SqliteSession(path, durability="power") for _ in range(3)]
+    asyncio.run(stores[0].increment("warm", "u", "n"))
+    group = group_of(stores[0])
+    commits, writes = group.commits, group.writes
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    outcomes: dict[int, Any] = {}
+
+    def failing(conn: sqlite3.Connection) -> None:
+        conn.execute("ROLLBACK")
+        raise sqlite3.OperationalError("disk I/O error")
+
+    def writer(i: int) -> None:
+        try:
+            if i == 1:
+                backend = beneath(stores[i].backend)
+                outcomes[i] = asyncio.run(backend._transaction(failing, True))
+            else:
+                outcomes[i] = append(stores[i], f"s{i}")
+        except Exception as exc:
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    for queued, thread in enumerate(threads, 1):
+        thread.start()
+        wait_until(lambda n=queued: len(group.queue) == n, f"{queued} writers queued")
+    blocker.execute("ROLLBACK")
+    for thread in threads:
+        thread.join()
+    blocker.close()
+    assert isinstance(outcomes[1], StoreUnavailableError)
+    assert "disk I/O error" in str(outcomes[1])
+    assert (outcomes[0], outcomes[2]) == (1, 1)
+    assert (group.commits - commits, group.writes - writes) == (1, 2)
+    for i in (0, 2):
+        assert asyncio.run(stores[0].read_messages(f"s{i}", "u", "log")) == [{"from": f"s{i}"}]

@@ -95,6 +95,7 @@ from .shared import (
     CommitGroup,
     Thread,
     Writer,
+    cancelled,
     forget_after_fork,
     others_ready,
     shared_file,
@@ -268,8 +269,14 @@ class SqliteBackend(StoreBackend):
                     for writer in batch:
                         writer.error = exc  # nothing of the transaction was committed
                     group.settle(batch, mine)
-                except BaseException:  # interrupted: nothing applied, the others wait on
-                    group.requeue([w for w in batch if w is not mine])
+                except BaseException as exc:
+                    others = [w for w in batch if w is not mine]
+                    if cancelled(exc):  # at a wait before BEGIN: nothing applied, they wait on
+                        group.requeue(others)
+                    else:  # interrupted anywhere, even after COMMIT: never run twice
+                        for writer in others:
+                            writer.error = StoreUnavailableError(_INTERRUPTED)
+                        group.settle(others, mine)
                     group.leave(mine)
                     raise
                 else:
@@ -1204,6 +1211,13 @@ if hasattr(os, "register_at_fork"):
 def _nothing(conn: sqlite3.Connection) -> None:
     """A transaction's work that does nothing: opens this thread's connection and the
     schema."""
+
+
+_INTERRUPTED = (
+    "The thread committing this write together with others was interrupted (KeyboardInterrupt "
+    "or SystemExit), so whether the write was applied is unknown: read it back before writing "
+    "it again."
+)
 
 
 class _TransactionLost(Exception):

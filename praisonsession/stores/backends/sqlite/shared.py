@@ -38,6 +38,7 @@ closes the connections.
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -106,6 +107,12 @@ class Writer:
         except RuntimeError:  # the loop is closed: nobody waits there any more
             return False
         return True
+
+
+def cancelled(exc: BaseException) -> bool:
+    """``exc`` is asyncio's cancellation (asyncio not imported: it cannot be)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
 
 
 def others_ready() -> bool:
