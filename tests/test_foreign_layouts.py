@@ -165,3 +165,35 @@ def test_a_plain_store_keeps_agentscope_data_as_before(place: Place) -> None:
     asyncio.run(keyless.save_session_state("s1", "bob", notes=Notes("plain")))
     assert place.agentscope_data("s1", "bob") == {"notes": {"title": "plain"}}
     assert title_of(keyless, "s1") == "plain"
+
+
+def test_agentscopes_calls_on_a_sqlite_file_need_the_sessions_key(tmp_path: Path) -> None:
+    """SQLite keeps AgentScope's calls in its own records (it has no AgentScope layout to write):
+    without the key, or with another, they read and change nothing of a sealed session."""
+    from praisonsession.stores import SqliteSession
+
+    path = tmp_path / "s.db"
+    stores: list[SessionBase] = []
+
+    def opened(key: str | None) -> SessionBase:
+        store: SessionBase = SqliteSession(sqlite_path=path)
+        stores.append(store)
+        if key is not None:
+            store = EncryptedStore(store, key)
+            stores.append(store)
+        return store
+
+    try:
+        owner = opened(KEY)
+        asyncio.run(owner.save_session_state("s1", "bob", notes=Notes("the owner's")))
+        for key, refusal in ((None, KeyRequiredError), (OTHER_KEY, DecryptionError)):
+            other = opened(key)
+            with pytest.raises(refusal):
+                asyncio.run(other.save_session_state("s1", "bob", notes=Notes("overwritten")))
+            with pytest.raises(refusal):
+                title_of(other, "s1")
+        assert title_of(owner, "s1") == "the owner's"
+        assert asyncio.run(owner.get_info("s1", "bob")).version == 1  # type: ignore[union-attr]
+    finally:
+        for store in stores:
+            asyncio.run(store.close())
