@@ -119,11 +119,18 @@ def others_ready() -> bool:
     """Whether other callbacks of this thread's running loop are ready to run now: tasks
     of one loop never run while a transaction runs inline, so a leader lets them reach the
     queue first (asyncio's own loop shows them; another loop is never waited for)."""
-    if not loop_running_here():
-        return False
-    import asyncio
+    global _running_loop
+    if _running_loop is None:
+        if "asyncio" not in sys.modules:  # no loop can run before asyncio is imported
+            return False
+        from asyncio import events
 
-    return bool(getattr(asyncio.get_running_loop(), "_ready", None))
+        _running_loop = events._get_running_loop
+    loop = _running_loop()
+    return loop is not None and bool(getattr(loop, "_ready", None))
+
+
+_running_loop: Callable[[], Any] | None = None
 
 
 def _resolve(future: Any) -> None:
