@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -115,8 +115,10 @@ def environment(line: InstallLine) -> Path:
     python = folder / "bin" / "python"
     with _locked(line.slug):
         for stale in CACHE.iterdir():  # environments of an older pyproject.toml
-            if stale.is_dir() and stale.name not in (key, "tools") and (stale / line.slug).is_dir():
+            if stale.is_dir() and stale.name not in (key, "tools"):
                 shutil.rmtree(stale / line.slug, ignore_errors=True)
+                with suppress(OSError):
+                    stale.rmdir()  # once its last environment is gone
         if not (folder / ".installed").is_file():
             shutil.rmtree(folder, ignore_errors=True)
             _run([uv, "venv", "--quiet", "--python", sys.executable, str(folder)], "create it")
