@@ -29,10 +29,12 @@ session. How ADK's model maps onto a store's records (``StoreBackend``):
 - **``user:`` state** is a session of the user named ``adk-user:<length>:<app_name>``, and
   **``app:`` state** a record of the reserved owner (no user's: it is the app's), each merged
   key by key in one atomic ``patch_record_state``. ``temp:`` state is never stored.
-- ``list_sessions(app_name)`` of every user is one ``list_records_by_prefix`` (an index by
-  session id where the backend has one), of one user one page walk of that user's records.
-  Each record's metadata carries a copy of :data:`SESSION_DOC`, written right after each
-  append, so a page of sessions is listed with their state in one read. The document stays
+- ``list_sessions(app_name)`` of every user walks ``list_records_by_prefix`` a page at a
+  time (an index by session id where the backend has one), of one user a walk of that user's
+  records; each page becomes ADK sessions (without events, with their state, as ADK's own
+  services list them) before the next is read. Each record's metadata carries a copy of
+  :data:`SESSION_DOC`, written right after each append, so a page of sessions is listed with
+  their state in one read. The document stays
   the truth: a writer killed between the two writes, or two appends whose copies land out of
   order, leave a listing one event behind until the session's next append; ``get_session``
   and ``append_event`` always read the document.
