@@ -161,6 +161,40 @@ def test_add_memories_in_more_than_one_batch_stores_every_one_once(open_session)
     assert session.clear_memory("long") == 600
 
 
+def test_add_memories_embeds_each_batch_once_in_order_and_a_failed_batch_stores_nothing(
+    open_session,
+) -> None:
+    from praisonsession.recall.embeddings import MiniLMEmbedder
+
+    class Failing(MiniLMEmbedder):
+        """The real model, recording its batches; the second batch it is given fails, once."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[list[str]] = []
+            self.failed = False
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            self.batches.append(list(texts))
+            if len(self.batches) == 2 and not self.failed:
+                self.failed = True
+                raise RuntimeError("the model ran out of memory")
+            return super().embed(texts)
+
+    texts = [f"note number {i} about topic {i % 7}" for i in range(600)]  # 3 batches of 256
+    embedder = Failing()
+    session = open_session(memory_config={"embedder": embedder})
+    with pytest.raises(RuntimeError, match="out of memory"):
+        session.add_memories(texts)
+    assert embedder.batches == [texts[:256], texts[256:512]]  # the next one, ahead: no more
+    held = session.list_memories("long", limit=1000)
+    assert sorted(memory["text"] for memory in held) == sorted(texts[:256])  # the first, whole
+    embedder.batches.clear()
+    ids = session.add_memories(texts)  # again: the first batch is held, the rest added now
+    assert embedder.batches == [texts[:256], texts[256:512], texts[512:]]
+    assert len(set(ids)) == 600 and len(session.list_memories("long", limit=1000)) == 600
+
+
 def test_add_memories_of_short_notes_appends_them_in_one_step(open_session) -> None:
     session = open_session("notes")
     ids = session.add_memories(["asked about refunds", "prefers email"], memory_type="short")

@@ -15,8 +15,10 @@ current session's copy first.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from ... import clock
@@ -117,18 +119,26 @@ class LongTermMemory:
         check_metadata(metadata)
         results: list[MemoryId] = []
         show = progress and len(texts) > BATCH
-        with progress_bar(len(texts), show, "memory", "Adding memories") as bar:
-            for start in range(0, len(texts), BATCH):
-                batch = texts[start : start + BATCH]
+        batches = [texts[start : start + BATCH] for start in range(0, len(texts), BATCH)]
+        with (
+            progress_bar(len(texts), show, "memory", "Adding memories") as bar,
+            _ahead(self.embedder.embed, batches) as embedded,
+        ):
+            for number, (batch, vectors) in enumerate(zip(batches, embedded, strict=False)):
+                start = number * BATCH
                 when = None if said is None else said[start : start + BATCH]
-                results += self._add_batch(batch, metadata, dedupe, when)
+                results += self._add_batch(batch, vectors, metadata, dedupe, when)
                 bar.update(len(batch))
         return results
 
     def _add_batch(
-        self, texts: list[str], metadata: dict[str, Any], dedupe: bool, said: list[float] | None
+        self,
+        texts: list[str],
+        vectors: list[list[float]],
+        metadata: dict[str, Any],
+        dedupe: bool,
+        said: list[float] | None,
     ) -> list[MemoryId]:
-        vectors = self.embedder.embed(texts)
         at = clock.now()
         whens = [at] * len(texts) if said is None else said
         fresh, added_before = self._new_ids(texts, stable=dedupe)
@@ -634,3 +644,29 @@ def as_result(hit: Hit, scored: bool = True) -> dict[str, Any]:
     memory_id = hit.metadata.get("memory_id", hit.id)
     score = hit.score if scored else None
     return {"id": memory_id, "text": hit.text, "score": score, "metadata": {**extra, **stored}}
+
+
+@contextlib.contextmanager
+def _ahead(
+    embed: Callable[[list[str]], list[list[float]]], batches: list[list[str]]
+) -> Iterator[Iterator[list[list[float]]]]:
+    """The batches' vectors, in order, each next batch embedded in a thread of its own while
+    the one before it is checked and written (the vector store's write, the lexical index's,
+    a Chroma server's round trip): the model is most of the work, and it need not wait for
+    the store. A batch alone is embedded here, with no thread."""
+    if len(batches) < 2:
+        yield (embed(batch) for batch in batches)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="praisonsession-embed") as pool:
+
+        def embedded() -> Iterator[list[list[float]]]:
+            pending = pool.submit(embed, batches[0])
+            for following in [*batches[1:], None]:
+                vectors = pending.result()
+                if following is not None:
+                    pending = pool.submit(embed, following)
+                yield vectors
+
+        yield embedded()
