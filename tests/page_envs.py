@@ -106,9 +106,23 @@ def _uv() -> str:
     return str(uv)
 
 
+#: Why a line's environment could not be built, so its other examples fail at once.
+_FAILED: dict[InstallLine, str] = {}
+
+
 @cache
 def environment(line: InstallLine) -> Path:
     """The Python of the environment that ``line`` alone installs, built on first use."""
+    if line in _FAILED:
+        raise RuntimeError(_FAILED[line])
+    try:
+        return _build(line)
+    except RuntimeError as error:
+        _FAILED[line] = str(error)
+        raise
+
+
+def _build(line: InstallLine) -> Path:
     uv = _uv()
     key = _key()
     folder = CACHE / key / line.slug
