@@ -19,10 +19,20 @@ The layout of a thread's session:
   when its newest record is of the namespace listed, with no read of the head document;
 - the log :data:`WRITES`: one entry per ``put_writes`` (which task wrote which channels): the
   version the writes documents are compared and set against, and a history of what was written;
-- documents, read by name: ``langgraph/at/<ns>/~%head`` (the namespace's newest checkpoint and
-  its position), ``langgraph/at/<ns>/<id>`` (a checkpoint's position),
+- documents, read by name: ``langgraph/at/<ns>/<id>`` (a checkpoint's position),
+  ``langgraph/at/<ns>/~%head`` (a namespace's newest checkpoint and its position),
   ``langgraph/writes/<ns>/<id>`` (a checkpoint's pending writes) and ``langgraph/run/<run_id>``
   (the thread holds checkpoints of that run).
+
+One row per step: a put writes its record and, now and then, documents. The positions by id
+are written a block of :data:`_INDEXED_EVERY` records at a time (a checkpoint of the block not
+indexed yet is found among the log's last records, which say where they are); a namespace's
+newest is the log's last record when that is of the namespace, and its head document is
+written when another namespace's record follows its last one. On SQLite a put then changes
+the session's version row and the record's page, not a page of documents as well (WAL frames
+per put 5.1 -> 4.1 in ``bench_langgraph.py``'s thread). Threads written by earlier versions
+(every position and head as a document) are read and continued alike; an earlier version
+reading a thread written here could take a stale head document for the newest.
 
 Bytes are base64 text in our JSON records, zlib-compressed first when that saves space; they
 come back byte-equal. Documents cannot be removed from a session one by one, so what
@@ -72,8 +82,14 @@ Record = dict[str, Any]
 _COMPRESS_FROM = 512  # bytes below which zlib is not tried (it seldom saves a tenth)
 _PAGE = 64  # records read at a time when walking back through a thread
 _ATTEMPTS = 200  # compare-and-set rounds before a lost race is reported
-_REMEMBERED = 4096  # records, heads and runs kept per Threads
+_REMEMBERED = 4096  # records and runs kept per Threads
+_INDEXED_EVERY = 16  # a put writes the by-id documents of the last block of this many records
 _VALUE_BUDGET = 16 << 20  # bytes of channel values kept per Threads
+
+
+#: CHECKPOINTS as known here: its length, the (position, ns, id) of each record of the block
+#: not indexed yet, and of the last record (None for an empty log).
+_Tail = tuple[int, list[tuple[int, str, str]], tuple[int, str, str] | None]
 
 
 class Write(NamedTuple):
@@ -290,11 +306,12 @@ class Threads:
     def __init__(self, backend: StoreBackend) -> None:
         self.backend = backend
         self._lock = threading.Lock()  # guards the dicts below; never held across an await
-        self._lengths: dict[Key, int] = {}  # CHECKPOINTS' length, as last written here
+        # CHECKPOINTS as last written or read here: its length, the (at, ns, id) of its
+        # records since the last indexed block, and of its last record
+        self._tails: dict[Key, _Tail] = {}
         self._journals: dict[Key, tuple[int, dict[str, list[Any]]]] = {}
         # (thread, ns, id) -> (position, record without its values)
         self._records: OrderedDict[tuple[Key, str, str], tuple[int, Record]] = OrderedDict()
-        self._heads: dict[tuple[Key, str], str] = {}
         self._runs: set[tuple[Key, str]] = set()
         # (thread, ns, channel, version) -> the value's typed bytes (unpacked once)
         self._values: OrderedDict[tuple[Key, str, str, str], Blob] = OrderedDict()
@@ -306,10 +323,8 @@ class Threads:
         """Drop what is remembered of a thread (after it was deleted, rewritten or copied
         onto, or when a write lost a race)."""
         with self._lock:
-            self._lengths.pop(key, None)
+            self._tails.pop(key, None)
             self._journals.pop(key, None)
-            for head in [h for h in self._heads if h[0] == key]:
-                del self._heads[head]
             for record in [r for r in self._records if r[0] == key]:
                 del self._records[record]
             self._runs = {run for run in self._runs if run[0] != key}
@@ -321,12 +336,10 @@ class Threads:
         key: Key,
         at: int,
         record: Record,
-        head: bool = False,
         blobs: dict[str, Blob] | None = None,
     ) -> None:
         """A record read or written, at its position: its values kept by version (``blobs``:
-        those values unpacked already), the rest by id (and as its namespace's head when it
-        is)."""
+        those values unpacked already), the rest by id."""
         ns = record["ns"]
         versions = record["versions"]
         for channel, packed in record.get("values", {}).items():
@@ -342,10 +355,6 @@ class Threads:
             self._records.move_to_end((key, ns, record["id"]))
             if len(self._records) > _REMEMBERED:
                 self._records.popitem(last=False)
-            if head:
-                if len(self._heads) > _REMEMBERED:
-                    self._heads.clear()
-                self._heads[key, ns] = record["id"]
 
     def _known(self, key: Key, ns: str, checkpoint_id: str) -> tuple[int, Record] | None:
         with self._lock:
@@ -387,7 +396,6 @@ class Threads:
         ns, checkpoint_id = record["ns"], record["id"]
         blobs = {channel: value for channel, value in changed.items() if value[0] != "empty"}
         record["values"] = {channel: pack(value) for channel, value in blobs.items()}
-        documents: dict[str, Any] = {}
         run_id: str | None = record.get("run")
         for _ in range(_ATTEMPTS):
             parent = None
@@ -397,13 +405,24 @@ class Threads:
                     parent = await self._find(key, ns, record["parent"])
             record["src"] = _sources(record["versions"], changed, parent)
             with self._lock:
-                length = self._lengths.get(key)
+                tail = self._tails.get(key)
                 new_run = run_id if run_id is not None and (key, run_id) not in self._runs else None
-            if length is None:
-                length = await self._open(key, CHECKPOINTS)
+            if tail is None:
+                try:
+                    tail = await self._read_tail(key, await self._open(key, CHECKPOINTS))
+                except ConflictError:
+                    await pause(0)
+                    continue
+            length, block, last = tail
             record["at"] = length
-            documents[at_name(ns, checkpoint_id)] = {"at": length}
-            documents[head_name(ns)] = {"at": length, "id": checkpoint_id}
+            documents: dict[str, Any] = {}
+            if last is not None and last[1] != ns:  # it stops being the log's last record
+                documents[head_name(last[1])] = {"at": last[0], "id": last[2]}
+            block = [*block, (length, ns, checkpoint_id)]
+            if len(block) >= _INDEXED_EVERY:  # a full block: every position in it by id
+                for at, block_ns, block_id in block:
+                    documents[at_name(block_ns, block_id)] = {"at": at}
+                block = []
             if new_run is not None:
                 documents[run_name(new_run)] = {"run": new_run}
             try:
@@ -415,27 +434,73 @@ class Threads:
                 await pause(0)
                 continue
             with self._lock:
-                self._lengths[key] = length + 1
+                self._tails[key] = (length + 1, block, (length, ns, checkpoint_id))
                 if new_run is not None:
                     self._runs.add((key, new_run))
                     if len(self._runs) > _REMEMBERED:
                         self._runs.clear()
-            self._remember(key, length, record, head=True, blobs=blobs)
+            self._remember(key, length, record, blobs=blobs)
             return
         raise ConflictError(
             f"Thread {key.session_id!r}: {_ATTEMPTS} other writers appended checkpoints while "
             "this one tried to; try again."
         )
 
+    async def _read_tail(self, key: Key, length: int) -> _Tail:
+        """What a put needs to know of the log holding ``length`` records: the records of
+        the block not indexed yet, and the last record (read from the log)."""
+        start = length - length % _INDEXED_EVERY
+        first = min(start, length - 1)
+        if first < 0:
+            return (0, [], None)
+        records = _checked(
+            await self.backend.read_log(key, path=CHECKPOINTS, start=first, stop=length), key
+        )
+        if len(records) != length - first:
+            raise ConflictError(f"Thread {key.session_id!r} changed while it was written.")
+        found = [(at, r["ns"], r["id"]) for at, r in enumerate(records, first)]
+        return (length, [entry for entry in found if entry[0] >= start], found[-1])
+
     async def _find(self, key: Key, ns: str, checkpoint_id: str) -> tuple[int, Record] | None:
         """A checkpoint's position and record, by id; None if the thread has none such."""
-        stored = await self.backend.read_modules(key, names=[at_name(ns, checkpoint_id)])
-        doc = (
-            None if stored is None else _document(stored.documents, at_name(ns, checkpoint_id), key)
-        )
+        name = at_name(ns, checkpoint_id)
+        stored = await self.backend.read_modules(key, names=[name])
+        doc = None if stored is None else _document(stored.documents, name, key)
         if doc is None:
-            return None
+            return await self._find_in_tail(key, ns, checkpoint_id)
         return doc["at"], await self._record_at(key, ns, checkpoint_id, doc["at"])
+
+    async def _find_in_tail(
+        self, key: Key, ns: str, checkpoint_id: str
+    ) -> tuple[int, Record] | None:
+        """A checkpoint not indexed yet: among the log's last records, which say where they
+        are (every record of a block not yet indexed does)."""
+        tail = _checked(
+            await self.backend.read_log(key, path=CHECKPOINTS, start=-_INDEXED_EVERY, stop=None),
+            key,
+        )
+        for record in reversed(tail):
+            at = record.get("at")
+            if record.get("id") == checkpoint_id and record.get("ns") == ns and type(at) is int:
+                self._remember(key, at, record)
+                return at, record
+        return None
+
+    async def _head(self, key: Key, ns: str) -> tuple[int, str, Record | None] | None:
+        """A namespace's newest checkpoint: its position, id and, when it was read here, its
+        record. The log's last record when it is of the namespace; else the namespace's
+        head document, written when another namespace's record followed its last one."""
+        last = _checked(
+            await self.backend.read_log(key, path=CHECKPOINTS, start=-1, stop=None), key
+        )
+        if not last:
+            return None
+        at = last[0].get("at")
+        if last[0].get("ns") == ns and type(at) is int:
+            return at, last[0]["id"], last[0]
+        stored = await self.backend.read_modules(key, names=[head_name(ns)])
+        head = None if stored is None else _document(stored.documents, head_name(ns), key)
+        return None if head is None else (head["at"], head["id"], None)
 
     async def _record_at(self, key: Key, ns: str, checkpoint_id: str, at: int) -> Record:
         """The record at position ``at``, which must be checkpoint ``checkpoint_id``; else the
@@ -461,35 +526,34 @@ class Threads:
         raise ConflictError(f"Thread {key.session_id!r} kept changing while it was read.")
 
     async def _load_head(self, key: Key, ns: str) -> Loaded | None:
-        """The newest checkpoint: one read when the head last seen here is still the head (the
-        head document, with that checkpoint's pending writes); else its record too."""
-        with self._lock:
-            hint = self._heads.get((key, ns))
-        names = [head_name(ns)]
-        if hint is not None:
-            names.append(writes_name(ns, hint))
-        stored = await self.backend.read_modules(key, names=names)
-        if stored is None:
-            return None
-        head = _document(stored.documents, head_name(ns), key)
+        """The newest checkpoint: the log's last record (or the namespace's head document),
+        then its pending writes."""
+        head = await self._head(key, ns)
         if head is None:
             return None
-        documents = stored.documents
-        if head["id"] != hint:
-            more = await self.backend.read_modules(key, names=[writes_name(ns, head["id"])])
-            documents = {} if more is None else more.documents
-        return await self._loaded(key, ns, head["id"], head["at"], documents)
+        at, checkpoint_id, full = head
+        stored = await self.backend.read_modules(key, names=[writes_name(ns, checkpoint_id)])
+        documents = {} if stored is None else stored.documents
+        known = self._known(key, ns, checkpoint_id)
+        if known is not None and known[0] == at:
+            full = None  # remembered here, with its values
+        elif full is not None:
+            self._remember(key, at, full)
+        return await self._loaded(key, ns, checkpoint_id, at, documents, full)
 
     async def _load_one(self, key: Key, ns: str, checkpoint_id: str) -> Loaded | None:
         """A checkpoint by id: its position and pending writes in one read (the record too
-        unless it is remembered here)."""
+        unless it is remembered here); one not indexed yet is found in the log's tail."""
         names = [at_name(ns, checkpoint_id), writes_name(ns, checkpoint_id)]
         stored = await self.backend.read_modules(key, names=names)
         if stored is None:
             return None
         at = (_document(stored.documents, at_name(ns, checkpoint_id), key) or {}).get("at")
         if at is None:
-            return None
+            found = await self._find_in_tail(key, ns, checkpoint_id)
+            if found is None:
+                return None
+            return await self._loaded(key, ns, checkpoint_id, found[0], stored.documents, found[1])
         return await self._loaded(key, ns, checkpoint_id, at, stored.documents)
 
     async def _loaded(
@@ -625,16 +689,12 @@ class Threads:
     async def _end(self, key: Key, ns: str | None, before: str | None, before_ns: str) -> int:
         """Where a newest-first walk starts: past the namespace's head, or at ``before``."""
         if before is not None:
-            name = at_name(before_ns, before)
-        elif ns is not None:
-            name = head_name(ns)
-        else:
-            return await self.backend.count_log(key, path=CHECKPOINTS)
-        stored = await self.backend.read_modules(key, names=[name])
-        doc = None if stored is None else _document(stored.documents, name, key)
-        if doc is None:
-            return 0
-        return int(doc["at"]) + (0 if before is not None else 1)
+            found = await self._find(key, before_ns, before)
+            return 0 if found is None else found[0]
+        if ns is not None:
+            head = await self._head(key, ns)
+            return 0 if head is None else head[0] + 1
+        return await self.backend.count_log(key, path=CHECKPOINTS)
 
     # -- pending writes -------------------------------------------------------------------------
 
@@ -709,9 +769,8 @@ class Threads:
         self, key: Key, ns: str, checkpoint_id: str | None, channels: Sequence[str]
     ) -> dict[str, History]:
         if checkpoint_id is None:
-            stored = await self.backend.read_modules(key, names=[head_name(ns)])
-            head = None if stored is None else _document(stored.documents, head_name(ns), key)
-            checkpoint_id = None if head is None else head["id"]
+            head = await self._head(key, ns)
+            checkpoint_id = None if head is None else head[1]
         target = None if checkpoint_id is None else self._known(key, ns, checkpoint_id)
         if target is None and checkpoint_id is not None:
             target = await self._find(key, ns, checkpoint_id)

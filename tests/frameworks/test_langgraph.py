@@ -198,6 +198,83 @@ def test_an_unchanged_value_is_stored_once(url: str) -> None:
     asyncio.run(store.close())
 
 
+def steps_of(tuples: Any) -> list[int]:
+    return [found.checkpoint["channel_values"]["step"] for found in tuples]
+
+
+def test_a_saver_with_no_memory_of_a_thread_finds_every_checkpoint(url: str) -> None:
+    """A put writes its record and, only now and then, documents: those finding checkpoints
+    by id a block at a time, and a namespace's head when another namespace's record follows
+    its last one. A saver that remembers nothing of the thread (another process) still finds
+    every checkpoint by id, each namespace's newest, listing and ``before``."""
+    store = open_store(url)
+    made: dict[str, list[tuple[int, dict[str, Any]]]] = {"": [], "child": []}
+    with PraisonSaver(store) as saver:
+        for step in range(37):
+            ns = "child" if step % 5 in (3, 4) else ""
+            parent = made[ns][-1][1] if made[ns] else None
+            made[ns].append((step, put(saver, "t", {"step": step}, parent=parent, ns=ns)))
+    for round_ in range(2):
+        with PraisonSaver(store) as fresh:  # nothing remembered
+            for ns, puts in made.items():
+                for step, stored in puts:
+                    assert fresh.get_tuple(stored).checkpoint["channel_values"] == {"step": step}
+                newest = fresh.get_tuple(config("t", ns))
+                assert newest.checkpoint["channel_values"] == {"step": puts[-1][0]}
+                assert steps_of(fresh.list(config("t", ns))) == [s for s, _ in reversed(puts)]
+                assert steps_of(fresh.list(config("t", ns), limit=3)) == [
+                    s for s, _ in reversed(puts[-3:])
+                ]
+                before = fresh.list(config("t", ns), before=puts[-3][1], limit=2)
+                assert steps_of(before) == [puts[-4][0], puts[-5][0]]
+            if round_ == 0:  # another saver goes on in the other namespace than the last
+                made["child"].append(
+                    (99, put(fresh, "t", {"step": 99}, parent=made["child"][-1][1], ns="child"))
+                )
+    assert len(steps_of(PraisonSaver(store).list(config("t", "")))) == len(made[""])
+    asyncio.run(store.close())
+
+
+def test_a_thread_written_before_records_said_where_they_are_is_read_and_continued(
+    url: str,
+) -> None:
+    """Threads stored by earlier versions: records without their position, and the position
+    and head documents of every checkpoint. They are read as before and take new puts."""
+    from praisonsession.integrations.langgraph_threads import at_name, head_name
+    from praisonsession.stores import Key, LogWrite
+
+    store = open_store(url)
+    with PraisonSaver(store) as saver:
+        last = None
+        for step in range(5):
+            last = put(saver, "t", {"step": step}, parent=last)
+    key = Key("default_user", "t")
+    records = asyncio.run(store.read_messages("t", "", CHECKPOINTS))
+    documents: dict[str, Any] = {}
+    for at, record in enumerate(records):
+        del record["at"]
+        documents[at_name("", record["id"])] = {"at": at}
+        documents[head_name("")] = {"at": at, "id": record["id"]}
+    asyncio.run(
+        store.backend.write_modules(
+            key, documents=documents, writes=[LogWrite(CHECKPOINTS, records, None)]
+        )
+    )
+    with PraisonSaver(store) as older:
+        assert older.get_tuple(config("t")).checkpoint["channel_values"] == {"step": 4}
+        assert steps_of(older.list(config("t"))) == [4, 3, 2, 1, 0]
+        first = older.get_tuple(config("t", checkpoint_id=records[0]["id"]))
+        assert first.checkpoint["channel_values"] == {"step": 0}
+        newer = put(older, "t", {"step": 5}, parent=config("t", checkpoint_id=records[4]["id"]))
+        assert older.get_tuple(config("t")).checkpoint["channel_values"] == {"step": 5}
+        assert (
+            older.get_tuple(newer).parent_config["configurable"]["checkpoint_id"]
+            == (records[4]["id"])
+        )
+        assert steps_of(older.list(config("t"), limit=3)) == [5, 4, 3]
+    asyncio.run(store.close())
+
+
 def test_concurrent_writes_of_parallel_tasks_are_all_kept(url: str) -> None:
     with PraisonSaver(url) as saver:
         stored = put(saver, "t", {"a": 1})
