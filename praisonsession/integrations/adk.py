@@ -472,7 +472,12 @@ class PraisonSessionService(HeldStore, BaseSessionService):
 
 
 def _is_document(doc: Any) -> TypeGuard[dict[str, Any]]:
-    return isinstance(doc, dict) and "events" in doc and isinstance(doc.get("state"), dict)
+    return (
+        isinstance(doc, dict)
+        and "events" in doc
+        and isinstance(doc.get("state"), dict)
+        and isinstance(doc.get("time"), (int, float))
+    )
 
 
 def _document(documents: dict[str, Any], info: SessionInfo | None) -> dict[str, Any]:

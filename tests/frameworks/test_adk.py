@@ -42,10 +42,12 @@ from praisonsession.integrations import adk
 from praisonsession.integrations.adk import (
     EVENTS_LOG,
     MAX_APP_NAME,
+    SESSION_DOC,
     PraisonMemoryService,
     PraisonSessionService,
     session_record_id,
 )
+from praisonsession.stores import record_key
 from released_together import run_together
 
 T = TypeVar("T")
@@ -246,6 +248,38 @@ def test_listed_sessions_are_as_adk_would_make_them(store: Any) -> None:
         first.state["n"] = 9
         again = (await service.list_sessions(app_name="shop")).sessions
         assert [s.events for s in again] == [[], []] and again[0].state["n"] == 1
+        await service.close()
+
+    run(work())
+
+
+def test_a_listing_without_its_copy_reads_the_sessions_document(store: Any) -> None:
+    """A record whose listing copy is missing or damaged (a creation cut short, a hand edit)
+    is listed from the session's document: its state and time, never a crash."""
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        damaged: list[Any] = [None, "x", {"state": {}}, {"state": [], "time": 1.0, "events": 0}]
+        damaged.append({"state": {}, "time": "soon", "events": 0})
+        held = []
+        for n, copy in enumerate(damaged):
+            session = await service.create_session(
+                app_name="shop", user_id=f"u{n % 2}", session_id=f"s{n}", state={"n": n}
+            )
+            await service.append_event(session, said(f"turn {n}", actions=delta(turn=n)))
+            held.append(session)
+            key = record_key(session_record_id("shop", f"s{n}"), f"u{n % 2}")
+            await service.store.backend.merge_record_metadata(key, metadata={SESSION_DOC: copy})
+        for listing in (
+            await service.list_sessions(app_name="shop"),
+            await service.list_sessions(app_name="shop", user_id="u0"),
+        ):
+            for listed in listing.sessions:
+                n = int(listed.id[1:])
+                assert listed.state == {"n": n, "turn": n}
+                assert listed.last_update_time == held[n].last_update_time
+        everyone = (await service.list_sessions(app_name="shop")).sessions
+        assert [s.id for s in everyone] == [f"s{n}" for n in range(len(damaged))]
         await service.close()
 
     run(work())
