@@ -38,6 +38,7 @@ from praisonsession import (
     SessionNotFoundError,
     StateModule,
     StoreUnavailableError,
+    UnsupportedFormatError,
     open_store,
 )
 from praisonsession.stores.api import Key, LogWrite
@@ -194,6 +195,47 @@ def test_an_expired_session_leaves_no_key_and_no_index_entry(
 # -- message logs -----------------------------------------------------------------------------
 
 
+def test_a_tail_read_checks_the_session_in_one_small_script_and_falls_back_for_the_rest(
+    rstore: RedisSession, raw: redis.Redis, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_tail.lua vouches only for a session live as it stands with no expiry (no clock,
+    nothing to slide); every other session is read by read_log.lua, which says why or slides:
+    the same answers, one script each for a session without an expiry."""
+    backend = beneath(rstore.backend)
+    ran: list[str] = []
+    call = backend._call
+
+    async def counted(name: str, keys: list[str], args: list[Any]) -> Any:
+        ran.append(name)
+        return await call(name, keys, args)
+
+    monkeypatch.setattr(backend, "_call", counted)
+
+    def tail(session_id: str, start: int = -2) -> list[dict[str, Any]]:
+        ran.clear()
+        return run(
+            rstore.backend.read_log(Key("u", session_id), path="log", start=start, stop=None)
+        )
+
+    assert tail("new") == [] and ran == ["read_tail", "read_log"]  # missing: the full script
+    run(rstore.append_messages("new", "u", "log", [turn(0), turn(1), turn(2)]))
+    assert tail("new") == [turn(1), turn(2)] and ran == ["read_tail"]  # now vouched for
+    assert tail("new", 0) == [turn(0), turn(1), turn(2)] and ran == ["read_tail"]
+
+    run(rstore.create_session("timed", "u", ttl=30))
+    run(rstore.append_messages("timed", "u", "log", [turn(0)]))
+    meta = backend._meta_key(Key("u", "timed"))
+    raw.hset(meta, "expires_at", f"{time.time() + 5:.6f}")  # 5 s left: a read slides it to 30
+    assert tail("timed") == [turn(0)] and ran == ["read_tail", "read_log"]
+    assert float(raw.hget(meta, "expires_at")) > time.time() + 25
+    assert tail("timed") == [turn(0)] and ran == ["read_log"]  # straight to the full script
+
+    raw.hset(backend._meta_key(Key("u", "new")), "format", "999")  # a newer format: refused
+    with pytest.raises(UnsupportedFormatError):
+        tail("new")
+    assert ran == ["read_tail", "read_log"]
+
+
 def test_save_modules_answers_each_logs_length_after_the_write(rstore: RedisSession, run):
     key = Key("u", "s")
     documents = {"agent": {"turns": 1}}
@@ -334,6 +376,34 @@ def test_a_hung_server_raises_within_max_delay_plus_one_socket_timeout(run) -> N
             server.proc.send_signal(signal.SIGCONT)
         assert run(store.get_value("s", "u", "a")) == 1  # answers again once resumed
         run(store.close())
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX SIGSTOP")
+def test_on_an_event_loop_a_hung_server_raises_within_the_same_bound() -> None:
+    """On a loop each attempt is bounded by one timer (redis-py's socket_timeout would start a
+    task per command): the same bound, and a connection cut there is dropped, so the next
+    call never reads the answer the hung call was waiting for."""
+    with RedisServer() as server:
+        store = open_store(f"{server.url}?socket_timeout=0.3&retry_max_delay=0.5")
+
+        async def main() -> tuple[float, Any, Any]:
+            await store.patch_state("s", "u", {"a": 1, "b": 2})
+            server.proc.send_signal(signal.SIGSTOP)  # accepts connections, never answers
+            try:
+                started = time.monotonic()
+                with pytest.raises(StoreUnavailableError, match="TimeoutError") as caught:
+                    await store.get_value("s", "u", "a")
+                took = time.monotonic() - started
+            finally:
+                server.proc.send_signal(signal.SIGCONT)
+            assert "socket_timeout=0.3" in str(caught.value)
+            # the hung calls' answers come now: none of them is read as this call's
+            return took, await store.get_value("s", "u", "b"), await store.get_value("s", "u", "a")
+
+        took, b, a = asyncio.run(main())
+        assert 0.25 < took < 0.5 + 0.3 + 0.25, took
+        assert (b, a) == (2, 1)
+        asyncio.run(store.close())
 
 
 @pytest.mark.slow

@@ -34,7 +34,7 @@ from .clients import LoopClients
 from .inline import InlineClient
 from .keys import KeyLayout, agentscope_owners, user_of_segment
 from .replies import as_text, error_for, json_value, session_info, utf8
-from .retries import call_with_retries
+from .retries import attempt_timeout, call_with_retries, within
 from .scripts import OpTokens, load_scripts
 from .url import display_url
 
@@ -134,11 +134,24 @@ class RedisBackend(StoreBackend):
             key_prefix=key_prefix,
             pool=given_pool,
         )
-        self._clients = LoopClients(self._options, client=client, pool=connection_pool)
+        # Clients made here leave socket_timeout to one bound per attempt (attempt_timeout);
+        # a given client or pool keeps its own settings.
+        self._attempt_timeout = None if given_pool is not None else attempt_timeout(socket_timeout)
+        loop_options = self._options
+        if self._attempt_timeout is not None:
+            loop_options = {**self._options, "socket_timeout": None}
+        self._clients = LoopClients(loop_options, client=client, pool=connection_pool)
+        # get_client() hands a client out: its calls keep redis-py's own socket_timeout
+        self._handed_out = (
+            self._clients if self._attempt_timeout is None else LoopClients(self._options)
+        )
         # An injected client or pool is an asyncio one: its calls go through the event loop.
         self._inline = None if given_pool is not None else InlineClient(self._options)
         self.capabilities = Capabilities(runs_inline=self._inline is not None)
         self._meta_keys: dict[Key, str] = {}
+        self._log_keys: dict[tuple[Key, str], list[str]] = {}
+        #: Sessions seen with an expiry: their reads skip read_tail.lua, which declines them.
+        self._timed: set[Key] = set()
         self._settings_for: tuple[Any, ...] = ()
         self._settings_text = ""
 
@@ -149,7 +162,7 @@ class RedisBackend(StoreBackend):
 
         Call it inside a coroutine. It is closed by ``close()`` unless it was passed in.
         """
-        return self._clients.get_nowait()
+        return self._handed_out.get_nowait()
 
     async def close(self) -> None:
         """Close the clients this store created, in every loop; an injected client stays open.
@@ -159,6 +172,8 @@ class RedisBackend(StoreBackend):
         if self._inline is not None:
             self._inline.close()
         await self._clients.close()
+        if self._handed_out is not self._clients:
+            await self._handed_out.close()
 
     async def _client(self) -> Any:
         """The running loop's client; with no loop on this thread, the blocking one."""
@@ -176,12 +191,12 @@ class RedisBackend(StoreBackend):
         refuses ``CONFIG GET`` (managed services often do)."""
         inline = self._inline is not None and not loop_running_here()
         client = self._inline if inline else await self._clients.get()
-        return await _server_durability(client)
+        return await within(_server_durability(client), self._attempt_timeout)
 
     async def _check_server_durability(self, client: Any) -> None:
         self._server_checked = True  # once, even when several threads connect at once
         try:
-            found = await _server_durability(client)
+            found = await within(_server_durability(client), self._attempt_timeout)
         except BaseException:
             self._server_checked = False  # unreachable now: the next connection checks
             raise
@@ -242,6 +257,17 @@ class RedisBackend(StoreBackend):
             meta = self._meta_keys[key] = self._layout.meta(key)
         return meta
 
+    def _tail_keys(self, key: Key, path: str) -> list[str]:
+        """KEYS of read_tail.lua: the session's meta hash and the log (a tail is read on
+        every turn: the names are made once)."""
+        keys = self._log_keys.get((key, path))
+        if keys is None:
+            if len(self._log_keys) >= _KEYS_REMEMBERED:
+                self._log_keys.clear()
+            keys = [self._meta_key(key), self._layout.log(key, path)]
+            self._log_keys[key, path] = keys
+        return keys
+
     async def _retrying(self, work: Callable[[Any, int], Awaitable[T]]) -> T:
         """``work(client, attempt)`` with this store's retry bounds (``call_with_retries``)."""
         return await call_with_retries(
@@ -250,6 +276,7 @@ class RedisBackend(StoreBackend):
             attempts=self.retry_attempts,
             max_delay=self.retry_max_delay,
             url=self.url,
+            timeout=self._attempt_timeout,
         )
 
     async def _call(self, name: str, keys: list[str], args: list[Any]) -> Any:
@@ -284,6 +311,7 @@ class RedisBackend(StoreBackend):
             url=self.url,
             failed=failed,
             started=started,
+            timeout=self._attempt_timeout,
         )
 
     async def _session(
@@ -615,9 +643,19 @@ class RedisBackend(StoreBackend):
     async def read_log(
         self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
+        what = self._describe_log(key, path)
+        if stop is None and key not in self._timed:  # a tail: read_tail.lua may vouch for it
+            reply = await self._call("read_tail", self._tail_keys(key, path), [start])
+            if as_text(reply[0]) == "ok":
+                found = loads_joined(reply[1], int(reply[2]), what)
+                if found is not None:
+                    return found
+            elif len(reply) > 1:  # a session with an expiry: its reads take read_log.lua
+                if len(self._timed) >= _KEYS_REMEMBERED:
+                    self._timed.clear()
+                self._timed.add(key)
         args = [path, start, "" if stop is None else stop, ""]
         reply = await self._session("read_log", key, args)
-        what = self._describe_log(key, path)
         found = loads_joined(reply[1], int(reply[2]), what)
         if found is not None:
             return found

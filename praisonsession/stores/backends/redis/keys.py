@@ -65,6 +65,10 @@ class KeyLayout:
     def meta(self, key: Key) -> str:
         return f"{self.namespace}s:{key_segment(key.user_id)}:{key_segment(key.session_id)}:meta"
 
+    def log(self, key: Key, path: str) -> str:
+        """The list of one message log (``log_key`` in ``lua/prelude.lua``)."""
+        return self.meta(key)[: -len("meta")] + "log:" + key_segment(path)
+
     def user_index(self, user_id: str) -> str:
         return f"{self.namespace}u:{key_segment(user_id)}:sessions"
 

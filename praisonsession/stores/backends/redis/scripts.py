@@ -1,7 +1,8 @@
 """The Lua scripts, read from ``lua/*.lua`` and run with EVALSHA.
 
 A per-session script is ``prelude.lua`` (what every such script shares), the libraries it
-needs, then its own body; the scripts over many sessions start with ``enc_function.lua``.
+needs, then its own body; the scripts over many sessions start with ``enc_function.lua``;
+a lean script (a read's fast path) is its own body alone.
 They are read when the first ``RedisSession`` is made, so ``import praisonsession`` reads no
 file (and imports no redis).
 """
@@ -43,6 +44,9 @@ SESSION_SCRIPTS = (
     "contents",
 )
 STORE_SCRIPTS = ("list", "users", "purge", "enc", "forget")
+# Per-session scripts without the prelude: a read's fast path, which falls back to its full
+# script for any session it does not vouch for.
+LEAN_SCRIPTS = ("read_tail",)
 WRITES = frozenset(
     {
         "create",
@@ -131,6 +135,8 @@ def load_scripts() -> dict[str, Script]:
         scripts[name] = Script(name, "\n".join(parts))
     for name in STORE_SCRIPTS:
         scripts[name] = Script(name, "\n".join([enc_function, _read(name)]))
+    for name in LEAN_SCRIPTS:
+        scripts[name] = Script(name, _read(name).replace("@FORMAT@", str(FORMAT_VERSION)))
     return scripts
 
 

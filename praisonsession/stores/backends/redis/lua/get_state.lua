@@ -1,8 +1,7 @@
 -- Read key-value state (every key, or the ones named).
 -- ARGV 6: must_exist, 7: "1" = every key, 8..: the keys wanted
 
-local now = clock()
-local status, m = resolve(now)
+local status, m, now = resolve()  -- the clock is read only for a session with an expiry
 if status ~= 'live' then
   local err = dead(status, m, ARGV[6] == '1')
   if err then return err end

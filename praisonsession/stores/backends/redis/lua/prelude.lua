@@ -70,24 +70,30 @@ local function apply_expiry(expires)
   end
 end
 
--- 'live', 'missing', 'expired', 'import', 'format' or 'corrupt'; and the metadata.
+-- 'live', 'missing', 'expired', 'import', 'format' or 'corrupt'; the metadata; and the time
+-- now. A read may pass no time: the clock is then read only if an expiry is to be checked
+-- (a session without a TTL needs no TIME call).
 local function resolve(now)
   local flat = redis.call('HGETALL', K_META)
   if #flat == 0 then
     local score = tonumber(redis.call('ZSCORE', K_EXPIRY, MEMBER) or '')
-    if score and score <= now then return 'expired', {expires_at = fmt_time(score)} end
+    now = now or clock()
+    if score and score <= now then return 'expired', {expires_at = fmt_time(score)}, now end
     if redis.call('EXISTS', K_AS) == 1 and redis.call('SISMEMBER', K_IMPORTED, MEMBER) == 0 then
-      return 'import', nil
+      return 'import', nil, now
     end
-    return 'missing', nil
+    return 'missing', nil, now
   end
   local m = as_map(flat)
   local fmt = tonumber(m.format or '')
-  if not fmt or not tonumber(m.version or '') then return 'corrupt', m end
-  if fmt > FORMAT then return 'format', m end
+  if not fmt or not tonumber(m.version or '') then return 'corrupt', m, now end
+  if fmt > FORMAT then return 'format', m, now end
   local exp = tonumber(m.expires_at or '')
-  if exp and exp <= now then return 'expired', m end
-  return 'live', m
+  if exp then
+    now = now or clock()
+    if exp <= now then return 'expired', m, now end
+  end
+  return 'live', m, now
 end
 
 -- The reply for a session that is not live, or nil when the caller may go on.
@@ -149,6 +155,7 @@ end
 local function slide(m, now)
   local ttl = tonumber(m.ttl or '')
   if ttl and SLIDING then
+    now = now or clock()
     m.expires_at = fmt_time(now + ttl)
     redis.call('HSET', K_META, 'expires_at', m.expires_at)
     apply_expiry(tonumber(m.expires_at))
