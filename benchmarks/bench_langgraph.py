@@ -19,7 +19,8 @@ Three parts:
    thread of 2,000. Ratio = our ops/s / theirs in each round; targets: the best round at
    least 1.0 and the median at least 1.1, and ours flat (ops/s at 10 within 1.2x of 1,000).
 3. **WAL frames per put**, each side: the write-ahead log's growth over 200 puts while a
-   reader holds it (so no checkpoint restarts it), at 10 and at 1,000 checkpoints.
+   reader holds it (so no checkpoint restarts it), at 10 and at 1,000 checkpoints, on a file
+   per side and size holding that one thread.
 
 Durability, the same on both sides and read back with ``PRAGMA`` from each side's own
 connection (the run stops if not): WAL with ``synchronous=FULL`` (the WAL fsynced at every
@@ -313,14 +314,25 @@ def wal_frames(path: Path, thread: Thread, n: int) -> float:
     return grown / (page + 24) / n
 
 
-def frames(savers: dict[str, tuple[Any, Path]], sizes: list[int], n: int) -> dict[str, Any]:
-    found: dict[str, dict[str, float]] = {name: {} for name in savers}
+def frames(folder: Path, sizes: list[int], n: int) -> dict[str, Any]:
+    """Each side's WAL frames per put, on a file of its own per size holding one thread."""
+    found: dict[str, dict[str, float]] = {OURS: {}, "SqliteSaver": {}}
     for size in sizes:
-        for name, (saver, path) in savers.items():
-            thread = Thread(saver, f"frames-{size}")
+        path = folder / f"frames-ours-{size}.db"
+        ours = PraisonSaver(ours_url(path))
+        thread = Thread(ours, "frames")
+        for _ in range(size):
+            thread.put()
+        found[OURS][str(size)] = wal_frames(path, thread, n)
+        ours.close()
+        path = folder / f"frames-lg-{size}.db"
+        with SqliteSaver.from_conn_string(str(path)) as theirs:
+            theirs.setup()
+            theirs_setup(theirs.conn)
+            thread = Thread(theirs, "frames")
             for _ in range(size):
                 thread.put()
-            found[name][str(size)] = wal_frames(path, thread, n)
+            found["SqliteSaver"][str(size)] = wal_frames(path, thread, n)
     return found
 
 
@@ -338,15 +350,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ours.get_tuple({"configurable": {"thread_id": "opened"}})  # opens its connection
             durability["PraisonSaver (sync)"] = ours_pragmas(ours)
             results["sync"] = sync_rounds({OURS: ours, "SqliteSaver": theirs}, args)
-            results["frames"] = frames(
-                {
-                    OURS: (ours, folder / "sync-ours.db"),
-                    "SqliteSaver": (theirs, folder / "sync-lg.db"),
-                },
-                args.sizes,
-                args.frame_puts,
-            )
         ours.close()
+        results["frames"] = frames(folder, args.sizes, args.frame_puts)
 
         async def asynchronous() -> dict[str, Any]:
             mine = PraisonSaver(ours_url(folder / "async-ours.db"))
@@ -401,7 +406,7 @@ def report(results: dict[str, Any]) -> bool:
     for name, how in results["durability"].items():
         print(f"  {name}: {how}")
     print(f"\nWAL frames written per put (the WAL's growth over {results['frame_puts']} sync "
-          "puts while a reader holds it)")  # fmt: skip
+          "puts while a reader holds it; a file per side holding one thread)")  # fmt: skip
     for name, found in results["frames"].items():
         cells = ", ".join(f"{found[str(s)]:.2f} at {s:,} checkpoints" for s in results["sizes"])
         print(f"  {name}: {cells}")
