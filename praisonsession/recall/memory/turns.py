@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..embeddings import Embedder
-from ..vectors.fusion import fuse
+from ..vectors.fusion import DEPTH, fuse
 from ..vectors.postings import Postings
 from ..vectors.terms import Terms
 from .turn_vectors import SavedVectors, as_saved, text_digest
@@ -42,8 +42,6 @@ BATCH = 64
 RESAVE = 256
 #: Characters of a turn that are embedded (MiniLM reads 256 tokens at most anyway).
 TEXT_LIMIT = 1200
-#: Turns each side of the ranking (meaning, words) brings to the fusion, as a memory search.
-DEPTH = 20
 #: A turn under ``min_score`` by meaning is still recalled when it holds this share of the
 #: question's words (BM25 over the question's whole weight): an order number said in passing
 #: is related, whatever the sentence around it means.

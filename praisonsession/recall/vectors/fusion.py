@@ -23,8 +23,10 @@ from collections.abc import Sequence
 
 from .terms import words
 
-__all__ = ["DENSE_WEIGHT", "FULL", "bm25", "fuse", "idf", "okapi", "rerank", "share"]
+__all__ = ["DENSE_WEIGHT", "DEPTH", "FULL", "bm25", "fuse", "idf", "okapi", "rerank", "share"]
 
+#: Entries each side (meaning, words) brings to the fusion: a memory search, an agent's recall.
+DEPTH = 20
 #: The dense side's share of a fused score (the lexical side has the rest).
 DENSE_WEIGHT = 0.4
 #: The share of the question's BM25 weight that counts as a full lexical match.

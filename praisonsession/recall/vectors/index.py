@@ -36,7 +36,7 @@ from ...errors import (
     install_line,
 )
 from ..embeddings import Embedder, as_chroma_embedding_function
-from .fusion import fuse
+from .fusion import DEPTH, fuse
 from .lexical import LexicalFile
 from .pgvector import is_postgres_url
 from .terms import Terms
@@ -54,8 +54,6 @@ _lexical_files: dict[int, LexicalFile] = {}
 #: Collections whose lexical index was found to match them, in this process.
 _lexicons_checked: set[tuple[int, str]] = set()
 _checking = threading.Lock()
-#: Entries each side of a hybrid search brings to the fusion (``fusion.py``).
-DEPTH = 20
 
 
 @dataclass(frozen=True)
