@@ -1,5 +1,7 @@
 # Two commands: `make demo` and `make test`. Each creates its own virtual environment with what
 # it needs: the demo only the memory extra (.venv-demo), the tests the whole dev toolchain (.venv).
+# `make check` is the edit loop's short version of `make test`: lint, types, the import contract
+# and the tests not marked slow.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -19,7 +21,15 @@ DOCS_PY := $(DOCS_VENV)/bin/python
 DOCS_STAMP := $(DOCS_VENV)/.installed
 LINTED := praisonsession tests benchmarks examples notebooks
 
-.PHONY: demo test lint bench docs clean
+.PHONY: demo test check venvs lint bench docs clean
+
+# The suites run on this many processes (pytest-xdist): CI's two cores (`make test WORKERS=4`
+# where there are more).
+WORKERS ?= 2
+# loadgroup: tests go one by one to whichever worker is free, except that the tests sharing a
+# module's fixture (a server, a browser, the built site) stay on one worker, which sets it up
+# once (tests/conftest.py). Each worker starts its own Redis, PostgreSQL and Chroma, on free ports.
+PYTEST_PARALLEL := -n $(WORKERS) --dist loadgroup
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,15 +64,30 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(DEMO_PY) -m praisonsession.apps.demo
 
-test: $(STAMP) $(FW_STAMP)
+# The two test environments are independent: pip fills both at once (downloads and unpacking
+# wait on the disk and the network more than on a core).
+venvs:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) $(FW_STAMP)
+
+# The site is built (strict, no notices) by tests/test_docs.py, in the suite.
+test: venvs
 	sh tests/browser/install_chromium.sh  # Debian's chromium + driver for tests/test_ui_browser.py
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m mypy  # strict over praisonsession/ (pyproject.toml)
-	$(VENV)/bin/lint-imports  # the floors' import contract (pyproject.toml)
-	$(PY) -m pytest
-	$(FW_PY) -m pytest -o asyncio_default_fixture_loop_scope=function \
+	$(VENV)/bin/lint-imports --no-logo  # the floors' import contract (pyproject.toml)
+	$(PY) -m pytest $(PYTEST_PARALLEL)
+	$(FW_PY) -m pytest $(PYTEST_PARALLEL) -o asyncio_default_fixture_loop_scope=function \
 	  tests/frameworks notebooks/frameworks  # the frameworks' environment (and its pytest-asyncio)
-	$(PY) -m mkdocs build --strict -f docs/mkdocs.yml --site-dir ../$(VENV)/site
+
+# Under three minutes with a warm mypy cache: what an edit most often breaks, every module's
+# fast tests included. The slow ones (servers in subprocesses, crashes, notebooks, browsers,
+# benchmarks) wait for `make test`, which runs everything.
+check: $(STAMP)
+	$(PY) -m ruff check $(LINTED)
+	$(PY) -m ruff format --check praisonsession tests benchmarks examples
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-logo
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow" tests
 
 # ruff reads notebooks natively: they are linted like the code. Their cells keep the layout
 # written for a reader (argument lists one line per pair), so the format check skips them.
@@ -71,7 +96,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check praisonsession tests benchmarks examples
 	$(PY) -m mypy
-	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lint-imports --no-logo
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_foundation.py

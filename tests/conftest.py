@@ -23,6 +23,32 @@ from sessions import open_session  # noqa: F401 - shared fixture
 pytest.register_assert_rewrite("praisonsession.stores.testing")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``: ``--dist loadgroup``), the tests of a module that
+    share a module- or class-scoped fixture (a server, a browser, a built site) run on one
+    worker, so that fixture is set up once; every other test goes to whichever worker is free.
+    Session-scoped servers are started once per worker, on free ports."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None:  # a notebook (nbmake): no fixtures
+            continue
+        shared = (
+            definitions[-1].scope in ("class", "module", "package")
+            for definitions in info.name2fixturedefs.values()
+            if definitions
+        )
+        if any(shared):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_terminal_summary(config: pytest.Config) -> None:
+    """nbmake ends every run with an advertisement when its option is on; the notebooks are
+    collected and run by then, so the option is turned off before its summary hook reads it."""
+    if getattr(config.option, "nbmake", False):
+        config.option.nbmake = False
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """One redis-server (127.0.0.1, free port, no persistence) for the whole test session.

@@ -15,6 +15,8 @@ import zipfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+import pytest
+
 from praisonsession.stores.backends.redis.scripts import load_scripts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,9 +60,14 @@ def build_wheel(tmp_path: Path) -> Path:
     return wheel
 
 
-def test_the_metadata_has_an_spdx_license_and_a_documentation_link(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One build for the module: its tests read the same wheel."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+def test_the_metadata_has_an_spdx_license_and_a_documentation_link(wheel: Path) -> None:
     assert builds_wheels_offline()  # the dev extra pins setuptools>=77: nothing is fetched
-    wheel = build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         [name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
         metadata = archive.read(name).decode()
@@ -72,8 +79,7 @@ def test_the_metadata_has_an_spdx_license_and_a_documentation_link(tmp_path: Pat
     assert "example.invalid" not in metadata
 
 
-def test_the_wheel_holds_the_lua_scripts_and_the_other_package_data(tmp_path: Path) -> None:
-    wheel = build_wheel(tmp_path)
+def test_the_wheel_holds_the_lua_scripts_and_the_other_package_data(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
     wanted = [
