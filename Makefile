@@ -77,7 +77,7 @@ test: venvs
 	$(VENV)/bin/lint-imports --no-logo  # the floors' import contract (pyproject.toml)
 	$(PY) -m pytest $(PYTEST_PARALLEL)
 	$(FW_PY) -m pytest $(PYTEST_PARALLEL) -o asyncio_default_fixture_loop_scope=function \
-	  tests/frameworks notebooks/frameworks  # the frameworks' environment (and its pytest-asyncio)
+	  tests/frameworks  # the frameworks' environment (and its pytest-asyncio)
 
 # Under three minutes with a warm mypy cache: what an edit most often breaks, every module's
 # fast tests included. The slow ones (servers in subprocesses, crashes, notebooks, browsers,

@@ -30,7 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Session-scoped servers are started once per worker, on free ports."""
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
-        if info is None:  # a notebook (nbmake): no fixtures
+        if info is None:  # not a function's test: no fixtures
             continue
         shared = (
             definitions[-1].scope in ("class", "module", "package")
@@ -39,14 +39,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
         if any(shared):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_terminal_summary(config: pytest.Config) -> None:
-    """nbmake ends every run with an advertisement when its option is on; the notebooks are
-    collected and run by then, so the option is turned off before its summary hook reads it."""
-    if getattr(config.option, "nbmake", False):
-        config.option.nbmake = False
 
 
 @pytest.fixture(scope="session")
