@@ -183,6 +183,7 @@ def test_the_404_page_links_open_files_offline(site: Path) -> None:
     assert {href: str(path) for href, path in internal.items() if not path.is_file()} == {}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)  # the first run may install Debian's chromium
 def test_the_built_site_searches_from_files_in_chromium(site: Path) -> None:
     """Opened from file://, where a browser refuses the theme's search worker: typing a query

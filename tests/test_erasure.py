@@ -482,6 +482,7 @@ def test_a_vaulted_collection_still_reaches_entries_stored_before_the_vault(
         client.delete_collection(name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sqlite", "json", "redis", "postgres"])
 def test_erasure_leaves_no_fragment_at_scale(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest

@@ -52,6 +52,7 @@ def owner_of(text: str) -> str:
     return text.split(" ", 1)[0].removeprefix("owner:")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [19])
 def test_ten_thousand_random_operations_never_cross_users(
     open_session, tmp_path: Path, seed: int

@@ -51,6 +51,7 @@ SHARE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_memory_follows_a_postgres_store_and_two_machines_share_it(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -145,6 +146,7 @@ def test_a_missing_extension_is_a_typed_error_saying_what_to_do(
     session.close()
 
 
+@pytest.mark.slow
 def test_with_an_encryption_key_no_text_reaches_the_servers_files(tmp_path: Path) -> None:
     """Memory following an encrypted PostgreSQL store: the texts PostgreSQL keeps (its
     tables, indexes and WAL) are sealed, and still found by meaning."""

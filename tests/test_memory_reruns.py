@@ -76,6 +76,7 @@ def run(code: str, cwd: Path) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", EXAMPLES)
 def test_a_docs_example_run_twice_changes_no_memory(code: str, tmp_path: Path) -> None:
     snapshot = SNAPSHOT + "\nprint('SNAPSHOT', _snapshot('.praisonsession'))\n"
@@ -85,6 +86,7 @@ def test_a_docs_example_run_twice_changes_no_memory(code: str, tmp_path: Path) -
     assert json.loads(first)  # the example did store something
 
 
+@pytest.mark.slow
 def test_the_memory_notebook_run_twice_changes_no_memory(tmp_path: Path) -> None:
     notebook = json.loads((ROOT / "notebooks" / "02_memory_knowledge.ipynb").read_text("utf-8"))
     cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]

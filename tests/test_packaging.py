@@ -79,6 +79,7 @@ def test_the_metadata_has_an_spdx_license_and_a_documentation_link(wheel: Path) 
     assert "example.invalid" not in metadata
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_the_lua_scripts_and_the_other_package_data(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())

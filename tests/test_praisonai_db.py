@@ -270,6 +270,7 @@ def test_an_agent_resumes_with_its_tool_calls_on_every_store(
         assert ours.list_logs() == {MESSAGES_LOG: 6}  # a streamed turn starts no run
 
 
+@pytest.mark.slow
 def test_an_agent_resumes_in_a_new_process(shared: str) -> None:
     first = worker(
         shared,
@@ -607,6 +608,7 @@ def test_importing_praisonsession_never_imports_praisonai() -> None:
     assert done.stdout.strip() == "PraisonDb", done.stderr
 
 
+@pytest.mark.slow
 def test_the_benchmark_runs_and_prints_every_row(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_praisonai_db.py"
     done = subprocess.run(

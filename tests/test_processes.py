@@ -110,6 +110,7 @@ def assert_each_strictly_increasing(results: dict[str, list[int]], count: int) -
         assert all(a < b for a, b in itertools.pairwise(values)), f"{name} went backwards"
 
 
+@pytest.mark.slow
 def test_increments_from_four_processes_are_atomic_and_never_lost(
     store_url: str, tmp_path: Path
 ) -> None:
@@ -149,6 +150,7 @@ def test_appends_from_four_processes_keep_every_message_in_order(
     assert sorted(lengths) == list(range(1, total + 1))
 
 
+@pytest.mark.slow
 def test_four_processes_popping_one_log_remove_each_message_exactly_once(
     store_url: str, tmp_path: Path
 ) -> None:
@@ -180,6 +182,7 @@ def test_four_processes_popping_one_log_remove_each_message_exactly_once(
 TURNS_PER_PROCESS = 200
 
 
+@pytest.mark.slow
 def test_sessions_created_by_four_processes_at_once_are_all_listed(
     store_url: str, tmp_path: Path
 ) -> None:
@@ -204,6 +207,7 @@ def test_sessions_created_by_four_processes_at_once_are_all_listed(
     assert listed == made
 
 
+@pytest.mark.slow
 def test_two_processes_chatting_with_one_agent_keep_every_turn(
     store_url: str, tmp_path: Path, server
 ) -> None:

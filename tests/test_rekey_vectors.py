@@ -112,6 +112,7 @@ def check_rotated(place: dict[str, Any], before: dict[str, Any]) -> None:
         opened(place, KEY)  # the old key is refused before anything is read or written
 
 
+@pytest.mark.slow
 def test_rekey_reseals_memories_history_and_knowledge_keeping_ids(
     place: dict[str, Any],
 ) -> None:
@@ -311,6 +312,7 @@ def assert_one_key_each(place: dict[str, Any]) -> None:
             assert len(opens) == 1, (listed.name, entry)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("where", "point", "count"),
     [

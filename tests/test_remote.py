@@ -301,6 +301,7 @@ def served_alone(llm: ScriptedChatServer, tmp_path: Path) -> Iterator[SessionSer
         yield server
 
 
+@pytest.mark.slow
 def test_a_server_without_the_key_hands_out_no_ciphertext_and_writes_nothing(
     served_alone: SessionServer,
 ) -> None:

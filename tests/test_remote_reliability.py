@@ -296,6 +296,7 @@ def test_a_server_that_is_down_gives_a_typed_error_within_the_timeout() -> None:
     assert isinstance(caught.value, ConnectionError)  # what PraisonAI raises
 
 
+@pytest.mark.slow
 def test_a_restart_between_turns_loses_no_acknowledged_turn(
     llm: ScriptedChatServer, tmp_path: Path
 ) -> None:

@@ -311,6 +311,7 @@ def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return store_url(request.param, tmp_path)
 
 
+@pytest.mark.slow
 def test_an_agent_resumed_in_a_new_process_embeds_only_its_new_message(
     tmp_path: Path, model: MiniLMEmbedder, llm: ScriptedChatServer, shared_url: str
 ) -> None:
@@ -345,6 +346,7 @@ def test_an_agent_resumed_in_a_new_process_embeds_only_its_new_message(
     assert again["recalled"] == run_on(AsyncSession("shared", "u", store=url), rebuilt)
 
 
+@pytest.mark.slow
 def test_two_processes_chatting_on_one_session_share_their_saved_vectors(
     tmp_path: Path, model: MiniLMEmbedder, llm: ScriptedChatServer
 ) -> None:

@@ -198,6 +198,7 @@ def chroma_folder(ui: UIServer) -> str:
     return str(data_dir_for(ui.store_url).resolve() / "chroma")
 
 
+@pytest.mark.slow
 def test_reading_memories_writes_nothing(tmp_path: Path) -> None:
     """The browser opens no collection it would have to create and loads no model."""
     from praisonsession.apps.ui.memories import MemoryBrowser
@@ -238,6 +239,7 @@ def test_reading_memories_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "empty" / "chroma").exists()  # not even the folder
 
 
+@pytest.mark.slow
 def test_memories_sealed_with_the_encryption_key_are_shown_opened(tmp_path: Path) -> None:
     import base64
 

@@ -29,7 +29,7 @@ from ui_seed import (
 )
 from ui_server import UIServer
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]  # a real browser: make test
 
 #: Loose bound on showing one page of history: a page read, not the whole log.
 PAGE_SECONDS = 5.0
