@@ -80,14 +80,17 @@ test: venvs
 	  tests/frameworks  # the frameworks' environment (and its pytest-asyncio)
 
 # Under three minutes with a warm mypy cache: what an edit most often breaks, every module's
-# fast tests included. The slow ones (servers in subprocesses, crashes, notebooks, browsers,
-# benchmarks) wait for `make test`, which runs everything.
-check: $(STAMP)
+# fast tests included (the frameworks' adapters in their own environment). The tests marked slow
+# (crashes, many processes, new-process resumes, notebooks, browsers, benchmarks) wait for
+# `make test`, which runs everything.
+check: venvs
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check praisonsession tests benchmarks examples
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-logo
-	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow" tests
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow"
+	$(FW_PY) -m pytest $(PYTEST_PARALLEL) -m "not slow" -o asyncio_default_fixture_loop_scope=function \
+	  tests/frameworks
 
 # ruff reads notebooks natively: they are linted like the code. Their cells keep the layout
 # written for a reader (argument lists one line per pair), so the format check skips them.

@@ -551,6 +551,7 @@ def test_a_stale_session_is_refused_and_nothing_is_written(store: Any) -> None:
     run(work())
 
 
+@pytest.mark.slow
 def test_two_processes_appending_to_one_session_never_interleave_a_history(
     url: str, tmp_path: Path
 ) -> None:
@@ -576,6 +577,7 @@ def test_two_processes_appending_to_one_session_never_interleave_a_history(
 # -- a real Runner, one of our sessions --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_runner_with_an_offline_model_keeps_state_scopes_in_another_process(
     url: str, tmp_path: Path
 ) -> None:

@@ -483,6 +483,7 @@ def test_show_names_the_conversation_log(url: str) -> None:
     assert LOG_NAME in shown.output and "hello from the SDK" in shown.output
 
 
+@pytest.mark.slow
 def test_a_conversation_goes_on_in_another_process(url: str, tmp_path: Path) -> None:
     def turn(message: str, reply: str) -> list[dict[str, Any]]:
         done = subprocess.run(
