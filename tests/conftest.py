@@ -32,13 +32,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         info = getattr(item, "_fixtureinfo", None)
         if info is None:  # not a function's test: no fixtures
             continue
-        shared = (
-            definitions[-1].scope in ("class", "module", "package")
-            for definitions in info.name2fixturedefs.values()
-            if definitions
-        )
-        if any(shared):
+        scopes = {found[-1].scope for found in info.name2fixturedefs.values() if found}
+        if scopes & {"module", "package"}:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        elif "class" in scopes:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.rsplit("::", 1)[0]))
 
 
 @pytest.fixture(scope="session")
