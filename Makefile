@@ -21,7 +21,7 @@ DOCS_PY := $(DOCS_VENV)/bin/python
 DOCS_STAMP := $(DOCS_VENV)/.installed
 LINTED := praisonsession tests benchmarks examples notebooks
 
-.PHONY: demo test check venvs lint bench docs clean
+.PHONY: demo test check lint bench docs clean
 
 # The suites run on this many processes (pytest-xdist): CI's two cores (`make test WORKERS=4`
 # where there are more).
@@ -64,13 +64,8 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(DEMO_PY) -m praisonsession.apps.demo
 
-# The two test environments are independent: pip fills both at once (downloads and unpacking
-# wait on the disk and the network more than on a core).
-venvs:
-	@$(MAKE) --no-print-directory -j2 $(STAMP) $(FW_STAMP)
-
 # The site is built (strict, no notices) by tests/test_docs.py, in the suite.
-test: venvs
+test: $(STAMP) $(FW_STAMP)
 	sh tests/browser/install_chromium.sh  # Debian's chromium + driver for tests/test_ui_browser.py
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m mypy  # strict over praisonsession/ (pyproject.toml)
@@ -83,7 +78,7 @@ test: venvs
 # fast tests included (the frameworks' adapters in their own environment). The tests marked slow
 # (crashes, many processes, new-process resumes, notebooks, browsers, benchmarks) wait for
 # `make test`, which runs everything.
-check: venvs
+check: $(STAMP) $(FW_STAMP)
 	$(PY) -m ruff check $(LINTED)
 	$(PY) -m ruff format --check praisonsession tests benchmarks examples
 	$(PY) -m mypy
