@@ -84,12 +84,11 @@ def test_all_searches_both_kinds_best_first(open_session) -> None:
     assert hits[0]["score"] >= hits[1]["score"]
 
 
-def test_short_term_memory_expires_with_its_session(open_session) -> None:
-    import time
-
+def test_short_term_memory_expires_with_its_session(open_session, frozen_clock) -> None:
     session = open_session("brief", session_ttl=0.3)
     session.add_memory("temporary note", memory_type="short")
-    time.sleep(0.45)
+    assert session.search_memory("note", memory_type="short") != []
+    frozen_clock.advance(0.45)
     fresh = open_session("brief", session_ttl=10)
     assert fresh.search_memory("note", memory_type="short") == []
 
