@@ -26,10 +26,12 @@ LINTED := praisonsession tests benchmarks examples notebooks
 # The suites run on this many processes (pytest-xdist): CI's two cores (`make test WORKERS=4`
 # where there are more).
 WORKERS ?= 2
-# loadgroup: tests go one by one to whichever worker is free, except that the tests sharing a
-# module's fixture (a server, a browser, the built site) stay on one worker, which sets it up
-# once (tests/conftest.py). Each worker starts its own Redis, PostgreSQL and Chroma, on free ports.
-PYTEST_PARALLEL := -n $(WORKERS) --dist loadgroup
+# worksteal: a worker that runs out of tests takes queued ones from the other, so the suite's
+# few minute-long tests (crashes, many processes) do not leave one core idle at the end. Each
+# worker starts its own Redis, PostgreSQL and Chroma, on free ports, and sets up the module
+# fixtures (a server, a browser, the built site) of the tests it runs. Grouping a module's tests
+# on one worker (--dist loadgroup) does nothing with pytest 9.2 (pytest-xdist issue 1386).
+PYTEST_PARALLEL := -n $(WORKERS) --dist worksteal
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

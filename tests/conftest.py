@@ -23,22 +23,6 @@ from sessions import open_session  # noqa: F401 - shared fixture
 pytest.register_assert_rewrite("praisonsession.stores.testing")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test``: ``--dist loadgroup``), the tests of a module that
-    share a module- or class-scoped fixture (a server, a browser, a built site) run on one
-    worker, so that fixture is set up once; every other test goes to whichever worker is free.
-    Session-scoped servers are started once per worker, on free ports."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        if info is None:  # not a function's test: no fixtures
-            continue
-        scopes = {found[-1].scope for found in info.name2fixturedefs.values() if found}
-        if scopes & {"module", "package"}:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-        elif "class" in scopes:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.rsplit("::", 1)[0]))
-
-
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     """One redis-server (127.0.0.1, free port, no persistence) for the whole test session.
