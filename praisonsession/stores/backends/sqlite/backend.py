@@ -1080,12 +1080,20 @@ class SqliteBackend(StoreBackend):
         self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-            first = start if start >= 0 else max(0, self._log_length(conn, key, path) + start)
-            rows = conn.execute(
-                "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
-                "AND seq>=? AND seq<? ORDER BY seq",
-                (key.user_id, key.session_id, path, first, 2**62 if stop is None else stop),
-            ).fetchall()
+            if start < 0 and stop is None:  # a tail: one walk back from the end, no count
+                rows = conn.execute(
+                    "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
+                    "ORDER BY seq DESC LIMIT ?",
+                    (key.user_id, key.session_id, path, -start),
+                ).fetchall()
+                rows.reverse()
+            else:
+                first = start if start >= 0 else max(0, self._log_length(conn, key, path) + start)
+                rows = conn.execute(
+                    "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
+                    "AND seq>=? AND seq<? ORDER BY seq",
+                    (key.user_id, key.session_id, path, first, 2**62 if stop is None else stop),
+                ).fetchall()
             what = f"message log {path!r} of session {key.session_id!r}"
             return loads_each([m for (m,) in rows], what)
 
