@@ -105,9 +105,11 @@ T = TypeVar("T")
 #: Commits of an event loop's connection between two checkpoints run off the loop (SQLite's
 #: own auto-checkpoint, off for those connections, runs at 1,000 WAL pages).
 CHECKPOINT_EVERY = 200
-#: Seconds the worker's checkpoint waits for a gap between writers' commits (it then holds
-#: the write lock while it copies the last frames; writers wait for it cooperatively).
-CHECKPOINT_PATIENCE = 1.0
+#: Seconds the worker's FULL checkpoint waits for a gap between writers' commits, and then,
+#: holding the write lock (writers wait for it cooperatively), for each reader of an older
+#: snapshot: short, since a long reader would hold every writer up that long; given up, the
+#: WAL grows until the next checkpoint.
+CHECKPOINT_PATIENCE = 0.1
 #: Turns of its loop a leader gives the loop's other ready callbacks before it begins: a task
 #: woken by the last commit needs two (its wake-up, then its step) to reach the queue.
 READY_TURNS = 3
