@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from missing_extras import MEMORY_EXTRA, run_without
 from praisonsession import Session
 from praisonsession.errors import install_line
@@ -118,6 +120,7 @@ print(json.dumps(seen))
 """
 
 
+@pytest.mark.slow
 def test_two_turns_with_nothing_stored_never_load_the_embedding_model(tmp_path: Path) -> None:
     done = run_without((), LOADS, cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -186,6 +186,7 @@ print(agent.chat("What is my name?"))
 """
 
 
+@pytest.mark.slow
 def test_the_conversation_survives_a_new_process_and_continues(
     open_session: Callable[..., Session],
     server: ScriptedChatServer,
@@ -287,6 +288,7 @@ def test_two_programs_taking_turns_share_one_conversation(
     assert unstamped(stored(here.session, here)) == expected
 
 
+@pytest.mark.slow
 def test_two_programs_chatting_at_the_same_instant_keep_every_turn(
     store: SessionBase, server: ScriptedChatServer
 ) -> None:

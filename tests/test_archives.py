@@ -161,6 +161,7 @@ def stores(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[
 # -- round trips ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_round_trip_through_every_backend_gives_back_identical_content(
     stores: Callable[[str], SessionBase], tmp_path: Path
 ) -> None:
@@ -455,6 +456,7 @@ def test_an_archive_carries_the_long_term_memories_the_session_added(
 # -- bounded memory ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_100k_message_session_exports_in_bounded_memory(tmp_path: Path) -> None:
     store = make_store("sqlite", tmp_path)
     try:

@@ -95,6 +95,7 @@ def test_bench_server_prints_every_ratio_beside_the_bare_stack(tmp_path: Path) -
         assert measure in out
 
 
+@pytest.mark.slow
 def test_bench_memory_quality_prints_every_target_beside_the_raw_engine(tmp_path: Path) -> None:
     out = run_benchmark("bench_memory_quality.py", "--quick", cwd=tmp_path)
     for line in (
@@ -113,6 +114,7 @@ def test_bench_memory_quality_prints_every_target_beside_the_raw_engine(tmp_path
     assert any(t.strip().startswith("PASS  same-words restatements") for t in targets)
 
 
+@pytest.mark.slow
 def test_bench_memory_search_prints_cold_and_warm_beside_bare_chroma_at_each_size(
     tmp_path: Path,
 ) -> None:
@@ -226,6 +228,7 @@ def _sample_chat() -> dict:
     }
 
 
+@pytest.mark.slow
 def test_bench_memory_conversations_prints_every_system_beside_the_baselines(
     tmp_path: Path,
 ) -> None:

@@ -287,6 +287,7 @@ def test_the_first_example_and_the_praisonai_table_say_what_user_id_defaults_to(
     assert ours.startswith('`"default_user"` too') and "no user reads another's state" in ours
 
 
+@pytest.mark.slow
 def test_the_demo_runs_and_shows_what_it_promises(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "praisonsession.apps.demo"],

@@ -529,6 +529,7 @@ def run_together(*args: Any) -> dict[str, list[int]]:
     return run(*args)
 
 
+@pytest.mark.slow
 def test_increments_and_appends_stay_exact_under_many_processes(
     shared_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -386,6 +386,7 @@ def test_postgres_erasure_under_an_open_snapshot_says_so_and_a_second_one_scrubs
     runtime.run(store.close())
 
 
+@pytest.mark.slow
 def test_a_chroma_server_keeps_nothing_readable_of_an_erased_user(tmp_path: Path) -> None:
     """A Chroma server keeps deleted entries in free space of its files, out of reach of its
     API. So it only ever gets the user's texts, ids and names sealed under the user's key,

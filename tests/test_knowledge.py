@@ -170,6 +170,7 @@ def test_scope_can_be_the_session_or_global(open_session) -> None:
     assert "Everyone" in top(open_session("s9", "bob", knowledge_config=shared), "who can read")
 
 
+@pytest.mark.slow
 def test_long_additions_show_a_progress_bar(open_session, capsys) -> None:
     text = " ".join(f"Entry {n}: the {n}th widget weighs {n * 3} grams." for n in range(700))
     added = open_session(knowledge_config={"chunk_size": 200, "chunk_overlap": 20}).add_knowledge(

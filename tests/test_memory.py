@@ -13,6 +13,7 @@ import pytest
 from praisonsession import EmbedderMismatchError, InvalidValueError
 
 
+@pytest.mark.slow
 def test_a_paraphrase_finds_a_memory_from_another_process(open_session, tmp_path: Path) -> None:
     code = (
         "from praisonsession import Session\n"

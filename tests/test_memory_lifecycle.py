@@ -197,6 +197,7 @@ def test_get_update_delete_and_history(open_session, memory_type: str) -> None:
     assert session.memory_history("no-such-id") == []
 
 
+@pytest.mark.slow
 def test_an_update_and_a_delete_are_seen_from_another_process(open_session, tmp_path: Path) -> None:
     session = open_session()
     kept = session.add_memory("User likes sailing")

@@ -276,6 +276,7 @@ def test_a_session_written_by_one_process_is_read_by_another(
     assert got["turns"] == 3
 
 
+@pytest.mark.slow
 def test_ttl_expiry_is_seen_by_every_process(store_url: str, tmp_path: Path) -> None:
     """A session with a 1.5 s TTL, created once 4 watcher processes are ready: each sees it
     live, then, just after its expiry, gone (no state, not listed, SessionExpiredError)."""

@@ -393,6 +393,7 @@ def test_binding_beyond_loopback_without_a_token_is_refused(tmp_path: Path) -> N
     assert "without a token" in done.stderr and "--token" in done.stderr
 
 
+@pytest.mark.slow
 def test_serve_says_what_is_wrong_with_an_agent_factory(tmp_path: Path) -> None:
     done = _serve("--agent", "no_such_module:factory", cwd=tmp_path)
     assert done.returncode != 0 and "Cannot import 'no_such_module'" in done.stderr

@@ -75,6 +75,7 @@ def test_paraphrase_retrieval_picks_the_right_topic(
         )
 
 
+@pytest.mark.slow
 def test_batch_matches_single(embedder: MiniLMEmbedder) -> None:
     texts = [
         "short",
@@ -90,6 +91,7 @@ def test_batch_matches_single(embedder: MiniLMEmbedder) -> None:
     _assert_close(batched, [embedder.embed_query(text) for text in texts])
 
 
+@pytest.mark.slow
 def test_bulk_batches_on_every_core_match_single_texts_on_the_calling_thread(
     embedder: MiniLMEmbedder,
 ) -> None:
