@@ -103,7 +103,9 @@ class Workers:
             )
             log.close()
 
-    def kill_after(self, trial: int, delay: float) -> None:
+    def kill_after(self, trial: int, delay: float, acked: Path | None = None) -> None:
+        """Kill worker ``trial`` ``delay`` seconds after its go, or after the first line of
+        its ``acked`` file: a loaded machine may take longer than the delay to do anything."""
         self.start_until(trial)
         proc = self.procs[trial]
         ready = proc.stdout.readline()
@@ -111,6 +113,9 @@ class Workers:
         assert ready == "ready\n", f"worker {trial} did not start:\n{stderr.read_text()}"
         proc.stdin.write("go\n")
         proc.stdin.flush()
+        while acked is not None and not read_acks(acked):
+            assert proc.poll() is None, f"worker {trial} ended by itself:\n{stderr.read_text()}"
+            time.sleep(0.002)
         time.sleep(delay)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -143,7 +148,8 @@ def test_a_fork_killed_at_any_moment_is_absent_or_complete(
     url: str, store: SessionBase, tmp_path: Path
 ) -> None:
     """20 workers fork a 3,000-message session in a loop (deleting the fork before) and are
-    killed 20-200 ms in. Every fork the store then holds is a complete copy with its parent
+    killed 20-200 ms after their first acknowledged fork (a fork, a deletion or the next fork
+    under way). Every fork the store then holds is a complete copy with its parent
     link, every acknowledged fork is there unless its deletion was acknowledged, and the
     store stays usable (the source is unchanged, a new fork works)."""
     rng = random.Random(f"{CRASH_SEED}-fork-{url.split(':')[0]}")
@@ -159,8 +165,8 @@ def test_a_fork_killed_at_any_moment_is_absent_or_complete(
     try:
         for trial in range(CRASH_TRIALS):
             delay = rng.uniform(0.020, 0.200)
-            workers.kill_after(trial, delay)
-            context = f"seed {CRASH_SEED}, trial {trial}, kill after {delay * 1000:.0f} ms"
+            workers.kill_after(trial, delay, acked=tmp_path / f"{trial}.acks")
+            context = f"seed {CRASH_SEED}, trial {trial}, kill {delay * 1000:.0f} ms after a fork"
             acks = read_acks(tmp_path / f"{trial}.acks")
             forked = [n for kind, n in acks if kind == "fork"]
             deleted = {n for kind, n in acks if kind == "deleted"}
