@@ -290,12 +290,19 @@ class RedisBackend(StoreBackend):
         script = self._scripts[name]
         failed: Exception | None = None
         started = 0.0
-        inline = self._inline
-        if inline is not None and self._server_checked and not loop_running_here():
+        inline, on_loop = self._inline, loop_running_here()
+        if inline is not None and self._server_checked and not on_loop:
             started = time.monotonic()
             try:  # the first attempt, straight through: most calls are just this
                 return inline.run_script(script, keys, args)
             except Exception as exc:  # the retries below decide what it means
+                failed = exc
+        elif self._server_checked and on_loop:
+            started = time.monotonic()
+            try:  # the same on a loop, within the attempt's bound
+                client = await self._client()
+                return await within(script.run(client, keys, args), self._attempt_timeout)
+            except Exception as exc:
                 failed = exc
 
         async def work(client: Any, attempt: int) -> Any:
