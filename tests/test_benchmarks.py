@@ -167,6 +167,7 @@ def test_bench_erasure_scrubs_postgres_and_prints_its_cost_beside_the_bare_state
     assert "No byte of the erased user left in the server's directory" in out
 
 
+@pytest.mark.slow
 def test_bench_agentscope_agents_puts_every_session_beside_agentscopes(tmp_path: Path) -> None:
     out = run_benchmark("bench_agentscope_agents.py", "--quick", cwd=tmp_path)
     for size in ("10", "100"):
@@ -176,6 +177,7 @@ def test_bench_agentscope_agents_puts_every_session_beside_agentscopes(tmp_path:
         assert f"| {size} | ours, native Redis |" in out
 
 
+@pytest.mark.slow
 def test_bench_long_conversations_keeps_facts_within_budget_in_quick_mode(tmp_path: Path) -> None:
     out = run_benchmark("bench_long_conversations.py", "--quick", cwd=tmp_path)
     (row,) = [line for line in out.splitlines() if line.startswith("| 60 |")]

@@ -621,6 +621,7 @@ def test_the_script_and_python_dash_m_are_the_same_command_line(tmp_path: Path) 
         assert done.returncode == 0 and "Exit codes:" in done.stdout and "erase-user" in done.stdout
 
 
+@pytest.mark.slow
 def test_every_command_in_a_real_process(tmp_path: Path) -> None:
     store = f"sqlite://{tmp_path}/sessions.db"
     seed(store)

@@ -475,6 +475,7 @@ def test_export_writes_the_agentscope_file_agentscope_loads(tmp_path: Path) -> N
 # -- 2. seed 003 on AgentScope's classes -------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_seed_003_tutorial_on_agentscopes_own_classes(tmp_path: Path) -> None:
     script = EXAMPLES / "agentscope_003_state_tutorial" / "state_and_session_agentscope.py"
     done = subprocess.run(

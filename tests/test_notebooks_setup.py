@@ -116,6 +116,7 @@ def test_the_first_cell_names_the_extras_and_stops_there_without_them(
     assert f"Install {them} with: {install_line(','.join(needs))}" in last
 
 
+@pytest.mark.slow
 def test_the_remote_notebook_stops_at_once_with_the_servers_message(tmp_path: Path) -> None:
     """The server process cannot import FastAPI: the notebook's connect stops on the server's
     exit with what it printed, instead of retrying until it gives up."""

@@ -417,6 +417,7 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_session_resumes_in_a_new_process(url: str) -> None:
     state = state_of("hi", "hello")
 
@@ -448,6 +449,7 @@ def test_a_session_resumes_in_a_new_process(url: str) -> None:
     assert text.strip() == "hi"
 
 
+@pytest.mark.slow
 def test_concurrent_writers_on_one_session_lose_no_message(url: str) -> None:
     workers = [
         subprocess.Popen([sys.executable, "-c", WORKER, url, f"w{n}", "10"]) for n in range(3)
@@ -558,6 +560,7 @@ def test_importing_praisonsession_never_imports_agentscope() -> None:
     assert_not_imported("'agentscope' in sys.modules", "import praisonsession imported agentscope")
 
 
+@pytest.mark.slow
 def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None:
     rows = ["update_session_state", "upsert_message", "list_messages (latest)", "get_session"]
     assert_benchmark_prints("bench_agentscope_storage.py", rows, tmp_path, timeout=600)
