@@ -95,6 +95,10 @@ def test_seed_003_the_state_and_session_tutorial(tmp_path: Path) -> None:
         {"role": "assistant", "content": "Hello! How can I assist you today?"},
     ]
     saved = out.split("The saved state:\n", 1)[1].split("Current state of the agent:", 1)[0]
+    # the user's message keeps when it was said (metadata.said_at, by the clock)
+    said_at = json.loads(saved)["agent"]["history"]["messages"][0]["metadata"]["said_at"]
+    assert isinstance(said_at, float) and said_at > 0
+    turn[0]["metadata"] = {"said_at": said_at}
     # besides the history, an agent keeps its summary records and the LLM's usage per turn
     (usage,) = json.loads(saved)["agent"]["usage"]["messages"]
     assert usage["role"] == "usage" and usage["turn"] == 0 and usage["requests"] == 1
