@@ -56,6 +56,22 @@ def wait_until(condition: Any, what: str) -> None:
         time.sleep(0.001)
 
 
+def queued_behind_the_lock(path: Path, group: Any, writer: Any, count: int) -> None:
+    """Run ``writer(i)`` for each i in ``range(count)`` in threads that queue one by one while
+    a plain sqlite3 connection holds the write lock, then let it go: the first writer leads
+    and the others meet in its next transaction."""
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the write lock: the first writer waits for it
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(count)]
+    for queued, thread in enumerate(threads, 1):
+        thread.start()
+        wait_until(lambda n=queued: len(group.queue) == n, f"{queued} writers queued")
+    blocker.execute("ROLLBACK")
+    for thread in threads:
+        thread.join()
+    blocker.close()
+
+
 # -- the shared suite, on grouped stores -------------------------------------------------------
 
 
@@ -117,8 +133,6 @@ def test_one_writers_error_fails_that_writer_alone_in_a_shared_commit(
     group = group_of(stores[0])
     assert all(group_of(store) is group for store in stores)  # one group per file
     commits, writes = group.commits, group.writes
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")  # the write lock: the first writer waits for it
     outcomes: dict[int, Any] = {}
 
     def writer(i: int) -> None:
@@ -132,14 +146,7 @@ def test_one_writers_error_fails_that_writer_alone_in_a_shared_commit(
         except Exception as exc:
             outcomes[i] = exc
 
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
-    for queued, thread in enumerate(threads, 1):
-        thread.start()
-        wait_until(lambda n=queued: len(group.queue) == n, f"{queued} writers queued")
-    blocker.execute("ROLLBACK")
-    for thread in threads:
-        thread.join()
-    blocker.close()
+    queued_behind_the_lock(path, group, writer, 4)
 
     assert (group.commits - commits, group.writes - writes) == (1, 4)
     assert isinstance(outcomes.pop(bad_at), InvalidValueError)
@@ -363,8 +370,6 @@ def test_a_writer_whose_statement_ends_the_transaction_fails_alone(tmp_path: Pat
     asyncio.run(stores[0].increment("warm", "u", "n"))
     group = group_of(stores[0])
     commits, writes = group.commits, group.writes
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
     outcomes: dict[int, Any] = {}
 
     def failing(conn: sqlite3.Connection) -> None:
@@ -381,14 +386,7 @@ def test_a_writer_whose_statement_ends_the_transaction_fails_alone(tmp_path: Pat
         except Exception as exc:
             outcomes[i] = exc
 
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
-    for queued, thread in enumerate(threads, 1):
-        thread.start()
-        wait_until(lambda n=queued: len(group.queue) == n, f"{queued} writers queued")
-    blocker.execute("ROLLBACK")
-    for thread in threads:
-        thread.join()
-    blocker.close()
+    queued_behind_the_lock(path, group, writer, 3)
     assert isinstance(outcomes[1], StoreUnavailableError)
     assert "disk I/O error" in str(outcomes[1])
     assert (outcomes[0], outcomes[2]) == (1, 1)
