@@ -42,7 +42,7 @@ from ..settings import Settings
 from ..stores import Key, SessionBase
 from ..stores.backend import all_records
 from ._adapter import SyncClose, checked_key, checked_user_id
-from .langgraph_threads import Loaded, Threads, Write, is_thread, pack, unpack
+from .langgraph_threads import Loaded, Threads, Write, is_thread, pack, unpack, what_of
 
 try:
     from langgraph.checkpoint.base import (
@@ -66,6 +66,8 @@ STORE_PREFIX = "langgraph-store"
 _STRATEGIES = ("keep_latest", "delete")
 _PAGE = 1000
 _AT_ONCE = 100  # a list(limit=) up to this many is read in one call of the runtime, not by page
+_KEYS_REMEMBERED = 1024  # (thread_id, user_id) pairs of configs checked, per saver
+_NAMES = (type(None), str)
 
 
 class _Where:
@@ -107,6 +109,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         self._hold(store, settings)
         self._backend = self._store.backend
         self._threads = Threads(self._backend)
+        self._keys: dict[tuple[str, str | None], Key] = {}
 
     @property
     def user_id(self) -> str | None:
@@ -124,15 +127,22 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
     def _where(self, config: Any, what: str) -> _Where:
         """The thread, namespace and checkpoint a config addresses, every part checked."""
         configurable = _configurable(config, what)
-        thread_id = _thread_id(configurable.get("thread_id"))
-        key = checked_key(thread_id, self._user_of(configurable))
+        thread_id, named = configurable.get("thread_id"), configurable.get("user_id")
+        seen = (thread_id, named) if type(thread_id) is str and type(named) in _NAMES else None
+        key = None if seen is None else self._keys.get(seen)
+        if key is None:
+            key = checked_key(_thread_id(thread_id), self._user_of(configurable))
+            if seen is not None:  # checked once: the same ids give the same key
+                if len(self._keys) >= _KEYS_REMEMBERED:
+                    self._keys.clear()
+                self._keys[seen] = key
         ns = configurable.get("checkpoint_ns") or ""
-        if not isinstance(ns, str):
+        if type(ns) is not str and not isinstance(ns, str):
             raise InvalidValueError(
                 f"{what}: configurable['checkpoint_ns'] must be a str, got {ns!r}."
             )
         checkpoint_id = configurable.get("checkpoint_id") or None
-        if checkpoint_id is not None and not isinstance(checkpoint_id, str):
+        if type(checkpoint_id) not in _NAMES and not isinstance(checkpoint_id, str):
             raise InvalidValueError(
                 f"{what}: configurable['checkpoint_id'] must be a str, got {checkpoint_id!r}."
             )
@@ -167,27 +177,25 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
     def _tuple(self, where: _Where, loaded: Loaded, metadata: Any = None) -> Any:
         """A ``CheckpointTuple`` of what was read: every value through ``self.serde``."""
         record = loaded.record
-        what = f"checkpoint {record['id']!r} of thread {where.key.session_id!r}"
-        checkpoint = self.serde.loads_typed(unpack(record["checkpoint"], what))
+        loads = self.serde.loads_typed
+        what = what_of(where.key, record)
+        checkpoint = loads(unpack(record["checkpoint"], what))
         checkpoint["channel_versions"] = dict(record["versions"])
         checkpoint["channel_values"] = {
-            channel: self.serde.loads_typed(blob)
-            for channel, blob in loaded.values.items()
-            if blob[0] != "empty"
+            channel: loads(blob) for channel, blob in loaded.values.items() if blob[0] != "empty"
         }
         if metadata is None:
-            metadata = self.serde.loads_typed(unpack(record["metadata"], what))
-        writes = [
-            (write.task_id, write.channel, self.serde.loads_typed(write.value))
-            for write in sorted(loaded.writes, key=lambda w: (w.task_path, w.task_id, w.idx))
-        ]
-        parent = record.get("parent")
+            metadata = loads(unpack(record["metadata"], what))
+        writes = loaded.writes
+        if writes:
+            writes = sorted(writes, key=_write_order)
+        ns, parent = record["ns"], record.get("parent")
         return CheckpointTuple(
-            config=self._config(where, record["ns"], record["id"]),
+            config=self._config(where, ns, record["id"]),
             checkpoint=checkpoint,
             metadata=metadata,
-            parent_config=None if parent is None else self._config(where, record["ns"], parent),
-            pending_writes=writes,
+            parent_config=None if parent is None else self._config(where, ns, parent),
+            pending_writes=[(write.task_id, write.channel, loads(write.value)) for write in writes],
         )
 
     async def _thread_keys(self) -> AsyncIterator[Key]:
@@ -252,7 +260,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
             shown = where or self._shown(key)
             if only is not None:
                 found = await self._threads.load(key, ns or "", only)
-                if found is not None and _matches(self._metadata(found.record), filter):
+                if found is not None and _matches(self._metadata(key, found.record), filter):
                     yield [self._tuple(shown, found)]
                 return
             pages = self._threads.newest_first(
@@ -265,7 +273,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
             async for page in pages:
                 chosen = []
                 for at, record in page:
-                    metadata = self._metadata(record)
+                    metadata = self._metadata(key, record)
                     if _matches(metadata, filter):
                         chosen.append((at, record, metadata))
                         if left is not None and len(chosen) >= left:
@@ -282,8 +290,8 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
                     if left <= 0:
                         return
 
-    def _metadata(self, record: dict[str, Any]) -> Any:
-        return self.serde.loads_typed(unpack(record["metadata"], f"checkpoint {record['id']!r}"))
+    def _metadata(self, key: Key, record: dict[str, Any]) -> Any:
+        return self.serde.loads_typed(unpack(record["metadata"], what_of(key, record)))
 
     async def _put(
         self,
@@ -293,7 +301,9 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         new_versions: Mapping[str, str | int | float],
     ) -> dict[str, Any]:
         where = self._where(config, "put")
-        if not isinstance(checkpoint, Mapping) or not isinstance(checkpoint.get("id"), str):
+        if (type(checkpoint) is not dict and not isinstance(checkpoint, Mapping)) or not isinstance(
+            checkpoint.get("id"), str
+        ):
             raise InvalidValueError(
                 f"put takes a LangGraph Checkpoint (a dict with an id), got {checkpoint!r}."
             )
@@ -301,7 +311,9 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         values = saved.pop("channel_values", None) or {}
         versions = _versions(saved.pop("channel_versions", None) or {}, "channel_versions")
         changed = _versions(new_versions, "new_versions")
-        full_metadata = get_checkpoint_metadata(dict(config), metadata)
+        full_metadata = get_checkpoint_metadata(
+            config if type(config) is dict else dict(config), metadata
+        )
         stored = {
             channel: (
                 self.serde.dumps_typed(values[channel]) if channel in values else ("empty", b"")
@@ -323,7 +335,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         if isinstance(run_id, str) and run_id:
             record["run"] = run_id
         counters = full_metadata.get("counters_since_delta_snapshot")
-        if isinstance(counters, Mapping) and counters:
+        if counters and isinstance(counters, Mapping):
             record["delta"] = sorted(str(channel) for channel in counters)  # prune keeps them
         await self._threads.put(where.key, record, stored)
         return self._config(where, where.ns, checkpoint["id"])
@@ -587,6 +599,10 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
 
 
 def _configurable(config: Any, what: str) -> Mapping[str, Any]:
+    if type(config) is dict:  # the common case, without an ABC's isinstance
+        configurable = config.get("configurable") or {}
+        if type(configurable) is dict:
+            return configurable
     if not isinstance(config, Mapping):
         raise InvalidValueError(
             f"{what} takes a config such as {{'configurable': {{'thread_id': 'chat-1'}}}}, "
@@ -625,16 +641,24 @@ def _channel(channel: Any) -> str:
 
 def _versions(versions: Any, what: str) -> dict[str, str | int | float]:
     """Channel versions as JSON can hold them: str keys, str / int / finite float values."""
-    if not isinstance(versions, Mapping):
+    if type(versions) is not dict and not isinstance(versions, Mapping):
         raise InvalidValueError(f"{what} must be a dict of channel -> version, got {versions!r}.")
     checked: dict[str, str | int | float] = {}
     for channel, version in versions.items():
-        if not isinstance(channel, str) or isinstance(version, bool):
-            raise InvalidValueError(f"{what}: {channel!r}: {version!r} is not a channel version.")
-        if not isinstance(version, (str, int, float)) or version != version:  # NaN
-            raise InvalidValueError(f"{what}: {channel!r}: {version!r} is not a channel version.")
+        if type(channel) is not str or type(version) not in _VERSIONS or version != version:
+            _check_version(channel, version, what)  # the exact types above pass at once
         checked[channel] = version
     return checked
+
+
+_VERSIONS = (str, int, float)
+
+
+def _check_version(channel: Any, version: Any, what: str) -> None:
+    if not isinstance(channel, str) or isinstance(version, bool):
+        raise InvalidValueError(f"{what}: {channel!r}: {version!r} is not a channel version.")
+    if not isinstance(version, (str, int, float)) or version != version:  # NaN
+        raise InvalidValueError(f"{what}: {channel!r}: {version!r} is not a channel version.")
 
 
 def _strings(values: Any, what: str) -> builtins.list[str]:
@@ -651,6 +675,11 @@ def _summary(metadata: Mapping[str, Any], ns: str) -> str:
     """What ``praisonsession show`` prints of a checkpoint: its source and step."""
     text = f"{metadata.get('source', 'checkpoint')} step {metadata.get('step', '?')}"
     return f"{text} in {ns}" if ns else text
+
+
+def _write_order(write: Write) -> tuple[str, str, int]:
+    """The order LangGraph applies a checkpoint's pending writes in."""
+    return write.task_path, write.task_id, write.idx
 
 
 def _matches(metadata: Any, wanted: Mapping[str, Any] | None) -> bool:

@@ -68,6 +68,7 @@ __all__ = [
     "is_thread",
     "pack",
     "unpack",
+    "what_of",
 ]
 
 #: The log of a thread's checkpoints (every namespace), and the log of its writes.
@@ -186,8 +187,16 @@ def _deflate(data: bytes) -> bytes:
     return deflater.compress(data) + deflater.flush()
 
 
-def unpack(value: Any, what: str) -> Blob:
-    """The typed bytes :func:`pack` made, exactly; ``SessionCorruptedError`` for anything else."""
+def unpack(value: Any, what: str | Callable[[], str]) -> Blob:
+    """The typed bytes :func:`pack` made, exactly; ``SessionCorruptedError`` for anything else
+    (``what`` names the value, or makes its name: only an error formats it)."""
+    if type(value) is list and len(value) == 2:  # the common form: no flag, read in C
+        kind, text = value
+        if type(kind) is str and type(text) is str:
+            try:
+                return kind, _from_base64(text)
+            except ValueError:
+                pass  # the full path below says what is wrong
     try:
         kind, text, *flag = value
         data = _from_base64(text)
@@ -198,19 +207,23 @@ def unpack(value: Any, what: str) -> Blob:
         if not isinstance(kind, str):
             raise ValueError("no type")
     except (ValueError, TypeError, AttributeError, zlib.error) as exc:
-        raise SessionCorruptedError(what, f"not typed bytes as stored ({exc})") from None
+        raise SessionCorruptedError(_named(what), f"not typed bytes as stored ({exc})") from None
     return kind, data
+
+
+def _named(what: str | Callable[[], str]) -> str:
+    return what if isinstance(what, str) else what()
 
 
 def _write_item(write: Write) -> list[Any]:
     return [write.task_id, write.idx, write.channel, write.task_path, *pack(write.value)]
 
 
-def _write_of(item: Any, what: str) -> Write:
+def _write_of(item: Any, what: str | Callable[[], str]) -> Write:
     try:
         task_id, idx, channel, task_path, *value = item
     except (ValueError, TypeError):
-        raise SessionCorruptedError(what, "a pending write that is not as stored") from None
+        raise SessionCorruptedError(_named(what), "a pending write that is not as stored") from None
     return Write(task_id, idx, channel, unpack(value, what), task_path)
 
 
@@ -236,8 +249,9 @@ def _in_order(writes: list[Write]) -> list[Write]:
     return sorted(writes, key=lambda w: (w.task_path, w.task_id, w.idx))
 
 
-def _what(key: Key, record: Record) -> str:
-    return f"checkpoint {record.get('id')!r} of thread {key.session_id!r}"
+def what_of(key: Key, record: Record) -> Callable[[], str]:
+    """What names a record in an error: formatted only when one is raised."""
+    return lambda: f"checkpoint {record.get('id')!r} of thread {key.session_id!r}"
 
 
 def _document(documents: dict[str, Any], name: str, key: Key) -> dict[str, Any] | None:
@@ -340,19 +354,21 @@ class Threads:
     ) -> None:
         """A record read or written, at its position: its values kept by version (``blobs``:
         those values unpacked already), the rest by id."""
-        ns = record["ns"]
-        versions = record["versions"]
-        for channel, packed in record.get("values", {}).items():
-            version = versions.get(channel)
-            if blobs is not None:
-                self._keep_value(key, ns, channel, version, blobs[channel])
-            elif self._value(key, ns, channel, version) is None:  # unpacked once
-                self._keep_value(key, ns, channel, version, unpack(packed, _what(key, record)))
-        light = {name: value for name, value in record.items() if name != "values"}
-        light["values"] = dict.fromkeys(record.get("values", {}), True)
+        ns, versions, own = record["ns"], record["versions"], record.get("values", {})
+        light = dict(record)
+        light["values"] = dict.fromkeys(own, True)
+        slot = (key, ns, record["id"])
         with self._lock:
-            self._records[key, ns, record["id"]] = (at, light)
-            self._records.move_to_end((key, ns, record["id"]))
+            for channel, packed in own.items():
+                held = (key, ns, channel, str(versions.get(channel)))
+                if held in self._values:
+                    self._values.move_to_end(held)
+                elif blobs is not None:
+                    self._keep_value(held, blobs[channel])
+                else:  # unpacked once
+                    self._keep_value(held, unpack(packed, what_of(key, record)))
+            self._records[slot] = (at, light)
+            self._records.move_to_end(slot)
             if len(self._records) > _REMEMBERED:
                 self._records.popitem(last=False)
 
@@ -360,23 +376,25 @@ class Threads:
         with self._lock:
             return self._records.get((key, ns, checkpoint_id))
 
-    def _keep_value(self, key: Key, ns: str, channel: str, version: Any, value: Blob) -> None:
+    def _keep_value(self, slot: tuple[Key, str, str, str], value: Blob) -> None:
+        """Keep a value not kept yet (called holding the lock)."""
         size = len(value[1])
         if size > _VALUE_BUDGET // 8:
             return
-        slot = (key, ns, channel, str(version))
-        with self._lock:
-            if slot in self._values:
-                self._values.move_to_end(slot)
-                return
-            self._values[slot] = value
-            self._value_bytes += size
-            while self._value_bytes > _VALUE_BUDGET or len(self._values) > 8 * _REMEMBERED:
-                self._value_bytes -= len(self._values.popitem(last=False)[1][1])
+        self._values[slot] = value
+        self._value_bytes += size
+        while self._value_bytes > _VALUE_BUDGET or len(self._values) > 8 * _REMEMBERED:
+            self._value_bytes -= len(self._values.popitem(last=False)[1][1])
 
-    def _value(self, key: Key, ns: str, channel: str, version: Any) -> Blob | None:
+    def _kept(self, key: Key, ns: str, versions: dict[str, Any]) -> dict[str, Blob]:
+        """The values of these channel versions kept here, by channel."""
         with self._lock:
-            return self._values.get((key, ns, channel, str(version)))
+            values = self._values
+            return {
+                channel: found
+                for channel, version in versions.items()
+                if (found := values.get((key, ns, channel, str(version)))) is not None
+            }
 
     async def _open(self, key: Key, log: str) -> int:
         """The length of ``log`` of a thread, creating the thread (with its mark) if it holds
@@ -425,10 +443,12 @@ class Threads:
                 block = []
             if new_run is not None:
                 documents[run_name(new_run)] = {"run": new_run}
+            write = LogWrite(CHECKPOINTS, [record], length)
             try:
-                await self.backend.write_modules(
-                    key, documents=documents, writes=[LogWrite(CHECKPOINTS, [record], length)]
-                )
+                if documents:
+                    await self.backend.write_modules(key, documents=documents, writes=[write])
+                else:  # most puts: the record alone
+                    await self.backend.append_log(key, write=write)
             except ConflictError:
                 self.forget(key)  # another writer moved the thread: positions are re-read
                 await pause(0)
@@ -573,7 +593,7 @@ class Threads:
         record = full if full is not None else known[1]  # type: ignore[index]
         values = await self._values_of(key, at, record, full)
         held = _document(documents, writes_name(ns, checkpoint_id), key) or {}
-        what = _what(key, record)
+        what = what_of(key, record)
         return Loaded(record, values, [_write_of(item, what) for item in held.get("w", [])])
 
     async def _values_of(
@@ -587,17 +607,34 @@ class Threads:
         """A record's channel values: its own (from ``full`` when read, else kept here, else
         read) and those its ``src`` refers to (kept here, else in the records read with it,
         ``nearby`` by position, else read: neighbouring positions in one read)."""
+        values, wanted = self._values_here(key, at, record, full, nearby)
+        if wanted:
+            await self._read_values(key, record, values, wanted)
+        return values
+
+    def _values_here(
+        self,
+        key: Key,
+        at: int,
+        record: Record,
+        full: Record | None,
+        nearby: dict[int, Record] | None,
+    ) -> tuple[dict[str, Blob], dict[int, list[str]]]:
+        """:meth:`_values_of` without a read: the values found, and the channels to read by
+        position (none, almost always: no coroutine is made for them)."""
         ns, versions = record["ns"], record["versions"]
-        what = _what(key, record)
+        what = what_of(key, record)
         values: dict[str, Blob] = {}
         wanted: dict[int, list[str]] = {}
         own, sources = record.get("values", {}), record.get("src", {})
         held = {} if full is None else full.get("values", {})
+        missing = {c: v for c, v in versions.items() if c not in held} if held else versions
+        kept = self._kept(key, ns, missing) if missing else {}
         for channel, version in versions.items():
             if channel in held:
                 values[channel] = unpack(held[channel], what)
                 continue
-            value = self._value(key, ns, channel, version)
+            value = kept.get(channel)
             if value is not None:
                 values[channel] = value
             elif channel in own:
@@ -609,6 +646,14 @@ class Threads:
                     wanted.setdefault(source_at, []).append(channel)
                 else:
                     values[channel] = _source_value(key, source, ns, channel, version)
+        return values, wanted
+
+    async def _read_values(
+        self, key: Key, record: Record, values: dict[str, Blob], wanted: dict[int, list[str]]
+    ) -> None:
+        """The values ``wanted`` (channels by position) read into ``values``: neighbouring
+        positions in one read."""
+        ns, versions = record["ns"], record["versions"]
         for start, stop in _runs_of(sorted(wanted)):
             found = _checked(
                 await self.backend.read_log(key, path=CHECKPOINTS, start=start, stop=stop), key
@@ -617,7 +662,6 @@ class Threads:
                 self._remember(key, position, source)
                 for channel in wanted.get(position, []):
                     values[channel] = _source_value(key, source, ns, channel, versions[channel])
-        return values
 
     async def load_many(self, key: Key, records: Sequence[tuple[int, Record]]) -> list[Loaded]:
         """The values and pending writes of records read from the log, their writes read in one
@@ -627,17 +671,19 @@ class Threads:
         documents = {} if stored is None else stored.documents
         nearby = dict(records)
         loaded = []
-        for at, record in records:
+        for name, (at, record) in zip(names, records, strict=True):
             try:
-                values = await self._values_of(key, at, record, record, nearby)
+                values, wanted = self._values_here(key, at, record, record, nearby)
+                if wanted:
+                    await self._read_values(key, record, values, wanted)
             except _Moved:
                 self.forget(key)
                 raise ConflictError(
                     f"Thread {key.session_id!r} changed while it was listed."
                 ) from None
-            held = _document(documents, writes_name(record["ns"], record["id"]), key) or {}
-            what = _what(key, record)
-            writes = [_write_of(item, what) for item in held.get("w", [])]
+            held = _document(documents, name, key) if documents else None
+            what = what_of(key, record)
+            writes = [_write_of(item, what) for item in held.get("w", [])] if held else []
             loaded.append(Loaded(record, values, writes))
         return loaded
 
@@ -791,7 +837,7 @@ class Threads:
             for at, record in chain:
                 if not remaining:
                     break
-                what = _what(key, record)
+                what = what_of(key, record)
                 held = _document(documents, writes_name(ns, record["id"]), key) or {}
                 writes = [_write_of(item, what) for item in held.get("w", [])]
                 for write in reversed(_in_order(writes)):
@@ -932,7 +978,7 @@ def _source_value(key: Key, source: Record, ns: str, channel: str, version: Any)
     held = source.get("values", {}).get(channel)
     if held is None or source.get("ns") != ns or source["versions"].get(channel) != version:
         raise _Moved
-    return unpack(held, _what(key, source))
+    return unpack(held, what_of(key, source))
 
 
 def _runs_of(positions: list[int]) -> list[tuple[int, int]]:
