@@ -465,3 +465,38 @@ def test_on_an_event_loop_the_wal_starts_again_while_commits_go_on(
     asyncio.run(store.close())
     # the WAL of the first round is reused from then on, never grown by the rounds after
     assert max(sizes[1:]) <= sizes[0] * 1.5, sizes
+
+
+@pytest.mark.parametrize("why", ["no gap found", "commits outran it"])
+def test_a_write_waits_while_the_checkpoint_holds_writers_back(tmp_path: Path, why: str) -> None:
+    """A checkpoint whose RESTART found no gap between commits, or that the loop's commits
+    outran by a quarter of CHECKPOINT_EVERY, holds this process's next writes back until it
+    ends (on a loaded machine the WAL grew by a whole round otherwise); the held write then
+    goes through, and a checkpoint that holds nothing back leaves writes alone."""
+    import asyncio
+
+    from praisonsession.stores.backends.sqlite import backend as sqlite_module
+
+    store = SqliteSession(tmp_path / "held.db")
+    shared = beneath(store.backend)._file
+
+    async def main() -> list[str]:
+        await store.append_messages("s", "u", "chat", [{"role": "user", "content": "first"}])
+        shared.checkpointing = True  # as the worker's checkpoint sets it
+        await store.append_messages("s", "u", "chat", [{"role": "user", "content": "beside"}])
+        if why == "no gap found":
+            shared.held = True
+        else:
+            shared.commits = sqlite_module.CHECKPOINT_EVERY // 4
+        held = asyncio.create_task(
+            store.append_messages("s", "u", "chat", [{"role": "user", "content": "held"}])
+        )
+        for _ in range(20):
+            await asyncio.sleep(0.005)
+        assert not held.done()  # waits for the checkpoint, however long the loop turns
+        shared.held = shared.checkpointing = False  # as the worker's checkpoint ends
+        await held
+        return [m["content"] for m in await store.read_messages("s", "u", "chat")]
+
+    assert asyncio.run(main()) == ["first", "beside", "held"]
+    asyncio.run(store.close())

@@ -105,10 +105,10 @@ T = TypeVar("T")
 #: Commits of an event loop's connection between two checkpoints run off the loop (SQLite's
 #: own auto-checkpoint, off for those connections, runs at 1,000 WAL pages).
 CHECKPOINT_EVERY = 200
-#: Seconds the worker's FULL checkpoint waits for a gap between writers' commits, and then,
-#: holding the write lock (writers wait for it cooperatively), for each reader of an older
-#: snapshot: short, since a long reader would hold every writer up that long; given up, the
-#: WAL grows until the next checkpoint.
+#: Seconds the worker's RESTART checkpoint waits for a gap between writers' commits, and then,
+#: holding the write lock (writers wait for it cooperatively), for the readers of the WAL:
+#: short, since a long reader would hold every writer up that long. Found no gap, it asks
+#: this process's writers to wait (``SharedFile.held``) and tries once more.
 CHECKPOINT_PATIENCE = 0.1
 #: Turns of its loop a leader gives the loop's other ready callbacks before it begins: a task
 #: woken by the last commit needs two (its wake-up, then its step) to reach the queue.
@@ -324,6 +324,8 @@ class SqliteBackend(StoreBackend):
         """Run ``work`` in one transaction, retrying cooperatively while the file is busy."""
         started = patience = 0.0  # set when the file is first found busy
         delay = 0.0002
+        if write and self._file.checkpointing:
+            await self._behind_checkpoint()
         while True:
             try:
                 here = self._threads.get(get_ident())
@@ -468,26 +470,48 @@ class SqliteBackend(StoreBackend):
         """A connection of its own, opened and closed here: ``close`` may close the store's
         connections meanwhile, and a file deleted meanwhile is not created again (mode=rw).
 
-        PASSIVE copies the WAL into the file beside the writers; FULL then waits for a gap
-        between their commits and copies what they added meanwhile. Only a WAL copied to its
-        last frame starts again from its beginning: after PASSIVE alone, a steady stream of
-        commits found frames left every time, so the WAL grew with every commit (4,714
-        frames after 1,500 OpenAI turns), and each commit's fsync also had to journal the
-        file's new size."""
-        with contextlib.suppress(sqlite3.Error):  # busy or gone: the next one will do it
-            conn = sqlite3.connect(
-                self.path.as_uri() + "?mode=rw", uri=True, timeout=CHECKPOINT_PATIENCE
-            )
-            try:
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                conn.execute("PRAGMA wal_checkpoint(FULL)").fetchall()
-            finally:
-                conn.close()
+        PASSIVE copies the WAL into the file beside the writers; RESTART then waits for a gap
+        between their commits, copies what they added meanwhile and waits for the WAL's
+        readers, so that the next commit starts the WAL again from its beginning (after
+        FULL, a writer whose snapshot began as the copy ended could still append behind it,
+        and after PASSIVE alone a steady stream of commits always left frames behind: 4,714
+        frames after 1,500 OpenAI turns, each commit's fsync journaling the file's new
+        size). On a loaded machine commits may leave no gap the busy wait finds: the
+        writers of this process then wait for a second try (``_behind_checkpoint``)."""
+        shared = self._file
+        try:
+            with contextlib.suppress(sqlite3.Error):  # busy or gone: the next one will do it
+                conn = sqlite3.connect(
+                    self.path.as_uri() + "?mode=rw", uri=True, timeout=CHECKPOINT_PATIENCE
+                )
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    if conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()[0]:
+                        shared.held = True
+                        conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+                finally:
+                    conn.close()
+        finally:  # here, not on the loop: its writers may be waiting for this
+            shared.held = shared.checkpointing = False
 
     def _checkpointed(self, future: Any) -> None:
-        self._file.checkpointing = False
         if not future.cancelled():
             future.exception()  # retrieved; _checkpoint suppresses SQLite's own errors
+
+    async def _behind_checkpoint(self) -> None:
+        """Before a write: wait while the running checkpoint holds writers back, because
+        its RESTART found no gap between commits, or because the loop's commits since it
+        began reached a quarter of ``CHECKPOINT_EVERY`` (a copy and fsync slowed by a loaded
+        machine would otherwise let the WAL grow by a whole round first). At most the
+        call's own bound: then the write goes on and meets the lock as any other."""
+        shared = self._file
+        until = time.monotonic() + remaining(self.busy_timeout)
+        while (
+            shared.checkpointing
+            and (shared.held or shared.commits >= CHECKPOINT_EVERY // 4)
+            and time.monotonic() < until
+        ):
+            await pause(0.001)
 
     async def close(self) -> None:
         """Let go of the file's connections, closed when no other store of this process uses

@@ -258,7 +258,8 @@ class CommitGroup:
 
 class SharedFile:
     """One file at one ``synchronous`` in this process: each thread's connection, the open
-    stores that use them, the commits since the last checkpoint, and the commit group."""
+    stores that use them, the commits since the last checkpoint, whether one runs and holds
+    writers back, and the commit group."""
 
     __slots__ = (
         "__weakref__",
@@ -266,6 +267,7 @@ class SharedFile:
         "commits",
         "connections",
         "group",
+        "held",
         "lock",
         "threads",
         "users",
@@ -278,6 +280,7 @@ class SharedFile:
         self.users = 0
         self.commits = 0  # of loop connections since the last checkpoint
         self.checkpointing = False
+        self.held = False  # the checkpoint asks this process's writers to wait for it
         self.group = CommitGroup() if grouped else None
 
     def here(self) -> Thread | None:
@@ -310,7 +313,7 @@ class SharedFile:
         self.connections = []
         self.threads.clear()
         self.lock = threading.Lock()
-        self.commits, self.checkpointing = 0, False  # a checkpoint thread stayed behind
+        self.commits, self.checkpointing, self.held = 0, False, False  # its thread stayed behind
         if self.group is not None:
             self.group.forget_after_fork()
 
