@@ -111,10 +111,10 @@ class RawAccess:
                 client.lset(base + "log:" + key_segment(log), index, '{"a": "}')
         elif isinstance(self.store, SqliteSession):
             with self._db() as db:
-                db.execute(
-                    'UPDATE ps_messages SET message=\'{"a": "}\' WHERE user_id=? AND '
-                    "session_id=? AND log=? AND seq=?",
-                    (user_id, session_id, log, index),
+                db.execute(  # message ``index`` of the log is row id * 2**32 + index
+                    'UPDATE ps_entries SET message=\'{"a": "}\' WHERE id=(SELECT id * 4294967296 '
+                    "+ ? FROM ps_logs WHERE user_id=? AND session_id=? AND log=?)",
+                    (index, user_id, session_id, log),
                 )
         elif isinstance(self.store, JSONSession):
             logs = self._doc_path(session_id, user_id).with_suffix(".logs")

@@ -1,6 +1,8 @@
 """SQLite's file layout: each session's head row, and files of older schemas migrated on open.
 
-Schema 3 adds an index of session ids across users (listing by prefix). Schema 2 keeps what
+Schema 4 keeps messages in a rowid table numbered by log (``ps_logs``, ``ps_entries``): an
+append writes one page of messages. Schema 3 adds an index of session ids across users
+(listing by prefix). Schema 2 keeps what
 every write moves (version, updated_at, expires_at) in the session's head, the row of
 ``ps_state`` named ``''``, next to its values, so that an increment writes one page. A file
 written by schema 1 (those columns in ``ps_sessions``) is migrated in one transaction the
@@ -9,6 +11,7 @@ first time it is opened.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -21,7 +24,7 @@ from praisonsession import (
     UnsupportedFormatError,
     clock,
 )
-from praisonsession.stores import Branches
+from praisonsession.stores import Branches, record_key
 from praisonsession.stores.backends.sqlite import schema as sqlite_schema
 from praisonsession.stores.guard import beneath
 
@@ -85,6 +88,79 @@ def make_schema_1_file(path: Path) -> None:
             "INSERT INTO ps_messages VALUES ('u', 'mods', 'agent.memory', ?, ?)",
             [(i, f'{{"role":"user","content":"m{i}"}}') for i in range(3)],
         )
+    finally:
+        db.close()
+
+
+# Schema 3, exactly as praisonsession created a new file before ps_logs (PRAGMA user_version=3);
+# schema 2 is the same without ps_sessions_by_id.
+SCHEMA_3 = """
+CREATE TABLE ps_sessions (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, format INTEGER NOT NULL,
+    created_at REAL NOT NULL, ttl REAL, metadata TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id)
+) WITHOUT ROWID;
+CREATE TABLE ps_state (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,
+    version INTEGER, updated_at REAL, expires_at REAL,
+    PRIMARY KEY (user_id, session_id, name)
+) WITHOUT ROWID;
+CREATE INDEX ps_state_expiry ON ps_state (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE ps_modules (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, name TEXT NOT NULL, document TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id, name)
+) WITHOUT ROWID;
+CREATE TABLE ps_imported (
+    source TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (source, session_id)
+) WITHOUT ROWID;
+CREATE TABLE ps_messages (
+    user_id TEXT NOT NULL, session_id TEXT NOT NULL, log TEXT NOT NULL, seq INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (user_id, session_id, log, seq)
+) WITHOUT ROWID;
+CREATE INDEX ps_sessions_by_id ON ps_sessions (session_id, user_id);
+PRAGMA user_version=3;
+"""
+# What schema 3's code wrote for three sessions of two users: (user, session, log, messages).
+LOGS_3 = [
+    ("ann", "chat", "agent.memory", 3),
+    ("ann", "chat", "agent.memory.notes", 2),
+    ("ann", "chat", "notes", 1),
+    ("ann", "empty", "log", 0),
+    ("bob", "chat", "agent.memory", 300),
+]
+
+
+def said(user: str, session: str, log: str, seq: int) -> dict[str, str]:
+    return {"role": "user", "content": f"{user}/{session}/{log}/{seq}"}
+
+
+def make_schema_3_file(path: Path, version: int = 3) -> None:
+    """A file as schema 3's (or, with ``version=2``, schema 2's) code left it."""
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        script = (
+            SCHEMA_3 if version == 3 else SCHEMA_3.replace("CREATE INDEX ps_sessions_by_id", "--")
+        )
+        db.executescript(script.replace("user_version=3", f"user_version={version}"))
+        for user, session in {(user, session) for user, session, _, _ in LOGS_3}:
+            db.execute(
+                "INSERT INTO ps_sessions VALUES (?,?,1,?,NULL,'{}')", (user, session, NOW - 100)
+            )
+            db.execute(
+                "INSERT INTO ps_state VALUES (?,?,'','',4,?,NULL)", (user, session, NOW - 50)
+            )
+            db.execute("INSERT INTO ps_state VALUES (?,?,'n','7',NULL,NULL,NULL)", (user, session))
+            db.execute("INSERT INTO ps_modules VALUES (?,?,'agent','{}')", (user, session))
+        for user, session, log, count in LOGS_3:
+            db.executemany(
+                "INSERT INTO ps_messages VALUES (?,?,?,?,?)",
+                [
+                    (user, session, log, i, json.dumps(said(user, session, log, i)))
+                    for i in range(count)
+                ],
+            )
     finally:
         db.close()
 
@@ -212,25 +288,79 @@ def test_a_store_that_saw_the_old_schema_migrates_nothing_once_another_did(
 
 def test_a_schema_2_file_gains_the_index_that_lists_ids_across_users(tmp_path: Path, run) -> None:
     path = tmp_path / "two.db"
+    make_schema_3_file(path, version=2)
     store = SqliteSession(path)
-    for user in ("ann", "bob"):
-        run(store.increment("app/chat-1", user, "n"))
-    run(store.close())
-    with sqlite3.connect(path) as db:  # as schema 2 left it: no index by id
-        db.execute("DROP INDEX ps_sessions_by_id")
-        db.execute("PRAGMA user_version=2")
-
-    store = SqliteSession(path)
-    found = run(store.backend.list_records_by_prefix("app/", limit=10, after=None))
+    found = run(store.backend.list_records_by_prefix("", limit=10, after=None))
+    tail = store.backend.read_log(
+        record_key("chat", "bob"), path="agent.memory", start=-1, stop=None
+    )
+    assert run(tail) == [said("bob", "chat", "agent.memory", 299)]
     run(store.close())
     assert sorted((info.user_id, info.session_id) for info in found) == [
-        ("ann", "app/chat-1"),
-        ("bob", "app/chat-1"),
+        ("ann", "chat"),
+        ("ann", "empty"),
+        ("bob", "chat"),
     ]
-    assert user_version(path) == sqlite_schema.SCHEMA_VERSION == 3
+    assert user_version(path) == sqlite_schema.SCHEMA_VERSION
     with sqlite3.connect(path) as db:
         indexes = {row[1] for row in db.execute("PRAGMA index_list(ps_sessions)")}
     assert "ps_sessions_by_id" in indexes
+
+
+def test_a_schema_3_file_keeps_every_message_in_its_log_once_migrated(
+    tmp_path: Path, run, at_now
+) -> None:
+    path = tmp_path / "three.db"
+    make_schema_3_file(path)
+    store = SqliteSession(path)
+    for user, session, log, count in LOGS_3:
+        assert run(store.message_count(session, user, log)) == count
+        assert run(store.read_messages(session, user, log)) == [
+            said(user, session, log, i) for i in range(count)
+        ]
+        tail = store.backend.read_log(record_key(session, user), path=log, start=-2, stop=None)
+        assert run(tail) == [said(user, session, log, i) for i in range(max(0, count - 2), count)]
+    info = run(store.get_info("chat", "ann"))
+    assert (info.version, info.updated_at, run(store.get_value("chat", "ann", "n"))) == (
+        4,
+        NOW - 50,
+        7,
+    )
+    stored = run(store.backend.read_modules(record_key("chat", "ann"), names=["agent"]))
+    assert stored.logs == {
+        log: [said("ann", "chat", log, i) for i in range(count)]
+        for user, session, log, count in LOGS_3
+        if (user, session) == ("ann", "chat") and log.startswith("agent.") and count
+    }
+    assert user_version(path) == sqlite_schema.SCHEMA_VERSION == 4
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        kinds = dict(db.execute("SELECT name, type FROM sqlite_master WHERE name LIKE 'ps_%'"))
+        seen = db.execute("SELECT COUNT(*) FROM ps_messages WHERE user_id='bob'").fetchone()
+    assert (kinds["ps_messages"], kinds["ps_logs"], kinds["ps_entries"]) == (
+        "view",
+        "table",
+        "table",
+    )
+    assert seen == (300,)
+
+    # and the logs go on from there, each numbering its messages on
+    assert (
+        run(store.append_messages("chat", "ann", "notes", [said("ann", "chat", "notes", 1)])) == 2
+    )
+    assert run(store.append_messages("new", "ann", "notes", [said("ann", "new", "notes", 0)])) == 1
+    assert run(store.read_messages("chat", "ann", "notes")) == [
+        said("ann", "chat", "notes", i) for i in range(2)
+    ]
+    assert run(store.read_messages("new", "ann", "notes")) == [said("ann", "new", "notes", 0)]
+    assert run(store.read_messages("chat", "bob", "agent.memory", 299)) == [
+        said("bob", "chat", "agent.memory", 299)
+    ]
+    assert run(store.delete_session("chat", "ann"))
+    run(store.close())
+    with sqlite3.connect(path) as db:
+        left = db.execute("SELECT DISTINCT user_id, session_id FROM ps_messages").fetchall()
+    assert sorted(left) == [("ann", "new"), ("bob", "chat")]
 
 
 def test_a_file_of_a_newer_schema_is_refused(tmp_path: Path, run) -> None:
@@ -264,6 +394,24 @@ def test_an_increment_of_a_small_session_writes_one_page(tmp_path: Path, run) ->
         run(store.increment("s", "u", "hits"))
     assert wal_frames(path) == 10
     assert run(store.get_info("s", "u")).version == 11
+    run(store.close())
+
+
+def test_an_append_to_a_log_writes_its_page_and_the_head(tmp_path: Path, run) -> None:
+    """A message the size of a LangGraph checkpoint (about 1 KB, four to a page): the head's
+    page, the page the message goes to, and now and then a new page with its parent and the
+    file's header. Schema 3 wrote about three pages of messages per append here."""
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    message = {"role": "user", "content": "x" * 900}
+    run(store.append_messages("s", "u", "log", [message] * 20))
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    for _ in range(40):
+        run(store.append_messages("s", "u", "log", [message]))
+    assert 80 <= wal_frames(path) <= 100
+    assert run(store.message_count("s", "u", "log")) == 60
     run(store.close())
 
 

@@ -67,11 +67,14 @@ from ...record import (
 )
 from ...reserved import SNAPSHOT_OWNER
 from .schema import (
+    APPEND,
     BUMP,
     BUMP_LIVE,
     CONTENT_TABLES,
-    COPY_MESSAGES,
+    COPY_ENTRIES,
     COPY_ROWS,
+    CUT,
+    ENTRIES,
     GET_VALUE,
     INCREMENT_READ,
     INCREMENT_WRITE,
@@ -79,12 +82,22 @@ from .schema import (
     INFO_COLUMNS,
     INSERT_HEAD,
     LIVENESS,
+    LOG_COUNTS,
+    LOG_END,
+    LOG_RANGE,
+    LOG_TAIL,
+    LOGS_OF,
+    MAX_LOG_ID,
     MIGRATIONS,
+    MODULE_LOGS,
+    NEW_LOG,
     SCHEMA,
     SCHEMA_VERSION,
     SESSION_AND_HEAD,
+    SESSION_ENTRIES,
     SET_EXPIRY,
     SET_IF_HELD,
+    SPAN,
     TABLES,
     UPSERT_STATE,
     VERSION,
@@ -608,6 +621,7 @@ class SqliteBackend(StoreBackend):
         return live
 
     def _delete_rows(self, conn: sqlite3.Connection, key: Key) -> None:
+        conn.execute(SESSION_ENTRIES, (key.user_id, key.session_id))
         for table in TABLES:
             conn.execute(
                 f"DELETE FROM {table} WHERE user_id=? AND session_id=?",
@@ -1018,30 +1032,52 @@ class SqliteBackend(StoreBackend):
 
     # -- modules and logs -----------------------------------------------------------------
 
-    def _log_length(self, conn: sqlite3.Connection, key: Key, path: str) -> int:
-        row = conn.execute(
-            "SELECT MAX(seq) FROM ps_messages WHERE user_id=? AND session_id=? AND log=?",
-            (key.user_id, key.session_id, path),
-        ).fetchone()
-        return 0 if row[0] is None else row[0] + 1
+    def _log_end(self, key: Key, path: str) -> tuple[int | None, int]:
+        """A log's first row in ``ps_entries`` (None if it was never written) and its length."""
+        row = self._cursor().execute(LOG_END, (key.user_id, key.session_id, path)).fetchone()
+        if row is None:
+            return None, 0
+        base: int = row[0] * SPAN
+        return base, 0 if row[1] is None else row[1] - base + 1
 
-    def _write_log(self, conn: sqlite3.Connection, key: Key, write: LogWrite, length: int) -> int:
+    def _log_length(self, conn: sqlite3.Connection, key: Key, path: str) -> int:
+        return self._log_end(key, path)[1]
+
+    def _write_log(self, conn: sqlite3.Connection, key: Key, write: LogWrite) -> int:
+        """Apply ``write`` to its log (created on its first message); its new length."""
+        base, length = self._log_end(key, write.path)
         if write.start is None:
-            conn.execute(
-                "DELETE FROM ps_messages WHERE user_id=? AND session_id=? AND log=?",
-                (key.user_id, key.session_id, write.path),
-            )
+            if base is not None:
+                conn.execute(CUT, (base, base + SPAN))
             length = 0
         elif write.start != -1 and write.start != length:
             raise ConflictError(f"Log {write.path!r} holds {length} messages, not {write.start}.")
-        conn.executemany(
-            "INSERT INTO ps_messages (user_id, session_id, log, seq, message) VALUES (?,?,?,?,?)",
-            [
-                (key.user_id, key.session_id, write.path, length + i, dumps(message))
-                for i, message in enumerate(write.messages)
-            ],
-        )
-        return length + len(write.messages)
+        if not write.messages:
+            return length
+        if length + len(write.messages) > SPAN:
+            raise InvalidValueError(
+                f"Log {write.path!r} of session {key.session_id!r} would hold more than {SPAN:,} "
+                "messages in SQLite: start a new log (or a new session) for the rest."
+            )
+        if base is None:
+            base = self._new_log(key, write.path)
+        first = base + length
+        rows = [(first + i, dumps(message)) for i, message in enumerate(write.messages)]
+        if len(rows) == 1:
+            self._cursor().execute(APPEND, rows[0])
+        else:
+            conn.executemany(APPEND, rows)
+        return length + len(rows)
+
+    def _new_log(self, key: Key, path: str) -> int:
+        """A row of ``ps_logs`` for a log's first message; the first row of its messages."""
+        number = self._cursor().execute(NEW_LOG, (key.user_id, key.session_id, path)).lastrowid
+        if number is None or number > MAX_LOG_ID:
+            raise StoreUnavailableError(
+                f"{self.path} has numbered {MAX_LOG_ID:,} message logs; copy its sessions to a "
+                "new file (praisonsession's export and import)."
+            )
+        return number * SPAN
 
     async def write_modules(
         self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
@@ -1053,11 +1089,7 @@ class SqliteBackend(StoreBackend):
                 "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document=excluded.document",
                 [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()],
             )
-            lengths = {}
-            for write in writes:
-                length = 0 if write.start is None else self._log_length(conn, key, write.path)
-                lengths[write.path] = self._write_log(conn, key, write, length)
-            return lengths
+            return {write.path: self._write_log(conn, key, write) for write in writes}
 
         return await self._write(work)
 
@@ -1080,12 +1112,8 @@ class SqliteBackend(StoreBackend):
                 if text is None or name in documents:
                     continue
                 documents[name] = loads(text, f"module {name!r} of session {key.session_id!r}")
-                # one range of the primary key ([name, name/) holds name and name.*); an OR
-                # of the two would make SQLite read every message of the session
                 rows = conn.execute(
-                    "SELECT log, message FROM ps_messages WHERE user_id=? AND session_id=? "
-                    "AND log>=? AND log<? AND (log=? OR log>=?) ORDER BY log, seq",
-                    (key.user_id, key.session_id, name, name + "/", name, name + "."),
+                    MODULE_LOGS, (key.user_id, key.session_id, name, name + "/", name + ".")
                 ).fetchall()
                 for path, message in rows:
                     logs.setdefault(path, []).append(
@@ -1098,7 +1126,7 @@ class SqliteBackend(StoreBackend):
     async def append_log(self, key: Key, *, write: LogWrite) -> int:
         def work(conn: sqlite3.Connection) -> int:
             self._begin_write(conn, key, now(), False)
-            return self._write_log(conn, key, write, self._log_length(conn, key, write.path))
+            return self._write_log(conn, key, write)
 
         return await self._write(work)
 
@@ -1106,20 +1134,14 @@ class SqliteBackend(StoreBackend):
         self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            ids = (key.user_id, key.session_id, path)
             if start < 0 and stop is None:  # a tail: one walk back from the end, no count
-                rows = conn.execute(
-                    "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
-                    "ORDER BY seq DESC LIMIT ?",
-                    (key.user_id, key.session_id, path, -start),
-                ).fetchall()
+                rows = conn.execute(LOG_TAIL, (*ids, -start)).fetchall()
                 rows.reverse()
             else:
                 first = start if start >= 0 else max(0, self._log_length(conn, key, path) + start)
-                rows = conn.execute(
-                    "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=? "
-                    "AND seq>=? AND seq<? ORDER BY seq",
-                    (key.user_id, key.session_id, path, first, 2**62 if stop is None else stop),
-                ).fetchall()
+                last = SPAN if stop is None else min(stop, SPAN)
+                rows = conn.execute(LOG_RANGE, (*ids, min(first, SPAN), last)).fetchall()
             what = f"message log {path!r} of session {key.session_id!r}"
             return loads_each([m for (m,) in rows], what)
 
@@ -1130,23 +1152,15 @@ class SqliteBackend(StoreBackend):
     ) -> list[dict[str, Any]]:
         def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             self._begin_write(conn, key, now(), True)
-            held = self._log_length(conn, key, path)
+            base, held = self._log_end(key, path)
             if expected is not None and held != expected:
                 raise ConflictError(f"Log {path!r} holds {held} messages, not {expected}.")
-            ids = (key.user_id, key.session_id, path, length)
+            if base is None or length >= held:
+                return []
+            cut = (base + length, base + SPAN)
             what = f"message log {path!r} of session {key.session_id!r}"
-            removed = [
-                loads(message, what)
-                for (message,) in conn.execute(
-                    "SELECT message FROM ps_messages WHERE user_id=? AND session_id=? AND log=?"
-                    " AND seq>=? ORDER BY seq",
-                    ids,
-                )
-            ]
-            conn.execute(
-                "DELETE FROM ps_messages WHERE user_id=? AND session_id=? AND log=? AND seq>=?",
-                ids,
-            )
+            removed = [loads(message, what) for (message,) in conn.execute(ENTRIES, cut)]
+            conn.execute(CUT, cut)
             return removed
 
         return await self._write(work)
@@ -1183,6 +1197,7 @@ class SqliteBackend(StoreBackend):
             info = copied_info(found, target, current, metadata, ttl, at)
             ids = (target.user_id, target.session_id)
             if current is not None:
+                conn.execute(SESSION_ENTRIES, ids)
                 for table in CONTENT_TABLES:
                     conn.execute(f"DELETE FROM {table} WHERE user_id=? AND session_id=?", ids)
             conn.execute(
@@ -1194,8 +1209,10 @@ class SqliteBackend(StoreBackend):
             sources = (source.user_id, source.session_id)
             for statement in COPY_ROWS:
                 conn.execute(statement, (*ids, *sources))
-            log, keep = cut if cut is not None else ("", 2**62)
-            conn.execute(COPY_MESSAGES, (*ids, *sources, log, keep))
+            for number, log in conn.execute(LOGS_OF, sources).fetchall():
+                keep = SPAN if cut is None or cut[0] != log else min(cut[1], SPAN)
+                copy = self._new_log(target, log) // SPAN
+                conn.execute(COPY_ENTRIES, (number, copy, keep))
             return info
 
         return await self._write(work)
@@ -1222,13 +1239,7 @@ class SqliteBackend(StoreBackend):
                     "SELECT name, document FROM ps_modules WHERE user_id=? AND session_id=?", ids
                 )
             }
-            counts = dict(
-                conn.execute(
-                    "SELECT log, COUNT(*) FROM ps_messages WHERE user_id=? AND session_id=? "
-                    "GROUP BY log",
-                    ids,
-                ).fetchall()
-            )
+            counts = dict(conn.execute(LOG_COUNTS, ids).fetchall())
             return SessionContents(info, state, modules, counts)
 
         return await self._transaction(work, write=False)

@@ -4,13 +4,23 @@ statements the hot paths run (kept apart from ``sqlite.py``, which says when eac
 Each session has a *head*: the row of ``ps_state`` named ``''`` (no state key can be empty)
 holding what every write moves (``version``, ``updated_at``, ``expires_at``); the rest of the
 session is its row of ``ps_sessions``. See ``sqlite.py`` for why.
+
+A message log is a row of ``ps_logs`` (its name and a number, ``id``) and its messages are
+rows of ``ps_entries``, message ``seq`` of log ``id`` being row ``id * SPAN + seq``: a rowid
+table, so an appended message goes to the end of its log's range, and to the right edge of the
+table when its log is the newest (SQLite then starts a new page without moving any row), and
+the table's inner pages hold row numbers only. Schema 3 kept messages in a ``WITHOUT ROWID``
+table keyed by (user, session, log, seq): every inner page held whole messages (four to a
+page for a LangGraph checkpoint), and an append split pages as in the middle of an index, so a
+checkpoint wrote about three pages of messages where it now writes one and a bit. The view
+``ps_messages`` shows them as schema 3 did, for people reading the file.
 """
 
 from __future__ import annotations
 
 from ...record import FORMAT_VERSION
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """``PRAGMA user_version`` of the file; an older file is migrated when first opened."""
 
 # Schema 3 lists a prefix of session ids across users (``list_records_by_prefix``).
@@ -21,6 +31,25 @@ SESSIONS_TABLE = """CREATE TABLE {name} (
     created_at REAL NOT NULL, ttl REAL, metadata TEXT NOT NULL,
     PRIMARY KEY (user_id, session_id)
 ) WITHOUT ROWID"""
+#: Rows of ps_entries each log may number its messages in: a log holds fewer than 2**32
+#: messages, and ids stay below 2**31 (SQLite's row numbers are 64-bit signed).
+SPAN = 1 << 32
+MAX_LOG_ID = (1 << 31) - 1
+# Schema 4 moves the messages out of ps_messages (see the module's docstring).
+LOG_TABLES = (
+    """CREATE TABLE ps_logs (
+    id INTEGER PRIMARY KEY, user_id TEXT NOT NULL, session_id TEXT NOT NULL, log TEXT NOT NULL,
+    UNIQUE (user_id, session_id, log)
+)""",
+    "CREATE TABLE ps_entries (id INTEGER PRIMARY KEY, message TEXT NOT NULL)",
+)
+# The rows of ps_entries of log l (as a join condition).
+IN_LOG = f"e.id>=l.id*{SPAN} AND e.id<(l.id+1)*{SPAN}"
+MESSAGES_VIEW = (
+    "CREATE VIEW ps_messages AS SELECT l.user_id AS user_id, l.session_id AS session_id, "
+    f"l.log AS log, e.id-l.id*{SPAN} AS seq, e.message AS message "
+    f"FROM ps_logs l JOIN ps_entries e ON {IN_LOG}"
+)
 # A new file. In ps_state, version, updated_at and expires_at are set on the head row only.
 SCHEMA = (
     SESSIONS_TABLE.format(name="ps_sessions"),
@@ -37,11 +66,8 @@ SCHEMA = (
     """CREATE TABLE ps_imported (
     source TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (source, session_id)
 ) WITHOUT ROWID""",
-    """CREATE TABLE ps_messages (
-    user_id TEXT NOT NULL, session_id TEXT NOT NULL, log TEXT NOT NULL, seq INTEGER NOT NULL,
-    message TEXT NOT NULL,
-    PRIMARY KEY (user_id, session_id, log, seq)
-) WITHOUT ROWID""",
+    *LOG_TABLES,
+    MESSAGES_VIEW,
     BY_ID_INDEX,
 )
 # Schema 1 kept version, updated_at and expires_at in ps_sessions: they move to each session's
@@ -62,9 +88,63 @@ MIGRATE_FROM_1 = (
     "ALTER TABLE ps_sessions_2 RENAME TO ps_sessions",
     EXPIRY_INDEX,
 )
-MIGRATIONS = {1: MIGRATE_FROM_1, 2: (BY_ID_INDEX,)}  # from user_version N to N + 1
+# Schema 3's messages, each log numbered in the order of its key (its messages' rows follow
+# one another), then its table dropped (secure_delete zeroes its pages) and its view made.
+MIGRATE_FROM_3 = (
+    *LOG_TABLES,
+    "INSERT INTO ps_logs (user_id, session_id, log) "
+    "SELECT DISTINCT user_id, session_id, log FROM ps_messages ORDER BY 1, 2, 3",
+    f"INSERT INTO ps_entries (id, message) SELECT l.id*{SPAN}+m.seq, m.message "
+    "FROM ps_messages m JOIN ps_logs l "
+    "ON l.user_id=m.user_id AND l.session_id=m.session_id AND l.log=m.log ORDER BY 1",
+    "DROP TABLE ps_messages",
+    MESSAGES_VIEW,
+)
+MIGRATIONS = {1: MIGRATE_FROM_1, 2: (BY_ID_INDEX,), 3: MIGRATE_FROM_3}  # from N to N + 1
 
-TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_messages")  # what one session owns
+# What one session owns, by (user_id, session_id); its messages go first (SESSION_ENTRIES).
+TABLES = ("ps_sessions", "ps_state", "ps_modules", "ps_logs")
+SESSION_ENTRIES = (
+    f"DELETE FROM ps_entries WHERE id IN (SELECT e.id FROM ps_logs l JOIN ps_entries e ON {IN_LOG} "
+    "WHERE l.user_id=? AND l.session_id=?)"
+)
+# A log's id and its last row (NULL when empty), or no row when the log was never written.
+LOG_END = (
+    "SELECT l.id, (SELECT e.id FROM ps_entries e WHERE "
+    f"{IN_LOG} ORDER BY e.id DESC LIMIT 1) FROM ps_logs l "
+    "WHERE l.user_id=? AND l.session_id=? AND l.log=?"
+)
+NEW_LOG = "INSERT INTO ps_logs (user_id, session_id, log) VALUES (?,?,?)"
+APPEND = "INSERT INTO ps_entries (id, message) VALUES (?,?)"
+# Rows ?1 <= id < ?2 (of one log).
+ENTRIES = "SELECT message FROM ps_entries WHERE id>=? AND id<? ORDER BY id"
+CUT = "DELETE FROM ps_entries WHERE id>=? AND id<?"
+# A log's messages seq ?4 <= seq < ?5 (?5 at most SPAN), and its last ?4 (a tail).
+LOG_RANGE = (
+    "SELECT e.message FROM ps_logs l, ps_entries e WHERE l.user_id=?1 AND l.session_id=?2 "
+    f"AND l.log=?3 AND e.id>=l.id*{SPAN}+?4 AND e.id<l.id*{SPAN}+?5 ORDER BY e.id"
+)
+LOG_TAIL = (
+    "SELECT e.message FROM ps_logs l, ps_entries e WHERE l.user_id=?1 AND l.session_id=?2 "
+    f"AND l.log=?3 AND {IN_LOG} ORDER BY e.id DESC LIMIT ?4"
+)
+# The messages of the logs named ?3 or ?3.* (?4 = ?3 + '/', ?5 = ?3 + '.'): one range of
+# ps_logs's key ([name, name/) holds name and name.*); an OR of the two would read them all.
+MODULE_LOGS = (
+    f"SELECT l.log, e.message FROM ps_logs l JOIN ps_entries e ON {IN_LOG} "
+    "WHERE l.user_id=?1 AND l.session_id=?2 AND l.log>=?3 AND l.log<?4 "
+    "AND (l.log=?3 OR l.log>=?5) ORDER BY l.log, e.id"
+)
+LOG_COUNTS = (
+    f"SELECT l.log, COUNT(*) FROM ps_logs l JOIN ps_entries e ON {IN_LOG} "
+    "WHERE l.user_id=? AND l.session_id=? GROUP BY l.log"
+)
+LOGS_OF = "SELECT id, log FROM ps_logs WHERE user_id=? AND session_id=?"
+# A copy of log ?1's rows before ?3 (its seq) as log ?2's.
+COPY_ENTRIES = (
+    f"INSERT INTO ps_entries (id, message) SELECT id-?1*{SPAN}+?2*{SPAN}, message "
+    f"FROM ps_entries WHERE id>=?1*{SPAN} AND id<?1*{SPAN}+?3 ORDER BY id"
+)
 
 GET_VALUE = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
 UPSERT_STATE = (
@@ -139,9 +219,4 @@ COPY_ROWS = (  # the state without the head (the target gets its own)
     "INSERT INTO ps_modules (user_id, session_id, name, document) "
     "SELECT ?, ?, name, document FROM ps_modules WHERE user_id=? AND session_id=?",
 )
-COPY_MESSAGES = (
-    "INSERT INTO ps_messages (user_id, session_id, log, seq, message) "
-    "SELECT ?, ?, log, seq, message FROM ps_messages WHERE user_id=? AND session_id=? "
-    "AND NOT (log=? AND seq>=?)"
-)
-CONTENT_TABLES = ("ps_state", "ps_modules", "ps_messages")
+CONTENT_TABLES = ("ps_state", "ps_modules", "ps_logs")  # beside ps_sessions; entries first
