@@ -132,7 +132,7 @@ def bench_store(backend: str, messages: int, repeats: int, redis_url: str) -> di
 
 def raw_sqlite_copy(messages: int, repeats: int) -> float:
     """Bare sqlite3: copy a session's rows (session, its head and 20 state keys, the messages)
-    to a new id with ``INSERT ... SELECT`` in one transaction, on our own schema (2), WAL,
+    to a new id with ``INSERT ... SELECT`` in one transaction, on our own schema (4), WAL,
     synchronous=NORMAL.
     The floor under a SQLite fork; median ms."""
     folder = tempfile.mkdtemp(prefix="ps-raw-copy-")
@@ -150,7 +150,7 @@ def raw_sqlite_copy(messages: int, repeats: int) -> float:
                 ("ps_sessions", "format, created_at, ttl, metadata"),
                 ("ps_state", "name, value, version, updated_at, expires_at"),
                 ("ps_modules", "name, document"),
-                ("ps_messages", "log, seq, message"),
+                ("ps_logs", "log"),
             ):
                 conn.execute(
                     f"INSERT INTO {table} (user_id, session_id, {columns}) "
@@ -158,6 +158,14 @@ def raw_sqlite_copy(messages: int, repeats: int) -> float:
                     "WHERE user_id=? AND session_id=?",
                     (new, USER, "source"),
                 )
+            conn.execute(  # each log's messages, renumbered from the copy's log
+                "INSERT INTO ps_entries (id, message) SELECT e.id + (t.id - s.id) * 4294967296, "
+                "e.message FROM ps_logs s JOIN ps_logs t ON t.user_id=s.user_id "
+                "AND t.session_id=? AND t.log=s.log JOIN ps_entries e "
+                "ON e.id >= s.id * 4294967296 AND e.id < (s.id + 1) * 4294967296 "
+                "WHERE s.user_id=? AND s.session_id=?",
+                (new, USER, "source"),
+            )
             conn.execute("COMMIT")
             samples.append(time.perf_counter() - start)
         (count,) = conn.execute(
