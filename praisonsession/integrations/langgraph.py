@@ -190,12 +190,12 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         if writes:
             writes = sorted(writes, key=_write_order)
         ns, parent = record["ns"], record.get("parent")
-        return CheckpointTuple(
-            config=self._config(where, ns, record["id"]),
-            checkpoint=checkpoint,
-            metadata=metadata,
-            parent_config=None if parent is None else self._config(where, ns, parent),
-            pending_writes=[(write.task_id, write.channel, loads(write.value)) for write in writes],
+        return CheckpointTuple(  # config, checkpoint, metadata, parent_config, pending_writes
+            self._config(where, ns, record["id"]),
+            checkpoint,
+            metadata,
+            None if parent is None else self._config(where, ns, parent),
+            [(write.task_id, write.channel, loads(write.value)) for write in writes],
         )
 
     async def _thread_keys(self) -> AsyncIterator[Key]:

@@ -161,8 +161,13 @@ def pack(blob: Blob) -> list[str]:
     if len(data) >= _COMPRESS_FROM:
         packed = _deflate(data)
         if len(packed) < len(data) * 0.9:
-            return [kind, base64.b64encode(packed).decode("ascii"), "z"]
-    return [kind, base64.b64encode(data).decode("ascii")]
+            return [kind, _to_base64(packed), "z"]
+    return [kind, _to_base64(data)]
+
+
+def _to_base64(data: bytes) -> str:
+    """Base64 text of ``data``, made in one C call (``base64.b64encode`` is a Python layer)."""
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
 if sys.version_info >= (3, 11):
@@ -591,10 +596,14 @@ class Threads:
         if full is None and (known is None or known[0] != at):
             full = await self._record_at(key, ns, checkpoint_id, at)
         record = full if full is not None else known[1]  # type: ignore[index]
-        values = await self._values_of(key, at, record, full)
-        held = _document(documents, writes_name(ns, checkpoint_id), key) or {}
+        values, wanted = self._values_here(key, at, record, full, None)
+        if wanted:
+            await self._read_values(key, record, values, wanted)
+        held = _document(documents, writes_name(ns, checkpoint_id), key) if documents else None
         what = what_of(key, record)
-        return Loaded(record, values, [_write_of(item, what) for item in held.get("w", [])])
+        return Loaded(
+            record, values, [_write_of(item, what) for item in held.get("w", [])] if held else []
+        )
 
     async def _values_of(
         self,
