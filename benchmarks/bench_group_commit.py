@@ -21,11 +21,16 @@ checkpoint: ``PraisonSaver`` against ``SqliteSaver``), each writer on a session 
 its own.
 
 Every side runs at the same durability: WAL with ``synchronous=FULL``, read back with
-``PRAGMA`` from each side's own connection and printed. The sides take turns round by round
+``PRAGMA`` from each side's own connection and printed (ADK's ``SqliteSessionService`` opens
+its file with SQLite's defaults, a rollback journal: each round puts its file in WAL mode
+before the service opens it, as ``bench_adk`` does). The sides take turns round by round
 (``--rounds``), each round on fresh files, and the best and the median round of each are
 printed; ratios are of the medians. Each writer's items are read back at the end of a round
 and checked equal to what it added, in order: a lost or reordered write stops the run. The
-1-writer row is the single-writer path, grouped against one by one.
+1-writer row is the single-writer path, grouped against one by one. The rows of tasks of
+one event loop also say how late a task of the same loop that asks to wake every
+millisecond woke (90th percentile): what a commit on the loop's thread costs its other
+tasks.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from bench_openai_agents import turn  # noqa: E402
 from praisonsession.integrations.openai_agents import PraisonSession  # noqa: E402
 
 SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+NAMES = ("journal_mode", "synchronous")
 TARGET = 2.0  # 8 writers, grouped, against the SDK's SQLiteSession
 
 
@@ -72,7 +78,9 @@ class Side:
         durability: Any,
         group: Callable[[Path], Any] | None = None,
         sync: bool = False,
+        prepare: Callable[[Path], None] | None = None,
     ) -> None:
+        self.prepare = prepare  # readies a round's fresh folder before the writers open it
         self.sync = sync  # its writers call put(n) and verify(count) on threads with no loop
         self.name = name
         self.writer = writer
@@ -188,12 +196,27 @@ def adk_sqlite(folder: Path, index: int) -> ADKWriter:
     return ADKWriter(SqliteSessionService(str(folder / "adk.db")), index)
 
 
+def adk_wal(folder: Path) -> None:
+    """ADK's service opens its file with SQLite's defaults (a rollback journal): the file is
+    put in WAL mode first, as bench_adk does, so that both sides commit the same way (WAL,
+    fsynced at each commit at SQLite's default ``synchronous=FULL``)."""
+    with sqlite3.connect(folder / "adk.db") as db:
+        db.execute("PRAGMA journal_mode=WAL")
+
+
 def adk_durability(folder: Path) -> str:
-    """ADK's service opens its file through aiosqlite with SQLite's defaults."""
-    conn = sqlite3.connect(folder / "defaults.db")
-    found = pragmas(conn)
-    conn.close()
-    return f"{found} (SQLite's defaults: a rollback journal, no WAL)"
+    """Read back on the connection ADK's service commits with (aiosqlite)."""
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    adk_wal(folder)
+    service = SqliteSessionService(str(folder / "adk.db"))
+
+    async def read() -> list[Any]:
+        async with service._get_db_connection() as db:
+            return [(await (await db.execute(f"PRAGMA {n}")).fetchone())[0] for n in NAMES]
+
+    mode, sync = asyncio.run(read())
+    return f"{str(mode).upper()}, synchronous={SYNCHRONOUS[sync]} (file put in WAL first)"
 
 
 # -- LangGraph ---------------------------------------------------------------------------------
@@ -260,7 +283,9 @@ def langgraph_durability(folder: Path) -> str:
 # -- running -----------------------------------------------------------------------------------
 
 
-def run_side(side: Side, folder: Path, writers: int, turns: int) -> tuple[float, float | None]:
+def run_side(
+    side: Side, folder: Path, writers: int, turns: int
+) -> tuple[float, float | None, float | None]:
     """Turns per second of ``writers`` threads, each adding ``turns`` turns, all started
     together, and (ours) writes per commit; each writer's writes are read back and checked."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -316,14 +341,25 @@ def run_side(side: Side, folder: Path, writers: int, turns: int) -> tuple[float,
     per_commit = None
     if shared is not None and shared.group is not None and shared.group.commits:
         per_commit = shared.group.writes / shared.group.commits
-    return writers * turns / elapsed, per_commit
+    return writers * turns / elapsed, per_commit, None
 
 
-def run_tasks(side: Side, folder: Path, writers: int, turns: int) -> tuple[float, float | None]:
+def run_tasks(
+    side: Side, folder: Path, writers: int, turns: int
+) -> tuple[float, float | None, float | None]:
     """Turns per second of ``writers`` tasks of one event loop (one thread), each adding
-    ``turns`` turns, and (ours) writes per commit; each writer's writes are checked."""
+    ``turns`` turns, (ours) writes per commit, and how long the loop was held: a task that
+    asks to wake every millisecond meanwhile records how late it woke, 90th percentile, in
+    ms (a commit run on the loop's thread holds every task of the loop for its fsync)."""
     folder.mkdir(parents=True, exist_ok=True)
     shared = None if side.group is None else side.group(folder)
+    late: list[float] = []
+
+    async def ticker(stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            asked = time.perf_counter()
+            await asyncio.sleep(0.001)
+            late.append(time.perf_counter() - asked - 0.001)
 
     async def main() -> float:
         everyone = [side.writer(folder, i) for i in range(writers)]
@@ -335,9 +371,13 @@ def run_tasks(side: Side, folder: Path, writers: int, turns: int) -> tuple[float
                 for n in range(1, turns + 1):
                     await writer.write(n)
 
+            stop = asyncio.Event()
+            ticking = asyncio.ensure_future(ticker(stop))
             began = time.perf_counter()
             await asyncio.gather(*(adds(writer) for writer in everyone))
             elapsed = time.perf_counter() - began
+            stop.set()
+            await ticking
             for writer in everyone:
                 await writer.check(turns + 1)
         finally:
@@ -352,7 +392,8 @@ def run_tasks(side: Side, folder: Path, writers: int, turns: int) -> tuple[float
     per_commit = None
     if shared is not None and shared.group is not None and shared.group.commits:
         per_commit = shared.group.writes / shared.group.commits
-    return writers * turns / elapsed, per_commit
+    held = statistics.quantiles(late, n=10)[-1] if len(late) > 1 else 0.0
+    return writers * turns / elapsed, per_commit, held * 1e3
 
 
 def bench(
@@ -362,13 +403,16 @@ def bench(
     fails (a framework's own "database is locked") is counted, not hidden."""
     figures: dict[str, list[float]] = {side.name: [] for side in sides}
     shared: dict[str, list[float]] = {side.name: [] for side in sides}
+    stalls: dict[str, list[float]] = {side.name: [] for side in sides}
     failed: dict[str, list[str]] = {side.name: [] for side in sides}
     for turn_of in range(rounds):
         at = turn_of % len(sides)
         for side in sides[at:] + sides[:at]:
             folder = Path(tempfile.mkdtemp(prefix="ps-bench-gc-"))
             try:
-                rate, per_commit = run(side, folder, writers, turns)
+                if side.prepare is not None:
+                    side.prepare(folder)
+                rate, per_commit, stall = run(side, folder, writers, turns)
             except RuntimeError as exc:
                 failed[side.name].append(str(exc.__cause__ or exc))
                 continue
@@ -377,6 +421,8 @@ def bench(
             figures[side.name].append(rate)
             if per_commit is not None:
                 shared[side.name].append(per_commit)
+            if stall is not None:
+                stalls[side.name].append(stall)
     return {
         name: {
             "best": max(found, default=0.0),
@@ -384,6 +430,7 @@ def bench(
             "rounds": found,
             "failed": failed[name],
             "writes_per_commit": statistics.median(shared[name]) if shared[name] else None,
+            "loop_held_ms": statistics.median(stalls[name]) if stalls[name] else None,
         }
         for name, found in figures.items()
     }
@@ -435,7 +482,7 @@ def durabilities(sides: list[Side]) -> dict[str, str]:
 def adk_sides() -> list[Side]:
     return [
         Side("PraisonSessionService", ours_adk, ours_durability, ours_group),
-        Side("SqliteSessionService (ADK)", adk_sqlite, adk_durability),
+        Side("SqliteSessionService (ADK)", adk_sqlite, adk_durability, prepare=adk_wal),
     ]
 
 
@@ -465,16 +512,22 @@ def report(title: str, results: dict[str, Any], reference: str) -> None:
             continue
         rows = results[key]
         base = rows[reference]["median"] or float("nan")
+        held = any(found["loop_held_ms"] is not None for found in rows.values())
+        extra = " a 1 ms timer's lateness, p90 (ms) |" if held else ""
         print(f"\n  {label}:")
-        print(f"  | side | writes/s, median | best | median / {reference} | writes per commit |")
-        print("  |---|---|---|---|---|")
+        print(
+            f"  | side | writes/s, median | best | median / {reference} | writes per commit |"
+            + extra
+        )
+        print("  |---|---|---|---|---|" + ("---|" if held else ""))
         for name, found in rows.items():
             ratio = found["median"] / base
             shared = found["writes_per_commit"]
             per_commit = "-" if shared is None else f"{shared:.1f}"
+            stall = f" {found['loop_held_ms']:.1f} |" if held else ""
             print(
                 f"  | {name} | {found['median']:,.0f} | {found['best']:,.0f} | {ratio:.2f}x "
-                f"| {per_commit} |"
+                f"| {per_commit} |{stall}"
             )
         for name, found in rows.items():
             if found["failed"]:

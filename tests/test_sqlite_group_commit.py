@@ -393,3 +393,68 @@ def test_a_writer_whose_statement_ends_the_transaction_fails_alone(tmp_path: Pat
     assert (group.commits - commits, group.writes - writes) == (1, 2)
     for i in (0, 2):
         assert asyncio.run(stores[0].read_messages(f"s{i}", "u", "log")) == [{"from": f"s{i}"}]
+
+
+def test_a_busy_loops_commit_runs_off_the_loop_and_a_lone_writer_inline(
+    tmp_path: Path,
+) -> None:
+    """A leader whose loop has other tasks ready runs the shared transaction on a worker
+    thread, so the loop goes on during the fsync; a writer alone on an idle loop commits on
+    the loop's own thread (no handoff)."""
+    store = SqliteSession(tmp_path / "s.db", durability="power")
+    backend = beneath(store.backend)
+    asyncio.run(store.increment("warm", "u", "n"))
+    ran_on: list[int] = []
+
+    def work(conn: sqlite3.Connection) -> int:
+        ran_on.append(threading.get_ident())
+        return len(ran_on)
+
+    async def lone() -> int:
+        await backend._transaction(work, True)
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(lone())
+    assert ran_on == [loop_thread]
+    ran_on.clear()
+
+    async def together() -> tuple[int, list[Any]]:
+        found = await asyncio.gather(*(backend._transaction(work, True) for _ in range(4)))
+        return threading.get_ident(), found
+
+    loop_thread, found = asyncio.run(together())
+    assert sorted(found) == [1, 2, 3, 4]  # each writer its own outcome
+    assert len(set(ran_on)) == 1 and ran_on[0] != loop_thread  # one transaction, a worker's
+
+
+def test_a_leader_cancelled_while_its_commit_runs_off_the_loop_settles_everyone(
+    tmp_path: Path,
+) -> None:
+    """The leader is cancelled while the shared transaction runs on the worker: the
+    transaction is not cut short; the other writers get their outcomes, the leader's write is
+    committed with theirs and the leader gets the cancellation."""
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    backend = beneath(store.backend)
+    asyncio.run(store.increment("warm", "u", "n"))
+    started, release = threading.Event(), threading.Event()
+
+    def held(conn: sqlite3.Connection) -> int:
+        started.set()
+        release.wait(WAIT)  # holds the transaction on the worker thread
+        return 0
+
+    async def scenario() -> list[Any]:
+        leader = asyncio.ensure_future(store.increment("lead", "u", "n"))
+        followers = [asyncio.ensure_future(store.increment(f"f{i}", "u", "n")) for i in range(3)]
+        blocker = asyncio.ensure_future(backend._transaction(held, True))
+        await asyncio.to_thread(started.wait, WAIT)
+        leader.cancel()
+        await asyncio.sleep(0)
+        release.set()
+        return await asyncio.gather(leader, *followers, blocker, return_exceptions=True)
+
+    outcomes = asyncio.run(scenario())
+    assert isinstance(outcomes[0], asyncio.CancelledError)
+    assert outcomes[1:] == [1, 1, 1, 0]
+    assert asyncio.run(store.get_value("lead", "u", "n")) == 1  # committed with the others

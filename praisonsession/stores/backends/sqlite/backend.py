@@ -110,6 +110,7 @@ from .shared import (
     Writer,
     cancelled,
     forget_after_fork,
+    on_a_worker,
     others_ready,
     shared_file,
 )
@@ -262,24 +263,29 @@ class SqliteBackend(StoreBackend):
         if not group.join(mine) and not await group.wait(mine):
             return cast(T, mine.outcome())  # committed (or refused) by another leader
         try:
+            busy = False  # whether this loop has other work: then the commit runs off it
             try:  # tasks of this loop that may write too: let them queue first
                 for _ in range(READY_TURNS):
                     if not others_ready():
                         break
+                    busy = True
                     await pause(0)
             except BaseException:
                 group.leave(mine)
                 raise
             while mine.state is not DONE:
                 batch: list[Writer] = []
+                transaction = self._attempts(partial(self._run_batch, group, batch), True)
                 try:
-                    await self._attempts(partial(self._run_batch, group, batch), True)
+                    await (on_a_worker(transaction, mine) if busy else transaction)
                 except _TransactionLost as lost:  # the failing writer is settled; the rest again
                     group.requeue(lost.again)
                     group.settle(lost.failed, mine)
                 except Exception as exc:
                     if not batch:  # BEGIN never succeeded: this writer's own error
                         group.leave(mine)
+                        if mine.interrupted:
+                            raise mine.interrupted from exc
                         raise
                     for writer in batch:
                         writer.error = exc  # nothing of the transaction was committed
@@ -298,6 +304,9 @@ class SqliteBackend(StoreBackend):
                     group.commits += 1
                     group.writes += len(batch)
                     group.settle(batch, mine)
+                if mine.interrupted:  # cancelled while its transaction ran on the worker
+                    group.leave(mine)
+                    raise mine.interrupted
             return cast(T, mine.outcome())
         finally:
             group.pass_on()

@@ -25,9 +25,12 @@ of the process still take turns here rather than poll SQLite's lock, one commit 
 Processes do not share this queue: each process has its own, and they meet at SQLite's write
 lock as before (WAL, ``BEGIN IMMEDIATE``, ``busy_timeout``).
 
-Tasks of one event loop batch too: a transaction runs inline on the loop, so tasks never
-meet in the queue by themselves; a leader whose loop has other callbacks ready yields to them (a
-few turns of the loop at most) before it begins, and those tasks that write queue behind it.
+Tasks of one event loop batch too: a leader whose loop has other callbacks ready yields to
+them (a few turns of the loop at most) before it begins, and those tasks that write queue
+behind it; its transaction then runs on a worker thread (``on_a_worker``), so the loop's
+other tasks go on during the fsync instead of waiting for it, and each writer is answered on
+the loop once the commit has returned. A writer alone on an idle loop, or on a thread with no
+loop, commits on its own thread: no handoff, nothing to wait for.
 
 A store of one file is keyed here by its resolved path and ``synchronous``; the stores of a
 key share each thread's connection, which is what lets a leader run another store's
@@ -41,12 +44,12 @@ import sqlite3
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from threading import get_ident
 from typing import Any
 
-from ...._internal.runtime import loop_running_here
+from ...._internal.runtime import drive, loop_running_here
 
 #: The most writers one transaction carries: a leader's wait is bounded, and a queue longer
 #: than this commits in several transactions.
@@ -70,13 +73,16 @@ class Thread:
 class Writer:
     """One write call in a commit group: its work, its outcome, and how it is woken."""
 
-    __slots__ = ("error", "future", "loop", "state", "value", "wake", "work")
+    __slots__ = ("error", "future", "interrupted", "loop", "state", "value", "wake", "work")
 
     def __init__(self, work: Callable[[sqlite3.Connection], Any]) -> None:
         self.work = work
         self.state = QUEUED
         self.value: Any = None
         self.error: BaseException | None = None
+        #: A leader's cancellation that came while its transaction ran on a worker thread
+        #: (``on_a_worker``): raised once every writer of the transaction has its outcome.
+        self.interrupted: BaseException | None = None
         self.wake: Any = None  # a held lock the leader releases (a thread with no loop)
         self.loop: Any = None  # or the writer's loop and future (a thread running a loop)
         self.future: Any = None
@@ -131,6 +137,27 @@ def others_ready() -> bool:
 
 
 _running_loop: Callable[[], Any] | None = None
+
+
+async def on_a_worker(transaction: Coroutine[Any, Any, Any], leader: Writer) -> Any:
+    """Run ``transaction`` (it suspends only through ``runtime.pause``) on a worker thread
+    and return its outcome, the loop running its other tasks meanwhile: a leader whose loop
+    has other work commits there, so the fsync does not stop them. It is never cut short: a
+    cancellation meanwhile is kept on ``leader.interrupted`` for the leader to raise once
+    every writer of the transaction has its outcome."""
+    import asyncio
+    import contextvars
+
+    loop = asyncio.get_running_loop()
+    call = contextvars.copy_context().run  # the call's deadline goes along
+    done = loop.run_in_executor(None, call, drive, transaction)  # a future: no task to cancel
+    while True:
+        try:
+            return await asyncio.shield(done)
+        except asyncio.CancelledError as exc:
+            if done.done() and not done.cancelled() and done.exception() is exc:
+                raise  # the transaction's own outcome, not a cancellation of this task
+            leader.interrupted = exc
 
 
 def _resolve(future: Any) -> None:
