@@ -363,6 +363,35 @@ def test_a_schema_3_file_keeps_every_message_in_its_log_once_migrated(
     assert sorted(left) == [("ann", "new"), ("bob", "chat")]
 
 
+def test_a_failed_migration_of_a_schema_3_file_keeps_its_messages_table(
+    tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "three.db"
+    make_schema_3_file(path)
+    failing = (*sqlite_schema.MIGRATE_FROM_3, "INSERT INTO no_such_table VALUES (1)")
+    monkeypatch.setitem(sqlite_schema.MIGRATIONS, 3, failing)
+    store = SqliteSession(path)
+    with pytest.raises(StoreUnavailableError):
+        run(store.message_count("chat", "bob", "agent.memory"))
+    run(store.close())
+    assert user_version(path) == 3
+    with sqlite3.connect(path) as db:
+        kinds = dict(db.execute("SELECT name, type FROM sqlite_master WHERE name LIKE 'ps_%'"))
+        held = db.execute("SELECT COUNT(*) FROM ps_messages").fetchone()
+    assert (kinds["ps_messages"], "ps_logs" in kinds, "ps_entries" in kinds) == (
+        "table",
+        False,
+        False,
+    )
+    assert held == (sum(count for *_, count in LOGS_3),)
+
+    monkeypatch.undo()  # the real migration, on the untouched file
+    store = SqliteSession(path)
+    assert run(store.message_count("chat", "bob", "agent.memory")) == 300
+    run(store.close())
+    assert user_version(path) == sqlite_schema.SCHEMA_VERSION
+
+
 def test_a_file_of_a_newer_schema_is_refused(tmp_path: Path, run) -> None:
     path = tmp_path / "new.db"
     with sqlite3.connect(path) as db:
@@ -412,6 +441,27 @@ def test_an_append_to_a_log_writes_its_page_and_the_head(tmp_path: Path, run) ->
         run(store.append_messages("s", "u", "log", [message]))
     assert 80 <= wal_frames(path) <= 100
     assert run(store.message_count("s", "u", "log")) == 60
+    run(store.close())
+
+
+def test_a_log_never_reaches_into_the_rows_of_the_log_numbered_before_it(
+    tmp_path: Path, run
+) -> None:
+    """Logs share one table, each numbering its rows from its id: bounds below zero stop at
+    the log's own first row."""
+    store = SqliteSession(tmp_path / "s.db")
+    for log in ("a", "b"):
+        run(store.append_messages("s", "u", log, [{"n": i} for i in range(3)]))
+    key = record_key("s", "u")
+    assert run(store.backend.read_log(key, path="b", start=-9, stop=None)) == [
+        {"n": i} for i in range(3)
+    ]
+    assert run(store.backend.read_log(key, path="b", start=0, stop=-1)) == []
+    assert run(store.backend.truncate_log(key, path="b", length=-2, expected=None)) == [
+        {"n": i} for i in range(3)
+    ]
+    assert run(store.read_messages("s", "u", "a")) == [{"n": i} for i in range(3)]
+    assert run(store.message_count("s", "u", "b")) == 0
     run(store.close())
 
 

@@ -1166,7 +1166,7 @@ class SqliteBackend(StoreBackend):
                 raise ConflictError(f"Log {path!r} holds {held} messages, not {expected}.")
             if base is None or length >= held:
                 return []
-            cut = (base + length, base + SPAN)
+            cut = (base + max(length, 0), base + SPAN)  # never into the log numbered before
             what = f"message log {path!r} of session {key.session_id!r}"
             removed = [loads(message, what) for (message,) in conn.execute(ENTRIES, cut)]
             conn.execute(CUT, cut)
