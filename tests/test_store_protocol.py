@@ -31,8 +31,9 @@ REQUIRED = {
     "read_modules",
     "read_log",
 }
-#: Derived from the required ones by default (a module write with no modules; a compare-and-set).
-DERIVED = {"append_log", "increment_record_value"}
+#: Derived from the required ones by default (a module write with no modules; a compare-and-set;
+#: a read of a log, then of the modules its messages name).
+DERIVED = {"append_log", "increment_record_value", "read_log_and_modules"}
 OPTIONAL = DERIVED | {
     "count_log",
     "list_record_owners",

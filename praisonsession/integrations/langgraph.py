@@ -270,7 +270,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
                 (ns or "") if before_ns is None else before_ns,
                 _PAGE if left is None or filter else left,
             )
-            async for page in pages:
+            async for page, documents in pages:
                 chosen = []
                 for at, record in page:
                     metadata = self._metadata(key, record)
@@ -280,7 +280,9 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
                             break
                 if not chosen:
                     continue
-                loaded = await self._threads.load_many(key, [(at, r) for at, r, _ in chosen])
+                loaded = await self._threads.load_many(
+                    key, [(at, r) for at, r, _ in chosen], documents
+                )
                 yield [
                     self._tuple(shown, found, metadata)
                     for found, (_, _, metadata) in zip(loaded, chosen, strict=True)

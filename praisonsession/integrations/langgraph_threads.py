@@ -274,6 +274,27 @@ def _document(documents: dict[str, Any], name: str, key: Key) -> dict[str, Any] 
     return held
 
 
+def _writes(records: list[Any], ns: str) -> list[str]:
+    """The names of the writes documents of the records of namespace ``ns`` (anything else,
+    such as a sealed record read without its key, names none)."""
+    return [
+        writes_name(ns, record["id"])
+        for record in records
+        if type(record) is dict and record.get("ns") == ns and type(record.get("id")) is str
+    ]
+
+
+def _heads_writes(tail: list[Any], ns: str) -> list[str]:
+    """What a read of the newest checkpoint of ``ns`` wants beside the log's last record: its
+    writes document when that record is of ``ns``, else the namespace's head document."""
+    if not tail:
+        return []
+    last = tail[-1]
+    if type(last) is dict and last.get("ns") == ns and type(last.get("at")) is int:
+        return _writes(tail[-1:], ns)
+    return [head_name(ns)]
+
+
 def _checked(records: list[Any], key: Key) -> list[Record]:
     """Records as read from :data:`CHECKPOINTS`, each checked to be one of ours."""
     for record in records:
@@ -553,12 +574,23 @@ class Threads:
     async def _load_head(self, key: Key, ns: str) -> Loaded | None:
         """The newest checkpoint: the log's last record (or the namespace's head document),
         then its pending writes."""
-        head = await self._head(key, ns)
-        if head is None:
+        tail, stored = await self.backend.read_log_and_modules(
+            key, path=CHECKPOINTS, start=-1, stop=None, names=lambda tail: _heads_writes(tail, ns)
+        )
+        if not _checked(tail, key):
             return None
-        at, checkpoint_id, full = head
-        stored = await self.backend.read_modules(key, names=[writes_name(ns, checkpoint_id)])
         documents = {} if stored is None else stored.documents
+        at, last = tail[0].get("at"), tail[0]
+        full: Record | None = last
+        if last.get("ns") == ns and type(at) is int:  # the log's last: its writes read with it
+            checkpoint_id = last["id"]
+        else:  # another namespace's record is the last: this one's head says where it is
+            head = _document(documents, head_name(ns), key)
+            if head is None:
+                return None
+            at, checkpoint_id, full = head["at"], head["id"], None
+            stored = await self.backend.read_modules(key, names=[writes_name(ns, checkpoint_id)])
+            documents = {} if stored is None else stored.documents
         known = self._known(key, ns, checkpoint_id)
         if known is not None and known[0] == at:
             full = None  # remembered here, with its values
@@ -672,12 +704,19 @@ class Threads:
                 for channel in wanted.get(position, []):
                     values[channel] = _source_value(key, source, ns, channel, versions[channel])
 
-    async def load_many(self, key: Key, records: Sequence[tuple[int, Record]]) -> list[Loaded]:
+    async def load_many(
+        self,
+        key: Key,
+        records: Sequence[tuple[int, Record]],
+        documents: dict[str, Any] | None = None,
+    ) -> list[Loaded]:
         """The values and pending writes of records read from the log, their writes read in one
-        step; a value one of them refers to is taken from the others when it is there."""
+        step (unless ``documents`` holds them, read with the records); a value one of them
+        refers to is taken from the others when it is there."""
         names = [writes_name(record["ns"], record["id"]) for _, record in records]
-        stored = await self.backend.read_modules(key, names=names)
-        documents = {} if stored is None else stored.documents
+        if documents is None:
+            stored = await self.backend.read_modules(key, names=names)
+            documents = {} if stored is None else stored.documents
         nearby = dict(records)
         loaded = []
         for name, (at, record) in zip(names, records, strict=True):
@@ -698,19 +737,22 @@ class Threads:
 
     async def newest_first(
         self, key: Key, ns: str | None, before: str | None, before_ns: str, first: int
-    ) -> AsyncIterator[list[tuple[int, Record]]]:
+    ) -> AsyncIterator[tuple[list[tuple[int, Record]], dict[str, Any] | None]]:
         """The thread's records with their positions, newest first, a page at a time (the
         first of ``first`` records): only namespace ``ns`` unless None, and only those put
-        before checkpoint ``before`` (of namespace ``before_ns``) when given."""
+        before checkpoint ``before`` (of namespace ``before_ns``) when given. Each page comes
+        with its records' writes documents when they were read with it (the first), else
+        None: :meth:`load_many` reads them."""
         size = max(1, min(first, _PAGE))
         end: int | None = None
         if before is None and ns is not None:
-            # the log's tail first: a record says where it is, so when the newest is of this
-            # namespace the walk starts here, with no read of the head document
-            tail = _checked(
-                await self.backend.read_log(key, path=CHECKPOINTS, start=-size, stop=None), key
+            # the log's tail first, with the writes documents of its records: a record says
+            # where it is, so when the newest is of this namespace the walk starts here, with
+            # no read of the head document
+            tail, stored = await self.backend.read_log_and_modules(
+                key, path=CHECKPOINTS, start=-size, stop=None, names=lambda tail: _writes(tail, ns)
             )
-            if not tail:
+            if not _checked(tail, key):
                 return
             start = _start_of(tail)
             if start is not None and tail[-1].get("ns") == ns:
@@ -720,7 +762,7 @@ class Threads:
                     if record.get("ns") == ns
                 ]
                 if chosen:
-                    yield chosen
+                    yield chosen, ({} if stored is None else stored.documents)
                 end, size = start, _PAGE
         if end is None:
             end = await self._end(key, ns, before, before_ns)
@@ -738,7 +780,7 @@ class Threads:
                 if ns is None or record.get("ns") == ns
             ]
             if chosen:
-                yield chosen
+                yield chosen, None
             end, size = start, _PAGE
 
     async def _end(self, key: Key, ns: str | None, before: str | None, before_ns: str) -> int:

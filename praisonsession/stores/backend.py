@@ -16,7 +16,7 @@ taken for the user-facing method of the same idea (``get_info(session_id, user_i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, NamedTuple
 
 from .._internal.json_data import add_numbers
@@ -31,6 +31,7 @@ __all__ = [
     "ForwardingBackend",
     "Key",
     "LogWrite",
+    "ModuleNames",
     "StoreBackend",
     "StoredModules",
     "Unset",
@@ -73,6 +74,10 @@ class StoredModules(NamedTuple):
 
     documents: dict[str, Any]
     logs: dict[str, list[dict[str, Any]]]
+
+
+#: What ``read_log_and_modules`` asks of its caller: the modules the messages read name.
+ModuleNames = Callable[[list[dict[str, Any]]], list[str]]
 
 
 class StoreBackend(ABC):
@@ -272,6 +277,19 @@ class StoreBackend(ABC):
         A negative ``start`` counts from the end, as in a Python slice (``-20, None``: the
         last 20 messages), in the same one step: a conversation's tail costs one read, with
         no count before it that another writer could make stale."""
+
+    async def read_log_and_modules(
+        self, key: Key, *, path: str, start: int, stop: int | None, names: ModuleNames
+    ) -> tuple[list[dict[str, Any]], StoredModules | None]:
+        """``read_log``, then ``read_modules`` of the modules ``names(messages)`` lists (a
+        document that the messages name, such as a checkpoint's pending writes): ([], None)
+        for a record that is not live, None for no names. ``names`` gets the messages as
+        stored, sealed ones included, and must not fail on any. Derived: the default makes
+        the two reads (a wrapper's own, so a sealing one opens both); SQLite makes them in
+        one transaction."""
+        messages = await self.read_log(key, path=path, start=start, stop=stop)
+        wanted = names(messages)
+        return messages, (await self.read_modules(key, names=wanted) if wanted else None)
 
     async def truncate_log(
         self, key: Key, *, path: str, length: int, expected: int | None

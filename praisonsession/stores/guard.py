@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from .._internal.identifiers import check_key
 from ..errors import KeyRequiredError
-from .backend import TTL, ForwardingBackend, LogWrite, StoreBackend, StoredModules
+from .backend import TTL, ForwardingBackend, LogWrite, ModuleNames, StoreBackend, StoredModules
 from .keyless import (
     looks_sealed,
     refuse_sealed_info,
@@ -265,11 +265,14 @@ class KeyGuard(ForwardingBackend):
 
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         stored = await self._inner.read_modules(key, names=names)
+        await self._read_stored(key, stored)
+        return stored
+
+    async def _read_stored(self, key: Key, stored: StoredModules | None) -> None:
         if stored is not None:
             await self._read(key, stored.documents.values())
             for messages in stored.logs.values():
                 await self._read(key, messages[:1])
-        return stored
 
     def append_log(self, key: Key, *, write: LogWrite) -> _Co[int]:
         check_key(write.path, "log name")
@@ -281,6 +284,16 @@ class KeyGuard(ForwardingBackend):
         messages = await self._inner.read_log(key, path=path, start=start, stop=stop)
         await self._read(key, messages)
         return messages
+
+    async def read_log_and_modules(
+        self, key: Key, *, path: str, start: int, stop: int | None, names: ModuleNames
+    ) -> tuple[list[dict[str, Any]], StoredModules | None]:
+        messages, stored = await self._inner.read_log_and_modules(
+            key, path=path, start=start, stop=stop, names=names
+        )
+        await self._read(key, messages)
+        await self._read_stored(key, stored)
+        return messages, stored
 
     async def truncate_log(
         self, key: Key, *, path: str, length: int, expected: int | None

@@ -488,6 +488,46 @@ class StoreConformance:
             == []
         )
 
+    def test_a_log_and_the_modules_its_messages_name_are_read_together(
+        self, store: SessionBase
+    ) -> None:
+        """``read_log_and_modules``: what ``read_log`` then ``read_modules`` return, the names
+        made from the messages read (a LangGraph checkpoint and its pending writes)."""
+        key = record_key("s", "u")
+        messages = [numbered(i) for i in range(4)]
+        run(
+            store.backend.write_modules(
+                key,
+                documents={"doc.2": {"of": 2}, "doc.3": {"of": 3}},
+                writes=[LogWrite("log", messages, None), LogWrite("doc.3.log", [say("x")], None)],
+            )
+        )
+        seen: list[list[dict[str, Any]]] = []
+
+        def names(found: list[dict[str, Any]]) -> list[str]:
+            seen.append(found)
+            return [f"doc.{message['content'].split()[1]}" for message in found]
+
+        found, stored = run(
+            store.backend.read_log_and_modules(key, path="log", start=-2, stop=None, names=names)
+        )
+        assert found == messages[-2:] and seen == [messages[-2:]]
+        assert stored is not None
+        assert stored.documents == {"doc.2": {"of": 2}, "doc.3": {"of": 3}}
+        assert stored == run(store.backend.read_modules(key, names=["doc.2", "doc.3"]))
+        assert run(
+            store.backend.read_log_and_modules(key, path="log", start=0, stop=1, names=names)
+        ) == ([messages[0]], run(store.backend.read_modules(key, names=["doc.0"])))
+        assert run(
+            store.backend.read_log_and_modules(key, path="log", start=0, stop=2, names=lambda _: [])
+        ) == (messages[:2], None)
+        missing = record_key("missing", "u")
+        assert run(
+            store.backend.read_log_and_modules(
+                missing, path="log", start=-2, stop=None, names=names
+            )
+        ) == ([], None)
+
     @_needs("supports_truncation")
     def test_a_truncated_log_keeps_its_head_and_hands_back_its_tail(
         self, store: SessionBase

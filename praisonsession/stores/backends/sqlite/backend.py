@@ -53,7 +53,16 @@ from ....errors import (
     StoreUnavailableError,
     UnsupportedFormatError,
 )
-from ...backend import TTL, UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import (
+    TTL,
+    UNSET,
+    Capabilities,
+    Key,
+    LogWrite,
+    ModuleNames,
+    StoreBackend,
+    StoredModules,
+)
 from ...durability import check_durability
 from ...record import (
     FORMAT_VERSION,
@@ -1103,34 +1112,34 @@ class SqliteBackend(StoreBackend):
         return await self._write(work)
 
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
-        def work(conn: sqlite3.Connection) -> StoredModules:
-            documents = {}
-            logs: dict[str, list[dict[str, Any]]] = {}
-            found: dict[str, str] = {}
-            for at in range(0, len(names), _NAMES_AT_ONCE):  # the documents held, in one query
-                chunk = names[at : at + _NAMES_AT_ONCE]
-                found.update(
-                    conn.execute(
-                        "SELECT name, document FROM ps_modules WHERE user_id=? AND session_id=? "
-                        f"AND name IN ({','.join('?' * len(chunk))})",
-                        (key.user_id, key.session_id, *chunk),
-                    ).fetchall()
-                )
-            for name in names:
-                text = found.get(name)
-                if text is None or name in documents:
-                    continue
-                documents[name] = loads(text, f"module {name!r} of session {key.session_id!r}")
-                rows = conn.execute(
-                    MODULE_LOGS, (key.user_id, key.session_id, name, name + "/", name + ".")
-                ).fetchall()
-                for path, message in rows:
-                    logs.setdefault(path, []).append(
-                        loads(message, f"message log {path!r} of session {key.session_id!r}")
-                    )
-            return StoredModules(documents, logs)
+        return await self._read_then_slide(key, lambda conn: self._modules(conn, key, names))
 
-        return await self._read_then_slide(key, work)
+    def _modules(self, conn: sqlite3.Connection, key: Key, names: list[str]) -> StoredModules:
+        documents = {}
+        logs: dict[str, list[dict[str, Any]]] = {}
+        found: dict[str, str] = {}
+        for at in range(0, len(names), _NAMES_AT_ONCE):  # the documents held, in one query
+            chunk = names[at : at + _NAMES_AT_ONCE]
+            found.update(
+                conn.execute(
+                    "SELECT name, document FROM ps_modules WHERE user_id=? AND session_id=? "
+                    f"AND name IN ({','.join('?' * len(chunk))})",
+                    (key.user_id, key.session_id, *chunk),
+                ).fetchall()
+            )
+        for name in names:
+            text = found.get(name)
+            if text is None or name in documents:
+                continue
+            documents[name] = loads(text, f"module {name!r} of session {key.session_id!r}")
+            rows = conn.execute(
+                MODULE_LOGS, (key.user_id, key.session_id, name, name + "/", name + ".")
+            ).fetchall()
+            for path, message in rows:
+                logs.setdefault(path, []).append(
+                    loads(message, f"message log {path!r} of session {key.session_id!r}")
+                )
+        return StoredModules(documents, logs)
 
     async def append_log(self, key: Key, *, write: LogWrite) -> int:
         def work(conn: sqlite3.Connection) -> int:
@@ -1142,19 +1151,36 @@ class SqliteBackend(StoreBackend):
     async def read_log(
         self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
-        def work(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-            ids = (key.user_id, key.session_id, path)
-            if start < 0 and stop is None:  # a tail: one walk back from the end, no count
-                rows = conn.execute(LOG_TAIL, (*ids, -start)).fetchall()
-                rows.reverse()
-            else:
-                first = start if start >= 0 else max(0, self._log_length(conn, key, path) + start)
-                last = SPAN if stop is None else min(stop, SPAN)
-                rows = conn.execute(LOG_RANGE, (*ids, min(first, SPAN), last)).fetchall()
-            what = f"message log {path!r} of session {key.session_id!r}"
-            return loads_each([m for (m,) in rows], what)
+        found = await self._read_then_slide(
+            key, lambda conn: self._messages(conn, key, path, start, stop)
+        )
+        return found or []
 
-        return await self._read_then_slide(key, work) or []
+    def _messages(
+        self, conn: sqlite3.Connection, key: Key, path: str, start: int, stop: int | None
+    ) -> list[dict[str, Any]]:
+        ids = (key.user_id, key.session_id, path)
+        if start < 0 and stop is None:  # a tail: one walk back from the end, no count
+            rows = conn.execute(LOG_TAIL, (*ids, -start)).fetchall()
+            rows.reverse()
+        else:
+            first = start if start >= 0 else max(0, self._log_length(conn, key, path) + start)
+            last = SPAN if stop is None else min(stop, SPAN)
+            rows = conn.execute(LOG_RANGE, (*ids, min(first, SPAN), last)).fetchall()
+        what = f"message log {path!r} of session {key.session_id!r}"
+        return loads_each([m for (m,) in rows], what)
+
+    async def read_log_and_modules(
+        self, key: Key, *, path: str, start: int, stop: int | None, names: ModuleNames
+    ) -> tuple[list[dict[str, Any]], StoredModules | None]:
+        """Both reads in one transaction: one snapshot, one liveness check."""
+
+        def work(conn: sqlite3.Connection) -> tuple[list[dict[str, Any]], StoredModules | None]:
+            messages = self._messages(conn, key, path, start, stop)
+            wanted = names(messages)
+            return messages, (self._modules(conn, key, wanted) if wanted else None)
+
+        return await self._read_then_slide(key, work) or ([], None)
 
     async def truncate_log(
         self, key: Key, *, path: str, length: int, expected: int | None
