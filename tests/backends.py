@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,6 +67,56 @@ def store_url(kind: str, root: Path) -> str:
     if kind == "postgres":
         return postgres_store_url(root)
     return f"json://{root}/j" if kind == "json" else f"sqlite://{root}/s.db"
+
+
+def worker_name(root: Path, n: int) -> str:
+    """A name for the connections of worker ``n`` of the test in ``root`` (short: PostgreSQL
+    cuts an application_name at 63 bytes)."""
+    return f"w{hashlib.sha1(str(root).encode()).hexdigest()[:8]}-{n}"
+
+
+def naming_connections(url: str, name: str) -> str:
+    """``url`` whose connections carry ``name`` on their server (PostgreSQL's
+    ``application_name``, Redis's client name), so ``wait_until_disconnected`` finds them;
+    a file store's URL as it is."""
+    option = {"postgresql": "application_name", "redis": "client_name"}.get(url.split(":")[0])
+    if option is None:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}{option}={name}"
+
+
+def connections_named(url: str, name: str) -> int | None:
+    """How many connections named ``name`` (``naming_connections``) the store's server has
+    open; None for a file store, which has no server."""
+    kind = url.split(":")[0]
+    if kind == "postgresql":
+        import psycopg
+
+        with psycopg.connect(POSTGRES_URL or "", autocommit=True) as conn:
+            query = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+            count: int = conn.execute(query, (name,)).fetchall()[0][0]
+            return count
+    if kind == "redis":
+        import redis
+
+        with redis.Redis.from_url(REDIS_URL or "") as client:
+            return sum(c["name"] == name for c in client.client_list())
+    return None
+
+
+def wait_until_disconnected(url: str, name: str) -> None:
+    """Return once the server has ended every connection named ``name`` (``naming_connections``).
+
+    A process killed with SIGKILL may leave its server a statement to finish: a COMMIT sent
+    just before the kill lands after it, so a store looked at right after the kill can still
+    change (a session listed, then deleted before it is read). The server ends the connection
+    only once it has done what it was sent, so from then on the store holds what the dead
+    process left. A file store needs no wait: the dead process made its writes itself.
+    """
+    deadline = time.monotonic() + 60
+    while connections_named(url, name):
+        assert time.monotonic() < deadline, f"the server kept connection {name!r} for 60 s"
+        time.sleep(0.002)
 
 
 class RawAccess:

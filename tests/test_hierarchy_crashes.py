@@ -19,7 +19,16 @@ from typing import Any
 
 import pytest
 
-from backends import SERVERS, SHARED, store_url
+from backends import (
+    SERVERS,
+    SHARED,
+    connections_named,
+    naming_connections,
+    postgres_schema,
+    store_url,
+    wait_until_disconnected,
+    worker_name,
+)
 from praisonsession import Session, SessionBase, erase_user, open_store
 from praisonsession._internal import runtime
 from praisonsession.archive import STAGING_TTL
@@ -81,19 +90,27 @@ def content_of(store: SessionBase, session_id: str, user_id: str = USER) -> dict
 
 class Workers:
     """Worker processes started ahead of their trials (Python's start-up overlaps a trial),
-    each released by a line on stdin and killed with SIGKILL after a random delay."""
+    each released by a line on stdin and killed with SIGKILL after a random delay; a trial
+    looks at the store once the server has ended the dead worker's connections."""
 
-    def __init__(self, tmp_path: Path, command: Any) -> None:
+    def __init__(self, tmp_path: Path, url: str, command: Any) -> None:
         self.tmp_path = tmp_path
-        self.command = command  # trial -> worker command line
+        self.url = url
+        self.command = command  # (trial, its worker's URL) -> worker command line
         self.procs: list[subprocess.Popen[str]] = []
+
+    def name(self, trial: int) -> str:
+        """What worker ``trial``'s connections are called on a store's server."""
+        return worker_name(self.tmp_path, trial)
 
     def start_until(self, trial: int) -> None:
         while len(self.procs) < min(trial + 1 + WRITERS_AHEAD, CRASH_TRIALS):
             log = open(self.tmp_path / f"worker-{len(self.procs)}.stderr", "w")  # noqa: SIM115
             self.procs.append(
                 subprocess.Popen(
-                    self.command(len(self.procs)),
+                    self.command(
+                        len(self.procs), naming_connections(self.url, self.name(len(self.procs)))
+                    ),
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=log,
@@ -105,7 +122,8 @@ class Workers:
 
     def kill_after(self, trial: int, delay: float, acked: Path | None = None) -> None:
         """Kill worker ``trial`` ``delay`` seconds after its go, or after the first line of
-        its ``acked`` file: a loaded machine may take longer than the delay to do anything."""
+        its ``acked`` file: a loaded machine may take longer than the delay to do anything.
+        Returns once the store's server is done with what the worker sent before it died."""
         self.start_until(trial)
         proc = self.procs[trial]
         ready = proc.stdout.readline()
@@ -116,12 +134,15 @@ class Workers:
         while acked is not None and not read_acks(acked):
             assert proc.poll() is None, f"worker {trial} ended by itself:\n{stderr.read_text()}"
             time.sleep(0.002)
+        named = connections_named(self.url, self.name(trial))
+        assert named != 0, f"worker {trial}'s connections do not carry its name"
         time.sleep(delay)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         assert proc.returncode == -signal.SIGKILL, f"worker {trial} ended by itself:\n" + (
             stderr.read_text()
         )
+        wait_until_disconnected(self.url, self.name(trial))
 
     def close(self) -> None:
         for proc in self.procs:
@@ -158,7 +179,8 @@ def test_a_fork_killed_at_any_moment_is_absent_or_complete(
     expected = content_of(store, "source")
     workers = Workers(
         tmp_path,
-        lambda t: worker_command("fork-loop", url, "source", f"t{t}", str(tmp_path / f"{t}.acks")),
+        url,
+        lambda t, u: worker_command("fork-loop", u, "source", f"t{t}", str(tmp_path / f"{t}.acks")),
     )
     started = time.monotonic()
     in_flight_found = forks_made = 0
@@ -200,6 +222,77 @@ def test_a_fork_killed_at_any_moment_is_absent_or_complete(
     )
 
 
+def test_a_deletion_whose_commit_the_server_still_runs_lands_after_the_kill(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Why a trial waits for the server to end the dead worker's connections before it looks:
+    a worker killed while PostgreSQL runs its COMMIT leaves that COMMIT to land after the kill.
+    Here the COMMIT of the worker's first deletion is held (a deferred trigger waits for a
+    lock this test holds), as a loaded machine holds it by not scheduling the server: after
+    the kill the fork it deletes is still listed, and a reader of the listing would find it
+    gone (the crash test once failed so: "t16-7 torn", read as an empty session). Once the
+    server has ended the connection, the deletion has landed and nothing changes any more."""
+    import psycopg
+    from psycopg import sql
+
+    url = store_url("postgres", tmp_path)
+    store = open_store(url)
+    write_content(Session("source", USER, store=store), "source", 10)
+    expected = content_of(store, "source")
+    name = postgres_schema(tmp_path)
+    schema = sql.Identifier(name)
+    acks = tmp_path / "0.acks"
+    workers = Workers(
+        tmp_path, url, lambda t, u: worker_command("fork-loop", u, "source", "t", str(acks))
+    )
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(
+            sql.SQL(
+                "CREATE FUNCTION {s}.held_commit() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                "BEGIN PERFORM pg_advisory_xact_lock(hashtext('held:' || TG_TABLE_SCHEMA)); "
+                "RETURN NULL; END $$"
+            ).format(s=schema)
+        )
+        admin.execute(
+            sql.SQL(
+                "CREATE CONSTRAINT TRIGGER held_commit AFTER DELETE ON {s}.ps_sessions "
+                "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION {s}.held_commit()"
+            ).format(s=schema)
+        )
+        admin.execute("SELECT pg_advisory_lock(hashtext('held:' || %s))", (name,))
+        try:
+            workers.start_until(0)
+            proc = workers.procs[0]
+            assert proc.stdout.readline() == "ready\n"
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            held = (
+                "SELECT 1 FROM pg_stat_activity WHERE application_name = %s "
+                "AND query = 'COMMIT' AND wait_event = 'advisory'"
+            )
+            while not admin.execute(held, (workers.name(0),)).fetchall():
+                assert proc.poll() is None, "the worker ended by itself"
+                time.sleep(0.002)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            assert read_acks(acks) == [("fork", 0), ("fork", 1)]  # then it deleted t-0
+
+            assert listed(store, "t-") == ["t-0", "t-1"]
+            assert connections_named(url, workers.name(0))  # its COMMIT still running
+            admin.execute("SELECT pg_advisory_unlock(hashtext('held:' || %s))", (name,))
+            wait_until_disconnected(url, workers.name(0))
+            assert listed(store, "t-") == ["t-1"]  # the deletion landed after the kill
+            assert content_of(store, "t-1") == expected
+        finally:
+            workers.close()
+            runtime.run(store.close())
+
+
+def listed(store: SessionBase, prefix: str) -> list[str]:
+    infos = runtime.run(store.list_sessions(USER, limit=1000))
+    return sorted(info.session_id for info in infos if info.session_id.startswith(prefix))
+
+
 # -- restore ------------------------------------------------------------------------------------
 
 
@@ -219,7 +312,7 @@ def test_a_restore_killed_at_any_moment_leaves_one_content_or_the_other(
     session.snapshot("A")
     a = content_of(store, "r")
     snapshots = session.snapshots()
-    workers = Workers(tmp_path, lambda t: worker_command("restore-loop", url, "r"))
+    workers = Workers(tmp_path, url, lambda t, u: worker_command("restore-loop", u, "r"))
     seen = {"A": 0, "B": 0}
     started = time.monotonic()
     try:

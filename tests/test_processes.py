@@ -22,7 +22,14 @@ from typing import IO
 
 import pytest
 
-from backends import SERVERS, SHARED
+from backends import (
+    SERVERS,
+    SHARED,
+    connections_named,
+    naming_connections,
+    wait_until_disconnected,
+    worker_name,
+)
 from backends import store_url as shared_store_url
 from praisonsession import Session, open_store
 from praisonsession._internal import runtime
@@ -325,7 +332,12 @@ def start_writer(url: str, tmp_path: Path, trial: int) -> Writer:
     log_file = tmp_path / f"{session_id}.stderr"
     log = open(log_file, "w")  # noqa: SIM115 - closed by the test once the writer is dead
     proc = subprocess.Popen(
-        worker_command("crash-writer", url, session_id, str(ack_file)),
+        worker_command(
+            "crash-writer",
+            naming_connections(url, worker_name(tmp_path, trial)),
+            session_id,
+            str(ack_file),
+        ),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=log,
@@ -415,6 +427,8 @@ def test_sigkill_at_a_random_moment_never_loses_an_acknowledged_write(
             writer = writers[trial]
             ready = writer.proc.stdout.readline()
             assert ready == "ready\n", f"writer {trial} did not start:\n{writer.stderr()}"
+            named = connections_named(store_url, worker_name(tmp_path, trial))
+            assert named != 0, f"writer {trial}'s connections do not carry its name"
             delay = rng.uniform(0.020, 0.300)
             writer.proc.stdin.write("go\n")
             writer.proc.stdin.flush()
@@ -424,6 +438,7 @@ def test_sigkill_at_a_random_moment_never_loses_an_acknowledged_write(
             assert writer.proc.returncode == -signal.SIGKILL, (
                 f"writer {trial} stopped before the kill:\n{writer.stderr()}"
             )
+            wait_until_disconnected(store_url, worker_name(tmp_path, trial))  # its last COMMIT
             acks = read_acks(writer.ack_file)
             context = f"seed {CRASH_SEED}, trial {trial}, kill after {delay * 1000:.0f} ms"
             try:
