@@ -458,3 +458,18 @@ def test_a_leader_cancelled_while_its_commit_runs_off_the_loop_settles_everyone(
     assert isinstance(outcomes[0], asyncio.CancelledError)
     assert outcomes[1:] == [1, 1, 1, 0]
     assert asyncio.run(store.get_value("lead", "u", "n")) == 1  # committed with the others
+
+
+def test_a_busy_loop_whose_executor_is_shut_down_commits_on_the_loop(tmp_path: Path) -> None:
+    """A loop ending (its default executor already shut down) has no worker to lend: its
+    grouped writers commit on the loop's own thread, every one of them."""
+    store = SqliteSession(tmp_path / "s.db", durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+
+    async def ending() -> list[Any]:
+        await asyncio.get_running_loop().shutdown_default_executor()
+        return await asyncio.gather(*(store.increment(f"s{i}", "u", "n") for i in range(4)))
+
+    assert asyncio.run(ending()) == [1] * 4
+    for i in range(4):
+        assert asyncio.run(store.get_value(f"s{i}", "u", "n")) == 1

@@ -150,7 +150,10 @@ async def on_a_worker(transaction: Coroutine[Any, Any, Any], leader: Writer) -> 
 
     loop = asyncio.get_running_loop()
     call = contextvars.copy_context().run  # the call's deadline goes along
-    done = loop.run_in_executor(None, call, drive, transaction)  # a future: no task to cancel
+    try:
+        done = loop.run_in_executor(None, call, drive, transaction)  # a future: no task to cancel
+    except RuntimeError:  # the loop's executor is shut down (the loop is ending): commit here
+        return await transaction
     while True:
         try:
             return await asyncio.shield(done)
