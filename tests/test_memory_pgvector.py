@@ -175,3 +175,56 @@ def test_with_an_encryption_key_no_text_reaches_the_servers_files(tmp_path: Path
         assert not (tmp_path / "data" / "chroma").exists()
     finally:
         server.stop()
+
+
+def test_concurrent_writes_of_one_collection_never_deadlock(
+    request: pytest.FixtureRequest,
+) -> None:
+    """Every write of a searched table updates the same rows of its term counts (' docs',
+    ' length'): writers of several rows, or of the same rows, once waited for each other
+    and PostgreSQL failed one of them (a deadlock: each of these eight threads met one).
+    They now take turns, and the counts stay those of the rows."""
+    import random
+    import threading
+
+    store, _ = _store_url(request)
+    collection = vector_store(store).get_or_create_collection("c", {"dimension": 2})
+    words = ["tea", "garden", "piano", "travel", "invoice", "doctor", "ferry", "laptop"]
+    shared_ids = [f"shared{n}" for n in range(6)]  # rewritten by every thread, in any order
+    failures: list[BaseException] = []
+
+    def write(seed: int) -> None:
+        rng = random.Random(seed)
+        mine: list[str] = []
+        try:
+            for n in range(25):
+                roll = rng.random()
+                if roll < 0.2 and mine:
+                    collection.delete([mine.pop()])
+                    continue
+                if roll < 0.5:
+                    ids = rng.sample(shared_ids, 3)
+                else:
+                    ids = [f"t{seed}-{n}-{k}" for k in range(rng.choice([1, 3]))]
+                    mine += ids
+                terms = [rng.sample(words, 3) for _ in ids]
+                collection.upsert(
+                    ids,
+                    [" ".join(t) for t in terms],
+                    [{}] * len(ids),
+                    [[0.6, 0.8]] * len(ids),
+                    terms,
+                )
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=write, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    table = f'"{store.rsplit("schema=", 1)[1]}".{collection.tab}'
+    rows = _rows(f"SELECT count(*), coalesce(sum(length(terms)), 0) FROM {table}")[0]
+    counts = dict(_rows(f"SELECT term, n FROM {table}_df WHERE term LIKE ' %%'"))
+    assert rows[0] > 6 and (counts[" docs"], counts[" length"]) == rows

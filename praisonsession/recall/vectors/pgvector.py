@@ -530,6 +530,24 @@ class PgCollection:
     def __repr__(self) -> str:
         return f"PgCollection({self.name!r})"
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Any]:
+        """A transaction that writes this collection's rows, after the writers before it.
+
+        Every write of a searched table updates the same rows of its term counts (' docs',
+        ' length') in the trigger of each statement, after that statement's own rows: two
+        transactions of several statements, or on the same ids, then each held a lock the
+        other waited for, and PostgreSQL broke the deadlock by failing one of them (after
+        its deadlock_timeout, 1 s). Taken first, this lock orders the writers instead; they
+        already took turns from their first statement's term counts to their commit."""
+        with self.store.connection() as conn, conn.transaction():
+            self._take_turn(conn)
+            yield conn
+
+    def _take_turn(self, conn: Any) -> None:
+        """In ``conn``'s transaction, before it writes: wait for the writers before it."""
+        conn.execute(_LOCK, (f"{self.store.schema}.{self.tab}",))
+
     def count(self) -> int:
         from psycopg import sql
 
@@ -568,7 +586,7 @@ class PgCollection:
             (ids[n], documents[n], _jsonb(metadatas[n] or {}), Vector(embeddings[n]), joined[n])
             for n in range(count)
         ]
-        with self.store.connection() as conn, conn.transaction(), conn.cursor() as cur:
+        with self._writing() as conn, conn.cursor() as cur:
             cur.executemany(statement, rows)
 
     add = upsert
@@ -707,7 +725,7 @@ class PgCollection:
         """Forget every row's terms (``fill_terms`` makes them again)."""
         from psycopg import sql
 
-        with self.store.connection() as conn:
+        with self._writing() as conn:
             conn.execute(sql.SQL("UPDATE {} SET terms = NULL").format(self._table))
 
     def fill_terms(self, terms_of: Callable[[str, str | None, Any], list[str]]) -> None:
@@ -740,6 +758,7 @@ class PgCollection:
                     return
                 filled = [(" ".join(terms_of(i, text, meta)), i) for i, text, meta in rows]
                 with conn.transaction(), conn.cursor() as cur:
+                    self._take_turn(conn)
                     cur.executemany(
                         sql.SQL(
                             "UPDATE {} SET terms = to_tsvector('simple', %s) WHERE id = %s"
@@ -766,7 +785,7 @@ class PgCollection:
         statement = sql.SQL("DELETE FROM {} WHERE ").format(self._table) + sql.SQL(" AND ").join(
             conditions
         )
-        with self.store.connection() as conn:
+        with self._writing() as conn:
             conn.execute(statement, params)
 
 
