@@ -339,7 +339,8 @@ class VectorIndex:
         return True
 
     def _open(self) -> Any:
-        function = as_chroma_embedding_function(self.embedder)
+        # pgvector is given the vectors, never a function: chromadb is not imported for it
+        function = None if self._on_pgvector() else as_chroma_embedding_function(self.embedder)
         embedder = self.embedder
         try:
             with warnings.catch_warnings():
