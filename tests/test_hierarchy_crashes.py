@@ -47,7 +47,7 @@ USER = "crash"
 MESSAGES = 3000  # in the module's log: a copy takes a few milliseconds, long enough to hit
 
 
-@pytest.fixture(params=["json", "sqlite", "postgres"])
+@pytest.fixture(params=SHARED)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param in SERVERS:
         request.getfixturevalue(SERVERS[request.param])
