@@ -698,3 +698,36 @@ def test_a_write_waits_while_the_checkpoint_holds_writers_back(tmp_path: Path, w
 
     assert asyncio.run(main()) == ["first", "beside", "held"]
     asyncio.run(store.close())
+
+
+def test_a_loop_whose_executor_is_shut_down_still_writes_and_checkpoints_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop ending (its default executor shut down) has no worker for the checkpoint its
+    commits call for: the write that called for it still returns its value, and the file is
+    left with no checkpoint marked running, so the next loop's writers neither wait for one
+    nor go without."""
+    import asyncio
+
+    from praisonsession.stores.backends.sqlite import backend as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 5)
+    store = SqliteSession(tmp_path / "ending.db")
+    shared = beneath(store.backend)._file
+
+    async def ending() -> list[int]:
+        await asyncio.get_running_loop().shutdown_default_executor()
+        return [await store.increment("s", "u", "n") for _ in range(12)]
+
+    assert asyncio.run(ending()) == list(range(1, 13))
+    assert not shared.checkpointing
+
+    async def next_loop() -> int:
+        for _ in range(5):
+            await store.increment("s", "u", "n")
+        while shared.checkpointing:  # the worker's, on this loop
+            await asyncio.sleep(0.001)
+        return await store.increment("s", "u", "n", 0)
+
+    assert asyncio.run(next_loop()) == 17
+    asyncio.run(store.close())

@@ -494,7 +494,11 @@ class SqliteBackend(StoreBackend):
 
         shared.commits = 0
         shared.checkpointing = True
-        future = asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
+        try:
+            future = asyncio.get_running_loop().run_in_executor(None, self._checkpoint)
+        except RuntimeError:  # the loop is ending (its executor shut down): the next loop's
+            shared.checkpointing = False  # commits call for it; the write stays committed
+            return
         future.add_done_callback(self._checkpointed)
 
     def _checkpoint(self) -> None:
