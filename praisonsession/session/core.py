@@ -772,7 +772,11 @@ class AsyncSession:
         user_id: str | None = None,
     ) -> AsyncSession:
         """A copy of this session (state, modules, message logs, and the long-term memories
-        it added) under a new id, made in one atomic step; it records this one as its parent.
+        it added) under a new id; it records this one as its parent.
+
+        The session itself is copied in one atomic step; its memories, which live in the
+        vector store, follow, and a fork whose memories fail to copy is deleted again. A
+        process killed between those two steps leaves a complete fork without the memories.
 
         ``at_message=(log, n)`` keeps only the first ``n`` messages of one log (an agent's log
         is ``agent.log_name``; an Agent itself is taken too). ``user_id`` forks into another
