@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 import redis
 
-from backends import redis_prefix, redis_store_url
+from backends import RawAccess, redis_prefix, redis_store_url
 from praisonsession import (
     DecryptionError,
     EncryptedStore,
@@ -26,7 +28,7 @@ from praisonsession import (
     SessionBase,
     StateModule,
 )
-from praisonsession.stores import JSONSession, RedisSession
+from praisonsession.stores import JSONSession, RedisSession, SqliteSession
 
 KEY = base64.urlsafe_b64encode(b"k" * 32).decode()
 OTHER_KEY = base64.urlsafe_b64encode(b"o" * 32).decode()
@@ -57,6 +59,8 @@ class Place:
         store: SessionBase
         if self.kind == "json":
             store = JSONSession(self.root / "j", layout=layout)
+        elif self.kind == "sqlite":
+            store = SqliteSession(self.root / "s.db")
         else:
             store = RedisSession.from_url(redis_store_url(self.root), layout=layout)
         self.opened.append(store)
@@ -197,3 +201,73 @@ def test_agentscopes_calls_on_a_sqlite_file_need_the_sessions_key(tmp_path: Path
     finally:
         for store in stores:
             asyncio.run(store.close())
+
+
+# -- AgentScope data a store finds beside its own (adopted as a session on open or first read) ------
+
+
+@pytest.fixture(params=["sqlite", "json", "redis"])
+def found_in(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Place]:
+    """A store's place (file, directory or Redis prefix) that an encrypted store uses, in which
+    AgentScope's own SqliteSession / JSONSession / RedisSession also left session ``chat1``."""
+    if request.param == "redis":
+        request.getfixturevalue("redis_url")
+    place = Place(request.param, tmp_path)
+    owner = place.sealed()  # the store is encrypted: its owner has written a session
+    asyncio.run(owner.save_session_state("s1", "bob", notes=Notes("the owner's")))
+    RawAccess(place.open()).write_agentscope("chat1", {"notes": {"title": "AgentScope's"}})
+    yield place
+    place.close()
+
+
+def raw_contents(place: Place) -> dict[str, object]:
+    """Everything the store's place holds, read beneath every store: rows, files, keys."""
+    if place.kind == "sqlite":
+        with closing(sqlite3.connect(place.root / "s.db")) as db:
+            return {"rows": [line for line in db.iterdump() if line.startswith("INSERT")]}
+    if place.kind == "json":
+        return {  # a lock file is the empty file a lock is taken on, never a session
+            str(path): path.read_bytes()
+            for path in (place.root / "j").rglob("*")
+            if path.is_file() and not path.name.endswith(".lock")
+        }
+    client = redis.Redis.from_url(redis_store_url(place.root).split("?")[0])
+    try:
+        return {str(key): client.dump(key) for key in client.keys(f"{redis_prefix(place.root)}*")}
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("key", [None, OTHER_KEY], ids=["without a key", "with another key"])
+def test_agentscope_data_beside_an_encrypted_store_is_adopted_only_with_its_key(
+    found_in: Place, key: str | None
+) -> None:
+    """Without the key (or with another) a read adopts nothing: no plain session appears in the
+    encrypted store, not a row, file or key changes, and the read is refused as any read of the
+    store's data is. Adoption writes a session, so the guard admits it like every write."""
+    before = raw_contents(found_in)
+    other = found_in.open() if key is None else found_in.sealed(key)
+    refusal = KeyRequiredError if key is None else DecryptionError
+    with pytest.raises(refusal):
+        title_of(other, "chat1", "")
+    for _ in range(2):  # asked again, still nothing: refused, or not there
+        try:
+            assert not asyncio.run(other.exists("chat1"))
+        except refusal:
+            pass
+    assert raw_contents(found_in) == before
+
+
+def test_agentscope_data_beside_an_encrypted_store_is_sealed_when_adopted(
+    found_in: Place,
+) -> None:
+    """With the key, the data is adopted as any session this store writes: sealed under the key
+    (a store without it cannot read it), once."""
+    owner = found_in.sealed()
+    assert title_of(owner, "chat1", "") == "AgentScope's"
+    with pytest.raises(KeyRequiredError):
+        title_of(found_in.open(), "chat1", "")
+    again = found_in.sealed()  # another process with the key: the adopted session, sealed
+    assert title_of(again, "chat1", "") == "AgentScope's"
+    asyncio.run(again.delete_session("chat1"))
+    assert not asyncio.run(found_in.sealed().exists("chat1"))  # adopted once, never brought back
