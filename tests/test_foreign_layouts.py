@@ -14,7 +14,7 @@ import base64
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, suppress
 from pathlib import Path
 
 import pytest
@@ -203,7 +203,7 @@ def test_agentscopes_calls_on_a_sqlite_file_need_the_sessions_key(tmp_path: Path
             asyncio.run(store.close())
 
 
-# -- AgentScope data a store finds beside its own (adopted as a session on open or first read) ------
+# -- AgentScope data a store finds beside its own (adopted on opening or on first read) -----------
 
 
 @pytest.fixture(params=["sqlite", "json", "redis"])
@@ -251,10 +251,8 @@ def test_agentscope_data_beside_an_encrypted_store_is_adopted_only_with_its_key(
     with pytest.raises(refusal):
         title_of(other, "chat1", "")
     for _ in range(2):  # asked again, still nothing: refused, or not there
-        try:
+        with suppress(refusal):
             assert not asyncio.run(other.exists("chat1"))
-        except refusal:
-            pass
     assert raw_contents(found_in) == before
 
 
@@ -271,3 +269,27 @@ def test_agentscope_data_beside_an_encrypted_store_is_sealed_when_adopted(
     assert title_of(again, "chat1", "") == "AgentScope's"
     asyncio.run(again.delete_session("chat1"))
     assert not asyncio.run(found_in.sealed().exists("chat1"))  # adopted once, never brought back
+
+
+def test_an_erasure_beneath_the_guard_leaves_agentscope_data_to_the_guard(tmp_path: Path) -> None:
+    """An erasure works beneath the guard (it removes data whatever sealed it): on a file just
+    opened, whose ``as_session`` table holds a session not adopted yet, it erases the user and
+    adopts nothing; the store adopts it through its guard when it next opens the file."""
+    from praisonsession import aerase_user
+
+    path = tmp_path / "s.db"
+    store = SqliteSession(path)
+    asyncio.run(store.patch_state("x", "bob", {"a": 1}))
+    RawAccess(store).write_agentscope("chat1", {"notes": {"title": "AgentScope's"}})
+    asyncio.run(store.close())
+
+    opened = SqliteSession(path)
+    try:
+        report = asyncio.run(aerase_user("bob", opened))
+        assert report.session_ids == ["x"]
+        with closing(sqlite3.connect(path)) as db:
+            assert db.execute("SELECT count(*) FROM ps_imported").fetchone() == (0,)
+        asyncio.run(opened.close())  # offered once per opening: the next one offers it again
+        assert title_of(opened, "chat1", "") == "AgentScope's"
+    finally:
+        asyncio.run(opened.close())

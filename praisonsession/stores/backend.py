@@ -16,18 +16,19 @@ taken for the user-facing method of the same idea (``get_info(session_id, user_i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
-from typing import Any, NamedTuple
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NamedTuple, TypeVar
 
 from .._internal.json_data import add_numbers
 from .._internal.runtime import pause
-from ..errors import ConflictError, UnsupportedOperationError
+from ..errors import ConflictError, PraisonSessionError, UnsupportedOperationError
 from .record import SNAPSHOT_OWNER, TTL, UNSET, Key, SessionContents, SessionInfo, Unset, check_ttl
 
 __all__ = [
     "TTL",
     "UNSET",
     "Capabilities",
+    "ForeignSessions",
     "ForwardingBackend",
     "Key",
     "LogWrite",
@@ -37,11 +38,13 @@ __all__ = [
     "Unset",
     "all_records",
     "all_records_by_prefix",
+    "leaving_foreign",
     "pages_by_prefix",
 ]
 
 
 _MAX_CAS_ROUNDS = 1000
+T = TypeVar("T")
 
 
 class Capabilities(NamedTuple):
@@ -74,6 +77,42 @@ class StoredModules(NamedTuple):
 
     documents: dict[str, Any]
     logs: dict[str, list[dict[str, Any]]]
+
+
+class ForeignSessions(PraisonSessionError):
+    """What a backend raises, instead of adopting them itself, when it finds another library's
+    sessions beside its own records (AgentScope's ``as_session`` table, files and keys) that
+    it has not adopted yet: ``keys``, and ``take``, which marks them adopted (each is offered
+    once) and returns the module documents of each one to write as a session of ours.
+
+    Adopting writes sessions, so the key guard (``guard.py``) does it, as every write: it
+    admits the keys by the store's key rule, takes them, writes each through whatever seals
+    below, and runs the operation again. A backend with no such data never raises it."""
+
+    def __init__(
+        self,
+        keys: list[Key],
+        take: Callable[[], Awaitable[dict[Key, dict[str, Any]]]],
+        where: str,
+    ) -> None:
+        self.keys = keys
+        self.take = take
+        super().__init__(
+            f"{where} holds AgentScope sessions this store has not adopted yet. Open the store "
+            "through its API (a SessionBase: SqliteSession, JSONSession, RedisSession, "
+            "open_store), which adopts them under the store's key rule."
+        )
+
+
+async def leaving_foreign(operation: Callable[[], Awaitable[T]]) -> T:
+    """``operation()`` of a backend beneath the key guard, for the store floor's own layers
+    that work there (an erasure, a rotation): foreign sessions offered on the way (SQLite
+    offers AgentScope's once per opening) are left where they are, adopting them being the
+    guard's."""
+    try:
+        return await operation()
+    except ForeignSessions:
+        return await operation()
 
 
 #: What ``read_log_and_modules`` asks of its caller: the modules the messages read name.

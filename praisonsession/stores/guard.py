@@ -16,20 +16,35 @@ encrypted write). The mark is read once and cached, so the default path (a plain
 key) pays no read before its writes; an encrypted store in this process updates the cache at
 once, and another process's mark is seen within :data:`RECHECK_SECONDS`.
 
+Another library's sessions that a backend finds beside its own (AgentScope's ``as_session``
+table, files and keys) are adopted here too, never inside the backend: the backend offers them
+(``ForeignSessions``) and the guard admits them by the same rule before it writes each one
+through whatever seals below, so a store without the key adopts nothing in an encrypted store,
+and a key holder's store seals what it adopts.
+
 Names (state keys, module names, log paths) are checked here too, once for every caller: a
 name that no backend can store (a lone surrogate) is ``InvalidIdError`` on every backend.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 import weakref
-from collections.abc import Callable, Coroutine, Iterable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .._internal.identifiers import check_key
-from ..errors import KeyRequiredError
-from .backend import TTL, ForwardingBackend, LogWrite, ModuleNames, StoreBackend, StoredModules
+from ..errors import DecryptionError, KeyRequiredError
+from .backend import (
+    TTL,
+    ForeignSessions,
+    ForwardingBackend,
+    LogWrite,
+    ModuleNames,
+    StoreBackend,
+    StoredModules,
+)
 from .keyless import (
     looks_sealed,
     refuse_sealed_info,
@@ -42,8 +57,12 @@ from .record import Key, SessionContents, SessionInfo
 __all__ = ["RECHECK_SECONDS", "KeyGuard", "beneath", "guard", "note_marked"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 _Op = Callable[..., Coroutine[Any, Any, T]]
 _Co = Coroutine[Any, Any, T]
+#: How many offers of foreign data one operation adopts before it runs as it is (a copy meets
+#: its source's and its target's; each is offered once).
+_ADOPTIONS = 3
 
 #: How long a store without a key trusts that the store is not encrypted before it reads
 #: the store's mark again (another process may have made it encrypted meanwhile).
@@ -82,6 +101,24 @@ def beneath(backend: StoreBackend) -> StoreBackend:
     erasure rewrite or remove everything, whatever it is sealed with); no caller above them
     uses it."""
     return backend._inner if isinstance(backend, KeyGuard) else backend
+
+
+def _adopting(
+    method: Callable[Concatenate[KeyGuard, P], Awaitable[T]],
+) -> Callable[Concatenate[KeyGuard, P], Coroutine[Any, Any, T]]:
+    """The guard's ``method``, adopting the foreign sessions the backend offers on the way
+    (``KeyGuard._adopt``), then run again."""
+
+    async def adopting(self: KeyGuard, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        for _ in range(_ADOPTIONS):
+            try:
+                return await method(self, *args, **kwargs)
+            except ForeignSessions as offer:
+                await self._adopt(offer)
+        return await method(self, *args, **kwargs)
+
+    functools.update_wrapper(adopting, method)
+    return adopting
 
 
 class KeyGuard(ForwardingBackend):
@@ -144,9 +181,32 @@ class KeyGuard(ForwardingBackend):
         reads and writes none of it in an encrypted store (``KeyRequiredError``). Such data is
         plain JSON a key holder's store would adopt as a session of its own, and none of it can
         say whose it is. Over a plain store it costs what a write's check costs: the cached
-        mark, no read."""
+        mark, no read. An encrypted store with another key than the store's adopts none of
+        it either (``DecryptionError``)."""
         if not self.checks_keys:
             await self._refuse_if_marked(key)
+            return
+        # a sealing store adopts it only with the key the store is encrypted with: with
+        # another, the data would be sealed where the store's owner cannot open it
+        ours, below = getattr(self._inner, "fingerprint", None), getattr(self._inner, "inner", None)
+        if isinstance(ours, str) and isinstance(below, StoreBackend):
+            marked = await store_sealed_with(below)
+            if marked is not None and marked != ours:
+                raise DecryptionError(
+                    f"AgentScope's data for session {key.session_id!r} of user {key.user_id!r}",
+                    f"the store is encrypted with the key {marked}, and this process has the "
+                    f"key {ours}; only a store with the store's key adopts it",
+                )
+
+    async def _adopt(self, offer: ForeignSessions) -> None:
+        """Adopt what the backend offers as sessions of this store: admitted as above, taken
+        (the backend offers each once), and written as every write is, sealed where the
+        backend below seals. Taken before written: a failure between the two leaves the
+        data where AgentScope left it (SQLite's table, a ``.migrated`` file, Redis's key)."""
+        for key in offer.keys:
+            await self.admit_foreign(key)
+        for key, documents in (await offer.take()).items():
+            await self._inner.write_modules(key, documents=documents, writes=[])
 
     async def _destroy(self, operation: _Op[T], key: Key, **args: Any) -> T:
         """A change that removes data: over a sealing backend, the record is read first (it
@@ -179,23 +239,28 @@ class KeyGuard(ForwardingBackend):
 
     # -- records ----------------------------------------------------------------------------
 
+    @_adopting
     def create_record(self, key: Key, *, ttl: TTL, metadata: dict[str, Any]) -> _Co[SessionInfo]:
         return self._write(self._inner.create_record, key, ttl=ttl, metadata=metadata)
 
+    @_adopting
     async def read_record(self, key: Key) -> SessionInfo | None:
         info = await self._inner.read_record(key)
         if info is not None and not self.checks_keys:
             refuse_sealed_info(info)
         return info
 
+    @_adopting
     def merge_record_metadata(self, key: Key, *, metadata: dict[str, Any]) -> _Co[SessionInfo]:
         return self._write(self._inner.merge_record_metadata, key, metadata=metadata)
 
+    @_adopting
     async def list_records(
         self, user_id: str, *, limit: int, after: str | None
     ) -> list[SessionInfo]:
         return self._listed(await self._inner.list_records(user_id, limit=limit, after=after))
 
+    @_adopting
     async def list_records_by_prefix(
         self, prefix: str, *, limit: int, after: tuple[str, str] | None
     ) -> list[SessionInfo]:
@@ -203,14 +268,25 @@ class KeyGuard(ForwardingBackend):
             await self._inner.list_records_by_prefix(prefix, limit=limit, after=after)
         )
 
+    @_adopting
     async def delete_record(self, key: Key) -> bool:
         return await self._destroy(self._inner.delete_record, key)
 
+    @_adopting
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         return await self._destroy(self._inner.touch_record, key, ttl=ttl)
 
+    @_adopting
+    async def list_record_owners(self) -> set[str]:
+        return await self._inner.list_record_owners()
+
+    @_adopting
+    async def purge_records(self) -> int:
+        return await self._inner.purge_records()
+
     # -- state ------------------------------------------------------------------------------
 
+    @_adopting
     async def read_record_state(
         self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
@@ -218,6 +294,7 @@ class KeyGuard(ForwardingBackend):
         await self._read(key, state.values())
         return state
 
+    @_adopting
     def patch_record_state(
         self,
         key: Key,
@@ -240,6 +317,7 @@ class KeyGuard(ForwardingBackend):
             must_exist=must_exist,
         )
 
+    @_adopting
     def increment_record_value(
         self, key: Key, *, name: str, amount: int | float, default: int | float, must_exist: bool
     ) -> _Co[int | float]:
@@ -255,6 +333,7 @@ class KeyGuard(ForwardingBackend):
 
     # -- modules and logs -------------------------------------------------------------------
 
+    @_adopting
     def write_modules(
         self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> _Co[dict[str, int]]:
@@ -263,6 +342,7 @@ class KeyGuard(ForwardingBackend):
             check_key(write.path, "log name")
         return self._write(self._inner.write_modules, key, documents=documents, writes=writes)
 
+    @_adopting
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         stored = await self._inner.read_modules(key, names=names)
         await self._read_stored(key, stored)
@@ -274,10 +354,12 @@ class KeyGuard(ForwardingBackend):
             for messages in stored.logs.values():
                 await self._read(key, messages[:1])
 
+    @_adopting
     def append_log(self, key: Key, *, write: LogWrite) -> _Co[int]:
         check_key(write.path, "log name")
         return self._write(self._inner.append_log, key, write=write)
 
+    @_adopting
     async def read_log(
         self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
@@ -285,6 +367,7 @@ class KeyGuard(ForwardingBackend):
         await self._read(key, messages)
         return messages
 
+    @_adopting
     async def read_log_and_modules(
         self, key: Key, *, path: str, start: int, stop: int | None, names: ModuleNames
     ) -> tuple[list[dict[str, Any]], StoredModules | None]:
@@ -295,6 +378,7 @@ class KeyGuard(ForwardingBackend):
         await self._read_stored(key, stored)
         return messages, stored
 
+    @_adopting
     async def truncate_log(
         self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
@@ -303,8 +387,13 @@ class KeyGuard(ForwardingBackend):
             self._inner.truncate_log, key, path=path, length=length, expected=expected
         )
 
+    @_adopting
+    async def count_log(self, key: Key, *, path: str) -> int:
+        return await self._inner.count_log(key, path=path)
+
     # -- whole records ----------------------------------------------------------------------
 
+    @_adopting
     async def copy_record(
         self,
         source: Key,
@@ -336,11 +425,16 @@ class KeyGuard(ForwardingBackend):
             source, target, cut=cut, metadata=metadata, replace=replace, ttl=ttl
         )
 
+    @_adopting
     async def read_record_contents(self, key: Key) -> SessionContents | None:
         contents = await self._inner.read_record_contents(key)
         if contents is not None and not self.checks_keys:
             refuse_sealed_info(contents.info)
         return contents
+
+    @_adopting
+    async def scrub_erased_user(self, user_id: str) -> list[str] | None:
+        return await self._inner.scrub_erased_user(user_id)
 
 
 def _check_names(names: Iterable[str], what: str) -> None:

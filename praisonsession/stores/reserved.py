@@ -14,7 +14,7 @@ from typing import Any
 
 from .._internal.identifiers import DEFAULT_USER, check_user_id
 from ..errors import InvalidIdError, UnsupportedOperationError
-from .backend import StoreBackend, all_records
+from .backend import StoreBackend, all_records, leaving_foreign
 from .guard import beneath
 from .record import SNAPSHOT_OWNER, Key, SessionInfo
 
@@ -92,7 +92,7 @@ async def erase_user_records(backend: StoreBackend, user_id: str) -> dict[str, A
     # an erasure removes the user's data whatever key sealed it: the one change the store's
     # guard does not stand in front of (``stores/guard.py``), made by the operator
     backend = beneath(backend)
-    await backend.purge_records()
+    await leaving_foreign(backend.purge_records)
     erased: list[str] = []
     for info in await all_records(backend, user):
         await backend.delete_record(Key(user, info.session_id))

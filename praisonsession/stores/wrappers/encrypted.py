@@ -40,6 +40,7 @@ from ..backend import (
     StoreBackend,
     StoredModules,
     all_records,
+    leaving_foreign,
 )
 from ..guard import beneath, note_marked
 from ..keyless import ORIGIN, SEALED_WITH, STORE_MARK, mark_store
@@ -674,7 +675,7 @@ async def rekey_sessions(
     sealed = EncryptedBackend(plain, new_key, old_keys=(old_key,), legacy_origins=True)
     done = 0
     unreadable: list[str] = []
-    for owner in sorted(await plain.list_record_owners() | {SNAPSHOT_OWNER}):
+    for owner in sorted(await leaving_foreign(plain.list_record_owners) | {SNAPSHOT_OWNER}):
         for listed in await all_records(plain, owner):  # ids alone: nothing to open yet
             key = Key(owner, listed.session_id)
             if key == STORE_MARK:

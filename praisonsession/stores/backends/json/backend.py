@@ -8,8 +8,9 @@ Layout under ``save_dir``::
     <user>/.sessions.*                   the user's session ids, sorted (``index.py``)
 
 An AgentScope ``JSONSession`` file found where AgentScope kept it (``<session>.json`` or
-``<user>_<session>.json`` directly under ``save_dir``) is migrated on first read, so pointing
-this class at an AgentScope directory just works.
+``<user>_<session>.json`` directly under ``save_dir``) is offered to the key guard on first
+read (``ForeignSessions``), which adopts it as a session, so pointing this class at an
+AgentScope directory just works.
 
 ``<user>``, ``<session>`` and ``<log>`` are
 :func:`~praisonsession._internal.identifiers.filename_for` encodings, so no id escapes the
@@ -34,6 +35,7 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -47,7 +49,15 @@ from ....errors import (
     SessionCorruptedError,
     StoreUnavailableError,
 )
-from ...backend import TTL, Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import (
+    TTL,
+    Capabilities,
+    ForeignSessions,
+    Key,
+    LogWrite,
+    StoreBackend,
+    StoredModules,
+)
 from ...durability import check_durability
 from ...record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
 from ...reserved import SNAPSHOT_OWNER
@@ -73,10 +83,11 @@ Work = Callable[[SessionDocument | None, float], tuple[T, SessionDocument | None
 class JSONBackend(StoreBackend):
     """The record operations on a directory of JSON files (see :class:`JSONSession`).
 
-    ``adopt_agentscope`` migrates an AgentScope file into this layout the first time its
-    session is read, when its name says whose it is (the native layout does; AgentScope's own
-    layout leaves AgentScope's files where they are). File I/O runs in a worker thread when
-    called from a running loop, and directly on the caller's thread when run inline.
+    ``adopt_agentscope`` offers an AgentScope file to the key guard, which adopts it into
+    this layout, the first time its session is read, when its name says whose it is (the
+    native layout does; AgentScope's own layout leaves AgentScope's files where they are).
+    File I/O runs in a worker thread when called from a running loop, and directly on the
+    caller's thread when run inline.
     """
 
     capabilities = Capabilities(runs_inline=True)
@@ -139,24 +150,27 @@ class JSONBackend(StoreBackend):
         try:
             raw = path.read_bytes()
         except FileNotFoundError:  # AgentScope's layout leaves AgentScope's files where they are
-            return self._adopt_legacy(key, at) if adopt and self.adopt_agentscope else None
+            if self._adopts(key, adopt):
+                take = partial(offload, self.guarded, self._take_legacy, key)
+                raise ForeignSessions([key], take, str(self.save_dir)) from None
+            return None
         return self._decode_doc(raw, key, at, f"session file {path}")
 
     def _adopts(self, key: Key, adopt: bool) -> bool:
-        """Whether reading ``key`` would adopt an AgentScope file (a write, under the lock)."""
+        """Whether reading ``key`` meets an AgentScope file to offer (then read under the lock)."""
         return adopt and self.adopt_agentscope and adoptable(self.save_dir, key) is not None
 
-    def _adopt_legacy(self, key: Key, at: float) -> SessionDocument | None:
-        """Migrate the AgentScope file of this session, if only this session can own it,
-        into this layout, keeping the original as *.migrated."""
-        legacy = adoptable(self.save_dir, key)
-        if legacy is None:
-            return None
-        doc = SessionDocument.new(key, None, {}, at)
-        doc.modules = read_modules(legacy)
-        self._write_doc(key, doc)
-        legacy.rename(legacy.with_name(legacy.name + ".migrated"))
-        return doc
+    def _take_legacy(self, key: Key) -> dict[Key, dict[str, Any]]:
+        """The modules of this session's AgentScope file, if only this session can own it and
+        it is no session here yet, marked adopted: renamed to *.migrated (kept)."""
+        self._user_dir(key.user_id).mkdir(parents=True, exist_ok=True)
+        with FileLock(self._lock_path(key), self.lock_timeout):
+            legacy = adoptable(self.save_dir, key)
+            if legacy is None or self._doc_path(key).exists():
+                return {}
+            modules = read_modules(legacy)
+            legacy.rename(legacy.with_name(legacy.name + ".migrated"))
+            return {key: modules}
 
     def _decode_doc(
         self, raw: bytes, key: Key, at: float, what: str, errors: str = "strict"

@@ -25,7 +25,15 @@ from ....errors import (
     SessionNotFoundError,
     install_line,
 )
-from ...backend import TTL, Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import (
+    TTL,
+    Capabilities,
+    ForeignSessions,
+    Key,
+    LogWrite,
+    StoreBackend,
+    StoredModules,
+)
 from ...durability import check_durability
 from ...record import SNAPSHOT_OWNER, SessionContents, SessionInfo, copy_conflict
 from ...reserved import user_digest
@@ -48,6 +56,14 @@ _KEYS_REMEMBERED = 1024  # meta key names a store remembers, by session
 _MAX_INCREMENT_RETRIES = 1000
 # Statuses a caller handles itself; any other is raised (replies.error_for).
 _ANSWERS = frozenset({"ok", "none", "slow", "retry", "conflict"})
+#: Mark AgentScope's key (KEYS[1]) of a session adopted in the imported set (KEYS[3]); its
+#: value, unless the session exists (KEYS[2]: its meta hash) or was adopted already.
+_TAKE_AGENTSCOPE = """
+local value = redis.call('GET', KEYS[1])
+local exists = redis.call('EXISTS', KEYS[2]) == 1
+if redis.call('SADD', KEYS[3], ARGV[1]) == 0 or exists then return false end
+return value
+"""
 
 
 def _import_redis() -> Any:
@@ -324,57 +340,81 @@ class RedisBackend(StoreBackend):
     async def _session(
         self, name: str, key: Key, args: list[Any], must_exist: bool = False, adopt: bool = True
     ) -> list[Any]:
-        """Run a per-session script; import the AgentScope key first when the script asks."""
+        """Run a per-session script; when it finds AgentScope's key of a session not here,
+        offer it to the key guard, which adopts it (``ForeignSessions``)."""
         meta = [self._meta_key(key)]
         writes = self._scripts[name].writes
-        for _ in range(3):
-            token = self._tokens.new(_digest(key.user_id)) if writes else ""
-            reply = await self._call(name, meta, [*self._common_args(key, token), *args])
-            status = as_text(reply[0])
-            if status == "import":
-                if not adopt:  # the session is not here (yet): say so, import nothing
-                    return ["ok", None]
-                await self._import_agentscope(key)
-                continue
-            if status in _ANSWERS:
-                return [status, *reply[1:]]
-            raise error_for(status, reply, key, self.url)
-        raise AssertionError(f"AgentScope session {key.session_id!r} could not be imported")
+        token = self._tokens.new(_digest(key.user_id)) if writes else ""
+        reply = await self._call(name, meta, [*self._common_args(key, token), *args])
+        status = as_text(reply[0])
+        if status == "import":
+            if not adopt:  # the session is not here (yet): say so, import nothing
+                return ["ok", None]
+            raise self._offer(key)
+        if status in _ANSWERS:
+            return [status, *reply[1:]]
+        raise error_for(status, reply, key, self.url)
 
-    async def _import_agentscope(self, key: Key, as_key: str | None = None) -> None:
-        """Adopt the session AgentScope's RedisSession left under its own key (format 0).
-
-        Its key ``user_id:U:session:S:state`` names more than one (user, session) pair when the
-        ids themselves contain ``:session:``; such a key is never adopted automatically.
-        """
-        if as_key is None:
-            owners = agentscope_owners(key.user_id, key.session_id)
-            as_key = self._layout.agentscope(key)
-            if len(owners) > 1:
-                raise AmbiguousLegacyDataError(
-                    f"The AgentScope key {as_key!r} may belong to any of "
-                    + ", ".join(f"session {s!r} of user {u!r}" for u, s in owners)
-                    + " (AgentScope's keys do not tell them apart), so it was not imported. "
-                    "Import it for the right one explicitly: "
-                    "store.import_agentscope(key, session_id=..., user_id=...)."
-                )
+    async def _import_agentscope(self, key: Key, as_key: str) -> None:
+        """Import the session AgentScope's RedisSession left under ``as_key`` as ``key``."""
 
         async def fetch(client: Any, attempt: int) -> Any:
             return await client.get(as_key)
 
-        value = await self._retrying(fetch)
-        if value is None:
+        modules = self._agentscope_modules(key, as_key, await self._retrying(fetch))
+        if modules is None:
             return
+        args = self._common_args(key, "")
+        for name, document in modules.items():
+            args += [name, dumps(document)]
+        await self._call("import", [self._layout.meta(key)], args)
+
+    def _offer(self, key: Key) -> ForeignSessions:
+        """AgentScope's key of the session ``key``, offered to the key guard to adopt."""
+        self._agentscope_owner(key)  # one that only this session can own
+        return ForeignSessions([key], functools.partial(self._take_agentscope, key), self.url)
+
+    def _agentscope_owner(self, key: Key) -> str:
+        """AgentScope's key of the session ``key``, if only that session can own it: its key
+        ``user_id:U:session:S:state`` names more than one (user, session) pair when the ids
+        themselves contain ``:session:``, and such a key is never adopted automatically."""
+        owners = agentscope_owners(key.user_id, key.session_id)
+        as_key = self._layout.agentscope(key)
+        if len(owners) > 1:
+            raise AmbiguousLegacyDataError(
+                f"The AgentScope key {as_key!r} may belong to any of "
+                + ", ".join(f"session {s!r} of user {u!r}" for u, s in owners)
+                + " (AgentScope's keys do not tell them apart), so it was not imported. "
+                "Import it for the right one explicitly: "
+                "store.import_agentscope(key, session_id=..., user_id=...)."
+            )
+        return as_key
+
+    def _agentscope_modules(self, key: Key, as_key: str, value: Any) -> dict[str, Any] | None:
+        """The module documents of AgentScope's ``value`` (None: no key), checked."""
+        if value is None:
+            return None
         what = f"AgentScope session {key.session_id!r} of user {key.user_id!r} ({as_key!r})"
         modules = json_value(value, what)
         if not isinstance(modules, dict):
             raise SessionCorruptedError(what, "not a JSON object")
-        args = self._common_args(key, "")
-        for name, document in modules.items():
+        for name in modules:
             if not valid_text(name):
                 raise SessionCorruptedError(what, f"the module name {name!r} is not valid text")
-            args += [name, dumps(document)]
-        await self._call("import", [self._layout.meta(key)], args)
+        return modules
+
+    async def _take_agentscope(self, key: Key) -> dict[Key, dict[str, Any]]:
+        """Mark AgentScope's key of the session adopted (its key is left as it is); its
+        modules, unless another process took it first or the session exists by now."""
+        as_key = self._layout.agentscope(key)
+        keys = [as_key, self._layout.meta(key), self._layout.imported]
+        member = f"{key.user_id}\0{key.session_id}"
+
+        async def take(client: Any, attempt: int) -> Any:
+            return await client.eval(_TAKE_AGENTSCOPE, 3, *keys, member)
+
+        modules = self._agentscope_modules(key, as_key, await self._retrying(take))
+        return {} if modules is None else {key: modules}
 
     async def import_agentscope(self, target: Key, key: str) -> SessionInfo:
         """Import the session AgentScope's RedisSession stored under ``key`` as the record
@@ -420,22 +460,19 @@ class RedisBackend(StoreBackend):
         keys = [self._meta_key(target), self._meta_key(source)]
         # the reply is the target's metadata: a snapshot's or staging copy's is the source's data
         owner = _digest(source.user_id if target.user_id == SNAPSHOT_OWNER else target.user_id)
-        for _ in range(3):
-            common = self._common_args(target, self._tokens.new(owner))
-            reply = await self._call("copy", keys, [*common, *args])
-            status = as_text(reply[0])
-            if status == "import":  # the target has AgentScope data: adopt it, then copy
-                await self._import_agentscope(target)
-                continue
-            if status == "ok":
-                return session_info(reply[1], target.user_id, target.session_id, self.url)
-            if status == "conflict":
-                raise ConflictError(copy_conflict(target))
-            if status == "source":
-                found = as_text(reply[1])
-                raise error_for(found, [found, *reply[2:]], source, self.url)
-            raise error_for(status, reply, target, self.url)
-        raise AssertionError(f"AgentScope session {target.session_id!r} could not be imported")
+        common = self._common_args(target, self._tokens.new(owner))
+        reply = await self._call("copy", keys, [*common, *args])
+        status = as_text(reply[0])
+        if status == "import":  # the target has AgentScope data: the guard adopts it first
+            raise self._offer(target)
+        if status == "ok":
+            return session_info(reply[1], target.user_id, target.session_id, self.url)
+        if status == "conflict":
+            raise ConflictError(copy_conflict(target))
+        if status == "source":
+            found = as_text(reply[1])
+            raise error_for(found, [found, *reply[2:]], source, self.url)
+        raise error_for(status, reply, target, self.url)
 
     async def read_record_contents(self, key: Key) -> SessionContents | None:
         reply = await self._session("contents", key, [])

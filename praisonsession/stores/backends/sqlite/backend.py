@@ -57,6 +57,7 @@ from ...backend import (
     TTL,
     UNSET,
     Capabilities,
+    ForeignSessions,
     Key,
     LogWrite,
     ModuleNames,
@@ -429,11 +430,11 @@ class SqliteBackend(StoreBackend):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+        self._schema_ready = True
         if conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='as_session'"
         ).fetchone():
-            self._import_agentscope(conn)
-        self._schema_ready = True
+            self._offer_agentscope(conn)
 
     def _schema_version(self, conn: sqlite3.Connection) -> int:
         found: int = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -441,46 +442,35 @@ class SqliteBackend(StoreBackend):
             raise UnsupportedFormatError(f"SQLite file {self.path}", found, SCHEMA_VERSION)
         return found
 
-    def _import_agentscope(self, conn: sqlite3.Connection) -> None:
-        """Adopt the sessions of AgentScope's SqliteSession example (table ``as_session``).
+    def _offer_agentscope(self, conn: sqlite3.Connection) -> None:
+        """Offer the sessions of AgentScope's SqliteSession example (table ``as_session``) not
+        adopted yet, once per opening, to the key guard, which adopts them (``ForeignSessions``).
 
-        They have no user, so they become the default user's; each is imported once (a session
+        They have no user, so they are the default user's; each is adopted once (a session
         deleted later is not brought back), and AgentScope's table is left untouched.
         """
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            rows = conn.execute(
-                "SELECT session_id, session_data, created_at, updated_at FROM as_session "
-                "WHERE session_id NOT IN "
-                "(SELECT session_id FROM ps_imported WHERE source='agentscope')"
-            ).fetchall()
-            for session_id, data, created, updated in rows:
-                key = Key(DEFAULT_USER, str(session_id))
-                what = f"AgentScope session {session_id!r} in {self.path}"
-                modules = loads(data, what)
-                if not isinstance(modules, dict):
-                    raise SessionCorruptedError(what, "not a JSON object")
-                if self._fetch_info(conn, key) is None:
-                    info = self._insert_session(conn, key, None, {}, _sql_time(created))
-                    conn.execute(
-                        "UPDATE ps_state SET updated_at=? "
-                        "WHERE user_id=? AND session_id=? AND name=''",
-                        (max(info.created_at, _sql_time(updated)), key.user_id, key.session_id),
-                    )
-                    conn.executemany(
-                        "INSERT INTO ps_modules (user_id, session_id, name, document) "
-                        "VALUES (?,?,?,?)",
-                        [(key.user_id, key.session_id, n, dumps(d)) for n, d in modules.items()],
-                    )
-                conn.execute(
-                    "INSERT INTO ps_imported (source, session_id) VALUES ('agentscope', ?)",
-                    (key.session_id,),
-                )
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        found = conn.execute(_NOT_ADOPTED).fetchall()
+        if found:
+            keys = [Key(DEFAULT_USER, str(session_id)) for session_id, _ in found]
+            raise ForeignSessions(keys, partial(self._write, self._take_agentscope), str(self.path))
+
+    def _take_agentscope(self, conn: sqlite3.Connection) -> dict[Key, dict[str, Any]]:
+        """Mark the sessions of ``as_session`` not adopted yet as adopted; the modules of each
+        that is not a session here already."""
+        taken: dict[Key, dict[str, Any]] = {}
+        for session_id, data in conn.execute(_NOT_ADOPTED).fetchall():
+            key = Key(DEFAULT_USER, str(session_id))
+            what = f"AgentScope session {session_id!r} in {self.path}"
+            modules = loads(data, what)
+            if not isinstance(modules, dict):
+                raise SessionCorruptedError(what, "not a JSON object")
+            if self._fetch_info(conn, key) is None:
+                taken[key] = modules
+            conn.execute(
+                "INSERT INTO ps_imported (source, session_id) VALUES ('agentscope', ?)",
+                (key.session_id,),
+            )
+        return taken
 
     def _after_commit(self) -> None:
         """Count a commit of a loop's connection; every CHECKPOINT_EVERY, checkpoint the WAL
@@ -1314,15 +1304,11 @@ class _TransactionLost(Exception):
         self.again = again
 
 
-def _sql_time(text: Any) -> float:
-    """SQLite's CURRENT_TIMESTAMP text (UTC) as Unix seconds; now() if it is not one."""
-    from datetime import datetime, timezone  # only for AgentScope's table, seldom met
-
-    try:
-        stamp = datetime.strptime(str(text), "%Y-%m-%d %H:%M:%S")
-    except ValueError:
-        return now()
-    return stamp.replace(tzinfo=timezone.utc).timestamp()
+#: AgentScope's sessions in its table that were never adopted here.
+_NOT_ADOPTED = (
+    "SELECT session_id, session_data FROM as_session WHERE session_id NOT IN "
+    "(SELECT session_id FROM ps_imported WHERE source='agentscope')"
+)
 
 
 #: SQLite's primary result codes SQLITE_BUSY and SQLITE_LOCKED (named by sqlite3 from 3.11).
