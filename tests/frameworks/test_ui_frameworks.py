@@ -25,7 +25,6 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from adk_workers import NoteTaker, take_note
 from chromium import ERROR_TRAP, chromium, script_errors
@@ -34,6 +33,7 @@ from praisonsession.integrations.adk import EVENTS_LOG, PraisonSessionService
 from praisonsession.integrations.langgraph import PraisonSaver
 from praisonsession.integrations.langgraph_threads import CHECKPOINTS
 from praisonsession.integrations.openai_agents import LOG_NAME, PraisonSession
+from ui_page import open_view
 from ui_server import UIServer
 
 pytestmark = pytest.mark.timeout(300)
@@ -257,10 +257,9 @@ def browser() -> Iterator[Any]:
 
 
 def shown(browser: Any, ui: UIServer, route: str) -> Any:
-    browser.get(ui.page_url + "#/log/" + route + "/1")
-    WebDriverWait(browser, 20).until(
-        lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages .entry")
-    )
+    """The log's messages, once the page has drawn this route (not the one it showed before)."""
+    open_view(browser, ui.page_url + "#/log/" + route + "/1")
+    assert browser.find_elements(By.ID, "error") == []
     return browser.find_element(By.ID, "messages")
 
 
@@ -302,9 +301,7 @@ def test_chromium_shows_adk_events_and_openai_items_as_conversations(
 
 
 def test_chromium_keeps_the_plain_view_for_other_logs(ui: UIServer, browser: Any) -> None:
-    browser.get(ui.page_url + "#/log/ann/lg-trip/langgraph.writes/1")
-    WebDriverWait(browser, 20).until(
-        lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages .message")
-    )
-    assert browser.find_elements(By.CSS_SELECTOR, "#messages .entry") == []
+    messages = shown(browser, ui, "ann/lg-trip/langgraph.writes")
+    assert messages.find_elements(By.CSS_SELECTOR, ".message")
+    assert messages.find_elements(By.CSS_SELECTOR, ".entry") == []
     assert browser.find_elements(By.ID, "framework") == []
