@@ -16,7 +16,11 @@ Three parts:
    ``AsyncSqliteSaver``, in 3 rounds, the two savers taking turns call by call on one thread:
    one step (``put`` of a checkpoint, then ``get_tuple`` of the thread's latest) on a fresh
    thread of 10 and of 1,000 checkpoints each round, and ``list(config, limit=10)`` of a
-   thread of 2,000. Ratio = our ops/s / theirs in each round; targets: the best round at
+   thread of 2,000; then each op alone: ``put`` on a thread of 10, ``put_writes`` (a task's
+   two writes to the latest checkpoint, a checkpoint put before each call, not timed),
+   ``get_tuple`` of a given (older) ``checkpoint_id`` in a thread of 1,000, and
+   ``delete_thread`` of a thread of 20 checkpoints (60 calls, each thread written before its
+   call, not timed). Ratio = our ops/s / theirs in each round; targets: the best round at
    least 1.0 and the median at least 1.1, and ours flat (ops/s at 10 within 1.2x of 1,000).
 3. **WAL frames per put**, each side: the write-ahead log's growth over 200 puts while a
    reader holds it (so no checkpoint restarts it), at 10 and at 1,000 checkpoints, on a file
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import shutil
 import sqlite3
 import statistics
@@ -123,6 +128,7 @@ class Thread:
         }
         self.last: dict[str, Any] | None = None
         self.steps = 0
+        self.ids: list[str] = []  # every checkpoint put, oldest first
 
     def next(self) -> tuple[dict[str, Any], Any, dict[str, Any], dict[str, Any]]:
         made, versions = checkpoint(self.saver, self.last, self.steps)
@@ -134,10 +140,21 @@ class Thread:
     def put(self) -> None:
         config, made, metadata, versions = self.next()
         self.config = self.saver.put(config, made, metadata, versions)
+        self.ids.append(made["id"])
 
     async def aput(self) -> None:
         config, made, metadata, versions = self.next()
         self.config = await self.saver.aput(config, made, metadata, versions)
+        self.ids.append(made["id"])
+
+    def at(self, step: int) -> dict[str, Any]:
+        """The config of the checkpoint put at ``step``, as a graph names an older one."""
+        return {"configurable": {"thread_id": self.config["configurable"]["thread_id"],
+                                 "checkpoint_ns": "", "checkpoint_id": self.ids[step]}}  # fmt: skip
+
+    def writes(self, task: int) -> tuple[dict[str, Any], list[tuple[str, Any]], str]:
+        """A task's writes to the latest checkpoint: ``put_writes``' arguments."""
+        return self.config, [("note", f"task {task}: " + "y" * 200), ("step", task)], f"t{task}"
 
     def latest(self) -> dict[str, Any]:
         """The thread's config as a graph passes it: its namespace, no checkpoint id."""
@@ -155,25 +172,50 @@ def check_listed(listed: list[Any], count: int, name: str) -> None:
         raise RuntimeError(f"{name}: list(limit=10) did not return the 10 newest")
 
 
-def turns(calls: dict[str, Callable[[], Any]], n: int) -> dict[str, float]:
+def check_found(found: Any, step: int, name: str) -> None:
+    if found is None or found.checkpoint["channel_values"]["step"] != step:
+        raise RuntimeError(f"{name}: get_tuple by checkpoint_id did not return checkpoint {step}")
+
+
+def check_writes(found: Any, name: str) -> None:
+    """The latest checkpoint holds the one task's writes put to it, both channels."""
+    if found is None or [w[1] for w in found.pending_writes] != ["note", "step"]:
+        raise RuntimeError(f"{name}: put_writes' writes are not the latest checkpoint's")
+
+
+def turns(
+    calls: dict[str, Callable[[int], Any]],
+    n: int,
+    prepare: dict[str, Callable[[int], Any]] | None = None,
+) -> dict[str, float]:
     """Ops/s of each call, ``n`` calls each taking turns one by one: the machine's state at
-    any moment (other work, the disk's flushes) touches every saver alike."""
+    any moment (other work, the disk's flushes) touches every saver alike. ``prepare`` (not
+    timed) readies each saver's call ``i`` just before it (a checkpoint to write to, a thread
+    to delete)."""
     spent = dict.fromkeys(calls, 0.0)
-    for _ in range(n):
+    for i in range(n):
         for name, call in calls.items():
+            if prepare:
+                prepare[name](i)
             start = time.perf_counter()
-            call()
+            call(i)
             spent[name] += time.perf_counter() - start
     return {name: n / seconds for name, seconds in spent.items()}
 
 
-async def aturns(calls: dict[str, Callable[[], Awaitable[Any]]], n: int) -> dict[str, float]:
+async def aturns(
+    calls: dict[str, Callable[[int], Awaitable[Any]]],
+    n: int,
+    prepare: dict[str, Callable[[int], Awaitable[Any]]] | None = None,
+) -> dict[str, float]:
     """:func:`turns` for coroutines."""
     spent = dict.fromkeys(calls, 0.0)
-    for _ in range(n):
+    for i in range(n):
         for name, call in calls.items():
+            if prepare:
+                await prepare[name](i)
             start = time.perf_counter()
-            await call()
+            await call(i)
             spent[name] += time.perf_counter() - start
     return {name: n / seconds for name, seconds in spent.items()}
 
@@ -188,11 +230,16 @@ def record(rounds: Rounds, measure: str, ops: dict[str, float]) -> None:
 
 def sync_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Rounds:
     """Each round: a step (``put`` + ``get_tuple`` of the latest) on fresh threads of each
-    history size, then ``list(limit=10)`` of a long thread; the savers taking turns."""
+    history size, ``list(limit=10)`` of a long thread, then each op alone; the savers taking
+    turns."""
     rounds: Rounds = {}
     listed = {name: Thread(saver, "listed") for name, saver in savers.items()}
     for _ in range(args.listed):
         for thread in listed.values():
+            thread.put()
+    older = {name: Thread(saver, "by-id") for name, saver in savers.items()}
+    for _ in range(args.sizes[-1]):
+        for thread in older.values():
             thread.put()
     for number in range(args.rounds):
         for size in args.sizes:
@@ -203,8 +250,8 @@ def sync_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Rounds:
                 for thread in threads.values():
                     thread.put()
 
-            def step(thread: Thread) -> Callable[[], Any]:
-                def one() -> None:
+            def step(thread: Thread) -> Callable[[int], Any]:
+                def one(_: int) -> None:
                     thread.put()
                     thread.saver.get_tuple(thread.latest())
 
@@ -216,13 +263,74 @@ def sync_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Rounds:
             for name, thread in threads.items():
                 thread.check(thread.saver.get_tuple(thread.latest()), name)
 
-        def lister(thread: Thread) -> Callable[[], Any]:
-            return lambda: list(thread.saver.list(thread.latest(), limit=10))
+        def lister(thread: Thread) -> Callable[[int], Any]:
+            return lambda _: list(thread.saver.list(thread.latest(), limit=10))
 
         record(rounds, "list", turns({n: lister(t) for n, t in listed.items()}, args.calls))
+        sync_ops(rounds, savers, older, number, args)
     for name, thread in listed.items():
         check_listed(list(thread.saver.list(thread.latest(), limit=10)), args.listed, name)
     return rounds
+
+
+def sync_ops(
+    rounds: Rounds,
+    savers: dict[str, Any],
+    older: dict[str, Thread],
+    number: int,
+    args: argparse.Namespace,
+) -> None:
+    """One round of each op alone: ``put``, ``put_writes``, ``get_tuple`` by id and
+    ``delete_thread``."""
+    puts = {name: Thread(saver, f"put-{number}") for name, saver in savers.items()}
+    for _ in range(args.sizes[0]):
+        for thread in puts.values():
+            thread.put()
+    record(rounds, "put", turns({n: (lambda _, t=t: t.put()) for n, t in puts.items()}, args.calls))
+
+    written = {name: Thread(saver, f"writes-{number}") for name, saver in savers.items()}
+    record(
+        rounds,
+        "put_writes",
+        turns(
+            {n: (lambda i, t=t: t.saver.put_writes(*t.writes(i))) for n, t in written.items()},
+            args.calls,
+            prepare={n: (lambda _, t=t: t.put()) for n, t in written.items()},
+        ),
+    )
+    for name, thread in written.items():
+        check_writes(thread.saver.get_tuple(thread.latest()), name)
+
+    picks = random.Random(number).choices(range(args.sizes[-1] - 1), k=args.calls)
+
+    def by_id(name: str, thread: Thread) -> Callable[[int], None]:
+        return lambda i: check_found(thread.saver.get_tuple(thread.at(picks[i])), picks[i], name)
+
+    record(rounds, "by_id", turns({n: by_id(n, t) for n, t in older.items()}, args.calls))
+
+    doomed: dict[str, Thread] = {}
+
+    def build(name: str) -> Callable[[int], None]:
+        def fill(i: int) -> None:
+            doomed[name] = thread = Thread(savers[name], f"delete-{number}-{i}")
+            for _ in range(args.deleted):
+                thread.put()
+
+        return fill
+
+    def delete(name: str) -> Callable[[int], None]:
+        return lambda _: savers[name].delete_thread(
+            doomed[name].config["configurable"]["thread_id"]
+        )
+
+    record(
+        rounds,
+        "delete",
+        turns({n: delete(n) for n in savers}, args.deletes, prepare={n: build(n) for n in savers}),
+    )
+    for name, thread in doomed.items():
+        if thread.saver.get_tuple(thread.latest()) is not None:
+            raise RuntimeError(f"{name}: delete_thread left a checkpoint")
 
 
 async def async_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Rounds:
@@ -231,6 +339,10 @@ async def async_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Roun
     listed = {name: Thread(saver, "listed") for name, saver in savers.items()}
     for _ in range(args.listed):
         for thread in listed.values():
+            await thread.aput()
+    older = {name: Thread(saver, "by-id") for name, saver in savers.items()}
+    for _ in range(args.sizes[-1]):
+        for thread in older.values():
             await thread.aput()
     for number in range(args.rounds):
         for size in args.sizes:
@@ -241,8 +353,8 @@ async def async_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Roun
                 for thread in threads.values():
                     await thread.aput()
 
-            def step(thread: Thread) -> Callable[[], Awaitable[Any]]:
-                async def one() -> None:
+            def step(thread: Thread) -> Callable[[int], Awaitable[Any]]:
+                async def one(_: int) -> None:
                     await thread.aput()
                     await thread.saver.aget_tuple(thread.latest())
 
@@ -253,17 +365,86 @@ async def async_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Roun
             for name, thread in threads.items():
                 thread.check(await thread.saver.aget_tuple(thread.latest()), name)
 
-        def lister(thread: Thread) -> Callable[[], Awaitable[Any]]:
-            async def listing() -> list[Any]:
+        def lister(thread: Thread) -> Callable[[int], Awaitable[Any]]:
+            async def listing(_: int) -> list[Any]:
                 return [t async for t in thread.saver.alist(thread.latest(), limit=10)]
 
             return listing
 
         record(rounds, "list", await aturns({n: lister(t) for n, t in listed.items()}, args.calls))
+        await async_ops(rounds, savers, older, number, args)
     for name, thread in listed.items():
         check_listed([t async for t in thread.saver.alist(thread.latest(), limit=10)],
                      args.listed, name)  # fmt: skip
     return rounds
+
+
+async def async_ops(
+    rounds: Rounds,
+    savers: dict[str, Any],
+    older: dict[str, Thread],
+    number: int,
+    args: argparse.Namespace,
+) -> None:
+    """:func:`sync_ops` through the async methods."""
+    puts = {name: Thread(saver, f"put-{number}") for name, saver in savers.items()}
+    for _ in range(args.sizes[0]):
+        for thread in puts.values():
+            await thread.aput()
+    record(
+        rounds,
+        "put",
+        await aturns({n: (lambda _, t=t: t.aput()) for n, t in puts.items()}, args.calls),
+    )
+
+    written = {name: Thread(saver, f"writes-{number}") for name, saver in savers.items()}
+    record(
+        rounds,
+        "put_writes",
+        await aturns(
+            {n: (lambda i, t=t: t.saver.aput_writes(*t.writes(i))) for n, t in written.items()},
+            args.calls,
+            prepare={n: (lambda _, t=t: t.aput()) for n, t in written.items()},
+        ),
+    )
+    for name, thread in written.items():
+        check_writes(await thread.saver.aget_tuple(thread.latest()), name)
+
+    picks = random.Random(number).choices(range(args.sizes[-1] - 1), k=args.calls)
+
+    def by_id(name: str, thread: Thread) -> Callable[[int], Awaitable[None]]:
+        async def one(i: int) -> None:
+            check_found(await thread.saver.aget_tuple(thread.at(picks[i])), picks[i], name)
+
+        return one
+
+    record(rounds, "by_id", await aturns({n: by_id(n, t) for n, t in older.items()}, args.calls))
+
+    doomed: dict[str, Thread] = {}
+
+    def build(name: str) -> Callable[[int], Awaitable[None]]:
+        async def fill(i: int) -> None:
+            doomed[name] = thread = Thread(savers[name], f"delete-{number}-{i}")
+            for _ in range(args.deleted):
+                await thread.aput()
+
+        return fill
+
+    def delete(name: str) -> Callable[[int], Awaitable[None]]:
+        return lambda _: savers[name].adelete_thread(
+            doomed[name].config["configurable"]["thread_id"]
+        )
+
+    record(
+        rounds,
+        "delete",
+        await aturns(
+            {n: delete(n) for n in savers}, args.deletes, prepare={n: build(n) for n in savers}
+        ),
+    )
+    for name, thread in doomed.items():
+        if await thread.saver.aget_tuple(thread.latest()) is not None:
+            raise RuntimeError(f"{name}: adelete_thread left a checkpoint")
 
 
 # -- durability and WAL frames ----------------------------------------------------------------
@@ -339,6 +520,7 @@ def frames(folder: Path, sizes: list[int], n: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"sizes": args.sizes, "listed": args.listed, "bytes": {}}
     results.update(calls=args.calls, rounds=args.rounds, frame_puts=args.frame_puts)
+    results.update(deletes=args.deletes, deleted=args.deleted)
     folder = Path(tempfile.mkdtemp(prefix="ps-bench-lg-"))
     try:
         for steps in args.steps:
@@ -413,9 +595,14 @@ def report(results: dict[str, Any]) -> bool:
     sizes, listed = results["sizes"], results["listed"]
     measures = [(f"put + get_tuple @{s:,} checkpoints", f"step_{s}") for s in sizes]
     measures.append((f"list(limit=10) @{listed:,} checkpoints", "list"))
+    measures.append((f"put alone @{sizes[0]:,} checkpoints", "put"))
+    measures.append(("put_writes (a task's 2 writes) to the latest", "put_writes"))
+    measures.append((f"get_tuple by checkpoint_id @{sizes[-1]:,} checkpoints", "by_id"))
+    measures.append((f"delete_thread of {results['deleted']:,} checkpoints", "delete"))
     print(
         f"\nSpeed: {results['rounds']} rounds of {results['calls']} calls per saver and measure, "
-        "the savers taking turns call by call; ratio = our ops/s / theirs, per round"
+        f"({results['deletes']} of delete_thread), the savers taking turns call by call; "
+        "ratio = our ops/s / theirs, per round"
     )
     for mode in ("sync", "async"):
         rounds = results[mode]
@@ -453,6 +640,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,1000", help="checkpoints of history (first,last)")
     parser.add_argument("--listed", type=int, default=2000, help="checkpoints under list()")
     parser.add_argument("--frame-puts", type=int, default=200, help="puts counted for the WAL")
+    parser.add_argument("--deletes", type=int, default=60, help="timed delete_thread calls")
+    parser.add_argument("--deleted", type=int, default=20, help="checkpoints a deleted thread has")
     parser.add_argument("--quick", action="store_true", help="a short run (for the tests)")
     parser.add_argument("--no-bytes", action="store_true", help="skip the bytes part")
     parser.add_argument("--json", help="also write every figure to this file")
@@ -460,6 +649,7 @@ def main() -> None:
     args.steps = [] if args.no_bytes else [50, 100, 200]
     if args.quick:
         args.calls, args.sizes, args.listed, args.frame_puts = 10, "10,100", 200, 20
+        args.deletes, args.deleted = 5, 5
         args.steps = [] if args.no_bytes else [20, 40]
     args.sizes = [int(s) for s in args.sizes.split(",")]
     print(f"Python {sys.version.split()[0]}, {args.rounds} rounds of {args.calls} timed calls "

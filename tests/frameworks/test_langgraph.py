@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from adapter_packaging import assert_benchmark_prints
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -561,3 +562,21 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=120,
     )
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None:
+    """Every op compared with LangGraph's own savers, sync and async, at the same durability."""
+    rows = [
+        "| put + get_tuple @10 checkpoints |",
+        "| list(limit=10) @200 checkpoints |",
+        "| put alone @10 checkpoints |",
+        "| put_writes (a task's 2 writes) to the latest |",
+        "| get_tuple by checkpoint_id @100 checkpoints |",
+        "| delete_thread of 5 checkpoints |",
+        "sync methods vs SqliteSaver",
+        "async methods vs AsyncSqliteSaver",
+        "PraisonSaver (sync): WAL, synchronous=FULL",
+        "AsyncSqliteSaver: WAL, synchronous=FULL",
+    ]
+    assert_benchmark_prints("bench_langgraph.py", rows, tmp_path, timeout=600)
