@@ -9,10 +9,15 @@ Three services, each on a SQLite file of its own in one temporary folder, from o
 ADK's ``DatabaseSessionService`` on ``sqlite+aiosqlite``. Measures:
 
 1. ``append_event``: one model reply with a session state delta, appended to a session the
-   caller holds (as a Runner does).
-2. ``get_session(num_recent_events=20)`` of a session of 100 and of 30,000 events.
+   caller holds (as a Runner does); and one whose delta also sets ``app:`` and ``user:`` keys
+   (which ADK keeps in the app's and the user's state, apart from the session's).
+2. ``get_session(num_recent_events=20)`` of a session of 100 and of 30,000 events, and of the
+   30,000 with ``GetSessionConfig(num_recent_events=10)`` and with ``after_timestamp`` (the
+   last 10 events' time).
 3. ``list_sessions(app_name, user_id)`` of one user (100 sessions) with 10,000 sessions of
    the app in the store (100 users), and ``list_sessions(app_name)`` of every user (the 10,000).
+4. ``create_session`` with a little state, and ``delete_session`` of a session of 100 events
+   (each written before the timing).
 
 Durability, the same for all: every acknowledged write survives a power loss. Every file is in
 WAL mode and every connection commits at ``synchronous=FULL`` (the WAL fsynced at each
@@ -20,18 +25,20 @@ commit): ours at durability ``"power"``, ADK's services at SQLite's default ``sy
 files put in WAL mode before they open them. The output reads both back by ``PRAGMA`` on the
 connection each service commits with.
 
-Histories and the 10,000 sessions are written before the timing, each service's in its own
-schema: ours through our backend in batches, ADK's through SQLite (``SqliteSessionService``'s
-tables) and SQLAlchemy (``DatabaseSessionService``'s models) in one transaction, since ADK's
-own calls take about 10 ms each. Each measure runs in rounds (3 by default); in a round the
-services take turns call by call, the order turning each time, so a change in the machine's
-state (and the garbage one leaves to collect) touches them alike. A round's figure is its
-median call, in calls per second; its ratio is ours / theirs in calls per second (at least
-1.0 where ours is at least as fast), and the output gives the best and the median round's
-ratio. Flat: ours at 30,000 events within 1.2x of ours at 100, the two sizes taking turns
-with no other service between them. Every service's events are read back and checked equal
-to what was appended, and every service lists the same sessions of every user with the same
-state.
+Histories (those deleted too) and the 10,000 sessions are written before the timing, each
+service's in its own schema: ours through our backend in batches, ADK's through SQLite
+(``SqliteSessionService``'s tables) and SQLAlchemy (``DatabaseSessionService``'s models) in one
+transaction, since ADK's own calls take about 10 ms each. Each measure runs in rounds (3 by
+default); in a round the services take turns call by call, the order turning each time, so a
+change in the machine's state (and the garbage one leaves to collect) touches them alike. A
+round's figure is its median call, in calls per second; its ratio is ours / theirs in calls per
+second (at least 1.0 where ours is at least as fast), and the output gives the best and the
+median round's ratio. Targets: the best round at least 1.0 and the median round at least 1.1
+against each of ADK's services. Flat: ours at 30,000 events within 1.2x of ours at 100, the two
+sizes taking turns with no other service between them. Every service's events are read back and
+checked equal to what was appended (the ``app:`` and ``user:`` state too), the sessions created
+listed with their state, the ones deleted gone, and every service lists the same sessions of
+every user with the same state.
 """
 
 from __future__ import annotations
@@ -67,7 +74,10 @@ from praisonsession.stores import LogWrite, record_key
 from praisonsession.stores.guard import beneath
 
 APP = "bench"
-RATIO_TARGET = 1.0
+RATIO_TARGET = 1.0  # the best round's ours / theirs, against each service
+MEDIAN_TARGET = 1.1  # the median round's
+RECENT_FEW = 10  # get_session with a config: the last 10 events, by count or by time
+DELETED_EVENTS = 100  # the events of each session delete_session removes
 FLAT_TARGET = 1.2
 LIST_P95_TARGET_MS = 20.0
 RECENT = 20
@@ -76,14 +86,18 @@ PRAGMAS = ("journal_mode", "synchronous")
 SYNC_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 
 
-def event(n: int, at: float) -> Event:
-    """Turn ``n``'s reply: text, and a state delta, as an agent's output_key writes."""
+def event(n: int, at: float, scoped: bool = False) -> Event:
+    """Turn ``n``'s reply: text, and a state delta, as an agent's output_key writes;
+    ``scoped``: the delta also sets an ``app:`` and a ``user:`` key."""
     content = types.Content(role="model", parts=[types.Part(text=f"Reply {n}: it is sunny ☀.")])
+    delta: dict[str, Any] = {"turn": n}
+    if scoped:
+        delta.update({"app:visits": n, "user:last_turn": n})
     return Event(
         invocation_id=f"inv-{n}",
         author="helper",
         content=content,
-        actions=EventActions(state_delta={"turn": n}),
+        actions=EventActions(state_delta=delta),
         timestamp=at,
     )
 
@@ -293,13 +307,27 @@ async def bench(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         await seed_database(f"sqlite+aiosqlite:///{folder}/database-history.db", name, size, start)
     await seed_sessions(folder, args.users, args.each)
 
+    doomed = [f"d{n}" for n in range(args.rounds * args.deletes)]  # delete_session's
+    for name in doomed:
+        await seed_ours(f"sqlite://{folder}/ours-deletes.db?durability=process", name,
+                        DELETED_EVENTS, start)  # fmt: skip
+        await seed_sqlite(folder / "sqlite-deletes.db", name, DELETED_EVENTS, start)
+        await seed_database(
+            f"sqlite+aiosqlite:///{folder}/database-deletes.db", name, DELETED_EVENTS, start
+        )
+
     appenders = services(folder, "appends")
     names = list(appenders)
     held = {
         name: await s.create_session(app_name=APP, user_id="u", session_id="a")
         for name, s in appenders.items()
     }
+    held_scoped = {
+        name: await s.create_session(app_name=APP, user_id="u", session_id="scoped")
+        for name, s in appenders.items()
+    }
     counter = dict.fromkeys(appenders, 0)
+    scoped_counter = dict.fromkeys(appenders, 0)
 
     def appender(name: str) -> Callable[[], Awaitable[Any]]:
         async def append() -> None:
@@ -309,27 +337,81 @@ async def bench(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
 
         return append
 
+    def scoped_appender(name: str) -> Callable[[], Awaitable[Any]]:
+        async def append() -> None:
+            n = scoped_counter[name]
+            scoped_counter[name] += 1
+            await appenders[name].append_event(held_scoped[name], event(n, time.time(), True))
+
+        return append
+
+    creators = services(folder, "creates")
+    created = dict.fromkeys(creators, 0)
+
+    def creator(name: str) -> Callable[[], Awaitable[Any]]:
+        async def create() -> None:
+            n = created[name]
+            created[name] += 1
+            state = {"topic": "weather", "city": "Lisbon", "n": n}
+            await creators[name].create_session(
+                app_name=APP, user_id="u", session_id=f"c{n}", state=state
+            )
+
+        return create
+
+    deleters = services(folder, "deletes")
+    deleted = dict.fromkeys(deleters, 0)
+
+    def deleter(name: str) -> Callable[[], Awaitable[Any]]:
+        async def delete() -> None:
+            n = deleted[name]
+            deleted[name] += 1
+            await deleters[name].delete_session(app_name=APP, user_id="u", session_id=doomed[n])
+
+        return delete
+
     readers = services(folder, "history")
     config = GetSessionConfig(num_recent_events=RECENT)
+    largest = sizes[-1]
+    few = GetSessionConfig(num_recent_events=RECENT_FEW)
+    since = GetSessionConfig(after_timestamp=start + largest - RECENT_FEW)
 
-    def reader(name: str, size: int) -> Callable[[], Awaitable[Any]]:
+    def reader(
+        name: str, size: int, how: GetSessionConfig = config
+    ) -> Callable[[], Awaitable[Any]]:
         return lambda: readers[name].get_session(
-            app_name=APP, user_id="u", session_id=f"h{size}", config=config
+            app_name=APP, user_id="u", session_id=f"h{size}", config=how
         )
 
     listers = services(folder, "list")
     appends = Measure("append_event", names)
+    scoped_appends = Measure("append_event, app: and user: state", names)
+    creates = Measure("create_session, with state", names)
+    deletes = Measure(f"delete_session @{DELETED_EVENTS} events", names)
     reads = {
         size: Measure(f"get_session(num_recent_events={RECENT}) @{size:,} events", names)
         for size in sizes
     }
+    few_reads = Measure(f"get_session(num_recent_events={RECENT_FEW}) @{largest:,} events", names)
+    since_reads = Measure(
+        f"get_session(after_timestamp, last {RECENT_FEW}) @{largest:,} events", names
+    )
     one = Measure(f"list_sessions, one user ({args.each}) @{total:,}", names)
     every = Measure(f"list_sessions, every user @{total:,}", names)
     for _ in range(args.rounds):
         await interleaved({n: appender(n) for n in names}, appends.round(), args.appends)
+        await interleaved(
+            {n: scoped_appender(n) for n in names}, scoped_appends.round(), args.appends
+        )
+        await interleaved({n: creator(n) for n in names}, creates.round(), args.appends)
+        await interleaved({n: deleter(n) for n in names}, deletes.round(), args.deletes)
         for size in sizes:
             calls = {n: reader(n, size) for n in names}
             await interleaved(calls, reads[size].round(), args.reads)
+        calls = {n: reader(n, largest, few) for n in names}
+        await interleaved(calls, few_reads.round(), args.reads)
+        calls = {n: reader(n, largest, since) for n in names}
+        await interleaved(calls, since_reads.round(), args.reads)
         await interleaved(
             {n: _lister(s, "user7") for n, s in listers.items()}, one.round(), args.lists
         )
@@ -346,12 +428,11 @@ async def bench(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
         await interleaved(ours_reads, flat, args.reads)
     results["get_session_us"] = {size: statistics.median(flat[str(size)]) * 1e6 for size in sizes}
 
-    for name in names:  # what each appended is what it reads back
-        got = await appenders[name].get_session(app_name=APP, user_id="u", session_id="a")
-        if got is None or [e.invocation_id for e in got.events] != [
-            f"inv-{n}" for n in range(counter[name])
-        ]:
-            raise RuntimeError(f"{name}: the events read back differ from those appended")
+    for name in names:  # what each wrote is what it reads back
+        await _check_written(name, appenders[name], counter[name], scoped_counter[name])
+        await _check_created_and_deleted(
+            name, creators[name], created[name], deleters[name], doomed
+        )
         listed = await listers[name].list_sessions(app_name=APP, user_id="user7")
         if len(listed.sessions) != args.each:
             raise RuntimeError(f"{name}: listed {len(listed.sessions)} sessions, not {args.each}")
@@ -362,6 +443,13 @@ async def bench(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
             expected = [f"inv-{n}" for n in range(max(0, size - RECENT), size)]
             if tail is None or [e.invocation_id for e in tail.events] != expected:
                 raise RuntimeError(f"{name}: the last {RECENT} events at {size} differ")
+        expected = [f"inv-{n}" for n in range(largest - RECENT_FEW, largest)]
+        for how in (few, since):
+            tail = await readers[name].get_session(
+                app_name=APP, user_id="u", session_id=f"h{largest}", config=how
+            )
+            if tail is None or [e.invocation_id for e in tail.events] != expected:
+                raise RuntimeError(f"{name}: get_session({how!r}) read other events")
     everyone = {
         name: sorted((s.user_id, s.id, tuple(s.state.items())) for s in found.sessions)
         for name, service in listers.items()
@@ -370,12 +458,47 @@ async def bench(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     if len(everyone[OURS]) != total or any(v != everyone[OURS] for v in everyone.values()):
         raise RuntimeError("the services list different sessions of every user")
     results["durability"] = await durability(appenders)
-    for group in (appenders, readers, listers):
+    for group in (appenders, creators, deleters, readers, listers):
         for service in group.values():
             await service.close()  # type: ignore[attr-defined]
-    results["measures"] = [m.to_json() for m in (appends, *reads.values(), one, every)]
+    measures = (appends, scoped_appends, creates, deletes, *reads.values(), few_reads,
+                since_reads, one, every)  # fmt: skip
+    results["measures"] = [m.to_json() for m in measures]
     results["one_user_p95_us"] = one.p95_us(OURS)
     return results
+
+
+async def _check_written(
+    name: str, service: BaseSessionService, appended: int, scoped: int
+) -> None:
+    """The events each appended read back in order, and the scoped state it set."""
+    for session_id, count in (("a", appended), ("scoped", scoped)):
+        got = await service.get_session(app_name=APP, user_id="u", session_id=session_id)
+        if got is None or [e.invocation_id for e in got.events] != [
+            f"inv-{n}" for n in range(count)
+        ]:
+            raise RuntimeError(f"{name}: the events read back differ from those appended")
+    if scoped and (
+        got.state.get("app:visits") != scoped - 1 or got.state.get("user:last_turn") != scoped - 1
+    ):
+        raise RuntimeError(f"{name}: the app: and user: state read back differ")
+
+
+async def _check_created_and_deleted(
+    name: str,
+    creators: BaseSessionService,
+    created: int,
+    deleters: BaseSessionService,
+    doomed: list[str],
+) -> None:
+    """Every session created listed with its state; every session deleted gone."""
+    listed = await creators.list_sessions(app_name=APP, user_id="u")
+    states = sorted((s.id, s.state.get("n")) for s in listed.sessions)
+    if states != sorted((f"c{n}", n) for n in range(created)):
+        raise RuntimeError(f"{name}: the sessions created read back differ")
+    for session_id in doomed:
+        if await deleters.get_session(app_name=APP, user_id="u", session_id=session_id):
+            raise RuntimeError(f"{name}: session {session_id} is still there after its delete")
 
 
 def _lister(service: BaseSessionService, user: str | None) -> Callable[[], Awaitable[Any]]:
@@ -414,10 +537,11 @@ def report(results: dict[str, Any]) -> bool:
             ratios = m["ratios"][n]
             pairs.append(f"{max(ratios):.2f}x, {statistics.median(ratios):.2f}x")
         print(f"| {m['label']} | {cells} | {' | '.join(pairs)} |")
-        worst = min(statistics.median(m["ratios"][n]) for n in theirs)
+        best = min(max(m["ratios"][n]) for n in theirs)
+        median = min(statistics.median(m["ratios"][n]) for n in theirs)
         verdicts.append(
-            (f"{m['label']}: median ratio vs each >= {RATIO_TARGET:g}", f"{worst:.2f}x",
-             worst >= RATIO_TARGET)
+            (f"{m['label']}: vs each, best >= {RATIO_TARGET:g}, median >= {MEDIAN_TARGET:g}",
+             f"{best:.2f}x, {median:.2f}x", best >= RATIO_TARGET and median >= MEDIAN_TARGET)
         )  # fmt: skip
     reads = results["get_session_us"]
     flat = reads[sizes[-1]] / reads[sizes[0]]
@@ -432,7 +556,7 @@ def report(results: dict[str, Any]) -> bool:
     )  # fmt: skip
     print("\nTargets")
     for label, value, passed in verdicts:
-        print(f"  {label:80} {value:>8}  {'PASS' if passed else 'MISS'}")
+        print(f"  {label:90} {value:>12}  {'PASS' if passed else 'MISS'}")
     return all(passed for _, _, passed in verdicts)
 
 
@@ -440,6 +564,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every measure")
     parser.add_argument("--appends", type=int, default=40, help="append_event timed per round")
+    parser.add_argument("--deletes", type=int, default=20, help="delete_session per round")
     parser.add_argument("--reads", type=int, default=100, help="get_session timed per round")
     parser.add_argument("--lists", type=int, default=40, help="one user's listings per round")
     parser.add_argument("--all-lists", type=int, default=5, help="every user's, per round")
@@ -451,6 +576,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.appends, args.reads, args.lists, args.all_lists = 2, 5, 10, 5, 2
+        args.deletes = 3
         args.sizes, args.users, args.each = "100,1000", 10, 20
     print(
         f"Python {sys.version.split()[0]}, {args.rounds} rounds; histories of {args.sizes} "

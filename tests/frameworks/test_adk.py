@@ -777,8 +777,13 @@ def test_importing_praisonsession_never_imports_adk() -> None:
 def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None:
     rows = [
         "| append_event |",
+        "| append_event, app: and user: state |",
+        "| create_session, with state |",
+        "| delete_session @100 events |",
         "| get_session(num_recent_events=20) @100 events |",
         "| get_session(num_recent_events=20) @1,000 events |",
+        "| get_session(num_recent_events=10) @1,000 events |",
+        "| get_session(after_timestamp, last 10) @1,000 events |",
         "| list_sessions, one user (20) @200 |",
         "| list_sessions, every user @200 |",
         "PraisonSessionService: WAL, synchronous=FULL (durability 'power')",
