@@ -350,11 +350,15 @@ class Threads:
         # records since the last indexed block, and of its last record
         self._tails: dict[Key, _Tail] = {}
         self._journals: dict[Key, tuple[int, dict[str, list[Any]]]] = {}
-        # (thread, ns, id) -> (position, record without its values)
-        self._records: OrderedDict[tuple[Key, str, str], tuple[int, Record]] = OrderedDict()
-        self._runs: set[tuple[Key, str]] = set()
-        # (thread, ns, channel, version) -> the value's typed bytes (unpacked once)
-        self._values: OrderedDict[tuple[Key, str, str, str], Blob] = OrderedDict()
+        # Each slot below names its thread's generation: forgetting a thread moves it to the
+        # next one (no walk over every slot kept), and the old slots age out unread.
+        self._generations: dict[Key, int] = {}
+        self._generation = 0
+        # (thread, generation, ns, id) -> (position, record without its values)
+        self._records: OrderedDict[tuple[Key, int, str, str], tuple[int, Record]] = OrderedDict()
+        self._runs: set[tuple[Key, int, str]] = set()
+        # (thread, generation, ns, channel, version) -> the value's typed bytes (unpacked once)
+        self._values: OrderedDict[tuple[Key, int, str, str, str], Blob] = OrderedDict()
         self._value_bytes = 0
 
     # -- what this object remembers -----------------------------------------------------------
@@ -365,11 +369,14 @@ class Threads:
         with self._lock:
             self._tails.pop(key, None)
             self._journals.pop(key, None)
-            for record in [r for r in self._records if r[0] == key]:
-                del self._records[record]
-            self._runs = {run for run in self._runs if run[0] != key}
-            for value in [v for v in self._values if v[0] == key]:
-                self._value_bytes -= len(self._values.pop(value)[1])
+            if len(self._generations) >= _REMEMBERED:  # start afresh rather than grow
+                self._generations.clear()
+                self._records.clear()
+                self._runs.clear()
+                self._values.clear()
+                self._value_bytes = 0
+            self._generation += 1
+            self._generations[key] = self._generation
 
     def _remember(
         self,
@@ -383,10 +390,11 @@ class Threads:
         ns, versions, own = record["ns"], record["versions"], record.get("values", {})
         light = dict(record)
         light["values"] = dict.fromkeys(own, True)
-        slot = (key, ns, record["id"])
         with self._lock:
+            generation = self._generations.get(key, 0)
+            slot = (key, generation, ns, record["id"])
             for channel, packed in own.items():
-                held = (key, ns, channel, str(versions.get(channel)))
+                held = (key, generation, ns, channel, str(versions.get(channel)))
                 if held in self._values:
                     self._values.move_to_end(held)
                 elif blobs is not None:
@@ -400,9 +408,9 @@ class Threads:
 
     def _known(self, key: Key, ns: str, checkpoint_id: str) -> tuple[int, Record] | None:
         with self._lock:
-            return self._records.get((key, ns, checkpoint_id))
+            return self._records.get((key, self._generations.get(key, 0), ns, checkpoint_id))
 
-    def _keep_value(self, slot: tuple[Key, str, str, str], value: Blob) -> None:
+    def _keep_value(self, slot: tuple[Key, int, str, str, str], value: Blob) -> None:
         """Keep a value not kept yet (called holding the lock)."""
         size = len(value[1])
         if size > _VALUE_BUDGET // 8:
@@ -415,11 +423,11 @@ class Threads:
     def _kept(self, key: Key, ns: str, versions: dict[str, Any]) -> dict[str, Blob]:
         """The values of these channel versions kept here, by channel."""
         with self._lock:
-            values = self._values
+            values, generation = self._values, self._generations.get(key, 0)
             return {
                 channel: found
                 for channel, version in versions.items()
-                if (found := values.get((key, ns, channel, str(version)))) is not None
+                if (found := values.get((key, generation, ns, channel, str(version)))) is not None
             }
 
     async def _open(self, key: Key, log: str) -> int:
@@ -450,7 +458,8 @@ class Threads:
             record["src"] = _sources(record["versions"], changed, parent)
             with self._lock:
                 tail = self._tails.get(key)
-                new_run = run_id if run_id is not None and (key, run_id) not in self._runs else None
+                run = (key, self._generations.get(key, 0), run_id or "")
+                new_run = run_id if run_id is not None and run not in self._runs else None
             if tail is None:
                 try:
                     tail = await self._read_tail(key, await self._open(key, CHECKPOINTS))
@@ -482,7 +491,7 @@ class Threads:
             with self._lock:
                 self._tails[key] = (length + 1, block, (length, ns, checkpoint_id))
                 if new_run is not None:
-                    self._runs.add((key, new_run))
+                    self._runs.add(run)
                     if len(self._runs) > _REMEMBERED:
                         self._runs.clear()
             self._remember(key, length, record, blobs=blobs)
