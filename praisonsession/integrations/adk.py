@@ -28,7 +28,10 @@ session. How ADK's model maps onto a store's records (``StoreBackend``):
   concurrent runs never interleave their events into one history (adk #4751).
 - **``user:`` state** is a session of the user named ``adk-user:<length>:<app_name>``, and
   **``app:`` state** a record of the reserved owner (no user's: it is the app's), each merged
-  key by key in one atomic ``patch_record_state``. ``temp:`` state is never stored.
+  key by key in one atomic ``patch_record_state``. ``temp:`` state is never stored. These
+  writes and the listing's copy below follow the session's own write at once, each atomic on
+  its own: on SQLite at durability ``"power"`` they share one commit (group commit), so an
+  event with ``app:`` and ``user:`` state costs two fsyncs, not four.
 - ``list_sessions(app_name)`` of every user walks ``list_records_by_prefix`` a page at a
   time (an index by session id where the backend has one), of one user a walk of that user's
   records; each page becomes ADK sessions (without events, with their state, as ADK's own
@@ -45,10 +48,11 @@ and ``adk_memory.py`` do.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from operator import attrgetter
 from typing import Any, TypeGuard
 
@@ -235,11 +239,10 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         except ConflictError:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         doc = {"state": deltas["session"], "time": now, "events": 0}
-        await self._backend.write_modules(
+        first = self._backend.write_modules(
             key, documents={SESSION_DOC: doc}, writes=[LogWrite(EVENTS_LOG, [], 0)]
         )
-        await self._backend.merge_record_metadata(key, metadata={SESSION_DOC: doc})
-        await self._write_scoped(app_name, key.user_id, deltas)
+        await _together(first, *self._copy_and_scoped(key, app_name, doc, deltas))
         app_state = await self._app_state(app_name)
         user_state = await self._user_state(app_name, key.user_id)
         session = Session(
@@ -341,8 +344,9 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         # and is trimmed from the event before anything is stored (ADK's own order)
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
-        count = await self._append(key, session, event, deltas["session"])
-        await self._write_scoped(session.app_name, key.user_id, deltas)
+        doc = await self._append(key, session, event, deltas["session"])
+        await _together(*self._copy_and_scoped(key, session.app_name, doc, deltas))
+        count: int = doc["events"]
         session.last_update_time = event.timestamp
         session._storage_update_marker = f"{_MARKER}{count}"
         committed: Event = self._commit_event_to_session(session, event)
@@ -360,9 +364,9 @@ class PraisonSessionService(HeldStore, BaseSessionService):
 
     async def _append(
         self, key: Key, session: Session, event: Event, session_delta: dict[str, Any]
-    ) -> int:
+    ) -> dict[str, Any]:
         """Write the event and the session's document in one step, only onto the log the
-        caller's session was read at; the log's new length."""
+        caller's session was read at; the document written."""
         stored = await self._backend.read_modules(key, names=_DOCS)
         if stored is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
@@ -375,14 +379,12 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         new = {"state": state, "time": event.timestamp, "events": held + 1}
         message = json.loads(event.model_dump_json(exclude_none=True))
         try:
-            lengths = await self._backend.write_modules(
+            await self._backend.write_modules(
                 key, documents={SESSION_DOC: new}, writes=[LogWrite(EVENTS_LOG, [message], held)]
             )
         except ConflictError:
             raise StaleSessionError(_STALE) from None
-        # the listing's copy, in the record's metadata: one read lists a page of sessions
-        await self._backend.merge_record_metadata(key, metadata={SESSION_DOC: new})
-        return lengths[EVENTS_LOG]
+        return new
 
     async def _expected_count(self, key: Key, session: Session, held: int) -> int:
         """How many events the caller's session was read at: our mark on it, else (a
@@ -426,28 +428,32 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         kept.reverse()
         return kept
 
-    async def _write_scoped(self, app_name: str, user_id: str, deltas: dict[str, Any]) -> None:
-        """Merge the ``app:`` and ``user:`` keys into their records, each in one step."""
-        if deltas["app"]:
-            key = app_state_key(app_name)
-            await self._backend.patch_record_state(
-                key,
-                updates=deltas["app"],
+    def _copy_and_scoped(
+        self, key: Key, app_name: str, doc: dict[str, Any], deltas: dict[str, Any]
+    ) -> list[Awaitable[Any]]:
+        """The writes that follow the session's own: the listing's copy of its document in
+        the record's metadata (one read lists a page of sessions), and the ``app:`` and
+        ``user:`` keys merged into their records, each write one atomic step."""
+        scoped = [
+            (app_state_key(app_name), deltas["app"]),
+            (checked_key(user_state_id(app_name), key.user_id), deltas["user"]),
+        ]  # the keys first: no write is begun before every key is checked
+        writes: list[Awaitable[Any]] = [
+            self._backend.merge_record_metadata(key, metadata={SESSION_DOC: doc})
+        ]
+        writes.extend(
+            self._backend.patch_record_state(
+                at,
+                updates=delta,
                 deletes=[],
                 replace=False,
                 expected_version=None,
                 must_exist=False,
             )
-        if deltas["user"]:
-            key = checked_key(user_state_id(app_name), user_id)
-            await self._backend.patch_record_state(
-                key,
-                updates=deltas["user"],
-                deletes=[],
-                replace=False,
-                expected_version=None,
-                must_exist=False,
-            )
+            for at, delta in scoped
+            if delta
+        )
+        return writes
 
     async def _app_state(self, app_name: str) -> dict[str, Any]:
         return await self._backend.read_record_state(
@@ -469,6 +475,19 @@ class PraisonSessionService(HeldStore, BaseSessionService):
             if not more:
                 return
             after = page[-1].session_id
+
+
+async def _together(*writes: Awaitable[Any]) -> None:
+    """Run independent writes at once and wait for every one: on SQLite at durability
+    ``"power"`` the tasks of one loop share a commit (group commit), so an append that also
+    sets ``app:`` and ``user:`` state pays one fsync after the event's, not three. Each write
+    stays atomic on its own; the first error is raised once all have ended."""
+    if len(writes) == 1:
+        await writes[0]
+        return
+    for outcome in await asyncio.gather(*writes, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 def _is_document(doc: Any) -> TypeGuard[dict[str, Any]]:
