@@ -357,6 +357,9 @@ class Threads:
         # (thread, generation, ns, id) -> (position, record without its values)
         self._records: OrderedDict[tuple[Key, int, str, str], tuple[int, Record]] = OrderedDict()
         self._runs: set[tuple[Key, int, str]] = set()
+        # (thread, generation, ns, id) -> position: more of them than records, a checkpoint
+        # named by id is then read with its writes in one read (a hint, checked there)
+        self._positions: OrderedDict[tuple[Key, int, str, str], int] = OrderedDict()
         # (thread, generation, ns, channel, version) -> the value's typed bytes (unpacked once)
         self._values: OrderedDict[tuple[Key, int, str, str, str], Blob] = OrderedDict()
         self._value_bytes = 0
@@ -372,6 +375,7 @@ class Threads:
             if len(self._generations) >= _REMEMBERED:  # start afresh rather than grow
                 self._generations.clear()
                 self._records.clear()
+                self._positions.clear()
                 self._runs.clear()
                 self._values.clear()
                 self._value_bytes = 0
@@ -405,6 +409,10 @@ class Threads:
             self._records.move_to_end(slot)
             if len(self._records) > _REMEMBERED:
                 self._records.popitem(last=False)
+            self._positions[slot] = at
+            self._positions.move_to_end(slot)
+            if len(self._positions) > 8 * _REMEMBERED:
+                self._positions.popitem(last=False)
 
     def _known(self, key: Key, ns: str, checkpoint_id: str) -> tuple[int, Record] | None:
         with self._lock:
@@ -608,8 +616,24 @@ class Threads:
         return await self._loaded(key, ns, checkpoint_id, at, documents, full)
 
     async def _load_one(self, key: Key, ns: str, checkpoint_id: str) -> Loaded | None:
-        """A checkpoint by id: its position and pending writes in one read (the record too
-        unless it is remembered here); one not indexed yet is found in the log's tail."""
+        """A checkpoint by id: its record and pending writes in one read when its position is
+        remembered here (the record not), else its position and pending writes in one read
+        (the record too unless it is remembered here); one not indexed yet is found in the
+        log's tail."""
+        with self._lock:
+            slot = (key, self._generations.get(key, 0), ns, checkpoint_id)
+            at = None if slot in self._records else self._positions.get(slot)
+        if at is not None:
+            name = writes_name(ns, checkpoint_id)
+            tail, stored = await self.backend.read_log_and_modules(
+                key, path=CHECKPOINTS, start=at, stop=at + 1, names=lambda _: [name]
+            )
+            records = _checked(tail, key)
+            if not records or records[0].get("id") != checkpoint_id or records[0].get("ns") != ns:
+                raise _Moved  # rewritten (pruned, deleted) since: forgotten, then read anew
+            self._remember(key, at, records[0])
+            documents = {} if stored is None else stored.documents
+            return await self._loaded(key, ns, checkpoint_id, at, documents, records[0])
         names = [at_name(ns, checkpoint_id), writes_name(ns, checkpoint_id)]
         stored = await self.backend.read_modules(key, names=names)
         if stored is None:

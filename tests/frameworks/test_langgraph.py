@@ -236,6 +236,37 @@ def test_a_saver_with_no_memory_of_a_thread_finds_every_checkpoint(url: str) -> 
     asyncio.run(store.close())
 
 
+def test_a_checkpoint_at_a_remembered_position_is_checked_against_the_store(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saver keeps where more checkpoints are than it keeps records: one named by id is then
+    read with its writes in one read. When another saver prunes the thread, those positions
+    name other records or none, and the first saver still finds the right checkpoint, or
+    none for one pruned away."""
+    from praisonsession.integrations import langgraph_threads
+
+    monkeypatch.setattr(langgraph_threads, "_REMEMBERED", 4)  # records forgotten, not positions
+    store = open_store(url)
+    with PraisonSaver(store) as saver, PraisonSaver(store) as other:
+        made, parent = [], None
+        for step in range(30):
+            parent = put(saver, "t", {"step": step}, parent=parent)
+            made.append(parent)
+        saver.put_writes(made[10], [("step", 100)], "task-10")
+        saver.put_writes(made[29], [("step", 200)], "task-29")
+        for older in made[:6]:  # the records of made[10] and made[29] are forgotten by now
+            saver.get_tuple(older)
+        found = saver.get_tuple(made[10])
+        assert found.checkpoint["channel_values"] == {"step": 10}
+        assert [(w[1], w[2]) for w in found.pending_writes] == [("step", 100)]
+        other.prune(["t"], strategy="keep_latest")
+        assert saver.get_tuple(made[10]) is None
+        latest = saver.get_tuple(made[29])
+        assert latest.checkpoint["channel_values"] == {"step": 29}
+        assert [(w[1], w[2]) for w in latest.pending_writes] == [("step", 200)]
+    asyncio.run(store.close())
+
+
 def test_a_thread_written_before_records_said_where_they_are_is_read_and_continued(
     url: str,
 ) -> None:
