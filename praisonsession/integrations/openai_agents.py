@@ -13,9 +13,11 @@ How the SDK's operations map onto the store's record operations (``StoreBackend`
   never lose or reorder each other's items; order is the log's sequence, never a clock.
 - ``get_items(limit=N)``: one ``read_log`` from ``-N``: the tail, in one step, at a cost that
   does not grow with the history.
-- ``pop_item``: ``count_log``, then ``truncate_log`` of the last item only if the log still
-  holds that many; another writer's pop in between is a ``ConflictError``, and the pop counts
-  again. No item is popped twice, whatever the number of processes.
+- ``pop_item``: ``truncate_log`` of the last item only if the log still holds as many items
+  as this session last saw it hold (after its own add, pop, clear or whole read; else
+  ``count_log`` first): one step when nobody else wrote meanwhile. Another writer's change
+  in between is a ``ConflictError``, and the pop counts and tries again. No item is popped
+  twice, whatever the number of processes.
 - ``clear_session``: the log emptied in one step; the session (its metadata, state and
   snapshots) stays.
 
@@ -141,6 +143,9 @@ class PraisonSession(HeldStore, SessionABC):
         self._backend = self._store.backend
         self._closed = False
         self._closing: asyncio.Task[None] | None = None
+        #: How many items the log held when this session last wrote or read it whole: what a
+        #: pop expects first (the store checks it), None when unknown.
+        self._held: int | None = None
         #: The conversation's id, as the SDK names it.
         self.session_id: str = self._key.session_id
         #: The SDK's settings of this session (``limit``: what ``get_items()`` returns).
@@ -171,6 +176,8 @@ class PraisonSession(HeldStore, SessionABC):
             return []
         start = 0 if wanted is None or wanted < 0 else -wanted  # the SDK's negative: all
         items = await self._backend.read_log(self._key, path=LOG_NAME, start=start, stop=None)
+        if start == 0:
+            self._held = len(items)
         return _paired(items, ())[0] if self._orphan_free else items
 
     async def add_items(self, items: list[Item]) -> None:
@@ -257,7 +264,7 @@ class PraisonSession(HeldStore, SessionABC):
         backend, key = self._backend, self._key
         kept, left = _paired(batch, ()) if self._orphan_free else (batch, [])
         if not left:  # the common case: every output's call is in the batch
-            await backend.append_log(key, write=LogWrite(LOG_NAME, batch, -1))
+            self._held = await backend.append_log(key, write=LogWrite(LOG_NAME, batch, -1))
             return
         needed = {call for call in map(_answered_call, left) if call is not None}
         while True:
@@ -268,7 +275,7 @@ class PraisonSession(HeldStore, SessionABC):
             if not kept:
                 return
             try:  # only onto the log we looked through: a pop meanwhile may have taken a call
-                await backend.append_log(key, write=LogWrite(LOG_NAME, kept, held))
+                self._held = await backend.append_log(key, write=LogWrite(LOG_NAME, kept, held))
                 return
             except ConflictError:
                 continue
@@ -291,22 +298,27 @@ class PraisonSession(HeldStore, SessionABC):
 
     async def _pop(self) -> Item | None:
         backend, key = self._backend, self._key
+        held = self._held  # what the log held when last seen: no count when still so
         while True:
-            held = await backend.count_log(key, path=LOG_NAME)
-            if held == 0:
-                return None
+            if not held:  # unknown, or empty then: only a count tells
+                held = self._held = await backend.count_log(key, path=LOG_NAME)
+                if held == 0:
+                    return None
             try:
                 removed = await backend.truncate_log(
                     key, path=LOG_NAME, length=held - 1, expected=held
                 )
             except (ConflictError, SessionNotFoundError, SessionExpiredError):
-                continue  # another writer changed the log first: count again
+                held = None  # another writer changed the log first: count again
+                continue
+            self._held = held - 1
             return removed[0] if removed else None
 
     async def _clear(self) -> None:
         backend, key = self._backend, self._key
         if await backend.count_log(key, path=LOG_NAME):  # an empty log needs no write (or session)
             await backend.write_modules(key, documents={}, writes=[LogWrite(LOG_NAME, [], None)])
+        self._held = 0
 
 
 # -- tool calls and their outputs ----------------------------------------------------------

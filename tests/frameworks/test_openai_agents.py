@@ -157,6 +157,34 @@ def test_pop_takes_the_last_item_and_none_when_empty(store: Any) -> None:
     run(work())
 
 
+def test_a_pop_after_another_writers_change_takes_the_last_item_stored(store: Any) -> None:
+    """A pop first expects the length its session last saw; another session's pops, adds
+    and clears in between make it count again, never pop a wrong or vanished item."""
+
+    async def work() -> None:
+        mine = PraisonSession("chat", user_id="bob", store=store)
+        theirs = PraisonSession("chat", user_id="bob", store=store)
+        await mine.add_items([say("a"), say("b"), say("c")])
+        assert await theirs.pop_item() == say("c")  # shorter than mine saw
+        assert await mine.pop_item() == say("b")
+        assert await theirs.pop_item() == say("a")
+        await theirs.add_items([say("x"), say("y")])  # as long as mine saw, other items
+        assert await mine.pop_item() == say("y")
+        await theirs.add_items([say("z"), say("w")])  # longer
+        assert await mine.pop_item() == say("w")
+        await theirs.clear_session()
+        assert await mine.pop_item() is None
+        await mine.add_items([say("p")])
+        assert await theirs.store.delete_session("chat", "bob")  # the session itself gone
+        assert await mine.pop_item() is None
+        assert await theirs.get_items() == []
+        assert await theirs.store.get_info("chat", "bob") is None  # no pop made it again
+        mine.close()
+        theirs.close()
+
+    run(work())
+
+
 def test_clear_empties_the_log_and_keeps_the_session(store: Any) -> None:
     async def work() -> None:
         session = PraisonSession("chat", user_id="bob", store=store)
