@@ -19,6 +19,8 @@ from typing import Any
 __all__ = ["CHROMIUM_FLAGS", "chromium", "install_chromium", "script_errors"]
 
 INSTALLER = Path(__file__).resolve().parent / "browser" / "install_chromium.sh"
+#: A deadline for a page's load, not a measure: a loaded machine's browser may take its time.
+PAGE_LOAD_SECONDS = 120
 CHROMIUM_FLAGS = (
     "--headless",
     "--no-sandbox",
@@ -59,7 +61,7 @@ def chromium(width: int = 1280, height: int = 900) -> Iterator[Any]:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     session = webdriver.Chrome(service=Service(driver), options=options)
     try:
-        session.set_page_load_timeout(30)
+        session.set_page_load_timeout(PAGE_LOAD_SECONDS)
         yield session
     finally:
         session.quit()

@@ -194,12 +194,20 @@ def test_the_built_site_searches_from_files_in_chromium(site: Path) -> None:
 
     from chromium import ERROR_TRAP, chromium, script_errors
 
+    deadline = 120  # seconds: a condition's deadline on a loaded machine, not a measure
+
     def results(browser: Any, query: str) -> list[Any]:
         box = browser.find_element(By.ID, "mkdocs-search-query")
         box.clear()
         box.send_keys(query)
         shown = browser.find_element(By.ID, "mkdocs-search-results")
-        WebDriverWait(browser, 20).until(lambda _: shown.find_elements(By.CSS_SELECTOR, "*"))
+        # the index loads after the page: until then the box says so, then shows the results
+        WebDriverWait(browser, deadline).until(
+            lambda _: (
+                shown.find_elements(By.CSS_SELECTOR, "*")
+                and shown.text != "Loading the search index..."
+            )
+        )
         return shown.find_elements(By.CSS_SELECTOR, "article h3 a")
 
     with chromium() as browser:
@@ -207,7 +215,7 @@ def test_the_built_site_searches_from_files_in_chromium(site: Path) -> None:
         for page in ("index.html", "integrations/adk.html", "404.html"):
             browser.get((site / page).as_uri())
             browser.find_element(By.CSS_SELECTOR, '[data-bs-target="#mkdocs_search_modal"]').click()
-            WebDriverWait(browser, 10).until(
+            WebDriverWait(browser, deadline).until(
                 lambda b: b.find_element(By.ID, "mkdocs-search-query").is_displayed()
             )
             found = results(browser, "snapshot")
@@ -225,7 +233,9 @@ def test_the_built_site_searches_from_files_in_chromium(site: Path) -> None:
             assert message == "No results found"
         found = results(browser, "snapshot")
         found[0].click()  # a result opens its page from the file
-        WebDriverWait(browser, 10).until(lambda b: b.current_url != (site / "404.html").as_uri())
+        WebDriverWait(browser, deadline).until(
+            lambda b: b.current_url != (site / "404.html").as_uri()
+        )
         assert browser.current_url.startswith(site.as_uri() + "/")
         assert script_errors(browser) == []  # no refused Worker, no failed load
 
