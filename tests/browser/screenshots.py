@@ -19,6 +19,7 @@ sys.path.insert(0, str(TESTS))
 
 from chromium import chromium  # noqa: E402
 from test_ui import seeded  # noqa: E402
+from ui_page import open_view  # noqa: E402
 from ui_seed import HISTORY, LONG, data_dir_for  # noqa: E402
 from ui_server import UIServer  # noqa: E402
 
@@ -44,7 +45,7 @@ def main() -> None:
     server = UIServer(url, data_dir=data_dir_for(url))
     with server, chromium(width=1200, height=760) as browser:
         for name, (where, drawn, press) in SHOTS.items():
-            browser.get(server.page_url + where)
+            open_view(browser, server.page_url + where)  # not the view before it
             WebDriverWait(browser, 30).until(
                 lambda b, drawn=drawn: b.find_elements(By.CSS_SELECTOR, drawn)
             )
