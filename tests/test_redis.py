@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -34,6 +35,7 @@ from praisonsession import (
     OperationTimeoutError,
     RedisSession,
     Session,
+    SessionCorruptedError,
     SessionExpiredError,
     SessionNotFoundError,
     StateModule,
@@ -234,6 +236,134 @@ def test_a_tail_read_checks_the_session_in_one_small_script_and_falls_back_for_t
     with pytest.raises(UnsupportedFormatError):
         tail("new")
     assert ran == ["read_tail", "read_log"]
+
+
+def test_a_truncation_in_truncate_tail_lua_leaves_what_truncate_lua_leaves(
+    rstore: RedisSession, raw: redis.Redis, run, monkeypatch: pytest.MonkeyPatch, frozen_clock
+) -> None:
+    """The same pops and truncations of two equal sessions, one through the fast path and one
+    sent to the full script: the same answers, errors, logs, meta hashes and kept replies."""
+    backend = beneath(rstore.backend)
+    ran: list[str] = []
+    tokens: list[str] = []
+    call, given = backend._call, backend._tokens
+
+    async def counted(name: str, keys: list[str], args: list[Any]) -> Any:
+        ran.append(name)
+        return await call(name, keys, args)
+
+    class Recorded:  # the store's op tokens, each one noted
+        ttl_ms = given.ttl_ms
+
+        def new(self, owner: str) -> str:
+            tokens.append(given.new(owner))
+            return tokens[-1]
+
+    monkeypatch.setattr(backend, "_call", counted)
+    monkeypatch.setattr(backend, "_tokens", Recorded())
+    for session_id in ("fast", "full"):
+        run(rstore.append_messages(session_id, "u", "log", [turn(i) for i in range(8)]))
+    backend._timed.add(Key("u", "full"))  # as if it had an expiry: truncate.lua only
+
+    def truncate(session_id: str, length: int, expected: int | None) -> tuple[Any, ...]:
+        ran.clear()
+        tokens.clear()
+        key = Key("u", session_id)
+        try:
+            outcome: Any = run(
+                rstore.backend.truncate_log(key, path="log", length=length, expected=expected)
+            )
+        except ConflictError as exc:
+            outcome = str(exc)
+        meta = {k: v for k, v in raw.hgetall(backend._meta_key(key)).items() if k != b"session_id"}
+        kept = raw.get(backend._layout.op(tokens[-1]))
+        log = backend._layout.log(key, "log")
+        return outcome, meta, raw.lrange(log, 0, -1), raw.exists(log), kept, list(ran)
+
+    for length, expected in [(7, 8), (6, None), (5, 9), (5, 6), (2, 5), (9, None), (2, 2), (0, 2)]:
+        frozen_clock.advance(1.5)
+        fast, full = truncate("fast", length, expected), truncate("full", length, expected)
+        assert fast[:5] == full[:5]
+        assert fast[5] == ["truncate_tail"] and full[5] == ["truncate"]
+        if not isinstance(fast[0], str):  # written: its reply is kept for a retry
+            status, removed = json.loads(fast[4])
+            assert status == "ok" and [json.loads(m) for m in removed] == fast[0]
+    assert fast[0] == [turn(0), turn(1)] and not fast[3]
+    assert fast[1][b"version"] == b"8" and fast[1][b"expires_at"] == b""
+    assert run(rstore.read_messages("fast", "u", "log")) == []
+
+
+def test_a_fast_truncation_is_applied_once_however_it_is_retried(
+    rstore: RedisSession, raw: redis.Redis, run
+) -> None:
+    """A retry of a truncation whose answer was lost gets the reply truncate_tail.lua kept,
+    whichever script it runs, and pops nothing more."""
+    backend = beneath(rstore.backend)
+    key = Key("u", "s")
+    run(rstore.append_messages("s", "u", "log", [turn(0), turn(1), turn(2)]))
+    token = backend._tokens.new("owner")
+    keys = [*backend._tail_keys(key, "log"), backend._layout.op(token)]
+    args: list[Any] = [2, 3, "", backend._tokens.ttl_ms, "0"]
+    first = run(backend._call("truncate_tail", keys, args))
+    args[4] = "1"  # what a retry sends
+    assert run(backend._call("truncate_tail", keys, list(args))) == first
+    full_args = [*backend._common_args(key, token), "log", 2, 3]
+    full_args[4] = "1"
+    assert run(backend._call("truncate", [keys[0]], full_args)) == first
+    assert first[0] == b"ok" and [json.loads(m) for m in first[1]] == [turn(2)]
+    assert run(rstore.read_messages("s", "u", "log")) == [turn(0), turn(1)]
+    assert raw.hget(keys[0], "version") == b"2"  # the append and one truncation
+    assert 0 < raw.pttl(keys[2]) <= backend._tokens.ttl_ms
+
+
+def test_a_truncation_the_fast_path_declines_goes_to_truncate_lua(
+    rstore: RedisSession, raw: redis.Redis, run, monkeypatch: pytest.MonkeyPatch, frozen_clock
+) -> None:
+    """A session missing, expired, with a TTL, damaged or of a newer format is truncated (or
+    refused) by truncate.lua, having written nothing in truncate_tail.lua; one seen with an
+    expiry goes there straight away."""
+    backend = beneath(rstore.backend)
+    ran: list[str] = []
+    call = backend._call
+
+    async def counted(name: str, keys: list[str], args: list[Any]) -> Any:
+        ran.append(name)
+        return await call(name, keys, args)
+
+    monkeypatch.setattr(backend, "_call", counted)
+
+    def pop(session_id: str, held: int) -> list[dict[str, Any]]:
+        ran.clear()
+        key = Key("u", session_id)
+        return run(backend.truncate_log(key, path="log", length=held - 1, expected=held))
+
+    with pytest.raises(SessionNotFoundError):
+        pop("missing", 1)
+    assert ran == ["truncate_tail", "truncate"]
+
+    run(rstore.create_session("timed", "u", ttl=30))
+    run(rstore.append_messages("timed", "u", "log", [turn(0), turn(1)]))
+    frozen_clock.advance(10)
+    assert pop("timed", 2) == [turn(1)] and ran == ["truncate_tail", "truncate"]
+    meta = backend._meta_key(Key("u", "timed"))
+    assert float(raw.hget(meta, "expires_at")) == pytest.approx(frozen_clock() + 30)
+    assert pop("timed", 1) == [turn(0)] and ran == ["truncate"]  # straight to the full script
+
+    run(rstore.create_session("short", "u", ttl=5))
+    run(rstore.append_messages("short", "u", "log", [turn(0)]))
+    frozen_clock.advance(6)
+    with pytest.raises(SessionExpiredError):
+        pop("short", 1)
+    assert ran == ["truncate_tail", "truncate"]
+
+    for value, error in [("999", UnsupportedFormatError), ("x", SessionCorruptedError)]:
+        session_id = f"format-{value}"
+        run(rstore.append_messages(session_id, "u", "log", [turn(0)]))
+        raw.hset(backend._meta_key(Key("u", session_id)), "format", value)
+        with pytest.raises(error):
+            pop(session_id, 1)
+        assert ran == ["truncate_tail", "truncate"]
+        assert raw.llen(backend._layout.log(Key("u", session_id), "log")) == 1
 
 
 def test_save_modules_answers_each_logs_length_after_the_write(rstore: RedisSession, run):

@@ -166,7 +166,8 @@ class RedisBackend(StoreBackend):
         self.capabilities = Capabilities(runs_inline=self._inline is not None)
         self._meta_keys: dict[Key, str] = {}
         self._log_keys: dict[tuple[Key, str], list[str]] = {}
-        #: Sessions seen with an expiry: their reads skip read_tail.lua, which declines them.
+        #: Sessions seen with an expiry: their reads and truncations skip the fast-path
+        #: scripts (read_tail.lua, truncate_tail.lua), which decline them.
         self._timed: set[Key] = set()
         self._settings_for: tuple[Any, ...] = ()
         self._settings_text = ""
@@ -694,10 +695,8 @@ class RedisBackend(StoreBackend):
                 found = loads_joined(reply[1], int(reply[2]), what)
                 if found is not None:
                     return found
-            elif len(reply) > 1:  # a session with an expiry: its reads take read_log.lua
-                if len(self._timed) >= _KEYS_REMEMBERED:
-                    self._timed.clear()
-                self._timed.add(key)
+            else:
+                self._note_timed(key, reply)
         args = [path, start, "" if stop is None else stop, ""]
         reply = await self._session("read_log", key, args)
         found = loads_joined(reply[1], int(reply[2]), what)
@@ -707,6 +706,14 @@ class RedisBackend(StoreBackend):
         reply = await self._session("read_log", key, args)
         return [json_value(m, what) for m in reply[1]]
 
+    def _note_timed(self, key: Key, declined: list[Any]) -> None:
+        """Remember a session a fast-path script declined for its expiry ({'full', 'expiry'}):
+        its reads and truncations go to the full scripts straight away."""
+        if len(declined) > 1:
+            if len(self._timed) >= _KEYS_REMEMBERED:
+                self._timed.clear()
+            self._timed.add(key)
+
     async def count_log(self, key: Key, *, path: str) -> int:
         """``LLEN`` in the script that checks the session is live: no message is read."""
         reply = await self._session("count_log", key, [path])
@@ -715,9 +722,19 @@ class RedisBackend(StoreBackend):
     async def truncate_log(
         self, key: Key, *, path: str, length: int, expected: int | None
     ) -> list[dict[str, Any]]:
-        args = [path, length, "" if expected is None else expected]
-        reply = await self._session("truncate", key, args)
-        if reply[0] == "conflict":
+        must_hold = "" if expected is None else expected
+        reply = None
+        if key not in self._timed:  # truncate_tail.lua may vouch for the session
+            token = self._tokens.new(_digest(key.user_id))
+            keys = [*self._tail_keys(key, path), self._layout.op(token)]
+            args = [length, must_hold, self._clock_override(), self._tokens.ttl_ms, "0"]
+            reply = await self._call("truncate_tail", keys, args)
+            if as_text(reply[0]) == "full":
+                self._note_timed(key, reply)
+                reply = None
+        if reply is None:
+            reply = await self._session("truncate", key, [path, length, must_hold])
+        if as_text(reply[0]) == "conflict":
             raise ConflictError(
                 f"Log {path!r} holds {as_text(reply[2])} messages, not {as_text(reply[3])}."
             )

@@ -77,6 +77,10 @@ class KeyLayout:
         """The SCAN pattern that matches every user's index (and nothing else of the store)."""
         return _glob_escaped(self.namespace) + "u:*:sessions"
 
+    def op(self, token: str) -> str:
+        """Where a write's reply is kept under its op token (``K_TOKEN`` in ``lua/prelude.lua``)."""
+        return self.namespace + "op:" + token
+
     @property
     def op_keys(self) -> str:
         """The SCAN pattern that matches every op key of the store."""

@@ -2,7 +2,7 @@
 
 A per-session script is ``prelude.lua`` (what every such script shares), the libraries it
 needs, then its own body; the scripts over many sessions start with ``enc_function.lua``;
-a lean script (a read's fast path) is its own body alone.
+a lean script (a tail read's or a truncation's fast path) is its own body alone.
 They are read when the first ``RedisSession`` is made, so ``import praisonsession`` reads no
 file (and imports no redis).
 """
@@ -44,9 +44,9 @@ SESSION_SCRIPTS = (
     "contents",
 )
 STORE_SCRIPTS = ("list", "users", "purge", "enc", "forget")
-# Per-session scripts without the prelude: a read's fast path, which falls back to its full
-# script for any session it does not vouch for.
-LEAN_SCRIPTS = ("read_tail",)
+# Per-session scripts without the prelude: the fast paths of a tail read and of a truncation,
+# which fall back to their full script for any session they do not vouch for.
+LEAN_SCRIPTS = ("read_tail", "truncate_tail")
 WRITES = frozenset(
     {
         "create",
@@ -58,6 +58,7 @@ WRITES = frozenset(
         "save_modules",
         "append",
         "truncate",
+        "truncate_tail",
         "copy",
     }
 )
