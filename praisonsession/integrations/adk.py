@@ -28,19 +28,20 @@ session. How ADK's model maps onto a store's records (``StoreBackend``):
   concurrent runs never interleave their events into one history (adk #4751).
 - **``user:`` state** is a session of the user named ``adk-user:<length>:<app_name>``, and
   **``app:`` state** a record of the reserved owner (no user's: it is the app's), each merged
-  key by key in one atomic ``patch_record_state``. ``temp:`` state is never stored. These
-  writes and the listing's copy below follow the session's own write at once, each atomic on
-  its own: on SQLite at durability ``"power"`` they share one commit (group commit), so an
-  event with ``app:`` and ``user:`` state costs two fsyncs, not four.
+  key by key in one atomic ``patch_record_state``, once the event is stored (both at once:
+  one commit on SQLite). ``temp:`` state is never stored.
 - ``list_sessions(app_name)`` of every user walks ``list_records_by_prefix`` a page at a
   time (an index by session id where the backend has one), of one user a walk of that user's
   records; each page becomes ADK sessions (without events, with their state, as ADK's own
   services list them) before the next is read. Each record's metadata carries a copy of
-  :data:`SESSION_DOC`, written right after each append, so a page of sessions is listed with
-  their state in one read. The document stays
-  the truth: a writer killed between the two writes, or two appends whose copies land out of
-  order, leave a listing one event behind until the session's next append; ``get_session``
-  and ``append_event`` always read the document.
+  :data:`SESSION_DOC`, written beside each append and creation, so a page of sessions is
+  listed with their state in one read. The two are separate atomic writes started together:
+  on SQLite at durability ``"power"`` they share one commit (group commit), so an append is
+  one fsync, and ``create_session`` two (its create-if-none goes first, alone). A copy whose
+  append was refused as stale is set back to the stored document right after. The document
+  stays the truth: a writer killed between the two writes, or two appends whose copies land
+  out of order, leave a listing one event off until the session's next append;
+  ``get_session`` and ``append_event`` always read the document.
 
 Needs the ``adk`` extra; ``import praisonsession`` never imports ADK, and only this module
 and ``adk_memory.py`` do.
@@ -239,10 +240,11 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         except ConflictError:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         doc = {"state": deltas["session"], "time": now, "events": 0}
+        scoped = self._scoped(app_name, key.user_id, deltas)
         first = self._backend.write_modules(
             key, documents={SESSION_DOC: doc}, writes=[LogWrite(EVENTS_LOG, [], 0)]
         )
-        await _together(first, *self._copy_and_scoped(key, app_name, doc, deltas))
+        await _together(first, self._copy(key, doc), *scoped)
         app_state = await self._app_state(app_name)
         user_state = await self._user_state(app_name, key.user_id)
         session = Session(
@@ -345,7 +347,7 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         doc = await self._append(key, session, event, deltas["session"])
-        await _together(*self._copy_and_scoped(key, session.app_name, doc, deltas))
+        await _together(*self._scoped(session.app_name, key.user_id, deltas))
         count: int = doc["events"]
         session.last_update_time = event.timestamp
         session._storage_update_marker = f"{_MARKER}{count}"
@@ -378,13 +380,24 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         state = {**doc["state"], **session_delta} if session_delta else doc["state"]
         new = {"state": state, "time": event.timestamp, "events": held + 1}
         message = json.loads(event.model_dump_json(exclude_none=True))
-        try:
-            await self._backend.write_modules(
-                key, documents={SESSION_DOC: new}, writes=[LogWrite(EVENTS_LOG, [message], held)]
-            )
-        except ConflictError:
-            raise StaleSessionError(_STALE) from None
+        written = self._backend.write_modules(
+            key, documents={SESSION_DOC: new}, writes=[LogWrite(EVENTS_LOG, [message], held)]
+        )
+        try:  # the listing's copy goes with the write: on SQLite one commit for both
+            await _together(written, self._copy(key, new))
+        except Exception as refused:
+            await self._recopy(key)  # the copy went in without the write: set it back
+            if isinstance(refused, ConflictError):
+                raise StaleSessionError(_STALE) from None
+            raise
         return new
+
+    async def _recopy(self, key: Key) -> None:
+        """The listing's copy of the stored document, after a write that was refused (a
+        stale session) while its copy went in beside it."""
+        stored = await self._backend.read_modules(key, names=_DOCS)
+        if stored is not None:
+            await self._copy(key, _document(stored.documents, None))
 
     async def _expected_count(self, key: Key, session: Session, held: int) -> int:
         """How many events the caller's session was read at: our mark on it, else (a
@@ -428,19 +441,18 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         kept.reverse()
         return kept
 
-    def _copy_and_scoped(
-        self, key: Key, app_name: str, doc: dict[str, Any], deltas: dict[str, Any]
-    ) -> list[Awaitable[Any]]:
-        """The writes that follow the session's own: the listing's copy of its document in
-        the record's metadata (one read lists a page of sessions), and the ``app:`` and
-        ``user:`` keys merged into their records, each write one atomic step."""
+    def _copy(self, key: Key, doc: dict[str, Any]) -> Awaitable[Any]:
+        """The listing's copy of the session's document, in the record's metadata: one read
+        lists a page of sessions with their state."""
+        return self._backend.merge_record_metadata(key, metadata={SESSION_DOC: doc})
+
+    def _scoped(self, app_name: str, user_id: str, deltas: dict[str, Any]) -> list[Awaitable[Any]]:
+        """The ``app:`` and ``user:`` keys merged into their records, each in one step."""
         scoped = [
             (app_state_key(app_name), deltas["app"]),
-            (checked_key(user_state_id(app_name), key.user_id), deltas["user"]),
+            (checked_key(user_state_id(app_name), user_id), deltas["user"]),
         ]  # the keys first: no write is begun before every key is checked
-        writes: list[Awaitable[Any]] = [
-            self._backend.merge_record_metadata(key, metadata={SESSION_DOC: doc})
-        ]
+        writes: list[Awaitable[Any]] = []
         writes.extend(
             self._backend.patch_record_state(
                 at,
@@ -479,9 +491,11 @@ class PraisonSessionService(HeldStore, BaseSessionService):
 
 async def _together(*writes: Awaitable[Any]) -> None:
     """Run independent writes at once and wait for every one: on SQLite at durability
-    ``"power"`` the tasks of one loop share a commit (group commit), so an append that also
-    sets ``app:`` and ``user:`` state pays one fsync after the event's, not three. Each write
+    ``"power"`` the tasks of one loop share a commit (group commit), so a write and the
+    listing's copy of it pay one fsync, not two. Each write
     stays atomic on its own; the first error is raised once all have ended."""
+    if not writes:
+        return
     if len(writes) == 1:
         await writes[0]
         return

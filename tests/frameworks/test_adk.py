@@ -546,6 +546,11 @@ def test_a_stale_session_is_refused_and_nothing_is_written(store: Any) -> None:
         assert sum(not isinstance(r, Exception) for r in results) == 1
         final = await service.get_session(app_name="shop", user_id="ada", session_id="s")
         assert final is not None and len(final.events) == 4
+        # the losers' listing copies, written beside their refused appends, were set back
+        listed = await service.list_sessions(app_name="shop", user_id="ada")
+        assert [(s.state, s.last_update_time) for s in listed.sessions] == [
+            (final.state, final.last_update_time)
+        ]
         await service.close()
 
     run(work())
