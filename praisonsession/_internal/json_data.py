@@ -149,7 +149,7 @@ def loads(text: str | bytes, what: str) -> JSONValue:
         raise SessionCorruptedError(what, f"{type(exc).__name__}: {exc}") from None
 
 
-def loads_joined(joined: str | bytes, count: int, what: str) -> list[JSONValue] | None:
+def loads_joined(joined: str | bytes, count: int, what: str = "") -> list[JSONValue] | None:
     """``count`` stored JSON objects written one after another with ``,`` between them (the
     messages of a log), decoded in one parse: a third of the time of a parse each, which is
     most of the cost of reading a conversation's tail. None when the parse does not give

@@ -688,18 +688,18 @@ class RedisBackend(StoreBackend):
     async def read_log(
         self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
-        what = self._describe_log(key, path)
         if stop is None and key not in self._timed:  # a tail: read_tail.lua may vouch for it
             reply = await self._call("read_tail", self._tail_keys(key, path), [start])
-            if as_text(reply[0]) == "ok":
-                found = loads_joined(reply[1], int(reply[2]), what)
+            if reply[0] in _OK:
+                found = loads_joined(reply[1], int(reply[2]))
                 if found is not None:
                     return found
             else:
                 self._note_timed(key, reply)
+        what = self._describe_log(key, path)  # for errors only: not made on the fast path
         args = [path, start, "" if stop is None else stop, ""]
         reply = await self._session("read_log", key, args)
-        found = loads_joined(reply[1], int(reply[2]), what)
+        found = loads_joined(reply[1], int(reply[2]))
         if found is not None:
             return found
         args[3] = "1"  # one of them is damaged: read them one by one, to name it
@@ -744,6 +744,10 @@ class RedisBackend(StoreBackend):
     def _describe_log(self, key: Key, path: str) -> str:
         return f"message log {path!r} of session {key.session_id!r}"
 
+
+#: A fast-path script's "ok", as bytes (the store's clients) or str (a client passed in that
+#: decodes its replies).
+_OK = (b"ok", "ok")
 
 #: ``user_digest`` of the users a process writes for: computed once each, not on every write.
 _digest = functools.lru_cache(maxsize=1024)(user_digest)
