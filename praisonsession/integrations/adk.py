@@ -297,10 +297,7 @@ class PraisonSessionService(HeldStore, BaseSessionService):
             pages = self._one_user(_user(user_id), prefix)
         app_state = await self._app_state(app_name)
         scoped: dict[str, dict[str, Any]] = {}  # by user: the same for each of their sessions
-        # Each listed session is a copy of one validated Session with every field replaced
-        # (pydantic's model_copy): what Session(...) makes, at two thirds of its time, since
-        # the values are the store's, checked when written (test_adk pins ADK's fields).
-        listed = Session(app_name=app_name, user_id="-", id="-").model_copy
+        fields = set(_FIELDS)  # the listing's sessions' fields set: see _listed
         sessions = []
         cut = len(prefix)
         # A page's records become sessions before the next page is read: only the sessions
@@ -317,16 +314,21 @@ class PraisonSessionService(HeldStore, BaseSessionService):
                         continue
                     doc = _document(stored.documents, info)
                 owner = info.user_id
-                if owner not in scoped:
-                    scoped[owner] = _scoped(app_state, await self._user_state(app_name, owner))
-                update = {
-                    "user_id": owner,
-                    "id": info.session_id[cut:],
-                    "state": {**doc["state"], **scoped[owner]},
-                    "events": [],
-                    "last_update_time": float(doc["time"]),
-                }
-                sessions.append(listed(update=update))
+                extra = scoped.get(owner)
+                if extra is None:
+                    extra = scoped[owner] = _scoped(
+                        app_state, await self._user_state(app_name, owner)
+                    )
+                sessions.append(
+                    _listed(
+                        app_name,
+                        owner,
+                        info.session_id[cut:],
+                        {**doc["state"], **extra},
+                        float(doc["time"]),
+                        fields,
+                    )
+                )
         sessions.sort(key=_LISTING_ORDER)
         return ListSessionsResponse(sessions=sessions)
 
@@ -533,6 +535,43 @@ def _scoped(app_state: dict[str, Any], user_state: dict[str, Any]) -> dict[str, 
     scoped = {State.APP_PREFIX + name: value for name, value in app_state.items()}
     scoped.update((State.USER_PREFIX + name, value) for name, value in user_state.items())
     return scoped
+
+
+_new_session = Session.__new__
+_set = object.__setattr__
+_FIELDS = ("id", "app_name", "user_id", "state", "events", "last_update_time")
+#: A fresh Session's private attributes (``_storage_update_marker``), copied per session.
+_PRIVATE = {name: attr.get_default() for name, attr in Session.__private_attributes__.items()}
+
+
+def _listed(
+    app_name: str, user_id: str, session_id: str, state: dict[str, Any], at: float, fields: set[str]
+) -> Any:
+    """A listed ADK Session, made as pydantic's ``model_copy`` makes one (its ``__dict__``,
+    fields set, extra and private attributes) without its validation: the values are the
+    store's, checked when written, and ``app_name`` was checked by the id (a quarter of the
+    time of ``model_copy``). Every field is set, so the sessions of one listing share one
+    fields set, which pydantic only adds field names to (a no-op here): each session is
+    three objects the garbage collector tracks, not four, and a listing of 10,000 sets off
+    a sixth fewer full collections. test_adk pins ADK's fields and compares with
+    ``Session(...)``."""
+    session = _new_session(Session)
+    _set(
+        session,
+        "__dict__",
+        {
+            "id": session_id,
+            "app_name": app_name,
+            "user_id": user_id,
+            "state": state,
+            "events": [],
+            "last_update_time": at,
+        },
+    )
+    _set(session, "__pydantic_extra__", None)
+    _set(session, "__pydantic_fields_set__", fields)
+    _set(session, "__pydantic_private__", _PRIVATE.copy())
+    return session
 
 
 def _key_of(info: SessionInfo) -> Key:

@@ -208,12 +208,14 @@ def test_listing_pages_through_every_user_of_an_app(
 
 
 def test_listed_sessions_are_as_adk_would_make_them(store: Any) -> None:
-    """A listing copies one validated ADK Session per session, replacing every field
-    (pydantic's model_copy): it holds only while ADK's Session has these fields. Each listed
-    session equals one made by Session(...), and owns its state and its events list."""
+    """A listing makes each ADK Session as pydantic's model_copy would, without validation:
+    it holds only while ADK's Session has these fields and private attributes. Each listed
+    session equals one made by Session(...) in every field, private attribute and dump, and
+    owns its state, its events list and its marker (the fields set, complete, is shared)."""
     assert set(AdkSession.model_fields) == {
         "id", "app_name", "user_id", "state", "events", "last_update_time"
     }  # fmt: skip
+    assert set(AdkSession.__private_attributes__) == {"_storage_update_marker"}
 
     async def work() -> None:
         service = PraisonSessionService(store)
@@ -237,7 +239,12 @@ def test_listed_sessions_are_as_adk_would_make_them(store: Any) -> None:
                     last_update_time=listed.last_update_time,
                 )
                 assert listed == made
-                assert listed.model_fields_set == made.model_fields_set
+                assert (
+                    listed.model_fields_set == made.model_fields_set == set(AdkSession.model_fields)
+                )
+                assert listed.__pydantic_private__ == made.__pydantic_private__
+                assert listed.__pydantic_extra__ == made.__pydantic_extra__
+                assert listed.model_dump_json() == made.model_dump_json()
                 assert type(listed.last_update_time) is float
                 assert listed.events == [] and listed.app_name == "shop"
         first, second = (await service.list_sessions(app_name="shop")).sessions
@@ -246,6 +253,10 @@ def test_listed_sessions_are_as_adk_would_make_them(store: Any) -> None:
         assert first.events is not second.events and first.state is not second.state
         first.events.append(said("held by the first only"))
         first.state["n"] = 9
+        first.last_update_time = 5.0
+        first._storage_update_marker = "mine"
+        assert second._storage_update_marker is None and second.last_update_time != 5.0
+        assert second.model_fields_set == set(AdkSession.model_fields)
         again = (await service.list_sessions(app_name="shop")).sessions
         assert [s.events for s in again] == [[], []] and again[0].state["n"] == 1
         await service.close()
