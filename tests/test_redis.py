@@ -536,6 +536,40 @@ def test_on_an_event_loop_a_hung_server_raises_within_the_same_bound() -> None:
         asyncio.run(store.close())
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX SIGSTOP")
+def test_on_a_loop_every_call_in_flight_is_bounded_and_a_callers_cancel_stays_its_own() -> None:
+    """One timer per loop bounds every attempt in flight (not only the one that armed it),
+    and a cancel that is not the bound's (the caller's own wait_for) reaches the caller as
+    its own, not as the store's timeout."""
+    with RedisServer() as server:
+        store = open_store(f"{server.url}?socket_timeout=0.3&retry_max_delay=0.2")
+
+        async def main() -> tuple[list[str], str, Any]:
+            await store.patch_state("s", "u", {"a": 1})
+            server.proc.send_signal(signal.SIGSTOP)  # accepts connections, never answers
+            try:
+                ended = await asyncio.gather(
+                    *(store.get_value("s", "u", "a") for _ in range(3)), return_exceptions=True
+                )
+                try:
+                    await asyncio.wait_for(store.get_value("s", "u", "a"), 0.05)
+                    own = "answered"
+                except StoreUnavailableError:
+                    own = "the store's timeout"
+                except asyncio.TimeoutError:
+                    own = "the caller's timeout"
+            finally:
+                server.proc.send_signal(signal.SIGCONT)
+            kinds = [type(e).__name__ for e in ended]
+            return kinds, own, await store.get_value("s", "u", "a")
+
+        kinds, own, after = asyncio.run(main())
+        assert kinds == ["StoreUnavailableError"] * 3
+        assert own == "the caller's timeout"
+        assert after == 1
+        asyncio.run(store.close())
+
+
 @pytest.mark.slow
 def test_killing_the_server_mid_run_then_restarting_it_loses_no_acknowledged_write() -> None:
     bound = 1.0
