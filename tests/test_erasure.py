@@ -235,7 +235,9 @@ def test_erasure_leaves_no_reply_kept_for_a_retried_write_of_the_user(
         store.backend.truncate_log(key, path=f"log-{MARK.decode()}", length=298, expected=300)
     )
     assert [m["content"] for m in popped] == [f"msg {i} {MARK.decode()}" for i in (298, 299)]
-    assert {"create", "patch", "increment", "append", "copy", "truncate"} <= set(lost), lost
+    # a plain session is truncated by truncate_tail.lua, keeping its reply as truncate.lua does
+    scripts = {"truncate" if name == "truncate_tail" else name for name in lost}
+    assert {"create", "patch", "increment", "append", "copy", "truncate"} <= scripts, lost
 
     report = erase_user(user, store=store, settings=settings)
 
