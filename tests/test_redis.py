@@ -570,6 +570,28 @@ def test_on_a_loop_every_call_in_flight_is_bounded_and_a_callers_cancel_stays_it
         asyncio.run(store.close())
 
 
+def test_a_call_that_outlives_its_bound_without_raising_leaves_its_task_uncancelled() -> None:
+    """When the bound fires on a call that then ends on its own (it swallowed the cancel), the
+    call's answer is returned and the bound takes its cancel request back, as asyncio.timeout
+    does: the task is not left "cancelling" for the caller's own timeouts and task groups."""
+    from praisonsession.stores.backends.redis.retries import within
+
+    async def main() -> tuple[str, int]:
+        async def stubborn() -> str:
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                return "answered anyway"
+            return "slept"
+
+        answer = await within(stubborn(), 0.01)
+        task = asyncio.current_task()
+        assert task is not None
+        return answer, task.cancelling()
+
+    assert asyncio.run(main()) == ("answered anyway", 0)
+
+
 @pytest.mark.slow
 def test_killing_the_server_mid_run_then_restarting_it_loses_no_acknowledged_write() -> None:
     bound = 1.0

@@ -144,7 +144,7 @@ async def within(call: Awaitable[T], seconds: float | None) -> T:
     entry = _Attempt(task, loop.time() + seconds)
     watch.add(entry, loop)
     try:
-        return await call
+        result = await call
     except asyncio.CancelledError:
         # the watch's cancel and no other (as asyncio.timeout decides): redis-py's error
         if entry.expired and task.uncancel() <= entry.cancelling:
@@ -156,6 +156,9 @@ async def within(call: Awaitable[T], seconds: float | None) -> T:
         raise
     finally:
         watch.live.discard(entry)
+    if entry.expired:  # the watch fired as the call ended: its cancel request is taken back
+        task.uncancel()
+    return result
 
 
 class _Attempt:
