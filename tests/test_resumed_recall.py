@@ -442,3 +442,41 @@ def test_an_export_counts_saved_vector_records_apart_from_messages(
     said_ = CliRunner().invoke(main, ["export", "s", archive, "--user", "u", "--store", url])
     assert said_.exit_code == 0, said_.output
     assert "11 log entries (10 messages, 1 saved vector record)" in said_.output
+
+
+OPEN_AT_ONCE = """
+import sys, time
+from pathlib import Path
+import chromadb  # imported before the start, so that the openings meet
+from praisonsession.recall.vectors.index import vector_store
+folder, go = sys.argv[1], Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.001)
+client = vector_store(folder)
+print(client.get_or_create_collection("memories").count())
+"""
+
+
+@pytest.mark.slow
+def test_processes_opening_one_new_memory_folder_at_once_all_open_it(tmp_path: Path) -> None:
+    """Chroma makes its tables at a new folder's first opening without a lock of its own: two
+    processes starting on one new data directory at once had one fail ("table collections
+    already exists"). Four processes open each of three new folders at the same moment."""
+    import sys
+
+    for round_ in range(3):
+        folder, go = tmp_path / f"vectors-{round_}", tmp_path / f"go-{round_}"
+        openers = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_AT_ONCE, str(folder), str(go)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        subprocess.run(["sleep", "2"], check=True)  # each has imported chromadb by then
+        go.touch()
+        for opener in openers:
+            out, err = opener.communicate(timeout=300)
+            assert (opener.returncode, out.strip()) == (0, "0"), err

@@ -170,7 +170,30 @@ def _new_client(location: str) -> Any:
                 "PRAISONSESSION_VECTOR_STORE_URL to use the embedded store."
             ) from None
     Path(location).mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=location, settings=settings)
+    with _openings_take_turns(location):
+        return chromadb.PersistentClient(path=location, settings=settings)
+
+
+@contextlib.contextmanager
+def _openings_take_turns(location: str) -> Any:
+    """Hold a lock on the folder while Chroma opens it. Chroma makes its tables at a new
+    folder's first opening with no lock of its own, so two processes opening one new folder at
+    once both make them and one fails ("table collections already exists"). The lock is held
+    only while the folder opens; the system frees it if its holder dies. On Windows (no flock)
+    openings go as before."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    fd = os.open(
+        os.path.join(location, ".praisonsession-opening.lock"), os.O_RDWR | os.O_CREAT, 0o600
+    )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 _UNFLUSHED = "hnsw segment reader"
