@@ -480,3 +480,24 @@ def test_processes_opening_one_new_memory_folder_at_once_all_open_it(tmp_path: P
         for opener in openers:
             out, err = opener.communicate(timeout=300)
             assert (opener.returncode, out.strip()) == (0, "0"), err
+
+
+def test_an_opening_waits_for_another_at_most_its_patience_then_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The openings' lock is the package's one file lock: an opening held up by another (here a
+    lock held on another descriptor, which flock treats as another holder) ends with a typed
+    error at its patience instead of hanging, and opens once the other is done."""
+    from praisonsession._internal.file_lock import FileLock
+    from praisonsession.errors import StoreUnavailableError
+    from praisonsession.recall.vectors import index
+
+    folder = tmp_path / "vectors"
+    folder.mkdir()
+    monkeypatch.setattr(index, "_OPENING_PATIENCE", 0.2)
+    with FileLock(folder / index._OPENING_LOCK), pytest.raises(StoreUnavailableError) as held:
+        index._new_client(str(folder))
+    assert "stayed locked by another process for 0.2 s" in str(held.value)
+    assert "opening this memory folder" in str(held.value)
+    client = index._new_client(str(folder))
+    assert client.get_or_create_collection("memories").count() == 0

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..._internal.file_lock import FileLock
 from ..._internal.redaction import redact_text, redact_url
 from ...errors import (
     DecryptionError,
@@ -170,30 +171,22 @@ def _new_client(location: str) -> Any:
                 "PRAISONSESSION_VECTOR_STORE_URL to use the embedded store."
             ) from None
     Path(location).mkdir(parents=True, exist_ok=True)
-    with _openings_take_turns(location):
+    # Chroma makes its tables at a new folder's first opening with no lock of its own: two
+    # processes opening one new folder at once both made them and one failed ("table
+    # collections already exists"). Openings of a folder take turns; the lock is held only
+    # while the folder opens, and the system frees it if its holder dies.
+    with FileLock(Path(location) / _OPENING_LOCK, _OPENING_PATIENCE, _OPENING_ADVICE):
         return chromadb.PersistentClient(path=location, settings=settings)
 
 
-@contextlib.contextmanager
-def _openings_take_turns(location: str) -> Any:
-    """Hold a lock on the folder while Chroma opens it. Chroma makes its tables at a new
-    folder's first opening with no lock of its own, so two processes opening one new folder at
-    once both make them and one fails ("table collections already exists"). The lock is held
-    only while the folder opens; the system frees it if its holder dies. On Windows (no flock)
-    openings go as before."""
-    try:
-        import fcntl
-    except ImportError:  # Windows
-        yield
-        return
-    fd = os.open(
-        os.path.join(location, ".praisonsession-opening.lock"), os.O_RDWR | os.O_CREAT, 0o600
-    )
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+_OPENING_LOCK = ".praisonsession-opening.lock"
+#: how long an opening waits for another process's: an opening takes a second or two, a
+#: first one (tables made) or one after an upgrade of chromadb (its migrations) longer
+_OPENING_PATIENCE = 120.0
+_OPENING_ADVICE = (
+    "Another process has been opening this memory folder all that time and may be stuck; "
+    "stop it and try again."
+)
 
 
 _UNFLUSHED = "hnsw segment reader"

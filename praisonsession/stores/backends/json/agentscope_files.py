@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ...._internal.file_lock import FileLock
 from ...._internal.identifiers import DEFAULT_USER
 from ...._internal.json_data import dumps, loads
 from ...._internal.runtime import offload
@@ -32,7 +33,6 @@ from ....errors import (
     SessionNotFoundError,
 )
 from ...record import Key
-from .file_lock import FileLock
 
 T = TypeVar("T")
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from ...._internal.checks import check_seconds
+from ...._internal.file_lock import FileLock
 from ...._internal.identifiers import filename_for
 from ...._internal.json_data import copy_json, dumps, loads
 from ...._internal.runtime import offload
@@ -63,7 +64,6 @@ from ...record import SessionContents, SessionInfo, check_version, copied_info, 
 from ...reserved import SNAPSHOT_OWNER
 from ..document import SessionDocument, resolve
 from .agentscope_files import adoptable, read_modules
-from .file_lock import FileLock
 from .index import SessionIndex
 
 T = TypeVar("T")

@@ -30,7 +30,7 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from .file_lock import FileLock
+from ...._internal.file_lock import FileLock
 
 INDEX = ".sessions.index"
 JOURNAL = ".sessions.journal"

@@ -1,8 +1,10 @@
 """A cross-process lock on a file: ``flock`` on POSIX, ``msvcrt.locking`` on Windows.
 
-Both are released by the operating system when the holder dies, so a killed writer can never
-leave a session locked. Taking the lock polls instead of blocking, so that a wait ends at the
-call's deadline (``execution.remaining``) with a typed error instead of hanging.
+Both are released by the operating system when the holder dies, so a killed holder can never
+leave anything locked. Taking the lock polls instead of blocking, so that a wait ends at the
+call's deadline (``runtime.remaining``) or at ``timeout`` with a typed error instead of hanging.
+The JSON backend locks a session's files with it; embedded Chroma's openings of a folder take
+turns with it.
 """
 
 from __future__ import annotations
@@ -13,17 +15,27 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from ...._internal.runtime import expired, remaining
-from ....errors import StoreUnavailableError
+from ..errors import StoreUnavailableError
+from .runtime import expired, remaining
 
 _FIRST_WAIT = 0.0001
 _LONGEST_WAIT = 0.002
 
 
 class FileLock:
-    def __init__(self, path: Path, timeout: float = 30.0) -> None:
+    """``with FileLock(path, timeout):`` holds ``path`` locked against other processes (and
+    other descriptors of this one). ``advice``: what the error of a lock held past ``timeout``
+    tells the caller to do."""
+
+    def __init__(
+        self,
+        path: Path,
+        timeout: float = 30.0,
+        advice: str = "Another process may be stuck; stop it, or raise lock_timeout.",
+    ) -> None:
         self.path = path
         self.timeout = timeout
+        self.advice = advice
         self._fd: int | None = None
 
     def __enter__(self) -> FileLock:
@@ -65,7 +77,7 @@ class FileLock:
                     raise expired(f"waiting {waited:.1f} s for the lock {self.path}")
                 raise StoreUnavailableError(
                     f"{self.path} stayed locked by another process for {self.timeout:g} s. "
-                    "Another process may be stuck; stop it, or raise lock_timeout."
+                    + self.advice
                 )
             time.sleep(wait)
             wait = min(wait * 2, _LONGEST_WAIT)
