@@ -448,8 +448,14 @@ def test_redis_agentscope_layout_from_the_sync_facade_and_its_refusals(
     finally:
         raw.close()
     assert sorted(stored) == ["agent", "counter"]
-    with pytest.raises(AmbiguousLegacyDataError, match=":session:"):
+    with pytest.raises(AmbiguousLegacyDataError, match=":session:") as shared:
         run(store.save_session_state("x:session:y", "bob", agent=Counter()))
+    assert str(shared.value).startswith(  # both readings of the key, and why it is refused
+        f"AgentScope's key '{redis_prefix(tmp_path)}user_id:bob:session:x:session:y:state' "
+        "names each of session 'x:session:y' of user 'bob', session 'y' of user "
+        "'bob:session:x' (AgentScope's keys do not tell them apart), so the AgentScope layout "
+        "cannot keep this session apart from the others."
+    )
     session.close()
 
 

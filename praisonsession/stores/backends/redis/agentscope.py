@@ -18,13 +18,12 @@ from typing import Any, Protocol
 
 from ...._internal.json_data import dumps
 from ....errors import (
-    AmbiguousLegacyDataError,
     ConflictError,
     SessionCorruptedError,
     SessionNotFoundError,
 )
 from ...backend import Key
-from .keys import agentscope_owners
+from .keys import sole_agentscope_key
 from .replies import json_value
 
 __all__ = ["AgentScopeKeys", "LayoutHost", "load_modules", "save_modules"]
@@ -81,17 +80,14 @@ _ATTEMPTS = 20
 
 def agentscope_key(store: LayoutHost, key: Key) -> str:
     """AgentScope's key of ``key``; refused when other (user, session) pairs share it."""
-    owners = agentscope_owners(key.user_id, key.session_id)
-    name = store._agentscope_key(key)
-    if len(owners) > 1:
-        raise AmbiguousLegacyDataError(
-            f"AgentScope's key {name!r} names each of "
-            + ", ".join(f"session {s!r} of user {u!r}" for u, s in owners)
-            + ", so the AgentScope layout cannot keep this session apart from the others. Use "
-            "ids without ':session:', or the native layout (RedisSession(...) without "
-            "layout='agentscope'), which keeps every id apart."
-        )
-    return name
+    return sole_agentscope_key(store._agentscope_key(key), key, _SHARED)
+
+
+_SHARED = (
+    "the AgentScope layout cannot keep this session apart from the others. Use ids without "
+    "':session:', or the native layout (RedisSession(...) without layout='agentscope'), which "
+    "keeps every id apart."
+)
 
 
 async def load_modules(store: LayoutHost, key: Key) -> dict[str, Any] | None:

@@ -17,7 +17,6 @@ from ...._internal.checks import check_count, check_seconds
 from ...._internal.json_data import add_numbers, dumps, loads_joined
 from ...._internal.runtime import loop_running_here
 from ....errors import (
-    AmbiguousLegacyDataError,
     ConflictError,
     InvalidValueError,
     MissingDependencyError,
@@ -40,7 +39,7 @@ from ...reserved import user_digest
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
 from .inline import InlineClient
-from .keys import KeyLayout, agentscope_owners, user_of_segment
+from .keys import KeyLayout, sole_agentscope_key, user_of_segment
 from .replies import as_text, error_for, json_value, session_info, utf8
 from .retries import attempt_timeout, call_with_retries, within
 from .scripts import OpTokens, load_scripts
@@ -54,6 +53,10 @@ _PURGE_BATCH = 500
 _SCAN_BATCH = 500  # keys SCAN looks at per call of users.lua
 _KEYS_REMEMBERED = 1024  # meta key names a store remembers, by session
 _MAX_INCREMENT_RETRIES = 1000
+_NOT_ADOPTED = (
+    "it was not imported. Import it for the right one explicitly: "
+    "store.import_agentscope(key, session_id=..., user_id=...)."
+)
 # Statuses a caller handles itself; any other is raised (replies.error_for).
 _ANSWERS = frozenset({"ok", "none", "slow", "retry", "conflict"})
 #: Mark AgentScope's key (KEYS[1]) of a session adopted in the imported set (KEYS[3]); its
@@ -372,24 +375,9 @@ class RedisBackend(StoreBackend):
 
     def _offer(self, key: Key) -> ForeignSessions:
         """AgentScope's key of the session ``key``, offered to the key guard to adopt."""
-        self._agentscope_owner(key)  # one that only this session can own
+        # a key only this session can own: one whose ids hold ':session:' is never adopted
+        sole_agentscope_key(self._layout.agentscope(key), key, _NOT_ADOPTED)
         return ForeignSessions([key], functools.partial(self._take_agentscope, key), self.url)
-
-    def _agentscope_owner(self, key: Key) -> str:
-        """AgentScope's key of the session ``key``, if only that session can own it: its key
-        ``user_id:U:session:S:state`` names more than one (user, session) pair when the ids
-        themselves contain ``:session:``, and such a key is never adopted automatically."""
-        owners = agentscope_owners(key.user_id, key.session_id)
-        as_key = self._layout.agentscope(key)
-        if len(owners) > 1:
-            raise AmbiguousLegacyDataError(
-                f"The AgentScope key {as_key!r} may belong to any of "
-                + ", ".join(f"session {s!r} of user {u!r}" for u, s in owners)
-                + " (AgentScope's keys do not tell them apart), so it was not imported. "
-                "Import it for the right one explicitly: "
-                "store.import_agentscope(key, session_id=..., user_id=...)."
-            )
-        return as_key
 
     def _agentscope_modules(self, key: Key, as_key: str, value: Any) -> dict[str, Any] | None:
         """The module documents of AgentScope's ``value`` (None: no key), checked."""

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 
+from ....errors import AmbiguousLegacyDataError
 from ...backend import Key
 
 __all__ = ["KeyLayout", "key_segment"]
@@ -119,6 +120,20 @@ def agentscope_owners(user_id: str, session_id: str) -> list[tuple[str, str]]:
             owners.append((user, session))
         start = joined.find(separator, start + 1)
     return owners
+
+
+def sole_agentscope_key(name: str, key: Key, refusal: str) -> str:
+    """``name``, AgentScope's key of the session ``key``, if no other (user, session) pair can
+    own it; else ``AmbiguousLegacyDataError``, whose ``refusal`` says what was refused and what
+    to do instead. The one check for the automatic import and the AgentScope layout alike."""
+    owners = agentscope_owners(key.user_id, key.session_id)
+    if len(owners) > 1:
+        raise AmbiguousLegacyDataError(
+            f"AgentScope's key {name!r} names each of "
+            + ", ".join(f"session {s!r} of user {u!r}" for u, s in owners)
+            + f" (AgentScope's keys do not tell them apart), so {refusal}"
+        )
+    return name
 
 
 def user_of_segment(segment: str) -> str:
