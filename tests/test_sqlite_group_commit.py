@@ -120,6 +120,37 @@ def append(store: SqliteSession, session_id: str) -> Any:
     )
 
 
+def test_a_lone_writer_commits_without_the_queue_and_one_behind_a_busy_file_leads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer that finds nobody leading and the file free commits alone: no Writer joins
+    the queue, each write is still one counted commit. One that finds the file busy (another
+    connection holds the write lock) leads the queue instead, and a writer queuing behind it
+    meanwhile shares its commit."""
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    group = group_of(store)
+    append(store, "warm")
+    joined: list[Any] = []
+    join = CommitGroup.join
+    monkeypatch.setattr(CommitGroup, "join", lambda self, w: joined.append(w) or join(self, w))
+    commits, writes = group.commits, group.writes
+    for n in range(5):
+        assert append(store, "lone") == n + 1  # the log's length after each append
+    assert (joined, group.commits - commits, group.writes - writes) == ([], 5, 5)
+    assert not group.leading and group.queue == []
+
+    commits = group.commits
+    queued_behind_the_lock(path, group, lambda i: append(store, f"busy-{i}"), 2)
+    assert group.commits - commits == 1  # the two writers, one transaction
+    assert len(joined) == 1  # the first led from the lone path, the second joined behind it
+    for i in range(2):
+        assert runtime.run(store.read_messages(f"busy-{i}", "u", "log"), inline=True) == [
+            {"from": f"busy-{i}"}
+        ]
+    assert not group.leading and group.queue == []
+
+
 @pytest.mark.parametrize("bad_at", [0, 2])
 def test_one_writers_error_fails_that_writer_alone_in_a_shared_commit(
     tmp_path: Path, bad_at: int

@@ -30,7 +30,7 @@ module and ``langgraph_store.py`` do.
 from __future__ import annotations
 
 import builtins
-import secrets
+import random
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
@@ -587,14 +587,18 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
 
     def get_next_version(self, current: str | int | float | None, channel: Any = None) -> str:
         """A channel's next version: its number, then a random part, so that two branches of
-        a thread (a run resumed from an earlier checkpoint) never name different values alike."""
+        a thread (a run resumed from an earlier checkpoint) never name different values alike.
+        The random part is ``random``'s, as LangGraph's own savers take it: no system call per
+        version (``secrets`` reads ``os.urandom``), and a forked child reseeds it."""
         if current is None:
             number = 0
+        elif type(current) is str:
+            number = int(current.split(".", 1)[0])
         elif isinstance(current, (int, float)):
             number = int(current)
         else:
             number = int(str(current).split(".")[0])
-        return f"{number + 1:016d}.{secrets.token_hex(4)}"
+        return f"{number + 1:016d}.{random.getrandbits(32):08x}"
 
 
 # -- checks and small helpers ---------------------------------------------------------------

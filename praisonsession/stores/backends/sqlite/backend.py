@@ -146,6 +146,8 @@ _inherited: list[sqlite3.Connection] = []
 _SEEN_REMEMBERED = 4096
 #: Module names read per query by ``read_modules`` (SQLite binds at most 32,766 values).
 _NAMES_AT_ONCE = 500
+#: What ``_delete_rows`` runs after the session's messages, one statement per table.
+_DELETES = tuple(f"DELETE FROM {table} WHERE user_id=? AND session_id=?" for table in TABLES)
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
@@ -266,12 +268,31 @@ class SqliteBackend(StoreBackend):
     async def _grouped(self, work: Callable[[sqlite3.Connection], T], group: CommitGroup) -> T:
         """A write in the commit group (``shared.py``): queue; lead when nobody does, or when
         handed the lead; a leader commits every queued writer's work at once, each in a
-        savepoint, and hands each its outcome only after that commit has returned."""
+        savepoint, and hands each its outcome only after that commit has returned. A writer
+        that finds nobody leading, nothing else ready on its loop and the file free commits
+        its work alone, without the queue (most writes of a lone writer): a busy file sends
+        it to the queue as its leader, so the writers arriving meanwhile still share its
+        commit."""
         if not self._schema_ready:  # opened on this thread: a leader runs this store's work
             await self._attempts(_nothing, False)
-        mine = Writer(work)
-        if not group.join(mine) and not await group.wait(mine):
-            return cast(T, mine.outcome())  # committed (or refused) by another leader
+        mine = None
+        if not others_ready() and not self._file.checkpointing and group.lead_alone():
+            try:  # alone: its own transaction at once, no Writer queued, no handoff
+                result = await self._attempts(work, True, patient=False)
+            except BaseException:
+                group.pass_on()
+                raise
+            if result is not _BUSY:
+                group.commits += 1
+                group.writes += 1
+                group.pass_on()
+                return result
+            mine = Writer(work)  # the file is busy: wait for it as a leader, and the writers
+            group.lead_queued(mine)  # queuing meanwhile commit with this one
+        if mine is None:
+            mine = Writer(work)
+            if not group.join(mine) and not await group.wait(mine):
+                return cast(T, mine.outcome())  # committed (or refused) by another leader
         try:
             busy = False  # whether this loop has other work: then the commit runs off it
             try:  # tasks of this loop that may write too: let them queue first
@@ -352,8 +373,11 @@ class SqliteBackend(StoreBackend):
             return SessionCorruptedError(f"SQLite file {self.path}", str(exc))
         return exc
 
-    async def _attempts(self, work: Callable[[sqlite3.Connection], T], write: bool) -> T:
-        """Run ``work`` in one transaction, retrying cooperatively while the file is busy."""
+    async def _attempts(
+        self, work: Callable[[sqlite3.Connection], T], write: bool, patient: bool = True
+    ) -> T:
+        """Run ``work`` in one transaction, retrying cooperatively while the file is busy;
+        not ``patient``, a busy file returns ``_BUSY`` at once (nothing applied)."""
         started = patience = 0.0  # set when the file is first found busy
         delay = 0.0002
         if write and self._file.checkpointing:
@@ -380,6 +404,8 @@ class SqliteBackend(StoreBackend):
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
                     raise StoreUnavailableError(f"SQLite error on {self.path}: {exc}") from exc
+                if not patient:
+                    return cast(T, _BUSY)
                 if not started:
                     started = time.monotonic()
                     patience = remaining(self.busy_timeout)  # the call's deadline may end sooner
@@ -633,12 +659,10 @@ class SqliteBackend(StoreBackend):
         return live
 
     def _delete_rows(self, conn: sqlite3.Connection, key: Key) -> None:
-        conn.execute(SESSION_ENTRIES, (key.user_id, key.session_id))
-        for table in TABLES:
-            conn.execute(
-                f"DELETE FROM {table} WHERE user_id=? AND session_id=?",
-                (key.user_id, key.session_id),
-            )
+        cursor, ids = self._cursor(), (key.user_id, key.session_id)
+        cursor.execute(SESSION_ENTRIES, ids)
+        for statement in _DELETES:
+            cursor.execute(statement, ids)
 
     def _insert_session(
         self,
@@ -830,7 +854,7 @@ class SqliteBackend(StoreBackend):
 
     async def delete_record(self, key: Key) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
-            live = self._live_info(conn, key, now()) is not None
+            live = self._live_ttl(conn, key, now())[0]  # a live session's metadata not decoded
             self._delete_rows(conn, key)
             return live
 
@@ -1280,6 +1304,10 @@ def _after_fork_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+#: What ``_attempts`` returns, not ``patient``, when the file is busy.
+_BUSY = object()
 
 
 def _nothing(conn: sqlite3.Connection) -> None:

@@ -188,6 +188,23 @@ class CommitGroup:
         self.leading = False
         self.queue = []
 
+    def lead_alone(self) -> bool:
+        """Lead now, with no ``Writer`` queued, when nobody leads (then nobody waits either):
+        a lone writer commits its own work without the queue's handoffs. Writers arriving
+        meanwhile queue as behind any leader, and ``pass_on`` hands the first of them the
+        lead once the lone commit has returned (or ``lead_queued`` takes them along)."""
+        with self.lock:
+            if self.leading:
+                return False
+            self.leading = True
+            return True
+
+    def lead_queued(self, writer: Writer) -> None:
+        """A lone leader (``lead_alone``) that found the file busy queues first, still leading:
+        the writers that queue while it waits for the file go in its transaction."""
+        with self.lock:
+            self.queue.insert(0, writer)
+
     def join(self, writer: Writer) -> bool:
         """Queue ``writer``; True when it leads now (nobody else does)."""
         with self.lock:
