@@ -208,7 +208,8 @@ class PraisonSession(HeldStore, SessionABC):
         to close). Later calls raise ``SessionClosedError``; the items stay stored.
 
         From async code the store is closed on the running loop as soon as it runs again,
-        since a synchronous call cannot wait there."""
+        since a synchronous call cannot wait there; to its end, even when the loop ends
+        right after (``asyncio.run`` cancels what is left of a loop's tasks)."""
         if self._closed:
             return
         self._closed = True
@@ -220,7 +221,7 @@ class PraisonSession(HeldStore, SessionABC):
         except RuntimeError:
             loop = None
         if loop is not None:
-            self._closing = loop.create_task(closing)
+            self._closing = loop.create_task(_to_the_end(closing))
             return
         own_loop = asyncio.new_event_loop()  # not asyncio.run: this thread's loop stays set
         try:
@@ -231,11 +232,16 @@ class PraisonSession(HeldStore, SessionABC):
     async def aclose(self) -> None:
         """:meth:`close`, for async code: the store's connections are released when it
         returns."""
+        closing, self._closing = self._closing, None
         if not self._closed:
             self._closed = True
             await super().aclose()
-        elif self._closing is not None:
-            await self._closing
+        elif closing is None:
+            return
+        elif closing.get_loop() is asyncio.get_running_loop() and not closing.cancelled():
+            await closing  # the close that close() began on this loop
+        else:  # that close was cancelled as its loop ended, or runs on another loop: closing
+            await super().aclose()  # is idempotent, so the store is closed here all the same
 
     # -- the work behind them --------------------------------------------------------------
 

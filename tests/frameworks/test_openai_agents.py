@@ -304,6 +304,42 @@ def test_a_closed_session_refuses_everything_and_the_items_stay(store: Any) -> N
     run(closed_on_its_loop())
 
 
+def test_a_close_as_its_loop_ends_still_releases_the_store(
+    kind: str, store: Any, request: pytest.FixtureRequest
+) -> None:
+    """close() from async code right before asyncio.run ends its loop (the SDK's own tests end
+    so): the store is closed all the same and aclose() on a later loop returns. The loop's end
+    cancelled the close on its way: a Redis connection stayed open, and aclose() raised that
+    close's CancelledError."""
+    ours: Any = None
+    if kind == "redis":
+        import redis
+
+        watch = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+        first = watch.client_id()  # the server numbers clients in order: later ones are ours
+
+        def ours() -> list[dict[str, Any]]:
+            return [client for client in watch.client_list() if int(client["id"]) > first]
+
+    session = PraisonSession("chat", store=store)
+
+    async def last_turn() -> None:
+        await session.add_items([say("kept")])
+        session.close()  # nothing awaited after it: asyncio.run cancels what is left
+
+    run(last_turn())
+    if ours is not None:  # closed by close() alone
+        deadline = time.monotonic() + 30  # the server reads the close when it next polls
+        while ours() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ours() == []
+        watch.close()
+    run(session.aclose())
+    again = PraisonSession("chat", store=store)
+    assert run(again.get_items()) == [say("kept")]
+    again.close()
+
+
 def test_a_cancelled_add_is_applied_before_the_cancellation_is_raised(store: Any) -> None:
     async def work() -> None:
         session = PraisonSession("chat", store=store)
