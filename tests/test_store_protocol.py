@@ -42,6 +42,7 @@ OPTIONAL = DERIVED | {
     "copy_record",
     "read_record_contents",
     "scrub_erased_user",
+    "stamped",  # with unchanged_since, a plain method: what a cache of reads may trust
 }
 #: What a store shows: AgentScope's calls, the atomic operations users call, and its backend.
 STORE_SURFACE = {
@@ -121,7 +122,7 @@ def test_a_backend_missing_an_operation_cannot_be_made() -> None:
 
 def test_every_operation_is_documented_on_the_stores_page() -> None:
     page = (Path(__file__).parents[1] / "docs" / "pages" / "stores.md").read_text("utf-8")
-    for name in REQUIRED | OPTIONAL:
+    for name in {*REQUIRED, *OPTIONAL, "unchanged_since"}:
         assert f"`{name}(" in page, name
 
 

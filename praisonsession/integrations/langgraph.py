@@ -270,7 +270,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
                 (ns or "") if before_ns is None else before_ns,
                 _PAGE if left is None or filter else left,
             )
-            async for page, documents in pages:
+            async for page, documents, view in pages:
                 chosen = []
                 for at, record in page:
                     metadata = self._metadata(key, record)
@@ -281,7 +281,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
                 if not chosen:
                     continue
                 loaded = await self._threads.load_many(
-                    key, [(at, r) for at, r, _ in chosen], documents
+                    key, [(at, r) for at, r, _ in chosen], documents, view
                 )
                 yield [
                     self._tuple(shown, found, metadata)

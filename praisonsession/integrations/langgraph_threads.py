@@ -34,6 +34,13 @@ per put 5.1 -> 4.1 in ``bench_langgraph.py``'s thread). Threads written by earli
 (every position and head as a document) are read and continued alike; an earlier version
 reading a thread written here could take a stale head document for the newest.
 
+What a ``Threads`` read or wrote of a thread last (each namespace's newest checkpoint, a
+listing's first page, with their pending writes) is its *view* of the thread, served again
+without a read while the backend certifies that nothing in the store changed since
+(``StoreBackend.stamped`` / ``unchanged_since``; on SQLite one ``PRAGMA data_version``) and
+the thread has no TTL; a put leaves the view of its checkpoint with the writes stored for it
+by then. Any change, by any process, drops it; a backend that cannot certify keeps none.
+
 Bytes are base64 text in our JSON records, zlib-compressed first when that saves space; they
 come back byte-equal. Documents cannot be removed from a session one by one, so what
 ``prune`` and ``delete_for_runs`` drop is overwritten with an empty document in the same step.
@@ -50,6 +57,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 from .._internal.runtime import pause
@@ -86,6 +94,7 @@ _ATTEMPTS = 200  # compare-and-set rounds before a lost race is reported
 _REMEMBERED = 4096  # records and runs kept per Threads
 _INDEXED_EVERY = 16  # a put writes the by-id documents of the last block of this many records
 _VALUE_BUDGET = 16 << 20  # bytes of channel values kept per Threads
+_VIEWED = 256  # checkpoints (and listed pages) a thread's view holds
 
 
 #: CHECKPOINTS as known here: its length, the (position, ns, id) of each record of the block
@@ -111,6 +120,30 @@ class Loaded(NamedTuple):
     record: Record
     values: dict[str, Blob]
     writes: list[Write]
+
+
+class _View:
+    """What was read or written of one thread while the store certifies that nothing changed
+    since ``stamp`` (``StoreBackend.stamped``): each namespace's newest checkpoint (its id),
+    checkpoints as loaded, by (ns, id), and the first pages of listings, by (ns, size). A
+    stamp the store no longer certifies drops the view whole; one more read makes another."""
+
+    __slots__ = ("heads", "loaded", "pages", "stamp")
+
+    def __init__(self, stamp: Any) -> None:
+        self.stamp = stamp
+        self.heads: dict[str, str] = {}
+        self.loaded: dict[tuple[str, str], Loaded] = {}
+        # (ns, size) -> the records chosen (newest first), their writes documents, the
+        # position of the first record read
+        self.pages: dict[tuple[str, int], tuple[list[Any], dict[str, Any], int]] = {}
+
+    def keep(self, ns: str, loaded: Loaded, head: bool) -> None:
+        if len(self.loaded) >= _VIEWED:
+            self.loaded.clear()
+        self.loaded[ns, loaded.record["id"]] = loaded
+        if head:
+            self.heads[ns] = loaded.record["id"]
 
 
 class History(NamedTuple):
@@ -363,6 +396,8 @@ class Threads:
         # (thread, generation, ns, channel, version) -> the value's typed bytes (unpacked once)
         self._values: OrderedDict[tuple[Key, int, str, str, str], Blob] = OrderedDict()
         self._value_bytes = 0
+        # each thread's view (_View), when its backend stamps what it reads and writes
+        self._views: dict[Key, _View] = {}
 
     # -- what this object remembers -----------------------------------------------------------
 
@@ -372,6 +407,7 @@ class Threads:
         with self._lock:
             self._tails.pop(key, None)
             self._journals.pop(key, None)
+            self._views.pop(key, None)
             if len(self._generations) >= _REMEMBERED:  # start afresh rather than grow
                 self._generations.clear()
                 self._records.clear()
@@ -438,6 +474,32 @@ class Threads:
                 if (found := values.get((key, generation, ns, channel, str(version)))) is not None
             }
 
+    def _view(self, key: Key) -> _View | None:
+        """The thread's view, if the store still certifies it (one cheap check), else None
+        (and the view is dropped)."""
+        view = self._views.get(key)
+        if view is None:
+            return None
+        if self.backend.unchanged_since(view.stamp):
+            return view
+        with self._lock:
+            if self._views.get(key) is view:
+                del self._views[key]
+        return None
+
+    def _viewed(self, key: Key, stamp: Any) -> _View | None:
+        """The view of what a stamped read or write saw: the thread's view if it has that
+        stamp, else a new one in its place; None for no stamp."""
+        if stamp is None:
+            return None
+        with self._lock:
+            view = self._views.get(key)
+            if view is None or view.stamp != stamp:
+                if len(self._views) >= _REMEMBERED:
+                    self._views.clear()
+                view = self._views[key] = _View(stamp)
+            return view
+
     async def _open(self, key: Key, log: str) -> int:
         """The length of ``log`` of a thread, creating the thread (with its mark) if it holds
         nothing yet."""
@@ -487,11 +549,16 @@ class Threads:
             if new_run is not None:
                 documents[run_name(new_run)] = {"run": new_run}
             write = LogWrite(CHECKPOINTS, [record], length)
+            stored: Callable[[], Awaitable[Any]]
+            if documents:
+                stored = partial(
+                    self.backend.write_modules, key, documents=documents, writes=[write]
+                )
+            else:  # most puts: the record alone
+                stored = partial(self.backend.append_log, key, write=write)
+            writes_of = writes_name(ns, checkpoint_id)
             try:
-                if documents:
-                    await self.backend.write_modules(key, documents=documents, writes=[write])
-                else:  # most puts: the record alone
-                    await self.backend.append_log(key, write=write)
+                done = await self.backend.stamped(key, stored, [writes_of])
             except ConflictError:
                 self.forget(key)  # another writer moved the thread: positions are re-read
                 await pause(0)
@@ -503,6 +570,14 @@ class Threads:
                     if len(self._runs) > _REMEMBERED:
                         self._runs.clear()
             self._remember(key, length, record, blobs=blobs)
+            view = self._viewed(key, done.stamp)
+            if view is not None:  # the newest of its namespace, with its writes as stored
+                held = _document(done.documents or {}, writes_of, key)
+                what = what_of(key, record)
+                writes = [_write_of(item, what) for item in held.get("w", [])] if held else []
+                values, wanted = self._values_here(key, length, record, None, None)
+                if not wanted:
+                    view.keep(ns, Loaded(record, values, writes), head=True)
             return
         raise ConflictError(
             f"Thread {key.session_id!r}: {_ATTEMPTS} other writers appended checkpoints while "
@@ -577,15 +652,28 @@ class Threads:
         return found[0]
 
     async def load(self, key: Key, ns: str, checkpoint_id: str | None) -> Loaded | None:
-        """A checkpoint with its values and pending writes (the namespace's newest for None)."""
+        """A checkpoint with its values and pending writes (the namespace's newest for None):
+        from the thread's view while the store certifies it, else read (and viewed)."""
+        view = self._view(key)
+        if view is not None:
+            wanted = view.heads.get(ns) if checkpoint_id is None else checkpoint_id
+            found = None if wanted is None else view.loaded.get((ns, wanted))
+            if found is not None:
+                return found
         for _ in range(_ATTEMPTS):
             try:
-                if checkpoint_id is None:
-                    return await self._load_head(key, ns)
-                return await self._load_one(key, ns, checkpoint_id)
+                if checkpoint_id is not None:  # not stamped: seldom read twice in a row
+                    return await self._load_one(key, ns, checkpoint_id)
+                done = await self.backend.stamped(key, partial(self._load_head, key, ns))
             except _Moved:
                 self.forget(key)
                 await pause(0)
+                continue
+            loaded: Loaded | None = done.value
+            view = None if loaded is None else self._viewed(key, done.stamp)
+            if view is not None and loaded is not None:
+                view.keep(ns, loaded, head=True)
+            return loaded
         raise ConflictError(f"Thread {key.session_id!r} kept changing while it was read.")
 
     async def _load_head(self, key: Key, ns: str) -> Loaded | None:
@@ -742,12 +830,20 @@ class Threads:
         key: Key,
         records: Sequence[tuple[int, Record]],
         documents: dict[str, Any] | None = None,
+        view: _View | None = None,
     ) -> list[Loaded]:
         """The values and pending writes of records read from the log, their writes read in one
         step (unless ``documents`` holds them, read with the records); a value one of them
-        refers to is taken from the others when it is there."""
+        refers to is taken from the others when it is there. ``view``: the view the records
+        and ``documents`` were read under (or taken from), which holds what is loaded here."""
+        if view is not None and documents is not None:
+            known = view.loaded
+            found = [known.get((record["ns"], record["id"])) for _, record in records]
+            if None not in found:
+                return found  # type: ignore[return-value]
         names = [writes_name(record["ns"], record["id"]) for _, record in records]
         if documents is None:
+            view = None  # its writes are read below, apart from the records
             stored = await self.backend.read_modules(key, names=names)
             documents = {} if stored is None else stored.documents
         nearby = dict(records)
@@ -766,36 +862,62 @@ class Threads:
             what = what_of(key, record)
             writes = [_write_of(item, what) for item in held.get("w", [])] if held else []
             loaded.append(Loaded(record, values, writes))
+            if view is not None:
+                view.keep(record["ns"], loaded[-1], head=False)
         return loaded
 
     async def newest_first(
         self, key: Key, ns: str | None, before: str | None, before_ns: str, first: int
-    ) -> AsyncIterator[tuple[list[tuple[int, Record]], dict[str, Any] | None]]:
+    ) -> AsyncIterator[tuple[list[tuple[int, Record]], dict[str, Any] | None, _View | None]]:
         """The thread's records with their positions, newest first, a page at a time (the
         first of ``first`` records): only namespace ``ns`` unless None, and only those put
         before checkpoint ``before`` (of namespace ``before_ns``) when given. Each page comes
         with its records' writes documents when they were read with it (the first), else
-        None: :meth:`load_many` reads them."""
+        None: :meth:`load_many` reads them; and the view it was read under (the first page
+        of a namespace, when the store stamps it), taken from it while it holds."""
         size = max(1, min(first, _PAGE))
         end: int | None = None
         if before is None and ns is not None:
             # the log's tail first, with the writes documents of its records: a record says
             # where it is, so when the newest is of this namespace the walk starts here, with
             # no read of the head document
-            tail, stored = await self.backend.read_log_and_modules(
-                key, path=CHECKPOINTS, start=-size, stop=None, names=lambda tail: _writes(tail, ns)
-            )
-            if not _checked(tail, key):
-                return
-            start = _start_of(tail)
-            if start is not None and tail[-1].get("ns") == ns:
-                chosen = [
-                    (at, record)
-                    for at, record in reversed(list(enumerate(tail, start)))
-                    if record.get("ns") == ns
-                ]
+            view = self._view(key)
+            held = None if view is None else view.pages.get((ns, size))
+            if held is None:
+                done = await self.backend.stamped(
+                    key,
+                    partial(
+                        self.backend.read_log_and_modules,
+                        key,
+                        path=CHECKPOINTS,
+                        start=-size,
+                        stop=None,
+                        names=lambda tail: _writes(tail, ns),
+                    ),
+                )
+                tail, stored = done.value
+                if not _checked(tail, key):
+                    return
+                documents = {} if stored is None else stored.documents
+                start = _start_of(tail)
+                if start is None or tail[-1].get("ns") != ns:
+                    chosen = None
+                else:
+                    chosen = [
+                        (at, record)
+                        for at, record in reversed(list(enumerate(tail, start)))
+                        if record.get("ns") == ns
+                    ]
+                    view = self._viewed(key, done.stamp)
+                    if view is not None:
+                        if len(view.pages) >= _VIEWED:
+                            view.pages.clear()
+                        view.pages[ns, size] = (chosen, documents, start)
+            else:
+                chosen, documents, start = held
+            if chosen is not None:
                 if chosen:
-                    yield chosen, ({} if stored is None else stored.documents)
+                    yield chosen, documents, view
                 end, size = start, _PAGE
         if end is None:
             end = await self._end(key, ns, before, before_ns)
@@ -813,7 +935,7 @@ class Threads:
                 if ns is None or record.get("ns") == ns
             ]
             if chosen:
-                yield chosen, None
+                yield chosen, None, None
             end, size = start, _PAGE
 
     async def _end(self, key: Key, ns: str | None, before: str | None, before_ns: str) -> int:

@@ -16,7 +16,7 @@ taken for the user-facing method of the same idea (``get_info(session_id, user_i
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from .._internal.json_data import add_numbers
@@ -33,6 +33,7 @@ __all__ = [
     "Key",
     "LogWrite",
     "ModuleNames",
+    "Stamped",
     "StoreBackend",
     "StoredModules",
     "Unset",
@@ -77,6 +78,15 @@ class StoredModules(NamedTuple):
 
     documents: dict[str, Any]
     logs: dict[str, list[dict[str, Any]]]
+
+
+class Stamped(NamedTuple):
+    """What ``stamped`` returns: the operation's result, the stamp (None: nothing certified)
+    and, for each module name asked for, its document as the stamp saw it (absent: none)."""
+
+    value: Any
+    stamp: Any
+    documents: dict[str, Any] | None
 
 
 class ForeignSessions(PraisonSessionError):
@@ -348,6 +358,26 @@ class StoreBackend(ABC):
         """How many messages the log holds. Backends override this with a count that does not
         read the messages."""
         return len(await self.read_log(key, path=path, start=0, stop=None))
+
+    # -- what a cache of reads may trust (optional) -------------------------------------------
+
+    async def stamped(
+        self, key: Key, operation: Callable[[], Awaitable[T]], names: Sequence[str] = ()
+    ) -> Stamped:
+        """``operation()`` (calls of this store on ``key``) and a *stamp* that
+        :meth:`unchanged_since` can later certify: nothing in the store changed since the
+        operation's first step, and the record of ``key`` can neither expire nor slide by
+        time, so what the operation read or wrote is still what a read would find. With
+        ``names``, the record's documents of those names as they are at the stamp (after
+        the operation's writes). The stamp is None when the backend cannot certify this (the
+        default: no cache is then possible); stamps of one state compare equal."""
+        return Stamped(await operation(), None, None)
+
+    def unchanged_since(self, stamp: Any) -> bool:
+        """True only if nothing in the store changed since ``stamp`` was taken (see
+        :meth:`stamped`), as far as this thread can tell; cheap, no read of a record. A
+        wrapper that changes what passes through does not forward it (the default: False)."""
+        return False
 
     # -- whole records (forks, snapshots, archives) -----------------------------------------
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .._internal.identifiers import check_key
@@ -42,6 +42,7 @@ from .backend import (
     ForwardingBackend,
     LogWrite,
     ModuleNames,
+    Stamped,
     StoreBackend,
     StoredModules,
 )
@@ -377,6 +378,23 @@ class KeyGuard(ForwardingBackend):
         await self._read(key, messages)
         await self._read_stored(key, stored)
         return messages, stored
+
+    async def stamped(
+        self, key: Key, operation: Callable[[], Awaitable[T]], names: Sequence[str] = ()
+    ) -> Stamped:
+        """The backend's stamp, passed through: ``operation`` calls this guard, so the rule
+        holds for what it reads and writes. A document the stamp read is handed out only
+        as the rule hands out a read: a sealed one, to a store without the key, voids the
+        stamp (nothing is cached) instead of failing the operation that succeeded."""
+        found = await self._inner.stamped(key, operation, names)
+        documents = found.documents
+        if documents and not self.checks_keys and any(map(looks_sealed, documents.values())):
+            return Stamped(found.value, None, None)
+        return found
+
+    def unchanged_since(self, stamp: Any) -> bool:
+        """The backend's answer: a stamp certifies the store's state, not a key's data."""
+        return self._inner.unchanged_since(stamp)
 
     @_adopting
     async def truncate_log(

@@ -25,7 +25,8 @@ import base64
 import binascii
 import os
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from ..._internal.json_data import decode, dumps
 from ..._internal.runtime import pause
@@ -37,6 +38,7 @@ from ..backend import (
     UNSET,
     ForwardingBackend,
     LogWrite,
+    Stamped,
     StoreBackend,
     StoredModules,
     all_records,
@@ -67,6 +69,7 @@ _POSITIONS = 2
 _NONCE = 12
 _KEYS_REMEMBERED = 4096
 _MAX_INCREMENT_RETRIES = 1000
+T = TypeVar("T")
 
 
 class EncryptedStore(SessionBase):
@@ -463,6 +466,19 @@ class EncryptedBackend(ForwardingBackend):
             f"the store records {held} messages and holds {read + len(appended)}: its last "
             "messages were removed behind its back",
         )
+
+    async def stamped(
+        self, key: Key, operation: Callable[[], Awaitable[T]], names: Sequence[str] = ()
+    ) -> Stamped:
+        """The inner store's stamp: what ``operation`` read through here was opened here, and
+        the stamp certifies the sealed data did not change. Documents asked for by name would
+        come back sealed, so such a stamp is not offered (None)."""
+        if names:
+            return Stamped(await operation(), None, None)
+        return await self.inner.stamped(key, operation)
+
+    def unchanged_since(self, stamp: Any) -> bool:
+        return self.inner.unchanged_since(stamp)
 
     async def truncate_log(
         self, key: Key, *, path: str, length: int, expected: int | None

@@ -35,11 +35,12 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
 from threading import get_ident
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from ...._internal.checks import check_flag, check_seconds
 from ...._internal.identifiers import DEFAULT_USER
@@ -61,6 +62,7 @@ from ...backend import (
     Key,
     LogWrite,
     ModuleNames,
+    Stamped,
     StoreBackend,
     StoredModules,
 )
@@ -84,6 +86,7 @@ from .schema import (
     COPY_ENTRIES,
     COPY_ROWS,
     CUT,
+    DATA_VERSION,
     ENTRIES,
     GET_VALUE,
     INCREMENT_READ,
@@ -108,6 +111,8 @@ from .schema import (
     SET_EXPIRY,
     SET_IF_HELD,
     SPAN,
+    STAMP,
+    STAMP_DOCUMENT,
     TABLES,
     UPSERT_STATE,
     VERSION,
@@ -260,7 +265,10 @@ class SqliteBackend(StoreBackend):
         self, work: Callable[[sqlite3.Connection], T], write: bool
     ) -> Coroutine[Any, Any, T]:
         """Run ``work`` in one transaction: a write of a grouped store in the commit group's
-        next transaction, anything else in one of its own."""
+        next transaction, anything else in one of its own (stamped inside ``stamped``)."""
+        slot = _STAMPING.get()
+        if slot is not None and slot.backend is self:
+            work = slot.around(work)
         if write and self._group is not None:
             return self._grouped(work, self._group)
         return self._attempts(work, write)
@@ -1226,6 +1234,63 @@ class SqliteBackend(StoreBackend):
 
         return await self._transaction(work, write=False)
 
+    # -- what a cache of reads may trust --------------------------------------------------
+
+    async def stamped(
+        self, key: Key, operation: Callable[[], Awaitable[T]], names: Sequence[str] = ()
+    ) -> Stamped:
+        """The stamp is taken inside the operation's first transaction, after its statements
+        (``_Slot``): this connection's ``data_version`` (SQLite moves it when any other
+        connection, of any process, commits) and ``total_changes`` (every row this connection
+        changed, for every store of the process sharing it), with the session found live
+        with no expiry and no TTL. Taken inside, it names exactly the state the operation
+        read or left, even when a commit group ran other writers' work in the same
+        transaction (theirs after it move ``total_changes`` on)."""
+        slot = _Slot(self, key, tuple(names))
+        token = _STAMPING.set(slot)
+        try:
+            value = await operation()
+        finally:
+            _STAMPING.reset(token)
+        return Stamped(value, slot.stamp, slot.documents if slot.stamp is not None else None)
+
+    def unchanged_since(self, stamp: Any) -> bool:
+        """One ``PRAGMA data_version`` on this thread's connection, when the stamp was taken
+        on it and it has changed no row since."""
+        if type(stamp) is not _Stamp:
+            return False
+        here = self._threads.get(get_ident())
+        conn = stamp.conn
+        if here is None or here.conn is not conn or conn.total_changes != stamp.changes:
+            return False
+        if conn.in_transaction:
+            return False
+        try:
+            row = here.cursor.execute(DATA_VERSION).fetchone()
+        except sqlite3.Error:
+            return False
+        return row is not None and row[0] == stamp.version
+
+    def _stamp(
+        self, conn: sqlite3.Connection, key: Key, names: tuple[str, ...]
+    ) -> tuple[_Stamp | None, dict[str, Any]]:
+        """Inside a transaction: the stamp of what it sees, and the documents ``names``."""
+        query = _STAMP_QUERIES.get(len(names))
+        if query is None:
+            documents = "".join(STAMP_DOCUMENT.format(number=n + 3) for n in range(len(names)))
+            query = _STAMP_QUERIES[len(names)] = STAMP.replace("{documents}", documents)
+        row = conn.execute(query, (key.user_id, key.session_id, *names)).fetchone()
+        if row is None or row[1] is not None or row[2] is not None:
+            return None, {}  # not live, or time may expire or slide it
+        found: dict[str, Any] = {}
+        for name, text in zip(names, row[3:], strict=True):
+            if text is not None:
+                try:
+                    found[name] = loads(text, "")
+                except SessionCorruptedError:
+                    return None, {}
+        return _Stamp(conn, row[0], conn.total_changes), found
+
     # -- whole records (forks, snapshots, archives) ---------------------------------------
 
     async def copy_record(
@@ -1296,6 +1361,45 @@ class SqliteBackend(StoreBackend):
             return SessionContents(info, state, modules, counts)
 
         return await self._transaction(work, write=False)
+
+
+class _Stamp(NamedTuple):
+    """What ``SqliteBackend.unchanged_since`` compares: the connection it was taken on, its
+    ``data_version`` and its ``total_changes`` then."""
+
+    conn: sqlite3.Connection
+    version: int
+    changes: int
+
+
+class _Slot:
+    """One ``stamped`` call: the stamp of its first transaction's work (``around``)."""
+
+    __slots__ = ("backend", "documents", "key", "names", "stamp", "taken")
+
+    def __init__(self, backend: SqliteBackend, key: Key, names: tuple[str, ...]) -> None:
+        self.backend = backend
+        self.key = key
+        self.names = names
+        self.taken = False
+        self.stamp: _Stamp | None = None
+        self.documents: dict[str, Any] = {}
+
+    def around(self, work: Callable[[sqlite3.Connection], T]) -> Callable[[sqlite3.Connection], T]:
+        def stamping(conn: sqlite3.Connection) -> T:
+            result = work(conn)
+            if not self.taken:  # the first: what later ones read is certified only with it
+                self.taken = True
+                self.stamp, self.documents = self.backend._stamp(conn, self.key, self.names)
+            return result
+
+        return stamping
+
+
+#: The ``stamped`` call the running code is inside, if any (its transactions take the stamp).
+_STAMPING: ContextVar[_Slot | None] = ContextVar("praisonsession_sqlite_stamping", default=None)
+#: ``STAMP`` with a column per document, by how many.
+_STAMP_QUERIES: dict[int, str] = {}
 
 
 def _after_fork_in_child() -> None:

@@ -1,0 +1,267 @@
+"""PraisonSaver's view of a thread (``langgraph_threads._View``): the newest checkpoint it put
+or read, and the listings it read, are served again without a read only while the store
+certifies that nothing changed since (``StoreBackend.stamped``). After every kind of change,
+by this process or another, on this thread or another, its answers are those of a fresh saver
+that remembers nothing. Real SQLite files, real threads, real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+from backends import ENCRYPTION_KEY
+from praisonsession import erase_user, open_store
+from praisonsession.integrations.langgraph import PraisonSaver
+from praisonsession.integrations.langgraph_threads import Threads
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+# Another process's writes: ``put THREAD STEP`` or ``writes THREAD TASK`` (to the newest).
+_WORKER = """
+import sys
+from langgraph.checkpoint.base import empty_checkpoint
+from praisonsession.integrations.langgraph import PraisonSaver
+
+url, settings, *steps = sys.argv[1:]
+with PraisonSaver(url, settings=eval(settings)) as saver:
+    for step in steps:
+        what, thread, n = step.split(":")
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        if what == "put":
+            latest = saver.get_tuple(config)
+            if latest is not None:
+                config = latest.config
+            checkpoint = empty_checkpoint()
+            version = saver.get_next_version(None, None)
+            checkpoint["channel_values"] = {"n": int(n)}
+            checkpoint["channel_versions"] = {"n": version}
+            saver.put(config, checkpoint, {"source": "other", "step": int(n)}, {"n": version})
+        else:
+            saver.put_writes(saver.get_tuple(config).config, [("n", int(n))], f"p{n}")
+"""
+
+
+def config(thread_id: str, **more: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", **more}}
+
+
+def put(saver: PraisonSaver, thread_id: str, n: int, checkpoint_id: str | None = None) -> Any:
+    """Checkpoint ``n`` of the thread, after its newest (one channel, a new version)."""
+    latest = saver.get_tuple(config(thread_id))
+    checkpoint = empty_checkpoint()
+    if checkpoint_id is not None:
+        checkpoint["id"] = checkpoint_id
+    version = saver.get_next_version(
+        None if latest is None else latest.checkpoint["channel_versions"]["n"], None
+    )
+    checkpoint["channel_values"] = {"n": n}
+    checkpoint["channel_versions"] = {"n": version}
+    parent = config(thread_id) if latest is None else latest.config
+    return saver.put(parent, checkpoint, {"source": "loop", "step": n}, {"n": version})
+
+
+def answers(saver: PraisonSaver, thread_id: str) -> Any:
+    """What a graph reads of a thread: its newest checkpoint and its listing, comparable."""
+    latest = saver.get_tuple(config(thread_id))
+    listed = list(saver.list(config(thread_id), limit=10))
+    return (
+        None if latest is None else _shown(latest),
+        [_shown(found) for found in listed],
+    )
+
+
+def _shown(found: Any) -> Any:
+    return (
+        found.checkpoint["id"],
+        found.checkpoint["channel_values"],
+        found.metadata,
+        sorted(found.pending_writes),
+        found.parent_config,
+    )
+
+
+def fresh(url: str, thread_id: str, **settings: Any) -> Any:
+    """A saver that remembers nothing: what the store holds now."""
+    with PraisonSaver(open_store(url), settings=settings or None) as saver:
+        return answers(saver, thread_id)
+
+
+def other_process(url: str, *steps: str, settings: str = "None") -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER, url, settings, *steps],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(HERE)])},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def viewed(saver: PraisonSaver, thread_id: str) -> bool:
+    """Whether the saver holds a view of the thread that the store still certifies."""
+    threads: Threads = saver._threads
+    return threads._view(next(iter(threads._views), None) or _no_key()) is not None
+
+
+def _no_key() -> Any:
+    pytest.fail("the saver holds no view at all")
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite://{tmp_path}/views.db"
+
+
+def test_the_newest_checkpoint_put_or_read_is_served_from_the_view(url: str) -> None:
+    with PraisonSaver(url) as saver:
+        put(saver, "t", 1)
+        put(saver, "t", 2)
+        assert viewed(saver, "t")  # the put left it
+        first = answers(saver, "t")
+        assert answers(saver, "t") == first == fresh(url, "t")
+        # what a caller does with a tuple does not reach the view
+        found = saver.get_tuple(config("t"))
+        found.checkpoint["channel_values"]["n"] = "changed"
+        found.metadata["step"] = "changed"
+        found.checkpoint["channel_versions"].clear()
+        assert answers(saver, "t") == first
+
+
+def test_another_process_writing_the_thread_is_seen(url: str) -> None:
+    with PraisonSaver(url) as saver:
+        put(saver, "t", 1)
+        answers(saver, "t")
+        other_process(url, "put:t:2")
+        assert answers(saver, "t") == fresh(url, "t")
+        assert saver.get_tuple(config("t")).checkpoint["channel_values"] == {"n": 2}
+        other_process(url, "writes:t:7")
+        assert answers(saver, "t") == fresh(url, "t")
+        assert saver.get_tuple(config("t")).pending_writes == [("p7", "n", 7)]
+        other_process(url, "put:elsewhere:1")  # another thread: still the same answers
+        assert answers(saver, "t") == fresh(url, "t")
+
+
+def test_another_saver_of_this_process_on_the_file_is_seen(url: str) -> None:
+    with PraisonSaver(url) as saver, PraisonSaver(open_store(url)) as other:
+        put(saver, "t", 1)
+        answers(saver, "t")
+        put(other, "t", 2)  # same thread, same connection (this thread's)
+        assert saver.get_tuple(config("t")).checkpoint["channel_values"] == {"n": 2}
+        other.put_writes(other.get_tuple(config("t")).config, [("n", 5)], "task")
+        assert answers(saver, "t") == fresh(url, "t")
+        put(other, "u", 1)  # another thread of the file
+        assert answers(saver, "t") == fresh(url, "t")
+        done = threading.Thread(target=put, args=(other, "t", 3))  # another connection
+        done.start()
+        done.join()
+        assert saver.get_tuple(config("t")).checkpoint["channel_values"] == {"n": 3}
+        assert answers(saver, "t") == fresh(url, "t")
+
+
+def test_writes_stored_before_their_checkpoint_are_the_put_checkpoints(url: str) -> None:
+    """LangGraph's durability="async" may store a task's writes to a checkpoint while the
+    checkpoint itself is still being put, on another thread."""
+    with PraisonSaver(url) as saver, PraisonSaver(open_store(url)) as other:
+        put(saver, "t", 1)
+        ahead = empty_checkpoint()["id"]
+        other.put_writes(config("t", checkpoint_id=ahead), [("n", 9)], "early")
+        put(saver, "t", 2, checkpoint_id=ahead)
+        assert saver.get_tuple(config("t")).pending_writes == [("early", "n", 9)]
+        assert answers(saver, "t") == fresh(url, "t")
+
+
+def test_a_deleted_or_erased_thread_is_gone(url: str) -> None:
+    with PraisonSaver(url) as saver, PraisonSaver(open_store(url)) as other:
+        put(saver, "t", 1)
+        answers(saver, "t")
+        other.delete_thread("t")
+        assert answers(saver, "t") == (None, [])
+    with PraisonSaver(url, user_id="eve") as saver:
+        put(saver, "t", 2)
+        put(saver, "e", 1)
+        saver.get_tuple(config("e"))
+        store = open_store(url)
+        assert sorted(erase_user("eve", store).session_ids) == ["e", "t"]
+        assert answers(saver, "t") == answers(saver, "e") == (None, [])
+        asyncio.run(store.close())
+
+
+def test_a_thread_with_a_ttl_expires_and_slides_on_every_read(url: str, frozen_clock: Any) -> None:
+    with PraisonSaver(url, settings={"default_ttl": 60}) as saver:
+        put(saver, "t", 1)
+        for _ in range(4):  # each read restarts the TTL: 200 s after the put, still there
+            frozen_clock.advance(50)
+            assert saver.get_tuple(config("t")) is not None
+            assert len(list(saver.list(config("t"), limit=10))) == 1
+        frozen_clock.advance(61)
+        assert answers(saver, "t") == (None, [])
+
+
+def test_a_ttl_given_to_a_viewed_thread_ends_it(url: str, frozen_clock: Any) -> None:
+    with PraisonSaver(url) as saver:
+        put(saver, "t", 1)
+        answers(saver, "t")
+        store = open_store(url)
+        asyncio.run(store.touch("t", ttl=60))
+        frozen_clock.advance(30)
+        assert saver.get_tuple(config("t")) is not None
+        frozen_clock.advance(61)
+        assert answers(saver, "t") == (None, [])
+        asyncio.run(store.close())
+
+
+def test_a_purged_thread_is_gone(url: str, frozen_clock: Any) -> None:
+    with PraisonSaver(url) as saver:
+        put(saver, "t", 1)
+        answers(saver, "t")
+        store = open_store(url)
+        asyncio.run(store.expire("t"))
+        assert asyncio.run(store.purge_expired()) == 1
+        assert answers(saver, "t") == (None, [])
+        asyncio.run(store.close())
+
+
+def test_interleaved_writers_never_make_it_answer_otherwise_than_a_fresh_saver(
+    url: str,
+) -> None:
+    chance = random.Random(39)
+    with PraisonSaver(url) as saver, PraisonSaver(open_store(url)) as other:
+        for n in range(1, 61):
+            thread = chance.choice(["a", "b"])
+            move = chance.random()
+            if move < 0.35:
+                put(saver, thread, n)
+            elif move < 0.6:
+                put(other, thread, n)
+            elif move < 0.7 and saver.get_tuple(config(thread)) is not None:
+                target = chance.choice([saver, other])
+                target.put_writes(target.get_tuple(config(thread)).config, [("n", n)], f"w{n}")
+            elif move < 0.75:
+                chance.choice([saver, other]).delete_thread(thread)
+            elif move < 0.8:
+                other_process(url, f"put:{thread}:{n}")
+            for looked in ("a", "b"):
+                assert answers(saver, looked) == fresh(url, looked), (n, looked)
+
+
+def test_an_encrypted_saver_serves_its_view_and_sees_other_writers(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path}/sealed.db"
+    settings = {"encryption_key": ENCRYPTION_KEY}
+    with PraisonSaver(url, settings=settings) as saver:
+        put(saver, "t", 1)
+        first = answers(saver, "t")
+        assert viewed(saver, "t")  # the read left one (a sealed put cannot)
+        assert answers(saver, "t") == first == fresh(url, "t", **settings)
+        other_process(url, "put:t:2", settings=repr(settings))
+        assert saver.get_tuple(config("t")).checkpoint["channel_values"] == {"n": 2}
+        assert answers(saver, "t") == fresh(url, "t", **settings)
