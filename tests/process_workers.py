@@ -54,6 +54,13 @@ program sharing a store would. Jobs:
     kill would: no cleanup) when line LINE is about to be written. ``KIND`` import: import
     ARCHIVE as session ``imported`` and exit when it has read LINE lines of the records.
 
+``fork-dies URL DATA_DIR SOURCE NEW_ID WHEN FACT...``
+    Add each FACT as a long-term memory of session SOURCE of user ``crash`` (memories under
+    DATA_DIR; the state ``tag`` set to SOURCE), fork it to NEW_ID and SIGKILL itself in between
+    the fork's two steps: ``before-copy`` once its memories are staged, as
+    the session copy begins; ``after-copy`` once the session is copied, before its memories
+    are adopted.
+
 The barrier is a directory: each worker creates ``ready-NAME`` once it is set up and then
 waits for the parent to create ``go``, so all workers start their loops together.
 """
@@ -373,6 +380,28 @@ def restore_loop(url: str, session_id: str) -> None:
             session.restore(snapshot)
 
 
+def fork_dies(url: str, data_dir: str, source: str, new_id: str, when: str, *facts: str) -> None:
+    import signal
+
+    from praisonsession.stores.branches import Branches
+
+    copy = Branches.fork
+
+    async def dying(self: Branches, *args: object, **kwargs: object) -> object:
+        if when == "before-copy":
+            os.kill(os.getpid(), signal.SIGKILL)
+        copied = await copy(self, *args, **kwargs)  # type: ignore[arg-type]
+        os.kill(os.getpid(), signal.SIGKILL)
+        return copied
+
+    Branches.fork = dying  # type: ignore[method-assign]
+    session = Session(source, "crash", store=url, settings={"data_dir": data_dir})
+    session.set_state("tag", source)
+    session.add_memories(list(facts))
+    session.fork(new_id)
+    raise SystemExit("the fork finished: it was never killed")
+
+
 class _DyingFile(io.RawIOBase):
     """A binary file that ends the process, as a kill would, at a chosen line: read in full
     once (an import checks the archive first), then cut at ``line`` on the second reading;
@@ -432,6 +461,7 @@ JOBS = {
     "fork-loop": fork_loop,
     "restore-loop": restore_loop,
     "die-mid-archive": die_mid_archive,
+    "fork-dies": fork_dies,
 }
 
 if __name__ == "__main__":

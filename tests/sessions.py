@@ -48,3 +48,15 @@ def open_session(request: pytest.FixtureRequest, tmp_path: Path):
 
     open_.settings = settings
     return open_
+
+
+def staged_copies(session: Session, fork_id: str) -> list[str]:
+    """The texts of the copies a fork to ``fork_id`` staged and nobody adopted, as the vector
+    store holds them (``session`` opens the user's memory to look)."""
+    from praisonsession._internal import runtime
+    from praisonsession.recall.memory.long_term import staged_session
+
+    recall = runtime.run(session._core._memory())
+    return sorted(
+        hit.text for hit in recall.long.index.get(where={"session_id": staged_session(fork_id)})
+    )

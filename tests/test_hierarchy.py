@@ -35,6 +35,7 @@ from praisonsession.stores import Branches
 from praisonsession.stores.backend import all_records
 from praisonsession.stores.branches import SnapshotInfo
 from praisonsession.stores.reserved import SNAPSHOT_OWNER
+from sessions import staged_copies
 
 Open = Callable[..., Session]
 
@@ -489,8 +490,11 @@ def test_a_fork_whose_memories_cannot_be_copied_is_not_made(
 
     parent = open_session("parent", "ada")
     parent.add_memory("Ada drinks green tea")
+    parent.add_memory("Ada rides a bike to work")
+    restore = LongTermMemory.restore
 
-    def broken(self: Any, memories: Any) -> int:
+    def broken(self: Any, memories: Any, attempt: Any = None) -> int:
+        restore(self, memories[:1], attempt)  # one copy staged, then the store fails
         raise OSError("the vector store is full")
 
     monkeypatch.setattr(LongTermMemory, "restore", broken)
@@ -498,6 +502,21 @@ def test_a_fork_whose_memories_cannot_be_copied_is_not_made(
         parent.fork("child")
     assert parent.children() == []
     assert not runtime.run(parent.store.exists("child", "ada"))
+    assert staged_copies(parent, "child") == []  # the copy it staged went with it
+
+
+def test_a_fork_onto_a_session_that_exists_leaves_no_copy_of_the_memories(
+    open_session: Open,
+) -> None:
+    parent = open_session("parent", "ada")
+    parent.add_memory("Ada drinks green tea")
+    taken = open_session("taken", "ada")
+    taken.set_state("mine", True)
+    with pytest.raises(ConflictError):
+        parent.fork("taken")
+    assert staged_copies(parent, "taken") == []
+    assert taken.list_memories() == parent.list_memories()  # the user's one memory, once
+    assert [m["text"] for m in runtime.run(taken._core._memories())] == []
 
 
 def test_a_fork_for_another_user_takes_the_memories_into_that_users_collection(

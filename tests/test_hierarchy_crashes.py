@@ -37,6 +37,7 @@ from praisonsession.stores import Branches
 from praisonsession.stores.backend import all_records
 from praisonsession.stores.reserved import SNAPSHOT_OWNER
 from process_workers import CRASH_SEED, CRASH_TRIALS, WRITERS_AHEAD, Agent, worker_command
+from sessions import staged_copies
 
 pytestmark = [
     pytest.mark.slow,
@@ -220,6 +221,70 @@ def test_a_fork_killed_at_any_moment_is_absent_or_complete(
         f"\n{url.split(':')[0]}: {CRASH_TRIALS} kills in {took:.1f} s, {forks_made} forks made; "
         f"the fork in flight was found complete {in_flight_found} times, absent otherwise"
     )
+
+
+FACTS = ["Ada drinks green tea", "Ada rides a bike to work", "Ada reads about whales"]
+
+
+def memories_seen(session: Session) -> list[tuple[str, str]]:
+    """(text, session) of every memory of the user that ``session`` lists."""
+    return sorted((m["text"], m["metadata"]["session_id"]) for m in session.list_memories())
+
+
+@pytest.mark.parametrize("when", ["before-copy", "after-copy"])
+def test_a_fork_killed_between_its_memories_and_its_copy_is_absent_or_has_them(
+    url: str, store: SessionBase, tmp_path: Path, when: str
+) -> None:
+    """A fork's memories live in the vector store, its session in the store: a worker forking
+    a session with three memories kills itself between the two steps. Killed before the
+    session copy, there is no fork and no session sees the copies it staged (not the source,
+    not another, not a new session under the fork's id), and the next fork to that id leaves
+    none behind; killed after it, the fork holds the memories when it is next opened."""
+    data_dir = str(tmp_path / "data")
+    settings = {"data_dir": data_dir}
+
+    def opened(session_id: str) -> Session:
+        return Session(session_id, USER, store=store, settings=settings)
+
+    # the worker adds the memories too: this process opens the vector store after it is
+    # done (embedded Chroma opened earlier in a process would not see another's writes)
+    died = subprocess.run(
+        worker_command("fork-dies", url, data_dir, "source", "fork", when, *FACTS),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert died.returncode == -signal.SIGKILL, died.stderr
+    source = opened("source")
+    ids = sorted(m["id"] for m in source.list_memories())
+    assert len(ids) == len(FACTS)
+    theirs = [(fact, "source") for fact in sorted(FACTS)]
+    if when == "before-copy":
+        assert not runtime.run(store.exists("fork", USER))
+        assert staged_copies(source, "fork") == sorted(FACTS)  # in the store, seen by nobody:
+        other, reused = opened("other"), opened("fork")
+        for session in (source, other, reused):
+            assert memories_seen(session) == theirs
+            hits = session.search_memory("what does Ada drink?", limit=10)
+            assert sorted(hit["id"] for hit in hits) == ids
+            assert {hit["metadata"]["session_id"] for hit in hits} == {"source"}
+            assert [m["text"] for m in runtime.run(session._core._memories())] == (
+                sorted(FACTS) if session is source else []
+            )
+        reused.delete()
+        child = source.fork("fork")  # the next fork to that id: its own copies, no others
+        assert staged_copies(source, "fork") == []
+    else:
+        assert runtime.run(store.exists("fork", USER))
+        assert staged_copies(source, "fork") == sorted(FACTS)  # staged, not adopted yet
+        child = opened("fork")  # opening its memory adopts them
+    assert child.get_state("tag") == "source"
+    assert memories_seen(child) == [(fact, "fork") for fact in sorted(FACTS)]
+    assert sorted(m["id"] for m in child.list_memories()) == ids
+    assert staged_copies(source, "fork") == []
+    assert memories_seen(source) == theirs  # the source's own, unchanged
+    child.clear_memory("long")
+    assert memories_seen(child) == theirs  # the fork's copies were its own
 
 
 def test_a_deletion_whose_commit_the_server_still_runs_lands_after_the_kill(

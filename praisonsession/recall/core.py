@@ -357,9 +357,20 @@ class Recall:
         """The long-term memories this session added (for a fork or an archive)."""
         return await offload(self.long.session_memories)
 
-    async def restore_memories(self, memories: list[dict[str, Any]]) -> int:
-        """Add memories copied from another session as this session's."""
-        return await self._filling(self.long.index, self.long.restore, memories)
+    async def restore_memories(
+        self, memories: list[dict[str, Any]], attempt: str | None = None
+    ) -> int:
+        """Add memories copied from another session as this session's; staged for the fork
+        attempt ``attempt`` when given (see ``memory.long_term``)."""
+        return await self._filling(self.long.index, self.long.restore, memories, attempt)
+
+    async def adopt_memories(self, attempt: str) -> int:
+        """Make the memories staged by the fork attempt ``attempt`` this session's own."""
+        return await self._filling(self.long.index, self.long.adopt, attempt)
+
+    async def unstage_memories(self, attempt: str) -> int:
+        """Remove the memories staged by the fork attempt ``attempt``: no fork was made."""
+        return await offload(self.long.unstage, attempt)
 
     async def clear_memory(self, memory_type: MemoryQuery) -> int:
         removed = 0

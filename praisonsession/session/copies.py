@@ -3,7 +3,8 @@ which log an agent's cut names, a progress bar, and taking back an import.
 
 The store copies a session's records in one step (``stores/branches.py``, ``archive/``); the
 memories it added live in the vector store, so
-:class:`~praisonsession.session.core.AsyncSession` copies them after, and takes the copy back
+:class:`~praisonsession.session.core.AsyncSession` copies them too: a fork stages them before
+its copy (``recall/memory/long_term.py``), an import adds them after and takes the copy back
 (``unplace``) if they cannot follow.
 """
 

@@ -17,7 +17,10 @@ archive carries besides the store's copy (the session's memories) is in ``copies
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import secrets
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
@@ -41,7 +44,7 @@ from .._internal.json_data import JSONValue, check_json_data
 from .._internal.runtime import bounded, offload
 from ..errors import InvalidValueError, MemoryNotFoundError, RemoteModeError
 from ..stores.api import UNSET, SessionBase, Unset
-from ..stores.branches import Branches, SnapshotInfo, TreeNode
+from ..stores.branches import Branches, SnapshotInfo, TreeNode, staged_memories
 from ..stores.record import SessionInfo, check_ttl, now, record_key
 from .copies import agent_cut, counting, unplace, vectors_may_hold
 from .options import checked_config, inline_calls, resolve_settings, resolve_store
@@ -451,13 +454,25 @@ class AsyncSession:
             opening = self._recall_opening
         try:
             # shielded: a caller's timeout ends its wait, never the opening others wait for
-            self._recall = await asyncio.shield(asyncio.wrap_future(opening))
+            recall = await asyncio.shield(asyncio.wrap_future(opening))
         except Exception:
             with self._opening_lock:
                 if self._recall_opening is opening:
                     self._recall_opening = None  # the next call tries again
             raise
-        return self._recall
+        await self._adopt_staged(recall)
+        self._recall = recall
+        return recall
+
+    async def _adopt_staged(self, recall: Recall) -> None:
+        """A fork whose process was killed after its copy, before it adopted the memories it
+        staged (``fork``), adopts them now: before anything of its memory is read."""
+        if self._remote is not None:
+            return
+        info = await self._store.get_info(self._session_id, self._user_id)
+        attempt = None if info is None else staged_memories(info)
+        if attempt is not None:
+            await recall.adopt_memories(attempt)
 
     def _open_recall(self, vault: bytes | None = None, *, preload: bool = True) -> Recall:
         from ..recall.core import Recall
@@ -500,11 +515,6 @@ class AsyncSession:
         ):
             return []
         return await (await self._memory()).session_memories()
-
-    async def _copy_memories_to(self, child: AsyncSession) -> None:
-        memories = await self._memories()
-        if memories:
-            await (await child._memory()).restore_memories(memories)
 
     async def _recalling(
         self, what: str, use: Callable[[Recall], Awaitable[T]], *, embeds: bool = True
@@ -774,32 +784,59 @@ class AsyncSession:
         """A copy of this session (state, modules, message logs, and the long-term memories
         it added) under a new id; it records this one as its parent.
 
-        The session itself is copied in one atomic step; its memories, which live in the
-        vector store, follow, and a fork whose memories fail to copy is deleted again. A
-        process killed between those two steps leaves a complete fork without the memories.
+        All or nothing, a killed process included. The memories, which live in the vector
+        store, are copied first, staged: out of every session's sight. Then the session is
+        copied in one atomic step, its record naming the staged copy, which the fork adopts
+        at once (or, after a crash, when it next opens its memory). So a fork is never seen
+        without its memories, and copies no fork was made for are seen by nobody: a later
+        fork to that id removes them, as does ``erase_user``.
 
         ``at_message=(log, n)`` keeps only the first ``n`` messages of one log (an agent's log
         is ``agent.log_name``; an Agent itself is taken too). ``user_id`` forks into another
         user's sessions: a guest's conversation moved to the account they signed in with.
         Writing to either afterwards never changes the other.
         """
-        info = await self._call(
-            "fork",
-            self._branches.fork(
-                self._session_id,
-                self._user_id,
-                new_session_id,
-                user_id,
-                at_message=agent_cut(at_message),
-            ),
-        )
-        child = self._sibling(info.session_id, info.user_id)
-        child._opened = True
+        from .._internal.identifiers import new_session_id as fresh_id
+
+        target = record_key(
+            fresh_id() if new_session_id is None else new_session_id,
+            self._user_id if user_id is None else user_id,
+        )  # checked before any copy is made
+        child = self._sibling(target.session_id, target.user_id)
+        memories = await self._memories()
+        attempt = secrets.token_hex(8) if memories else None
+        recall = await child._memory() if attempt is not None else None
         try:
-            await self._copy_memories_to(child)
-        except BaseException:  # all or nothing: no fork that lacks the memories it should hold
-            await self._store.backend.delete_record(record_key(info.session_id, info.user_id))
+            if recall is not None:
+                await recall.restore_memories(memories, attempt)
+            await self._call(
+                "fork",
+                self._branches.fork(
+                    self._session_id,
+                    self._user_id,
+                    target.session_id,
+                    target.user_id,
+                    at_message=agent_cut(at_message),
+                    memories=attempt,
+                ),
+            )
+        except BaseException:
+            if recall is not None and attempt is not None:  # no fork: none of its copies stay
+                with contextlib.suppress(Exception):  # else out of sight, removed later
+                    await recall.unstage_memories(attempt)
             raise
+        child._opened = True
+        if recall is not None and attempt is not None:
+            try:
+                await recall.adopt_memories(attempt)
+            except Exception as exc:  # the fork is made: its next opening of memory adopts them
+                child._recall = None
+                logging.getLogger("praisonsession").warning(
+                    "Session %r was forked; its memories are adopted when it next opens its "
+                    "memory (the vector store failed now: %s).",
+                    target.session_id,
+                    exc,
+                )
         return child
 
     @property

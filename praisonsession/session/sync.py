@@ -467,6 +467,8 @@ class Session:
     ) -> Session:
         """A copy of this session (state, modules, message logs, and the long-term memories
         it added) under a new id, made in one atomic step; it records this one as its parent.
+        All or nothing, a killed process included: no fork is ever seen without its memories
+        (see ``AsyncSession.fork``).
 
         ``at_message=(log, n)`` keeps only the first ``n`` messages of one log (an agent's log
         is ``agent.log_name``; an Agent itself is taken too). ``user_id`` forks into another

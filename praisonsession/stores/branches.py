@@ -29,6 +29,7 @@ from .backend import UNSET, StoreBackend, all_records
 from .guard import guard
 from .record import Key, SessionInfo, now, record_key
 from .reserved import (
+    MEMORIES,
     PARENT,
     SEPARATOR,
     SNAPSHOT,
@@ -103,11 +104,14 @@ class Branches:
         new_user_id: str | None = None,
         *,
         at_message: tuple[str, int] | None = None,
+        memories: str | None = None,
     ) -> SessionInfo:
         """Copy a session (state, modules, message logs) under a new id, in one atomic step,
         recording its parent. ``at_message=(log, n)`` keeps only the first ``n`` messages of
         that log; ``new_user_id`` forks into another user's sessions (a guest's conversation
-        moved to the account they signed in with)."""
+        moved to the account they signed in with). ``memories``: the token the caller staged
+        the fork's long-term memories under, recorded with the parent for the fork to adopt
+        them (``AsyncSession.fork``)."""
         source = record_key(session_id, user_id)
         target = record_key(
             new_session_id() if new_id is None else new_id,
@@ -123,7 +127,8 @@ class Branches:
                 f"Session {target.session_id!r} of user {target.user_id!r} is an ancestor of "
                 f"{source.session_id!r}: forking onto it would make the tree a cycle."
             )
-        parent = {PARENT: {"session_id": source.session_id, "user_id": source.user_id}}
+        link = {"session_id": source.session_id, "user_id": source.user_id}
+        parent = {PARENT: link if memories is None else {**link, MEMORIES: memories}}
         return await self.backend.copy_record(
             source, target, cut=cut, metadata=parent, replace=False, ttl=UNSET
         )
@@ -294,6 +299,14 @@ def _parent(info: SessionInfo) -> tuple[str, str] | None:
     if isinstance(parent, dict) and isinstance(parent.get("session_id"), str):
         return parent["session_id"], str(parent.get("user_id"))
     return None
+
+
+def staged_memories(info: SessionInfo) -> str | None:
+    """The token a fork's long-term memories were staged under (``fork(memories=...)``), or
+    None: the session is no fork, or its fork had no memories to carry."""
+    parent = info.metadata.get(PARENT)
+    token = parent.get(MEMORIES) if isinstance(parent, dict) else None
+    return token if isinstance(token, str) else None
 
 
 def snapshot_id_of(snapshot: object) -> str:

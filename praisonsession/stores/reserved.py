@@ -20,8 +20,11 @@ from .record import SNAPSHOT_OWNER, Key, SessionInfo
 
 #: The metadata of a fork naming the session it was forked from (``branches``).
 PARENT = "parent"
+#: In a fork's ``PARENT``: the token its long-term memories were staged under (``fork``).
+MEMORIES = "memories"
 
 __all__ = [
+    "MEMORIES",
     "PARENT",
     "SNAPSHOT",
     "SNAPSHOT_OWNER",
@@ -143,8 +146,10 @@ async def _unlink_forks_of(backend: StoreBackend, user: str) -> int:
         for info in await all_records(backend, owner):
             parent = info.metadata.get(PARENT)
             if isinstance(parent, dict) and parent.get("user_id") == user:
+                # the fork keeps the name of its memories' copy (``branches.fork``)
+                kept = {k: v for k, v in parent.items() if k == MEMORIES}
                 await backend.merge_record_metadata(
-                    _key_of(info), metadata={PARENT: {"erased": True}}
+                    _key_of(info), metadata={PARENT: {"erased": True, **kept}}
                 )
             elif parent is not None and not isinstance(parent, dict):
                 unread += 1

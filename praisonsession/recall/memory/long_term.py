@@ -10,6 +10,12 @@ deletions are recorded, with the time, in the user's history collection, which i
 ``memory_history`` reads. A fork copies the session's memories with their ids: the copy is the
 fork's own (clearing either leaves the other), and a search shows one hit per id, the
 current session's copy first.
+
+A fork's copies are written before the fork itself exists, *staged*: under a session id no
+session can have (``staged_session``), marked with the fork attempt's token, and left out of
+every read. The fork's record names that token, so the fork adopts them (``adopt``), right
+after its copy or at its next opening of memory after a crash; copies no fork names stay
+out of sight until a fork to that id adopts its own, or the user is erased.
 """
 
 from __future__ import annotations
@@ -52,6 +58,19 @@ _META = "meta_"  # prefix of the metadata given, flattened so that Chroma can fi
 Event = tuple[str, str, str | None, str | None]
 #: An entry to store: (id, text, metadata, vector).
 Row = tuple[str, str, dict[str, Any], list[float]]
+#: The session id of the copies staged for a fork: ids are printable, so no session has it.
+_STAGED = "\x1ffork\x1f"
+#: The metadata naming the fork attempt a staged copy was written by.
+_ATTEMPT = "fork_attempt"
+
+
+def staged_session(session_id: str) -> str:
+    """The session id a fork to ``session_id`` stages its memories under."""
+    return _STAGED + session_id
+
+
+def _staged(hit: Hit) -> bool:
+    return str(hit.metadata.get("session_id", "")).startswith(_STAGED)
 
 
 def stored_field(field: str) -> str:
@@ -266,9 +285,10 @@ class LongTermMemory:
         created: float,
         updated: float,
         said: float,
+        session_id: str | None = None,
     ) -> dict[str, Any]:
         return {
-            "session_id": self.session_id,
+            "session_id": self.session_id if session_id is None else session_id,
             "memory_type": "long",
             "memory_id": memory_id,
             "text_key": self._key(text),
@@ -289,7 +309,7 @@ class LongTermMemory:
         found = {hit.id: hit for hit in self.index.get(where={"memory_id": {"$in": wanted}})}
         for hit in self.index.get(wanted):
             found.setdefault(hit.id, hit)
-        return list(found.values())
+        return [hit for hit in found.values() if not _staged(hit)]
 
     def _targets(self, memory_id: str) -> list[Hit]:
         """The entries a change to ``memory_id`` applies to: this session's copy if it has one
@@ -496,10 +516,13 @@ class LongTermMemory:
             )
         return sorted(found, key=lambda memory: (memory["created_at"] or 0, memory["text"]))
 
-    def restore(self, memories: builtins.list[dict[str, Any]]) -> int:
+    def restore(self, memories: builtins.list[dict[str, Any]], attempt: str | None = None) -> int:
         """Add memories another session (or an archive) added, as this session's own, with
-        their ids; one the session holds already is not added twice."""
+        their ids; one the session holds already is not added twice. With ``attempt`` (a
+        fork's token), staged instead: out of sight until the fork adopts them."""
         held = {memory["id"] for memory in self.session_memories()}
+        owner = self.session_id if attempt is None else staged_session(self.session_id)
+        marks = {} if attempt is None else {_ATTEMPT: attempt}
         todo = []
         for memory in memories:
             memory_id = memory.get("id")
@@ -522,8 +545,11 @@ class LongTermMemory:
                 if isinstance(given, (int, float)) and not isinstance(given, bool):
                     said = float(given)
                 text = str(memory["text"])
-                metadatas.append(self._metadata(memory_id, text, extra, created, updated, said))
-            ids = [_entry_id(memory_id, self.session_id) for memory_id, _ in batch]
+                stored = self._metadata(memory_id, text, extra, created, updated, said, owner)
+                metadatas.append({**stored, **marks})
+            # a staged copy's entry is the attempt's own: two attempts never write one entry
+            entry_owner = owner if attempt is None else owner + "\x1f" + attempt
+            ids = [_entry_id(memory_id, entry_owner) for memory_id, _ in batch]
             self.index.add(ids, texts, metadatas)
             recorded = {
                 hit.metadata["memory_id"]
@@ -536,6 +562,29 @@ class LongTermMemory:
                     at = float(memory.get("created_at") or clock.now())
                     self._record([(memory_id, ADD, str(memory["text"]), None)], at)
         return len(todo)
+
+    def adopt(self, attempt: str) -> int:
+        """Make the copies staged by the fork attempt ``attempt`` this session's own (the
+        fork's record names that attempt: the fork exists), and remove what other attempts
+        staged for this id (each was killed, or fails now that the fork exists). Idempotent:
+        a crash halfway is finished by the next call. How many were adopted."""
+        staged = self.index.get(where={"session_id": staged_session(self.session_id)}, vectors=True)
+        ours = [hit for hit in staged if hit.metadata.get(_ATTEMPT) == attempt]
+        rows: builtins.list[Row] = []
+        for hit in ours:
+            kept = {k: v for k, v in hit.metadata.items() if k != _ATTEMPT}
+            kept["session_id"] = self.session_id
+            rows.append((hit.id, hit.text, kept, cast(builtins.list[float], hit.vector)))
+        self._store(rows)  # the same entries, rewritten in place: no moment without them
+        self.index.delete([hit.id for hit in staged if hit.metadata.get(_ATTEMPT) != attempt])
+        return len(rows)
+
+    def unstage(self, attempt: str) -> int:
+        """Remove the copies the fork attempt ``attempt`` staged (the fork was not made)."""
+        staged = self.index.get(where={"session_id": staged_session(self.session_id)})
+        ours = [hit.id for hit in staged if hit.metadata.get(_ATTEMPT) == attempt]
+        self.index.delete(ours)
+        return len(ours)
 
 
 def page_of(memories: list[dict[str, Any]], limit: int, after: str | None) -> list[dict[str, Any]]:
@@ -558,9 +607,12 @@ def _entry_id(memory_id: str, session_id: str) -> str:
 
 
 def _own_first(hits: list[Hit], session_id: str, keep_order: bool = False) -> list[Hit]:
-    """One hit per memory id: this session's copy when it has one, else the first seen."""
+    """One hit per memory id: this session's copy when it has one, else the first seen.
+    Copies staged for a fork are no session's yet: they are left out."""
     chosen: dict[str, Hit] = {}
     for hit in hits:
+        if _staged(hit):
+            continue
         memory_id = hit.metadata.get("memory_id", hit.id)
         best = chosen.get(memory_id)
         if best is None or (
