@@ -97,6 +97,10 @@ _VALUE_BUDGET = 16 << 20  # bytes of channel values kept per Threads
 _VIEWED = 256  # checkpoints (and listed pages) a thread's view holds
 
 
+#: WRITES as known here: its length, the writes documents written last (by name), and the
+#: names of every writes document of the thread when this object wrote all of them (None when
+#: it did not: the thread had writes before, or it forgot them).
+_Journal = tuple[int, dict[str, list[Any]], set[str] | None]
 #: CHECKPOINTS as known here: its length, the (position, ns, id) of each record of the block
 #: not indexed yet, and of the last record (None for an empty log).
 _Tail = tuple[int, list[tuple[int, str, str]], tuple[int, str, str] | None]
@@ -382,7 +386,10 @@ class Threads:
         # CHECKPOINTS as last written or read here: its length, the (at, ns, id) of its
         # records since the last indexed block, and of its last record
         self._tails: dict[Key, _Tail] = {}
-        self._journals: dict[Key, tuple[int, dict[str, list[Any]]]] = {}
+        # WRITES as last written here: its length, the writes documents written last, and the
+        # names of every writes document the thread holds when all were written here (None
+        # when unknown): see put_writes
+        self._journals: dict[Key, _Journal] = {}
         # Each slot below names its thread's generation: forgetting a thread moves it to the
         # next one (no walk over every slot kept), and the old slots age out unread.
         self._generations: dict[Key, int] = {}
@@ -955,7 +962,14 @@ class Threads:
     ) -> None:
         """Store pending writes of a checkpoint: its writes document replaced by the merge of
         what it held and ``writes``, with :data:`WRITES`' length expected, so that concurrent
-        writers (parallel tasks, other processes) never lose each other's writes."""
+        writers (parallel tasks, other processes) never lose each other's writes.
+
+        Every writes document is written with an entry of :data:`WRITES` (here, and a prune's
+        marker), so a thread whose :data:`WRITES` was empty when this object first wrote to it
+        holds only the writes documents written here since, as long as its length is still
+        the one expected: the writes of a checkpoint not among them are none, with no read (a
+        checkpoint just put, the common case). Anyone else's writes meanwhile moved the
+        length: the write is refused, and read again."""
         name = writes_name(ns, checkpoint_id)
         entry = {
             "role": "writes",
@@ -970,10 +984,13 @@ class Threads:
             if journal is None:
                 length = await self._open(key, WRITES)
                 known: dict[str, list[Any]] = {}
+                every: set[str] | None = set() if length == 0 else None
             else:
-                length, known = journal
+                length, known, every = journal
             held = known.get(name)
-            if held is None:
+            if held is None and every is not None and name not in every:
+                held = []  # every writes document is one written here: none for it yet
+            elif held is None:
                 stored = await self.backend.read_modules(key, names=[name])
                 doc = None if stored is None else _document(stored.documents, name, key)
                 held = list((doc or {}).get("w", []))
@@ -990,10 +1007,18 @@ class Threads:
                 await pause(0)
                 continue
             with self._lock:
-                _, known = self._journals.get(key, (length, {}))
+                current = self._journals.get(key)
+                if current is not None:
+                    _, known, every = current
+                elif journal is not None:  # forgotten meanwhile: what else it holds is unknown
+                    known, every = {}, None
                 known = dict(list(known.items())[-7:])  # the few checkpoints being written
                 known[name] = merged
-                self._journals[key] = (length + 1, known)
+                if every is not None and len(every) < _REMEMBERED:
+                    every.add(name)
+                else:
+                    every = None
+                self._journals[key] = (length + 1, known, every)
             return
         raise ConflictError(
             f"Thread {key.session_id!r}: {_ATTEMPTS} other writers stored writes while this "

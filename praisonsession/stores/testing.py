@@ -459,7 +459,12 @@ class StoreConformance:
         assert run(store.append_messages("s", "u", "log", [say("b")], expected_length=1)) == 2
         with pytest.raises(ConflictError):
             run(store.append_messages("s", "u", "log", [say("c")], expected_length=1))
+        with pytest.raises(ConflictError):  # past its end
+            run(store.append_messages("s", "u", "log", [say("c")], expected_length=3))
+        with pytest.raises(ConflictError):  # a log of the session never written
+            run(store.append_messages("s", "u", "other", [say("c")], expected_length=2))
         assert run(store.read_messages("s", "u", "log")) == [say("a"), say("b")]
+        assert run(store.read_messages("s", "u", "other")) == []
         assert run(store.read_messages("s", "u", "log", 1, 2)) == [say("b")]
 
     def test_messages_must_be_json_dicts(self, store: SessionBase) -> None:

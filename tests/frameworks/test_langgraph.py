@@ -329,6 +329,45 @@ def test_concurrent_writes_of_parallel_tasks_are_all_kept(url: str) -> None:
         assert len(writes) == 16
 
 
+def test_writes_to_a_new_checkpoint_read_nothing_first_and_keep_another_savers(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saver that wrote every writes document of a thread knows that a checkpoint it has not
+    written to holds none, and writes without reading first; another saver's writes meanwhile
+    (another process) move the writes log, so its write is refused and made again over what
+    the other stored: nothing is lost."""
+    with PraisonSaver(url) as saver:
+        first = put(saver, "t", {"a": 1})
+        saver.put_writes(first, [("out", 1)], "task-1")
+        second = put(saver, "t", {"a": 2}, parent=first)
+        reads: list[Any] = []
+        read_modules = saver._threads.backend.read_modules
+
+        async def counted(key: Any, *, names: list[str]) -> Any:
+            reads.append(names)
+            return await read_modules(key, names=names)
+
+        monkeypatch.setattr(saver._threads.backend, "read_modules", counted)
+        third = put(saver, "t", {"a": 3}, parent=second)  # reads its parent's versions
+        reads.clear()
+        saver.put_writes(third, [("out", 5)], "task-5")
+        assert reads == []  # a checkpoint just put: no writes to read
+        PraisonSaver(saver.store).put_writes(second, [("out", 2)], "task-2")
+        saver.put_writes(second, [("out", 3)], "task-3")
+        saver.put_writes(first, [("out", 4)], "task-4")
+        names = [f"langgraph/writes//{c['configurable']['checkpoint_id']}" for c in (second, first)]
+        # the other saver's read (one store below both), then this one's after its refused write
+        # (the other moved the writes log), and of a checkpoint the thread may hold writes of
+        assert reads == [[names[0]], [names[0]], [names[1]]]
+
+        def outs(stored: dict[str, Any]) -> list[tuple[str, Any]]:
+            return [(task, value) for task, _, value in saver.get_tuple(stored).pending_writes]
+
+        assert outs(first) == [("task-1", 1), ("task-4", 4)]
+        assert outs(second) == [("task-2", 2), ("task-3", 3)]
+        assert outs(third) == [("task-5", 5)]
+
+
 def test_sync_methods_work_from_a_thread_running_an_event_loop(url: str) -> None:
     async def cell() -> Any:  # what a Jupyter cell does: sync calls while a loop runs
         with PraisonSaver(url) as saver:

@@ -80,6 +80,7 @@ from ...record import (
 from ...reserved import SNAPSHOT_OWNER
 from .schema import (
     APPEND,
+    APPEND_AT,
     BUMP,
     BUMP_LIVE,
     CONTENT_TABLES,
@@ -1088,7 +1089,17 @@ class SqliteBackend(StoreBackend):
         return self._log_end(key, path)[1]
 
     def _write_log(self, conn: sqlite3.Connection, key: Key, write: LogWrite) -> int:
-        """Apply ``write`` to its log (created on its first message); its new length."""
+        """Apply ``write`` to its log (created on its first message); its new length. One
+        message at a length expected (a LangGraph put, an OpenAI turn checked against its
+        length) is one statement that checks the length as it appends; else the log's end is
+        read first."""
+        start = write.start
+        if start is not None and 0 < start < SPAN - 1 and len(write.messages) == 1:
+            cursor = self._cursor()
+            ids = (key.user_id, key.session_id, write.path)
+            cursor.execute(APPEND_AT, (*ids, start, dumps(write.messages[0])))
+            if cursor.rowcount == 1:
+                return start + 1  # else another length, or no log: said below
         base, length = self._log_end(key, write.path)
         if write.start is None:
             if base is not None:

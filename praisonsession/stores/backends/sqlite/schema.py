@@ -116,6 +116,15 @@ LOG_END = (
 )
 NEW_LOG = "INSERT INTO ps_logs (user_id, session_id, log) VALUES (?,?,?)"
 APPEND = "INSERT INTO ps_entries (id, message) VALUES (?,?)"
+# One message appended to log ?3 at seq ?4 >= 1, only if the log holds ?4 messages: its row
+# ?4 - 1 is there and none after it (what LOG_END would say), with no read before.
+APPEND_AT = (
+    f"INSERT INTO ps_entries (id, message) SELECT l.id*{SPAN}+?4, ?5 FROM ps_logs l "
+    "WHERE l.user_id=?1 AND l.session_id=?2 AND l.log=?3 "
+    f"AND EXISTS (SELECT 1 FROM ps_entries e WHERE e.id=l.id*{SPAN}+?4-1) "
+    f"AND NOT EXISTS (SELECT 1 FROM ps_entries e WHERE e.id>=l.id*{SPAN}+?4 "
+    f"AND e.id<(l.id+1)*{SPAN})"
+)
 # Rows ?1 <= id < ?2 (of one log).
 ENTRIES = "SELECT message FROM ps_entries WHERE id>=? AND id<? ORDER BY id"
 CUT = "DELETE FROM ps_entries WHERE id>=? AND id<?"
