@@ -94,7 +94,8 @@ _ATTEMPTS = 200  # compare-and-set rounds before a lost race is reported
 _REMEMBERED = 4096  # records and runs kept per Threads
 _INDEXED_EVERY = 16  # a put writes the by-id documents of the last block of this many records
 _VALUE_BUDGET = 16 << 20  # bytes of channel values kept per Threads
-_VIEWED = 256  # checkpoints (and listed pages) a thread's view holds
+_VIEWED = 64  # checkpoints a thread's view holds (and 8 listed pages)
+_VIEWS = 1024  # threads viewed per Threads
 
 
 #: WRITES as known here: its length, the writes documents written last (by name), and the
@@ -481,18 +482,15 @@ class Threads:
                 if (found := values.get((key, generation, ns, channel, str(version)))) is not None
             }
 
-    def _view(self, key: Key) -> _View | None:
-        """The thread's view, if the store still certifies it (one cheap check), else None
-        (and the view is dropped)."""
-        view = self._views.get(key)
-        if view is None:
-            return None
+    def _certified(self, key: Key, view: _View) -> bool:
+        """Whether the store still certifies the thread's view (one cheap check); a view it
+        does not is dropped."""
         if self.backend.unchanged_since(view.stamp):
-            return view
+            return True
         with self._lock:
             if self._views.get(key) is view:
                 del self._views[key]
-        return None
+        return False
 
     def _viewed(self, key: Key, stamp: Any) -> _View | None:
         """The view of what a stamped read or write saw: the thread's view if it has that
@@ -502,7 +500,7 @@ class Threads:
         with self._lock:
             view = self._views.get(key)
             if view is None or view.stamp != stamp:
-                if len(self._views) >= _REMEMBERED:
+                if len(self._views) >= _VIEWS:
                     self._views.clear()
                 view = self._views[key] = _View(stamp)
             return view
@@ -661,11 +659,11 @@ class Threads:
     async def load(self, key: Key, ns: str, checkpoint_id: str | None) -> Loaded | None:
         """A checkpoint with its values and pending writes (the namespace's newest for None):
         from the thread's view while the store certifies it, else read (and viewed)."""
-        view = self._view(key)
+        view = self._views.get(key)
         if view is not None:
             wanted = view.heads.get(ns) if checkpoint_id is None else checkpoint_id
             found = None if wanted is None else view.loaded.get((ns, wanted))
-            if found is not None:
+            if found is not None and self._certified(key, view):
                 return found
         for _ in range(_ATTEMPTS):
             try:
@@ -888,8 +886,10 @@ class Threads:
             # the log's tail first, with the writes documents of its records: a record says
             # where it is, so when the newest is of this namespace the walk starts here, with
             # no read of the head document
-            view = self._view(key)
+            view = self._views.get(key)
             held = None if view is None else view.pages.get((ns, size))
+            if held is not None and not self._certified(key, view):  # type: ignore[arg-type]
+                held = None
             if held is None:
                 done = await self.backend.stamped(
                     key,
@@ -917,7 +917,7 @@ class Threads:
                     ]
                     view = self._viewed(key, done.stamp)
                     if view is not None:
-                        if len(view.pages) >= _VIEWED:
+                        if len(view.pages) >= 8:
                             view.pages.clear()
                         view.pages[ns, size] = (chosen, documents, start)
             else:

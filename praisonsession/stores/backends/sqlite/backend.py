@@ -103,6 +103,7 @@ from .schema import (
     LOGS_OF,
     MAX_LOG_ID,
     MIGRATIONS,
+    MODULE_DOCUMENTS,
     MODULE_LOGS,
     NEW_LOG,
     SCHEMA,
@@ -154,6 +155,9 @@ _SEEN_REMEMBERED = 4096
 _NAMES_AT_ONCE = 500
 #: What ``_delete_rows`` runs after the session's messages, one statement per table.
 _DELETES = tuple(f"DELETE FROM {table} WHERE user_id=? AND session_id=?" for table in TABLES)
+#: ``MODULE_DOCUMENTS`` for a number of names, kept for the first few numbers.
+_DOCUMENT_QUERIES: dict[int, str] = {}
+_QUERIES_KEPT = 64
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
@@ -1154,21 +1158,24 @@ class SqliteBackend(StoreBackend):
     def _modules(self, conn: sqlite3.Connection, key: Key, names: list[str]) -> StoredModules:
         documents = {}
         logs: dict[str, list[dict[str, Any]]] = {}
-        found: dict[str, str] = {}
+        found: dict[str, tuple[str, int]] = {}
+        cursor = self._cursor()
         for at in range(0, len(names), _NAMES_AT_ONCE):  # the documents held, in one query
             chunk = names[at : at + _NAMES_AT_ONCE]
-            found.update(
-                conn.execute(
-                    "SELECT name, document FROM ps_modules WHERE user_id=? AND session_id=? "
-                    f"AND name IN ({','.join('?' * len(chunk))})",
-                    (key.user_id, key.session_id, *chunk),
-                ).fetchall()
-            )
+            query = _DOCUMENT_QUERIES.get(len(chunk))
+            if query is None:
+                query = MODULE_DOCUMENTS.replace("{names}", ",".join("?" * len(chunk)))
+                if len(chunk) <= _QUERIES_KEPT:
+                    _DOCUMENT_QUERIES[len(chunk)] = query
+            for name, text, below in cursor.execute(query, (key.user_id, key.session_id, *chunk)):
+                found[name] = (text, below)
         for name in names:
-            text = found.get(name)
-            if text is None or name in documents:
+            held = found.get(name)
+            if held is None or name in documents:
                 continue
-            documents[name] = loads(text, f"module {name!r} of session {key.session_id!r}")
+            documents[name] = loads(held[0], f"module {name!r} of session {key.session_id!r}")
+            if not held[1]:
+                continue  # no log lies below it (most documents)
             rows = conn.execute(
                 MODULE_LOGS, (key.user_id, key.session_id, name, name + "/", name + ".")
             ).fetchall()

@@ -144,6 +144,14 @@ MODULE_LOGS = (
     "WHERE l.user_id=?1 AND l.session_id=?2 AND l.log>=?3 AND l.log<?4 "
     "AND (l.log=?3 OR l.log>=?5) ORDER BY l.log, e.id"
 )
+# The documents named (?3...) of a session, each with whether logs lie below it (MODULE_LOGS's
+# range, one probe of ps_logs's key): only a document with logs costs another query.
+MODULE_DOCUMENTS = (
+    "SELECT m.name, m.document, EXISTS (SELECT 1 FROM ps_logs l WHERE l.user_id=?1 "
+    "AND l.session_id=?2 AND l.log>=m.name AND l.log<m.name||'/' "
+    "AND (l.log=m.name OR l.log>=m.name||'.')) FROM ps_modules m "
+    "WHERE m.user_id=?1 AND m.session_id=?2 AND m.name IN ({names})"
+)
 LOG_COUNTS = (
     f"SELECT l.log, COUNT(*) FROM ps_logs l JOIN ps_entries e ON {IN_LOG} "
     "WHERE l.user_id=? AND l.session_id=? GROUP BY l.log"
