@@ -144,10 +144,18 @@ class _Bound:
         self.closer: Any = None
 
     async def close(self) -> None:
-        if self.closer is not None:
-            await self.closer.aclose()  # runs _close_at_loop_end's finally: closes the client
-        else:
-            await self.client.aclose()
+        try:
+            if self.closer is not None:
+                await self.closer.aclose()  # runs _close_at_loop_end's finally: closes the client
+            else:
+                await self.client.aclose()
+        except asyncio.CancelledError:
+            # cut short: asyncio.run cancels what is left of its loop's tasks, redis-py's own
+            # among them, and the store has forgotten this client: its connections close
+            # now (the loop still runs, so without waiting) or never
+            for connection in _connections(self.client):
+                connection._close()
+            raise
 
 
 async def _close_at_loop_end(client: Any) -> AsyncIterator[None]:
@@ -158,14 +166,18 @@ async def _close_at_loop_end(client: Any) -> AsyncIterator[None]:
             await client.aclose()
 
 
-def _drop_connections(client: Any) -> None:
-    """Shut the sockets of a client whose event loop is gone (it cannot be awaited)."""
+def _connections(client: Any) -> list[Any]:
+    """The connections of a client's pool, idle and in use."""
     pool = getattr(client, "connection_pool", None)
-    connections = [
+    return [
         *getattr(pool, "_available_connections", ()),
         *getattr(pool, "_in_use_connections", ()),
     ]
-    for connection in connections:
+
+
+def _drop_connections(client: Any) -> None:
+    """Shut the sockets of a client whose event loop is gone (it cannot be awaited)."""
+    for connection in _connections(client):
         writer = getattr(connection, "_writer", None)
         if writer is None:
             continue
