@@ -116,6 +116,7 @@ from .schema import (
     STAMP,
     STAMP_DOCUMENT,
     TABLES,
+    UPSERT_MODULE,
     UPSERT_STATE,
     VERSION,
 )
@@ -752,8 +753,8 @@ class SqliteBackend(StoreBackend):
         if info.ttl is not None:  # its TTL may have been lifted since it was read
             conn.execute(SET_EXPIRY, (at + info.ttl, key.user_id, key.session_id))
 
-    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._transaction(work, write=True)
+    def _write(self, work: Callable[[sqlite3.Connection], T]) -> Coroutine[Any, Any, T]:
+        return self._transaction(work, write=True)  # the coroutine itself: one frame less
 
     async def _read_then_slide(
         self, key: Key, work: Callable[[sqlite3.Connection], T], must_exist: bool = False
@@ -1143,11 +1144,11 @@ class SqliteBackend(StoreBackend):
     ) -> dict[str, int]:
         def work(conn: sqlite3.Connection) -> dict[str, int]:
             self._begin_write(conn, key, now(), False)
-            conn.executemany(
-                "INSERT INTO ps_modules (user_id, session_id, name, document) VALUES (?,?,?,?) "
-                "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document=excluded.document",
-                [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()],
-            )
+            rows = [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()]
+            if len(rows) == 1:  # a LangGraph put_writes: the thread's cursor, no executemany
+                self._cursor().execute(UPSERT_MODULE, rows[0])
+            elif rows:
+                conn.executemany(UPSERT_MODULE, rows)
             return {write.path: self._write_log(conn, key, write) for write in writes}
 
         return await self._write(work)

@@ -163,6 +163,10 @@ COPY_ENTRIES = (
     f"FROM ps_entries WHERE id>=?1*{SPAN} AND id<?1*{SPAN}+?3 ORDER BY id"
 )
 
+UPSERT_MODULE = (
+    "INSERT INTO ps_modules (user_id, session_id, name, document) VALUES (?,?,?,?) "
+    "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document=excluded.document"
+)
 GET_VALUE = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
 UPSERT_STATE = (
     "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
