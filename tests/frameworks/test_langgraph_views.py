@@ -12,6 +12,7 @@ import random
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,24 @@ def test_an_encrypted_saver_serves_its_view_and_sees_other_writers(tmp_path: Pat
         other_process(url, "put:t:2", settings=repr(settings))
         assert saver.get_tuple(config("t")).checkpoint["channel_values"] == {"n": 2}
         assert answers(saver, "t") == fresh(url, "t", **settings)
+
+
+def test_threads_of_one_process_committing_together_keep_their_views_true(url: str) -> None:
+    """At durability "power" the writers of a process share commits: a leader runs the others'
+    statements on its own connection, so a stamp names the connection it was taken on."""
+    power = url + "?durability=power"
+    with PraisonSaver(power) as saver:
+
+        def steps(worker: int) -> None:
+            for n in range(25):
+                put(saver, f"own-{worker}", n)
+                found = saver.get_tuple(config(f"own-{worker}"))
+                assert found.checkpoint["channel_values"] == {"n": n}
+                assert len(list(saver.list(config(f"own-{worker}"), limit=3))) == min(n + 1, 3)
+                put(saver, "shared", 100 * worker + n)
+                saver.get_tuple(config("shared"))
+
+        with ThreadPoolExecutor(6) as pool:
+            list(pool.map(steps, range(6)))  # a worker's failure is raised here
+        for thread_id in ["shared", *(f"own-{w}" for w in range(6))]:
+            assert answers(saver, thread_id) == fresh(power, thread_id), thread_id
