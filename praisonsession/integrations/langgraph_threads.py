@@ -38,8 +38,9 @@ What a ``Threads`` read or wrote of a thread last (each namespace's newest check
 listing's first page, with their pending writes) is its *view* of the thread, served again
 without a read while the backend certifies that nothing in the store changed since
 (``StoreBackend.stamped`` / ``unchanged_since``; on SQLite one ``PRAGMA data_version``) and
-the thread has no TTL; a put leaves the view of its checkpoint with the writes stored for it
-by then. Any change, by any process, drops it; a backend that cannot certify keeps none.
+the thread has no TTL; a put made after a read of the newest leaves the view of its
+checkpoint, with the writes stored for it by then. Any change, by any process, drops it; a
+backend that cannot certify keeps none.
 
 Bytes are base64 text in our JSON records, zlib-compressed first when that saves space; they
 come back byte-equal. Documents cannot be removed from a session one by one, so what
@@ -63,6 +64,7 @@ from typing import Any, NamedTuple
 from .._internal.runtime import pause
 from ..errors import ConflictError, SessionCorruptedError, SessionNotFoundError
 from ..stores import UNSET, Branches, Key, LogWrite, SessionInfo, StoreBackend
+from ..stores.backend import Stamped
 
 __all__ = [
     "CHECKPOINTS",
@@ -404,8 +406,10 @@ class Threads:
         # (thread, generation, ns, channel, version) -> the value's typed bytes (unpacked once)
         self._values: OrderedDict[tuple[Key, int, str, str, str], Blob] = OrderedDict()
         self._value_bytes = 0
-        # each thread's view (_View), when its backend stamps what it reads and writes
+        # each thread's view (_View), when its backend stamps what it reads and writes, and
+        # the threads whose newest was read since their last put (_note_read)
         self._views: dict[Key, _View] = {}
+        self._read_after_put: set[Key] = set()
 
     # -- what this object remembers -----------------------------------------------------------
 
@@ -481,6 +485,15 @@ class Threads:
                 for channel, version in versions.items()
                 if (found := values.get((key, generation, ns, channel, str(version)))) is not None
             }
+
+    def _note_read(self, key: Key) -> None:
+        """The thread's newest is read: its next put leaves a view of what it wrote (a stamp
+        costs the put a statement, which pays only when a read follows: a graph's steps put
+        and write with one read of the newest at the start of a run)."""
+        with self._lock:
+            if len(self._read_after_put) >= _VIEWS:
+                self._read_after_put.clear()
+            self._read_after_put.add(key)
 
     def _certified(self, key: Key, view: _View) -> bool:
         """Whether the store still certifies the thread's view (one cheap check); a view it
@@ -562,8 +575,14 @@ class Threads:
             else:  # most puts: the record alone
                 stored = partial(self.backend.append_log, key, write=write)
             writes_of = writes_name(ns, checkpoint_id)
+            with self._lock:  # stamped only where the newest is read between puts
+                read = key in self._read_after_put
+                self._read_after_put.discard(key)
             try:
-                done = await self.backend.stamped(key, stored, [writes_of])
+                if read:
+                    done = await self.backend.stamped(key, stored, [writes_of])
+                else:
+                    done = Stamped(await stored(), None, None)
             except ConflictError:
                 self.forget(key)  # another writer moved the thread: positions are re-read
                 await pause(0)
@@ -659,6 +678,8 @@ class Threads:
     async def load(self, key: Key, ns: str, checkpoint_id: str | None) -> Loaded | None:
         """A checkpoint with its values and pending writes (the namespace's newest for None):
         from the thread's view while the store certifies it, else read (and viewed)."""
+        if checkpoint_id is None:
+            self._note_read(key)
         view = self._views.get(key)
         if view is not None:
             wanted = view.heads.get(ns) if checkpoint_id is None else checkpoint_id

@@ -137,6 +137,22 @@ def test_the_newest_checkpoint_put_or_read_is_served_from_the_view(url: str) -> 
         assert answers(saver, "t") == first
 
 
+def test_only_a_put_after_a_read_of_the_newest_pays_for_a_view(url: str) -> None:
+    """A graph's steps put and write with one read of the newest at the start of a run: a
+    stamp costs a put a statement, so puts in a row take none."""
+    with PraisonSaver(url) as saver:
+        first = put(saver, "t", 1)  # a read of the newest, then a put: viewed
+        assert viewed(saver, "t")
+        checkpoint = saver.get_tuple(first).checkpoint  # by id: not the newest
+        again = saver.put(first, {**checkpoint, "id": empty_checkpoint()["id"]}, {"step": 2}, {})
+        assert not viewed(saver, "t")  # a put after a put
+        assert saver.get_tuple(config("t")).config == again  # read: viewed again
+        assert viewed(saver, "t")
+        put(saver, "t", 3)
+        assert viewed(saver, "t")
+        assert answers(saver, "t") == fresh(url, "t")
+
+
 def test_another_process_writing_the_thread_is_seen(url: str) -> None:
     with PraisonSaver(url) as saver:
         put(saver, "t", 1)
