@@ -33,6 +33,7 @@ from praisonsession import (
 )
 from praisonsession._internal import runtime
 from praisonsession.stores import StoreBackend
+from praisonsession.stores.backends.sqlite import shared
 from praisonsession.stores.backends.sqlite.shared import CommitGroup
 from praisonsession.stores.guard import beneath
 from praisonsession.stores.testing import StoreConformance
@@ -504,3 +505,139 @@ def test_a_busy_loop_whose_executor_is_shut_down_commits_on_the_loop(tmp_path: P
     assert asyncio.run(ending()) == [1] * 4
     for i in range(4):
         assert asyncio.run(store.get_value(f"s{i}", "u", "n")) == 1
+
+
+# -- how writers wait, and how a leader gathers them ---------------------------------------------
+
+
+def test_writers_on_idle_loops_wait_on_their_thread_and_busy_loops_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower whose loop has nothing else to do waits on a lock the leader releases (no
+    system call to wake its loop, the leader keeps the GIL); one whose loop has a timer
+    waits on a future of its loop. Both get their own outcome from the shared commit."""
+    monkeypatch.setattr(shared, "HOLD", WAIT)  # no writer gives its loop back meanwhile
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    commits = group.commits
+    outcomes: dict[int, Any] = {}
+    parked: dict[int, str] = {}
+
+    async def with_a_timer(i: int) -> Any:
+        sleeper = asyncio.ensure_future(asyncio.sleep(WAIT))  # the loop has a timer
+        try:
+            return await store.increment(f"s{i}", "u", "n")
+        finally:
+            sleeper.cancel()
+
+    def writer(i: int) -> None:
+        if i == 0:
+            outcomes[i] = increment(store, "s0")  # leads, waiting for the file
+        elif i == 1:
+            outcomes[i] = increment(store, "s1")  # an idle loop
+        else:
+            outcomes[i] = asyncio.run(with_a_timer(i))
+
+    def note() -> None:
+        for i, queued in enumerate(group.queue[1:], 1):
+            parked[i] = "lock" if queued.future is None else "future"
+
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    for queued, thread in enumerate(threads, 1):
+        thread.start()
+        wait_until(lambda n=queued: len(group.queue) == n, f"{queued} writers queued")
+    note()
+    blocker.execute("ROLLBACK")
+    for thread in threads:
+        thread.join()
+    blocker.close()
+    assert parked == {1: "lock", 2: "future"}
+    assert outcomes == {0: 1, 1: 1, 2: 1}
+    assert group.commits - commits == 1
+
+
+def test_a_writer_holds_its_idle_loop_for_a_moment_then_gives_it_back(tmp_path: Path) -> None:
+    """A follower on an idle loop that is still waiting after ``HOLD`` waits on its loop
+    instead: the loop's other work goes on (here a call come back from a thread), and the
+    writer still gets its outcome from the commit."""
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")
+    lead = threading.Thread(target=lambda: increment(store, "lead"))
+    lead.start()
+    wait_until(lambda: len(group.queue) == 1, "the leader waiting for the file")
+
+    async def follower() -> tuple[Any, Any, bool]:
+        task = asyncio.ensure_future(store.increment("f", "u", "n"))
+
+        def given_back() -> Any:
+            wait_until(lambda: len(group.queue) == 2, "the follower queued")
+            mine = group.queue[1]
+            wait_until(lambda: mine.future is not None, "the follower giving its loop back")
+            return mine
+
+        mine = await asyncio.to_thread(given_back)  # returns only if the loop runs again
+        waiting = not task.done()
+        await asyncio.to_thread(blocker.execute, "ROLLBACK")
+        return mine, await task, waiting
+
+    mine, outcome, waiting = asyncio.run(follower())
+    lead.join()
+    blocker.close()
+    assert mine.wake is not None  # it waited on its thread first
+    assert waiting and outcome == 1
+    assert asyncio.run(store.get_value("lead", "u", "n")) == 1
+
+
+def test_a_leader_waits_for_the_writers_it_expects_and_commits_them_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leader expecting three writers (the last transaction carried three) waits for the
+    other two before its BEGIN, and the one whose arrival makes up the count wakes it: one
+    commit for the three. A lone writer afterwards expects only itself."""
+    monkeypatch.setattr(shared, "GATHER", WAIT)
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    group.expect, group.patience = 3, WAIT
+    commits, writes = group.commits, group.writes
+    outcomes: dict[int, Any] = {}
+
+    def writer(i: int) -> None:
+        outcomes[i] = append(store, f"s{i}")
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
+    threads[0].start()
+    wait_until(lambda: group.gate is not None, "the leader gathering")
+    threads[1].start()
+    wait_until(lambda: len(group.queue) == 2, "the second writer queued")
+    assert group.gate is not None  # the leader still waits for the third
+    threads[2].start()
+    for thread in threads:
+        thread.join()
+    assert outcomes == {0: 1, 1: 1, 2: 1}
+    assert (group.commits - commits, group.writes - writes) == (1, 3)
+    assert group.expect == 3 and group.gate is None
+    assert append(store, "alone") == 1
+    assert group.expect == 1
+
+
+def test_a_leader_whose_expected_writers_never_come_commits_alone(tmp_path: Path) -> None:
+    """The writers a leader expects may have stopped: it waits no longer than its last
+    transaction took, commits, and then expects only the writers it found."""
+    store = SqliteSession(tmp_path / "s.db", durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    group.expect = 8
+    commits = group.commits
+    assert append(store, "alone") == 1
+    assert group.commits - commits == 1
+    assert group.expect == 1

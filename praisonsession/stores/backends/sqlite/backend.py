@@ -320,6 +320,8 @@ class SqliteBackend(StoreBackend):
                 raise
             while mine.state is not DONE:
                 batch: list[Writer] = []
+                if not busy:  # the writers it expects come from other threads: wait for them
+                    group.gather()
                 transaction = self._attempts(partial(self._run_batch, group, batch), True)
                 try:
                     await (on_a_worker(transaction, mine) if busy else transaction)

@@ -25,6 +25,19 @@ of the process still take turns here rather than poll SQLite's lock, one commit 
 Processes do not share this queue: each process has its own, and they meet at SQLite's write
 lock as before (WAL, ``BEGIN IMMEDIATE``, ``busy_timeout``).
 
+**Keeping the commits full.** The writers a commit answers come back with their next write
+one after another: they take turns at the GIL. A leader that began at once would carry the
+first of them alone and the rest in the commit after (two fsyncs, and their CPU, for what
+one would do), so a leader whose queue is shorter than the last transaction's count waits
+for the others, at most as long as that transaction took (``gather``); the writer whose
+arrival makes up the count wakes it. A lone writer expects only itself and never waits.
+Waking a writer costs the leader little: a writer on a thread with no loop, or on an idle
+loop, waits on a lock the leader releases; waking a loop from another thread takes a system
+call in which the leader let go of the GIL, to each writer just woken in turn, so the
+leader's next ``BEGIN`` started late. An idle loop is held so for ``HOLD`` at most; a writer
+still waiting then waits on its loop (cancellable there), and a loop with anything else to
+run, or on which the leader runs, is never held.
+
 Tasks of one event loop batch too: a leader whose loop has other callbacks ready yields to
 them (a few turns of the loop at most) before it begins, and those tasks that write queue
 behind it; its transaction then runs on a worker thread (``on_a_worker``), so the loop's
@@ -43,17 +56,25 @@ from __future__ import annotations
 import sqlite3
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from threading import get_ident
 from typing import Any
 
-from ...._internal.runtime import drive, loop_running_here
+from ...._internal.runtime import drive
 
 #: The most writers one transaction carries: a leader's wait is bounded, and a queue longer
 #: than this commits in several transactions.
 MAX_BATCH = 64
+
+#: Seconds a writer on an idle event loop waits for its outcome on its thread, as a thread
+#: with no loop does, before it gives the loop back and waits there (then cancellable).
+HOLD = 0.005
+
+#: The longest a leader waits for the writers it expects (``CommitGroup.gather``).
+GATHER = 0.002
 
 QUEUED, TAKEN, LEAD, DONE = "queued", "taken", "lead", "done"
 
@@ -92,16 +113,19 @@ class Writer:
             raise self.error
         return self.value
 
-    def _park(self) -> None:
-        """Make what this writer will wait on (under the group's lock, before it is seen)."""
-        if loop_running_here():
-            import asyncio
-
-            self.loop = asyncio.get_running_loop()
-            self.future = self.loop.create_future()
-        else:
-            self.wake = threading.Lock()
-            self.wake.acquire()
+    def _park(self, leader_loop: Any) -> None:
+        """Make what this writer will wait on (under the group's lock, before it is seen): a
+        held lock the leader releases, on a thread with no loop or an idle loop; a future of
+        its loop when the loop has other work, or when the leader runs there (the leader's
+        commit is answered on that loop, which must not be held)."""
+        loop = _loop()
+        if loop is not None:
+            self.loop = loop
+            if loop is leader_loop or not idle(loop):
+                self.future = loop.create_future()
+                return
+        self.wake = threading.Lock()
+        self.wake.acquire()
 
     def _signal(self) -> bool:
         """Wake the writer; False when it cannot be (its loop has closed)."""
@@ -115,6 +139,16 @@ class Writer:
         return True
 
 
+def idle(loop: Any) -> bool:
+    """Whether ``loop`` (asyncio's own) has nothing to run: no callback ready, no timer and
+    no file watched but its own wake-up socket. Its thread may then wait for a commit as a
+    thread with no loop does, for ``HOLD`` at most; any other loop is never held."""
+    try:
+        return not loop._ready and not loop._scheduled and len(loop._selector.get_map()) <= 1
+    except AttributeError:
+        return False
+
+
 def cancelled(exc: BaseException) -> bool:
     """``exc`` is asyncio's cancellation (asyncio not imported: it cannot be)."""
     asyncio = sys.modules.get("asyncio")
@@ -125,15 +159,20 @@ def others_ready() -> bool:
     """Whether other callbacks of this thread's running loop are ready to run now: tasks
     of one loop never run while a transaction runs inline, so a leader lets them reach the
     queue first (asyncio's own loop shows them; another loop is never waited for)."""
+    loop = _loop()
+    return loop is not None and bool(getattr(loop, "_ready", None))
+
+
+def _loop() -> Any:
+    """This thread's running event loop, or None."""
     global _running_loop
     if _running_loop is None:
         if "asyncio" not in sys.modules:  # no loop can run before asyncio is imported
-            return False
+            return None
         from asyncio import events
 
         _running_loop = events._get_running_loop
-    loop = _running_loop()
-    return loop is not None and bool(getattr(loop, "_ready", None))
+    return _running_loop()
 
 
 _running_loop: Callable[[], Any] | None = None
@@ -171,12 +210,30 @@ def _resolve(future: Any) -> None:
 class CommitGroup:
     """The queue of one file's writers and who leads (see the module's docstring)."""
 
-    __slots__ = ("commits", "leading", "lock", "queue", "writes")
+    __slots__ = (
+        "commits",
+        "expect",
+        "gate",
+        "leader_loop",
+        "leading",
+        "lock",
+        "patience",
+        "queue",
+        "taken_at",
+        "writes",
+    )
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.leading = False
+        self.leader_loop: Any = None  # the loop the leader's outcome reaches it on, or None
         self.queue: list[Writer] = []
+        #: The writers the last transaction carried and those queued behind it: how many
+        #: the next leader waits for (``gather``), and how long at most, what it took.
+        self.expect = 0
+        self.patience = 0.0
+        self.taken_at = 0.0
+        self.gate: threading.Lock | None = None  # held by a leader while it gathers
         #: Transactions committed and the writes they carried (read by the benchmark and
         #: the tests; only a leader adds to them).
         self.commits = 0
@@ -186,6 +243,7 @@ class CommitGroup:
         """In a forked child no thread of the parent leads or waits."""
         self.lock = threading.Lock()
         self.leading = False
+        self.leader_loop = self.gate = None
         self.queue = []
 
     def lead_alone(self) -> bool:
@@ -211,9 +269,34 @@ class CommitGroup:
             self.queue.append(writer)
             if not self.leading:
                 self.leading = True
+                self.leader_loop = _loop()
                 return True
-            writer._park()
+            writer._park(self.leader_loop)
+            if self.gate is not None and len(self.queue) >= self.expect:
+                self.gate.release()  # the last writer the gathering leader waited for
+                self.gate = None
             return False
+
+    def gather(self) -> None:
+        """Before its ``BEGIN``, a leader with fewer writers queued than the last transaction
+        carried waits for the others, at most as long as that transaction took (``GATHER``
+        at most); the writer whose arrival makes up the count wakes it. The writers answered
+        by the last commit are on their way back with their next write, one at a time (they
+        take turns at the GIL): starting at once commits them a few at a time, each commit an
+        fsync and its CPU, where one commit carries them all. A lone writer expects only
+        itself and never waits; a leader whose expected writers stopped waits once, then
+        expects only those it found."""
+        loop = _loop()
+        if loop is not None and not idle(loop):  # never hold a loop with work of its own
+            return
+        with self.lock:
+            if len(self.queue) >= self.expect:
+                return
+            gate = self.gate = threading.Lock()
+            gate.acquire()
+        gate.acquire(timeout=min(self.patience, GATHER))
+        with self.lock:
+            self.gate = None
 
     async def wait(self, writer: Writer) -> bool:
         """Wait until a leader has committed ``writer``'s work (False) or made it the
@@ -221,13 +304,16 @@ class CommitGroup:
         with nothing applied; once its work is in a transaction it waits for the outcome,
         and a cancellation is raised after it (the write may then be applied, as it may on
         the network stores)."""
-        if writer.future is None:
+        if writer.future is None:  # a held lock (a thread with no loop, or an idle loop)
             try:
-                writer.wake.acquire()
+                held = writer.wake.acquire(timeout=-1 if writer.loop is None else HOLD)
+                if not held and not self.unpark(writer):  # its outcome is on its way
+                    writer.wake.acquire()
             except BaseException:
                 self.withdraw(writer)
                 raise
-            return writer.state is LEAD
+            if writer.future is None:
+                return writer.state is LEAD
         try:
             await writer.future
         except BaseException:
@@ -237,6 +323,16 @@ class CommitGroup:
                 await asyncio.shield(writer.future)
             raise
         return writer.state is LEAD
+
+    def unpark(self, writer: Writer) -> bool:
+        """A writer that held its idle loop for ``HOLD`` waits on the loop instead, with a
+        future the leader resolves; False when its outcome (or the lead) is already on its
+        way through the lock."""
+        with self.lock:
+            if writer.state is DONE or writer.state is LEAD:
+                return False
+            writer.future = writer.loop.create_future()
+            return True
 
     def withdraw(self, writer: Writer) -> str:
         """Take ``writer`` out of the queue (handing the lead on if it had it); TAKEN when
@@ -268,6 +364,8 @@ class CommitGroup:
             del self.queue[:limit]
             for writer in batch:
                 writer.state = TAKEN
+            self.expect = len(batch) + len(self.queue)
+        self.taken_at = time.perf_counter()
         return batch
 
     def requeue(self, writers: list[Writer]) -> None:
@@ -280,6 +378,7 @@ class CommitGroup:
 
     def settle(self, writers: list[Writer], leader: Writer) -> None:
         """Hand each writer its outcome, after the commit that holds it has returned."""
+        self.patience = time.perf_counter() - self.taken_at
         with self.lock:
             for writer in writers:
                 writer.state = DONE
@@ -296,6 +395,7 @@ class CommitGroup:
         while self.queue:
             writer = self.queue[0]
             writer.state = LEAD
+            self.leader_loop = writer.loop
             if writer._signal():
                 return
             del self.queue[0]  # its loop is gone: it will never run
