@@ -250,11 +250,14 @@ class CommitGroup:
         """Lead now, with no ``Writer`` queued, when nobody leads (then nobody waits either):
         a lone writer commits its own work without the queue's handoffs. Writers arriving
         meanwhile queue as behind any leader, and ``pass_on`` hands the first of them the
-        lead once the lone commit has returned (or ``lead_queued`` takes them along)."""
+        lead once the lone commit has returned (or ``lead_queued`` takes them along). Not
+        while the last transaction carried others: they are on their way back, and a leader
+        waits for them in the queue (``gather``)."""
         with self.lock:
-            if self.leading:
+            if self.leading or self.expect > 1:
                 return False
             self.leading = True
+            self.leader_loop = _loop()
             return True
 
     def lead_queued(self, writer: Writer) -> None:
