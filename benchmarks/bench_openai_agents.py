@@ -341,10 +341,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"sizes": [int(s) for s in args.sizes.split(",")]}
     folder = Path(tempfile.mkdtemp(prefix="ps-bench-oa-"))
     try:
-        durability = await sqlite_durability(folder)
-        ours, theirs = sqlite_backends(folder)
-        durability = {b.name: durability[b.name] for b in [ours, *theirs]}
-        results["sqlite"] = {"durability": durability, **await bench_pair(ours, theirs, args)}
+        if not args.no_sqlite:
+            durability = await sqlite_durability(folder)
+            ours, theirs = sqlite_backends(folder)
+            durability = {b.name: durability[b.name] for b in [ours, *theirs]}
+            results["sqlite"] = {"durability": durability, **await bench_pair(ours, theirs, args)}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     if args.no_redis:
@@ -431,6 +432,7 @@ def main() -> None:
     parser.add_argument("--reads", type=int, default=1000, help="get_items timed per round")
     parser.add_argument("--sizes", default="10,10000", help="history sizes (first,...,last)")
     parser.add_argument("--no-redis", action="store_true", help="skip the Redis pair")
+    parser.add_argument("--no-sqlite", action="store_true", help="skip the SQLite pairs")
     parser.add_argument("--quick", action="store_true", help="a short run (for the tests)")
     parser.add_argument("--json", help="also write every figure to this file")
     args = parser.parse_args()

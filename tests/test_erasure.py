@@ -209,6 +209,22 @@ def every_reply_lost_once(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
             return LosesReplies()
 
         monkeypatch.setattr(backend, "_client", client)
+        real_lane = backend._lane  # type: ignore[attr-defined]
+
+        async def lane() -> Any:
+            found = await real_lane()
+
+            class LosesReplies:  # the first attempt on a loop: the lane's own connection
+                async def run(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+                    reply = await found.run(script, keys, args)
+                    if script.writes and args[4] == "0":
+                        lost.append(script.name)
+                        raise redis.exceptions.ConnectionError("reply lost (simulated)")
+                    return reply
+
+            return LosesReplies()
+
+        monkeypatch.setattr(backend, "_lane", lane)
         return lost
 
     yield lose

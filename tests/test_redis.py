@@ -457,12 +457,29 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
 
         return LosesOneReply()
 
+    real_lane = raw._lane
+
+    async def flaky_lane() -> Any:
+        lane = await real_lane()
+
+        class LosesOneReply:  # the first attempt on a loop: the lane's own connection
+            async def run(self, *args: Any) -> Any:
+                reply = await lane.run(*args)
+                if lost["replies"] == 0:
+                    lost["replies"] = 1
+                    raise redis.exceptions.ConnectionError("connection lost (simulated)")
+                return reply
+
+        return LosesOneReply()
+
     raw._client = flaky_client  # type: ignore[method-assign]
+    raw._lane = flaky_lane  # type: ignore[method-assign]
     assert run(rstore.increment("s", "u", "n")) == 2
     assert lost["replies"] == 1
     lost["replies"] = 0
     assert run(rstore.append_messages("s", "u", "log", [turn(0)])) == 1
-    del raw._client
+    assert lost["replies"] == 1
+    del raw._client, raw._lane
     assert run(rstore.get_value("s", "u", "n")) == 2
     assert run(rstore.read_messages("s", "u", "log")) == [turn(0)]
 
@@ -784,6 +801,60 @@ def test_an_injected_asyncio_client_is_always_used_through_the_loop(redis_url: s
     with Session("s", "u", store=store) as session:
         assert session.increment_state("n") == 1
     assert len(store.backend._clients) == 1  # the runtime's loop used the client given
+
+
+def test_on_a_loop_scripts_run_on_the_lanes_own_connections(redis_url: str, tmp_path) -> None:
+    """The first attempt of a script call on a loop goes on a connection the loop's lane keeps
+    (not through redis-py's command path): a flushed script cache is answered by EVAL, an
+    error the server answered leaves the connection in step, a connection the server dropped
+    is opened again, concurrent calls each get a connection, and close() closes them all."""
+    prefix = redis_prefix(tmp_path)
+    store = RedisSession.from_url(redis_url, key_prefix=prefix)
+    inspector = redis.Redis.from_url(redis_url)
+    name = "lane-" + tmp_path.name[-20:]
+
+    def ours() -> list[dict[str, Any]]:
+        return [c for c in inspector.client_list() if c.get("name") == name]
+
+    async def main() -> list[Any]:
+        raw = beneath(store.backend)
+        lane = await raw._lane()
+        assert lane is not None
+        await store.patch_state("s", "u", {"a": 1})
+        connection = lane._idle[0]
+        await connection.send_packed_command(
+            b"*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$%d\r\n%b\r\n" % (len(name), name.encode())
+        )
+        assert await connection.read_response() in (b"OK", "OK")
+        seen = []
+        inspector.script_flush()  # the server forgets every script
+        seen.append(await store.get_value("s", "u", "a"))
+        inspector.set(f"{prefix}ps:s:u:broken:meta", "not a hash")  # WRONGTYPE, answered
+        with pytest.raises(SessionCorruptedError):
+            await store.get_state("broken", "u")
+        seen.append(await store.get_value("s", "u", "a"))  # the same connection, in step
+        seen.append(len(ours()))
+        inspector.client_kill_filter(_id=ours()[0]["id"])  # the server drops it
+        seen.append(await store.get_value("s", "u", "a"))
+        values = await asyncio.gather(*(store.get_value("s", "u", "a") for _ in range(4)))
+        seen.append(values)
+        seen.append(len(lane._idle) >= 2)
+        for kept in lane._idle:
+            host, port = kept._writer.get_extra_info("sockname")[:2]
+            addresses.add(f"{host}:{port}")
+        await store.close()
+        return seen
+
+    addresses: set[str] = set()
+    try:
+        assert asyncio.run(main()) == [1, 1, 1, 1, [1, 1, 1, 1], True]
+        assert addresses
+        deadline = time.monotonic() + 30  # the server sees each close when it reads its EOF
+        while addresses & {c["addr"] for c in inspector.client_list()}:
+            assert time.monotonic() < deadline, "close() left a lane connection open"
+            time.sleep(0.01)
+    finally:
+        inspector.close()
 
 
 def test_inline_and_loop_increments_on_one_session_are_exact_together(

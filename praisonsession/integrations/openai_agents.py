@@ -401,26 +401,23 @@ def _session_settings(value: Any) -> Any:
         ) from None
 
 
+class _ToTheEnd(asyncio.Task):  # type: ignore[type-arg]
+    """A write's own task, which refuses to be cancelled (``cancel()`` answers False): a
+    caller awaiting it and cancelled meanwhile is told so only once the write has ended
+    (asyncio holds the caller's cancel until the awaited task is done). A bound on one call
+    (``within`` in the Redis store) still ends an attempt: it cancels as ``asyncio.Task``."""
+
+    def cancel(self, msg: Any = None) -> bool:
+        return False
+
+
 async def _to_the_end(write: Coroutine[Any, Any, T]) -> T:
     """Run a write to its end even when the caller is cancelled meanwhile, and raise the
     cancellation only then: a caller never has to guess whether a write it cancelled was
-    applied (the network stores may have applied it before the answer came back)."""
-    task = asyncio.ensure_future(write)
-    cancelled: asyncio.CancelledError | None = None
-    while True:
-        try:
-            result = await asyncio.shield(task)
-        except asyncio.CancelledError as exc:
-            if not task.done():  # the caller was cancelled, not the write: wait for it
-                cancelled = cancelled or exc
-                continue
-            if cancelled is not None:
-                raise cancelled from None
-            raise
-        except BaseException:
-            if cancelled is not None:
-                raise cancelled from None
-            raise
-        if cancelled is not None:
-            raise cancelled
-        return result
+    applied (the network stores may have applied it before the answer came back).
+
+    The caller awaits the write's task itself, which refuses the cancel its caller passes
+    on, so the caller wakes once, when the write ends, and asyncio raises its cancel there
+    (``asyncio.shield`` took two more turns of the loop, its own future in between)."""
+    task: asyncio.Task[T] = _ToTheEnd(write)
+    return await task

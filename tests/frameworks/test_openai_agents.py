@@ -357,6 +357,64 @@ def test_a_cancelled_add_is_applied_before_the_cancellation_is_raised(store: Any
     run(work())
 
 
+def test_a_cancelled_pop_is_applied_once_before_the_cancellation_is_raised(store: Any) -> None:
+    """The caller's cancel (twice over) waits for the pop's end, then is raised as the
+    caller's own: the item is gone, exactly one, and the task counts both requests."""
+
+    async def work() -> tuple[list[Any], int]:
+        session = PraisonSession("chat", store=store)
+        await session.add_items([say("one"), say("two"), say("three")])
+        task = asyncio.ensure_future(session.pop_item())
+        await asyncio.sleep(0)
+        task.cancel()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        left = await session.get_items()
+        session.close()
+        return left, task.cancelling()
+
+    assert run(work()) == ([say("one"), say("two")], 2)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX SIGSTOP")
+def test_a_pop_on_a_hung_redis_ends_within_the_stores_bound() -> None:
+    """A write runs in a task that refuses its caller's cancel; the store's bound on each
+    attempt still ends it (it cancels as asyncio does), so a pop on a server that accepts
+    connections and never answers raises StoreUnavailableError after the retry bound."""
+    from praisonsession import StoreUnavailableError
+    from redis_server import RedisServer
+
+    with RedisServer() as server:
+        url = f"{server.url}?socket_timeout=0.3&retry_max_delay=0.2"
+
+        async def work() -> tuple[str, float, list[Any]]:
+            session = PraisonSession("chat", store=url)
+            await session.add_items([say("one"), say("two")])
+            server.proc.send_signal(signal.SIGSTOP)
+            safety = threading.Timer(10, server.proc.send_signal, (signal.SIGCONT,))
+            safety.start()  # should the bound not hold, the test ends, failing, not hangs
+            try:
+                started = time.monotonic()
+                try:
+                    await session.pop_item()
+                    ended = "popped"
+                except StoreUnavailableError:
+                    ended = "StoreUnavailableError"
+                took = time.monotonic() - started
+            finally:
+                safety.cancel()
+                server.proc.send_signal(signal.SIGCONT)
+            left = await session.get_items()
+            await session.aclose()
+            return ended, took, left
+
+        ended, took, left = run(work())
+        assert ended == "StoreUnavailableError"
+        assert took < 0.3 + 0.2 + 0.3 + 1.0, took
+        assert left in ([say("one")], [say("one"), say("two")])  # applied or not: never twice
+
+
 # -- the SDK's window, and integrity beyond the SDK when asked ------------------------------
 
 

@@ -6,12 +6,21 @@ the answers back (and the metadata fields written here).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ...._internal.json_data import dumps
 from ...backend import TTL, UNSET
 
-__all__ = ["flag", "json_number", "metadata_args", "seconds", "ttl_args", "valid_text"]
+__all__ = [
+    "flag",
+    "json_number",
+    "metadata_args",
+    "pack_command",
+    "seconds",
+    "ttl_args",
+    "valid_text",
+]
 
 
 def flag(value: bool) -> str:
@@ -52,3 +61,21 @@ def metadata_args(metadata: dict[str, Any]) -> list[str]:
         field = "m:" + name if valid_text(name) else "j:" + dumps(name)
         args += [field, dumps(value)]
     return args
+
+
+def pack_command(args: Sequence[Any]) -> bytes:
+    """One command in the Redis protocol, as the store's own connections send it (``inline``,
+    ``lane``). The store sends only text, bytes and numbers, so this is a few joins where
+    redis-py's general packer spends ~1 µs per argument."""
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        if isinstance(arg, str):
+            data = arg.encode("utf-8")
+        elif isinstance(arg, bytes):
+            data = arg
+        elif isinstance(arg, (int, float)) and not isinstance(arg, bool):
+            data = repr(arg).encode()  # as redis-py writes numbers
+        else:
+            raise TypeError(f"a Redis argument must be str, bytes or a number, not {type(arg)!r}")
+        parts.append(b"$%d\r\n%b\r\n" % (len(data), data))
+    return b"".join(parts)

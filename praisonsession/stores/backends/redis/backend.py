@@ -40,6 +40,7 @@ from .arguments import flag, json_number, metadata_args, seconds, ttl_args, vali
 from .clients import LoopClients
 from .inline import InlineClient
 from .keys import KeyLayout, sole_agentscope_key, user_of_segment
+from .lane import ScriptLane
 from .replies import as_text, error_for, json_value, session_info, utf8
 from .retries import attempt_timeout, call_with_retries, within
 from .scripts import OpTokens, load_scripts
@@ -205,6 +206,10 @@ class RedisBackend(StoreBackend):
             await self._check_server_durability(client)
         return client
 
+    async def _lane(self) -> ScriptLane | None:
+        """The running loop's lane for the first attempt of a script call (``lane.py``)."""
+        return await self._clients.lane()
+
     async def server_durability(self) -> dict[str, str] | None:
         """The server's ``appendonly`` and ``appendfsync``, and what a write acknowledged
         there survives (``durability``: "power", "process" or "memory"); None when the server
@@ -319,7 +324,10 @@ class RedisBackend(StoreBackend):
                 failed = exc
         elif self._server_checked and on_loop:
             started = time.monotonic()
-            try:  # the same on a loop, within the attempt's bound
+            try:  # the same on a loop, within the attempt's bound, in its lane if it has one
+                lane = await self._lane()
+                if lane is not None:
+                    return await within(lane.run(script, keys, args), self._attempt_timeout)
                 client = await self._client()
                 return await within(script.run(client, keys, args), self._attempt_timeout)
             except Exception as exc:

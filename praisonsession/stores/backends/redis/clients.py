@@ -16,6 +16,8 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .lane import ScriptLane, lane_of
+
 __all__ = ["LoopClients"]
 
 
@@ -41,6 +43,14 @@ class LoopClients:
 
     async def get(self) -> Any:
         """The running loop's client, closed when the loop ends if this store made it."""
+        return (await self._ready()).client
+
+    async def lane(self) -> ScriptLane | None:
+        """The running loop's lane for script calls (``lane.py``): over the client this store
+        made for the loop; None over a client or pool passed in, whose owner sized it."""
+        return (await self._ready()).lane
+
+    async def _ready(self) -> _Bound:
         bound, new = self._bound_to(asyncio.get_running_loop())
         if new and bound.owned:
             # asyncio.run() finalizes async generators before it closes its loop: this one
@@ -48,7 +58,7 @@ class LoopClients:
             closer = _close_at_loop_end(bound.client)
             await closer.__anext__()
             bound.closer = closer
-        return bound.client
+        return bound
 
     def get_nowait(self) -> Any:
         """The running loop's client, from synchronous code in that loop (no closer at the
@@ -135,11 +145,13 @@ class LoopClients:
 class _Bound:
     """The client of one event loop; ``owned`` when the store created it (and closes it)."""
 
-    __slots__ = ("client", "closer", "owned", "pid")
+    __slots__ = ("client", "closer", "lane", "owned", "pid")
 
     def __init__(self, client: Any, owned: bool) -> None:
         self.client = client
         self.owned = owned
+        #: Its connections are the client pool's (closed with it, ``_drop_connections`` too).
+        self.lane = lane_of(client) if owned else None
         self.pid = os.getpid()
         self.closer: Any = None
 
