@@ -821,11 +821,8 @@ def test_on_a_loop_scripts_run_on_the_lanes_own_connections(redis_url: str, tmp_
         lane = await raw._lane()
         assert lane is not None
         await store.patch_state("s", "u", {"a": 1})
-        connection = lane._idle[0]
-        await connection.send_packed_command(
-            b"*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$%d\r\n%b\r\n" % (len(name), name.encode())
-        )
-        assert await connection.read_response() in (b"OK", "OK")
+        setname = b"*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$%d\r\n%b\r\n"
+        assert await lane._idle[0].replies.ask(setname % (len(name), name.encode())) == b"OK"
         seen = []
         inspector.script_flush()  # the server forgets every script
         seen.append(await store.get_value("s", "u", "a"))
@@ -840,7 +837,7 @@ def test_on_a_loop_scripts_run_on_the_lanes_own_connections(redis_url: str, tmp_
         seen.append(values)
         seen.append(len(lane._idle) >= 2)
         for kept in lane._idle:
-            host, port = kept._writer.get_extra_info("sockname")[:2]
+            host, port = kept.connection._writer.get_extra_info("sockname")[:2]
             addresses.add(f"{host}:{port}")
         await store.close()
         return seen
@@ -855,6 +852,108 @@ def test_on_a_loop_scripts_run_on_the_lanes_own_connections(redis_url: str, tmp_
             time.sleep(0.01)
     finally:
         inspector.close()
+
+
+def test_the_lanes_reader_answers_as_redis_pys_parser_however_the_bytes_arrive(
+    redis_url: str, tmp_path
+) -> None:
+    """The lane reads replies itself (``lane._Replies``): each kind RESP2 and RESP3 have
+    (status, error, integer, null, bulk, nested arrays, a map, a double, a boolean) and
+    replies of many chunks come out as redis-py's own parser reads them, and so do the same
+    bytes fed one at a time."""
+    from praisonsession.stores.backends.redis.arguments import pack_command
+    from praisonsession.stores.backends.redis.lane import _Replies
+
+    prefix = redis_prefix(tmp_path)
+    setup = redis.Redis.from_url(redis_url)
+    setup.rpush(prefix + "big", *(f"item {i} \r\n ☀" for i in range(5000)))
+    setup.hset(prefix + "h", mapping={"a": "1", "b": "2"})
+    setup.close()
+    commands: list[list[Any]] = [  # each answers the same every time it is sent
+        ["SET", prefix + "k", "v"],
+        ["GET", prefix + "k"],
+        ["GET", prefix + "missing"],
+        ["LLEN", prefix + "big"],
+        ["LRANGE", prefix + "big", 0, -1],
+        ["EVAL", "return {1, 'two', false, {3, {'four', {}}}, redis.status_reply('OK')}", 0],
+        ["EVAL", "return redis.error_reply('WRONGTYPE not what was asked')", 0],
+        ["EVAL", "return string.rep('x', 300000)", 0],
+        ["HGETALL", prefix + "h"],
+    ]
+
+    class Transport:  # what _Replies writes to and closes: the bytes are fed by hand below
+        def __init__(self) -> None:
+            self.closed = False
+
+        def write(self, data: bytes) -> None:
+            pass
+
+        def is_closing(self) -> bool:
+            return self.closed
+
+        def close(self) -> None:
+            self.closed = True
+
+    async def main() -> list[tuple[Any, Any, Any]]:
+        client = redis.asyncio.Redis.from_url(redis_url, protocol=3)
+        connection = await client.connection_pool.get_connection()
+        store = RedisSession.from_url(redis_url, key_prefix=prefix)
+        await store.patch_state("s", "u", {"a": 1})
+        lane = await beneath(store.backend)._lane()
+        results = []
+        for command in commands:
+            await connection.send_packed_command(pack_command(command))
+            try:
+                theirs = await connection.read_response()
+            except redis.exceptions.ResponseError as exc:
+                theirs = exc
+            ours = await lane._idle[0].replies.ask(pack_command(command))
+            replies = _Replies(Transport(), asyncio.Protocol())
+            waiter = replies.ask(b"")
+            raw = await _raw_reply(redis_url, command)
+            for at in range(len(raw)):  # one byte at a time
+                replies.data_received(raw[at : at + 1])
+            results.append((theirs, ours, waiter.result()))
+        await client.connection_pool.release(connection)
+        await client.aclose()
+        await store.close()
+        return results
+
+    for theirs, ours, fed in asyncio.run(main()):
+        if isinstance(theirs, Exception):
+            assert (type(ours), str(ours)) == (type(theirs), str(theirs)) == (type(fed), str(fed))
+        else:
+            assert ours == theirs == fed
+
+
+async def _raw_reply(url: str, command: list[Any]) -> bytes:
+    """The bytes of ``command``'s reply on a RESP3 connection of its own (after HELLO's)."""
+    from praisonsession.stores.backends.redis.arguments import pack_command
+    from praisonsession.stores.backends.redis.lane import _Replies
+
+    class Transport:
+        def write(self, data: bytes) -> None:
+            pass
+
+        def is_closing(self) -> bool:
+            return False
+
+        def close(self) -> None:
+            pass
+
+    host, port = url.split("//")[1].split("/")[0].split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    data = b""
+    for sent in (["HELLO", 3], command):  # each reply read whole before the next is asked
+        writer.write(pack_command(sent))
+        replies = _Replies(Transport(), asyncio.Protocol())
+        answer, data = replies.ask(b""), b""
+        while not answer.done():
+            chunk = await reader.read(65536)
+            data += chunk
+            replies.data_received(chunk)
+    writer.close()
+    return data
 
 
 def test_inline_and_loop_increments_on_one_session_are_exact_together(

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from .... import clock
 from ...._internal.checks import check_count, check_seconds
-from ...._internal.json_data import add_numbers, dumps, loads_joined
+from ...._internal.json_data import add_numbers, decode, dumps, loads_joined
 from ...._internal.runtime import loop_running_here
 from ....errors import (
     ConflictError,
@@ -161,6 +161,8 @@ class RedisBackend(StoreBackend):
         if self._attempt_timeout is not None:
             loop_options = {**self._options, "socket_timeout": None}
         self._clients = LoopClients(loop_options, client=client, pool=connection_pool)
+        # A lane's reads have no socket_timeout of their own: the attempt's bound is theirs.
+        self._lanes = self._attempt_timeout is not None or not socket_timeout
         # get_client() hands a client out: its calls keep redis-py's own socket_timeout
         self._handed_out = (
             self._clients if self._attempt_timeout is None else LoopClients(self._options)
@@ -208,7 +210,7 @@ class RedisBackend(StoreBackend):
 
     async def _lane(self) -> ScriptLane | None:
         """The running loop's lane for the first attempt of a script call (``lane.py``)."""
-        return await self._clients.lane()
+        return await self._clients.lane() if self._lanes else None
 
     async def server_durability(self) -> dict[str, str] | None:
         """The server's ``appendonly`` and ``appendfsync``, and what a write acknowledged
@@ -725,6 +727,8 @@ class RedisBackend(StoreBackend):
             keys = [*self._tail_keys(key, path), self._layout.op(token)]
             args = [length, must_hold, self._clock_override(), self._tokens.ttl_ms, "0"]
             reply = await self._call("truncate_tail", keys, args)
+            if reply[0] in _OK:  # the common case, read as it comes
+                return [_message(m, key, path) for m in reply[1]]
             if as_text(reply[0]) == "full":
                 self._note_timed(key, reply)
                 reply = None
@@ -734,8 +738,7 @@ class RedisBackend(StoreBackend):
             raise ConflictError(
                 f"Log {path!r} holds {as_text(reply[2])} messages, not {as_text(reply[3])}."
             )
-        what = self._describe_log(key, path)
-        return [json_value(m, what) for m in reply[1]]
+        return [_message(m, key, path) for m in reply[1]]
 
     def _describe_log(self, key: Key, path: str) -> str:
         return f"message log {path!r} of session {key.session_id!r}"
@@ -747,6 +750,16 @@ _OK = (b"ok", "ok")
 
 #: ``user_digest`` of the users a process writes for: computed once each, not on every write.
 _digest = functools.lru_cache(maxsize=1024)(user_digest)
+
+
+def _message(text: Any, key: Key, path: str) -> Any:
+    """A stored message of a log; the log is named only when the message is damaged."""
+    if type(text) is bytes:
+        try:
+            return decode(text.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError too: named below, where it is read again
+            pass
+    return json_value(text, f"message log {path!r} of session {key.session_id!r}")
 
 
 def _number(text: Any, store: RedisBackend, key: Key, name: str) -> int | float:

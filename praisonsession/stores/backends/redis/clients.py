@@ -48,6 +48,9 @@ class LoopClients:
     async def lane(self) -> ScriptLane | None:
         """The running loop's lane for script calls (``lane.py``): over the client this store
         made for the loop; None over a client or pool passed in, whose owner sized it."""
+        bound = self._by_loop.get(asyncio.get_running_loop())
+        if bound is not None and bound.pid == os.getpid():  # every call but a loop's first
+            return bound.lane
         return (await self._ready()).lane
 
     async def _ready(self) -> _Bound:

@@ -1,21 +1,26 @@
-"""A loop's own connections for the store's script calls: EVALSHA written and read straight.
+"""A loop's own connections for the store's script calls: EVALSHA written and its reply read
+straight off the socket.
 
 redis-py's command path (``Redis.execute_command``: the pool's checkout and release with
-their locks and observability hooks, its retry wrapper, its general packer) was about 40 of
-the ~60 µs of client CPU an EVALSHA took here; the same command written on a connection and
-read back by redis-py's own parser takes under 20. So the first attempt of a script call on an
-event loop runs in a lane: connections taken from the loop client's own pool (its settings,
-handshake, TLS and password, and its closing: ``close()`` and the loop's end disconnect them
-with the rest), kept by the lane between calls instead of going back to the pool. Retries go
-through the client as before (``retries.py``).
+their locks and observability hooks, its retry wrapper, its general packer, then its reply
+parser reading line by line through a ``StreamReader``, a coroutine per element) was most of
+the client's CPU per call. So the first attempt of a script call on an event loop runs in a
+lane: connections taken from the loop client's own pool and connected by redis-py (its
+settings, handshake, TLS and password hold, and its closing: ``close()`` and the loop's end
+disconnect them with the rest), whose transport then delivers to :class:`_Replies`, which
+parses each reply as its bytes arrive and wakes the call once, with the whole answer. The
+lane keeps its connections between calls instead of handing them back to the pool. Retries
+go through the client as before (``retries.py``).
 
 A call that fails on the way (a lost connection, the attempt's bound, a caller's cancel)
-leaves its connection disconnected, never with an answer unread, so the next call on it
-connects again; an error the server answered (``NOSCRIPT``, ``WRONGTYPE``) leaves it in step.
+disconnects its connection, so no answer is ever left for the next call, which connects
+again; an error the server answered (``NOSCRIPT``, ``WRONGTYPE``) leaves it in step.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from .arguments import pack_command
@@ -33,7 +38,7 @@ class ScriptLane:
         from redis.exceptions import NoScriptError, ResponseError
 
         self._pool = pool
-        self._idle: list[Any] = []
+        self._idle: list[_Line] = []
         self._answered = ResponseError
         self._missing = NoScriptError
 
@@ -47,22 +52,185 @@ class ScriptLane:
 
     async def _call(self, command: bytes) -> Any:
         idle = self._idle
-        connection = idle.pop() if idle else self._pool.get_available_connection()
+        line = idle.pop() if idle else _Line(self._pool.get_available_connection())
         try:
-            await connection.send_packed_command(command, check_health=False)
-            reply = await connection.read_response()
-        except self._answered:  # the server's answer, read whole: the connection is in step
-            idle.append(connection)
-            raise
+            replies = line.replies
+            if replies is None or replies.lost:
+                replies = await line.open()
+            reply = await replies.ask(command)
         except BaseException:
-            # redis-py disconnects on a failed send or read; should anything else end the call
-            # between them, the connection goes too: no answer is left for the next call.
-            if connection.is_connected:
-                await connection.disconnect(nowait=True)
-            idle.append(connection)  # disconnected: its next call connects again
+            await line.close()  # whatever ended the call, no answer is left behind
+            idle.append(line)  # closed: its next call connects again
             raise
-        idle.append(connection)
+        idle.append(line)
+        if isinstance(reply, self._answered):
+            raise reply
         return reply
+
+
+class _Line:
+    """One connection of a lane: redis-py's, its replies read by :class:`_Replies`."""
+
+    __slots__ = ("connection", "replies")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.replies: _Replies | None = None
+
+    async def open(self) -> _Replies:
+        """Connect (redis-py's handshake), then take the transport's replies over."""
+        connection = self.connection
+        if connection.is_connected:
+            await connection.disconnect(nowait=True)
+        await connection.connect()
+        transport = connection._writer.transport
+        self.replies = _Replies(transport, transport.get_protocol())
+        transport.set_protocol(self.replies)
+        return self.replies
+
+    async def close(self) -> None:
+        self.replies = None
+        if self.connection.is_connected:
+            await self.connection.disconnect(nowait=True)
+
+
+class _Replies(asyncio.Protocol):
+    """The replies of one connection, parsed as they arrive (RESP2 and RESP3), one command in
+    flight at a time. Parsing resumes where the last bytes ended (a stack of the arrays being
+    filled), so a reply of many chunks is read once, however long. The protocol redis-py set
+    up is told when the connection is lost, so that its own closing completes."""
+
+    def __init__(self, transport: Any, replaced: asyncio.BaseProtocol) -> None:
+        from redis._parsers import BaseParser
+        from redis.exceptions import ConnectionError as Lost
+
+        self._transport = transport
+        self._replaced = replaced
+        self._loop = asyncio.get_running_loop()
+        self._waiter: asyncio.Future[Any] | None = None
+        self._buffer = bytearray()
+        self._at = 0
+        #: The arrays being filled: [items, how many are still to come, kind].
+        self._open: list[list[Any]] = []
+        #: An error reply as redis-py's parser makes it (NoScriptError, ReadOnlyError...).
+        self._error: Callable[[str], Exception] = BaseParser.parse_error
+        self._lost_error = Lost
+        self.lost = False
+
+    def ask(self, command: bytes) -> asyncio.Future[Any]:
+        """Send ``command``; the future ends with its reply (an error reply as an exception
+        instance, as redis-py's parser gives it)."""
+        if self.lost or self._transport.is_closing():
+            raise self._lost_error("The connection to Redis is closed.")
+        waiter = self._waiter = self._loop.create_future()
+        self._transport.write(command)
+        return waiter
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        try:
+            self._parse()
+        except Exception as exc:  # not the protocol: nothing after it can be trusted
+            self._fail(self._lost_error(f"Redis sent a reply that could not be read: {exc!r}"))
+            self._transport.close()
+
+    def eof_received(self) -> bool:
+        self._fail(self._lost_error("Connection closed by server."))
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._fail(self._lost_error(f"Connection to Redis lost: {exc}" if exc else "Closed."))
+        self._replaced.connection_lost(exc)
+
+    def _fail(self, error: Exception) -> None:
+        self.lost = True
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(error)
+
+    def _parse(self) -> None:
+        buffer, at, stack = self._buffer, self._at, self._open
+        while True:
+            end = buffer.find(b"\r\n", at)
+            if end < 0:
+                break
+            kind = buffer[at]
+            if kind in _BLOBS:
+                size = int(buffer[at + 1 : end])
+                if size < 0:
+                    value: Any = None
+                    at = end + 2
+                else:
+                    stop = end + 2 + size
+                    if len(buffer) < stop + 2:
+                        break  # the rest of the string is still on its way
+                    value = bytes(buffer[end + 2 : stop])
+                    at = stop + 2
+                    if kind == _VERBATIM:
+                        value = value[4:]  # "txt:" or "mkd:"
+                    elif kind == _BLOB_ERROR:
+                        value = self._error(value.decode("utf-8", "replace"))
+            elif kind in _AGGREGATES:
+                count = int(buffer[at + 1 : end]) * (2 if kind == _MAP else 1)
+                at = end + 2
+                if count > 0:
+                    stack.append([[], count, kind])
+                    continue
+                value = None if count < 0 else _made([], kind)
+            else:
+                text = bytes(buffer[at + 1 : end])
+                at = end + 2
+                value = self._scalar(kind, text)
+            while stack:  # the value fills the innermost open array; a full one fills its own
+                top = stack[-1]
+                top[0].append(value)
+                top[1] -= 1
+                if top[1]:
+                    break
+                stack.pop()
+                value = _made(top[0], top[2])
+            else:
+                del buffer[:at]
+                at = 0
+                if value is not _PUSHED:  # an out-of-band push is no command's answer
+                    waiter, self._waiter = self._waiter, None
+                    if waiter is not None and not waiter.done():
+                        waiter.set_result(value)
+        self._at = at
+
+    def _scalar(self, kind: int, text: bytes) -> Any:
+        if kind == _STATUS:
+            return text
+        if kind == _ERROR:
+            return self._error(text.decode("utf-8", "replace"))
+        if kind in _INTEGERS:
+            return int(text)
+        if kind == _NULL:
+            return None
+        if kind == _DOUBLE:
+            return float(text)
+        if kind == _BOOLEAN:
+            return text == b"t"
+        raise ValueError(f"unknown reply type {chr(kind)!r}")
+
+
+_STATUS, _ERROR, _NULL, _DOUBLE, _BOOLEAN = b"+-_,#"
+_INTEGERS = frozenset(b":(")
+_VERBATIM, _BLOB_ERROR = b"=!"
+_BLOBS = frozenset(b"$=!")
+_MAP, _PUSH = b"%>"
+_AGGREGATES = frozenset(b"*%~>")
+#: What a finished push reply becomes: left out of the command's replies.
+_PUSHED = object()
+
+
+def _made(items: list[Any], kind: int) -> Any:
+    """An aggregate from its items: a map a dict, a push left out, any other a list."""
+    if kind == _MAP:
+        return dict(zip(items[0::2], items[1::2], strict=True))
+    if kind == _PUSH:
+        return _PUSHED
+    return items
 
 
 def lane_of(client: Any) -> ScriptLane | None:
