@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from ..._internal.file_lock import FileLock
@@ -37,6 +37,7 @@ from ...errors import (
     install_line,
 )
 from ..embeddings import Embedder, as_chroma_embedding_function
+from .freshness import STALE_ERRORS, Freshness, engine_of
 from .fusion import DEPTH, fuse
 from .lexical import LexicalFile
 from .pgvector import is_postgres_url
@@ -47,11 +48,15 @@ if TYPE_CHECKING:
     from ..._internal.sealing import TextSealer
     from .vault import Vault
 
+T = TypeVar("T")
+
 _clients: dict[str, Any] = {}
 _clients_lock = threading.Lock()
 #: The lexical file of each Chroma client (by ``id``), where it is kept and, once used, open.
 _lexical_paths: dict[int, Path] = {}
 _lexical_files: dict[int, LexicalFile] = {}
+#: What each embedded Chroma client's indexes hold here (``freshness.py``), by ``id``.
+_freshness: dict[int, Freshness] = {}
 #: Collections whose lexical index was found to match them, in this process.
 _lexicons_checked: set[tuple[int, str]] = set()
 _checking = threading.Lock()
@@ -86,6 +91,9 @@ def vector_store(location: str | Path, data_dir: str | Path | None = None) -> An
             client = _clients[key] = _new_client(where)
             if lexical is not None:
                 _lexical_paths[id(client)] = lexical
+            engine = None if lexical is None or _remote(where) else engine_of(client)
+            if engine is not None:
+                _freshness[id(client)] = Freshness(Path(where), lambda: _restart(where, engine))
         return client
 
 
@@ -122,9 +130,11 @@ def _forget_clients_after_fork() -> None:
     global _clients_lock
     _inherited.extend(_clients.values())
     _inherited.extend(_lexical_files.values())
+    _inherited.extend(_freshness.values())
     _clients.clear()
     _lexical_paths.clear()
     _lexical_files.clear()
+    _freshness.clear()
     _lexicons_checked.clear()
     _clients_lock = threading.Lock()
 
@@ -175,8 +185,19 @@ def _new_client(location: str) -> Any:
     # processes opening one new folder at once both made them and one failed ("table
     # collections already exists"). Openings of a folder take turns; the lock is held only
     # while the folder opens, and the system frees it if its holder dies.
-    with FileLock(Path(location) / _OPENING_LOCK, _OPENING_PATIENCE, _OPENING_ADVICE):
+    with _opening_lock(location):
         return chromadb.PersistentClient(path=location, settings=settings)
+
+
+def _opening_lock(location: str) -> FileLock:
+    return FileLock(Path(location) / _OPENING_LOCK, _OPENING_PATIENCE, _OPENING_ADVICE)
+
+
+def _restart(location: str, engine: Any) -> None:
+    """Open the folder's engine afresh in place (chromadb's own ``start``): the collections
+    opened on it keep working, and each index loads again at its next use."""
+    with _opening_lock(location):
+        engine.start()
 
 
 _OPENING_LOCK = ".praisonsession-opening.lock"
@@ -379,6 +400,9 @@ class VectorIndex:
         found = collection.metadata or {}
         if (found.get("embedder"), found.get("dimension")) != (embedder.name, embedder.dimension):
             raise self._mismatch(found.get("embedder"), found.get("dimension"))
+        watch = self._freshness()
+        if watch is not None:  # before its first use here: the position its index will hold
+            watch.track(str(collection.id))
         if self.vault is not None:  # entries stored before the vault: keep them reachable
             first = collection.get(limit=1, include=["metadatas"])["metadatas"]
             self._plain = bool(first) and SEALED not in (first[0] or {})
@@ -444,7 +468,7 @@ class VectorIndex:
         else:
             with lexical.writing():
                 lexical.replace(self.name, stored, terms)
-                write()
+                self._writing(write)
 
     def _removed(self, stored: list[str], remove: Callable[[], None]) -> None:
         """Run ``remove`` (the vector store's delete), the entries' terms going with it."""
@@ -454,7 +478,41 @@ class VectorIndex:
             return
         with lexical.writing():
             lexical.delete(self.name, stored)
-            remove()
+            self._writing(remove)
+
+    def _writing(self, write: Callable[[], None]) -> None:
+        """A write to a searched embedded collection, inside its lexical file's write lock
+        (every process's writes to the store's searched collections take turns on it): on an
+        index current with the log (an outdated one saved later would overwrite other
+        processes' entries on disk), which then holds the log to this write."""
+        watch = self._freshness()
+        if watch is None:
+            write()
+            return
+        collection = str(self.collection.id)
+        generation = watch.current(collection)
+        write()
+        watch.wrote(collection, generation)
+
+    def _freshness(self) -> Freshness | None:
+        """What this process's indexes of the embedded store hold (None: not embedded)."""
+        return _freshness.get(id(self._client))
+
+    def _consulting(self, read: Callable[[], T]) -> T:
+        """``read``, which consults the collection's vector index (a query, or vectors got),
+        on an index current with what other processes wrote; tried once more on a reopened
+        engine when Chroma still finds the index lacking an entry (a writer that is not us)."""
+        watch = self._freshness()
+        if watch is None:
+            return read()
+        watch.current(str(self.collection.id))
+        try:
+            return read()
+        except Exception as exc:  # chromadb.errors.InternalError; chromadb is imported lazily
+            if not any(said in str(exc) for said in STALE_ERRORS):
+                raise
+        watch.restart()
+        return read()
 
     def _on_pgvector(self) -> bool:
         from .pgvector import PgVectorStore
@@ -544,10 +602,12 @@ class VectorIndex:
         """Entries by their stored ids, that pass ``where``, scored by cosine to ``vector``."""
         import numpy as np  # installed with the memory extra
 
-        found = self.collection.get(
-            ids=stored,
-            where=self._where(where),
-            include=["documents", "metadatas", "embeddings"],
+        found = self._consulting(
+            lambda: self.collection.get(
+                ids=stored,
+                where=self._where(where),
+                include=["documents", "metadatas", "embeddings"],
+            )
         )
         query = np.asarray(vector, dtype=np.float32)
         query = query / max(float(np.linalg.norm(query)), 1e-12)
@@ -619,11 +679,13 @@ class VectorIndex:
             return []
         include = ["documents", "metadatas", "distances", *(["embeddings"] if vectors else [])]
         found = _retrying_unflushed(
-            lambda: self.collection.query(
-                query_embeddings=queries,
-                n_results=limit,
-                where=self._where(where),
-                include=include,
+            lambda: self._consulting(
+                lambda: self.collection.query(
+                    query_embeddings=queries,
+                    n_results=limit,
+                    where=self._where(where),
+                    include=include,
+                )
             )
         )
         embedded = found.get("embeddings") if vectors else None
@@ -662,12 +724,16 @@ class VectorIndex:
         if ids is not None and not ids:
             return []
         include = ["documents", "metadatas", *(["embeddings"] if vectors else [])]
-        found = self.collection.get(
-            ids=None if ids is None else self._lookup(ids),
-            where=self._where(where),
-            limit=limit,
-            include=include,
-        )
+
+        def read() -> Any:
+            return self.collection.get(
+                ids=None if ids is None else self._lookup(ids),
+                where=self._where(where),
+                limit=limit,
+                include=include,
+            )
+
+        found = self._consulting(read) if vectors else read()  # vectors come from the index
         embedded = found.get("embeddings") if vectors else None
         return [
             self._given(
