@@ -603,15 +603,8 @@ class SqliteBackend(StoreBackend):
         says why, or raises with ``must_exist``.
         """
         row = self._cursor().execute(LIVENESS, (key.user_id, key.session_id)).fetchone()
-        if row is not None:
-            fmt, expires, ttl = row
-            if (
-                type(fmt) is int
-                and 0 <= fmt <= FORMAT_VERSION
-                and (expires is None or (type(expires) is float and expires > at))
-                and (ttl is None or type(ttl) is float)
-            ):
-                return True, ttl
+        if row is not None and _live_as_read(row[0], row[1], row[2], at):
+            return True, row[2]
         live = self._live_info(conn, key, at, must_exist)
         return live is not None, None if live is None else live.ttl
 
@@ -766,8 +759,19 @@ class SqliteBackend(StoreBackend):
         ``work`` runs only on a live session; on any other the result is None.
         """
 
+        slot = _STAMPING.get()
+        if slot is not None and (slot.backend is not self or slot.taken or slot.key != key):
+            slot = None
+
         def read(conn: sqlite3.Connection) -> tuple[float | None, T | None]:
-            live, ttl = self._live_ttl(conn, key, now(), must_exist)
+            at = now()
+            if slot is not None:  # the stamp's one statement says whether it is live too
+                row = self._stamp_row(conn, key, slot.names)
+                slot.taken = True
+                slot.stamp, slot.documents = self._stamp_of(conn, row, slot.names, at)
+                if row is not None and _live_as_read(row[1], row[2], row[3], at):
+                    return row[3], work(conn)
+            live, ttl = self._live_ttl(conn, key, at, must_exist)
             return ttl, (work(conn) if live else None)
 
         ttl, result = await self._transaction(read, write=False)
@@ -1296,15 +1300,35 @@ class SqliteBackend(StoreBackend):
         self, conn: sqlite3.Connection, key: Key, names: tuple[str, ...]
     ) -> tuple[_Stamp | None, dict[str, Any]]:
         """Inside a transaction: the stamp of what it sees, and the documents ``names``."""
+        return self._stamp_of(conn, self._stamp_row(conn, key, names), names, now())
+
+    def _stamp_row(
+        self, conn: sqlite3.Connection, key: Key, names: tuple[str, ...]
+    ) -> tuple[Any, ...] | None:
         query = _STAMP_QUERIES.get(len(names))
         if query is None:
             documents = "".join(STAMP_DOCUMENT.format(number=n + 3) for n in range(len(names)))
             query = _STAMP_QUERIES[len(names)] = STAMP.replace("{documents}", documents)
-        row = conn.execute(query, (key.user_id, key.session_id, *names)).fetchone()
-        if row is None or row[1] is not None or row[2] is not None:
-            return None, {}  # not live, or time may expire or slide it
+        row: tuple[Any, ...] | None = conn.execute(
+            query, (key.user_id, key.session_id, *names)
+        ).fetchone()
+        return row
+
+    def _stamp_of(
+        self,
+        conn: sqlite3.Connection,
+        row: tuple[Any, ...] | None,
+        names: tuple[str, ...],
+        at: float,
+    ) -> tuple[_Stamp | None, dict[str, Any]]:
+        """The stamp a row of ``STAMP`` makes: none unless the session is live with no expiry
+        and no TTL (time may expire or slide it)."""
+        if row is None or row[2] is not None or row[3] is not None:
+            return None, {}
+        if not _live_as_read(row[1], row[2], row[3], at):
+            return None, {}
         found: dict[str, Any] = {}
-        for name, text in zip(names, row[3:], strict=True):
+        for name, text in zip(names, row[4:], strict=True):
             if text is not None:
                 try:
                     found[name] = loads(text, "")
@@ -1382,6 +1406,17 @@ class SqliteBackend(StoreBackend):
             return SessionContents(info, state, modules, counts)
 
         return await self._transaction(work, write=False)
+
+
+def _live_as_read(fmt: Any, expires: Any, ttl: Any, at: float) -> bool:
+    """A session's row says it is live at ``at``, of a format this version reads, every field
+    of the expected type (else the full path says why not)."""
+    return (
+        type(fmt) is int
+        and 0 <= fmt <= FORMAT_VERSION
+        and (expires is None or (type(expires) is float and expires > at))
+        and (ttl is None or type(ttl) is float)
+    )
 
 
 class _Stamp(NamedTuple):

@@ -187,14 +187,13 @@ LIVENESS = (
     "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
 )
 # What ``SqliteBackend.stamped`` certifies, read inside an operation's transaction: the
-# connection's data_version (it moves when another connection commits) and whether the
-# session is live with no expiry and no TTL (so that time alone changes nothing), then a
-# column per module document named (?3...; NULL when absent).
+# connection's data_version (it moves when another connection commits) and LIVENESS's columns
+# (the session must be live with no expiry and no TTL, so that time alone changes nothing),
+# then a column per module document named (?3...; NULL when absent).
 STAMP = (
-    "SELECT (SELECT data_version FROM pragma_data_version), h.expires_at, s.ttl{documents} "
-    "FROM ps_state h, ps_sessions s WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' "
-    f"AND s.user_id=?1 AND s.session_id=?2 AND typeof(s.format)='integer' AND s.format>=0 "
-    f"AND s.format<={FORMAT_VERSION}"
+    "SELECT (SELECT data_version FROM pragma_data_version), s.format, h.expires_at, s.ttl"
+    "{documents} FROM ps_state h, ps_sessions s WHERE h.user_id=?1 AND h.session_id=?2 "
+    "AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
 )
 STAMP_DOCUMENT = (
     ", (SELECT document FROM ps_modules WHERE user_id=?1 AND session_id=?2 AND name=?{number})"
