@@ -98,6 +98,8 @@ _INDEXED_EVERY = 16  # a put writes the by-id documents of the last block of thi
 _VALUE_BUDGET = 16 << 20  # bytes of channel values kept per Threads
 _VIEWED = 64  # checkpoints a thread's view holds (and 8 listed pages)
 _VIEWS = 1024  # threads viewed per Threads
+_WASTED = 4  # views dropped in a row before serving a read: then stamps are taken seldom,
+_BACKOFF = 16  # by one read in this many, until a view serves a read again
 
 
 #: WRITES as known here: its length, the writes documents written last (by name), and the
@@ -135,10 +137,11 @@ class _View:
     checkpoints as loaded, by (ns, id), and the first pages of listings, by (ns, size). A
     stamp the store no longer certifies drops the view whole; one more read makes another."""
 
-    __slots__ = ("heads", "loaded", "pages", "stamp")
+    __slots__ = ("heads", "loaded", "pages", "served", "stamp")
 
     def __init__(self, stamp: Any) -> None:
         self.stamp = stamp
+        self.served = False  # whether it answered a read
         self.heads: dict[str, str] = {}
         self.loaded: dict[tuple[str, str], Loaded] = {}
         # (ns, size) -> the records chosen (newest first), their writes documents, the
@@ -410,6 +413,11 @@ class Threads:
         # the threads whose newest was read since their last put (_note_read)
         self._views: dict[Key, _View] = {}
         self._read_after_put: set[Key] = set()
+        # views dropped in a row before they served a read, and reads made since without a
+        # stamp (_stamps_pay): where the store changes between every two reads (many
+        # writers on one file), a stamp costs more than the views it makes save
+        self._wasted = 0
+        self._unstamped = 0
 
     # -- what this object remembers -----------------------------------------------------------
 
@@ -496,14 +504,30 @@ class Threads:
             self._read_after_put.add(key)
 
     def _certified(self, key: Key, view: _View) -> bool:
-        """Whether the store still certifies the thread's view (one cheap check); a view it
-        does not is dropped."""
+        """Whether the store still certifies the thread's view (one cheap check) before it
+        answers a read; a view it does not is dropped."""
         if self.backend.unchanged_since(view.stamp):
+            view.served = True
+            self._wasted = 0
             return True
+        if not view.served:
+            self._wasted += 1
         with self._lock:
             if self._views.get(key) is view:
                 del self._views[key]
         return False
+
+    def _stamps_pay(self) -> bool:
+        """Whether a read takes a stamp (and leaves a view): always, unless the last
+        ``_WASTED`` views were dropped before they served a read; then one read in
+        ``_BACKOFF`` does, to find out whether views serve again."""
+        if self._wasted < _WASTED:
+            return True
+        self._unstamped += 1
+        if self._unstamped < _BACKOFF:
+            return False
+        self._unstamped = 0
+        return True
 
     def _viewed(self, key: Key, stamp: Any) -> _View | None:
         """The view of what a stamped read or write saw: the thread's view if it has that
@@ -576,7 +600,7 @@ class Threads:
                 stored = partial(self.backend.append_log, key, write=write)
             writes_of = writes_name(ns, checkpoint_id)
             with self._lock:  # stamped only where the newest is read between puts
-                read = key in self._read_after_put
+                read = key in self._read_after_put and self._wasted < _WASTED
                 self._read_after_put.discard(key)
             try:
                 if read:
@@ -690,6 +714,8 @@ class Threads:
             try:
                 if checkpoint_id is not None:  # not stamped: seldom read twice in a row
                     return await self._load_one(key, ns, checkpoint_id)
+                if not self._stamps_pay():
+                    return await self._load_head(key, ns)
                 done = await self.backend.stamped(key, partial(self._load_head, key, ns))
             except _Moved:
                 self.forget(key)
@@ -912,17 +938,18 @@ class Threads:
             if held is not None and not self._certified(key, view):  # type: ignore[arg-type]
                 held = None
             if held is None:
-                done = await self.backend.stamped(
+                read = partial(
+                    self.backend.read_log_and_modules,
                     key,
-                    partial(
-                        self.backend.read_log_and_modules,
-                        key,
-                        path=CHECKPOINTS,
-                        start=-size,
-                        stop=None,
-                        names=lambda tail: _writes(tail, ns),
-                    ),
+                    path=CHECKPOINTS,
+                    start=-size,
+                    stop=None,
+                    names=lambda tail: _writes(tail, ns),
                 )
+                if self._stamps_pay():
+                    done = await self.backend.stamped(key, read)
+                else:
+                    done = Stamped(await read(), None, None)
                 tail, stored = done.value
                 if not _checked(tail, key):
                     return
