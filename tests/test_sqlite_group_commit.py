@@ -560,6 +560,40 @@ def test_writers_on_idle_loops_wait_on_their_thread_and_busy_loops_on_the_loop(
     assert group.commits - commits == 1
 
 
+def test_two_writers_of_one_loop_both_wait_on_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writes of one loop queued at once (as ADK's append writes its event and the
+    listing's copy): the second finds the loop idle but its sibling queued, and waits on the
+    loop too, since the sibling may be handed the lead or its outcome there; held, the loop
+    would keep it from both."""
+    monkeypatch.setattr(shared, "HOLD", WAIT)
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    lead = threading.Thread(target=lambda: increment(store, "lead"))
+    lead.start()
+    wait_until(lambda: len(group.queue) == 1, "the leader waiting for the file")
+    found: dict[str, Any] = {}
+
+    async def both() -> list[Any]:
+        return await asyncio.gather(store.increment("a", "u", "n"), store.increment("b", "u", "n"))
+
+    pair = threading.Thread(target=lambda: found.setdefault("outcomes", asyncio.run(both())))
+    pair.start()
+    wait_until(lambda: len(group.queue) == 3, "both writes of the loop queued")
+    parked = ["lock" if queued.future is None else "future" for queued in group.queue[1:]]
+    blocker.execute("ROLLBACK")
+    lead.join()
+    pair.join()
+    blocker.close()
+    assert parked == ["future", "future"]
+    assert found["outcomes"] == [1, 1]
+
+
 def test_a_writer_holds_its_idle_loop_for_a_moment_then_gives_it_back(tmp_path: Path) -> None:
     """A follower on an idle loop that is still waiting after ``HOLD`` waits on its loop
     instead: the loop's other work goes on (here a call come back from a thread), and the

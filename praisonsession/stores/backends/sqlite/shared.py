@@ -28,9 +28,11 @@ lock as before (WAL, ``BEGIN IMMEDIATE``, ``busy_timeout``).
 **Keeping the commits full.** The writers a commit answers come back with their next write
 one after another: they take turns at the GIL. A leader that began at once would carry the
 first of them alone and the rest in the commit after (two fsyncs, and their CPU, for what
-one would do), so a leader whose queue is shorter than the last transaction's count waits
-for the others, at most as long as that transaction took (``gather``); the writer whose
-arrival makes up the count wakes it. A lone writer expects only itself and never waits.
+one would do), so a leader whose queue holds the writes of fewer threads than the last
+transaction did waits for the others, at most as long as that transaction took
+(``gather``); the writer whose arrival makes up the count wakes it. It counts threads, not
+writes: a thread whose other write is still queued sends nothing more until that one has
+committed. A lone writer expects only its own thread and never waits.
 Waking a writer costs the leader little: a writer on a thread with no loop, or on an idle
 loop, waits on a lock the leader releases; waking a loop from another thread takes a system
 call in which the leader let go of the GIL, to each writer just woken in turn, so the
@@ -94,10 +96,21 @@ class Thread:
 class Writer:
     """One write call in a commit group: its work, its outcome, and how it is woken."""
 
-    __slots__ = ("error", "future", "interrupted", "loop", "state", "value", "wake", "work")
+    __slots__ = (
+        "error",
+        "future",
+        "interrupted",
+        "loop",
+        "state",
+        "thread",
+        "value",
+        "wake",
+        "work",
+    )
 
     def __init__(self, work: Callable[[sqlite3.Connection], Any]) -> None:
         self.work = work
+        self.thread = get_ident()  # whose writes the leader gathers (``CommitGroup.gather``)
         self.state = QUEUED
         self.value: Any = None
         self.error: BaseException | None = None
@@ -113,15 +126,20 @@ class Writer:
             raise self.error
         return self.value
 
-    def _park(self, leader_loop: Any) -> None:
+    def _park(self, leader_loop: Any, queued: list[Writer]) -> None:
         """Make what this writer will wait on (under the group's lock, before it is seen): a
         held lock the leader releases, on a thread with no loop or an idle loop; a future of
-        its loop when the loop has other work, or when the leader runs there (the leader's
-        commit is answered on that loop, which must not be held)."""
+        its loop when the loop has other work, when the leader runs there (the leader's
+        commit is answered on that loop), or when another writer of the loop is queued (it
+        may be handed the lead, or its outcome, there): a loop they need is never held."""
         loop = _loop()
         if loop is not None:
             self.loop = loop
-            if loop is leader_loop or not idle(loop):
+            if (
+                loop is leader_loop
+                or not idle(loop)
+                or any(writer.loop is loop for writer in queued)
+            ):
                 self.future = loop.create_future()
                 return
         self.wake = threading.Lock()
@@ -269,31 +287,32 @@ class CommitGroup:
     def join(self, writer: Writer) -> bool:
         """Queue ``writer``; True when it leads now (nobody else does)."""
         with self.lock:
-            self.queue.append(writer)
             if not self.leading:
+                self.queue.append(writer)
                 self.leading = True
                 self.leader_loop = _loop()
                 return True
-            writer._park(self.leader_loop)
-            if self.gate is not None and len(self.queue) >= self.expect:
+            writer._park(self.leader_loop, self.queue)
+            self.queue.append(writer)
+            if self.gate is not None and _threads(self.queue) >= self.expect:
                 self.gate.release()  # the last writer the gathering leader waited for
                 self.gate = None
             return False
 
     def gather(self) -> None:
-        """Before its ``BEGIN``, a leader with fewer writers queued than the last transaction
-        carried waits for the others, at most as long as that transaction took (``GATHER``
-        at most); the writer whose arrival makes up the count wakes it. The writers answered
-        by the last commit are on their way back with their next write, one at a time (they
-        take turns at the GIL): starting at once commits them a few at a time, each commit an
-        fsync and its CPU, where one commit carries them all. A lone writer expects only
-        itself and never waits; a leader whose expected writers stopped waits once, then
-        expects only those it found."""
+        """Before its ``BEGIN``, a leader whose queue holds the writes of fewer threads than
+        the last transaction did waits for the others, at most as long as that transaction
+        took (``GATHER`` at most); the writer whose arrival makes up the count wakes it. The
+        writers answered by the last commit are on their way back with their next write, one
+        at a time (they take turns at the GIL): starting at once commits them a few at a
+        time, each commit an fsync and its CPU, where one commit carries them all. A lone
+        writer expects only its own thread and never waits; a leader whose expected writers
+        stopped waits once, then expects only those it found."""
         loop = _loop()
         if loop is not None and not idle(loop):  # never hold a loop with work of its own
             return
         with self.lock:
-            if len(self.queue) >= self.expect:
+            if _threads(self.queue) >= self.expect:
                 return
             gate = self.gate = threading.Lock()
             gate.acquire()
@@ -367,7 +386,7 @@ class CommitGroup:
             del self.queue[:limit]
             for writer in batch:
                 writer.state = TAKEN
-            self.expect = len(batch) + len(self.queue)
+            self.expect = _threads(batch) + _threads(self.queue)
         self.taken_at = time.perf_counter()
         return batch
 
@@ -404,6 +423,12 @@ class CommitGroup:
             del self.queue[0]  # its loop is gone: it will never run
             writer.state = DONE
         self.leading = False
+
+
+def _threads(writers: list[Writer]) -> int:
+    """How many threads ``writers`` come from: a leader waits for threads, not writes (a
+    thread whose other write is still queued sends nothing more until that one commits)."""
+    return len({writer.thread for writer in writers})
 
 
 class SharedFile:
