@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -402,13 +403,20 @@ def _session_settings(value: Any) -> Any:
 
 
 class _ToTheEnd(asyncio.Task):  # type: ignore[type-arg]
-    """A write's own task, which refuses to be cancelled (``cancel()`` answers False): a
-    caller awaiting it and cancelled meanwhile is told so only once the write has ended
-    (asyncio holds the caller's cancel until the awaited task is done). A bound on one call
-    (``within`` in the Redis store) still ends an attempt: it cancels as ``asyncio.Task``."""
+    """A write's own task, which refuses the cancel its awaiting caller passes on: asyncio
+    then holds the caller's cancel until the write has ended and raises it there. Any other
+    cancel (a timeout inside the write: redis-py's ``socket_timeout``, the Redis store's bound
+    on an attempt) ends the write's current step as it would anywhere."""
+
+    _caller: Any  # asyncio.Task; cancelling() is Python 3.11's
+    _seen: int  # the caller's cancel requests when last looked at
 
     def cancel(self, msg: Any = None) -> bool:
-        return False
+        asked = self._caller.cancelling()
+        if asked > self._seen:  # the caller was asked to cancel: it passes that on to us
+            self._seen = asked
+            return False
+        return super().cancel(msg)
 
 
 async def _to_the_end(write: Coroutine[Any, Any, T]) -> T:
@@ -417,7 +425,36 @@ async def _to_the_end(write: Coroutine[Any, Any, T]) -> T:
     applied (the network stores may have applied it before the answer came back).
 
     The caller awaits the write's task itself, which refuses the cancel its caller passes
-    on, so the caller wakes once, when the write ends, and asyncio raises its cancel there
-    (``asyncio.shield`` took two more turns of the loop, its own future in between)."""
-    task: asyncio.Task[T] = _ToTheEnd(write)
-    return await task
+    on (Python 3.11's ``Task.cancelling`` tells it apart), so the caller wakes once, when the
+    write ends, and asyncio raises its cancel there; ``asyncio.shield``, which Python 3.10
+    keeps, took two more turns of the loop and a future of its own."""
+    caller = asyncio.current_task()
+    if caller is None or sys.version_info < (3, 11):
+        return await _shielded(write)
+    task: _ToTheEnd = _ToTheEnd(write, loop=asyncio.get_running_loop())
+    task._caller, task._seen = caller, caller.cancelling()
+    result: T = await task
+    return result
+
+
+async def _shielded(write: Coroutine[Any, Any, T]) -> T:
+    """:func:`_to_the_end` through ``asyncio.shield``, waiting again after each cancel."""
+    task = asyncio.ensure_future(write)
+    cancelled: asyncio.CancelledError | None = None
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            if not task.done():  # the caller was cancelled, not the write: wait for it
+                cancelled = cancelled or exc
+                continue
+            if cancelled is not None:
+                raise cancelled from None
+            raise
+        except BaseException:
+            if cancelled is not None:
+                raise cancelled from None
+            raise
+        if cancelled is not None:
+            raise cancelled
+        return result

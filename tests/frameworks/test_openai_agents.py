@@ -415,6 +415,46 @@ def test_a_pop_on_a_hung_redis_ends_within_the_stores_bound() -> None:
         assert left in ([say("one")], [say("one"), say("two")])  # applied or not: never twice
 
 
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX SIGSTOP")
+def test_a_pop_through_a_given_client_ends_at_that_clients_socket_timeout() -> None:
+    """A client passed in keeps redis-py's own socket_timeout, an asyncio timeout inside the
+    write's task: the task refuses only its caller's cancel, so that timeout still ends a pop
+    on a server that never answers."""
+    import redis.asyncio
+
+    from praisonsession import RedisSession, StoreUnavailableError
+    from redis_server import RedisServer
+
+    with RedisServer() as server:
+
+        async def work() -> tuple[str, float]:
+            client = redis.asyncio.Redis.from_url(server.url, socket_timeout=0.3)
+            store = RedisSession(client=client, key_prefix="given:", retry_max_delay=0.2)
+            session = PraisonSession("chat", store=store)
+            await session.add_items([say("one"), say("two")])
+            server.proc.send_signal(signal.SIGSTOP)
+            safety = threading.Timer(10, server.proc.send_signal, (signal.SIGCONT,))
+            safety.start()  # should the timeout not hold, the test ends, failing, not hangs
+            try:
+                started = time.monotonic()
+                try:
+                    await session.pop_item()
+                    ended = "popped"
+                except StoreUnavailableError:
+                    ended = "StoreUnavailableError"
+                took = time.monotonic() - started
+            finally:
+                safety.cancel()
+                server.proc.send_signal(signal.SIGCONT)
+            await store.close()
+            await client.aclose()
+            return ended, took
+
+        ended, took = run(work())
+        assert ended == "StoreUnavailableError"
+        assert took < 5, took
+
+
 # -- the SDK's window, and integrity beyond the SDK when asked ------------------------------
 
 

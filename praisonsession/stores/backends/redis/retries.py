@@ -194,14 +194,12 @@ class _Watch:
             loop.call_at(entry.deadline, self._fire, entry.deadline, loop)
 
     def _fire(self, due: float, loop: Any) -> None:
-        import asyncio
-
         now = loop.time()
         for entry in [e for e in self.live if e.deadline <= now]:
             self.live.discard(entry)
             if not entry.task.done():
                 entry.expired = True
-                asyncio.Task.cancel(entry.task)  # as asyncio does, whatever cancel() says
+                entry.task.cancel()
         if due != self.due:  # a timer replaced by an earlier one: that one re-arms
             return
         self.due = None
