@@ -186,3 +186,38 @@ def test_an_index_found_lacking_an_entry_is_reopened_once(tmp_path: Path) -> Non
     filtered = mine.search_memory("mainsail", where={"session_id": "s2"})
     assert [hit["text"] for hit in filtered] == [SAILING[0]]
     assert watch.reopened == 1
+
+
+def test_an_embedded_index_is_saved_every_100_entries_old_collections_too(
+    tmp_path: Path,
+) -> None:
+    """What a reopened engine or a new process adds again from the log is what was written
+    since the index was last saved: at most 99 entries, not Chroma's default 999."""
+    from vector_entries import index_at, write
+
+    folder = tmp_path / "chroma"
+    made_before = (  # as praisonsession made a collection before: Chroma's default saving
+        "import sys, chromadb\n"
+        "from chromadb.config import Settings\n"
+        "from praisonsession.recall.embeddings import MiniLMEmbedder, "
+        "as_chroma_embedding_function\n"
+        "model = MiniLMEmbedder()\n"
+        "client = chromadb.PersistentClient(sys.argv[1], Settings(anonymized_telemetry=False))\n"
+        "made = client.create_collection('memory_shared', configuration={'hnsw': {'space': "
+        "'cosine'}}, metadata={'embedder': model.name, 'dimension': model.dimension}, "
+        "embedding_function=as_chroma_embedding_function(model))\n"
+        "print(made.configuration_json['hnsw']['sync_threshold'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", made_before, str(folder)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1000"]
+
+    index = index_at(folder)
+    write(index, "a", 250, 1)
+    assert index.collection.configuration_json["hnsw"]["sync_threshold"] == 100
+    fresh = index_at(tmp_path / "other")
+    write(fresh, "b", 1, 2)
+    assert fresh.collection.configuration_json["hnsw"]["sync_threshold"] == 100
+    assert entries_process(folder, "saved") == {"entries": 250, "unsaved": 50}  # saved at 200

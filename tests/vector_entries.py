@@ -3,7 +3,8 @@ their own (seeded, so that another process can look each one up by its vector), 
 of processes sharing the store (``test_memory_processes.py``).
 
 Run as ``python vector_entries.py FOLDER write TAG COUNT SEED`` to write COUNT entries tagged
-TAG, or ``... probe TAG COUNT SEED`` to print as JSON what this new process finds of them.
+TAG, or ``... probe TAG COUNT SEED`` to print as JSON what this new process finds of them, or
+``... saved`` to print how many entries the collection holds and its saved index lacks.
 """
 
 from __future__ import annotations
@@ -52,8 +53,33 @@ def probe(index: VectorIndex, tag: str, count: int, seed: int) -> dict[str, Any]
     }
 
 
+def saved(folder: Path) -> dict[str, int]:
+    """The entries the collection holds, and how many of them its index saved on disk lacks:
+    how far Chroma's log is past the index's saved position (``max_seq_id`` of each segment;
+    the folder holds this one collection, so its positions count its entries)."""
+    import sqlite3
+
+    index = index_at(folder)
+    conn = sqlite3.connect(folder / "chroma.sqlite3")
+    try:
+        at = dict(
+            conn.execute(
+                "SELECT s.scope, coalesce(m.seq_id, 0) FROM segments s "
+                "LEFT JOIN max_seq_id m ON m.segment_id = s.id WHERE s.collection = ?",
+                (str(index.collection.id),),
+            ).fetchall()
+        )
+    finally:
+        conn.close()
+    return {"entries": index.count(), "unsaved": at["METADATA"] - at["VECTOR"]}
+
+
 if __name__ == "__main__":
-    folder, job, tag, count, seed = sys.argv[1:6]
+    folder, job, *rest = sys.argv[1:]
+    if job == "saved":
+        print(json.dumps(saved(Path(folder))))
+        sys.exit()
+    tag, count, seed = rest
     index = index_at(Path(folder))
     if job == "write":
         write(index, tag, int(count), int(seed))

@@ -7,8 +7,9 @@ only by the process's own writes. Another process's entries reach this one's met
 at once (a listing, a get by id), never its index: a search misses them, a filtered search
 or a read of their vectors fails with ``InternalError: Error finding id`` (``Nothing found
 on disk`` when the collection was empty here), and when this process next saves its index
-(each 1,000 entries it writes: Chroma's ``sync_threshold``) it writes it over the other's on
-disk, after which nobody's search finds the other's entries (1,100 of 1,100 lost, measured).
+(each 1,000 entries it writes, by Chroma's default ``sync_threshold``) it writes it over the
+other's on disk, after which nobody's search finds the other's entries (measured: none of 22
+of 1,100 found by its own vector).
 
 Chroma records per collection how far into the log its metadata is (``max_seq_id`` of the
 collection's metadata segment); every writer moves it. :class:`Freshness` keeps, per
@@ -17,6 +18,9 @@ its vectors read, or written to, a position someone else moved reopens the store
 (each index then loads from disk and the log at its next use). ``PRAGMA data_version`` on a
 connection of our own says whether anything at all was committed since a collection was last
 found current, so a process working alone pays one pragma per search.
+
+A reopened engine (or a new process) adds to each index again, from the log, the entries
+written since it was last saved; :data:`SAVED_EVERY` keeps them few.
 """
 
 from __future__ import annotations
@@ -27,7 +31,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STALE_ERRORS", "Freshness", "engine_of"]
+__all__ = ["SAVED_EVERY", "STALE_ERRORS", "Freshness", "engine_of", "saved_often"]
+
+#: Entries an embedded collection's index takes before Chroma saves it to disk (its
+#: ``sync_threshold``: 1,000 by default; the least it allows is its ``batch_size``, 100). A
+#: reopened engine adds up to 999 again otherwise: at 20,000 entries its first query took
+#: 666-786 ms, 87-106 ms at 100, with writes no slower (measured at load 6 on 2 cores).
+SAVED_EVERY = 100
 
 #: What embedded Chroma says when an index lacks what its metadata holds (another process's
 #: entries): reopening the engine and trying once more answers it.
@@ -41,6 +51,15 @@ def engine_of(client: Any) -> Any:
     if type(server).__name__ != "RustBindingsAPI" or not hasattr(server, "bindings"):
         return None
     return server
+
+
+def saved_often(collection: Any) -> None:
+    """A collection made before :data:`SAVED_EVERY` (or by another program) is saved that
+    often from now on: a change to its configuration, made once."""
+    hnsw = (getattr(collection, "configuration_json", None) or {}).get("hnsw") or {}
+    least = max(SAVED_EVERY, int(hnsw.get("batch_size", SAVED_EVERY)))
+    if int(hnsw.get("sync_threshold", least)) > least:
+        collection.modify(configuration={"hnsw": {"sync_threshold": least}})
 
 
 class Freshness:

@@ -37,7 +37,7 @@ from ...errors import (
     install_line,
 )
 from ..embeddings import Embedder, as_chroma_embedding_function
-from .freshness import STALE_ERRORS, Freshness, engine_of
+from .freshness import SAVED_EVERY, STALE_ERRORS, Freshness, engine_of, saved_often
 from .fusion import DEPTH, fuse
 from .lexical import LexicalFile
 from .pgvector import is_postgres_url
@@ -379,6 +379,8 @@ class VectorIndex:
         # pgvector is given the vectors, never a function: chromadb is not imported for it
         function = None if self._on_pgvector() else as_chroma_embedding_function(self.embedder)
         embedder = self.embedder
+        watch = self._freshness()
+        hnsw = {"space": "cosine", **({} if watch is None else {"sync_threshold": SAVED_EVERY})}
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -390,7 +392,7 @@ class VectorIndex:
                         **({} if self.owner is None else {"owner": self._owner_stored()}),
                         **({} if self.searched else {"searched": False}),
                     },
-                    configuration={"hnsw": {"space": "cosine"}},
+                    configuration={"hnsw": hnsw},
                     embedding_function=function,
                 )
         except ValueError as exc:  # Chroma's own check of the recorded embedding function
@@ -400,8 +402,8 @@ class VectorIndex:
         found = collection.metadata or {}
         if (found.get("embedder"), found.get("dimension")) != (embedder.name, embedder.dimension):
             raise self._mismatch(found.get("embedder"), found.get("dimension"))
-        watch = self._freshness()
         if watch is not None:  # before its first use here: the position its index will hold
+            saved_often(collection)
             watch.track(str(collection.id))
         if self.vault is not None:  # entries stored before the vault: keep them reachable
             first = collection.get(limit=1, include=["metadatas"])["metadatas"]
