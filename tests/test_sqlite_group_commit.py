@@ -675,3 +675,26 @@ def test_a_leader_whose_expected_writers_never_come_commits_alone(tmp_path: Path
     assert append(store, "alone") == 1
     assert group.commits - commits == 1
     assert group.expect == 1
+
+
+def test_a_leader_interrupted_while_it_gathers_leaves_the_group_usable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KeyboardInterrupt in a leader's wait for the writers it expects: its write was not
+    begun and is not applied; it leaves the queue and hands the lead on, and the next write
+    commits as before."""
+    store = SqliteSession(tmp_path / "s.db", durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    group.expect = 2  # expects another thread: the write goes through the queue and gathers
+
+    def interrupted(self: CommitGroup) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(CommitGroup, "gather", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        increment(store, "lost")
+    monkeypatch.undo()
+    assert (group.queue, group.leading, group.gate) == ([], False, None)
+    assert increment(store, "kept") == 1
+    assert asyncio.run(store.get_value("lost", "u", "n")) is None

@@ -321,7 +321,11 @@ class SqliteBackend(StoreBackend):
             while mine.state is not DONE:
                 batch: list[Writer] = []
                 if not busy:  # the writers it expects come from other threads: wait for them
-                    group.gather()
+                    try:
+                        group.gather()
+                    except BaseException:  # interrupted (KeyboardInterrupt): nothing begun
+                        group.leave(mine)
+                        raise
                 transaction = self._attempts(partial(self._run_batch, group, batch), True)
                 try:
                     await (on_a_worker(transaction, mine) if busy else transaction)

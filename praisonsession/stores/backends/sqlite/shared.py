@@ -316,9 +316,11 @@ class CommitGroup:
                 return
             gate = self.gate = threading.Lock()
             gate.acquire()
-        gate.acquire(timeout=min(self.patience, GATHER))
-        with self.lock:
-            self.gate = None
+        try:
+            gate.acquire(timeout=min(self.patience, GATHER))
+        finally:
+            with self.lock:
+                self.gate = None
 
     async def wait(self, writer: Writer) -> bool:
         """Wait until a leader has committed ``writer``'s work (False) or made it the
