@@ -854,6 +854,42 @@ def test_on_a_loop_scripts_run_on_the_lanes_own_connections(redis_url: str, tmp_
         inspector.close()
 
 
+def test_a_redis_py_without_the_lanes_internals_runs_every_call_through_redis_py(
+    redis_url: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lane takes over a connection's ``_writer`` transport, an internal of redis-py: where
+    a connection keeps none, the lane turns itself off and each call, its first included,
+    goes through redis-py, with the same answers."""
+    from praisonsession.stores.backends.redis import lane as lanes
+
+    class KeepsNoWriter:  # a redis-py connection as a version without ``_writer`` makes it
+        _writer = None
+
+        def __init__(self, connection: Any) -> None:
+            self.connection = connection
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.connection, name)
+
+    made = lanes._Line.__init__
+    monkeypatch.setattr(
+        lanes._Line, "__init__", lambda line, connection: made(line, KeepsNoWriter(connection))
+    )
+    store = RedisSession.from_url(redis_url, key_prefix=redis_prefix(tmp_path))
+
+    async def main() -> list[Any]:
+        raw = beneath(store.backend)
+        lane = await raw._clients.lane()
+        assert lane is not None and lane.usable
+        await store.patch_state("s", "u", {"a": 1})  # the lane's first call: refused, then sent
+        seen = [lane.usable, await raw._lane(), await store.get_value("s", "u", "a")]
+        seen.append(await store.increment("s", "u", "n", 2))
+        await store.close()
+        return seen
+
+    assert asyncio.run(main()) == [False, None, 1, 2]
+
+
 def test_the_lanes_reader_answers_as_redis_pys_parser_however_the_bytes_arrive(
     redis_url: str, tmp_path
 ) -> None:
@@ -861,6 +897,8 @@ def test_the_lanes_reader_answers_as_redis_pys_parser_however_the_bytes_arrive(
     (status, error, integer, null, bulk, nested arrays, a map, a double, a boolean) and
     replies of many chunks come out as redis-py's own parser reads them, and so do the same
     bytes fed one at a time."""
+    from redis._parsers import BaseParser
+
     from praisonsession.stores.backends.redis.arguments import pack_command
     from praisonsession.stores.backends.redis.lane import _Replies
 
@@ -908,7 +946,7 @@ def test_the_lanes_reader_answers_as_redis_pys_parser_however_the_bytes_arrive(
             except redis.exceptions.ResponseError as exc:
                 theirs = exc
             ours = await lane._idle[0].replies.ask(pack_command(command))
-            replies = _Replies(Transport(), asyncio.Protocol())
+            replies = _Replies(Transport(), asyncio.Protocol(), BaseParser.parse_error)
             waiter = replies.ask(b"")
             raw = await _raw_reply(redis_url, command)
             for at in range(len(raw)):  # one byte at a time
@@ -928,6 +966,8 @@ def test_the_lanes_reader_answers_as_redis_pys_parser_however_the_bytes_arrive(
 
 async def _raw_reply(url: str, command: list[Any]) -> bytes:
     """The bytes of ``command``'s reply on a RESP3 connection of its own (after HELLO's)."""
+    from redis._parsers import BaseParser
+
     from praisonsession.stores.backends.redis.arguments import pack_command
     from praisonsession.stores.backends.redis.lane import _Replies
 
@@ -946,7 +986,7 @@ async def _raw_reply(url: str, command: list[Any]) -> bytes:
     data = b""
     for sent in (["HELLO", 3], command):  # each reply read whole before the next is asked
         writer.write(pack_command(sent))
-        replies = _Replies(Transport(), asyncio.Protocol())
+        replies = _Replies(Transport(), asyncio.Protocol(), BaseParser.parse_error)
         answer, data = replies.ask(b""), b""
         while not answer.done():
             chunk = await reader.read(65536)

@@ -40,7 +40,7 @@ from .arguments import flag, json_number, metadata_args, seconds, ttl_args, vali
 from .clients import LoopClients
 from .inline import InlineClient
 from .keys import KeyLayout, sole_agentscope_key, user_of_segment
-from .lane import ScriptLane
+from .lane import LaneUnsupported, ScriptLane
 from .replies import as_text, error_for, json_value, session_info, utf8
 from .retries import attempt_timeout, call_with_retries, within
 from .scripts import OpTokens, load_scripts
@@ -210,7 +210,8 @@ class RedisBackend(StoreBackend):
 
     async def _lane(self) -> ScriptLane | None:
         """The running loop's lane for the first attempt of a script call (``lane.py``)."""
-        return await self._clients.lane() if self._lanes else None
+        lane = await self._clients.lane() if self._lanes else None
+        return lane if lane is not None and lane.usable else None
 
     async def server_durability(self) -> dict[str, str] | None:
         """The server's ``appendonly`` and ``appendfsync``, and what a write acknowledged
@@ -329,7 +330,10 @@ class RedisBackend(StoreBackend):
             try:  # the same on a loop, within the attempt's bound, in its lane if it has one
                 lane = await self._lane()
                 if lane is not None:
-                    return await within(lane.run(script, keys, args), self._attempt_timeout)
+                    try:
+                        return await within(lane.run(script, keys, args), self._attempt_timeout)
+                    except LaneUnsupported:  # nothing was sent: the attempt goes through redis-py
+                        pass
                 client = await self._client()
                 return await within(script.run(client, keys, args), self._attempt_timeout)
             except Exception as exc:

@@ -15,6 +15,10 @@ go through the client as before (``retries.py``).
 A call that fails on the way (a lost connection, the attempt's bound, a caller's cancel)
 disconnects its connection, so no answer is ever left for the next call, which connects
 again; an error the server answered (``NOSCRIPT``, ``WRONGTYPE``) leaves it in step.
+
+The lane leans on two of redis-py's internals (a connection's ``_writer``, whose transport it
+takes over, and ``BaseParser.parse_error``). A redis-py without them turns the lane off for
+good (:attr:`ScriptLane.usable`): that first call, and every later one, go through redis-py.
 """
 
 from __future__ import annotations
@@ -26,13 +30,17 @@ from typing import Any
 from .arguments import pack_command
 from .scripts import Script
 
-__all__ = ["ScriptLane", "lane_of"]
+__all__ = ["LaneUnsupported", "ScriptLane", "lane_of"]
+
+
+class LaneUnsupported(Exception):
+    """The installed redis-py lacks an internal the lane uses: the call goes through redis-py."""
 
 
 class ScriptLane:
     """The idle connections of one loop's client, and the calls that take them in turn."""
 
-    __slots__ = ("_answered", "_idle", "_missing", "_pool")
+    __slots__ = ("_answered", "_idle", "_missing", "_pool", "usable")
 
     def __init__(self, pool: Any) -> None:
         from redis.exceptions import NoScriptError, ResponseError
@@ -41,6 +49,9 @@ class ScriptLane:
         self._idle: list[_Line] = []
         self._answered = ResponseError
         self._missing = NoScriptError
+        #: False once a connection could not be taken over (a redis-py without the internals
+        #: the lane uses): the store then sends its calls through redis-py.
+        self.usable = True
 
     async def run(self, script: Script, keys: list[str], args: list[Any]) -> Any:
         """``script`` by EVALSHA, or by EVAL when the server does not have it yet (as
@@ -56,7 +67,11 @@ class ScriptLane:
         try:
             replies = line.replies
             if replies is None or replies.lost:
-                replies = await line.open()
+                try:
+                    replies = await line.open()
+                except LaneUnsupported:
+                    self.usable = False
+                    raise
             reply = await replies.ask(command)
         except BaseException:
             await line.close()  # whatever ended the call, no answer is left behind
@@ -83,8 +98,18 @@ class _Line:
         if connection.is_connected:
             await connection.disconnect(nowait=True)
         await connection.connect()
-        transport = connection._writer.transport
-        self.replies = _Replies(transport, transport.get_protocol())
+        transport = getattr(getattr(connection, "_writer", None), "transport", None)
+        if transport is None or not hasattr(transport, "set_protocol"):
+            raise LaneUnsupported("this redis-py's connections keep no transport to take over")
+        try:
+            from redis._parsers import BaseParser
+
+            parse_error = BaseParser.parse_error
+        except (ImportError, AttributeError) as missing:
+            raise LaneUnsupported(
+                f"this redis-py has no BaseParser.parse_error: {missing}"
+            ) from None
+        self.replies = _Replies(transport, transport.get_protocol(), parse_error)
         transport.set_protocol(self.replies)
         return self.replies
 
@@ -100,8 +125,12 @@ class _Replies(asyncio.Protocol):
     filled), so a reply of many chunks is read once, however long. The protocol redis-py set
     up is told when the connection is lost, so that its own closing completes."""
 
-    def __init__(self, transport: Any, replaced: asyncio.BaseProtocol) -> None:
-        from redis._parsers import BaseParser
+    def __init__(
+        self,
+        transport: Any,
+        replaced: asyncio.BaseProtocol,
+        parse_error: Callable[[str], Exception],
+    ) -> None:
         from redis.exceptions import ConnectionError as Lost
 
         self._transport = transport
@@ -113,7 +142,7 @@ class _Replies(asyncio.Protocol):
         #: The arrays being filled: [items, how many are still to come, kind].
         self._open: list[list[Any]] = []
         #: An error reply as redis-py's parser makes it (NoScriptError, ReadOnlyError...).
-        self._error: Callable[[str], Exception] = BaseParser.parse_error
+        self._error = parse_error
         self._lost_error = Lost
         self.lost = False
 
