@@ -664,6 +664,42 @@ def test_a_leader_waits_for_the_writers_it_expects_and_commits_them_at_once(
     assert group.expect == 1
 
 
+def test_a_gathering_leader_counts_threads_not_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leader expecting three threads keeps waiting when a second thread queues two writes
+    at once (they are one thread's, which sends nothing more until they commit), and the
+    third thread's arrival wakes it: one commit for the four writes."""
+    monkeypatch.setattr(shared, "GATHER", WAIT)
+    monkeypatch.setattr(shared, "HOLD", WAIT)
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    group.expect, group.patience = 3, WAIT
+    commits, writes = group.commits, group.writes
+    outcomes: dict[str, Any] = {}
+
+    async def two() -> list[Any]:
+        return await asyncio.gather(store.increment("a", "u", "n"), store.increment("b", "u", "n"))
+
+    threads = [
+        threading.Thread(target=lambda: outcomes.setdefault("lead", append(store, "lead"))),
+        threading.Thread(target=lambda: outcomes.setdefault("two", asyncio.run(two()))),
+        threading.Thread(target=lambda: outcomes.setdefault("third", append(store, "third"))),
+    ]
+    threads[0].start()
+    wait_until(lambda: group.gate is not None, "the leader gathering")
+    threads[1].start()
+    wait_until(lambda: len(group.queue) == 3, "the second thread's two writes queued")
+    assert group.gate is not None  # two threads so far: it still waits
+    threads[2].start()
+    for thread in threads:
+        thread.join()
+    assert outcomes == {"lead": 1, "two": [1, 1], "third": 1}
+    assert (group.commits - commits, group.writes - writes) == (1, 4)
+
+
 def test_a_leader_whose_expected_writers_never_come_commits_alone(tmp_path: Path) -> None:
     """The writers a leader expects may have stopped: it waits no longer than its last
     transaction took, commits, and then expects only the writers it found."""
