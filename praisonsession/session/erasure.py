@@ -94,7 +94,7 @@ async def _erase_vectors(
     client = await offload(chroma_client, location, settings.data_dir)
     removed = await offload(erase_owner, client, namespace, user, names)
     if isinstance(location, Path):
-        await offload(scrub_embedded, location)
+        await offload(scrub_embedded, location, client)
         return removed, []
     if is_postgres_url(location):  # the tables are dropped: the registry, statistics, WAL
         left = await offload(client.scrub)

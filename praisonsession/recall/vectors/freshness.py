@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .index_files import clear_unused
+
 __all__ = ["SAVED_EVERY", "STALE_ERRORS", "Freshness", "engine_of", "saved_often"]
 
 #: Entries an embedded collection's index takes before Chroma saves it to disk (its
@@ -74,6 +76,7 @@ class Freshness:
         self._segments: dict[str, str] = {}  # collection id -> its metadata segment's id
         self._held: dict[str, Any] = {}  # collection id -> the log position its index holds
         self._checked: dict[str, int] = {}  # collection id -> data_version it was current at
+        self._cleared: set[tuple[int, str]] = set()  # (generation, collection id)
         self.generation = 0  # engines opened since: one a reopening
         self.reopened = 0
 
@@ -107,6 +110,26 @@ class Freshness:
                 version = self._version()
                 self._held[collection] = self._position(collection)
                 self._checked[collection] = version
+
+    def clear_index(self, collection: str) -> None:
+        """After a write to ``collection`` (the store's write lock held): its index files, which
+        a new engine's first write may have made, cleared of the stale memory Chroma wrote into
+        them (``index_files``); once per engine."""
+        with self._lock:
+            key = (self.generation, collection)
+            if key in self._cleared:
+                return
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'",
+                    (collection,),
+                )
+                .fetchone()
+            )
+            if row is not None:
+                clear_unused(self._path.parent / row[0])
+            self._cleared.add(key)
 
     def restart(self) -> None:
         """Reopen the engine now (an index found lacking entries its metadata holds)."""

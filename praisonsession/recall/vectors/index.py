@@ -39,6 +39,7 @@ from ...errors import (
 from ..embeddings import Embedder, as_chroma_embedding_function
 from .freshness import SAVED_EVERY, STALE_ERRORS, Freshness, engine_of, saved_often
 from .fusion import DEPTH, fuse
+from .index_files import clear_unused
 from .lexical import LexicalFile
 from .pgvector import is_postgres_url
 from .terms import Terms
@@ -273,14 +274,17 @@ def owner_tag(owner: str) -> str:
     return "sha256:" + hashlib.sha256(owner.encode("utf-8")).hexdigest()[:32]
 
 
-def scrub_embedded(directory: Path) -> None:
+def scrub_embedded(directory: Path, client: Any = None) -> None:
     """After an erasure, leave none of the deleted texts in the embedded store's SQLite file:
     Chroma deletes rows but not the bytes they held in free pages, nor the terms of its full
     text index. Merging that index and rebuilding the file (``VACUUM``) removes both.
 
     Chroma also leaves a deleted collection's vector index folder (named by its segment's id)
     on disk: its vectors, and now and then a ``length.bin`` padded with stale heap bytes that
-    held the deleted metadata. A folder whose segment is gone from the file is removed."""
+    held the deleted metadata. A folder whose segment is gone from the file is removed. The
+    kept collections' folders hold stale memory too, in the slots no entry holds, which can
+    be the erased user's data (``index_files``): those slots are zeroed, inside ``client``'s
+    write lock (its lexical file's) when given, so that no write of ours grows them meanwhile."""
     import shutil
     import sqlite3
 
@@ -300,9 +304,17 @@ def scrub_embedded(directory: Path) -> None:
         segments = {row[0] for row in conn.execute("SELECT id FROM segments")}
     finally:
         conn.close()
+    kept = []
     for folder in Path(directory).iterdir():
-        if folder.is_dir() and _is_uuid(folder.name) and folder.name not in segments:
-            shutil.rmtree(folder, ignore_errors=True)
+        if folder.is_dir() and _is_uuid(folder.name):
+            if folder.name in segments:
+                kept.append(folder)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+    lexical = None if client is None else lexical_file(client)
+    with contextlib.nullcontext() if lexical is None else lexical.writing():
+        for folder in kept:
+            clear_unused(folder)
 
 
 def _is_uuid(name: str) -> bool:
@@ -466,7 +478,7 @@ class VectorIndex:
         if terms is not None and self._on_pgvector():
             write(terms=terms)
         elif lexical is None or terms is None:
-            write()
+            self._locked(write)
         else:
             with lexical.writing():
                 lexical.replace(self.name, stored, terms)
@@ -476,11 +488,24 @@ class VectorIndex:
         """Run ``remove`` (the vector store's delete), the entries' terms going with it."""
         lexical = self._lexical() if self.searched else None
         if lexical is None:
-            remove()
+            self._locked(remove)
             return
         with lexical.writing():
             lexical.delete(self.name, stored)
             self._writing(remove)
+
+    def _locked(self, write: Callable[[], None]) -> None:
+        """A write with no terms (a collection that is not searched): on embedded Chroma
+        inside the lexical file's write lock all the same, as every write there is, so that
+        its index files are cleared (``index_files``) while no other write grows them."""
+        watch = self._freshness()
+        lexical = None if watch is None else lexical_file(self._client)
+        if watch is None or lexical is None:
+            write()
+            return
+        with lexical.writing():
+            write()
+            watch.clear_index(str(self.collection.id))
 
     def _writing(self, write: Callable[[], None]) -> None:
         """A write to a searched embedded collection, inside its lexical file's write lock
@@ -495,6 +520,7 @@ class VectorIndex:
         generation = watch.current(collection)
         write()
         watch.wrote(collection, generation)
+        watch.clear_index(collection)
 
     def _freshness(self) -> Freshness | None:
         """What this process's indexes of the embedded store hold (None: not embedded)."""
