@@ -19,7 +19,7 @@ from click.testing import CliRunner
 import backends
 from backends import make_store, postgres_schema, redis_prefix
 from chroma_server import ChromaServer, chroma_command
-from praisonsession import EncryptedStore, Session, SessionBase, erase_user
+from praisonsession import EncryptedStore, Session, SessionBase, SessionNotFoundError, erase_user
 from praisonsession._internal import runtime
 from praisonsession.apps.cli import main
 from praisonsession.recall.vectors import memory_scope
@@ -195,6 +195,67 @@ def test_erasure_clears_stale_memory_chroma_wrote_into_a_kept_users_index_files(
     kept.add_memory(f"bob-{KEPT.decode()} likes wombats too")  # its index still takes writes
     assert kept.search_memory("wombats", limit=1)[0]["text"].endswith("wombats too")
     kept.close()
+    runtime.run(store.close())
+
+
+@pytest.mark.parametrize("where", ["here", "in another process"])
+def test_memory_calls_on_an_erased_session_say_it_is_gone_and_write_nothing(
+    where: str, tmp_path: Path
+) -> None:
+    """A Session opened before its user was erased gets ``SessionNotFoundError`` from memory
+    and knowledge calls too, as from state calls, never the vector store's own error, and
+    none of them makes a collection again (a write after the erasure). Once the session is
+    made anew, the same object's memory works again."""
+    import sqlite3
+    import sys
+
+    store = make_store("sqlite", tmp_path)
+    data = tmp_path / "data"
+    settings = {"data_dir": str(data)}
+    user = "erin-" + MARK.decode()
+    talk = f"talk-{MARK.decode()}"
+    session = Session(talk, user, store=store, settings=settings)
+    session.save_state({"n": 1})
+    session.add_memory(f"{user} likes quokkas")
+    session.add_knowledge(f"A note about {MARK.decode()}: the meeting is on Friday.")
+    assert session.search_memory("quokkas")[0]["text"].endswith("quokkas")
+    if where == "here":
+        erase_user(user, store=store, settings=settings)
+    else:
+        erase = (
+            "from praisonsession import erase_user; "
+            f"erase_user({user!r}, {str(store.url)!r}, settings={settings!r})"
+        )
+        subprocess.run([sys.executable, "-c", erase], check=True, timeout=120)
+
+    calls = {
+        "restore_state": session.restore_state,
+        "search_memory": lambda: session.search_memory("quokkas"),
+        "add_memory": lambda: session.add_memory(f"more quokkas {MARK.decode()}"),
+        "add_memories": lambda: session.add_memories([f"a {MARK.decode()}", "b"]),
+        "list_memories": session.list_memories,
+        "clear_memory": session.clear_memory,
+        "search_knowledge": lambda: session.search_knowledge("meeting"),
+        "add_knowledge": lambda: session.add_knowledge(f"Another note {MARK.decode()}."),
+    }
+    for name, call in calls.items():
+        with pytest.raises(SessionNotFoundError):
+            call()
+        assert runtime.run(store.get_info(talk, user)) is None, name  # not made again
+    chroma = sqlite3.connect(data / "chroma" / "chroma.sqlite3")
+    try:
+        assert chroma.execute("SELECT name FROM collections").fetchall() == []
+        assert chroma.execute("SELECT count(*) FROM embeddings_queue").fetchone() == (0,)
+    finally:
+        chroma.close()
+    assert MARK not in every_byte(data, store)
+
+    anew = Session(talk, user, store=store, settings=settings)  # the session made anew:
+    anew.save_state({"n": 2})  # the old object's memory opens afresh
+    anew.close()
+    session.add_memory(f"{user} likes wombats")
+    assert [hit["text"] for hit in session.search_memory("wombats")] == [f"{user} likes wombats"]
+    session.close()
     runtime.run(store.close())
 
 

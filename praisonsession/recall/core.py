@@ -373,11 +373,13 @@ class Recall:
         return await offload(self.long.unstage, attempt)
 
     async def clear_memory(self, memory_type: MemoryQuery) -> int:
+        """Long-term first: a collection gone (``erase_user``) stops the call before the
+        short-term notes' log is written, which would make the erased session again."""
         removed = 0
-        if memory_type in ("short", "all"):
-            removed += await self.short.clear()
         if memory_type in ("long", "all"):
             removed += await offload(self.long.clear)
+        if memory_type in ("short", "all"):
+            removed += await self.short.clear()
         return removed
 
     # -- an agent's older turns ------------------------------------------------------------

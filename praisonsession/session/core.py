@@ -42,10 +42,10 @@ from .._internal.display import SnapshotList, TreeList
 from .._internal.identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
 from .._internal.json_data import JSONValue, check_json_data
 from .._internal.runtime import bounded, offload
-from ..errors import InvalidValueError, MemoryNotFoundError, RemoteModeError
+from ..errors import InvalidValueError, MemoryNotFoundError, PraisonSessionError, RemoteModeError
 from ..stores.api import UNSET, SessionBase, Unset
 from ..stores.branches import Branches, SnapshotInfo, TreeNode, staged_memories
-from ..stores.record import SessionInfo, check_ttl, now, record_key
+from ..stores.record import SessionInfo, check_ttl, now, record_key, resolve_info
 from .copies import agent_cut, counting, unplace, vectors_may_hold
 from .options import checked_config, inline_calls, resolve_settings, resolve_store
 
@@ -521,10 +521,36 @@ class AsyncSession:
     ) -> T:
         """A memory or knowledge operation, opening included, within ``timeout``."""
 
-        async def opened_then_used() -> T:
-            return await use(await self._memory(embeds=embeds))
+        return await self._call(what, self._using(use, embeds=embeds))
 
-        return await self._call(what, opened_then_used())
+    async def _using(self, use: Callable[[Recall], Awaitable[T]], *, embeds: bool = True) -> T:
+        """``use`` on the session's memory and knowledge, opened first. A collection found
+        gone (``erase_user``, here or in another process) raises what a state call raises
+        when the session is gone too, never the vector store's own error, and never makes
+        the collection again (a write after the erasure). A session that lives again (made
+        anew since) opens its memory afresh, once."""
+        for retry in (False, True):
+            recall = await self._memory(embeds=embeds)
+            try:
+                return await use(recall)
+            except Exception as exc:
+                from ..recall.vectors import collection_gone
+
+                if retry or self._remote is not None or not collection_gone(exc):
+                    raise
+                await self._check_live()
+                with self._opening_lock:
+                    if self._recall is recall:
+                        self._recall = self._recall_opening = None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _check_live(self) -> None:
+        """Raise ``SessionNotFoundError`` (``SessionExpiredError``) when the session is gone."""
+        info = await self._store.get_info(self._session_id, self._user_id)
+        try:
+            resolve_info(info, self._user_id, self._session_id, now(), must_exist=True)
+        except PraisonSessionError as exc:
+            raise exc from None
 
     async def add_memory(
         self,
@@ -583,8 +609,10 @@ class AsyncSession:
             return []
         if not self._opened:
             await self.open()
-        recall = await bounded(self._memory(), self._timeout, "opening memory")
-        return await recall.add_memories(texts, memory_type, metadata, dedupe, said)
+        await bounded(self._memory(), self._timeout, "opening memory")
+        return await self._using(
+            lambda recall: recall.add_memories(texts, memory_type, metadata, dedupe, said)
+        )
 
     async def search_memory(
         self,
@@ -701,7 +729,7 @@ class AsyncSession:
             source = Path(source)
         if not self._opened:
             await self.open()
-        return await (await self._memory()).add_knowledge(source)
+        return await self._using(lambda recall: recall.add_knowledge(source))
 
     async def search_knowledge(
         self, query: str, limit: int = 5, *, where: dict[str, Any] | None = None

@@ -33,6 +33,7 @@ from ...errors import (
     EmbedderMismatchError,
     InvalidValueError,
     MissingDependencyError,
+    PraisonSessionError,
     StoreUnavailableError,
     install_line,
 )
@@ -58,8 +59,9 @@ _lexical_paths: dict[int, Path] = {}
 _lexical_files: dict[int, LexicalFile] = {}
 #: What each embedded Chroma client's indexes hold here (``freshness.py``), by ``id``.
 _freshness: dict[int, Freshness] = {}
-#: Collections whose lexical index was found to match them, in this process.
-_lexicons_checked: set[tuple[int, str]] = set()
+#: Collections whose lexical index was found to match them, in this process: (client, name)
+#: -> the collection's id (one made again under the name, after an erasure, is checked again).
+_lexicons_checked: dict[tuple[int, str], Any] = {}
 _checking = threading.Lock()
 
 
@@ -230,6 +232,15 @@ def _retrying_unflushed(query: Any) -> Any:
     return query()
 
 
+def collection_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` says a collection does not exist (deleted: ``erase_user``, here or in
+    another process): chromadb's ``NotFoundError``, imported lazily, so known by name, or
+    pgvector's table found dropped."""
+    if isinstance(exc, PraisonSessionError):
+        return False
+    return type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc)
+
+
 def erase_owner(client: Any, namespace: str, owner: str, names: list[str]) -> int:
     """Delete the collections of this namespace that ``owner``'s data lives in: the ones named
     (known by construction) and any other that records ``owner``, their lexical tables with
@@ -260,7 +271,7 @@ def forget_terms(client: Any, names: list[str]) -> None:
 
     lexical = lexical_file(client)
     for name in names:
-        _lexicons_checked.discard((id(client), name))
+        _lexicons_checked.pop((id(client), name), None)
         if lexical is not None:
             lexical.drop(name)
         elif isinstance(client, PgVectorStore):
@@ -381,8 +392,8 @@ class VectorIndex:
             return True
         try:
             self._client.get_collection(self.name)
-        except Exception as exc:  # chromadb.errors.NotFoundError; chromadb is imported lazily
-            if type(exc).__name__ == "NotFoundError" or "does not exist" in str(exc):
+        except Exception as exc:
+            if collection_gone(exc):
                 return False
             raise
         return True
@@ -556,15 +567,18 @@ class VectorIndex:
         collection = self.collection
         key = (id(self._client), self.name)
         lexical = lexical_file(self._client)
-        if key in _lexicons_checked:
+        made = getattr(collection, "id", self.name)  # Chroma's id of it (pgvector: none)
+        if _lexicons_checked.get(key) == made:
             return lexical
         with _checking:
-            if key not in _lexicons_checked:
+            if _lexicons_checked.get(key) != made:
+                if lexical is not None:  # its table may have gone with an earlier collection
+                    lexical.forget(self.name)
                 if self._on_pgvector():
                     collection.fill_terms(self._terms_of_stored)
                 elif lexical is not None and lexical.count(self.name) != collection.count():
                     self._rebuild(lexical)
-                _lexicons_checked.add(key)
+                _lexicons_checked[key] = made
         return lexical
 
     def _terms_of_stored(self, stored: str, text: str | None, metadata: Any) -> list[str]:

@@ -199,6 +199,12 @@ class LexicalFile:
             table = self._table(collection)
             return int(self._conn.execute(f"SELECT count(*) FROM {table}_ids").fetchone()[0])
 
+    def forget(self, collection: str) -> None:
+        """Make the collection's tables again at next use if they are gone (dropped by another
+        process's erasure)."""
+        with self._lock:
+            self._made.discard(table_of(collection))
+
     def drop(self, collection: str) -> None:
         """Forget the collection's table (its terms and ids); ``vacuum`` then rewrites the file."""
         table = table_of(collection)
