@@ -441,6 +441,18 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
     real = raw._client
     lost = {"replies": 0}
 
+    def losing_the_first_reply(call: Any) -> Any:
+        """``call``, whose first reply is lost after the server applied it."""
+
+        async def lossy(*args: Any) -> Any:
+            reply = await call(*args)
+            if lost["replies"] == 0:
+                lost["replies"] = 1
+                raise redis.exceptions.ConnectionError("connection lost (simulated)")
+            return reply
+
+        return lossy
+
     async def flaky_client() -> Any:
         client = await real()
 
@@ -448,27 +460,17 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
             def __getattr__(self, name: str) -> Any:
                 return getattr(client, name)
 
-            async def evalsha(self, *args: Any) -> Any:
-                reply = await client.evalsha(*args)
-                if lost["replies"] == 0:
-                    lost["replies"] = 1
-                    raise redis.exceptions.ConnectionError("connection lost (simulated)")
-                return reply
+            evalsha = staticmethod(losing_the_first_reply(client.evalsha))
 
         return LosesOneReply()
 
     real_lane = raw._lane
 
-    async def flaky_lane() -> Any:
+    async def flaky_lane() -> Any:  # the first attempt on a loop: the lane's own connection
         lane = await real_lane()
 
-        class LosesOneReply:  # the first attempt on a loop: the lane's own connection
-            async def run(self, *args: Any) -> Any:
-                reply = await lane.run(*args)
-                if lost["replies"] == 0:
-                    lost["replies"] = 1
-                    raise redis.exceptions.ConnectionError("connection lost (simulated)")
-                return reply
+        class LosesOneReply:
+            run = staticmethod(losing_the_first_reply(lane.run))
 
         return LosesOneReply()
 

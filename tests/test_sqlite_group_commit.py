@@ -630,18 +630,24 @@ def test_a_writer_holds_its_idle_loop_for_a_moment_then_gives_it_back(tmp_path: 
     assert asyncio.run(store.get_value("lead", "u", "n")) == 1
 
 
+def gathering_for_three(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """A store at power durability whose next leader expects three threads (as after a
+    transaction of three) and gathers for as long as the tests' waits allow."""
+    monkeypatch.setattr(shared, "GATHER", WAIT)
+    store = SqliteSession(tmp_path / "s.db", durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    group.expect, group.patience = 3, WAIT
+    return store, group
+
+
 def test_a_leader_waits_for_the_writers_it_expects_and_commits_them_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A leader expecting three writers (the last transaction carried three) waits for the
     other two before its BEGIN, and the one whose arrival makes up the count wakes it: one
     commit for the three. A lone writer afterwards expects only itself."""
-    monkeypatch.setattr(shared, "GATHER", WAIT)
-    path = tmp_path / "s.db"
-    store = SqliteSession(path, durability="power")
-    asyncio.run(store.increment("warm", "u", "n"))
-    group = group_of(store)
-    group.expect, group.patience = 3, WAIT
+    store, group = gathering_for_three(tmp_path, monkeypatch)
     commits, writes = group.commits, group.writes
     outcomes: dict[int, Any] = {}
 
@@ -670,13 +676,8 @@ def test_a_gathering_leader_counts_threads_not_writes(
     """A leader expecting three threads keeps waiting when a second thread queues two writes
     at once (they are one thread's, which sends nothing more until they commit), and the
     third thread's arrival wakes it: one commit for the four writes."""
-    monkeypatch.setattr(shared, "GATHER", WAIT)
     monkeypatch.setattr(shared, "HOLD", WAIT)
-    path = tmp_path / "s.db"
-    store = SqliteSession(path, durability="power")
-    asyncio.run(store.increment("warm", "u", "n"))
-    group = group_of(store)
-    group.expect, group.patience = 3, WAIT
+    store, group = gathering_for_three(tmp_path, monkeypatch)
     commits, writes = group.commits, group.writes
     outcomes: dict[str, Any] = {}
 
