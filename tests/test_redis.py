@@ -197,13 +197,8 @@ def test_an_expired_session_leaves_no_key_and_no_index_entry(
 # -- message logs -----------------------------------------------------------------------------
 
 
-def test_a_tail_read_checks_the_session_in_one_small_script_and_falls_back_for_the_rest(
-    rstore: RedisSession, raw: redis.Redis, run, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """read_tail.lua vouches only for a session live as it stands with no expiry (no clock,
-    nothing to slide); every other session is read by read_log.lua, which says why or slides:
-    the same answers, one script each for a session without an expiry."""
-    backend = beneath(rstore.backend)
+def scripts_ran(backend: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the scripts ``backend`` runs from now on, in order, as it runs them."""
     ran: list[str] = []
     call = backend._call
 
@@ -212,6 +207,17 @@ def test_a_tail_read_checks_the_session_in_one_small_script_and_falls_back_for_t
         return await call(name, keys, args)
 
     monkeypatch.setattr(backend, "_call", counted)
+    return ran
+
+
+def test_a_tail_read_checks_the_session_in_one_small_script_and_falls_back_for_the_rest(
+    rstore: RedisSession, raw: redis.Redis, run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_tail.lua vouches only for a session live as it stands with no expiry (no clock,
+    nothing to slide); every other session is read by read_log.lua, which says why or slides:
+    the same answers, one script each for a session without an expiry."""
+    backend = beneath(rstore.backend)
+    ran = scripts_ran(backend, monkeypatch)
 
     def tail(session_id: str, start: int = -2) -> list[dict[str, Any]]:
         ran.clear()
@@ -244,13 +250,9 @@ def test_a_truncation_in_truncate_tail_lua_leaves_what_truncate_lua_leaves(
     """The same pops and truncations of two equal sessions, one through the fast path and one
     sent to the full script: the same answers, errors, logs, meta hashes and kept replies."""
     backend = beneath(rstore.backend)
-    ran: list[str] = []
+    ran = scripts_ran(backend, monkeypatch)
     tokens: list[str] = []
-    call, given = backend._call, backend._tokens
-
-    async def counted(name: str, keys: list[str], args: list[Any]) -> Any:
-        ran.append(name)
-        return await call(name, keys, args)
+    given = backend._tokens
 
     class Recorded:  # the store's op tokens, each one noted
         ttl_ms = given.ttl_ms
@@ -259,7 +261,6 @@ def test_a_truncation_in_truncate_tail_lua_leaves_what_truncate_lua_leaves(
             tokens.append(given.new(owner))
             return tokens[-1]
 
-    monkeypatch.setattr(backend, "_call", counted)
     monkeypatch.setattr(backend, "_tokens", Recorded())
     for session_id in ("fast", "full"):
         run(rstore.append_messages(session_id, "u", "log", [turn(i) for i in range(8)]))
@@ -323,14 +324,7 @@ def test_a_truncation_the_fast_path_declines_goes_to_truncate_lua(
     refused) by truncate.lua, having written nothing in truncate_tail.lua; one seen with an
     expiry goes there straight away."""
     backend = beneath(rstore.backend)
-    ran: list[str] = []
-    call = backend._call
-
-    async def counted(name: str, keys: list[str], args: list[Any]) -> Any:
-        ran.append(name)
-        return await call(name, keys, args)
-
-    monkeypatch.setattr(backend, "_call", counted)
+    ran = scripts_ran(backend, monkeypatch)
 
     def pop(session_id: str, held: int) -> list[dict[str, Any]]:
         ran.clear()
