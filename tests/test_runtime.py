@@ -459,3 +459,39 @@ def test_the_sync_calls_setting_says_where_a_store_call_runs(sync_calls: str) ->
 def test_sync_calls_takes_only_its_two_words() -> None:
     with pytest.raises(PraisonSessionError, match="sync_calls"):
         Session("s", store="memory://", settings={"sync_calls": "threads"})
+
+
+def test_a_cancel_is_told_apart_as_the_deadlines_alone_or_not() -> None:
+    """``cancelled_by_deadline``: True only while a ``bounded`` call's time has run out and
+    nothing else asked to cancel its task (what lets a committed write return its outcome);
+    a cancel of its own, or no deadline at all, is False."""
+
+    async def seen(other_cancel: bool) -> bool:
+        async def work() -> bool:
+            scope = runtime._scopes.get()[-1][0]
+            task: Any = asyncio.current_task()
+            assert not runtime.cancelled_by_deadline()  # nothing has run out yet
+            scope.reschedule(asyncio.get_running_loop().time())
+            if other_cancel:
+                task.cancel()
+            try:
+                await asyncio.Event().wait()  # never set: the cancel ends it
+            except asyncio.CancelledError:
+                return runtime.cancelled_by_deadline()
+            return False
+
+        return await runtime.bounded(work(), 60, "waiting")
+
+    async def unbounded() -> bool:
+        task: Any = asyncio.current_task()
+        task.cancel()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            task.uncancel()
+            return runtime.cancelled_by_deadline()
+        return True
+
+    assert asyncio.run(seen(other_cancel=False)) is True
+    assert asyncio.run(seen(other_cancel=True)) is False
+    assert asyncio.run(unbounded()) is False

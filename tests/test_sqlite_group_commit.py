@@ -26,6 +26,7 @@ import pytest
 
 from praisonsession import (
     InvalidValueError,
+    OperationTimeoutError,
     Session,
     SqliteSession,
     StoreUnavailableError,
@@ -735,3 +736,161 @@ def test_a_leader_interrupted_while_it_gathers_leaves_the_group_usable(
     assert (group.queue, group.leading, group.gate) == ([], False, None)
     assert increment(store, "kept") == 1
     assert asyncio.run(store.get_value("lost", "u", "n")) is None
+
+
+# -- deadlines: a write's caller learns what became of it ----------------------------------------
+
+
+class Deadline:
+    """A call run within a deadline, as ``timeout=`` runs it (``runtime.bounded``), that the
+    test ends when it chooses: the call's own timeout is made to fire at once on its loop, so
+    no test waits for a clock."""
+
+    def __init__(self) -> None:
+        self.scope: Any = None
+        self.task: Any = None
+        self.loop: Any = None
+
+    async def run(self, work: Any) -> Any:
+        async def noting() -> Any:
+            self.scope = runtime._scopes.get()[-1][0]  # the timeout of this call
+            self.task, self.loop = asyncio.current_task(), asyncio.get_running_loop()
+            return await work
+
+        return await runtime.bounded(noting(), WAIT, ("increment", "timed"))
+
+    async def expire(self) -> None:
+        """On the call's loop: its deadline runs out now, and the call is told."""
+        self.scope.reschedule(self.loop.time())
+        while not self.task.cancelling():
+            await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the call's task runs on its cancel
+
+    def end(self) -> None:
+        """:meth:`expire` from another thread."""
+        asyncio.run_coroutine_threadsafe(self.expire(), self.loop).result(WAIT)
+
+
+def outcome_of(call: Any) -> Any:
+    try:
+        return call()
+    except Exception as exc:
+        return exc
+
+
+def test_a_write_committed_after_its_deadline_ran_out_succeeds_on_threads(
+    tmp_path: Path,
+) -> None:
+    """Three threads' writes in one slow commit (its leader's work is held until the test
+    lets it go): one thread's deadline runs out while its write is in the transaction, and a
+    synchronous writer's ran out long before the commit. The commit holds both writes, so
+    both callers get their outcome, not a timeout (which a retry would answer by writing
+    them twice)."""
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    backend = beneath(store.backend)
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    started, release = threading.Event(), threading.Event()
+
+    def held(conn: sqlite3.Connection) -> int:
+        started.set()
+        release.wait(WAIT)  # the commit is slow for as long as the test wants
+        return 0
+
+    deadline = Deadline()
+    outcomes: dict[str, Any] = {}
+    writers = {
+        "lead": lambda: runtime.run(backend._transaction(held, True), inline=True),
+        "timed": lambda: asyncio.run(deadline.run(store.increment("timed", "u", "n"))),
+        "late": lambda: runtime.run(
+            runtime.bounded(store.increment("late", "u", "n"), 0.001, ("increment", "late")),
+            inline=True,
+        ),
+    }
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the leader waits for the file; the others queue
+    threads = []
+    for queued, (name, call) in enumerate(writers.items(), 1):
+        threads.append(
+            threading.Thread(target=lambda n=name, c=call: outcomes.setdefault(n, outcome_of(c)))
+        )
+        threads[-1].start()
+        wait_until(lambda n=queued: len(group.queue) == n, f"{queued} writers queued")
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    assert started.wait(WAIT)  # the three writes are in the held transaction
+    deadline.end()
+    release.set()
+    for thread in threads:
+        thread.join()
+    assert outcomes == {"lead": 0, "timed": 1, "late": 1}
+    assert asyncio.run(store.get_value("timed", "u", "n")) == 1
+    assert asyncio.run(store.get_value("late", "u", "n")) == 1
+
+
+def test_a_write_committed_after_its_deadline_ran_out_succeeds_on_one_loop(
+    tmp_path: Path,
+) -> None:
+    """Tasks of one loop: the leader's shared transaction runs on a worker and is held there;
+    the deadlines of the leader and of a follower run out meanwhile. Both writes are
+    committed, and both callers get their outcome."""
+    store = SqliteSession(tmp_path / "s.db", durability="power")
+    backend = beneath(store.backend)
+    asyncio.run(store.increment("warm", "u", "n"))
+    started, release = threading.Event(), threading.Event()
+
+    def held(conn: sqlite3.Connection) -> int:
+        started.set()
+        release.wait(WAIT)
+        return 0
+
+    async def scenario() -> list[Any]:
+        deadlines = [Deadline(), Deadline()]
+        leader = asyncio.ensure_future(deadlines[0].run(store.increment("lead", "u", "n")))
+        follower = asyncio.ensure_future(deadlines[1].run(store.increment("f", "u", "n")))
+        blocker = asyncio.ensure_future(backend._transaction(held, True))
+        await asyncio.to_thread(started.wait, WAIT)
+        for deadline in deadlines:
+            await deadline.expire()
+        release.set()
+        return await asyncio.gather(leader, follower, blocker, return_exceptions=True)
+
+    assert asyncio.run(scenario()) == [1, 1, 0]
+    assert asyncio.run(store.get_value("lead", "u", "n")) == 1
+    assert asyncio.run(store.get_value("f", "u", "n")) == 1
+
+
+def test_a_write_whose_deadline_runs_out_in_the_queue_times_out_and_is_not_applied(
+    tmp_path: Path,
+) -> None:
+    """The other half: a write still queued when its deadline runs out leaves the queue
+    with nothing applied, and its caller gets OperationTimeoutError; the leader it waited
+    behind commits its own."""
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    outcomes: dict[str, Any] = {}
+    lead = threading.Thread(target=lambda: outcomes.setdefault("lead", append(store, "lead")))
+    lead.start()
+    wait_until(lambda: len(group.queue) == 1, "the leader waiting for the file")
+    deadline = Deadline()
+    timed = threading.Thread(
+        target=lambda: outcomes.setdefault(
+            "timed", outcome_of(lambda: asyncio.run(deadline.run(store.increment("t", "u", "n"))))
+        )
+    )
+    timed.start()
+    wait_until(lambda: len(group.queue) == 2, "the timed writer queued")
+    deadline.end()
+    timed.join()
+    assert len(group.queue) == 1  # it left the queue
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    lead.join()
+    assert isinstance(outcomes["timed"], OperationTimeoutError)
+    assert outcomes["lead"] == 1
+    assert asyncio.run(store.get_value("t", "u", "n")) is None

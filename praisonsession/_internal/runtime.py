@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # asyncio and futures load on the first call that needs the l
 
 __all__ = [
     "bounded",
+    "cancelled_by_deadline",
     "drive",
     "expired",
     "is_running",
@@ -62,6 +63,9 @@ T = TypeVar("T")
 
 # monotonic time at which the current call must have finished, its length, and what it is
 _deadline: ContextVar[tuple[float, float, Any] | None] = ContextVar("deadline", default=None)
+# the asyncio.timeout scopes of the bounded calls the current task is in, outermost first, each
+# with the task's cancel requests when it began (read by ``cancelled_by_deadline``)
+_scopes: ContextVar[tuple[tuple[Any, int], ...]] = ContextVar("scopes", default=())
 _running_loop: Callable[[], Any] | None = None
 
 
@@ -145,6 +149,8 @@ async def _within(work: Awaitable[T], seconds: float, what: Any) -> T:
 
     if sys.version_info >= (3, 11):
         scope = asyncio.timeout(seconds)
+        task: Any = asyncio.current_task()
+        token = _scopes.set((*_scopes.get(), (scope, task.cancelling())))
         try:
             async with scope:
                 return await work
@@ -152,6 +158,8 @@ async def _within(work: Awaitable[T], seconds: float, what: Any) -> T:
             if scope.expired():
                 raise OperationTimeoutError(_describe(what), seconds) from None
             raise
+        finally:
+            _scopes.reset(token)
     try:  # pragma: no cover - Python 3.10
         return await asyncio.wait_for(_as_coroutine(work), seconds)
     except asyncio.TimeoutError:  # pragma: no cover - Python 3.10
@@ -160,6 +168,25 @@ async def _within(work: Awaitable[T], seconds: float, what: Any) -> T:
 
 async def _as_coroutine(work: Awaitable[T]) -> T:  # pragma: no cover - Python 3.10
     return await work
+
+
+def cancelled_by_deadline() -> bool:
+    """Whether the cancellation the current task is getting comes from its calls' deadlines
+    alone (a ``bounded`` call's time ran out, and nothing else asked to cancel it). Work whose
+    outcome is known by then, a write already committed, returns it instead of the timeout:
+    ``bounded`` takes its own cancel back, and a caller never gets a timeout for a write that
+    was made (and makes it twice when it tries again)."""
+    if sys.version_info < (3, 11):  # pragma: no cover - wait_for's cancel: the clock tells
+        bound = _deadline.get()
+        return bound is not None and time.monotonic() >= bound[0]
+    scopes = _scopes.get()
+    if not scopes:
+        return False
+    import asyncio
+
+    task: Any = asyncio.current_task()
+    fired = sum(1 for scope, _ in scopes if scope.expired())
+    return fired > 0 and task.cancelling() <= scopes[0][1] + fired
 
 
 def drive(coro: Coroutine[Any, Any, T]) -> T:
@@ -290,7 +317,10 @@ def run(
         if waiter.done():  # the coroutine's own TimeoutError (FutureTimeout is TimeoutError)
             raise
         task.cancel()
-        late = f"{what} (the background loop did not answer)"
+        late = (
+            f"{what} (the background loop did not answer, so whether it took effect is "
+            "unknown: read it back before making a write again)"
+        )
         raise OperationTimeoutError(late, timeout) from None
     finally:
         current.waiting.discard(waiter)

@@ -128,6 +128,7 @@ from .shared import (
     Writer,
     cancelled,
     forget_after_fork,
+    known_despite,
     on_a_worker,
     others_ready,
     shared_file,
@@ -355,8 +356,10 @@ class SqliteBackend(StoreBackend):
                     group.commits += 1
                     group.writes += len(batch)
                     group.settle(batch, mine)
-                if mine.interrupted:  # cancelled while its transaction ran on the worker
-                    group.leave(mine)
+                if mine.interrupted and not (
+                    mine.state is DONE and known_despite(mine.interrupted)
+                ):
+                    group.leave(mine)  # cancelled while its transaction ran on the worker
                     raise mine.interrupted
             return cast(T, mine.outcome())
         finally:

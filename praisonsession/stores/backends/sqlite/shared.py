@@ -19,6 +19,12 @@ commit, and only that caller gets the error. An error that ends the whole transa
 disk, an I/O error) fails the writer whose statement met it; the writers whose work went with
 the transaction run again in the next one, the same as if they had queued later.
 
+**Deadlines.** A call's deadline (``timeout=``) that runs out while its write is queued takes
+the write out with nothing applied, and the call times out. Once the write is in a
+transaction, the deadline no longer decides: the call waits for the commit and returns the
+write's outcome (``known_despite``), since a caller told "timed out" tries again, and a write
+that was committed would then be made twice.
+
 A store with ``group_commit=False`` leads transactions of its own write alone: the writers
 of the process still take turns here rather than poll SQLite's lock, one commit each.
 
@@ -55,6 +61,7 @@ closes the connections.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import sys
 import threading
@@ -65,7 +72,7 @@ from pathlib import Path
 from threading import get_ident
 from typing import Any
 
-from ...._internal.runtime import drive
+from ...._internal.runtime import cancelled_by_deadline, drive
 
 #: The most writers one transaction carries: a leader's wait is bounded, and a queue longer
 #: than this commits in several transactions.
@@ -115,7 +122,8 @@ class Writer:
         self.value: Any = None
         self.error: BaseException | None = None
         #: A leader's cancellation that came while its transaction ran on a worker thread
-        #: (``on_a_worker``): raised once every writer of the transaction has its outcome.
+        #: (``on_a_worker``): raised once every writer of the transaction has its outcome,
+        #: unless it is the deadline's alone and the leader's own outcome is in.
         self.interrupted: BaseException | None = None
         self.wake: Any = None  # a held lock the leader releases (a thread with no loop)
         self.loop: Any = None  # or the writer's loop and future (a thread running a loop)
@@ -218,6 +226,24 @@ async def on_a_worker(transaction: Coroutine[Any, Any, Any], leader: Writer) -> 
             if done.done() and not done.cancelled() and done.exception() is exc:
                 raise  # the transaction's own outcome, not a cancellation of this task
             leader.interrupted = exc
+
+
+async def _to_its_end(future: Any) -> None:
+    """Wait for ``future`` (a writer's outcome, which its leader always sends), whatever
+    cancels the waiting task meanwhile."""
+    import asyncio
+
+    while not future.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(future)
+
+
+def known_despite(exc: BaseException) -> bool:
+    """Whether a writer whose outcome is in returns it although ``exc`` interrupted its wait:
+    when ``exc`` is the cancel of the call's deadline alone. The deadline's timeout says a
+    write was not made, and a caller that gets it tries again, so a write that is committed
+    returns; any other cancel is the caller's own, raised after the outcome is in."""
+    return cancelled(exc) and cancelled_by_deadline()
 
 
 def _resolve(future: Any) -> None:
@@ -325,9 +351,10 @@ class CommitGroup:
     async def wait(self, writer: Writer) -> bool:
         """Wait until a leader has committed ``writer``'s work (False) or made it the
         leader (True). Cancelled or interrupted while still queued, it leaves the queue
-        with nothing applied; once its work is in a transaction it waits for the outcome,
-        and a cancellation is raised after it (the write may then be applied, as it may on
-        the network stores)."""
+        with nothing applied. Once its work is in a transaction it waits for the outcome:
+        the call's deadline running out then returns that outcome (a committed write is
+        never reported as timed out), and any other cancellation is raised after it (the
+        write may then be applied, as it may on the network stores)."""
         if writer.future is None:  # a held lock (a thread with no loop, or an idle loop)
             try:
                 held = writer.wake.acquire(timeout=-1 if writer.loop is None else HOLD)
@@ -340,12 +367,14 @@ class CommitGroup:
                 return writer.state is LEAD
         try:
             await writer.future
-        except BaseException:
-            while self.withdraw(writer) is TAKEN:  # in a transaction: wait for its end
-                import asyncio
-
-                await asyncio.shield(writer.future)
-            raise
+        except BaseException as exc:
+            state = self.withdraw(writer)
+            if state is QUEUED or state is LEAD:  # out of the queue: nothing applied
+                raise
+            if state is TAKEN:  # in a transaction: its end decides
+                await _to_its_end(writer.future)
+            if not known_despite(exc):
+                raise
         return writer.state is LEAD
 
     def unpark(self, writer: Writer) -> bool:
@@ -360,7 +389,8 @@ class CommitGroup:
 
     def withdraw(self, writer: Writer) -> str:
         """Take ``writer`` out of the queue (handing the lead on if it had it); TAKEN when
-        a leader is running its work, with a new future to wait on."""
+        a leader is running its work, with a new future to wait on; DONE when its outcome
+        is in."""
         with self.lock:
             state = writer.state
             if state is TAKEN and writer.future is not None:
