@@ -17,12 +17,15 @@ The layout of a thread's session:
   with the log's length expected, so that a record's position is known when it is written,
   and each says where it is (``at``): a listing reads the log's tail and starts from there
   when its newest record is of the namespace listed, with no read of the head document;
-- the log :data:`WRITES`: one entry per ``put_writes`` (which task wrote which channels): the
-  version the writes documents are compared and set against, and a history of what was written;
+- the log :data:`WRITES`: one entry per write of a writes document (which task wrote which
+  channels): the version the writes documents are compared and set against, and a history;
 - documents, read by name: ``langgraph/at/<ns>/<id>`` (a checkpoint's position),
   ``langgraph/at/<ns>/~%head`` (a namespace's newest checkpoint and its position),
-  ``langgraph/writes/<ns>/<id>`` (a checkpoint's pending writes) and ``langgraph/run/<run_id>``
-  (the thread holds checkpoints of that run).
+  ``langgraph/writes/<ns>/<id>`` (a checkpoint's pending writes: the first few merged, and
+  once it is marked ``more``, the log ``langgraph/writes/<ns>/<id>.more`` below it holds every
+  later ``put_writes``, one message each, read with it) and ``langgraph/run/<run_id>`` (the
+  thread holds checkpoints of that run). Threads written with every write in the document
+  read the same, and a document holding none is the same as an absent one.
 
 One row per step: a put writes its record and, now and then, documents. The positions by id
 are written a block of :data:`_INDEXED_EVERY` records at a time (a checkpoint of the block not
@@ -61,10 +64,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequen
 from functools import partial
 from typing import Any, NamedTuple
 
+from .._internal.identifiers import MAX_KEY_LENGTH
 from .._internal.runtime import pause
 from ..errors import ConflictError, SessionCorruptedError, SessionNotFoundError
 from ..stores import UNSET, Branches, Key, LogWrite, SessionInfo, StoreBackend
-from ..stores.backend import Stamped
+from ..stores.backend import Stamped, StoredModules
 
 __all__ = [
     "CHECKPOINTS",
@@ -100,12 +104,15 @@ _VIEWED = 64  # checkpoints a thread's view holds (and 8 listed pages)
 _VIEWS = 1024  # threads viewed per Threads
 _WASTED = 4  # views dropped in a row before serving a read: then stamps are taken seldom,
 _BACKOFF = 16  # by one read in this many, until a view serves a read again
+_MERGED_UP_TO = 16  # writes (or _MERGED_BYTES of their text) a writes document holds merged;
+_MERGED_BYTES = 16 << 10  # more go to the log below it (see put_writes)
+_MORE = ".more"  # the log below a writes document: writes_name + _MORE
 
 
-#: WRITES as known here: its length, the writes documents written last (by name), and the
-#: names of every writes document of the thread when this object wrote all of them (None when
-#: it did not: the thread had writes before, or it forgot them).
-_Journal = tuple[int, dict[str, list[Any]], set[str] | None]
+#: WRITES as known here: its length, the writes documents written or read last (by name), and
+#: the names of every writes document of the thread when this object wrote all of them (None
+#: when it did not: the thread had writes before, or it forgot them).
+_Journal = tuple[int, dict[str, dict[str, Any]], set[str] | None]
 #: CHECKPOINTS as known here: its length, the (position, ns, id) of each record of the block
 #: not indexed yet, and of the last record (None for an empty log).
 _Tail = tuple[int, list[tuple[int, str, str]], tuple[int, str, str] | None]
@@ -267,6 +274,11 @@ def _write_item(write: Write) -> list[Any]:
     return [write.task_id, write.idx, write.channel, write.task_path, *pack(write.value)]
 
 
+def _more(content: str, writes: Sequence[Write]) -> dict[str, Any]:
+    """One ``put_writes`` as a message of the log below a writes document."""
+    return {"role": "writes", "content": content, "w": [_write_item(write) for write in writes]}
+
+
 def _write_of(item: Any, what: str | Callable[[], str]) -> Write:
     try:
         task_id, idx, channel, task_path, *value = item
@@ -276,20 +288,71 @@ def _write_of(item: Any, what: str | Callable[[], str]) -> Write:
 
 
 def _merged(held: list[Any], new: Sequence[Write]) -> list[Any]:
-    """Writes held plus new ones, as LangGraph's savers merge them: a regular write of a
-    (task, index) already held is kept as it was, a special one (negative index) replaced."""
+    """Writes held plus new ones, as LangGraph's savers merge them (:func:`_folded`)."""
+    return _folded(held, [[_write_item(write) for write in new]])
+
+
+def _folded(held: list[Any], batches: Iterable[list[Any]]) -> list[Any]:
+    """Stored writes ``held`` with ``batches`` of stored writes merged in, in order, as
+    LangGraph's savers merge them: a regular write of a (task, index) already held is kept as
+    it was, a special one (negative index) replaced where it stands."""
     merged = list(held)
     where = {(item[0], item[1]): n for n, item in enumerate(merged)}
-    for write in new:
-        slot = (write.task_id, write.idx)
-        if slot in where:
-            if write.idx >= 0:
-                continue
-            merged[where[slot]] = _write_item(write)
-        else:
-            where[slot] = len(merged)
-            merged.append(_write_item(write))
+    for batch in batches:
+        for item in batch:
+            slot = (item[0], item[1])
+            if slot in where:
+                if item[1] >= 0:
+                    continue
+                merged[where[slot]] = item
+            else:
+                where[slot] = len(merged)
+                merged.append(item)
     return merged
+
+
+def _overflows(name: str) -> bool:
+    """Whether a writes document may move further writes into the log below it: every backend
+    finds that log when the name has no ``.`` (memory, JSON and Redis take a log's module to
+    be its path up to the first dot) and the log's path is not too long for a key. A name that
+    cannot (an id or namespace holding a dot) keeps every write merged in the document."""
+    return "." not in name and len(name) + len(_MORE) <= MAX_KEY_LENGTH
+
+
+def _full(merged: list[Any]) -> bool:
+    """Whether a writes document holds enough that further writes go to its log."""
+    if len(merged) >= _MERGED_UP_TO:
+        return True
+    return sum(len(item[5]) for item in merged if len(item) > 5) >= _MERGED_BYTES
+
+
+def _gathered(stored: StoredModules | None) -> dict[str, Any]:
+    """The documents read, each writes document that moved writes into its log (``more``)
+    holding them too, merged in the order they were stored: what a reader takes the
+    checkpoint's pending writes from. A log below a document that is absent, emptied or not
+    marked is not read (a checkpoint pruned since)."""
+    if stored is None:
+        return {}
+    if not stored.logs:
+        return stored.documents
+    documents = dict(stored.documents)
+    for path, entries in stored.logs.items():
+        if not path.endswith(_MORE):
+            continue
+        name = path[: -len(_MORE)]
+        held = documents.get(name)
+        if type(held) is not dict or not held.get("more"):
+            continue
+        try:
+            batches = [entry["w"] for entry in entries if type(entry["w"]) is list]
+            if len(batches) != len(entries):
+                raise TypeError("a batch of writes that is not a list")
+            documents[name] = {"w": _folded(held.get("w", []), batches), "more": True}
+        except (TypeError, KeyError, IndexError) as exc:
+            raise SessionCorruptedError(
+                f"log {path!r}", f"writes that are not as stored ({exc})"
+            ) from None
+    return documents
 
 
 def _in_order(writes: list[Write]) -> list[Write]:
@@ -624,7 +687,7 @@ class Threads:
                 what = what_of(key, record)
                 writes = [_write_of(item, what) for item in held.get("w", [])] if held else []
                 values, wanted = self._values_here(key, length, record, None, None)
-                if not wanted:
+                if not wanted and not (held and held.get("more")):  # else some in its log
                     view.keep(ns, Loaded(record, values, writes), head=True)
             return
         raise ConflictError(
@@ -736,7 +799,7 @@ class Threads:
         )
         if not _checked(tail, key):
             return None
-        documents = {} if stored is None else stored.documents
+        documents = _gathered(stored)
         at, last = tail[0].get("at"), tail[0]
         full: Record | None = last
         if last.get("ns") == ns and type(at) is int:  # the log's last: its writes read with it
@@ -747,7 +810,7 @@ class Threads:
                 return None
             at, checkpoint_id, full = head["at"], head["id"], None
             stored = await self.backend.read_modules(key, names=[writes_name(ns, checkpoint_id)])
-            documents = {} if stored is None else stored.documents
+            documents = _gathered(stored)
         known = self._known(key, ns, checkpoint_id)
         if known is not None and known[0] == at:
             full = None  # remembered here, with its values
@@ -772,7 +835,7 @@ class Threads:
             if not records or records[0].get("id") != checkpoint_id or records[0].get("ns") != ns:
                 raise _Moved  # rewritten (pruned, deleted) since: forgotten, then read anew
             self._remember(key, at, records[0])
-            documents = {} if stored is None else stored.documents
+            documents = _gathered(stored)
             return await self._loaded(key, ns, checkpoint_id, at, documents, records[0])
         names = [at_name(ns, checkpoint_id), writes_name(ns, checkpoint_id)]
         stored = await self.backend.read_modules(key, names=names)
@@ -783,8 +846,9 @@ class Threads:
             found = await self._find_in_tail(key, ns, checkpoint_id)
             if found is None:
                 return None
-            return await self._loaded(key, ns, checkpoint_id, found[0], stored.documents, found[1])
-        return await self._loaded(key, ns, checkpoint_id, at, stored.documents)
+            documents = _gathered(stored)
+            return await self._loaded(key, ns, checkpoint_id, found[0], documents, found[1])
+        return await self._loaded(key, ns, checkpoint_id, at, _gathered(stored))
 
     async def _loaded(
         self,
@@ -897,7 +961,7 @@ class Threads:
         if documents is None:
             view = None  # its writes are read below, apart from the records
             stored = await self.backend.read_modules(key, names=names)
-            documents = {} if stored is None else stored.documents
+            documents = _gathered(stored)
         nearby = dict(records)
         loaded = []
         for name, (at, record) in zip(names, records, strict=True):
@@ -953,7 +1017,7 @@ class Threads:
                 tail, stored = done.value
                 if not _checked(tail, key):
                     return
-                documents = {} if stored is None else stored.documents
+                documents = _gathered(stored)
                 start = _start_of(tail)
                 if start is None or tail[-1].get("ns") != ns:
                     chosen = None
@@ -1008,70 +1072,105 @@ class Threads:
     async def put_writes(
         self, key: Key, ns: str, checkpoint_id: str, writes: Sequence[Write]
     ) -> None:
-        """Store pending writes of a checkpoint: its writes document replaced by the merge of
-        what it held and ``writes``, with :data:`WRITES`' length expected, so that concurrent
-        writers (parallel tasks, other processes) never lose each other's writes.
+        """Store pending writes of a checkpoint so that concurrent writers (parallel tasks,
+        other processes) never lose each other's writes, in one write whatever the checkpoint
+        holds already.
+
+        The first writes of a checkpoint are merged into its writes document, with the length
+        of :data:`WRITES` expected (each such write appends an entry to it, as a prune does):
+        anyone else's write meanwhile moved the length, so the write is refused, and read
+        again. Once the document holds ``_MERGED_UP_TO`` writes (or ``_MERGED_BYTES`` of
+        text), the write that fills it marks it ``more``, and every later set of writes is
+        appended to the log below it (``writes_name + _MORE``), one message per call, with
+        the length of :data:`WRITES` checked but not moved: appends never conflict with each
+        other, and a prune or a delete meanwhile refuses them. Readers merge the log into the
+        document in order (:func:`_gathered`), LangGraph's rule for repeats applied there. So
+        the hundreds of tasks of a map-reduce step cost one append each, not a rewrite of
+        every write stored before theirs.
 
         Every writes document is written with an entry of :data:`WRITES` (here, and a prune's
         marker), so a thread whose :data:`WRITES` was empty when this object first wrote to it
         holds only the writes documents written here since, as long as its length is still
         the one expected: the writes of a checkpoint not among them are none, with no read (a
-        checkpoint just put, the common case). Anyone else's writes meanwhile moved the
-        length: the write is refused, and read again."""
+        checkpoint just put, the common case)."""
         name = writes_name(ns, checkpoint_id)
-        entry = {
-            "role": "writes",
-            "content": f"{writes[0].task_id} wrote " + ", ".join(w.channel for w in writes),
-            "ns": ns,
-            "id": checkpoint_id,
-            "task": writes[0].task_id,
-        }
+        content = f"{writes[0].task_id} wrote " + ", ".join(w.channel for w in writes)
         for _ in range(_ATTEMPTS):
             with self._lock:
                 journal = self._journals.get(key)
             if journal is None:
                 length = await self._open(key, WRITES)
-                known: dict[str, list[Any]] = {}
+                known: dict[str, dict[str, Any]] = {}
                 every: set[str] | None = set() if length == 0 else None
             else:
                 length, known, every = journal
-            held = known.get(name)
-            if held is None and every is not None and name not in every:
-                held = []  # every writes document is one written here: none for it yet
-            elif held is None:
+            doc = known.get(name)
+            if doc is None and every is not None and name not in every:
+                doc = {}  # every writes document is one written here: none for it yet
+            elif doc is None:
                 stored = await self.backend.read_modules(key, names=[name])
-                doc = None if stored is None else _document(stored.documents, name, key)
-                held = list((doc or {}).get("w", []))
-            merged = _merged(held, writes)
-            if merged == held:
-                return  # nothing new: a repeat of writes stored already
+                doc = (None if stored is None else _document(stored.documents, name, key)) or {}
+            documents: dict[str, Any] = {}
+            if doc.get("more"):  # WRITES checked, not moved: no prune, no delete since
+                logged = [LogWrite(WRITES, [], length)]
+                logged.append(LogWrite(name + _MORE, [_more(content, writes)], -1))
+            else:
+                held = list(doc.get("w", []))
+                merged = _merged(held, writes)
+                if merged == held:
+                    return  # nothing new: a repeat of writes stored already
+                doc = {"w": merged}
+                if _full(merged) and _overflows(name):
+                    doc["more"] = True  # the writes after these go to the log below it
+                documents[name] = doc
+                entry = {
+                    "role": "writes",
+                    "content": content,
+                    "ns": ns,
+                    "id": checkpoint_id,
+                    "task": writes[0].task_id,
+                }
+                logged = [LogWrite(WRITES, [entry], length)]
             try:
-                await self.backend.write_modules(
-                    key, documents={name: {"w": merged}}, writes=[LogWrite(WRITES, [entry], length)]
-                )
+                await self.backend.write_modules(key, documents=documents, writes=logged)
             except ConflictError:
                 with self._lock:
                     self._journals.pop(key, None)
                 await pause(0)
                 continue
-            with self._lock:
-                current = self._journals.get(key)
-                if current is not None:
-                    _, known, every = current
-                elif journal is not None:  # forgotten meanwhile: what else it holds is unknown
-                    known, every = {}, None
-                known = dict(list(known.items())[-7:])  # the few checkpoints being written
-                known[name] = merged
-                if every is not None and len(every) < _REMEMBERED:
-                    every.add(name)
-                else:
-                    every = None
-                self._journals[key] = (length + 1, known, every)
+            self._journaled(key, journal, every, name, doc, length + bool(documents))
             return
         raise ConflictError(
             f"Thread {key.session_id!r}: {_ATTEMPTS} other writers stored writes while this "
             "one tried to; try again."
         )
+
+    def _journaled(
+        self,
+        key: Key,
+        journal: _Journal | None,
+        every: set[str] | None,
+        name: str,
+        doc: dict[str, Any],
+        length: int,
+    ) -> None:
+        """Remember a writes document as written (or found marked ``more``) and the length of
+        :data:`WRITES` after it; ``every`` is what the write started from when the thread had
+        no journal here."""
+        with self._lock:
+            current = self._journals.get(key)
+            known: dict[str, dict[str, Any]] = {}
+            if current is not None:
+                _, known, every = current
+            elif journal is not None:  # forgotten meanwhile: what else it holds is unknown
+                every = None
+            known = {n: d for n, d in list(known.items())[-7:] if n != name}  # the few written
+            known[name] = doc
+            if every is not None and len(every) < _REMEMBERED:
+                every.add(name)
+            else:
+                every = None
+            self._journals[key] = (length, known, every)
 
     # -- delta channels -------------------------------------------------------------------------
 
@@ -1112,7 +1211,7 @@ class Threads:
             walked.update(record["id"] for _, record in chain)
             names = [writes_name(ns, record["id"]) for _, record in chain]
             stored = await self.backend.read_modules(key, names=names)
-            documents = {} if stored is None else stored.documents
+            documents = _gathered(stored)
             for at, record in chain:
                 if not remaining:
                     break
@@ -1192,7 +1291,8 @@ class Threads:
         """Rewrite the thread keeping the records ``keeping(records)`` chooses (a set of
         positions), in one atomic step, as long as nobody appended meanwhile (else it reads
         and chooses again). A value a kept record refers to moves into it if the record
-        holding it goes; what goes is overwritten with empty documents. How many went."""
+        holding it goes; what goes is overwritten with empty documents, and the logs of its
+        writes (``more``) emptied. How many went."""
         for _ in range(_ATTEMPTS):
             length = await self.backend.count_log(key, path=CHECKPOINTS)
             records = _checked(
@@ -1221,6 +1321,10 @@ class Threads:
                     documents[run_name(record["run"])] = {"run": record["run"]}
             dropped = length - len(kept)
             marker = {"role": "writes", "content": f"{dropped} checkpoints removed"}
+            gone = [
+                writes_name(r["ns"], r["id"]) for at, r in enumerate(records) if at not in kept_at
+            ]
+            emptied = [LogWrite(name + _MORE, [], None) for name in await self._more(key, gone)]
             try:
                 await self.backend.write_modules(
                     key,
@@ -1229,6 +1333,7 @@ class Threads:
                         LogWrite(CHECKPOINTS, [], length),  # nobody appended since the read
                         LogWrite(CHECKPOINTS, kept, None),
                         LogWrite(WRITES, [marker], -1),
+                        *emptied,
                     ],
                 )
             except ConflictError:
@@ -1238,6 +1343,14 @@ class Threads:
                 self.forget(key)
             return dropped
         raise ConflictError(f"Thread {key.session_id!r} kept changing while it was rewritten.")
+
+    async def _more(self, key: Key, names: list[str]) -> list[str]:
+        """Which of these writes documents moved writes into their log (``more``). One marked
+        after this read keeps its log: no read takes it, its checkpoint being gone."""
+        names = [name for name in names if _overflows(name)]
+        stored = await self.backend.read_modules(key, names=names) if names else None
+        documents = {} if stored is None else stored.documents
+        return [name for name in names if (_document(documents, name, key) or {}).get("more")]
 
     async def keep_latest(self, key: Key) -> int:
         """Keep each namespace's newest checkpoint and the ancestors its delta channels are

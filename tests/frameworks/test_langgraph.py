@@ -308,25 +308,28 @@ def test_a_thread_written_before_records_said_where_they_are_is_read_and_continu
 
 
 def test_concurrent_writes_of_parallel_tasks_are_all_kept(url: str) -> None:
+    """8 threads, 80 tasks: the first merged into the writes document, most appended to the
+    log below it once it filled (``test_langgraph_writes.py``)."""
     with PraisonSaver(url) as saver:
         stored = put(saver, "t", {"a": 1})
         other = PraisonSaver(saver.store)  # a second saver, as a second process would be
         start = threading.Barrier(8)
 
-        def task(n: int) -> None:
+        def tasks(first: int) -> None:
             start.wait()
-            (saver if n % 2 else other).put_writes(
-                stored, [("out", n), ("log", f"t{n}")], f"task-{n}"
-            )
+            for n in range(first, 80, 8):
+                (saver if n % 2 else other).put_writes(
+                    stored, [("out", n), ("log", f"t{n}")], f"task-{n:02d}"
+                )
 
-        workers = [threading.Thread(target=task, args=(n,)) for n in range(8)]
+        workers = [threading.Thread(target=tasks, args=(n,)) for n in range(8)]
         for worker in workers:
             worker.start()
         for worker in workers:
             worker.join()
         writes = saver.get_tuple(stored).pending_writes
-        assert sorted(value for _, channel, value in writes if channel == "out") == list(range(8))
-        assert len(writes) == 16
+        assert [value for _, channel, value in writes if channel == "out"] == list(range(80))
+        assert len(writes) == 160
 
 
 def test_writes_to_a_new_checkpoint_read_nothing_first_and_keep_another_savers(
