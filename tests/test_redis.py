@@ -287,7 +287,7 @@ def test_a_truncation_in_truncate_tail_lua_leaves_what_truncate_lua_leaves(
         assert fast[:5] == full[:5]
         assert fast[5] == ["truncate_tail"] and full[5] == ["truncate"]
         if not isinstance(fast[0], str):  # written: its reply is kept for a retry
-            status, removed = json.loads(fast[4])
+            status, *removed = json.loads(fast[4])  # flat, as the reply: 'ok', the removed...
             assert status == "ok" and [json.loads(m) for m in removed] == fast[0]
     assert fast[0] == [turn(0), turn(1)] and not fast[3]
     assert fast[1][b"version"] == b"8" and fast[1][b"expires_at"] == b""
@@ -311,10 +311,60 @@ def test_a_fast_truncation_is_applied_once_however_it_is_retried(
     full_args = [*backend._common_args(key, token), "log", 2, 3]
     full_args[4] = "1"
     assert run(backend._call("truncate", [keys[0]], full_args)) == first
-    assert first[0] == b"ok" and [json.loads(m) for m in first[1]] == [turn(2)]
+    assert first[0] == b"ok" and [json.loads(m) for m in first[1:]] == [turn(2)]
     assert run(rstore.read_messages("s", "u", "log")) == [turn(0), turn(1)]
     assert raw.hget(keys[0], "version") == b"2"  # the append and one truncation
     assert 0 < raw.pttl(keys[2]) <= backend._tokens.ttl_ms
+
+
+def test_a_truncations_reply_reaches_the_client_in_one_packet(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both truncation scripts reply flat ('ok', the removed...): Redis 6 writes each nested
+    array of a script's reply with a write() of its own, and {'ok', {item}} reached the client
+    in two packets, a wake-up of the loop more per pop."""
+    from praisonsession.stores.backends.redis.lane import _Replies
+
+    store = RedisSession.from_url(redis_url, key_prefix=redis_prefix(tmp_path))
+    raw = beneath(store.backend)
+    packets: list[bytes] = []
+    received = _Replies.data_received
+
+    def noted(replies: _Replies, data: bytes) -> None:
+        packets.append(bytes(data))
+        received(replies, data)
+
+    monkeypatch.setattr(_Replies, "data_received", noted)
+
+    async def truncate(session_id: str, length: int, held: int) -> list[Any]:
+        packets.clear()
+        removed = await raw.truncate_log(
+            Key("u", session_id), path="log", length=length, expected=held
+        )
+        return [removed, len(packets)]
+
+    async def main() -> list[Any]:
+        await store.append_messages("s", "u", "log", [turn(i) for i in range(5)])
+        await store.create_session("timed", "u", ttl=600)  # truncate.lua, the full script
+        await store.append_messages("timed", "u", "log", [turn(i) for i in range(5)])
+        assert await raw._lane() is not None
+        try:  # the first of each loads its script (NOSCRIPT, then EVAL): not counted
+            assert [(await truncate(s, 4, 5))[0] for s in ("s", "timed")] == [[turn(4)]] * 2
+            return [
+                await truncate("s", 3, 4),  # a pop
+                await truncate("s", 1, 3),  # two at once
+                await truncate("timed", 3, 4),
+                await truncate("timed", 1, 3),
+            ]
+        finally:
+            await store.close()
+
+    assert asyncio.run(main()) == [
+        [[turn(3)], 1],
+        [[turn(1), turn(2)], 1],
+        [[turn(3)], 1],
+        [[turn(1), turn(2)], 1],
+    ]
 
 
 def test_a_truncation_the_fast_path_declines_goes_to_truncate_lua(

@@ -731,8 +731,8 @@ class RedisBackend(StoreBackend):
             keys = [*self._tail_keys(key, path), self._layout.op(token)]
             args = [length, must_hold, self._clock_override(), self._tokens.ttl_ms, "0"]
             reply = await self._call("truncate_tail", keys, args)
-            if reply[0] in _OK:  # the common case, read as it comes
-                return [_message(m, key, path) for m in reply[1]]
+            if reply[0] in _OK:  # the common case, read as it comes: 'ok', the removed...
+                return [_message(m, key, path) for m in reply[1:]]
             if as_text(reply[0]) == "full":
                 self._note_timed(key, reply)
                 reply = None
@@ -742,7 +742,7 @@ class RedisBackend(StoreBackend):
             raise ConflictError(
                 f"Log {path!r} holds {as_text(reply[2])} messages, not {as_text(reply[3])}."
             )
-        return [_message(m, key, path) for m in reply[1]]
+        return [_message(m, key, path) for m in reply[1:]]
 
     def _describe_log(self, key: Key, path: str) -> str:
         return f"message log {path!r} of session {key.session_id!r}"

@@ -1,4 +1,5 @@
--- Remove the end of one log, keeping its first ARGV[7] messages; reply: the ones removed.
+-- Remove the end of one log, keeping its first ARGV[7] messages; reply: 'ok' and the ones
+-- removed, flat (truncate_tail.lua says why).
 -- ARGV 6: log name, 7: messages to keep, 8: how many the log must hold ("" = any)
 
 return once(function()
@@ -12,9 +13,11 @@ return once(function()
     return {'conflict', ARGV[6], tostring(held), ARGV[8]}
   end
   local length = tonumber(ARGV[7])
-  local removed = {}
+  local reply = {'ok'}
   if length < held then
-    removed = redis.call('LRANGE', key, length, -1)
+    for i, message in ipairs(redis.call('LRANGE', key, length, -1)) do
+      reply[i + 1] = message
+    end
     if length == 0 then
       redis.call('DEL', key)
     else
@@ -22,5 +25,5 @@ return once(function()
     end
   end
   bump(m, now)
-  return {'ok', removed}
+  return reply
 end)

@@ -2,7 +2,9 @@
 -- reads, a version, and neither an expiry nor a TTL (no expiry to check or slide). It keeps
 -- what the full script keeps for such a session: the count the log must hold, version + 1,
 -- updated_at, and the reply under the op token, in the form prelude.lua's once() reads, so a
--- retry is answered from it by either script. Any other session (missing, expired, with a
+-- retry is answered from it by either script. The reply is flat, {'ok', removed...}, as
+-- truncate.lua's: Redis 6 writes each nested array of a script's reply with a write() of its
+-- own, so {'ok', {item}} reached the client in two packets, a wake-up more per pop. Any other session (missing, expired, with a
 -- TTL, damaged, of a newer format, AgentScope's to import) answers {'full'} ({'full',
 -- 'expiry'} for one with an expiry) before anything is written: the client then runs
 -- truncate.lua. No prelude: this is all it runs.
@@ -23,11 +25,13 @@ if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= held then
   return {'conflict', '', tostring(held), ARGV[2]}
 end
 local length = tonumber(ARGV[1])
-local removed = {}
+local reply = {'ok'}
 if length == held - 1 then
-  removed = {redis.call('RPOP', KEYS[2])}  -- a pop; the last one takes the empty list with it
+  reply[2] = redis.call('RPOP', KEYS[2])  -- a pop; the last one takes the empty list with it
 elseif length < held then
-  removed = redis.call('LRANGE', KEYS[2], length, -1)
+  for i, message in ipairs(redis.call('LRANGE', KEYS[2], length, -1)) do
+    reply[i + 1] = message
+  end
   if length == 0 then
     redis.call('DEL', KEYS[2])
   else
@@ -41,6 +45,5 @@ if not now then
 end
 redis.call('HSET', KEYS[1], 'version', string.format('%d', version + 1),
            'updated_at', string.format('%.6f', now), 'expires_at', '')
-local reply = {'ok', removed}
 redis.call('SET', KEYS[3], cjson.encode(reply), 'PX', ARGV[4])
 return reply
