@@ -1,14 +1,15 @@
 """A real Chroma server (``chroma run``, from the chromadb package) on 127.0.0.1 for the tests.
 
 Import ``chroma_url`` into a test module to get the fixture; the server starts once per test
-session, on a free port, with its data in a temporary directory, and is stopped afterwards.
+session, on a port it binds itself (port 0: ``ports.own_port`` reads it back, so no other
+process can take it between the choice and the bind), with its data in a temporary
+directory, and is stopped afterwards.
 A test that must look at the server's files starts a :class:`ChromaServer` of its own.
 """
 
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,13 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from ports import can_find_listening_ports, free_port, own_port
+
 START_TIMEOUT = 60.0
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def chroma_command() -> list[str]:
@@ -39,14 +36,18 @@ def chroma_command() -> list[str]:
 
 
 class ChromaServer:
-    """``chroma run`` on a free port of 127.0.0.1, its data in ``path`` (a new temporary
-    directory, removed by ``stop``)."""
+    """``chroma run`` on 127.0.0.1, its data in ``path`` (a new temporary directory, removed
+    by ``stop``); ``port`` and ``url`` once started."""
 
     def __init__(self) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="chroma-server-"))
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        #: 0 until started: the server binds port 0 and ``start`` reads the port it got.
+        self.port = 0 if can_find_listening_ports() else free_port()
         self._server: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ChromaServer:
         log = open(self.path / "server.log", "ab")  # noqa: SIM115 - the child keeps it
@@ -58,17 +59,27 @@ class ChromaServer:
         )
         log.close()
         deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1).close()
-                return self
-            except OSError:
-                if self._server.poll() is not None or time.monotonic() > deadline:
-                    self.halt()
-                    raise RuntimeError(
-                        f"chroma run did not start: {(self.path / 'server.log').read_text()}"
-                    ) from None
-                time.sleep(0.2)
+        while not self._serving():
+            if self._server.poll() is not None or time.monotonic() > deadline:
+                self.halt()
+                raise RuntimeError(
+                    f"chroma run did not start: {(self.path / 'server.log').read_text()}"
+                )
+            time.sleep(0.2)
+        return self
+
+    def _serving(self) -> bool:
+        """Whether this server listens (on the port it got, from port 0) and answers."""
+        assert self._server is not None
+        bound = own_port(self._server.pid, self.port)
+        if bound is None:
+            return False
+        self.port = bound
+        try:
+            urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1).close()
+        except OSError:
+            return False
+        return True
 
     def halt(self) -> None:
         """Stop the server, keeping its files."""

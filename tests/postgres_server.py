@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ports import free_port, own_port
+
 __all__ = ["PostgresServer", "find_postgres_bin"]
 
 _UNPRIVILEGED = "nobody"
@@ -88,12 +90,6 @@ def _reachable(bin_dir: Path, run_as: dict[str, Any]) -> Path:
         except OSError:
             shutil.rmtree(staging, ignore_errors=True)
     return copied / "bin"
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _accepts(port: int) -> bool:
@@ -172,7 +168,7 @@ class PostgresServer:
         self._initdb()
         log = self.dir / "postgres.log"
         for _ in range(5):  # a free port can be taken by someone else before we bind it
-            port = self.port or _free_port()
+            port = self.port or free_port()
             args = [
                 str(self.bin / "postgres"),
                 "-D", str(self.data),
@@ -194,7 +190,8 @@ class PostgresServer:
                 )
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self.proc.poll() is None:
-                if _accepts(port):
+                # our server, not one that took the port first (ours then exits)
+                if own_port(self.proc.pid, port) == port and _accepts(port):
                     self.port = port
                     return self
                 time.sleep(0.05)

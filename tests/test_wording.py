@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 
 from missing_extras import SERVER_EXTRA, run_without
+from ports import closed_port
 from praisonsession import InvalidValueError, Session, StoreUnavailableError, open_store
 from praisonsession.apps.cli import main
 from praisonsession.llm import LLMNotConfiguredError, ScriptedChatServer
 from praisonsession.recall.knowledge.knowledge_base import KnowledgeAdded
-from redis_server import _free_port
 
 
 def test_knowledge_added_counts_in_the_singular_and_the_plural() -> None:
@@ -30,8 +30,8 @@ def test_knowledge_added_counts_in_the_singular_and_the_plural() -> None:
 
 
 def test_an_unreachable_redis_says_connection_refused_with_one_full_stop() -> None:
-    with pytest.raises(StoreUnavailableError) as caught:
-        Session("s", store=f"redis://127.0.0.1:{_free_port()}/0").set_state("a", 1)
+    with closed_port() as port, pytest.raises(StoreUnavailableError) as caught:
+        Session("s", store=f"redis://127.0.0.1:{port}/0").set_state("a", 1)
     message = str(caught.value)
     assert "Connection refused. Check that redis-server is running" in message
     assert ".." not in message

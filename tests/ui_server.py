@@ -46,5 +46,5 @@ class UIServer(ServerWithMemories):
 
     def command(self) -> list[str]:
         command = [sys.executable, "-m", "praisonsession", "ui", "--store", self.store_url]
-        command += ["--host", "127.0.0.1", "--port", str(self.port)]
+        command += self.listen_args()
         return command + list(self.args)
