@@ -624,17 +624,21 @@ class Threads:
         blobs = {channel: value for channel, value in changed.items() if value[0] != "empty"}
         record["values"] = {channel: pack(value) for channel, value in blobs.items()}
         run_id: str | None = record.get("run")
+        parent_id: str | None = record.get("parent")
         for _ in range(_ATTEMPTS):
-            parent = None
-            if record.get("parent") is not None:
-                parent = self._known(key, ns, record["parent"])
-                if parent is None:
-                    parent = await self._find(key, ns, record["parent"])
-            record["src"] = _sources(record["versions"], changed, parent)
-            with self._lock:
+            with self._lock:  # what is remembered of the thread, read at once
+                generation = self._generations.get(key, 0)
+                parent = (
+                    None
+                    if parent_id is None
+                    else self._records.get((key, generation, ns, parent_id))
+                )
                 tail = self._tails.get(key)
-                run = (key, self._generations.get(key, 0), run_id or "")
+                run = (key, generation, run_id or "")
                 new_run = run_id if run_id is not None and run not in self._runs else None
+            if parent is None and parent_id is not None:
+                parent = await self._find(key, ns, parent_id)
+            record["src"] = _sources(record["versions"], changed, parent)
             if tail is None:
                 try:
                     tail = await self._read_tail(key, await self._open(key, CHECKPOINTS))
@@ -646,30 +650,35 @@ class Threads:
             documents: dict[str, Any] = {}
             if last is not None and last[1] != ns:  # it stops being the log's last record
                 documents[head_name(last[1])] = {"at": last[0], "id": last[2]}
-            block = [*block, (length, ns, checkpoint_id)]
-            if len(block) >= _INDEXED_EVERY:  # a full block: every position in it by id
+            if len(block) + 1 >= _INDEXED_EVERY:  # a full block: every position in it by id
                 for at, block_ns, block_id in block:
                     documents[at_name(block_ns, block_id)] = {"at": at}
+                documents[at_name(ns, checkpoint_id)] = {"at": length}
                 block = []
+            else:
+                block = [*block, (length, ns, checkpoint_id)]
             if new_run is not None:
                 documents[run_name(new_run)] = {"run": new_run}
             write = LogWrite(CHECKPOINTS, [record], length)
-            stored: Callable[[], Awaitable[Any]]
-            if documents:
-                stored = partial(
-                    self.backend.write_modules, key, documents=documents, writes=[write]
-                )
-            else:  # most puts: the record alone
-                stored = partial(self.backend.append_log, key, write=write)
-            writes_of = writes_name(ns, checkpoint_id)
             with self._lock:  # stamped only where the newest is read between puts
                 read = key in self._read_after_put and self._wasted < _WASTED
                 self._read_after_put.discard(key)
+            done: Stamped | None = None
             try:
                 if read:
+                    writes_of = writes_name(ns, checkpoint_id)
+                    stored: Callable[[], Awaitable[Any]]
+                    if documents:
+                        stored = partial(
+                            self.backend.write_modules, key, documents=documents, writes=[write]
+                        )
+                    else:
+                        stored = partial(self.backend.append_log, key, write=write)
                     done = await self.backend.stamped(key, stored, [writes_of])
-                else:
-                    done = Stamped(await stored(), None, None)
+                elif documents:
+                    await self.backend.write_modules(key, documents=documents, writes=[write])
+                else:  # most puts: the record alone
+                    await self.backend.append_log(key, write=write)
             except ConflictError:
                 self.forget(key)  # another writer moved the thread: positions are re-read
                 await pause(0)
@@ -681,6 +690,8 @@ class Threads:
                     if len(self._runs) > _REMEMBERED:
                         self._runs.clear()
             self._remember(key, length, record, blobs=blobs)
+            if done is None:  # no read of the newest since the last put: no view to leave
+                return
             view = self._viewed(key, done.stamp)
             if view is not None:  # the newest of its namespace, with its writes as stored
                 held = _document(done.documents or {}, writes_of, key)
