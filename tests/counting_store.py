@@ -88,6 +88,10 @@ class CountingBackend(ForwardingBackend):
             key, documents=documents, writes=writes
         )
 
+    async def create_record_with_modules(self, key: Key, **contents: Any) -> dict[str, int]:
+        inner = self._count("create_record_with_modules")
+        return await inner.create_record_with_modules(key, **contents)
+
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         return await self._count("read_modules").read_modules(key, names=names)
 

@@ -372,6 +372,9 @@ BACKEND_WRITES: dict[str, Any] = {
         k, name="count", amount=1, default=0, must_exist=False
     ),
     "write_modules": lambda b, k: b.write_modules(k, documents={"notes": {}}, writes=[]),
+    "create_record_with_modules": lambda b, k: b.create_record_with_modules(
+        k, metadata={"a": 1}, documents={"notes": {}}, writes=[LogWrite("chat", [], 0)]
+    ),
     "append_log": lambda b, k: b.append_log(k, write=LogWrite("chat", [{"content": "x"}], -1)),
     "truncate_log": _truncate,
 }

@@ -15,8 +15,10 @@ session. How ADK's model maps onto a store's records (``StoreBackend``):
   take ``""`` for the default user, which ADK keeps apart.
 - **Atomic writes.** ``create_session`` and ``append_event`` check every value first (a NaN,
   an infinity, an integer too long to store: ``InvalidValueError``) and write nothing when
-  one cannot be stored. An event appended again (the same id, equal) is kept once and its
-  state delta applied once, as ``InMemorySessionService`` does.
+  one cannot be stored. ``create_session`` makes the record with its document and the
+  listing's copy in one ``create_record_with_modules`` (one commit on SQLite), so no crash
+  leaves a session without its state. An event appended again (the same id, equal) is kept
+  once and its state delta applied once, as ``InMemorySessionService`` does.
 - **Events** are the append-only message log :data:`EVENTS_LOG` of the session, one message per
   event, each the JSON ``event.model_dump_json(exclude_none=True)`` produced; they come back
   equal through ``Event.model_validate``. Reads take the tail by index, never the history.
@@ -37,7 +39,8 @@ session. How ADK's model maps onto a store's records (``StoreBackend``):
   :data:`SESSION_DOC`, written beside each append and creation, so a page of sessions is
   listed with their state in one read. The two are separate atomic writes started together:
   on SQLite at durability ``"power"`` they share one commit (group commit), so an append is
-  one fsync, and ``create_session`` two (its create-if-none goes first, alone). A copy whose
+  one fsync. ``create_session`` writes the copy in its one step (one fsync; a second, after
+  it, only for ``app:`` and ``user:`` keys in its state). A copy whose
   append was refused as stale is set back to the stored document right after. The document
   stays the truth: a writer killed between the two writes, or two appends whose copies land
   out of order, leave a listing one event off until the session's next append;
@@ -233,18 +236,18 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         key = self._key(app_name, user_id, session_id)
         deltas = _storable({} if state is None else state, "state")  # before any write
         now = time.time()
-        try:  # creates the record only if there is none: one atomic step on every backend
-            await self._backend.patch_record_state(
-                key, updates={}, deletes=[], replace=False, expected_version=0, must_exist=False
+        doc = {"state": deltas["session"], "time": now, "events": 0}
+        try:  # the record, its document and the listing's copy, only if there is none: one
+            # atomic step (one commit on SQLite)
+            await self._backend.create_record_with_modules(
+                key,
+                metadata={SESSION_DOC: doc},
+                documents={SESSION_DOC: doc},
+                writes=[LogWrite(EVENTS_LOG, [], 0)],
             )
         except ConflictError:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
-        doc = {"state": deltas["session"], "time": now, "events": 0}
-        scoped = self._scoped(app_name, key.user_id, deltas)
-        first = self._backend.write_modules(
-            key, documents={SESSION_DOC: doc}, writes=[LogWrite(EVENTS_LOG, [], 0)]
-        )
-        await _together(first, self._copy(key, doc), *scoped)
+        await _together(*self._scoped(app_name, key.user_id, deltas))
         app_state = await self._app_state(app_name)
         user_state = await self._user_state(app_name, key.user_id)
         session = Session(

@@ -312,6 +312,34 @@ class StoreBackend(ABC):
         """The documents of modules ``names`` and every log below them (paths starting with
         ``name.``), read at once; None for a record that is not live."""
 
+    async def create_record_with_modules(
+        self,
+        key: Key,
+        *,
+        metadata: dict[str, Any],
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> dict[str, int]:
+        """Create the record, which must not be live (else ``ConflictError`` and nothing
+        changes), with ``metadata``, module documents and log writes (each log starts empty),
+        as ``write_modules`` writes them; each written log's length afterwards, by path. It
+        gets the default TTL, as a record a write creates.
+
+        What a framework's "create a session with its first state" needs in one step: a
+        crash cannot leave the record without what it was created with. Memory, JSON,
+        SQLite (one commit), Redis (one script) and PostgreSQL (one transaction) make it one
+        step. The default makes it in three (create-if-none, the metadata, the modules), each
+        atomic but not the whole: a backend that cannot do better than that inherits it."""
+        for write in writes:  # a new record's logs are empty: refused before any step
+            if write.start not in (None, -1, 0):
+                raise ConflictError(f"Log {write.path!r} holds 0 messages, not {write.start}.")
+        await self.patch_record_state(
+            key, updates={}, deletes=[], replace=False, expected_version=0, must_exist=False
+        )
+        if metadata:
+            await self.merge_record_metadata(key, metadata=metadata)
+        return await self.write_modules(key, documents=documents, writes=writes)
+
     async def append_log(self, key: Key, *, write: LogWrite) -> int:
         """Append one write as ``write_modules`` does (``start`` -1: at the end whatever its
         length); the log's new length. The default is that module write, with no modules."""
@@ -509,6 +537,18 @@ class ForwardingBackend(StoreBackend):
 
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         return await self._inner.read_modules(key, names=names)
+
+    async def create_record_with_modules(
+        self,
+        key: Key,
+        *,
+        metadata: dict[str, Any],
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> dict[str, int]:
+        return await self._inner.create_record_with_modules(
+            key, metadata=metadata, documents=documents, writes=writes
+        )
 
     async def append_log(self, key: Key, *, write: LogWrite) -> int:
         return await self._inner.append_log(key, write=write)

@@ -338,10 +338,26 @@ class KeyGuard(ForwardingBackend):
     def write_modules(
         self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> _Co[dict[str, int]]:
-        _check_names(documents, "module name")
-        for write in writes:
-            check_key(write.path, "log name")
+        _check_modules(documents, writes)
         return self._write(self._inner.write_modules, key, documents=documents, writes=writes)
+
+    @_adopting
+    def create_record_with_modules(
+        self,
+        key: Key,
+        *,
+        metadata: dict[str, Any],
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> _Co[dict[str, int]]:
+        _check_modules(documents, writes)
+        return self._write(
+            self._inner.create_record_with_modules,
+            key,
+            metadata=metadata,
+            documents=documents,
+            writes=writes,
+        )
 
     @_adopting
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
@@ -458,3 +474,9 @@ class KeyGuard(ForwardingBackend):
 def _check_names(names: Iterable[str], what: str) -> None:
     for name in names:
         check_key(name, what)
+
+
+def _check_modules(documents: dict[str, Any], writes: list[LogWrite]) -> None:
+    _check_names(documents, "module name")
+    for write in writes:
+        check_key(write.path, "log name")

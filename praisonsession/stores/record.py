@@ -332,6 +332,14 @@ def copied_info(
     )
 
 
+def create_conflict(key: Key) -> str:
+    """The message when a record to be created (``create_record_with_modules``) is live."""
+    return (
+        f"Session {key.session_id!r} of user {key.user_id!r} already exists; create it "
+        "under another id, or delete it first."
+    )
+
+
 def copy_conflict(target: Key) -> str:
     """The message when a copy would land on a session that exists."""
     return (

@@ -34,7 +34,7 @@ from ..errors import (
 )
 from ..state import MessageLog, StateModule
 from .api import SessionBase
-from .backend import LogWrite, StoreBackend, all_records
+from .backend import LogWrite, StoreBackend, StoredModules, all_records
 from .branches import Branches
 from .record import FORMAT_VERSION, SessionInfo, record_key
 from .reserved import SNAPSHOT_OWNER, erase_user_records
@@ -532,6 +532,54 @@ class StoreConformance:
                 missing, path="log", start=-2, stop=None, names=names
             )
         ) == ([], None)
+
+    def test_a_record_created_with_its_modules_is_made_whole_once(
+        self, open_store: OpenStore, frozen_clock: clock.ManualClock
+    ) -> None:
+        """``create_record_with_modules``: the record with its metadata, documents and logs
+        (what a framework's "create a session with its state" writes), only if it is not
+        live; a second creation, or a log write expecting messages, changes nothing."""
+        backend = open_store(default_ttl=10).backend
+        key = record_key("s", "u")
+        lengths = run(
+            backend.create_record_with_modules(
+                key,
+                metadata={"doc": {"v": 1}},
+                documents={"doc": {"v": 1}},
+                writes=[LogWrite("doc.log", [], 0), LogWrite("doc.more", [say("a")], -1)],
+            )
+        )
+        assert lengths == {"doc.log": 0, "doc.more": 1}
+        info = live(run(backend.read_record(key)))
+        assert info.metadata == {"doc": {"v": 1}} and expires_in(info) == pytest.approx(10)
+        made = StoredModules({"doc": {"v": 1}}, {"doc.more": [say("a")]})
+        assert run(backend.read_modules(key, names=["doc"])) in (
+            made,
+            made._replace(logs={**made.logs, "doc.log": []}),  # an empty log may be kept
+        )
+        for again in ({"doc": {"v": 2}}, {}):
+            with pytest.raises(ConflictError):
+                run(
+                    backend.create_record_with_modules(
+                        key, metadata=again, documents=again, writes=[LogWrite("x", [], -1)]
+                    )
+                )
+        assert live(run(backend.read_record(key))).metadata == {"doc": {"v": 1}}
+        assert run(backend.read_log(key, path="x", start=0, stop=None)) == []
+        other = record_key("t", "u")
+        with pytest.raises(ConflictError):  # a new record's logs hold no message
+            run(
+                backend.create_record_with_modules(
+                    other, metadata={}, documents={}, writes=[LogWrite("log", [say("b")], 2)]
+                )
+            )
+        assert run(backend.read_record(other)) is None
+        frozen_clock.advance(11)  # expired: created afresh, nothing of the old one kept
+        run(backend.create_record_with_modules(key, metadata={}, documents={"new": {}}, writes=[]))
+        assert live(run(backend.read_record(key))).metadata == {}
+        assert run(backend.read_modules(key, names=["doc", "new"])) == StoredModules(
+            {"new": {}}, {}
+        )
 
     @_needs("supports_truncation")
     def test_a_truncated_log_keeps_its_head_and_hands_back_its_tail(

@@ -48,6 +48,10 @@ from praisonsession.integrations.adk import (
     session_record_id,
 )
 from praisonsession.stores import record_key
+from praisonsession.stores.backends import memory as memory_backend
+from praisonsession.stores.backends.json.backend import JSONBackend
+from praisonsession.stores.backends.postgres.backend import PostgresBackend
+from praisonsession.stores.backends.sqlite.backend import SqliteBackend
 from released_together import run_together
 
 T = TypeVar("T")
@@ -526,6 +530,56 @@ def test_a_long_app_name_is_named_in_its_own_error(store: Any) -> None:
             await service.create_session(
                 app_name="a" * MAX_APP_NAME, user_id="u", session_id="s" * 60
             )
+        await service.close()
+
+    run(work())
+
+
+class DiskFailed(Exception):
+    """A failure injected in the middle of a write."""
+
+
+def _fail(*args: Any, **kwargs: Any) -> Any:
+    raise DiskFailed("injected: the write failed after the session's record was made")
+
+
+#: What writes a new session's logs, after its record and document, in each backend's step.
+_LOG_WRITERS = {
+    "memory": (memory_backend, "_write"),
+    "json": (JSONBackend, "_write_log"),
+    "sqlite": (SqliteBackend, "_write_log"),
+    "postgres": (PostgresBackend, "_write_log"),
+}
+
+
+@pytest.mark.parametrize("kind", list(_LOG_WRITERS), indirect=True)
+def test_a_creation_cut_short_leaves_no_session(
+    kind: str, store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``create_session`` is one atomic step (one commit on SQLite): a failure while it
+    writes the session's event log, after its record and document, leaves no session, no
+    listing entry and no user: state, and the id free. Its record used to be committed first,
+    alone, so the failure left a session without its state. (Redis makes it in one script,
+    which no failure can cut short once it runs.)"""
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        state = {"cart": [1], "user:plan": "pro"}
+        monkeypatch.setattr(*_LOG_WRITERS[kind], _fail)
+        with pytest.raises(DiskFailed):
+            await service.create_session(
+                app_name="shop", user_id="ada", session_id="s", state=state
+            )
+        monkeypatch.undo()
+        assert await service.get_session(app_name="shop", user_id="ada", session_id="s") is None
+        assert (await service.list_sessions(app_name="shop", user_id="ada")).sessions == []
+        assert (await service.list_sessions(app_name="shop")).sessions == []
+        assert await service.get_user_state(app_name="shop", user_id="ada") == {}
+        made = await service.create_session(
+            app_name="shop", user_id="ada", session_id="s", state=state
+        )
+        assert made.state == state and made.events == []
+        assert await service.get_session(app_name="shop", user_id="ada", session_id="s") == made
         await service.close()
 
     run(work())

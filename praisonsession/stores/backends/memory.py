@@ -14,7 +14,15 @@ from ..._internal.json_data import copy_json as _copy
 from ...errors import ConflictError
 from ..api import SessionBase
 from ..backend import TTL, Capabilities, Key, LogWrite, StoreBackend, StoredModules
-from ..record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
+from ..record import (
+    SessionContents,
+    SessionInfo,
+    check_version,
+    copied_info,
+    copy_conflict,
+    create_conflict,
+    now,
+)
 from ..reserved import SNAPSHOT_OWNER
 from .document import SessionDocument, resolve
 
@@ -204,21 +212,25 @@ class InMemoryBackend(StoreBackend):
     ) -> dict[str, int]:
         with self._lock:
             at = now()
-            doc = self._live(key, at)
-            for write in writes:
-                held = 0 if doc is None else len(doc.logs.get(write.path, []))
-                if write.start not in (None, -1) and write.start != held:
-                    raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
-            doc = self._writable(key, at, False)
-            doc.modules.update(_copy(documents))
-            lengths = {}
-            for write in writes:
-                if write.start is None:
-                    doc.logs[write.path] = _copy(write.messages)
-                else:
-                    doc.logs.setdefault(write.path, []).extend(_copy(write.messages))
-                lengths[write.path] = len(doc.logs[write.path])
-            doc.changed(at)
+            _check_starts(self._live(key, at), writes)
+            return _write(self._writable(key, at, False), documents, writes, at)
+
+    async def create_record_with_modules(
+        self,
+        key: Key,
+        *,
+        metadata: dict[str, Any],
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> dict[str, int]:
+        with self._lock:
+            at = now()
+            if self._live(key, at) is not None:
+                raise ConflictError(create_conflict(key))
+            _check_starts(None, writes)
+            doc = SessionDocument.new(key, self.default_ttl, _copy(metadata), at)
+            lengths = _write(doc, documents, writes, at)
+            self._put(key, doc)  # whole, or not at all
             return lengths
 
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
@@ -316,3 +328,27 @@ class InMemoryBackend(StoreBackend):
                 return None
             counts = {path: len(messages) for path, messages in doc.logs.items()}
             return SessionContents(doc.info, _copy(doc.state), _copy(doc.modules), counts)
+
+
+def _check_starts(doc: SessionDocument | None, writes: list[LogWrite]) -> None:
+    """Refuse (before anything changes) a write expecting a log length the log has not."""
+    for write in writes:
+        held = 0 if doc is None else len(doc.logs.get(write.path, []))
+        if write.start not in (None, -1) and write.start != held:
+            raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
+
+
+def _write(
+    doc: SessionDocument, documents: dict[str, Any], writes: list[LogWrite], at: float
+) -> dict[str, int]:
+    """Module documents and log writes applied to ``doc`` (checked); each log's length."""
+    doc.modules.update(_copy(documents))
+    lengths = {}
+    for write in writes:
+        if write.start is None:
+            doc.logs[write.path] = _copy(write.messages)
+        else:
+            doc.logs.setdefault(write.path, []).extend(_copy(write.messages))
+        lengths[write.path] = len(doc.logs[write.path])
+    doc.changed(at)
+    return lengths

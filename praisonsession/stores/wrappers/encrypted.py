@@ -392,6 +392,36 @@ class EncryptedBackend(ForwardingBackend):
                 await pause(min(0.0001 * 2 ** min(attempt, 10), 0.01))
         raise ConflictError("an append lost to other writers too many times in a row; try again.")
 
+    async def create_record_with_modules(
+        self,
+        key: Key,
+        *,
+        metadata: dict[str, Any],
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> dict[str, int]:
+        """One step of the backend below, sealed under the record's own key: a new record is
+        its own origin and every log starts empty, so each message's position is known
+        without a read (an append at the end, -1, is at 0)."""
+        if not self._marked:
+            await self._mark()
+        origin = (key.user_id, key.session_id)
+        sealed = {**self._seal_metadata(origin, metadata), **self._token(key, origin, _POSITIONS)}
+        placed = [w._replace(start=0) if w.start == -1 else w for w in writes]
+        try:
+            lengths = await self.inner.create_record_with_modules(
+                key,
+                metadata=sealed,
+                documents={n: self._seal(origin, "module", n, d) for n, d in documents.items()},
+                writes=[self._seal_write(origin, write) for write in placed],
+            )
+        except ConflictError:  # it exists: one sealed with another key says so, as any write
+            self._origin_of(await self.inner.read_record(key), key)
+            raise
+        self._remember(key, origin)
+        self._formats[key] = _POSITIONS
+        return lengths
+
     async def append_log(self, key: Key, *, write: LogWrite) -> int:
         creating = write.start in (None, -1, 0)  # a missing log holds 0: else it conflicts
         origin = await self._origin(key, writing=True, creating=creating)

@@ -60,7 +60,15 @@ from ...backend import (
     StoredModules,
 )
 from ...durability import check_durability
-from ...record import SessionContents, SessionInfo, check_version, copied_info, copy_conflict, now
+from ...record import (
+    SessionContents,
+    SessionInfo,
+    check_version,
+    copied_info,
+    copy_conflict,
+    create_conflict,
+    now,
+)
 from ...reserved import SNAPSHOT_OWNER
 from ..document import SessionDocument, resolve
 from .agentscope_files import adoptable, read_modules
@@ -598,18 +606,47 @@ class JSONBackend(StoreBackend):
         self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
         def work(doc: SessionDocument | None, at: float) -> tuple[dict[str, int], None]:
-            doc = self._writable_doc(doc, key, at)
-            for write in writes:
-                held = doc.logs.get(write.path, {}).get("count", 0)
-                if write.start not in (None, -1) and write.start != held:
-                    raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
-            doc.modules.update(documents)
-            doc.touch(at, self.sliding_ttl)
-            doc.changed(at)
-            self._commit_logs(key, doc, writes)
-            return {write.path: doc.logs[write.path]["count"] for write in writes}, None
+            return self._save_modules(key, self._writable_doc(doc, key, at), documents, writes, at)
 
         return await self._run(key, work)
+
+    async def create_record_with_modules(
+        self,
+        key: Key,
+        *,
+        metadata: dict[str, Any],
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> dict[str, int]:
+        """One step: the document, written last in one rename, makes the record (its new
+        log files before it are debris until then, removed by the next write)."""
+
+        def work(doc: SessionDocument | None, at: float) -> tuple[dict[str, int], None]:
+            if doc is not None:
+                raise ConflictError(create_conflict(key))
+            doc = SessionDocument.new(key, self.default_ttl, metadata, at)
+            return self._save_modules(key, doc, documents, writes, at)
+
+        return await self._run(key, work)
+
+    def _save_modules(
+        self,
+        key: Key,
+        doc: SessionDocument,
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+        at: float,
+    ) -> tuple[dict[str, int], None]:
+        """``write_modules`` on ``doc`` (under the session's lock), committed by its write."""
+        for write in writes:
+            held = doc.logs.get(write.path, {}).get("count", 0)
+            if write.start not in (None, -1) and write.start != held:
+                raise ConflictError(f"Log {write.path!r} changed since it was last saved.")
+        doc.modules.update(documents)
+        doc.touch(at, self.sliding_ttl)
+        doc.changed(at)
+        self._commit_logs(key, doc, writes)
+        return {write.path: doc.logs[write.path]["count"] for write in writes}, None
 
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         def work(

@@ -59,6 +59,7 @@ from ...record import (
     check_version,
     copied_info,
     copy_conflict,
+    create_conflict,
     now,
     resolve_info,
 )
@@ -660,15 +661,40 @@ class PostgresBackend(StoreBackend):
 
         def plan() -> Plan[dict[str, int]]:
             yield from self._begin_write(key, now(), False)
-            if documents:
-                docs = [dumps(d) for d in documents.values()]
-                yield Query(self._sql["UPSERT_MODULES"], (*key, list(documents), docs))
-            lengths = {}
-            for write in writes:
-                lengths[write.path] = yield from self._write_log(key, write)
-            return lengths
+            return (yield from self._save_modules(key, documents, writes))
 
         return await self._write(plan)
+
+    async def create_record_with_modules(
+        self,
+        key: Key,
+        *,
+        metadata: dict[str, Any],
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> dict[str, int]:
+        def plan() -> Plan[dict[str, int]]:
+            at = now()
+            live = yield from self._live_info(key, at, purge=True)
+            if live is not None:
+                raise ConflictError(create_conflict(key))
+            info = yield from self._insert_session(key, self.default_ttl, metadata, at)
+            yield from self._bump(key, info, at)
+            return (yield from self._save_modules(key, documents, writes))
+
+        return await self._write(plan)  # one transaction (each statement a round trip)
+
+    def _save_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite]
+    ) -> Plan[dict[str, int]]:
+        """Module documents and log writes, in a transaction that holds the session's row."""
+        if documents:
+            docs = [dumps(d) for d in documents.values()]
+            yield Query(self._sql["UPSERT_MODULES"], (*key, list(documents), docs))
+        lengths = {}
+        for write in writes:
+            lengths[write.path] = yield from self._write_log(key, write)
+        return lengths
 
     async def _save_appending(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]

@@ -34,7 +34,7 @@ from ...backend import (
     StoredModules,
 )
 from ...durability import check_durability
-from ...record import SNAPSHOT_OWNER, SessionContents, SessionInfo, copy_conflict
+from ...record import SNAPSHOT_OWNER, SessionContents, SessionInfo, copy_conflict, create_conflict
 from ...reserved import user_digest
 from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
 from .clients import LoopClients
@@ -645,6 +645,22 @@ class RedisBackend(StoreBackend):
     ) -> dict[str, int]:
         """Returns each written log's length afterwards, by path: with ``start`` -1 the
         append lands wherever the log ends, which only the server knows."""
+        return await self._save_modules(key, documents, writes, [])
+
+    async def create_record_with_modules(
+        self,
+        key: Key,
+        *,
+        metadata: dict[str, Any],
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> dict[str, int]:
+        """``save_modules``' script, told to create: one script, one step."""
+        return await self._save_modules(key, documents, writes, ["new", *metadata_args(metadata)])
+
+    async def _save_modules(
+        self, key: Key, documents: dict[str, Any], writes: list[LogWrite], creating: list[Any]
+    ) -> dict[str, int]:
         args: list[Any] = [len(documents)]
         for name, document in documents.items():
             args += [name, dumps(document)]
@@ -652,7 +668,9 @@ class RedisBackend(StoreBackend):
         for write in writes:
             start = "" if write.start is None else str(write.start)
             args += [write.path, start, len(write.messages), *map(dumps, write.messages)]
-        reply = await self._session("save_modules", key, args)
+        reply = await self._session("save_modules", key, args + creating)
+        if reply[0] == "conflict" and len(reply) == 1:
+            raise ConflictError(create_conflict(key))
         if reply[0] == "conflict":
             raise ConflictError(
                 f"Log {as_text(reply[1])!r} holds {as_text(reply[2])} messages, "

@@ -74,6 +74,7 @@ from ...record import (
     check_version,
     copied_info,
     copy_conflict,
+    create_conflict,
     now,
     resolve_info,
 )
@@ -1165,6 +1166,27 @@ class SqliteBackend(StoreBackend):
             return {write.path: self._write_log(conn, key, write) for write in writes}
 
         return await self._write(work)
+
+    async def create_record_with_modules(
+        self,
+        key: Key,
+        *,
+        metadata: dict[str, Any],
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> dict[str, int]:
+        def work(conn: sqlite3.Connection) -> dict[str, int]:
+            at = now()
+            if self._live_info(conn, key, at, purge=True) is not None:
+                raise ConflictError(create_conflict(key))
+            self._bump(
+                conn, key, self._insert_session(conn, key, self.default_ttl, metadata, at), at
+            )
+            rows = [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()]
+            conn.executemany(UPSERT_MODULE, rows)
+            return {write.path: self._write_log(conn, key, write) for write in writes}
+
+        return await self._write(work)  # one transaction: one commit
 
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         return await self._read_then_slide(key, lambda conn: self._modules(conn, key, names))

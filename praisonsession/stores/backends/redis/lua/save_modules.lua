@@ -2,7 +2,8 @@
 -- written log afterwards, in write order}.
 -- ARGV 6: n documents, then (name, JSON) pairs, then n writes, each:
 -- path, start ("" = replace the log, "-1" = append at its end whatever its length,
--- N = append if it holds N), count, msgs
+-- N = append if it holds N), count, msgs; then, to create the session (create_record_with_modules),
+-- "new" and its metadata (field, JSON pairs): {'conflict'} and nothing written if it is live
 
 return once(function()
   local now = clock()
@@ -21,6 +22,8 @@ return once(function()
     writes[#writes + 1] = {path = ARGV[i], start = ARGV[i + 1], first = i + 3, count = count}
     i = i + 3 + count
   end
+  local creating = ARGV[i] == 'new'
+  if creating and status == 'live' then return {'conflict'} end
   for _, w in ipairs(writes) do
     if w.start ~= '' and w.start ~= '-1' then
       local held = 0
@@ -31,6 +34,7 @@ return once(function()
     end
   end
   m = writable(status, m, now)
+  if creating then chunked('HSET', K_META, i + 1, #ARGV, 2) end
   chunked('HSET', K_MODS, docs_first, docs_first + 2 * ndocs - 1, 2)
   local reply = {'ok'}
   for _, w in ipairs(writes) do
