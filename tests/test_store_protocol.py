@@ -32,8 +32,9 @@ REQUIRED = {
     "read_log",
 }
 #: Derived from the required ones by default (a module write with no modules; a compare-and-set;
-#: a read of a log, then of the modules its messages name).
-DERIVED = {"append_log", "increment_record_value", "read_log_and_modules"}
+#: a read of a log, then of the modules its messages name; a read of modules, then of the
+#: messages their documents name).
+DERIVED = {"append_log", "increment_record_value", "read_log_and_modules", "read_modules_and_log"}
 OPTIONAL = DERIVED | {
     "count_log",
     "list_record_owners",

@@ -31,6 +31,7 @@ __all__ = [
     "ForeignSessions",
     "ForwardingBackend",
     "Key",
+    "LogSpan",
     "LogWrite",
     "ModuleNames",
     "Stamped",
@@ -127,6 +128,9 @@ async def leaving_foreign(operation: Callable[[], Awaitable[T]]) -> T:
 
 #: What ``read_log_and_modules`` asks of its caller: the modules the messages read name.
 ModuleNames = Callable[[list[dict[str, Any]]], list[str]]
+#: What ``read_modules_and_log`` asks of its caller: the messages the documents read name, as
+#: ``read_log``'s ``(start, stop)``, or None for none.
+LogSpan = Callable[[dict[str, Any]], "tuple[int, int | None] | None"]
 
 
 class StoreBackend(ABC):
@@ -367,6 +371,24 @@ class StoreBackend(ABC):
         messages = await self.read_log(key, path=path, start=start, stop=stop)
         wanted = names(messages)
         return messages, (await self.read_modules(key, names=wanted) if wanted else None)
+
+    async def read_modules_and_log(
+        self, key: Key, *, names: list[str], path: str, span: LogSpan
+    ) -> tuple[StoredModules | None, list[dict[str, Any]]]:
+        """``read_modules``, then ``read_log`` of the messages ``span(documents)`` names (a
+        ``(start, stop)`` as ``read_log`` takes it, or None for none: a document that says
+        where a message is, such as a LangGraph checkpoint's position): (None, []) for a
+        record that is not live. ``span`` gets the documents as stored, sealed ones included,
+        and must not fail on any. Derived, as ``read_log_and_modules`` the other way round:
+        the default makes the two reads (a wrapper's own, so a sealing one opens both);
+        SQLite makes them in one transaction."""
+        stored = await self.read_modules(key, names=names)
+        if stored is None:
+            return None, []
+        where = span(stored.documents)
+        if where is None:
+            return stored, []
+        return stored, await self.read_log(key, path=path, start=where[0], stop=where[1])
 
     async def truncate_log(
         self, key: Key, *, path: str, length: int, expected: int | None

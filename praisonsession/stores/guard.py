@@ -40,6 +40,7 @@ from .backend import (
     TTL,
     ForeignSessions,
     ForwardingBackend,
+    LogSpan,
     LogWrite,
     ModuleNames,
     Stamped,
@@ -383,6 +384,17 @@ class KeyGuard(ForwardingBackend):
         messages = await self._inner.read_log(key, path=path, start=start, stop=stop)
         await self._read(key, messages)
         return messages
+
+    @_adopting
+    async def read_modules_and_log(
+        self, key: Key, *, names: list[str], path: str, span: LogSpan
+    ) -> tuple[StoredModules | None, list[dict[str, Any]]]:
+        stored, messages = await self._inner.read_modules_and_log(
+            key, names=names, path=path, span=span
+        )
+        await self._read_stored(key, stored)
+        await self._read(key, messages)
+        return stored, messages
 
     @_adopting
     async def read_log_and_modules(

@@ -581,6 +581,47 @@ class StoreConformance:
             {"new": {}}, {}
         )
 
+    def test_modules_and_the_messages_their_documents_name_are_read_together(
+        self, store: SessionBase
+    ) -> None:
+        """``read_modules_and_log``: what ``read_modules`` then ``read_log`` return, the span
+        made from the documents read (a LangGraph checkpoint's position, then its record)."""
+        key = record_key("s", "u")
+        messages = [numbered(i) for i in range(4)]
+        run(
+            store.backend.write_modules(
+                key,
+                documents={"at.2": {"at": 2}, "at.x": {"at": None}, "w": {"w": [1]}},
+                writes=[LogWrite("log", messages, None), LogWrite("w.log", [say("x")], None)],
+            )
+        )
+        seen: list[dict[str, Any]] = []
+
+        def span(documents: dict[str, Any]) -> tuple[int, int | None] | None:
+            seen.append(documents)
+            at = next((d["at"] for n, d in documents.items() if n.startswith("at.")), None)
+            return None if at is None else (at, at + 1)
+
+        stored, found = run(
+            store.backend.read_modules_and_log(key, names=["at.2", "w"], path="log", span=span)
+        )
+        assert found == [messages[2]]
+        assert stored == run(store.backend.read_modules(key, names=["at.2", "w"]))
+        assert stored is not None and seen == [stored.documents]
+        assert stored.logs == {"w.log": [say("x")]}
+        assert run(
+            store.backend.read_modules_and_log(key, names=["at.x"], path="log", span=span)
+        ) == (run(store.backend.read_modules(key, names=["at.x"])), [])
+        assert run(
+            store.backend.read_modules_and_log(
+                key, names=["none"], path="log", span=lambda _: (-2, None)
+            )
+        ) == (run(store.backend.read_modules(key, names=["none"])), messages[-2:])
+        missing = record_key("missing", "u")
+        assert run(
+            store.backend.read_modules_and_log(missing, names=["at.2"], path="log", span=span)
+        ) == (None, [])
+
     @_needs("supports_truncation")
     def test_a_truncated_log_keeps_its_head_and_hands_back_its_tail(
         self, store: SessionBase

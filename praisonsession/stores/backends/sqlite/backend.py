@@ -60,6 +60,7 @@ from ...backend import (
     Capabilities,
     ForeignSessions,
     Key,
+    LogSpan,
     LogWrite,
     ModuleNames,
     Stamped,
@@ -1261,6 +1262,20 @@ class SqliteBackend(StoreBackend):
             return messages, (self._modules(conn, key, wanted) if wanted else None)
 
         return await self._read_then_slide(key, work) or ([], None)
+
+    async def read_modules_and_log(
+        self, key: Key, *, names: list[str], path: str, span: LogSpan
+    ) -> tuple[StoredModules | None, list[dict[str, Any]]]:
+        """Both reads in one transaction: one snapshot, one liveness check."""
+
+        def work(conn: sqlite3.Connection) -> tuple[StoredModules | None, list[dict[str, Any]]]:
+            stored = self._modules(conn, key, names)
+            where = span(stored.documents)
+            if where is None:
+                return stored, []
+            return stored, self._messages(conn, key, path, where[0], where[1])
+
+        return await self._read_then_slide(key, work) or (None, [])
 
     async def truncate_log(
         self, key: Key, *, path: str, length: int, expected: int | None
