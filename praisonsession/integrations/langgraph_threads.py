@@ -38,7 +38,8 @@ per put 5.1 -> 4.1 in ``bench_langgraph.py``'s thread). Threads written by earli
 reading a thread written here could take a stale head document for the newest.
 
 What a ``Threads`` read or wrote of a thread last (each namespace's newest checkpoint, a
-listing's first page, with their pending writes) is its *view* of the thread, served again
+listing's first page, the checkpoints named by id that were asked for before, with their
+pending writes; :data:`_VIEWED` at most) is its *view* of the thread, served again
 without a read while the backend certifies that nothing in the store changed since
 (``StoreBackend.stamped`` / ``unchanged_since``; on SQLite one ``PRAGMA data_version``) and
 the thread has no TTL; a put made after a read of the newest leaves the view of its
@@ -401,6 +402,14 @@ def _heads_writes(tail: list[Any], ns: str) -> list[str]:
     return [head_name(ns)]
 
 
+def _indexed(name: str, documents: dict[str, Any]) -> tuple[int, int] | None:
+    """Where the position document ``name`` says its checkpoint is, as a span of the log; None
+    when it is absent, emptied or not ours (read as a document, that says why)."""
+    held = documents.get(name)
+    at = held.get("at") if type(held) is dict else None
+    return (at, at + 1) if type(at) is int and at >= 0 else None
+
+
 def _checked(records: list[Any], key: Key) -> list[Record]:
     """Records as read from :data:`CHECKPOINTS`, each checked to be one of ours."""
     for record in records:
@@ -476,6 +485,9 @@ class Threads:
         # the threads whose newest was read since their last put (_note_read)
         self._views: dict[Key, _View] = {}
         self._read_after_put: set[Key] = set()
+        # the checkpoints asked for by id last, oldest first (_asked_before): a second read of
+        # one of them is viewed
+        self._asked: dict[tuple[Key, str, str], None] = {}
         # views dropped in a row before they served a read, and reads made since without a
         # stamp (_stamps_pay): where the store changes between every two reads (many
         # writers on one file), a stamp costs more than the views it makes save
@@ -565,6 +577,20 @@ class Threads:
             if len(self._read_after_put) >= _VIEWS:
                 self._read_after_put.clear()
             self._read_after_put.add(key)
+
+    def _asked_before(self, key: Key, ns: str, checkpoint_id: str) -> bool:
+        """Whether a checkpoint named by id was among the last :data:`_VIEWED` asked for by id:
+        only then is its read stamped and kept in the view. A stamp costs a read of an older
+        checkpoint about a tenth more, which pays where it is read again soon (a graph resumed
+        from it, a page showing it), not where each of many is read once."""
+        asked = (key, ns, checkpoint_id)
+        with self._lock:
+            if asked in self._asked:
+                return True
+            self._asked[asked] = None
+            if len(self._asked) > _VIEWED:
+                del self._asked[next(iter(self._asked))]
+            return False
 
     def _certified(self, key: Key, view: _View) -> bool:
         """Whether the store still certifies the thread's view (one cheap check) before it
@@ -762,7 +788,9 @@ class Threads:
         head = None if stored is None else _document(stored.documents, head_name(ns), key)
         return None if head is None else (head["at"], head["id"], None)
 
-    async def _record_at(self, key: Key, ns: str, checkpoint_id: str, at: int) -> Record:
+    async def _record_at(
+        self, key: Key, ns: str, checkpoint_id: str, at: int, remember: bool = True
+    ) -> Record:
         """The record at position ``at``, which must be checkpoint ``checkpoint_id``; else the
         thread was rewritten (pruned) since the position was read: ``_Moved``."""
         found = _checked(
@@ -770,14 +798,19 @@ class Threads:
         )
         if not found or found[0].get("id") != checkpoint_id or found[0].get("ns") != ns:
             raise _Moved
-        self._remember(key, at, found[0])
+        if remember:
+            self._remember(key, at, found[0])
         return found[0]
 
     async def load(self, key: Key, ns: str, checkpoint_id: str | None) -> Loaded | None:
         """A checkpoint with its values and pending writes (the namespace's newest for None):
-        from the thread's view while the store certifies it, else read (and viewed)."""
+        from the thread's view while the store certifies it, else read (and viewed: the
+        newest always, a checkpoint named by id when it was asked for before)."""
         if checkpoint_id is None:
             self._note_read(key)
+            stamping = True
+        else:
+            stamping = self._asked_before(key, ns, checkpoint_id)
         view = self._views.get(key)
         if view is not None:
             wanted = view.heads.get(ns) if checkpoint_id is None else checkpoint_id
@@ -786,11 +819,16 @@ class Threads:
                 return found
         for _ in range(_ATTEMPTS):
             try:
-                if checkpoint_id is not None:  # not stamped: seldom read twice in a row
+                if not stamping or not self._stamps_pay():
+                    if checkpoint_id is None:
+                        return await self._load_head(key, ns)
                     return await self._load_one(key, ns, checkpoint_id)
-                if not self._stamps_pay():
-                    return await self._load_head(key, ns)
-                done = await self.backend.stamped(key, partial(self._load_head, key, ns))
+                read: Callable[[], Awaitable[Loaded | None]]
+                if checkpoint_id is None:
+                    read = partial(self._load_head, key, ns)
+                else:
+                    read = partial(self._load_one, key, ns, checkpoint_id)
+                done = await self.backend.stamped(key, read)
             except _Moved:
                 self.forget(key)
                 await pause(0)
@@ -798,7 +836,7 @@ class Threads:
             loaded: Loaded | None = done.value
             view = None if loaded is None else self._viewed(key, done.stamp)
             if view is not None and loaded is not None:
-                view.keep(ns, loaded, head=True)
+                view.keep(ns, loaded, head=checkpoint_id is None)
             return loaded
         raise ConflictError(f"Thread {key.session_id!r} kept changing while it was read.")
 
@@ -825,18 +863,17 @@ class Threads:
         known = self._known(key, ns, checkpoint_id)
         if known is not None and known[0] == at:
             full = None  # remembered here, with its values
-        elif full is not None:
-            self._remember(key, at, full)
         return await self._loaded(key, ns, checkpoint_id, at, documents, full)
 
     async def _load_one(self, key: Key, ns: str, checkpoint_id: str) -> Loaded | None:
         """A checkpoint by id: its record and pending writes in one read when its position is
         remembered here (the record not), else its position and pending writes in one read
-        (the record too unless it is remembered here); one not indexed yet is found in the
-        log's tail."""
+        with the record at that position unless it is remembered here (``read_modules_and_log``:
+        one transaction on SQLite); one not indexed yet is found in the log's tail."""
         with self._lock:
             slot = (key, self._generations.get(key, 0), ns, checkpoint_id)
-            at = None if slot in self._records else self._positions.get(slot)
+            remembered = slot in self._records
+            at = None if remembered else self._positions.get(slot)
         if at is not None:
             name = writes_name(ns, checkpoint_id)
             tail, stored = await self.backend.read_log_and_modules(
@@ -845,21 +882,31 @@ class Threads:
             records = _checked(tail, key)
             if not records or records[0].get("id") != checkpoint_id or records[0].get("ns") != ns:
                 raise _Moved  # rewritten (pruned, deleted) since: forgotten, then read anew
-            self._remember(key, at, records[0])
             documents = _gathered(stored)
             return await self._loaded(key, ns, checkpoint_id, at, documents, records[0])
-        names = [at_name(ns, checkpoint_id), writes_name(ns, checkpoint_id)]
-        stored = await self.backend.read_modules(key, names=names)
+        index = at_name(ns, checkpoint_id)
+        names = [index, writes_name(ns, checkpoint_id)]
+        if remembered:  # its position and writes: the record is remembered here
+            stored, records = await self.backend.read_modules(key, names=names), []
+        else:  # the record too, at the position its document names, in the same read
+            stored, records = await self.backend.read_modules_and_log(
+                key, names=names, path=CHECKPOINTS, span=partial(_indexed, index)
+            )
         if stored is None:
             return None
-        at = (_document(stored.documents, at_name(ns, checkpoint_id), key) or {}).get("at")
+        at = (_document(stored.documents, index, key) or {}).get("at")
         if at is None:
             found = await self._find_in_tail(key, ns, checkpoint_id)
             if found is None:
                 return None
             documents = _gathered(stored)
             return await self._loaded(key, ns, checkpoint_id, found[0], documents, found[1])
-        return await self._loaded(key, ns, checkpoint_id, at, _gathered(stored))
+        full = None
+        if records:
+            if _checked(records, key)[0].get("id") != checkpoint_id or records[0].get("ns") != ns:
+                raise _Moved
+            full = records[0]
+        return await self._loaded(key, ns, checkpoint_id, at, _gathered(stored), full)
 
     async def _loaded(
         self,
@@ -871,12 +918,15 @@ class Threads:
         full: Record | None = None,
     ) -> Loaded:
         """The record at ``at`` (given in ``full``, remembered, or read) with its values and
-        the pending writes in ``documents``."""
+        the pending writes in ``documents``; a record given is remembered, with the values
+        unpacked here."""
         known = self._known(key, ns, checkpoint_id)
         if full is None and (known is None or known[0] != at):
-            full = await self._record_at(key, ns, checkpoint_id, at)
+            full = await self._record_at(key, ns, checkpoint_id, at, remember=False)
         record = full if full is not None else known[1]  # type: ignore[index]
         values, wanted = self._values_here(key, at, record, full, None)
+        if full is not None:
+            self._remember(key, at, full, blobs=values)
         if wanted:
             await self._read_values(key, record, values, wanted)
         held = _document(documents, writes_name(ns, checkpoint_id), key) if documents else None

@@ -27,7 +27,8 @@ from praisonsession.integrations.langgraph_threads import Threads
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
-# Another process's writes: ``put THREAD STEP`` or ``writes THREAD TASK`` (to the newest).
+# Another process's writes: ``put:THREAD:STEP``, ``writes:THREAD:TASK`` (to the newest),
+# ``writes:THREAD:TASK:ID`` (to checkpoint ID), ``delete:THREAD:0`` or ``prune:THREAD:0``.
 _WORKER = """
 import sys
 from langgraph.checkpoint.base import empty_checkpoint
@@ -36,9 +37,15 @@ from praisonsession.integrations.langgraph import PraisonSaver
 url, settings, *steps = sys.argv[1:]
 with PraisonSaver(url, settings=eval(settings)) as saver:
     for step in steps:
-        what, thread, n = step.split(":")
+        what, thread, n, *named = step.split(":")
         config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-        if what == "put":
+        if named:
+            config["configurable"]["checkpoint_id"] = named[0]
+        if what == "delete":
+            saver.delete_thread(thread)
+        elif what == "prune":
+            saver.prune([thread])
+        elif what == "put":
             latest = saver.get_tuple(config)
             if latest is not None:
                 config = latest.config
@@ -321,3 +328,239 @@ def test_threads_of_one_process_committing_together_keep_their_views_true(url: s
             list(pool.map(steps, range(6)))  # a worker's failure is raised here
         for thread_id in ["shared", *(f"own-{w}" for w in range(6))]:
             assert answers(saver, thread_id) == fresh(power, thread_id), thread_id
+
+
+# -- checkpoints named by id: a second read of one is viewed, and every change is seen ---------
+
+
+def by_id(saver: PraisonSaver, thread_id: str, checkpoint_id: str) -> Any:
+    found = saver.get_tuple(config(thread_id, checkpoint_id=checkpoint_id))
+    return None if found is None else _shown(found)
+
+
+def fresh_by_id(url: str, thread_id: str, checkpoint_id: str, **settings: Any) -> Any:
+    with PraisonSaver(open_store(url), settings=settings or None) as saver:
+        return by_id(saver, thread_id, checkpoint_id)
+
+
+def held(saver: PraisonSaver, thread_id: str, checkpoint_id: str) -> bool:
+    """Whether the saver's view of the thread holds the checkpoint, still certified."""
+    threads: Threads = saver._threads
+    for key, view in list(threads._views.items()):
+        if key.session_id == thread_id and ("", checkpoint_id) in view.loaded:
+            return threads._certified(key, view)
+    return False
+
+
+def history(saver: PraisonSaver, thread_id: str, steps: int, run: str | None = None) -> list[str]:
+    """The ids of ``steps`` checkpoints put in a row (of run ``run``, when given)."""
+    ids = []
+    for n in range(steps):
+        latest = saver.get_tuple(config(thread_id))
+        checkpoint = empty_checkpoint()
+        version = saver.get_next_version(
+            None if latest is None else latest.checkpoint["channel_versions"]["n"], None
+        )
+        checkpoint["channel_values"] = {"n": n}
+        checkpoint["channel_versions"] = {"n": version}
+        parent = config(thread_id) if latest is None else latest.config
+        if run is not None:
+            parent = {"configurable": {**parent["configurable"], "run_id": run}}
+        saver.put(parent, checkpoint, {"source": "loop", "step": n}, {"n": version})
+        ids.append(checkpoint["id"])
+    return ids
+
+
+def read_twice(saver: PraisonSaver, thread_id: str, checkpoint_id: str) -> Any:
+    """Read a checkpoint by id twice: the second read leaves it in the view."""
+    first = by_id(saver, thread_id, checkpoint_id)
+    assert by_id(saver, thread_id, checkpoint_id) == first
+    assert held(saver, thread_id, checkpoint_id)
+    return first
+
+
+def test_a_checkpoint_read_by_id_again_is_served_from_the_view(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with PraisonSaver(url) as saver:
+        ids = history(saver, "t", 20)
+        first = by_id(saver, "t", ids[3])
+        assert first[1] == {"n": 3} and not held(saver, "t", ids[3])  # read once: not kept
+        assert read_twice(saver, "t", ids[3]) == first == fresh_by_id(url, "t", ids[3])
+
+        def no_read(*args: Any) -> Any:
+            raise AssertionError("read from the store")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(saver._threads, "_load_one", no_read)
+            found = saver.get_tuple(config("t", checkpoint_id=ids[3]))  # from the view
+            assert _shown(found) == first
+            found.checkpoint["channel_values"]["n"] = "changed"
+            found.metadata["step"] = "changed"
+            found.checkpoint["channel_versions"].clear()
+            assert by_id(saver, "t", ids[3]) == first  # what a caller changes stays its own
+        assert fresh_by_id(url, "t", ids[3]) == first
+
+
+def test_writes_to_an_older_checkpoint_by_anyone_are_seen(url: str) -> None:
+    with PraisonSaver(url) as saver, PraisonSaver(open_store(url)) as other:
+        ids = history(saver, "t", 20)
+        read_twice(saver, "t", ids[5])
+        other.put_writes(config("t", checkpoint_id=ids[5]), [("n", 50)], "late")
+        assert by_id(saver, "t", ids[5]) == fresh_by_id(url, "t", ids[5])
+        assert by_id(saver, "t", ids[5])[3] == [("late", "n", 50)]
+        read_twice(saver, "t", ids[5])
+        other_process(url, f"writes:t:51:{ids[5]}")  # another process
+        assert by_id(saver, "t", ids[5])[3] == [("late", "n", 50), ("p51", "n", 51)]
+        read_twice(saver, "t", ids[5])
+        done = threading.Thread(  # this saver, on another thread (another connection)
+            target=saver.put_writes, args=(config("t", checkpoint_id=ids[5]), [("n", 52)], "x")
+        )
+        done.start()
+        done.join()
+        assert ("x", "n", 52) in by_id(saver, "t", ids[5])[3]
+        for task in range(20):  # past the writes document, into its log
+            read_twice(saver, "t", ids[5])
+            other.put_writes(config("t", checkpoint_id=ids[5]), [("n", task)], f"many{task}")
+            assert by_id(saver, "t", ids[5]) == fresh_by_id(url, "t", ids[5]), task
+        assert len(by_id(saver, "t", ids[5])[3]) == 23
+        read_twice(saver, "t", ids[6])
+        other.put_writes(put(other, "u", 1), [("n", 9)], "u-task")  # another thread
+        assert by_id(saver, "t", ids[6]) == fresh_by_id(url, "t", ids[6])
+        read_twice(saver, "t", ids[6])
+        put(other, "t", 99)  # a new checkpoint on the thread: the older one is unchanged
+        assert by_id(saver, "t", ids[6]) == fresh_by_id(url, "t", ids[6])
+
+
+def test_an_older_checkpoint_pruned_deleted_or_erased_is_gone(url: str) -> None:
+    with PraisonSaver(url) as saver, PraisonSaver(open_store(url)) as other:
+        ids = history(saver, "t", 20)
+        read_twice(saver, "t", ids[2])
+        other.prune(["t"])  # keep_latest: ids[2] goes
+        assert by_id(saver, "t", ids[2]) is None is fresh_by_id(url, "t", ids[2])
+        assert by_id(saver, "t", ids[19]) == fresh_by_id(url, "t", ids[19])
+
+        ids = history(saver, "r", 4, run="run-1") + history(saver, "r", 4, run="run-2")
+        read_twice(saver, "r", ids[1])
+        read_twice(saver, "r", ids[6])
+        other.delete_for_runs(["run-1"])
+        assert by_id(saver, "r", ids[1]) is None is fresh_by_id(url, "r", ids[1])
+        assert by_id(saver, "r", ids[6]) == fresh_by_id(url, "r", ids[6]) is not None
+
+        ids = history(saver, "p", 20)
+        read_twice(saver, "p", ids[4])
+        other_process(url, "prune:p:0")
+        assert by_id(saver, "p", ids[4]) is None is fresh_by_id(url, "p", ids[4])
+        ids = history(saver, "p", 5)
+        read_twice(saver, "p", ids[1])
+        other_process(url, "delete:p:0")
+        assert by_id(saver, "p", ids[1]) is None
+
+        ids = history(saver, "d", 5)
+        read_twice(saver, "d", ids[1])
+        other.delete_thread("d")
+        assert by_id(saver, "d", ids[1]) is None
+        # put again under the same id, with other values: the new checkpoint, not the old
+        again = history(other, "d", 1)
+        read_twice(saver, "d", again[0])
+        other.delete_thread("d")
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = again[0]
+        checkpoint["channel_values"] = {"n": "again"}
+        checkpoint["channel_versions"] = {"n": "7"}
+        other.put(config("d"), checkpoint, {"source": "loop", "step": 7}, {"n": "7"})
+        assert by_id(saver, "d", again[0])[1] == {"n": "again"}
+    with PraisonSaver(url, user_id="eve") as saver:
+        ids = history(saver, "e", 5)
+        read_twice(saver, "e", ids[2])
+        store = open_store(url)
+        assert erase_user("eve", store).session_ids == ["e"]
+        assert by_id(saver, "e", ids[2]) is None
+        asyncio.run(store.close())
+
+
+def test_an_older_checkpoint_of_a_thread_given_a_ttl_or_purged_is_gone(
+    url: str, frozen_clock: Any
+) -> None:
+    with PraisonSaver(url) as saver:
+        ids = history(saver, "t", 5)
+        read_twice(saver, "t", ids[1])
+        store = open_store(url)
+        asyncio.run(store.touch("t", ttl=60))  # a TTL given later: no view holds it now
+        frozen_clock.advance(30)
+        assert by_id(saver, "t", ids[1]) == fresh_by_id(url, "t", ids[1]) is not None
+        assert by_id(saver, "t", ids[1]) is not None
+        frozen_clock.advance(61)
+        assert by_id(saver, "t", ids[1]) is None
+        assert not held(saver, "t", ids[1])  # a thread with a TTL is never viewed
+        ids = history(saver, "p", 5)
+        read_twice(saver, "p", ids[1])
+        asyncio.run(store.expire("p"))
+        assert asyncio.run(store.purge_expired()) == 2  # "p", and "t", expired above
+        assert by_id(saver, "p", ids[1]) is None
+        asyncio.run(store.close())
+
+
+def test_an_encrypted_saver_views_a_checkpoint_by_id_and_sees_other_writers(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite://{tmp_path}/sealed.db"
+    settings = {"encryption_key": ENCRYPTION_KEY}
+    with PraisonSaver(url, settings=settings) as saver:
+        ids = history(saver, "t", 5)
+        first = read_twice(saver, "t", ids[2])
+        assert first == fresh_by_id(url, "t", ids[2], **settings)
+        other_process(url, f"writes:t:8:{ids[2]}", settings=repr(settings))
+        assert by_id(saver, "t", ids[2])[3] == [("p8", "n", 8)]
+        assert by_id(saver, "t", ids[2]) == fresh_by_id(url, "t", ids[2], **settings)
+
+
+def test_interleaved_writers_never_make_a_read_by_id_answer_otherwise_than_a_fresh_saver(
+    url: str,
+) -> None:
+    chance = random.Random(41)
+    with PraisonSaver(url) as saver, PraisonSaver(open_store(url)) as other:
+        ids = {thread: history(saver, thread, 8) for thread in ("a", "b")}
+        for n in range(80):
+            thread = chance.choice(["a", "b"])
+            move = chance.random()
+            target = chance.choice([saver, other])
+            if move < 0.25:
+                ids[thread] += history(target, thread, 1)
+            elif move < 0.5 and ids[thread]:
+                named = config(thread, checkpoint_id=chance.choice(ids[thread]))
+                if target.get_tuple(named) is not None:
+                    target.put_writes(named, [("n", n)], f"w{n}")
+            elif move < 0.55:
+                target.delete_thread(thread)
+            elif move < 0.6:
+                target.prune([thread])
+            for looked in ("a", "b"):
+                for checkpoint_id in chance.sample(ids[looked], min(3, len(ids[looked]))):
+                    for _ in range(2):  # the second read is viewed, and must stay true
+                        assert by_id(saver, looked, checkpoint_id) == fresh_by_id(
+                            url, looked, checkpoint_id
+                        ), (n, looked)
+
+
+def test_what_views_and_reads_by_id_hold_is_bounded(url: str) -> None:
+    from praisonsession.integrations import langgraph_threads
+
+    with PraisonSaver(url) as saver:
+        ids = history(saver, "t", 150)
+        for checkpoint_id in ids:
+            assert by_id(saver, "t", checkpoint_id) == by_id(saver, "t", checkpoint_id)
+        threads: Threads = saver._threads
+        (view,) = threads._views.values()
+        assert len(view.loaded) <= langgraph_threads._VIEWED
+        assert all(("", checkpoint_id) in view.loaded for checkpoint_id in ids[-20:])
+        assert len(threads._asked) == langgraph_threads._VIEWED
+        # asked for 64 reads ago: forgotten, so its next read is not viewed either
+        view.loaded.clear()
+        for checkpoint_id in ids[:64]:
+            by_id(saver, "t", checkpoint_id)
+        by_id(saver, "t", ids[100])
+        assert not held(saver, "t", ids[100])
+        assert len(threads._asked) == langgraph_threads._VIEWED
+        by_id(saver, "t", ids[100])
+        assert held(saver, "t", ids[100])
