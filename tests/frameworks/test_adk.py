@@ -37,7 +37,13 @@ from google.genai import types
 import praisonsession
 from adk_workers import make_runner, worker_command
 from backends import ENCRYPTION_KEY, store_url
-from praisonsession import InMemorySession, InvalidIdError, InvalidValueError, Session
+from praisonsession import (
+    InMemorySession,
+    InvalidIdError,
+    InvalidValueError,
+    Session,
+    StoreUnavailableError,
+)
 from praisonsession.integrations import adk
 from praisonsession.integrations.adk import (
     EVENTS_LOG,
@@ -50,8 +56,8 @@ from praisonsession.integrations.adk import (
 from praisonsession.stores import record_key
 from praisonsession.stores.backends import memory as memory_backend
 from praisonsession.stores.backends.json.backend import JSONBackend
-from praisonsession.stores.backends.postgres.backend import PostgresBackend
 from praisonsession.stores.backends.sqlite.backend import SqliteBackend
+from praisonsession.stores.guard import beneath
 from released_together import run_together
 
 T = TypeVar("T")
@@ -548,25 +554,36 @@ _LOG_WRITERS = {
     "memory": (memory_backend, "_write"),
     "json": (JSONBackend, "_write_log"),
     "sqlite": (SqliteBackend, "_write_log"),
-    "postgres": (PostgresBackend, "_write_log"),
 }
 
 
-@pytest.mark.parametrize("kind", list(_LOG_WRITERS), indirect=True)
+def _cut_short(kind: str, backend: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Make the next creation fail after its record is written; what it then raises."""
+    if kind != "postgres":
+        monkeypatch.setattr(*_LOG_WRITERS[kind], _fail)
+        return DiskFailed
+    # PostgreSQL's one statement: its module documents' insert divides by zero as it runs
+    statement = backend._sql["CREATE_WITH_MODULES"]
+    broken = statement.replace("m.n, m.d FROM", "m.n, m.d || 1 / (length(m.n) - length(m.n)) FROM")
+    assert broken != statement
+    monkeypatch.setattr(backend, "_sql", {**backend._sql, "CREATE_WITH_MODULES": broken})
+    return StoreUnavailableError
+
+
+@pytest.mark.parametrize("kind", [*_LOG_WRITERS, "postgres"], indirect=True)
 def test_a_creation_cut_short_leaves_no_session(
     kind: str, store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``create_session`` is one atomic step (one commit on SQLite): a failure while it
-    writes the session's event log, after its record and document, leaves no session, no
-    listing entry and no user: state, and the id free. Its record used to be committed first,
-    alone, so the failure left a session without its state. (Redis makes it in one script,
-    which no failure can cut short once it runs.)"""
+    """``create_session`` is one atomic step (one commit on SQLite, one statement on
+    PostgreSQL): a failure while it writes, after the session's record, leaves no session,
+    no listing entry and no user: state, and the id free. Its record used to be committed
+    first, alone, so the failure left a session without its state. (Redis makes it in one
+    script, which no failure can cut short once it runs.)"""
 
     async def work() -> None:
         service = PraisonSessionService(store)
         state = {"cart": [1], "user:plan": "pro"}
-        monkeypatch.setattr(*_LOG_WRITERS[kind], _fail)
-        with pytest.raises(DiskFailed):
+        with pytest.raises(_cut_short(kind, beneath(service.store.backend), monkeypatch)):
             await service.create_session(
                 app_name="shop", user_id="ada", session_id="s", state=state
             )

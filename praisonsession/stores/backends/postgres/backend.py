@@ -673,7 +673,29 @@ class PostgresBackend(StoreBackend):
         documents: dict[str, Any],
         writes: list[LogWrite],
     ) -> dict[str, int]:
-        def plan() -> Plan[dict[str, int]]:
+        paths = [write.path for write in writes]
+        if len(set(paths)) == len(paths) and all(w.start in (None, -1, 0) for w in writes):
+            lengths = {write.path: len(write.messages) for write in writes}
+            info = SessionInfo.new(*key, self.default_ttl, metadata, now())._replace(version=1)
+            placed = [(w.path, i, m) for w in writes for i, m in enumerate(w.messages)]
+            made = await self._statement(
+                "CREATE_WITH_MODULES",
+                (
+                    *_session_row(info),
+                    dumps(lengths),
+                    *key,
+                    list(documents),
+                    [dumps(d) for d in documents.values()],
+                    *key,
+                    [path for path, _, _ in placed],
+                    [seq for _, seq, _ in placed],
+                    [dumps(message) for _, _, message in placed],
+                ),
+            )
+            if made[0][0]:  # one statement, one round trip
+                return lengths
+
+        def plan() -> Plan[dict[str, int]]:  # a row is there: live (a conflict) or not
             at = now()
             live = yield from self._live_info(key, at, purge=True)
             if live is not None:
@@ -682,7 +704,7 @@ class PostgresBackend(StoreBackend):
             yield from self._bump(key, info, at)
             return (yield from self._save_modules(key, documents, writes))
 
-        return await self._write(plan)  # one transaction (each statement a round trip)
+        return await self._write(plan)  # one transaction
 
     def _save_modules(
         self, key: Key, documents: dict[str, Any], writes: list[LogWrite]

@@ -297,6 +297,21 @@ UPSERT_SESSION = (
     "expires_at=EXCLUDED.expires_at, ttl=EXCLUDED.ttl, version=EXCLUDED.version, "
     "metadata=EXCLUDED.metadata"
 )
+# A new session with its module documents and messages in one statement (ADK's create_session):
+# nothing is written when a row of the session is there, live or not (0: the client takes the
+# full path, which purges an expired one or says the session exists).
+CREATE_WITH_MODULES = (
+    "WITH n AS (INSERT INTO {s}.ps_sessions (user_id, session_id, format, created_at, "
+    "updated_at, expires_at, ttl, version, metadata, logs) "
+    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::jsonb) "
+    "ON CONFLICT (user_id, session_id) DO NOTHING RETURNING 1), "
+    "d AS (INSERT INTO {s}.ps_modules (user_id, session_id, name, document) "
+    "SELECT %s, %s, m.n, m.d FROM n, unnest(%s::text[], %s::text[]) AS m(n, d)), "
+    "m AS (INSERT INTO {s}.ps_messages (user_id, session_id, log, seq, message) "
+    "SELECT %s, %s, x.lg, x.seq, x.msg FROM n, "
+    "unnest(%s::text[], %s::bigint[], %s::text[]) AS x(lg, seq, msg)) "
+    "SELECT count(*) FROM n"
+)
 UPDATE_SESSION = (
     "UPDATE {s}.ps_sessions SET version=%s, updated_at=%s, expires_at=%s, ttl=%s, metadata=%s "
     "WHERE user_id=%s AND session_id=%s"
