@@ -26,6 +26,7 @@ from llm_server import ScriptedChatServer
 from ports import closed_port
 from praisonsession import (
     AsyncSession,
+    ConflictError,
     InvalidValueError,
     KeyRequiredError,
     RemoteAuthError,
@@ -38,7 +39,9 @@ from praisonsession import (
     SessionNotFoundError,
 )
 from praisonsession.agents.agent import module_key
+from praisonsession.remote.backend import RemoteBackend
 from praisonsession.settings import Settings
+from praisonsession.stores import LogWrite, StoredModules, record_key
 from remote_fixtures import (  # noqa: F401 - fixtures
     HISTORY,
     TOKEN,
@@ -334,6 +337,56 @@ def test_a_server_without_the_key_hands_out_no_ciphertext_and_writes_nothing(
     assert local.get_state("secret") == "pelican-77"  # nothing was written
     assert local.read_messages("log") == [{"role": "user", "content": "pelican-77"}]
     local.close()
+
+
+def test_a_session_is_created_with_its_modules_in_one_request(
+    served: SessionServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``create_record_with_modules`` (ADK's create_session) is one request, one step of the
+    server's store: a second is a ConflictError that changes nothing. A server older than the
+    route (404) gets the protocol's default, the same record in three requests."""
+    backend = remote(served).store.backend
+    sent: list[str] = []
+    call = RemoteBackend._call
+
+    async def counted(self: RemoteBackend, operation: str, body: Any, **how: Any) -> Any:
+        sent.append(operation)
+        return await call(self, operation, body, **how)
+
+    monkeypatch.setattr(RemoteBackend, "_call", counted)
+
+    def create(session_id: str, doc: Any) -> dict[str, int]:
+        return asyncio.run(
+            backend.create_record_with_modules(
+                record_key(session_id, "carol"),
+                metadata={"doc": doc},
+                documents={"doc": doc},
+                writes=[LogWrite("doc.log", [{"content": "hi"}], 0)],
+            )
+        )
+
+    def stored(session_id: str) -> tuple[Any, Any]:
+        key = record_key(session_id, "carol")
+        info = asyncio.run(backend.read_record(key))
+        return info and info.metadata, asyncio.run(backend.read_modules(key, names=["doc"]))
+
+    made = ({"doc": {"v": 1}}, StoredModules({"doc": {"v": 1}}, {"doc.log": [{"content": "hi"}]}))
+    assert create("made", {"v": 1}) == {"doc.log": 1}
+    assert [op for op in sent if op != "info"] == ["create_with_modules"]
+    with pytest.raises(ConflictError):
+        create("made", {"v": 2})
+    assert stored("made") == made
+
+    async def older(self: RemoteBackend, operation: str, body: Any, **how: Any) -> Any:
+        if operation == "create_with_modules":
+            raise RemoteRequestError("Nothing at that path.", status=404)
+        return await call(self, operation, body, **how)
+
+    monkeypatch.setattr(RemoteBackend, "_call", older)
+    assert create("older", {"v": 1}) == {"doc.log": 1}
+    assert stored("older") == made
+    with pytest.raises(ConflictError):
+        create("older", {"v": 2})
 
 
 def test_a_lone_surrogate_round_trips_as_it_does_on_a_local_store(served: SessionServer) -> None:

@@ -179,16 +179,26 @@ async def _increment(store: SessionBase, body: Body) -> Any:
     )
 
 
-async def _save_modules(store: SessionBase, body: Body) -> Any:
-    key = _key(body)
+def _modules(body: Body) -> tuple[dict[str, Any], list[LogWrite]]:
+    """The module ``documents`` and log ``writes`` of a body, checked."""
     documents = _object(body, "documents")
     for name in documents:
         check_key(name, "module name")
     writes = body.get("writes", [])
     if not isinstance(writes, list):
         raise InvalidValueError("writes must be a list of log writes.")
-    return await _backend(store).write_modules(
-        key, documents=documents, writes=[_write(w) for w in writes]
+    return documents, [_write(w) for w in writes]
+
+
+async def _save_modules(store: SessionBase, body: Body) -> Any:
+    documents, writes = _modules(body)
+    return await _backend(store).write_modules(_key(body), documents=documents, writes=writes)
+
+
+async def _create_with_modules(store: SessionBase, body: Body) -> Any:
+    documents, writes = _modules(body)
+    return await _backend(store).create_record_with_modules(
+        _key(body), metadata=_object(body, "metadata"), documents=documents, writes=writes
     )
 
 
@@ -275,6 +285,12 @@ OPERATIONS: dict[str, tuple[Operation, str]] = {
         _save_modules,
         "Store module `documents` and log `writes` ({path, messages, start}) in one step; "
         "each written log's length.",
+    ),
+    "create_with_modules": (
+        _create_with_modules,
+        "Create the session, which must not exist (409 if it does), with `metadata`, module "
+        "`documents` and log `writes` ({path, messages, start}) in one step; each written "
+        "log's length.",
     ),
     "load_modules": (_load_modules, "The documents and logs of modules `names`, or null."),
     "append": (_append, "Append `write` ({path, messages, start}) to a log; its new length."),
