@@ -331,9 +331,10 @@ class StoreBackend(ABC):
 
         What a framework's "create a session with its first state" needs in one step: a
         crash cannot leave the record without what it was created with. Memory, JSON,
-        SQLite (one commit), Redis (one script) and PostgreSQL (one transaction) make it one
-        step. The default makes it in three (create-if-none, the metadata, the modules), each
-        atomic but not the whole: a backend that cannot do better than that inherits it."""
+        SQLite (one commit), Redis (one script), PostgreSQL (one statement) and a remote store
+        (one request) make it one step. The default makes it in three (create-if-none, the
+        metadata, the modules), each atomic but not the whole: a backend that cannot do better
+        inherits it."""
         for write in writes:  # a new record's logs are empty: refused before any step
             if write.start not in (None, -1, 0):
                 raise ConflictError(f"Log {write.path!r} holds 0 messages, not {write.start}.")
