@@ -290,7 +290,7 @@ def _write_of(item: Any, what: str | Callable[[], str]) -> Write:
 
 def _merged(held: list[Any], new: Sequence[Write]) -> list[Any]:
     """Writes held plus new ones, as LangGraph's savers merge them (:func:`_folded`)."""
-    return _folded(held, [[_write_item(write) for write in new]])
+    return _folded(held, ([_write_item(write) for write in new],))
 
 
 def _folded(held: list[Any], batches: Iterable[list[Any]]) -> list[Any]:
@@ -324,7 +324,7 @@ def _full(merged: list[Any]) -> bool:
     """Whether a writes document holds enough that further writes go to its log."""
     if len(merged) >= _MERGED_UP_TO:
         return True
-    return sum(len(item[5]) for item in merged if len(item) > 5) >= _MERGED_BYTES
+    return sum([len(item[5]) for item in merged if len(item) > 5]) >= _MERGED_BYTES
 
 
 def _gathered(stored: StoredModules | None) -> dict[str, Any]:
@@ -1220,12 +1220,15 @@ class Threads:
         no journal here."""
         with self._lock:
             current = self._journals.get(key)
-            known: dict[str, dict[str, Any]] = {}
+            kept: dict[str, dict[str, Any]] = {}
             if current is not None:
-                _, known, every = current
+                _, kept, every = current
             elif journal is not None:  # forgotten meanwhile: what else it holds is unknown
                 every = None
-            known = {n: d for n, d in list(known.items())[-7:] if n != name}  # the few written
+            known = dict(kept)  # a new dict: readers hold the one they took, unchanged
+            known.pop(name, None)
+            while len(known) >= 8:  # the few checkpoints being written
+                del known[next(iter(known))]
             known[name] = doc
             if every is not None and len(every) < _REMEMBERED:
                 every.add(name)
