@@ -622,6 +622,32 @@ class StoreConformance:
             store.backend.read_modules_and_log(missing, names=["at.2"], path="log", span=span)
         ) == (None, [])
 
+    def test_the_logs_below_a_module_are_found_among_many_others(self, store: SessionBase) -> None:
+        """``read_modules`` returns the logs named ``name`` or ``name.*`` of the documents read,
+        however many logs other modules hold, names sharing its first letters left out, and
+        logs added after a read (by either write) found by the next."""
+        key = record_key("s", "u")
+        names = ["a", "ab", "a-b", "a/b", "b"]
+        logs = ["a", "a.x", "a.y.z", "ab.x", "a-b.x", "a/b.x"]
+        writes = [LogWrite(p, [say(p)], None) for p in logs]
+        writes += [LogWrite(f"b.{i}", [numbered(i)], None) for i in range(300)]
+        documents = {n: {"n": n} for n in names}
+        run(store.backend.write_modules(key, documents=documents, writes=writes))
+
+        def below(*wanted: str) -> dict[str, list[dict[str, Any]]]:
+            stored = run(store.backend.read_modules(key, names=list(wanted)))
+            assert stored is not None and set(stored.documents) == set(wanted)
+            return stored.logs
+
+        assert below("a", "a-b", "a") == {p: [say(p)] for p in ["a", "a.x", "a.y.z", "a-b.x"]}
+        assert below("ab", "a/b") == {"ab.x": [say("ab.x")], "a/b.x": [say("a/b.x")]}
+        assert below("b") == {f"b.{i}": [numbered(i)] for i in range(300)}
+        run(store.backend.append_log(key, write=LogWrite("a.more", [say("more")], -1)))
+        write = LogWrite("ab.more", [say("ab")], None)
+        run(store.backend.write_modules(key, documents={}, writes=[write]))
+        assert set(below("a")) == {"a", "a.x", "a.y.z", "a.more"}
+        assert below("ab") == {"ab.x": [say("ab.x")], "ab.more": [say("ab")]}
+
     @_needs("supports_truncation")
     def test_a_truncated_log_keeps_its_head_and_hands_back_its_tail(
         self, store: SessionBase

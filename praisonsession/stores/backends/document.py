@@ -7,12 +7,48 @@ written once, here, and both backends call it inside their own lock.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from ..._internal.json_data import add_numbers
 from ..backend import TTL, UNSET, Key
 from ..record import FORMAT_VERSION, SessionInfo, resolve_info
+
+
+class LogsByModule:
+    """The paths of a document's logs by module (a log's path up to its first dot), so that
+    the logs below a few modules cost what they hold, not every log of the session.
+
+    Logs are added to a document's ``logs`` and leave only with it; a dict keeps its keys in
+    the order they came, so the new ones are taken from its end. Anything else (a log gone,
+    the dict replaced) shows in its length or its last key, and the index is made again.
+    """
+
+    __slots__ = ("_last", "_paths", "_seen")
+
+    def __init__(self) -> None:
+        self._paths: dict[str, list[str]] = {}
+        self._seen = 0
+        self._last: str | None = None  # the newest path indexed
+
+    def below(self, logs: dict[str, Any], names: Iterable[str]) -> list[str]:
+        """The paths in ``logs`` of module ``name`` or below it (``name.*``), each name once."""
+        self._catch_up(logs)
+        return [path for name in dict.fromkeys(names) for path in self._paths.get(name, ())]
+
+    def _catch_up(self, logs: dict[str, Any]) -> None:
+        added = len(logs) - self._seen
+        newest = reversed(logs)
+        fresh = list(islice(newest, max(added, 0)))
+        if added < 0 or next(newest, None) != self._last:  # not only added: all again
+            self._paths, fresh = {}, list(reversed(logs))
+        elif not fresh:
+            return
+        for path in reversed(fresh):
+            self._paths.setdefault(path.split(".", 1)[0], []).append(path)
+        self._seen, self._last = len(logs), next(reversed(logs), None)
 
 
 @dataclass
@@ -21,6 +57,9 @@ class SessionDocument:
     state: dict[str, Any] = field(default_factory=dict)
     modules: dict[str, Any] = field(default_factory=dict)
     logs: dict[str, Any] = field(default_factory=dict)
+    _by_module: LogsByModule = field(
+        default_factory=LogsByModule, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def new(
@@ -40,6 +79,11 @@ class SessionDocument:
 
     def changed(self, at: float) -> None:
         self.info = self.info._replace(version=self.info.version + 1, updated_at=at)
+
+    def logs_below(self, names: Iterable[str]) -> list[str]:
+        """The paths of the logs below modules ``names`` (``name`` or ``name.*``; a name
+        holding a dot has none): what ``read_modules`` returns with the documents."""
+        return self._by_module.below(self.logs, names)
 
     # -- state ----------------------------------------------------------------------------
 

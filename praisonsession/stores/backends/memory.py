@@ -240,10 +240,9 @@ class InMemoryBackend(StoreBackend):
             if doc is None:
                 return None
             doc.touch(at, self.sliding_ttl)
-            wanted = set(names)
             return StoredModules(
                 {n: _copy(doc.modules[n]) for n in names if n in doc.modules},
-                {p: _copy(m) for p, m in doc.logs.items() if p.split(".")[0] in wanted},
+                {p: _copy(doc.logs[p]) for p in doc.logs_below(names)},
             )
 
     async def append_log(self, key: Key, *, write: LogWrite) -> int:

@@ -654,13 +654,11 @@ class JSONBackend(StoreBackend):
         ) -> tuple[StoredModules | None, SessionDocument | None]:
             if doc is None:
                 return None, None
-            wanted = set(names)
             logs = {
-                path: self._read_log_file(key, path, ref)
-                for path, ref in doc.logs.items()
-                if path.split(".")[0] in wanted
+                path: self._read_log_file(key, path, doc.logs[path])
+                for path in doc.logs_below(names)
             }
-            found = StoredModules({n: d for n, d in doc.modules.items() if n in wanted}, logs)
+            found = StoredModules({n: doc.modules[n] for n in names if n in doc.modules}, logs)
             return found, self._sliding(doc, at)
 
         return await self._run(key, work, writes=False)
