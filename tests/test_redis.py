@@ -156,7 +156,7 @@ def test_ttl_is_set_on_every_key_of_the_session_and_slides(
     run(rstore.append_messages("s", "u", "log", [turn(0)]))
     run(rstore.save_session_state("s", "u", agent=agent))
     keys = session_keys(raw, rstore, "s", "u")
-    assert len(keys) == 6  # meta, state, modules, logs, and the two message lists
+    assert len(keys) == 7  # meta, state, modules, logs, lognames, and the two message lists
     ttls = [raw.pttl(k) for k in keys]
     # the expiry is rounded up to the next ms, so a PTTL read at once can exceed the TTL by 1
     assert all(29_000 < t <= 30_001 for t in ttls) and max(ttls) - min(ttls) < 50, ttls
@@ -184,7 +184,7 @@ def test_an_expired_session_leaves_no_key_and_no_index_entry(
     run(rstore.append_messages("s", "u", "log", [turn(0)]))
     keys = rstore.backend._keys(Key("u", "s"))
     time.sleep(0.35)
-    assert raw.exists(*keys[:4]) == 0  # Redis itself expired them, for every client
+    assert raw.exists(*keys[:4], keys[-1]) == 0  # Redis itself expired them, for every client
     with pytest.raises(SessionExpiredError):
         run(rstore.get_state("s", "u", must_exist=True))
     assert run(rstore.list_sessions("u")) == []
@@ -529,6 +529,115 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
     del raw._client, raw._lane
     assert run(rstore.get_value("s", "u", "n")) == 2
     assert run(rstore.read_messages("s", "u", "log")) == [turn(0)]
+
+
+# -- the logs below a module: the sorted log names --------------------------------------------
+
+
+def many_logs(rstore: RedisSession, key: Key, run, count: int = 200) -> None:
+    """Documents a and b, a log below each, and ``count`` logs below other modules."""
+    writes = [LogWrite("a.log", [turn(0)], None), LogWrite("b.log", [turn(1)], None)]
+    writes += [LogWrite(f"c{i}.log", [turn(i)], None) for i in range(count)]
+    documents = {"a": {"v": 1}, "b": {"v": 2}}
+    run(rstore.backend.write_modules(key, documents=documents, writes=writes))
+
+
+def below(rstore: RedisSession, key: Key, run, name: str = "a") -> dict[str, list[Any]]:
+    stored = run(rstore.backend.read_modules(key, names=[name]))
+    assert stored is not None and list(stored.documents) == [name]
+    return stored.logs
+
+
+def names_of(rstore: RedisSession, key: Key) -> tuple[str, str]:
+    """The session's meta hash and its sorted log names (the last of ``_keys``)."""
+    keys = rstore.backend._keys(key)
+    assert keys[-1].endswith(":lognames")
+    return keys[0], keys[-1]
+
+
+def test_a_read_of_one_module_takes_one_range_of_the_names_not_every_log(
+    rstore: RedisSession, raw: redis.Redis, run
+) -> None:
+    """Commands the server ran (INFO commandstats counts those of scripts): no SMEMBERS of
+    the session's 1,000 log names, one ZRANGEBYLEX, one LRANGE; a pop (either script) and
+    other writes keep the names trusted."""
+    key = Key("u", "s")
+    many_logs(rstore, key, run, 1000)
+    run(rstore.backend.truncate_log(key, path="c1.log", length=0, expected=1))  # truncate_tail
+    beneath(rstore.backend)._timed.add(key)  # as if it had an expiry: truncate.lua
+    run(rstore.backend.truncate_log(key, path="c2.log", length=0, expected=1))
+    run(rstore.patch_state("s", "u", {"x": 1}))
+    raw.config_resetstat()
+    assert below(rstore, key, run) == {"a.log": [turn(0)]}
+    stats = raw.info("commandstats")
+    assert "cmdstat_smembers" not in stats, sorted(stats)
+    assert stats["cmdstat_zrangebylex"]["calls"] == 1 and stats["cmdstat_lrange"]["calls"] == 1
+    meta, names = names_of(rstore, key)
+    assert raw.hget(meta, "lognames") == raw.hget(meta, "version") == b"4"
+    assert raw.zcard(names) == 1002
+    run(rstore.delete_session("s", "u"))
+    assert not session_keys(raw, rstore, "s", "u")
+
+
+def test_a_session_written_before_the_sorted_names_reads_whole_and_gains_them(
+    rstore: RedisSession, raw: redis.Redis, run
+) -> None:
+    """The layout before them is this one without the ZSET and the meta hash's 'lognames':
+    the first read makes both (once), and what it answers is what the set of logs holds."""
+    key = Key("u", "old")
+    many_logs(rstore, key, run)
+    meta, names = names_of(rstore, key)
+    raw.delete(names)
+    raw.hdel(meta, "lognames")
+    assert below(rstore, key, run) == {"a.log": [turn(0)]}
+    assert raw.zcard(names) == 202 and raw.hget(meta, "lognames") == raw.hget(meta, "version")
+    raw.config_resetstat()
+    assert below(rstore, key, run, "b") == {"b.log": [turn(1)]}
+    assert "cmdstat_smembers" not in raw.info("commandstats")  # made once, then trusted
+
+
+def test_what_a_version_without_the_sorted_names_wrote_is_read(
+    rstore: RedisSession, raw: redis.Redis, run
+) -> None:
+    """Such a version adds a log to the set alone and bumps the version; sets an expiry on
+    the other keys only (the names may expire first); deletes the session but its names, and
+    makes it again without them. Each is read right, the names made again."""
+    key = Key("u", "mixed")
+    many_logs(rstore, key, run)
+    meta, names = names_of(rstore, key)
+    logs_set = rstore.backend._keys(key)[3]
+
+    def old_append(path: str, message: dict[str, Any]) -> None:
+        raw.rpush(beneath(rstore.backend)._layout.log(key, path), json.dumps(message))
+        raw.sadd(logs_set, path)
+        raw.hincrby(meta, "version", 1)
+
+    old_append("a.new", turn(50))
+    assert below(rstore, key, run) == {"a.log": [turn(0)], "a.new": [turn(50)]}
+    raw.delete(names)  # expired before the rest
+    old_append("a.newer", turn(51))
+    raw.hset(meta, "lognames", raw.hget(meta, "version"))  # a mark the count check overrules
+    assert set(below(rstore, key, run)) == {"a.log", "a.new", "a.newer"}
+    assert raw.zcard(names) == 204
+
+    session = rstore.backend._keys(key)[:4]  # the session (no state here), not its names
+    kept = {k: raw.dump(k) for k in session if raw.exists(k)}
+    raw.delete(*kept)
+    raw.zadd(names, {"a.ghost": 0})  # a deleted session's names, left behind
+    run(rstore.backend.write_modules(key, documents={"a": {}}, writes=[]))  # made again here
+    assert below(rstore, key, run) == {}
+    assert raw.zcard(names) == 0
+    for k, value in kept.items():  # ... or made again by that version: no mark, stale names
+        raw.delete(k)
+        raw.restore(k, 0, value)
+    raw.hdel(meta, "lognames")
+    raw.zadd(names, {"a.ghost": 0})
+    assert below(rstore, key, run) == {
+        "a.log": [turn(0)],
+        "a.new": [turn(50)],
+        "a.newer": [turn(51)],
+    }
+    assert raw.zcard(names) == 204 and raw.zscore(names, "a.ghost") is None
 
 
 # -- the server going away --------------------------------------------------------------------

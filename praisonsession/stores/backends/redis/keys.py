@@ -8,6 +8,9 @@ Under ``{key_prefix}ps:`` (``U``/``S``/``L``: the user id, session id and log na
     s:U:S:state     HASH   state key -> JSON value
     s:U:S:modules   HASH   module name -> JSON document
     s:U:S:logs      SET    names of the session's message logs
+    s:U:S:lognames  ZSET   the same names, score 0, sorted: the logs below a module are one
+                           ZRANGEBYLEX (trusted while the meta hash's "lognames" field equals
+                           its version and the two hold as many names; else made again)
     s:U:S:log:L     LIST   one JSON message per item (RPUSH: appends never rewrite history)
     u:U:sessions    ZSET   the user's session ids (score 0, ordered by id: paged listing);
                            SCAN over these lists the store's users (``users.lua``)
@@ -88,8 +91,9 @@ class KeyLayout:
         return _glob_escaped(self.namespace) + "op:*"
 
     def session_keys(self, key: Key) -> list[str]:
-        """The session's keys (meta, state, modules, logs), its user's index, and the expiry
-        and imported sets (the message lists are named in the ``logs`` set)."""
+        """The session's keys (meta, state, modules, logs), its user's index, the expiry
+        and imported sets, and the sorted log names (the message lists are named in the
+        ``logs`` set)."""
         base = self.meta(key)[: -len("meta")]
         return [
             base + "meta",
@@ -99,6 +103,7 @@ class KeyLayout:
             self.user_index(key.user_id),
             self.expiry,
             self.imported,
+            base + "lognames",
         ]
 
     def agentscope(self, key: Key) -> str:

@@ -16,7 +16,7 @@ return once(function()
   m = writable(status, m, now)
   local length = held
   if #ARGV >= 8 then length = push(key, 8, #ARGV - 7) end
-  redis.call('SADD', K_LOGS, ARGV[6])
+  add_log_name(ARGV[6])
   bump(m, now)
   return {'ok', tostring(length)}
 end)

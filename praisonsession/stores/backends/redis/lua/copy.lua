@@ -74,7 +74,7 @@ return once(function()
       redis.call('RPUSH', dest, unpack(messages, i, j))
       i = j + 1
     end
-    redis.call('SADD', K_LOGS, path)
+    add_log_name(path)
   end
 
   -- metadata
@@ -88,6 +88,8 @@ return once(function()
     if ARGV[11] == 'keep' then ttl = s.ttl or '' end
     m = fresh(now, ttl)
     redis.call('HSET', K_META, 'version', '1')
+    m.version = '1'
+    index_logs(m)  -- fresh() emptied it: the names copied above
     for field, value in pairs(s) do
       if string.sub(field, 1, 2) == 'm:' or string.sub(field, 1, 2) == 'j:' then
         redis.call('HSET', K_META, field, value)

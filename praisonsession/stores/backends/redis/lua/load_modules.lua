@@ -21,10 +21,15 @@ if #ARGV >= 6 then
   end
 end
 local logs = {}
-for _, path in ipairs(redis.call('SMEMBERS', K_LOGS)) do
-  if present[string.match(path, '^[^%.]*')] then
-    logs[#logs + 1] = path
-    logs[#logs + 1] = redis.call('LRANGE', log_key(path), 0, -1)
+local done = {}
+for i = 1, #docs, 2 do  -- a range of the sorted names for each, not every log of the session
+  local name = docs[i]
+  if not done[name] then
+    done[name] = true
+    for _, path in ipairs(logs_below(m, name)) do
+      logs[#logs + 1] = path
+      logs[#logs + 1] = redis.call('LRANGE', log_key(path), 0, -1)
+    end
   end
 end
 slide(m, now)

@@ -30,6 +30,11 @@ local UID, SID, TOKEN, CHECK_TOKEN = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local K_META = KEYS[1]
 local BASE = string.sub(K_META, 1, -5)
 local K_STATE, K_MODS, K_LOGS = BASE .. 'state', BASE .. 'modules', BASE .. 'logs'
+-- The log names again, sorted (a ZSET, every score 0), so that the logs below a module are
+-- one ZRANGEBYLEX: trusted while the meta hash's 'lognames' equals its 'version' and it holds
+-- as many names as K_LOGS (see index_logs: a session written before this key, or touched by
+-- a version without it, is not).
+local K_NAMES = BASE .. 'lognames'
 local K_INDEX = NS .. 'u:' .. enc(UID) .. ':sessions'
 local K_EXPIRY, K_IMPORTED, K_TOKEN = NS .. 'expiry', NS .. 'imported', NS .. 'op:' .. TOKEN
 local K_AS = RAW_PREFIX .. 'user_id:' .. UID .. ':session:' .. SID .. ':state'
@@ -49,20 +54,24 @@ local function as_map(flat)
 end
 
 local function session_keys()
-  local keys = {K_META, K_STATE, K_MODS, K_LOGS}
+  local keys = {K_META, K_STATE, K_MODS, K_LOGS, K_NAMES}
   for _, p in ipairs(redis.call('SMEMBERS', K_LOGS)) do keys[#keys + 1] = log_key(p) end
   return keys
+end
+
+local function expire_at(keys, expires)
+  local ms = math.ceil(expires * 1000)
+  if ms < 9e15 then
+    local at = string.format('%.0f', ms)
+    for _, k in ipairs(keys) do redis.call('PEXPIREAT', k, at) end
+  end
 end
 
 -- Give every key of the session the same absolute expiry (or none).
 local function apply_expiry(expires)
   local keys = session_keys()
   if expires then
-    local ms = math.ceil(expires * 1000)
-    if ms < 9e15 then
-      local at = string.format('%.0f', ms)
-      for _, k in ipairs(keys) do redis.call('PEXPIREAT', k, at) end
-    end
+    expire_at(keys, expires)
     redis.call('ZADD', K_EXPIRY, fmt_time(expires), MEMBER)
   else
     for _, k in ipairs(keys) do redis.call('PERSIST', k) end
@@ -116,9 +125,11 @@ end
 
 local function fresh(now, ttl)
   local m = {format = tostring(FORMAT), version = '0', created_at = fmt_time(now),
-             updated_at = fmt_time(now), user_id = UID, session_id = SID}
+             updated_at = fmt_time(now), user_id = UID, session_id = SID, lognames = '0'}
   local fields = {'format', m.format, 'version', '0', 'created_at', m.created_at,
-                  'updated_at', m.updated_at, 'user_id', UID, 'session_id', SID}
+                  'updated_at', m.updated_at, 'user_id', UID, 'session_id', SID,
+                  'lognames', '0'}
+  redis.call('DEL', K_NAMES)  -- left by a version that did not know it: none of ours
   if ttl ~= '' then
     m.ttl = ttl
     m.expires_at = fmt_time(now + tonumber(ttl))
@@ -139,16 +150,67 @@ local function writable(status, m, now)
   return fresh(now, DEFAULT_TTL)
 end
 
--- Record a change: version + 1, updated_at, sliding expiry on every key.
+-- Record a change: version + 1, updated_at, sliding expiry on every key. Every script of
+-- ours keeps K_NAMES whole, so a complete one stays complete (its mark follows the version).
 local function bump(m, now)
+  local indexed = m.lognames == m.version
   m.version = string.format('%d', tonumber(m.version) + 1)
   m.updated_at = fmt_time(now)
   local ttl = tonumber(m.ttl or '')
   if ttl and SLIDING then m.expires_at = fmt_time(now + ttl) end
-  redis.call('HSET', K_META, 'version', m.version, 'updated_at', m.updated_at,
-             'expires_at', m.expires_at or '')
+  if indexed then
+    m.lognames = m.version
+    redis.call('HSET', K_META, 'version', m.version, 'updated_at', m.updated_at,
+               'expires_at', m.expires_at or '', 'lognames', m.version)
+  else
+    redis.call('HSET', K_META, 'version', m.version, 'updated_at', m.updated_at,
+               'expires_at', m.expires_at or '')
+  end
   if ttl then apply_expiry(tonumber(m.expires_at)) end
   return m
+end
+
+-- A new log's name, in both sets (SADD says whether it is new).
+local function add_log_name(path)
+  if redis.call('SADD', K_LOGS, path) == 1 then redis.call('ZADD', K_NAMES, 0, path) end
+end
+
+-- K_NAMES made again from K_LOGS and marked complete at this version: once for a session
+-- written before it existed, or after a version without it wrote (bumping the version past
+-- the mark) or set an expiry on the other keys only (K_NAMES gone first: fewer names).
+-- A name leaves K_LOGS only with the whole session.
+local function index_logs(m)
+  redis.call('DEL', K_NAMES)
+  local names = redis.call('SMEMBERS', K_LOGS)
+  local i = 1
+  while i <= #names do
+    local args = {}
+    for j = i, math.min(i + CHUNK - 1, #names) do
+      args[#args + 1] = 0
+      args[#args + 1] = names[j]
+    end
+    redis.call('ZADD', K_NAMES, unpack(args))
+    i = i + CHUNK
+  end
+  m.lognames = m.version
+  redis.call('HSET', K_META, 'lognames', m.version)
+  local exp = tonumber(m.expires_at or '')
+  if exp and #names > 0 then expire_at({K_NAMES}, exp) end
+end
+
+-- The logs below module ``name`` (named ``name`` or ``name.*``), from K_NAMES made whole
+-- first if it is not: a name holding a dot has none (a log belongs to its path up to the
+-- first dot).
+local function logs_below(m, name)
+  if string.find(name, '.', 1, true) then return {} end
+  if m.lognames ~= m.version or redis.call('ZCARD', K_NAMES) ~= redis.call('SCARD', K_LOGS) then
+    index_logs(m)
+  end
+  local found = {}
+  for _, path in ipairs(redis.call('ZRANGEBYLEX', K_NAMES, '[' .. name, '(' .. name .. '/')) do
+    if #path == #name or string.byte(path, #name + 1) == 46 then found[#found + 1] = path end
+  end
+  return found
 end
 
 -- Activity without a change (a read): only the sliding expiry moves.

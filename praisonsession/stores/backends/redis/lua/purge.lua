@@ -23,7 +23,8 @@ for _, member in ipairs(members) do
   elseif meta[1] and exp > now then
     redis.call('ZADD', KEYS[1], string.format('%.6f', exp), member)
   else
-    local keys = {base .. 'meta', base .. 'state', base .. 'modules', base .. 'logs'}
+    local keys = {base .. 'meta', base .. 'state', base .. 'modules', base .. 'logs',
+                  base .. 'lognames'}
     for _, p in ipairs(redis.call('SMEMBERS', base .. 'logs')) do
       keys[#keys + 1] = base .. 'log:' .. enc(p)
     end

@@ -43,7 +43,7 @@ return once(function()
     local length = push(key, w.first, w.count)
     if w.count == 0 then length = redis.call('LLEN', key) end
     reply[#reply + 1] = tostring(length)
-    redis.call('SADD', K_LOGS, w.path)
+    add_log_name(w.path)
   end
   bump(m, now)
   return reply

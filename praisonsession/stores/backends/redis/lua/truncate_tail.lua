@@ -16,7 +16,7 @@ if ARGV[5] == '1' then
   local done = redis.call('GET', KEYS[3])
   if done then return cjson.decode(done) end
 end
-local v = redis.call('HMGET', KEYS[1], 'format', 'version', 'expires_at', 'ttl')
+local v = redis.call('HMGET', KEYS[1], 'format', 'version', 'expires_at', 'ttl', 'lognames')
 local fmt, version = tonumber(v[1] or ''), tonumber(v[2] or '')
 if not fmt or fmt > @FORMAT@ or not version then return {'full'} end
 if (v[3] and v[3] ~= '') or (v[4] and v[4] ~= '') then return {'full', 'expiry'} end
@@ -43,7 +43,13 @@ if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 end
-redis.call('HSET', KEYS[1], 'version', string.format('%d', version + 1),
-           'updated_at', string.format('%.6f', now), 'expires_at', '')
+local bumped = string.format('%d', version + 1)
+if v[5] == v[2] then  -- the sorted log names were whole, and stay so (bump() in prelude.lua)
+  redis.call('HSET', KEYS[1], 'version', bumped, 'updated_at', string.format('%.6f', now),
+             'expires_at', '', 'lognames', bumped)
+else
+  redis.call('HSET', KEYS[1], 'version', bumped, 'updated_at', string.format('%.6f', now),
+             'expires_at', '')
+end
 redis.call('SET', KEYS[3], cjson.encode(reply), 'PX', ARGV[4])
 return reply
