@@ -46,9 +46,17 @@ from praisonsession import (
 )
 from praisonsession.stores.api import Key, LogWrite
 from praisonsession.stores.backends.redis.keys import key_segment
+from praisonsession.stores.backends.redis.lane import lane_of
 from praisonsession.stores.guard import beneath
 from process_workers import Agent
 from redis_server import RedisServer, find_redis_server
+
+#: The tests of the lane's own workings; redis-py 5.0.1 hands out no connection to keep, so
+#: there it has none (test_redis_versions.py checks that, and that the store works without).
+needs_the_lane = pytest.mark.skipif(
+    lane_of(redis.asyncio.Redis()) is None,
+    reason=f"redis-py {redis.__version__} has no lane (get_available_connection)",
+)
 
 
 class Counter(StateModule):
@@ -318,6 +326,7 @@ def test_a_fast_truncation_is_applied_once_however_it_is_retried(
     assert 0 < raw.pttl(keys[2]) <= backend._tokens.ttl_ms
 
 
+@needs_the_lane
 def test_a_truncations_reply_reaches_the_client_in_one_packet(
     redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -513,6 +522,8 @@ def test_a_write_whose_reply_was_lost_is_applied_once_on_retry(rstore: RedisSess
 
     async def flaky_lane() -> Any:  # the first attempt on a loop: the lane's own connection
         lane = await real_lane()
+        if lane is None:  # a redis-py without one: the first attempt goes through the client
+            return None
 
         class LosesOneReply:
             run = staticmethod(losing_the_first_reply(lane.run))
@@ -959,6 +970,7 @@ def test_an_injected_asyncio_client_is_always_used_through_the_loop(redis_url: s
     assert len(store.backend._clients) == 1  # the runtime's loop used the client given
 
 
+@needs_the_lane
 def test_on_a_loop_scripts_run_on_the_lanes_own_connections(redis_url: str, tmp_path) -> None:
     """The first attempt of a script call on a loop goes on a connection the loop's lane keeps
     (not through redis-py's command path): a flushed script cache is answered by EVAL, an
@@ -1010,42 +1022,7 @@ def test_on_a_loop_scripts_run_on_the_lanes_own_connections(redis_url: str, tmp_
         inspector.close()
 
 
-def test_a_redis_py_without_the_lanes_internals_runs_every_call_through_redis_py(
-    redis_url: str, tmp_path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The lane takes over a connection's ``_writer`` transport, an internal of redis-py: where
-    a connection keeps none, the lane turns itself off and each call, its first included,
-    goes through redis-py, with the same answers."""
-    from praisonsession.stores.backends.redis import lane as lanes
-
-    class KeepsNoWriter:  # a redis-py connection as a version without ``_writer`` makes it
-        _writer = None
-
-        def __init__(self, connection: Any) -> None:
-            self.connection = connection
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.connection, name)
-
-    made = lanes._Line.__init__
-    monkeypatch.setattr(
-        lanes._Line, "__init__", lambda line, connection: made(line, KeepsNoWriter(connection))
-    )
-    store = RedisSession.from_url(redis_url, key_prefix=redis_prefix(tmp_path))
-
-    async def main() -> list[Any]:
-        raw = beneath(store.backend)
-        lane = await raw._clients.lane()
-        assert lane is not None and lane.usable
-        await store.patch_state("s", "u", {"a": 1})  # the lane's first call: refused, then sent
-        seen = [lane.usable, await raw._lane(), await store.get_value("s", "u", "a")]
-        seen.append(await store.increment("s", "u", "n", 2))
-        await store.close()
-        return seen
-
-    assert asyncio.run(main()) == [False, None, 1, 2]
-
-
+@needs_the_lane
 def test_the_lanes_reader_answers_as_redis_pys_parser_however_the_bytes_arrive(
     redis_url: str, tmp_path
 ) -> None:
@@ -1090,8 +1067,11 @@ def test_the_lanes_reader_answers_as_redis_pys_parser_however_the_bytes_arrive(
 
     async def main() -> list[tuple[Any, Any, Any]]:
         client = redis.asyncio.Redis.from_url(redis_url, protocol=3)
-        connection = await client.connection_pool.get_connection()
-        store = RedisSession.from_url(redis_url, key_prefix=prefix)
+        # a connection of its own (get_connection's arguments changed across redis-py releases)
+        connection = client.connection_pool.make_connection()
+        await connection.connect()
+        # RESP3 both (redis-py's default from 8.0; before it, RESP2)
+        store = RedisSession.from_url(redis_url, key_prefix=prefix, protocol=3)
         await store.patch_state("s", "u", {"a": 1})
         lane = await beneath(store.backend)._lane()
         results = []
@@ -1108,7 +1088,7 @@ def test_the_lanes_reader_answers_as_redis_pys_parser_however_the_bytes_arrive(
             for at in range(len(raw)):  # one byte at a time
                 replies.data_received(raw[at : at + 1])
             results.append((theirs, ours, waiter.result()))
-        await client.connection_pool.release(connection)
+        await connection.disconnect()
         await client.aclose()
         await store.close()
         return results

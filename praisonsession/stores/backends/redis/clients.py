@@ -169,7 +169,7 @@ class _Bound:
             # among them, and the store has forgotten this client: its connections close
             # now (the loop still runs, so without waiting) or never
             for connection in _connections(self.client):
-                connection._close()
+                _close_now(connection)
             raise
 
 
@@ -188,6 +188,16 @@ def _connections(client: Any) -> list[Any]:
         *getattr(pool, "_available_connections", ()),
         *getattr(pool, "_in_use_connections", ()),
     ]
+
+
+def _close_now(connection: Any) -> None:
+    """Close a connection without waiting: redis-py's ``_close`` (5.0.2 and later), else its
+    writer, which is what ``_close`` does (5.0.1)."""
+    close = getattr(connection, "_close", None)
+    if close is not None:
+        close()
+    elif getattr(connection, "_writer", None) is not None:
+        connection._writer.close()
 
 
 def _drop_connections(client: Any) -> None:

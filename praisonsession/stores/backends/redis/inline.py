@@ -10,13 +10,20 @@ inline to completion.
 The call's deadline (``execution.remaining``) bounds each wait for a reply: a reply that does
 not come before it ends the call with ``OperationTimeoutError``, as the loop would. A forked
 child opens connections of its own.
+
+redis-py 8 gave blocking connections ``is_connected`` and ``read_response(timeout=)``; before
+it (5.0 to 7.4, which the ``redis`` extra allows) a connection is connected while it holds a
+socket, and a reply is waited for with ``can_read(timeout)``. Which one applies is read once,
+from the connection class, when the pool is made.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ...._internal.runtime import expired, remaining
@@ -39,6 +46,10 @@ class InlineClient:
         self._pool: Any = None
         self._pid = os.getpid()
         self._connections: list[Any] = []
+        #: How this redis-py's connections say they are connected and wait for one reply
+        #: (``_ways_of``), read with the pool.
+        self._connected: Callable[[Any], bool] = _says_connected
+        self._read_within: Callable[[Any, float], Any] = _read_within
 
     def run_script(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         """A script of ``scripts.py``, called directly: EVALSHA, or EVAL when the server does
@@ -72,7 +83,7 @@ class InlineClient:
         left = remaining(limit)
         if left <= 0:
             raise expired("waiting for Redis")
-        if not connection.is_connected:
+        if not self._connected(connection):
             _connect_within(connection, left)
         connection.send_packed_command([pack_command(args)], check_health=False)
         if left >= limit:
@@ -80,7 +91,7 @@ class InlineClient:
         from redis.exceptions import TimeoutError as ReplyTimeout
 
         try:  # the call's deadline comes first: wait no longer than that
-            return connection.read_response(timeout=left)
+            return self._read_within(connection, left)
         except ReplyTimeout:
             if remaining(limit) <= 0:
                 raise expired("waiting for a reply from Redis") from None
@@ -96,6 +107,7 @@ class InlineClient:
                 self._pool = _new_pool(self._options)  # a forked child's own
                 self._pid = os.getpid()
                 self._connections = []
+                self._connected, self._read_within = _ways_of(self._pool.connection_class)
             pool = self._pool
             connection = pool.connection_class(**pool.connection_kwargs)
             self._connections.append(connection)
@@ -108,6 +120,46 @@ class InlineClient:
             connections = self._connections if self._pid == os.getpid() else []
         for connection in connections:
             connection.disconnect()
+
+
+def _ways_of(connection_class: type) -> tuple[Callable[[Any], bool], Callable[[Any, float], Any]]:
+    """How to tell a connection is connected, and to read a reply within a time, with this
+    redis-py: its own ``is_connected`` and ``read_response(timeout=)`` where it has them."""
+    read = getattr(connection_class, "read_response", None)
+    reads_within = read is not None and "timeout" in inspect.signature(read).parameters
+    if isinstance(getattr(connection_class, "is_connected", None), property):
+        connected: Callable[[Any], bool] = _says_connected
+    else:
+        connected = _holds_a_socket
+    return connected, _read_within if reads_within else _wait_then_read
+
+
+def _says_connected(connection: Any) -> bool:
+    return bool(connection.is_connected)
+
+
+def _holds_a_socket(connection: Any) -> bool:
+    """redis-py before 8: a blocking connection holds its socket while connected."""
+    return connection._sock is not None
+
+
+def _read_within(connection: Any, seconds: float) -> Any:
+    return connection.read_response(timeout=seconds)
+
+
+def _wait_then_read(connection: Any, seconds: float) -> Any:
+    """redis-py before 8: wait for the reply's first bytes at most ``seconds``, then read it.
+    A reply that has not come is this call's, never the next one's: the connection is
+    dropped, as redis-py 8 drops it when its ``read_response`` times out."""
+    from redis.exceptions import TimeoutError as ReplyTimeout
+
+    try:
+        if not connection.can_read(timeout=seconds):
+            raise ReplyTimeout("Timeout reading from Redis")
+    except BaseException:
+        connection.disconnect()
+        raise
+    return connection.read_response()
 
 
 def _connect_within(connection: Any, seconds: float) -> None:
