@@ -24,6 +24,7 @@ from backends import connections_named, naming_connections, redis_prefix, wait_u
 from praisonsession import OperationTimeoutError, RedisSession, Session
 from praisonsession.stores.backends.redis import clients, inline
 from praisonsession.stores.backends.redis import lane as lanes
+from praisonsession.stores.backends.redis.arguments import pack_command
 from praisonsession.stores.guard import beneath
 from redis_server import RedisServer
 
@@ -88,17 +89,77 @@ class _KeepsNoWriter(_Connection):
     _writer = None
 
 
+class _ReadsThroughItsOwnProtocol(_Connection):
+    """Its transport feeds a protocol of redis-py's own, which passes the bytes on to the
+    stream reader: taking it over would drop whatever else that protocol does."""
+
+    async def connect(self) -> None:
+        await self.connection.connect()
+        transport = self.connection._writer.transport
+        transport.set_protocol(_Forwarding(transport.get_protocol()))
+
+
+class _Forwarding(asyncio.Protocol):
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def data_received(self, data: bytes) -> None:
+        self.inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return bool(self.inner.eof_received())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.inner.connection_lost(exc)
+
+
+class _LeavesAReplyPending(_Connection):
+    """Connects, then sends a command of its own whose reply it reads later (as a release
+    that pipelined its handshake would): the next reply on the transport is not the lane's."""
+
+    async def connect(self) -> None:
+        await self.connection.connect()
+        await self.connection.send_packed_command(pack_command(["ECHO", "redis-py's own"]))
+
+
+class _LeavesAnErrorPending(_Connection):
+    """Leaves the reply of a command the server refuses pending: the PING's answer is an
+    error, as a server busy with a script answers it, which proves nothing either way."""
+
+    async def connect(self) -> None:
+        await self.connection.connect()
+        await self.connection.send_packed_command(pack_command(["NO-SUCH-COMMAND"]))
+
+
 @pytest.mark.skipif(installed() < LANE_FROM, reason="no lane to turn off on this redis-py")
-@pytest.mark.parametrize("shape", [_KeepsNoWriter])
+@pytest.mark.parametrize(
+    "shape", [_KeepsNoWriter, _ReadsThroughItsOwnProtocol, _LeavesAReplyPending]
+)
 def test_a_connection_whose_internals_differ_turns_the_lane_off_and_the_store_answers_alike(
     redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: type
 ) -> None:
-    """A redis-py whose connections keep no transport to take over turns the lane off at its
-    first call, and that call and every later one go through redis-py with the same answers."""
+    """The lane checks each connection it opens (the transport's protocol is asyncio's own,
+    feeding the connection's reader; a PING comes back PONG to the lane): a redis-py whose
+    connections fail that turns the lane off at its first call, and that call and every later
+    one go through redis-py with the same answers."""
     made = lanes._Line.__init__
     monkeypatch.setattr(lanes._Line, "__init__", lambda line, c: made(line, shape(c)))
     store = RedisSession.from_url(redis_url, key_prefix=redis_prefix(tmp_path))
     assert asyncio.run(_calls(store)) == [1, 2, False, False]
+
+
+@pytest.mark.skipif(installed() < LANE_FROM, reason="no lane on this redis-py")
+def test_a_ping_answered_with_an_error_sends_the_call_through_redis_py_and_keeps_the_lane(
+    redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error is the server's answer, not a sign of the transport's: each call goes through
+    redis-py with the right answers, and the lane stays on for the next connection."""
+    made = lanes._Line.__init__
+    monkeypatch.setattr(
+        lanes._Line, "__init__", lambda line, c: made(line, _LeavesAnErrorPending(c))
+    )
+    store = RedisSession.from_url(redis_url, key_prefix=redis_prefix(tmp_path))
+    assert asyncio.run(_calls(store)) == [1, 2, False, True]
 
 
 class _HasNoClose(_Connection):

@@ -16,9 +16,16 @@ A call that fails on the way (a lost connection, the attempt's bound, a caller's
 disconnects its connection, so no answer is ever left for the next call, which connects
 again; an error the server answered (``NOSCRIPT``, ``WRONGTYPE``) leaves it in step.
 
-The lane leans on two of redis-py's internals (a connection's ``_writer``, whose transport it
-takes over, and ``BaseParser.parse_error``). A redis-py without them turns the lane off for
-good (:attr:`ScriptLane.usable`): that first call, and every later one, go through redis-py.
+The lane leans on redis-py's internals: a pool that hands out a connection to keep
+(``get_available_connection``, redis-py 5.0.2 and later), a connection that reads through
+asyncio's streams (its ``_writer``, whose transport the lane takes over, and its ``_reader``,
+which that transport's protocol feeds) and ``BaseParser.parse_error``. Each connection the lane
+opens is checked before its first call: the protocol it replaces must be asyncio's own,
+feeding that connection's ``_reader``, and a ``PING`` written on the transport must come back
+``PONG`` to the lane's reader (one round trip a connection, not a call). A redis-py without
+these internals, or whose ``_writer`` came to mean something else, turns the lane off for good
+(:attr:`ScriptLane.usable`): that first call, and every later one, go through redis-py. A PING
+answered with an error (``BUSY``) proves nothing either way: that call goes through redis-py.
 """
 
 from __future__ import annotations
@@ -35,6 +42,11 @@ __all__ = ["LaneUnsupported", "ScriptLane", "lane_of"]
 
 class LaneUnsupported(Exception):
     """The installed redis-py lacks an internal the lane uses: the call goes through redis-py."""
+
+
+class _Unchecked(LaneUnsupported):
+    """The server answered the check's PING with an error (``BUSY`` running a script): this
+    call goes through redis-py, and the lane stays on."""
 
 
 class ScriptLane:
@@ -69,6 +81,8 @@ class ScriptLane:
             if replies is None or replies.lost:
                 try:
                     replies = await line.open()
+                except _Unchecked:
+                    raise
                 except LaneUnsupported:
                     self.usable = False
                     raise
@@ -101,6 +115,14 @@ class _Line:
         transport = getattr(getattr(connection, "_writer", None), "transport", None)
         if transport is None or not hasattr(transport, "set_protocol"):
             raise LaneUnsupported("this redis-py's connections keep no transport to take over")
+        replaced = transport.get_protocol()
+        if type(replaced) is not asyncio.StreamReaderProtocol or getattr(
+            replaced, "_stream_reader", None
+        ) is not getattr(connection, "_reader", None):
+            raise LaneUnsupported(
+                "this redis-py's connections do not read their replies through asyncio's "
+                f"streams (their transport feeds a {type(replaced).__qualname__})"
+            )
         try:
             from redis._parsers import BaseParser
 
@@ -109,9 +131,15 @@ class _Line:
             raise LaneUnsupported(
                 f"this redis-py has no BaseParser.parse_error: {missing}"
             ) from None
-        self.replies = _Replies(transport, transport.get_protocol(), parse_error)
-        transport.set_protocol(self.replies)
-        return self.replies
+        replies = _Replies(transport, replaced, parse_error)
+        transport.set_protocol(replies)
+        answer = await replies.ask(_PING)  # what is written here is answered to the lane
+        if isinstance(answer, Exception):
+            raise _Unchecked(f"the server answered PING with {answer}")
+        if answer != b"PONG":
+            raise LaneUnsupported(f"a PING on a connection taken over answered {answer!r}")
+        self.replies = replies
+        return replies
 
     async def close(self) -> None:
         self.replies = None
@@ -243,6 +271,7 @@ class _Replies(asyncio.Protocol):
         raise ValueError(f"unknown reply type {chr(kind)!r}")
 
 
+_PING = b"*1\r\n$4\r\nPING\r\n"
 _STATUS, _ERROR, _NULL, _DOUBLE, _BOOLEAN = b"+-_,#"
 _INTEGERS = frozenset(b":(")
 _VERBATIM, _BLOB_ERROR = b"=!"
@@ -264,7 +293,7 @@ def _made(items: list[Any], kind: int) -> Any:
 
 def lane_of(client: Any) -> ScriptLane | None:
     """A lane over ``client``'s pool; None for a pool that hands out no connection to keep
-    (redis-py before 5.1, or a pool of another kind)."""
+    (redis-py 5.0.1 and before, or a pool of another kind)."""
     pool = getattr(client, "connection_pool", None)
     if not callable(getattr(pool, "get_available_connection", None)):
         return None
