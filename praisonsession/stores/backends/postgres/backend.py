@@ -782,16 +782,23 @@ class PostgresBackend(StoreBackend):
             for name, document in found:
                 documents[name] = loads(document, f"module {name!r} of session {key.session_id!r}")
             logs: dict[str, list[dict[str, Any]]] = {}
-            if documents:
+            if len(documents) == 1:
+                (name,) = documents
+                rows = yield Query(
+                    self._sql["LOAD_LOGS_BELOW"], (*key, name, name + "/", name, name + ".")
+                )
+            elif documents:
                 held = list(documents)
                 rows = yield Query(
                     self._sql["LOAD_MODULE_LOGS"],
-                    (*key, held, [n + "." for n in held], [n + "/" for n in held]),
+                    (held, [n + "." for n in held], [n + "/" for n in held], *key),
                 )
-                for path, message in rows:
-                    logs.setdefault(path, []).append(
-                        loads(message, f"message log {path!r} of session {key.session_id!r}")
-                    )
+            else:
+                rows = []
+            for path, message in rows:
+                logs.setdefault(path, []).append(
+                    loads(message, f"message log {path!r} of session {key.session_id!r}")
+                )
             return StoredModules(documents, logs)
 
         return await self._run(plan, transaction=True)
