@@ -654,9 +654,13 @@ class JSONBackend(StoreBackend):
         ) -> tuple[StoredModules | None, SessionDocument | None]:
             if doc is None:
                 return None, None
+            # the document was just read whole: one pass over its paths costs half what the
+            # index (SessionDocument.logs_below) costs to make, and it would not be kept
+            wanted = set(names)
             logs = {
-                path: self._read_log_file(key, path, doc.logs[path])
-                for path in doc.logs_below(names)
+                path: self._read_log_file(key, path, ref)
+                for path, ref in doc.logs.items()
+                if path.split(".", 1)[0] in wanted
             }
             found = StoredModules({n: doc.modules[n] for n in names if n in doc.modules}, logs)
             return found, self._sliding(doc, at)
