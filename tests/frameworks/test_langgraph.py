@@ -656,3 +656,18 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
         "AsyncSqliteSaver: WAL, synchronous=FULL",
     ]
     assert_benchmark_prints("bench_langgraph.py", rows, tmp_path, timeout=600)
+
+
+@pytest.mark.slow
+def test_the_many_logs_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None:
+    """Reads and writes in sessions of many logs, on every store but PostgreSQL."""
+    rows = [
+        f"| {store} | {measure}, 0 / {count} logs |"
+        for store in ("memory", "json", "sqlite", "redis")
+        for measure, count in [
+            ("read_modules", 200),
+            ("get_tuple latest", 100),
+            ("put_writes", 100),
+        ]
+    ]
+    assert_benchmark_prints("bench_logs_below.py", rows, tmp_path, timeout=600)
