@@ -44,6 +44,7 @@ from praisonsession import (
     UnsupportedFormatError,
     open_store,
 )
+from praisonsession.stores import Branches
 from praisonsession.stores.api import Key, LogWrite
 from praisonsession.stores.backends.redis.keys import key_segment
 from praisonsession.stores.backends.redis.lane import lane_of
@@ -594,17 +595,44 @@ def test_a_session_written_before_the_sorted_names_reads_whole_and_gains_them(
     rstore: RedisSession, raw: redis.Redis, run
 ) -> None:
     """The layout before them is this one without the ZSET and the meta hash's 'lognames':
-    the first read makes both (once), and what it answers is what the set of logs holds."""
+    the first read makes both (once, ZADD in chunks of 1,000 names), and what it answers is
+    what the set of logs holds."""
     key = Key("u", "old")
-    many_logs(rstore, key, run)
+    many_logs(rstore, key, run, 2500)
     meta, names = names_of(rstore, key)
     raw.delete(names)
     raw.hdel(meta, "lognames")
     assert below(rstore, key, run) == {"a.log": [turn(0)]}
-    assert raw.zcard(names) == 202 and raw.hget(meta, "lognames") == raw.hget(meta, "version")
+    assert raw.zcard(names) == 2502 and raw.hget(meta, "lognames") == raw.hget(meta, "version")
+    assert raw.zrangebylex(names, "[c1499.", "(c1499/") == [b"c1499.log"]
     raw.config_resetstat()
     assert below(rstore, key, run, "b") == {"b.log": [turn(1)]}
     assert "cmdstat_smembers" not in raw.info("commandstats")  # made once, then trusted
+
+
+def test_a_fork_and_a_restore_copy_the_sorted_names_and_keep_them_trusted(
+    rstore: RedisSession, raw: redis.Redis, run
+) -> None:
+    """copy.lua onto a new session (a fork) and onto a live one (a restore, which replaces its
+    logs): the copy's names are its own, and a read of it takes one range, no SMEMBERS."""
+    branches = Branches(rstore.backend)
+    many_logs(rstore, Key("u", "s"), run)
+    run(branches.fork("s", "u", "child"))
+    snapshot = run(branches.snapshot("s", "u"))
+    run(rstore.backend.append_log(Key("u", "s"), write=LogWrite("a.later", [turn(9)], -1)))
+    run(rstore.backend.append_log(Key("u", "s"), write=LogWrite("b.gone", [turn(8)], -1)))
+    raw.config_resetstat()
+    assert below(rstore, Key("u", "child"), run) == {"a.log": [turn(0)]}
+    assert below(rstore, Key("u", "s"), run) == {"a.log": [turn(0)], "a.later": [turn(9)]}
+    assert "cmdstat_smembers" not in raw.info("commandstats")
+    run(branches.restore("s", "u", snapshot))
+    raw.config_resetstat()  # copy.lua lists the logs it copies: a copy is O(logs) anyway
+    assert below(rstore, Key("u", "s"), run) == {"a.log": [turn(0)]}
+    assert below(rstore, Key("u", "s"), run, "b") == {"b.log": [turn(1)]}
+    assert "cmdstat_smembers" not in raw.info("commandstats")
+    for session in ("s", "child"):
+        meta, names = names_of(rstore, Key("u", session))
+        assert raw.zcard(names) == 202 and raw.hget(meta, "lognames") == raw.hget(meta, "version")
 
 
 def test_what_a_version_without_the_sorted_names_wrote_is_read(
