@@ -1,4 +1,4 @@
-"""The index of a session document's log paths by module (memory and JSON stores), against a
+"""The index of a session document's log paths by module (the memory store's), against a
 scan of every path, through additions, removals and a replaced dict."""
 
 from __future__ import annotations

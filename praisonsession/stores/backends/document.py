@@ -82,7 +82,9 @@ class SessionDocument:
 
     def logs_below(self, names: Iterable[str]) -> list[str]:
         """The paths of the logs below modules ``names`` (``name`` or ``name.*``; a name
-        holding a dot has none): what ``read_modules`` returns with the documents."""
+        holding a dot has none): what ``read_modules`` returns with the documents. For a
+        document kept between operations (the memory store's): the JSON store reads its
+        document afresh each time, and one pass over its paths costs less than the index."""
         return self._by_module.below(self.logs, names)
 
     # -- state ----------------------------------------------------------------------------
