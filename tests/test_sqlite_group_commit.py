@@ -894,3 +894,55 @@ def test_a_write_whose_deadline_runs_out_in_the_queue_times_out_and_is_not_appli
     assert isinstance(outcomes["timed"], OperationTimeoutError)
     assert outcomes["lead"] == 1
     assert asyncio.run(store.get_value("t", "u", "n")) is None
+
+
+def test_a_write_answered_just_before_its_deadline_ran_out_succeeds(tmp_path: Path) -> None:
+    """The commit has answered a writer on a busy loop (its outcome is on the way to the
+    loop) when its deadline runs out, before the loop wakes the writer: the loop is held by
+    a callback of the test while both happen. The write is committed, and the caller gets
+    its outcome."""
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    group = group_of(store)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    answered, holding = threading.Event(), threading.Event()
+    outcomes: dict[str, Any] = {}
+
+    def leader() -> None:
+        outcomes["lead"] = append(store, "lead")
+        answered.set()  # its commit has answered every writer
+
+    deadline = Deadline()
+
+    async def timed() -> Any:
+        timer = asyncio.ensure_future(asyncio.sleep(WAIT))  # the writer then waits on the loop
+        try:
+            return await deadline.run(store.increment("f", "u", "n"))
+        finally:
+            timer.cancel()
+
+    lead = threading.Thread(target=leader)
+    lead.start()
+    wait_until(lambda: len(group.queue) == 1, "the leader waiting for the file")
+    follower = threading.Thread(
+        target=lambda: outcomes.setdefault("f", outcome_of(lambda: asyncio.run(timed())))
+    )
+    follower.start()
+    wait_until(lambda: len(group.queue) == 2, "the follower queued")
+    assert group.queue[1].future is not None  # it waits on its loop
+
+    def hold() -> None:  # on the follower's loop: the deadline runs out, then the commit
+        deadline.scope.reschedule(deadline.loop.time())
+        holding.set()
+        answered.wait(WAIT)
+
+    deadline.loop.call_soon_threadsafe(hold)
+    assert holding.wait(WAIT)
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    lead.join()
+    follower.join()
+    assert outcomes == {"lead": 1, "f": 1}
+    assert asyncio.run(store.get_value("f", "u", "n")) == 1
