@@ -313,10 +313,12 @@ def _folded(held: list[Any], batches: Iterable[list[Any]]) -> list[Any]:
 
 
 def _overflows(name: str) -> bool:
-    """Whether a writes document may move further writes into the log below it: every backend
-    finds that log when the name has no ``.`` (memory, JSON and Redis take a log's module to
-    be its path up to the first dot) and the log's path is not too long for a key. A name that
-    cannot (an id or namespace holding a dot) keeps every write merged in the document."""
+    """Whether a writes document may move further writes into the log below it: its name has
+    no ``.`` and the log's path is not too long for a key. A name that cannot (an id or
+    namespace holding a dot) keeps every write merged in the document: every backend finds
+    its log now (``stores/backends/below.py``), but memory, JSON and Redis before that rule
+    took a log's module to be its path up to the first dot, and a process of such a version
+    sharing the store would miss the writes."""
     return "." not in name and len(name) + len(_MORE) <= MAX_KEY_LENGTH
 
 

@@ -313,8 +313,13 @@ class StoreBackend(ABC):
 
     @abstractmethod
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
-        """The documents of modules ``names`` and every log below them (paths starting with
-        ``name.``), read at once; None for a record that is not live."""
+        """The documents of modules ``names`` and every log below them, read at once; None
+        for a record that is not live.
+
+        A log lies below the document of module ``name`` when its path is ``name`` or starts
+        with ``name.``, whatever dots ``name`` holds (``a.b.c`` lies below ``a``, ``a.b`` and
+        ``a.b.c``), each log returned once. A name with no document brings no log: its logs
+        stay for ``read_log``. (``backends/below.py`` holds the rule.)"""
 
     async def create_record_with_modules(
         self,

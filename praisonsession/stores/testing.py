@@ -648,6 +648,57 @@ class StoreConformance:
         assert set(below("a")) == {"a", "a.x", "a.y.z", "a.more"}
         assert below("ab") == {"ab.x": [say("ab.x")], "ab.more": [say("ab")]}
 
+    def _modules_and_logs(self, store: SessionBase) -> Callable[..., dict[str, Any]]:
+        """Module documents ``a``, ``a.b``, ``a.b.c`` and ``a.b-c.d``, logs below them and
+        below ``g`` (no document), and what ``read_modules`` finds of the names it is given
+        (the documents checked: those of the names)."""
+        key = record_key("s", "u")
+        logs = ["a.b", "a.b.c", "a.b.c.d", "a.bc", "a.b-c", "a.x", "a", "g", "g.log"]
+        documents = {n: {"n": n} for n in ["a", "a.b", "a.b.c", "a.b-c.d"]}
+        writes = [LogWrite(p, [say(p)], None) for p in logs]
+        run(store.backend.write_modules(key, documents=documents, writes=writes))
+
+        def below(*wanted: str) -> dict[str, list[dict[str, Any]]]:
+            stored = run(store.backend.read_modules(key, names=list(wanted)))
+            assert stored is not None
+            assert stored.documents == {n: documents[n] for n in wanted if n in documents}
+            return stored.logs
+
+        return below
+
+    def test_a_module_named_with_dots_has_the_logs_named_after_it(self, store: SessionBase) -> None:
+        """A log lies below a module when it is named ``name`` or ``name.*``, whatever dots the
+        module's name holds: ``a.b.c`` lies below ``a``, ``a.b`` and ``a.b.c``."""
+        below = self._modules_and_logs(store)
+        key = record_key("s", "u")
+        logs = {p: [say(p)] for p in ["a.b", "a.b.c", "a.b.c.d"]}
+        assert below("a.b") == logs
+        assert below("a.b.c") == {p: [say(p)] for p in ["a.b.c", "a.b.c.d"]}
+        assert below("a.b-c.d") == {}
+        assert set(below("a")) == {"a", "a.b", "a.b.c", "a.b.c.d", "a.bc", "a.b-c", "a.x"}
+        run(store.backend.append_log(key, write=LogWrite("a.b.more", [say("more")], -1)))
+        assert below("a.b") == {**logs, "a.b.more": [say("more")]}
+
+    def test_a_name_without_a_document_brings_no_logs(self, store: SessionBase) -> None:
+        """``read_modules`` returns the logs below the documents it found: a name with none
+        brings no log, though its logs stay where they are for ``read_log``, and come with
+        the document once it is written."""
+        below = self._modules_and_logs(store)
+        key = record_key("s", "u")
+        assert below("g") == {} and below("a.b", "g") == below("a.b")
+        assert run(store.backend.read_log(key, path="g.log", start=0, stop=None)) == [say("g.log")]
+        run(store.backend.write_modules(key, documents={"g": {"n": "g"}}, writes=[]))
+        stored = run(store.backend.read_modules(key, names=["g"]))
+        assert stored == StoredModules({"g": {"n": "g"}}, {p: [say(p)] for p in ["g", "g.log"]})
+
+    def test_names_one_below_another_bring_each_log_once(self, store: SessionBase) -> None:
+        """Two names asked for, one below the other (``a.b`` and ``a.b.c``): the logs below
+        both come once, each message once."""
+        below = self._modules_and_logs(store)
+        assert below("a.b.c", "a.b") == below("a.b") == below("a.b", "a.b.c", "a.b")
+        assert below("a", "a.b") == below("a") and below("a.x", "a") == below("a")
+        assert all(len(messages) == 1 for messages in below("a.b.c", "a", "a.b").values())
+
     @_needs("supports_truncation")
     def test_a_truncated_log_keeps_its_head_and_hands_back_its_tail(
         self, store: SessionBase

@@ -17,37 +17,66 @@ from ..backend import TTL, UNSET, Key
 from ..record import FORMAT_VERSION, SessionInfo, resolve_info
 
 
+class _Node:
+    """A module name's part in :class:`LogsByModule`: the paths at or below it, and the
+    parts after it (by the next part of the name)."""
+
+    __slots__ = ("after", "paths")
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.after: dict[str, _Node] = {}
+
+
 class LogsByModule:
-    """The paths of a document's logs by module (a log's path up to its first dot), so that
-    the logs below a few modules cost what they hold, not every log of the session.
+    """The paths of a document's logs by module, so that the logs below a few modules cost
+    what they hold, not every log of the session: a tree of the paths' parts split at dots,
+    each node holding every path at or below it, so that a name holding dots is found by its
+    parts (a path of many dots costs a node per part, not a copy of each of its heads).
 
     Logs are added to a document's ``logs`` and leave only with it; a dict keeps its keys in
     the order they came, so the new ones are taken from its end. Anything else (a log gone,
     the dict replaced) shows in its length or its last key, and the index is made again.
     """
 
-    __slots__ = ("_last", "_paths", "_seen")
+    __slots__ = ("_last", "_root", "_seen")
 
     def __init__(self) -> None:
-        self._paths: dict[str, list[str]] = {}
+        self._root = _Node()
         self._seen = 0
         self._last: str | None = None  # the newest path indexed
 
     def below(self, logs: dict[str, Any], names: Iterable[str]) -> list[str]:
-        """The paths in ``logs`` of module ``name`` or below it (``name.*``), each name once."""
+        """The paths in ``logs`` lying below modules ``names`` (``below.py``), each
+        once, in the order of the names, then of the logs' coming."""
         self._catch_up(logs)
-        return [path for name in dict.fromkeys(names) for path in self._paths.get(name, ())]
+        found = [node.paths for node in map(self._node, dict.fromkeys(names)) if node]
+        if len(found) == 1:  # the common read: one module's logs, none twice
+            return list(found[0])
+        return list(dict.fromkeys(path for paths in found for path in paths))
+
+    def _node(self, name: str) -> _Node | None:
+        node: _Node | None = self._root
+        for part in name.split("."):
+            node = node.after.get(part) if node is not None else None
+        return node
 
     def _catch_up(self, logs: dict[str, Any]) -> None:
         added = len(logs) - self._seen
         newest = reversed(logs)
         fresh = list(islice(newest, max(added, 0)))
         if added < 0 or next(newest, None) != self._last:  # not only added: all again
-            self._paths, fresh = {}, list(reversed(logs))
+            self._root, fresh = _Node(), list(reversed(logs))
         elif not fresh:
             return
         for path in reversed(fresh):
-            self._paths.setdefault(path.split(".", 1)[0], []).append(path)
+            node = self._root
+            for part in path.split("."):
+                below = node.after.get(part)
+                if below is None:
+                    below = node.after[part] = _Node()
+                node = below
+                node.paths.append(path)
         self._seen, self._last = len(logs), next(reversed(logs), None)
 
 
@@ -81,11 +110,12 @@ class SessionDocument:
         self.info = self.info._replace(version=self.info.version + 1, updated_at=at)
 
     def logs_below(self, names: Iterable[str]) -> list[str]:
-        """The paths of the logs below modules ``names`` (``name`` or ``name.*``; a name
-        holding a dot has none): what ``read_modules`` returns with the documents. For a
+        """The paths of the logs below those of modules ``names`` that have a document here
+        (``below.py``): what ``read_modules`` returns with the documents. For a
         document kept between operations (the memory store's): the JSON store reads its
-        document afresh each time, and one pass over its paths costs less than the index."""
-        return self._by_module.below(self.logs, names)
+        document afresh each time, and one pass over its paths (``paths_below``) costs
+        less than the index."""
+        return self._by_module.below(self.logs, [n for n in names if n in self.modules])
 
     # -- state ----------------------------------------------------------------------------
 

@@ -70,6 +70,7 @@ from ...record import (
     now,
 )
 from ...reserved import SNAPSHOT_OWNER
+from ..below import paths_below
 from ..document import SessionDocument, resolve
 from .agentscope_files import adoptable, read_modules
 from .index import SessionIndex
@@ -656,13 +657,12 @@ class JSONBackend(StoreBackend):
                 return None, None
             # the document was just read whole: one pass over its paths costs half what the
             # index (SessionDocument.logs_below) costs to make, and it would not be kept
-            wanted = set(names)
+            documents = {n: doc.modules[n] for n in names if n in doc.modules}
             logs = {
-                path: self._read_log_file(key, path, ref)
-                for path, ref in doc.logs.items()
-                if path.split(".", 1)[0] in wanted
+                path: self._read_log_file(key, path, doc.logs[path])
+                for path in paths_below(doc.logs, documents)
             }
-            found = StoredModules({n: doc.modules[n] for n in names if n in doc.modules}, logs)
+            found = StoredModules(documents, logs)
             return found, self._sliding(doc, at)
 
         return await self._run(key, work, writes=False)

@@ -63,6 +63,7 @@ from ...record import (
     now,
     resolve_info,
 )
+from ..below import outermost
 from . import schema as sql
 from .connections import Connections, Plan, Query, Refused, Unreachable
 from .url import display_url
@@ -782,13 +783,13 @@ class PostgresBackend(StoreBackend):
             for name, document in found:
                 documents[name] = loads(document, f"module {name!r} of session {key.session_id!r}")
             logs: dict[str, list[dict[str, Any]]] = {}
-            if len(documents) == 1:
-                (name,) = documents
+            held = outermost(documents)  # a name below another: its logs are in that range
+            if len(held) == 1:
+                (name,) = held
                 rows = yield Query(
                     self._sql["LOAD_LOGS_BELOW"], (*key, name, name + "/", name, name + ".")
                 )
-            elif documents:
-                held = list(documents)
+            elif held:
                 rows = yield Query(
                     self._sql["LOAD_MODULE_LOGS"],
                     (held, [n + "." for n in held], [n + "/" for n in held], *key),

@@ -80,6 +80,7 @@ from ...record import (
     resolve_info,
 )
 from ...reserved import SNAPSHOT_OWNER
+from ..below import outermost
 from .schema import (
     APPEND,
     APPEND_AT,
@@ -1208,10 +1209,10 @@ class SqliteBackend(StoreBackend):
                 found[name] = (text, below)
         for name in names:
             held = found.get(name)
-            if held is None or name in documents:
-                continue
-            documents[name] = loads(held[0], f"module {name!r} of session {key.session_id!r}")
-            if not held[1]:
+            if held is not None and name not in documents:
+                documents[name] = loads(held[0], f"module {name!r} of session {key.session_id!r}")
+        for name in outermost(documents):  # a name below another: its logs are in that range
+            if not found[name][1]:
                 continue  # no log lies below it (most documents)
             rows = conn.execute(
                 MODULE_LOGS, (key.user_id, key.session_id, name, name + "/", name + ".")

@@ -20,11 +20,21 @@ if #ARGV >= 6 then
     end
   end
 end
+-- Whether ``name`` lies below another document read (part of it before a dot): that one's
+-- range holds its logs, each read once.
+local function inside(name)
+  local dot = string.find(name, '.', 1, true)
+  while dot do
+    if present[string.sub(name, 1, dot - 1)] then return true end
+    dot = string.find(name, '.', dot + 1, true)
+  end
+  return false
+end
 local logs = {}
 local done = {}
 for i = 1, #docs, 2 do  -- a range of the sorted names for each, not every log of the session
   local name = docs[i]
-  if not done[name] then
+  if not done[name] and not inside(name) then
     done[name] = true
     for _, path in ipairs(logs_below(m, name)) do
       logs[#logs + 1] = path

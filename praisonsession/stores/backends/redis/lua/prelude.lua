@@ -198,11 +198,10 @@ local function index_logs(m)
   if exp and #names > 0 then expire_at({K_NAMES}, exp) end
 end
 
--- The logs below module ``name`` (named ``name`` or ``name.*``), from K_NAMES made whole
--- first if it is not: a name holding a dot has none (a log belongs to its path up to the
--- first dot).
+-- The logs below module ``name`` (named ``name`` or ``name.*``, whatever dots ``name`` holds:
+-- ``a.b.c`` lies below ``a`` and ``a.b``), from K_NAMES made whole first if it is not: one
+-- range of the sorted names, [name, name/) ('/' follows '.'), less what lies between.
 local function logs_below(m, name)
-  if string.find(name, '.', 1, true) then return {} end
   if m.lognames ~= m.version or redis.call('ZCARD', K_NAMES) ~= redis.call('SCARD', K_LOGS) then
     index_logs(m)
   end
