@@ -140,8 +140,56 @@ def test_constructing_an_async_session_does_no_io() -> None:
     with closed_port() as port:
         session = AsyncSession("x", agent_url=f"127.0.0.1:{port}/agent", timeout=2)
         assert session.is_remote  # nothing listens there, and nothing was tried yet
-        with pytest.raises(RemoteConnectionError):
+        with pytest.raises(RemoteConnectionError) as caught:
             asyncio.run(session.open())
+    refused_at(port, caught.value)
+
+
+def refused_at(port: int, error: RemoteConnectionError) -> None:
+    """``error`` says the server at ``port`` refused every attempt, and what to check."""
+    message = str(error)
+    assert f"127.0.0.1:{port}/agent" in message and "praisonsession serve" in message
+    assert "could not connect (connection refused)" in message
+    assert "no answer within" not in message and "may or may not" not in message
+
+
+class _HeldAdapter(requests.adapters.HTTPAdapter):
+    """Sends nothing until the deadline of the task awaiting the session has cancelled it
+    (or ended it): then the real connection is made (and refused). ``deadline_came`` tells
+    whether it was that or the safety wait that let it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.task: asyncio.Task[Any] | None = None
+        self.deadline_came = False
+
+    def send(self, *args: Any, **kwargs: Any) -> requests.Response:
+        for _ in range(6000):  # 60 s at most, a safety: the deadline's cancel comes in 0.5 s
+            if self.task is not None and (self.task.cancelling() or self.task.done()):
+                self.deadline_came = True
+                break
+            threading.Event().wait(0.01)
+        return super().send(*args, **kwargs)
+
+
+def test_a_refused_attempt_still_under_way_when_the_deadline_runs_out_says_refused() -> None:
+    """Under load the last retry can end after the operation's deadline: the caller still
+    hears that the server is not there (RemoteConnectionError), not a bare timeout, and no
+    attempt is made after it was told so."""
+    held = _HeldAdapter()
+    with closed_port() as port:
+        session = AsyncSession("x", agent_url=f"127.0.0.1:{port}/agent", timeout=0.5)
+        session._remote._http.mount("http://", held)  # type: ignore[union-attr]
+
+        async def main() -> None:
+            held.task = asyncio.current_task()
+            await session.open()
+
+        with pytest.raises(RemoteConnectionError) as caught:
+            asyncio.run(main())
+    assert held.deadline_came  # the attempt was under way when the deadline ran out
+    refused_at(port, caught.value)
+    assert "(connection refused); 1 attempt in" in str(caught.value)
 
 
 def test_an_async_factory_is_hosted_too(served: SessionServer) -> None:

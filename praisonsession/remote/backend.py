@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._internal.runtime import offload
 from ..errors import RemoteRequestError
 from ..stores.backend import TTL, UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
 from ..stores.record import SessionInfo
+from .attempts import offload_request
 from .client import RemoteClient
 
 __all__ = ["RemoteBackend"]
@@ -37,8 +37,8 @@ class RemoteBackend(StoreBackend):
 
     async def _call(self, operation: str, body: dict[str, Any], *, safe: bool = True) -> Any:
         if self._client.server is None:
-            await offload(self._client.check_connection)
-        return await offload(self._client.store, operation, body, safe)
+            await offload_request(self._client.check_connection)
+        return await offload_request(self._client.store, operation, body, safe)
 
     # -- sessions -------------------------------------------------------------------------
 

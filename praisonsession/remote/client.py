@@ -29,7 +29,7 @@ import tenacity
 from .._internal.json_data import decode, dumps
 from .._internal.redaction import clean_secret, is_secret_parameter, redact_text, redact_url
 from .._internal.retry import RetryPolicy
-from .._internal.runtime import remaining
+from .._internal.runtime import expired, remaining
 from ..errors import (
     AgentURLError,
     InvalidValueError,
@@ -39,6 +39,7 @@ from ..errors import (
     RemoteRequestError,
     RemoteServerError,
 )
+from .attempts import Attempts
 from .wire import (
     HEALTH,
     IDEMPOTENCY_HEADER,
@@ -174,11 +175,12 @@ class RemoteClient:
 
     # -- the connection test --------------------------------------------------------------
 
-    def check_connection(self) -> ServerInfo:
+    def check_connection(self, *, attempts: Attempts | None = None) -> ServerInfo:
         """PraisonAI's test: ``GET <agent_url>/health``; if that is not 200, ``HEAD
         <agent_url>`` answering 200 or 405 (a POST-only route) will do."""
+        attempts = attempts or Attempts()
         probe = self.url if "/health" in self.url else self.url + HEALTH
-        response = self._send("GET", probe, safe=True)
+        response = self._send("GET", probe, attempts, safe=True)
         if response.status_code == 200:
             body = _json_or_none(response)
             ours = isinstance(body, dict) and body.get("server") == SERVER_NAME
@@ -192,8 +194,8 @@ class RemoteClient:
             self.server = server
             return server
         if response.status_code == 404:
-            self._check_path(probe)
-        fallback = self._send("HEAD", self.url, safe=True)
+            self._check_path(probe, attempts)
+        fallback = self._send("HEAD", self.url, attempts, safe=True)
         if fallback.status_code in (200, 405):
             self.server = ServerInfo(keeps_sessions=False)
             return self.server
@@ -208,13 +210,13 @@ class RemoteClient:
             status=fallback.status_code,
         )
 
-    def _check_path(self, probe: str) -> None:
+    def _check_path(self, probe: str, attempts: Attempts) -> None:
         """Our server answers 404 at an agent path it does not host: say which ones it has."""
         parts = urlsplit(self.url)
         root = f"{parts.scheme}://{parts.netloc}{HEALTH}"
         if root == probe:
             return
-        response = self._send("GET", root, safe=True)
+        response = self._send("GET", root, attempts, safe=True)
         body = _json_or_none(response) if response.status_code == 200 else None
         if isinstance(body, dict) and body.get("server") == SERVER_NAME:
             raise self._no_agent_here(list(body.get("endpoints") or []))
@@ -236,13 +238,24 @@ class RemoteClient:
     def keeps_sessions(self) -> bool:
         return self.server is not None and self.server.keeps_sessions
 
-    def chat(self, session_id: str, user_id: str, query: str, extra: dict[str, Any]) -> str:
+    def chat(
+        self,
+        session_id: str,
+        user_id: str,
+        query: str,
+        extra: dict[str, Any],
+        *,
+        attempts: Attempts | None = None,
+    ) -> str:
         """One turn: ``POST <agent_url>`` with PraisonAI's body; the agent's reply."""
         body = {"query": query, "session_id": session_id, "user_id": user_id, **extra}
         headers = {}
         if self.keeps_sessions:  # our server applies a retried turn once
             headers[IDEMPOTENCY_HEADER] = uuid.uuid4().hex
-        response = self._send("POST", self.url, body, safe=self.keeps_sessions, headers=headers)
+        attempts = attempts or Attempts()
+        response = self._send(
+            "POST", self.url, attempts, body, safe=self.keeps_sessions, headers=headers
+        )
         self._raise_for(response)
         result = _json_or_none(response)
         if result is None:
@@ -253,7 +266,9 @@ class RemoteClient:
                     return str(result[key])
         return str(result)
 
-    def store(self, operation: str, body: dict[str, Any], safe: bool) -> Any:
+    def store(
+        self, operation: str, body: dict[str, Any], safe: bool, *, attempts: Attempts | None = None
+    ) -> Any:
         """One store operation on the server; its JSON result."""
         if not self.keeps_sessions:
             raise RemoteRequestError(
@@ -263,7 +278,8 @@ class RemoteClient:
                 "keep state and one history per session_id.",
                 url=self.shown_url,
             )
-        response = self._send("POST", store_path(self.url, operation), body, safe=safe)
+        path = store_path(self.url, operation)
+        response = self._send("POST", path, attempts or Attempts(), body, safe=safe)
         self._raise_for(response)
         payload = _json_or_none(response)
         if not isinstance(payload, dict) or "result" not in payload:
@@ -316,21 +332,25 @@ class RemoteClient:
         self,
         method: str,
         url: str,
+        attempts: Attempts,
         body: Any = None,
         *,
         safe: bool,
         headers: dict[str, str] | None = None,
     ) -> requests.Response:
-        """One request, with bounded retries; a 5xx that outlives them is returned as is."""
+        """One request, with bounded retries; a 5xx that outlives them is returned as is.
+        ``attempts`` is the call's record: no attempt starts once the caller stopped it."""
         data = None
         if body is not None:
             data = dumps(body).encode("utf-8")  # a lone surrogate goes as \\uXXXX, as stored
             headers = {**(headers or {}), "Content-Type": "application/json"}
         started = time.monotonic()
         try:  # the usual case, answered at once: no retry machinery to set up
-            return self._attempt(method, url, data, headers, safe)
+            return self._attempt(method, url, data, headers, safe, attempts)
         except _Transient as exc:
             failures: list[_Transient] = [exc]
+        except _OutOfTime:  # the caller stopped waiting before this request began
+            raise expired(f"a request to {self.shown_url}") from None
         took = [time.monotonic() - started]  # how long the last attempt took
         first = [True]
 
@@ -342,7 +362,7 @@ class RemoteClient:
                 raise _OutOfTime  # the operation's deadline came first: report the last failure
             began = time.monotonic()
             try:
-                return self._attempt(method, url, data, headers, safe)
+                return self._attempt(method, url, data, headers, safe, attempts)
             except _Transient as exc:
                 failures.append(exc)
                 raise
@@ -357,7 +377,9 @@ class RemoteClient:
                 or left <= max(FIRST_BACKOFF, took[0])  # no time for another such attempt
             )
 
-        retrying = RETRIES.retrying(lambda exc: isinstance(exc, _Transient), stop=stop)
+        retrying = RETRIES.retrying(
+            lambda exc: isinstance(exc, _Transient), stop=stop, sleep=attempts.pause
+        )
         try:
             return retrying(attempt)
         except (_Transient, _OutOfTime):
@@ -374,30 +396,43 @@ class RemoteClient:
         data: bytes | None,
         headers: dict[str, str] | None,
         safe: bool,
+        attempts: Attempts,
     ) -> requests.Response:
-        # end a little before the operation's deadline, so that a session on an event loop
-        # gets this typed error rather than a bare OperationTimeoutError from the deadline
-        left = remaining(self.timeout)
-        left = max(0.001, left - min(DEADLINE_MARGIN, left / 10))
+        if not attempts.begin():
+            raise _OutOfTime  # the caller stopped waiting: it has its answer
+        never_sent = False
         try:
-            response = self._http.request(
-                method, url, params=self._params, data=data, headers=headers, timeout=left
-            )
+            response = self._request(method, url, data, headers)
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema) as exc:
+            never_sent = True
             raise RemoteConnectionError(
                 f"Cannot send to {self.shown_url}: {redact_text(str(exc), self._token)}. "
                 "Fix agent_url.",
                 url=self.shown_url,
             ) from None
         except requests.exceptions.ConnectionError as exc:
-            if safe or _never_sent(exc):
+            never_sent = _never_sent(exc)
+            if safe or never_sent:
                 raise _Transient(exc, None) from None
             raise self._unreachable(exc, 1, 0.0, applied_maybe=True) from None
         except requests.exceptions.RequestException as exc:  # a read timeout: not retried
             raise self._unreachable(exc, 1, 0.0, applied_maybe=not safe) from None
+        finally:
+            attempts.end(never_sent=never_sent)
         if response.status_code >= 500 and safe and _transient_answer(response):
             raise _Transient(None, response)
         return response
+
+    def _request(
+        self, method: str, url: str, data: bytes | None, headers: dict[str, str] | None
+    ) -> requests.Response:
+        # end a little before the operation's deadline, so that a session on an event loop
+        # gets this typed error rather than a bare OperationTimeoutError from the deadline
+        left = remaining(self.timeout)
+        left = max(0.001, left - min(DEADLINE_MARGIN, left / 10))
+        return self._http.request(
+            method, url, params=self._params, data=data, headers=headers, timeout=left
+        )
 
     def _unreachable(
         self, exc: BaseException | None, attempts: int, elapsed: float, applied_maybe: bool = False

@@ -41,7 +41,7 @@ from .._internal.checks import (
 from .._internal.display import SnapshotList, TreeList
 from .._internal.identifiers import DEFAULT_USER, check_session_id, check_user_id, new_session_id
 from .._internal.json_data import JSONValue, check_json_data
-from .._internal.runtime import bounded, offload
+from .._internal.runtime import bounded
 from ..errors import InvalidValueError, MemoryNotFoundError, PraisonSessionError, RemoteModeError
 from ..stores.api import UNSET, SessionBase, Unset
 from ..stores.branches import Branches, SnapshotInfo, TreeNode, staged_memories
@@ -268,9 +268,11 @@ class AsyncSession:
         ``RemoteError`` naming what to check if the server does not answer as one should.
         """
         if self._remote is not None:
+            from ..remote.attempts import offload_request
+
             remote = self._remote
             await bounded(
-                offload(remote.check_connection),
+                offload_request(remote.check_connection),
                 self._timeout,
                 f"connecting to the session server at {remote.shown_url}",
             )
@@ -1000,10 +1002,12 @@ class AsyncSession:
                 "another Session(...) to talk in another session."
             )
         check_json_data(kwargs, "chat keyword arguments")
+        from ..remote.attempts import offload_request
+
         remote = self._remote
         return await self._call(
             "chat",
-            offload(remote.chat, self._session_id, self._user_id, message, dict(kwargs)),
+            offload_request(remote.chat, self._session_id, self._user_id, message, dict(kwargs)),
         )
 
     send_message = chat  # PraisonAI's alias (Google ADK's name)
