@@ -50,15 +50,27 @@ class LogsByModule:
         """The paths in ``logs`` lying below modules ``names`` (``below.py``), each
         once, in the order of the names, then of the logs' coming."""
         self._catch_up(logs)
-        found = [node.paths for node in map(self._node, dict.fromkeys(names)) if node]
-        if len(found) == 1:  # the common read: one module's logs, none twice
-            return list(found[0])
-        return list(dict.fromkeys(path for paths in found for path in paths))
+        wanted = dict.fromkeys(names)
+        found = []
+        for name in wanted:
+            node = self._root.after.get(name) if "." not in name else self._node(name)
+            if node is not None:
+                found.append(node.paths)
+        if len(found) <= 1:  # the common read: one module's logs, or none
+            return list(found[0]) if found else []
+        paths = [path for held in found for path in held]
+        if any("." in name for name in wanted):  # one may lie below another: each path once
+            return list(dict.fromkeys(paths))
+        return paths
 
     def _node(self, name: str) -> _Node | None:
-        node: _Node | None = self._root
+        """The node of a name holding dots, found part by part (None: no log below it)."""
+        node = self._root
         for part in name.split("."):
-            node = node.after.get(part) if node is not None else None
+            after = node.after.get(part)
+            if after is None:
+                return None
+            node = after
         return node
 
     def _catch_up(self, logs: dict[str, Any]) -> None:
