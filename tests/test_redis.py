@@ -591,6 +591,29 @@ def test_a_read_of_one_module_takes_one_range_of_the_names_not_every_log(
     assert not session_keys(raw, rstore, "s", "u")
 
 
+def test_a_dotted_name_takes_one_range_and_a_name_below_another_none(
+    rstore: RedisSession, raw: redis.Redis, run
+) -> None:
+    """A module named with a dot is one range of the sorted names, as any other, not a pass
+    over the session's 1,000 logs; asked with a module it lies below (``a`` and ``a.b``), it
+    adds no range, and each log is read once (one LRANGE each)."""
+    key = Key("u", "s")
+    many_logs(rstore, key, run, 1000)
+    writes = [LogWrite(p, [turn(n)], None) for n, p in enumerate(["a.b", "a.b.log", "a.bc"])]
+    run(rstore.backend.write_modules(key, documents={"a.b": {}, "a.b.c": {}}, writes=writes))
+    below(rstore, key, run, "a.b")  # the names made whole after the write: not counted
+    raw.config_resetstat()
+    assert below(rstore, key, run, "a.b") == {"a.b": [turn(0)], "a.b.log": [turn(1)]}
+    stats = raw.info("commandstats")
+    assert "cmdstat_smembers" not in stats, sorted(stats)
+    assert stats["cmdstat_zrangebylex"]["calls"] == 1 and stats["cmdstat_lrange"]["calls"] == 2
+    raw.config_resetstat()
+    stored = run(rstore.backend.read_modules(key, names=["a.b.c", "a", "a.b"]))
+    assert stored is not None and set(stored.logs) == {"a.log", "a.b", "a.b.log", "a.bc"}
+    stats = raw.info("commandstats")
+    assert stats["cmdstat_zrangebylex"]["calls"] == 1 and stats["cmdstat_lrange"]["calls"] == 4
+
+
 def test_a_session_written_before_the_sorted_names_reads_whole_and_gains_them(
     rstore: RedisSession, raw: redis.Redis, run
 ) -> None:
