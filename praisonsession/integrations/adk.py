@@ -520,8 +520,8 @@ def _is_document(doc: Any) -> TypeGuard[dict[str, Any]]:
 
 def _document(documents: dict[str, Any], info: SessionInfo | None) -> dict[str, Any]:
     """The session's document; for one without it (a creation cut short by a crash on a
-    backend that makes it in steps, the remote one, or made by an older version), no state
-    and no events at its creation time."""
+    backend that makes it in steps, such as a remote store whose server predates its one
+    request, or made by an older version), no state and no events at its creation time."""
     doc = documents.get(SESSION_DOC)
     if _is_document(doc):
         return dict(doc)
