@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import signal
@@ -141,24 +142,49 @@ def test_a_forked_child_gets_its_own_loop(tmp_path) -> None:
 # -- timeouts: every call is bounded, and says what timed out --------------------------------
 
 
-def elapsed(call) -> tuple[BaseException, float]:
-    """Run ``call``, which must raise; the error and how long it took."""
-    started = time.monotonic()
+#: Seconds after which a test lets go of what it holds (a lock, a hung peer): far beyond every
+#: timeout these tests pass, and letting go gives a different outcome (the write made, another
+#: error) that the test asserts against, so a call that waited for it rather than for its own
+#: timeout fails the test instead of passing slowly. No test measures time.
+SAFETY = 30.0
+
+
+def failure(call) -> BaseException:
+    """Run ``call``, which must raise; the error."""
     with pytest.raises(PraisonSessionError) as raised:
         call()
-    return raised.value, time.monotonic() - started
+    return raised.value
+
+
+@contextlib.contextmanager
+def let_go_after_safety(release: Callable[[], object]) -> Iterator[None]:
+    """Call ``release`` after :data:`SAFETY` seconds, or when the block ends if sooner."""
+    timer = threading.Timer(SAFETY, release)
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 @pytest.fixture
 def sqlite_lock(tmp_path) -> Iterator[tuple[str, Callable[[], None]]]:
     """A SQLite store, and a way to make another connection hold its write lock (as a stuck
-    process would) until the test ends."""
+    process would) until the test ends, or :data:`SAFETY` seconds (then a waiting write
+    goes through, and the test's assertions that nothing was written fail)."""
     url = f"sqlite://{tmp_path}/s.db"
     Session("s", store=url).set_state("n", 0)  # schema, WAL and the session exist
-    holder = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
-    yield url, lambda: holder.execute("BEGIN IMMEDIATE")
-    if holder.in_transaction:
-        holder.execute("ROLLBACK")
+    holder = sqlite3.connect(tmp_path / "s.db", isolation_level=None, check_same_thread=False)
+    guard = threading.Lock()
+
+    def release() -> None:
+        with guard:
+            if holder.in_transaction:
+                holder.execute("ROLLBACK")
+
+    with let_go_after_safety(release):
+        yield url, lambda: holder.execute("BEGIN IMMEDIATE")
+    release()
     holder.close()
 
 
@@ -166,26 +192,45 @@ def test_a_write_to_a_locked_sqlite_file_fails_typed_within_the_timeout(sqlite_l
     url, lock = sqlite_lock
     session = Session("s", store=url, timeout=1)
     lock()
-    error, took = elapsed(lambda: session.increment_state("n"))
+    error = failure(lambda: session.increment_state("n"))
     assert isinstance(error, OperationTimeoutError) and isinstance(error, TimeoutError)
     assert "increment_state on session 's'" in str(error) and "timeout=1 s" in str(error)
-    assert 0.9 < took < 3
     assert session.get_state("n") == 0  # reads go on (WAL), and nothing was written
+
+
+def test_a_write_waits_for_a_lock_released_within_its_timeout(tmp_path) -> None:
+    """The other side of the timeout: a writer waits for the lock, it does not give up at
+    once, and once the holder lets go it writes."""
+    url = f"sqlite://{tmp_path}/s.db"
+    Session("s", store=url).set_state("n", 0)
+    holder = sqlite3.connect(tmp_path / "s.db", isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    outcome: list[object] = []
+    writer = threading.Thread(
+        target=lambda: outcome.append(Session("s", store=url, timeout=SAFETY).increment_state("n"))
+    )
+    writer.start()
+    writer.join(0.5)  # the writer waits meanwhile (one that gave up at once has ended)
+    assert writer.is_alive() and outcome == []
+    holder.execute("ROLLBACK")
+    holder.close()
+    writer.join(SAFETY)
+    assert outcome == [1]
 
 
 def test_opening_a_session_on_a_locked_sqlite_file_is_bounded_too(sqlite_lock) -> None:
     url, lock = sqlite_lock
     lock()
-    error, took = elapsed(lambda: Session("new", store=url, timeout=1))
-    assert isinstance(error, OperationTimeoutError) and took < 3
+    error = failure(lambda: Session("new", store=url, timeout=1))
+    assert isinstance(error, OperationTimeoutError) and "timeout=1 s" in str(error)
 
 
 def test_the_async_core_is_bounded_on_the_callers_loop(sqlite_lock) -> None:
     url, lock = sqlite_lock
     lock()
     session = AsyncSession("s", store=url, timeout=1)
-    error, took = elapsed(lambda: asyncio.run(session.increment_state("n")))
-    assert isinstance(error, OperationTimeoutError) and took < 3
+    error = failure(lambda: asyncio.run(session.increment_state("n")))
+    assert isinstance(error, OperationTimeoutError) and "timeout=1 s" in str(error)
 
 
 def test_a_json_session_locked_by_another_process_fails_typed(tmp_path) -> None:
@@ -194,8 +239,9 @@ def test_a_json_session_locked_by_another_process_fails_typed(tmp_path) -> None:
     lock = tmp_path / "j" / "default_user" / "s.lock"  # the session's own lock
     with open(lock, "rb+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # another open file description: another "process"
-        error, took = elapsed(lambda: Session("s", store=url, timeout=1).set_state("n", 1))
-    assert isinstance(error, OperationTimeoutError) and took < 3
+        with let_go_after_safety(lambda: fcntl.flock(held, fcntl.LOCK_UN)):
+            error = failure(lambda: Session("s", store=url, timeout=1).set_state("n", 1))
+    assert isinstance(error, OperationTimeoutError) and "timeout=1 s" in str(error)
     assert Session("s", store=url).get_state("n") == 0  # nothing was written
 
 
@@ -204,18 +250,24 @@ def test_a_redis_server_that_never_answers_fails_typed_within_the_timeout() -> N
         black_hole.bind(("127.0.0.1", 0))
         black_hole.listen(8)
         url = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
-        error, took = elapsed(lambda: Session("s", store=url, timeout=1))
-    assert isinstance(error, OperationTimeoutError) and took < 3
+        # closed after SAFETY, the connection would break: StoreUnavailableError, not this
+        with let_go_after_safety(black_hole.close):
+            error = failure(lambda: Session("s", store=url, timeout=1))
+    assert isinstance(error, OperationTimeoutError) and "timeout=1 s" in str(error)
 
 
-class SlowEmbedder:
-    """An embedder that takes 3 s per call: a stand-in for a stuck model or vector server."""
+class StuckEmbedder:
+    """An embedder that answers only once the test releases it (or after :data:`SAFETY`
+    seconds): a stand-in for a stuck model or vector server."""
 
     name = "slow-test-embedder"
     dimension = 4
 
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
     def embed(self, texts: list[str]) -> list[list[float]]:
-        time.sleep(3)
+        self.release.wait(SAFETY)
         return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
 
     def embed_query(self, text: str) -> list[float]:
@@ -223,26 +275,32 @@ class SlowEmbedder:
 
 
 def test_memory_calls_are_bounded_by_the_timeout(tmp_path) -> None:
+    """A call that waited for the embedder instead would return (a memory added, found)."""
+    embedder = StuckEmbedder()
     session = Session(
         "s",
         store=f"sqlite://{tmp_path}/s.db",
         timeout=1,
-        memory_config={"embedder": SlowEmbedder()},
+        memory_config={"embedder": embedder},
         settings={"data_dir": str(tmp_path / "data")},
     )
-    error, took = elapsed(lambda: session.add_memory("a fact"))
-    assert isinstance(error, OperationTimeoutError) and "add_memory" in str(error)
-    assert took < 2.5
-    error, took = elapsed(lambda: session.search_memory("a fact"))
-    assert isinstance(error, OperationTimeoutError) and took < 2.5
+    try:
+        error = failure(lambda: session.add_memory("a fact"))
+        assert isinstance(error, OperationTimeoutError) and "add_memory" in str(error)
+        assert "timeout=1 s" in str(error)
+        error = failure(lambda: session.search_memory("a fact"))
+        assert isinstance(error, OperationTimeoutError) and "search_memory" in str(error)
+    finally:
+        embedder.release.set()
 
 
 def test_an_agent_waits_for_a_slow_llm_no_longer_than_the_timeout(tmp_path, server) -> None:
     session = Session("s", store=f"sqlite://{tmp_path}/s.db", timeout=1)
     agent = session.Agent("Tutor", memory=False, llm={"base_url": server.url, "model": "m"})
+    # a caller that waited for the reply instead would get it: "late", not an error
     server.queue(Reply.text("late", delay=5), Reply.text("late again", delay=5))
-    error, took = elapsed(lambda: agent.chat("hello?"))
-    assert took < 2.5, error
+    error = failure(lambda: agent.chat("hello?"))
+    assert isinstance(error, OperationTimeoutError) and "timeout=1 s" in str(error), error
     assert agent.history == []  # no half turn
     server.reset()  # the abandoned request may not have taken its reply yet
 
@@ -250,7 +308,8 @@ def test_an_agent_waits_for_a_slow_llm_no_longer_than_the_timeout(tmp_path, serv
 # -- shutdown: nothing hangs -----------------------------------------------------------------
 
 
-def test_a_call_in_flight_during_shutdown_returns_within_a_second() -> None:
+def test_a_call_in_flight_during_shutdown_is_woken_by_it() -> None:
+    """The call waits for an hour; only shutdown can end it before the join's safety."""
     outcome: list[BaseException] = []
     started = threading.Event()
 
@@ -267,11 +326,9 @@ def test_a_call_in_flight_during_shutdown_returns_within_a_second() -> None:
     thread = threading.Thread(target=caller)
     thread.start()
     assert started.wait(5)
-    begun = time.monotonic()
     runtime.shutdown()
-    thread.join(5)
+    thread.join(SAFETY)
     assert not thread.is_alive()
-    assert time.monotonic() - begun < 1
     assert len(outcome) == 1 and isinstance(outcome[0], RuntimeShutdownError)
     assert runtime.run(where()) == "praisonsession-loop"  # and it starts again on demand
 
@@ -296,58 +353,61 @@ def test_shutdown_cancels_the_loops_tasks() -> None:
 
 
 def test_a_session_call_in_flight_during_shutdown_gets_a_typed_error() -> None:
-    """A call waiting on the loop is woken by shutdown. (A Redis store given an asyncio pool
-    runs its calls there; one made from a URL runs them on the caller's thread instead, where
-    they end at their own timeout: see the next test.)"""
+    """A call waiting on the loop is woken by shutdown, not by its own timeout (SAFETY, which
+    would raise OperationTimeoutError). (A Redis store given an asyncio pool runs its calls
+    there; one made from a URL runs them on the caller's thread instead: see the next test.)"""
     import redis.asyncio
 
     with socket.socket() as black_hole:
         black_hole.bind(("127.0.0.1", 0))
         black_hole.listen(8)
+        black_hole.settimeout(SAFETY)
         url = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
         outcome: list[BaseException] = []
 
         def caller() -> None:
             try:
                 pool = redis.asyncio.ConnectionPool.from_url(url)
-                Session("s", store=RedisSession(connection_pool=pool), timeout=30)
+                Session("s", store=RedisSession(connection_pool=pool), timeout=SAFETY)
             except BaseException as exc:
                 outcome.append(exc)
 
         thread = threading.Thread(target=caller)
         thread.start()
-        time.sleep(0.5)  # connected and waiting for an answer that never comes
-        begun = time.monotonic()
-        runtime.shutdown()
-        thread.join(5)
-    assert time.monotonic() - begun < 1
+        held, _ = black_hole.accept()  # connected: waiting for an answer that never comes
+        with held:
+            runtime.shutdown()
+            thread.join(2 * SAFETY)
+    assert not thread.is_alive()
     assert len(outcome) == 1 and isinstance(outcome[0], RuntimeShutdownError)
 
 
 def test_an_inline_call_in_flight_during_shutdown_ends_at_its_own_timeout() -> None:
-    """Run on the caller's thread, the call does not wait on the loop: shutdown returns at
-    once, and the call still ends, typed, within its timeout."""
+    """Run on the caller's thread, the call does not wait on the loop: shutdown returns while
+    the call is still waiting (it can end only at its timeout), and the call then ends at that
+    timeout, typed (after SAFETY the server would close: another error)."""
     with socket.socket() as black_hole:
         black_hole.bind(("127.0.0.1", 0))
         black_hole.listen(8)
+        black_hole.settimeout(SAFETY)
         url = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
         outcome: list[BaseException] = []
 
         def caller() -> None:
             try:
-                Session("s", store=url, timeout=1)
+                Session("s", store=url, timeout=3)
             except BaseException as exc:
                 outcome.append(exc)
 
         thread = threading.Thread(target=caller)
-        begun = time.monotonic()
         thread.start()
-        time.sleep(0.3)  # connected and waiting for an answer that never comes
-        runtime.shutdown()
-        assert time.monotonic() - begun < 0.6
-        thread.join(5)
-    assert time.monotonic() - begun < 2
+        held, _ = black_hole.accept()  # connected: waiting for an answer that never comes
+        with held, let_go_after_safety(black_hole.close):
+            runtime.shutdown()
+            assert thread.is_alive() and outcome == []  # shutdown did not wait for it
+            thread.join(SAFETY)
     assert len(outcome) == 1 and isinstance(outcome[0], OperationTimeoutError)
+    assert "timeout=3 s" in str(outcome[0])
 
 
 # -- fork: a child never uses its parent's loop or connections -------------------------------
@@ -441,19 +501,20 @@ def test_the_sync_calls_setting_says_where_a_store_call_runs(sync_calls: str) ->
     expected = threading.current_thread().name if sync_calls == "inline" else "praisonsession-loop"
     assert store.threads == [expected]
     store.release.clear()
-    releaser = threading.Timer(2, store.release.set)
-    releaser.start()
-    try:
-        if sync_calls == "inline":  # the caller's thread is the one blocked: it waits it out
-            started = time.monotonic()
+    if sync_calls == "inline":  # the caller's thread is the one blocked: it waits it out
+        releaser = threading.Timer(2, store.release.set)  # past the 0.5 s timeout
+        releaser.start()
+        try:
             assert session.get_state("n", 0) == 0
-            assert time.monotonic() - started >= 1.9
-        else:  # the caller gives up after timeout + grace; the loop's thread stays blocked
-            error, took = elapsed(lambda: session.get_state("n", 0))
+            assert store.release.is_set()  # it returned once released, not at its timeout
+        finally:
+            releaser.join()
+    else:  # the caller gives up at its timeout; the loop's thread stays blocked
+        try:  # a caller that waited for the block would get 0 when it ends (10 s, a safety)
+            error = failure(lambda: session.get_state("n", 0))
             assert isinstance(error, OperationTimeoutError) and "get_state" in str(error)
-            assert took < 1.9
-    finally:
-        releaser.join()
+        finally:
+            store.release.set()
 
 
 def test_sync_calls_takes_only_its_two_words() -> None:
