@@ -5,7 +5,8 @@ Run from the repository root, in the frameworks' environment (LangGraph's part n
 
     .venv-frameworks/bin/python benchmarks/bench_logs_below.py [--json out.json] [--quick]
 
-``read_modules`` answers with the documents named and every log below them (``name.*``).
+``read_modules`` answers with the documents named and every log below them (``name`` or
+``name.*``).
 LangGraph's saver puts a checkpoint's 17th and later writes in a log below its writes
 document (``langgraph/writes/<ns>/<id>.more``), so a thread whose steps fan out to many tasks
 gains a log a checkpoint; an AgentScope or PraisonAI session gains one a module that logs.
