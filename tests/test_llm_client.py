@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -169,13 +168,11 @@ def test_no_retries_at_all_with_max_retries_zero(server: ScriptedChatServer) -> 
 
 def test_the_total_wait_is_bounded_too(server: ScriptedChatServer) -> None:
     server.fail(503, retry_after=0.3, times=3)
-    started = time.monotonic()
     client = client_for(server, max_retries=10, max_retry_wait=0.7)
     with client, pytest.raises(LLMUnavailableError) as err:
         client.complete(HELLO)
     # two waits of 0.3 s fit in 0.7 s; a third would not, so it gives up after 3 attempts
     assert len(server.requests) == 3
-    assert time.monotonic() - started < 1.5
     assert "more than the retry budget" in str(err.value)
 
 
@@ -199,10 +196,8 @@ def test_retry_after_as_an_http_date_is_honoured(server: ScriptedChatServer) -> 
 
 def test_retry_after_longer_than_the_budget_fails_at_once(server: ScriptedChatServer) -> None:
     server.fail(429, retry_after=120)
-    started = time.monotonic()
     with client_for(server, max_retry_wait=5) as client, pytest.raises(LLMUnavailableError) as err:
         client.complete(HELLO)
-    assert time.monotonic() - started < 1.0
     assert len(server.requests) == 1
     assert "asked to retry after 120 s" in str(err.value)
     assert "rate limited" in str(err.value)
@@ -221,13 +216,12 @@ def test_retry_after_header_forms() -> None:
 
 
 def test_a_timeout_is_retried_then_reported_as_unavailable(server: ScriptedChatServer) -> None:
+    # a client that waited for these replies would get "too late", not an error
     server.queue(Reply.text("too late", delay=2), Reply.text("too late", delay=2))
-    started = time.monotonic()
     client = client_for(server, timeout=0.2, max_retries=1)
     with client, pytest.raises(LLMUnavailableError) as err:
         client.complete(HELLO)
     assert len(server.requests) == 2
-    assert time.monotonic() - started < 1.5
     assert "no answer within timeout=0.2 s" in str(err.value)
     assert "Raise timeout" in str(err.value)
 

@@ -299,12 +299,10 @@ def test_a_body_that_stops_coming_gets_408(guarded: SessionServer) -> None:
             + f"Authorization: Bearer {TOKEN}\r\n".encode()
             + b'Content-Length: 100\r\n\r\n{"query": '
         )
-        began = time.monotonic()
-        data = b""
+        data = b""  # the socket's 60 s timeout is the safety: a TimeoutError, not a 408
         while b"\r\n\r\n" not in data:
             chunk = sock.recv(4096)
             if not chunk:
                 break
             data += chunk
-        assert data.startswith(b"HTTP/1.1 408")
-        assert time.monotonic() - began < BODY_TIMEOUT + 10
+        assert data.startswith(b"HTTP/1.1 408")  # the body timeout's answer
