@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +30,7 @@ from praisonsession import (
     ConflictError,
     InvalidValueError,
     KeyRequiredError,
+    OperationTimeoutError,
     RemoteAuthError,
     RemoteConnectionError,
     RemoteError,
@@ -190,6 +192,44 @@ def test_a_refused_attempt_still_under_way_when_the_deadline_runs_out_says_refus
     assert held.deadline_came  # the attempt was under way when the deadline ran out
     refused_at(port, caught.value)
     assert "(connection refused); 1 attempt in" in str(caught.value)
+
+
+def test_an_attempt_that_connects_after_the_deadline_gets_the_timeout_in_the_end() -> None:
+    """The wait for an attempt under way is bounded too: one that reaches a server after all
+    (here one that accepts and never answers) leaves the caller with the deadline's
+    OperationTimeoutError after another timeout at most, not waiting on that server."""
+    held = _HeldAdapter()
+    answered = threading.Event()  # the hung server's answer: only once the test has its own
+    with closed_port() as port, socket.create_server(("127.0.0.1", 0)) as hung:
+        hung_port = hung.getsockname()[1]
+        session = AsyncSession("x", agent_url=f"127.0.0.1:{port}/agent", timeout=0.5)
+        original = held.send
+
+        def to_the_hung_server(request: Any, **kwargs: Any) -> requests.Response:
+            request.url = request.url.replace(f":{port}/", f":{hung_port}/")
+            try:
+                return original(request, **{**kwargs, "timeout": 60})
+            finally:
+                answered.wait(60)
+
+        held.send = to_the_hung_server  # type: ignore[method-assign]
+        session._remote._http.mount("http://", held)  # type: ignore[union-attr]
+
+        async def main() -> None:
+            held.task = asyncio.current_task()
+            await session.open()
+
+        loop = asyncio.new_event_loop()  # asyncio.run would join the waiting worker first
+        try:
+            with pytest.raises(OperationTimeoutError, match=r"timeout=0\.5 s"):
+                loop.run_until_complete(main())
+        finally:
+            hung.close()  # the worker's request ends (connection reset), after the caller's
+            answered.set()
+            pending = asyncio.all_tasks(loop)
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.close()
+    assert held.deadline_came
 
 
 def test_an_async_factory_is_hosted_too(served: SessionServer) -> None:

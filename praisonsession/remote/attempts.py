@@ -64,9 +64,12 @@ class Attempts:
         self._stopped.wait(seconds)
 
 
-async def offload_request(function: Callable[..., T], *args: Any) -> T:
+async def offload_request(function: Callable[..., T], *args: Any, patience: float) -> T:
     """``function(*args, attempts=...)``, a blocking call of the client, off a running loop (see
-    the module); inline (no loop on this thread), just called: nothing can cut it short."""
+    the module); inline (no loop on this thread), just called: nothing can cut it short.
+    ``patience`` (the operation's timeout) bounds the wait for an attempt under way when the
+    deadline comes: one that connected after all, to a server trickling its answer, gets the
+    deadline's timeout then."""
     attempts = Attempts()
     call = partial(function, *args, attempts=attempts)
     if not loop_running_here():
@@ -74,15 +77,18 @@ async def offload_request(function: Callable[..., T], *args: Any) -> T:
     import asyncio
 
     worker = asyncio.ensure_future(asyncio.to_thread(call))
+    worker.add_done_callback(_settled)  # an outcome nobody reads is not logged as lost
     try:
         return await asyncio.shield(worker)
     except asyncio.CancelledError:
         if not attempts.stop() or not cancelled_by_deadline():
-            worker.add_done_callback(_settled)  # its outcome, unread, is not logged as lost
             raise
     # only refused so far, and no new attempt will start: the thread answers at once, or when
-    # the attempt under way ends (bounded by its own timeouts, which end by the deadline)
-    return await worker
+    # the attempt under way ends (its own timeouts end by the deadline)
+    await asyncio.wait({worker}, timeout=patience)
+    if not worker.done():
+        raise asyncio.CancelledError  # the deadline's: bounded() makes it its timeout
+    return worker.result()
 
 
 def _settled(worker: Any) -> None:

@@ -37,8 +37,10 @@ class RemoteBackend(StoreBackend):
 
     async def _call(self, operation: str, body: dict[str, Any], *, safe: bool = True) -> Any:
         if self._client.server is None:
-            await offload_request(self._client.check_connection)
-        return await offload_request(self._client.store, operation, body, safe)
+            await offload_request(self._client.check_connection, patience=self._client.timeout)
+        return await offload_request(
+            self._client.store, operation, body, safe, patience=self._client.timeout
+        )
 
     # -- sessions -------------------------------------------------------------------------
 

@@ -272,7 +272,7 @@ class AsyncSession:
 
             remote = self._remote
             await bounded(
-                offload_request(remote.check_connection),
+                offload_request(remote.check_connection, patience=remote.timeout),
                 self._timeout,
                 f"connecting to the session server at {remote.shown_url}",
             )
@@ -1007,7 +1007,14 @@ class AsyncSession:
         remote = self._remote
         return await self._call(
             "chat",
-            offload_request(remote.chat, self._session_id, self._user_id, message, dict(kwargs)),
+            offload_request(
+                remote.chat,
+                self._session_id,
+                self._user_id,
+                message,
+                dict(kwargs),
+                patience=remote.timeout,
+            ),
         )
 
     send_message = chat  # PraisonAI's alias (Google ADK's name)
