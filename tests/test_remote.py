@@ -31,6 +31,7 @@ from praisonsession import (
     InvalidValueError,
     KeyRequiredError,
     OperationTimeoutError,
+    PraisonSessionError,
     RemoteAuthError,
     RemoteConnectionError,
     RemoteError,
@@ -194,12 +195,12 @@ def test_a_refused_attempt_still_under_way_when_the_deadline_runs_out_says_refus
     assert "(connection refused); 1 attempt in" in str(caught.value)
 
 
-def test_an_attempt_that_connects_after_the_deadline_gets_the_timeout_in_the_end() -> None:
-    """The wait for an attempt under way is bounded too: one that reaches a server after all
-    (here one that accepts and never answers) leaves the caller with the deadline's
-    OperationTimeoutError after another timeout at most, not waiting on that server."""
+def held_until_the_deadline_then_hung(read_timeout: float) -> BaseException:
+    """What opening a session gets when its first attempt is held until the deadline has
+    cancelled the caller and then sent to a server that accepts and never answers, waiting
+    ``read_timeout`` for an answer."""
     held = _HeldAdapter()
-    answered = threading.Event()  # the hung server's answer: only once the test has its own
+    answered = threading.Event()  # the worker ends only once the test has its outcome
     with closed_port() as port, socket.create_server(("127.0.0.1", 0)) as hung:
         hung_port = hung.getsockname()[1]
         session = AsyncSession("x", agent_url=f"127.0.0.1:{port}/agent", timeout=0.5)
@@ -208,9 +209,10 @@ def test_an_attempt_that_connects_after_the_deadline_gets_the_timeout_in_the_end
         def to_the_hung_server(request: Any, **kwargs: Any) -> requests.Response:
             request.url = request.url.replace(f":{port}/", f":{hung_port}/")
             try:
-                return original(request, **{**kwargs, "timeout": 60})
+                return original(request, **{**kwargs, "timeout": read_timeout})
             finally:
-                answered.wait(60)
+                if read_timeout > 1:
+                    answered.wait(60)
 
         held.send = to_the_hung_server  # type: ignore[method-assign]
         session._remote._http.mount("http://", held)  # type: ignore[union-attr]
@@ -221,15 +223,32 @@ def test_an_attempt_that_connects_after_the_deadline_gets_the_timeout_in_the_end
 
         loop = asyncio.new_event_loop()  # asyncio.run would join the waiting worker first
         try:
-            with pytest.raises(OperationTimeoutError, match=r"timeout=0\.5 s"):
+            with pytest.raises(PraisonSessionError) as caught:
                 loop.run_until_complete(main())
         finally:
             hung.close()  # the worker's request ends (connection reset), after the caller's
             answered.set()
-            pending = asyncio.all_tasks(loop)
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            if pending := asyncio.all_tasks(loop):
+                loop.run_until_complete(asyncio.wait(pending))
             loop.close()
-    assert held.deadline_came
+    assert held.deadline_came  # the attempt was under way when the deadline ran out
+    return caught.value
+
+
+def test_an_unanswered_attempt_still_under_way_when_the_deadline_runs_out_says_so() -> None:
+    """The attempt's read timeout ends after the deadline (under load): the caller still gets
+    the client's error naming what went wrong, not a bare timeout."""
+    error = held_until_the_deadline_then_hung(read_timeout=0.05)
+    assert isinstance(error, RemoteConnectionError), error
+    assert "no answer within timeout=0.5 s" in str(error)
+
+
+def test_an_attempt_held_past_its_timeouts_leaves_the_deadlines_timeout_in_the_end() -> None:
+    """The wait for an attempt under way is bounded: one held on a server beyond its socket
+    timeouts (a server trickling its answer; here a 60 s read timeout stands for it) leaves
+    the caller with the deadline's OperationTimeoutError after another timeout at most."""
+    error = held_until_the_deadline_then_hung(read_timeout=60)
+    assert isinstance(error, OperationTimeoutError) and "timeout=0.5 s" in str(error), error
 
 
 def test_an_async_factory_is_hosted_too(served: SessionServer) -> None:

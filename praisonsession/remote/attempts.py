@@ -8,8 +8,10 @@ can end after it, and the deadline would then answer first with a bare
 the wait and no request has reached the server yet (every attempt refused, or no answer to the
 connect), :func:`offload_request` stops the retries and waits for the thread's own answer, the
 ``RemoteConnectionError`` saying what was refused and what to do: which of the two the caller
-gets no longer depends on the clock. Once a request may have reached the server, the deadline's
-timeout stands, as for any other operation.
+gets no longer depends on the clock. The attempt under way then is waited for too (its outcome
+is not known yet; a hung server's gives "no answer within timeout"). Once an attempt has ended
+having reached the server (answered, or cut off after sending), the deadline's timeout stands,
+as for any other operation.
 """
 
 from __future__ import annotations
