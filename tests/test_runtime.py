@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import os
 import signal
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from held import SAFETY, let_go_after_safety
 from llm_server import Reply
 from praisonsession import (
     AsyncSession,
@@ -142,29 +142,11 @@ def test_a_forked_child_gets_its_own_loop(tmp_path) -> None:
 # -- timeouts: every call is bounded, and says what timed out --------------------------------
 
 
-#: Seconds after which a test lets go of what it holds (a lock, a hung peer): far beyond every
-#: timeout these tests pass, and letting go gives a different outcome (the write made, another
-#: error) that the test asserts against, so a call that waited for it rather than for its own
-#: timeout fails the test instead of passing slowly. No test measures time.
-SAFETY = 30.0
-
-
 def failure(call) -> BaseException:
     """Run ``call``, which must raise; the error."""
     with pytest.raises(PraisonSessionError) as raised:
         call()
     return raised.value
-
-
-@contextlib.contextmanager
-def let_go_after_safety(release: Callable[[], object]) -> Iterator[None]:
-    """Call ``release`` after :data:`SAFETY` seconds, or when the block ends if sooner."""
-    timer = threading.Timer(SAFETY, release)
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
 
 
 @pytest.fixture
