@@ -58,12 +58,28 @@ def wait_until(condition: Any, what: str) -> None:
         time.sleep(0.001)
 
 
+def warm_store(tmp_path: Path) -> tuple[Path, SqliteSession, CommitGroup]:
+    """A store at durability="power" on a new file, written once so that its file and its
+    commit group exist before the test queues anything."""
+    path = tmp_path / "s.db"
+    store = SqliteSession(path, durability="power")
+    asyncio.run(store.increment("warm", "u", "n"))
+    return path, store, group_of(store)
+
+
+def write_lock_held(path: Path) -> sqlite3.Connection:
+    """A plain sqlite3 connection holding the file's write lock (``BEGIN IMMEDIATE``): every
+    writer waits for it until the test ends that transaction."""
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    return blocker
+
+
 def queued_behind_the_lock(path: Path, group: Any, writer: Any, count: int) -> None:
     """Run ``writer(i)`` for each i in ``range(count)`` in threads that queue one by one while
     a plain sqlite3 connection holds the write lock, then let it go: the first writer leads
     and the others meet in its next transaction."""
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")  # the write lock: the first writer waits for it
+    blocker = write_lock_held(path)  # the write lock: the first writer waits for it
     threads = [threading.Thread(target=writer, args=(i,)) for i in range(count)]
     for queued, thread in enumerate(threads, 1):
         thread.start()
@@ -242,8 +258,7 @@ def test_a_writer_cancelled_while_queued_leaves_nothing_and_the_rest_commit(
     stores = [SqliteSession(path, durability="power") for _ in range(3)]
     asyncio.run(stores[0].patch_state("w0", "u", {"n": 0}))
     group = group_of(stores[0])
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
+    blocker = write_lock_held(path)
     results: dict[str, Any] = {}
 
     def first() -> None:
@@ -518,10 +533,7 @@ def test_writers_on_idle_loops_wait_on_their_thread_and_busy_loops_on_the_loop(
     system call to wake its loop, the leader keeps the GIL); one whose loop has a timer
     waits on a future of its loop. Both get their own outcome from the shared commit."""
     monkeypatch.setattr(shared, "HOLD", WAIT)  # no writer gives its loop back meanwhile
-    path = tmp_path / "s.db"
-    store = SqliteSession(path, durability="power")
-    asyncio.run(store.increment("warm", "u", "n"))
-    group = group_of(store)
+    path, store, group = warm_store(tmp_path)
     commits = group.commits
     outcomes: dict[int, Any] = {}
     parked: dict[int, str] = {}
@@ -545,8 +557,7 @@ def test_writers_on_idle_loops_wait_on_their_thread_and_busy_loops_on_the_loop(
         for i, queued in enumerate(group.queue[1:], 1):
             parked[i] = "lock" if queued.future is None else "future"
 
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
+    blocker = write_lock_held(path)
     threads = [threading.Thread(target=writer, args=(i,)) for i in range(3)]
     for queued, thread in enumerate(threads, 1):
         thread.start()
@@ -569,12 +580,8 @@ def test_two_writers_of_one_loop_both_wait_on_the_loop(
     loop too, since the sibling may be handed the lead or its outcome there; held, the loop
     would keep it from both."""
     monkeypatch.setattr(shared, "HOLD", WAIT)
-    path = tmp_path / "s.db"
-    store = SqliteSession(path, durability="power")
-    asyncio.run(store.increment("warm", "u", "n"))
-    group = group_of(store)
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
+    path, store, group = warm_store(tmp_path)
+    blocker = write_lock_held(path)
     lead = threading.Thread(target=lambda: increment(store, "lead"))
     lead.start()
     wait_until(lambda: len(group.queue) == 1, "the leader waiting for the file")
@@ -599,10 +606,7 @@ def test_a_writer_holds_its_idle_loop_for_a_moment_then_gives_it_back(tmp_path: 
     """A follower on an idle loop that is still waiting after ``HOLD`` waits on its loop
     instead: the loop's other work goes on (here a call come back from a thread), and the
     writer still gets its outcome from the commit."""
-    path = tmp_path / "s.db"
-    store = SqliteSession(path, durability="power")
-    asyncio.run(store.increment("warm", "u", "n"))
-    group = group_of(store)
+    path, store, group = warm_store(tmp_path)
     blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     blocker.execute("BEGIN IMMEDIATE")
     lead = threading.Thread(target=lambda: increment(store, "lead"))
@@ -808,8 +812,7 @@ def test_a_write_committed_after_its_deadline_ran_out_succeeds_on_threads(
             inline=True,
         ),
     }
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")  # the leader waits for the file; the others queue
+    blocker = write_lock_held(path)  # the leader waits for the file; the others queue
     threads = []
     for queued, (name, call) in enumerate(writers.items(), 1):
         threads.append(
@@ -867,12 +870,8 @@ def test_a_write_whose_deadline_runs_out_in_the_queue_times_out_and_is_not_appli
     """The other half: a write still queued when its deadline runs out leaves the queue
     with nothing applied, and its caller gets OperationTimeoutError; the leader it waited
     behind commits its own."""
-    path = tmp_path / "s.db"
-    store = SqliteSession(path, durability="power")
-    asyncio.run(store.increment("warm", "u", "n"))
-    group = group_of(store)
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
+    path, store, group = warm_store(tmp_path)
+    blocker = write_lock_held(path)
     outcomes: dict[str, Any] = {}
     lead = threading.Thread(target=lambda: outcomes.setdefault("lead", append(store, "lead")))
     lead.start()
@@ -901,12 +900,8 @@ def test_a_write_answered_just_before_its_deadline_ran_out_succeeds(tmp_path: Pa
     loop) when its deadline runs out, before the loop wakes the writer: the loop is held by
     a callback of the test while both happen. The write is committed, and the caller gets
     its outcome."""
-    path = tmp_path / "s.db"
-    store = SqliteSession(path, durability="power")
-    asyncio.run(store.increment("warm", "u", "n"))
-    group = group_of(store)
-    blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN IMMEDIATE")
+    path, store, group = warm_store(tmp_path)
+    blocker = write_lock_held(path)
     answered, holding = threading.Event(), threading.Event()
     outcomes: dict[str, Any] = {}
 
