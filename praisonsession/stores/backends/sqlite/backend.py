@@ -1160,12 +1160,7 @@ class SqliteBackend(StoreBackend):
     ) -> dict[str, int]:
         def work(conn: sqlite3.Connection) -> dict[str, int]:
             self._begin_write(conn, key, now(), False)
-            rows = [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()]
-            if len(rows) == 1:  # a LangGraph put_writes: the thread's cursor, no executemany
-                self._cursor().execute(UPSERT_MODULE, rows[0])
-            elif rows:
-                conn.executemany(UPSERT_MODULE, rows)
-            return {write.path: self._write_log(conn, key, write) for write in writes}
+            return self._save_modules(conn, key, documents, writes)
 
         return await self._write(work)
 
@@ -1184,11 +1179,24 @@ class SqliteBackend(StoreBackend):
             self._bump(
                 conn, key, self._insert_session(conn, key, self.default_ttl, metadata, at), at
             )
-            rows = [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()]
-            conn.executemany(UPSERT_MODULE, rows)
-            return {write.path: self._write_log(conn, key, write) for write in writes}
+            return self._save_modules(conn, key, documents, writes)
 
         return await self._write(work)  # one transaction: one commit
+
+    def _save_modules(
+        self,
+        conn: sqlite3.Connection,
+        key: Key,
+        documents: dict[str, Any],
+        writes: list[LogWrite],
+    ) -> dict[str, int]:
+        """Module documents and log writes, in a write transaction that holds the session."""
+        rows = [(key.user_id, key.session_id, n, dumps(d)) for n, d in documents.items()]
+        if len(rows) == 1:  # a LangGraph put_writes: the thread's cursor, no executemany
+            self._cursor().execute(UPSERT_MODULE, rows[0])
+        elif rows:
+            conn.executemany(UPSERT_MODULE, rows)
+        return {write.path: self._write_log(conn, key, write) for write in writes}
 
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         return await self._read_then_slide(key, lambda conn: self._modules(conn, key, names))
