@@ -412,6 +412,16 @@ def _indexed(name: str, documents: dict[str, Any]) -> tuple[int, int] | None:
     return (at, at + 1) if type(at) is int and at >= 0 else None
 
 
+def _record_of(read: list[Any], key: Key, ns: str, checkpoint_id: str) -> Record:
+    """The record read at a checkpoint's position, which must be that checkpoint; else the
+    thread was rewritten (pruned, deleted) since the position was read: ``_Moved`` (the
+    thread is forgotten, then read anew)."""
+    found = _checked(read, key)
+    if not found or found[0].get("id") != checkpoint_id or found[0].get("ns") != ns:
+        raise _Moved
+    return found[0]
+
+
 def _checked(records: list[Any], key: Key) -> list[Record]:
     """Records as read from :data:`CHECKPOINTS`, each checked to be one of ours."""
     for record in records:
@@ -795,14 +805,11 @@ class Threads:
     ) -> Record:
         """The record at position ``at``, which must be checkpoint ``checkpoint_id``; else the
         thread was rewritten (pruned) since the position was read: ``_Moved``."""
-        found = _checked(
-            await self.backend.read_log(key, path=CHECKPOINTS, start=at, stop=at + 1), key
-        )
-        if not found or found[0].get("id") != checkpoint_id or found[0].get("ns") != ns:
-            raise _Moved
+        read = await self.backend.read_log(key, path=CHECKPOINTS, start=at, stop=at + 1)
+        record = _record_of(read, key, ns, checkpoint_id)
         if remember:
-            self._remember(key, at, found[0])
-        return found[0]
+            self._remember(key, at, record)
+        return record
 
     async def load(self, key: Key, ns: str, checkpoint_id: str | None) -> Loaded | None:
         """A checkpoint with its values and pending writes (the namespace's newest for None):
@@ -881,13 +888,12 @@ class Threads:
             tail, stored = await self.backend.read_log_and_modules(
                 key, path=CHECKPOINTS, start=at, stop=at + 1, names=lambda _: [name]
             )
-            records = _checked(tail, key)
-            if not records or records[0].get("id") != checkpoint_id or records[0].get("ns") != ns:
-                raise _Moved  # rewritten (pruned, deleted) since: forgotten, then read anew
+            record = _record_of(tail, key, ns, checkpoint_id)
             documents = _gathered(stored)
-            return await self._loaded(key, ns, checkpoint_id, at, documents, records[0])
+            return await self._loaded(key, ns, checkpoint_id, at, documents, record)
         index = at_name(ns, checkpoint_id)
         names = [index, writes_name(ns, checkpoint_id)]
+        records: list[Any]
         if remembered:  # its position and writes: the record is remembered here
             stored, records = await self.backend.read_modules(key, names=names), []
         else:  # the record too, at the position its document names, in the same read
@@ -903,11 +909,7 @@ class Threads:
                 return None
             documents = _gathered(stored)
             return await self._loaded(key, ns, checkpoint_id, found[0], documents, found[1])
-        full = None
-        if records:
-            if _checked(records, key)[0].get("id") != checkpoint_id or records[0].get("ns") != ns:
-                raise _Moved
-            full = records[0]
+        full = _record_of(records, key, ns, checkpoint_id) if records else None
         return await self._loaded(key, ns, checkpoint_id, at, _gathered(stored), full)
 
     async def _loaded(
