@@ -34,7 +34,6 @@ class Attempts:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._made = 0
-        self._sending = False
         self._reached = False  # a request may have reached the server (answered, or cut off)
         self._stopped = threading.Event()
 
@@ -44,13 +43,11 @@ class Attempts:
             if self._stopped.is_set():
                 return False
             self._made += 1
-            self._sending = True
             return True
 
     def end(self, *, never_sent: bool) -> None:
         """The attempt begun last is over; ``never_sent``: its connection was never made."""
         with self._lock:
-            self._sending = False
             self._reached = self._reached or not never_sent
 
     def stop(self) -> bool:
