@@ -17,7 +17,8 @@ collection, a position this process's index is known to hold; before the index i
 its vectors read, or written to, a position someone else moved reopens the store's engine
 (each index then loads from disk and the log at its next use). ``PRAGMA data_version`` on a
 connection of our own says whether anything at all was committed since a collection was last
-found current, so a process working alone pays one pragma per search.
+found current. Those reads run in a helper process (``chroma_file``: two copies of SQLite in one
+process corrupt each other's files), one round trip per search.
 
 A reopened engine (or a new process) adds to each index again, from the log, the entries
 written since it was last saved; :data:`SAVED_EVERY` keeps them few.
@@ -25,12 +26,12 @@ written since it was last saved; :data:`SAVED_EVERY` keeps them few.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import chroma_file
 from .index_files import clear_unused
 
 __all__ = ["SAVED_EVERY", "STALE_ERRORS", "Freshness", "engine_of", "saved_often"]
@@ -72,8 +73,6 @@ class Freshness:
         self._path = folder / "chroma.sqlite3"
         self._reopen = reopen  # starts a new engine on the folder (the old one goes with it)
         self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        self._segments: dict[str, str] = {}  # collection id -> its metadata segment's id
         self._held: dict[str, Any] = {}  # collection id -> the log position its index holds
         self._checked: dict[str, int] = {}  # collection id -> data_version it was current at
         self._cleared: set[tuple[int, str]] = set()  # (generation, collection id)
@@ -85,15 +84,14 @@ class Freshness:
         (the engine catches up at that first use). Kept when it is tracked already."""
         with self._lock:
             if collection not in self._held:
-                self._held[collection] = self._position(collection)
+                self._held[collection] = self._positions([collection])[0]
 
     def current(self, collection: str) -> int:
         """Make sure the engine's index of ``collection`` holds what the log does, reopening
         the engine when another process wrote since; the engine's generation."""
         with self._lock:
-            version = self._version()
+            version, position = self._version_and_position(collection)
             if self._checked.get(collection) != version:
-                position = self._position(collection)
                 if collection in self._held and self._held[collection] != position:
                     self._restart()
                 else:
@@ -107,8 +105,8 @@ class Freshness:
         was reopened meanwhile: the new one may have caught up before the write."""
         with self._lock:
             if generation == self.generation:
-                version = self._version()
-                self._held[collection] = self._position(collection)
+                version, position = self._version_and_position(collection)
+                self._held[collection] = position
                 self._checked[collection] = version
 
     def clear_index(self, collection: str) -> None:
@@ -119,16 +117,9 @@ class Freshness:
             key = (self.generation, collection)
             if key in self._cleared:
                 return
-            row = (
-                self._connection()
-                .execute(
-                    "SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'",
-                    (collection,),
-                )
-                .fetchone()
-            )
-            if row is not None:
-                clear_unused(self._path.parent / row[0])
+            (rows,) = chroma_file.run(self._path, [(_VECTOR_SEGMENT, (collection,))])
+            if rows:
+                clear_unused(self._path.parent / rows[0][0])
             self._cleared.add(key)
 
     def restart(self) -> None:
@@ -138,43 +129,41 @@ class Freshness:
 
     def _restart(self) -> None:
         # read first: the new engine catches each index up at its first use, so to here
-        held = {collection: self._position(collection) for collection in self._held}
+        held = dict(zip(self._held, self._positions(list(self._held)), strict=True))
         self._reopen()
         self._held = held
         self._checked.clear()
         self.generation += 1
         self.reopened += 1
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            self._conn = sqlite3.connect(
-                self._path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-        return self._conn
+    def _version_and_position(self, collection: str) -> tuple[int, Any]:
+        """``PRAGMA data_version`` (moved by any commit since the last) and how far into the log
+        the collection's metadata is, in one round trip to the helper (``chroma_file``)."""
+        version, position = chroma_file.run(
+            self._path, [("PRAGMA data_version", ()), (_POSITION, (collection,))]
+        )
+        return version[0][0], _position_of(position)
 
-    def _version(self) -> int:
-        version: int = self._connection().execute("PRAGMA data_version").fetchone()[0]
-        return version
-
-    def _position(self, collection: str) -> Any:
-        """How far into the log the collection's metadata is (None: the collection is gone)."""
-        conn = self._connection()
-        segment = self._segments.get(collection)
-        if segment is None:
-            row = conn.execute(
-                "SELECT id FROM segments WHERE collection = ? AND scope = 'METADATA'",
-                (collection,),
-            ).fetchone()
-            if row is None:
-                return None
-            segment = self._segments[collection] = row[0]
-        row = conn.execute(
-            "SELECT seq_id FROM max_seq_id WHERE segment_id = ?", (segment,)
-        ).fetchone()
-        return 0 if row is None else row[0]
+    def _positions(self, collections: list[str]) -> list[Any]:
+        found = chroma_file.run(self._path, [(_POSITION, (name,)) for name in collections])
+        return [_position_of(rows) for rows in found]
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            chroma_file.forget(self._path)
+
+
+#: How far into the log a collection's metadata is: no row when the collection is gone.
+_POSITION = (
+    "SELECT m.seq_id FROM segments s LEFT JOIN max_seq_id m ON m.segment_id = s.id "
+    "WHERE s.collection = ? AND s.scope = 'METADATA'"
+)
+_VECTOR_SEGMENT = "SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'"
+
+
+def _position_of(rows: list[tuple[Any, ...]]) -> Any:
+    """A collection's position from its ``_POSITION`` rows: None when it is gone, 0 when its
+    metadata holds nothing of the log yet."""
+    if not rows:
+        return None
+    return 0 if rows[0][0] is None else rows[0][0]

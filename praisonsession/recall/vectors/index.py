@@ -38,6 +38,7 @@ from ...errors import (
     install_line,
 )
 from ..embeddings import Embedder, as_chroma_embedding_function
+from . import chroma_file
 from .freshness import SAVED_EVERY, STALE_ERRORS, Freshness, engine_of, saved_often
 from .fusion import DEPTH, fuse
 from .index_files import clear_unused
@@ -297,24 +298,23 @@ def scrub_embedded(directory: Path, client: Any = None) -> None:
     be the erased user's data (``index_files``): those slots are zeroed, inside ``client``'s
     write lock (its lexical file's) when given, so that no write of ours grows them meanwhile."""
     import shutil
-    import sqlite3
 
     path = Path(directory) / "chroma.sqlite3"
     if not path.is_file():
         return
-    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    # in the helper process (``chroma_file``), never with a second SQLite in this one
     try:
-        conn.execute("PRAGMA secure_delete=ON")
+        chroma_file.run(path, [("PRAGMA secure_delete=ON", ())])
         # rewrites the index without the deleted documents' terms (if Chroma has one)
-        with contextlib.suppress(sqlite3.OperationalError):
-            conn.execute(
-                "INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
-                "VALUES('optimize')"
-            )
-        conn.execute("VACUUM")
-        segments = {row[0] for row in conn.execute("SELECT id FROM segments")}
+        try:
+            chroma_file.run(path, [(_OPTIMIZE_FULLTEXT, ())])
+        except chroma_file.ChromaFileError as exc:
+            if not exc.operational:
+                raise
+        _, rows = chroma_file.run(path, [("VACUUM", ()), ("SELECT id FROM segments", ())])
     finally:
-        conn.close()
+        chroma_file.forget(path)
+    segments = {row[0] for row in rows}
     kept = []
     for folder in Path(directory).iterdir():
         if folder.is_dir() and _is_uuid(folder.name):
@@ -326,6 +326,11 @@ def scrub_embedded(directory: Path, client: Any = None) -> None:
     with contextlib.nullcontext() if lexical is None else lexical.writing():
         for folder in kept:
             clear_unused(folder)
+
+
+_OPTIMIZE_FULLTEXT = (
+    "INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')"
+)
 
 
 def _is_uuid(name: str) -> bool:
