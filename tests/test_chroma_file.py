@@ -114,6 +114,19 @@ def test_a_helper_that_died_is_started_again(tmp_path: Path) -> None:
     assert chroma_file._worker._process is not helper
 
 
+def test_ctrl_c_in_a_terminal_leaves_the_helper_to_the_process_that_started_it(
+    tmp_path: Path,
+) -> None:
+    path = make_file(tmp_path)
+    chroma_file.run(path, [("SELECT 1", ())])
+    helper = chroma_file._worker._process
+    assert helper is not None
+    os.kill(helper.pid, signal.SIGINT)  # what a terminal's Ctrl+C sends the process group
+    assert chroma_file.run(path, [("SELECT n FROM t", ())]) == [[(7,)]]
+    assert chroma_file._worker._process is helper
+    assert helper.poll() is None
+
+
 def test_a_forked_child_starts_its_own_helper(tmp_path: Path) -> None:
     path = make_file(tmp_path)
     chroma_file.run(path, [("SELECT 1", ())])

@@ -83,11 +83,18 @@ class _Worker:
 
     def _started(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
-            self._process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(_WORKER)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-            )
+            try:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-I", "-S", str(_WORKER)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                )
+            except OSError as exc:
+                raise ChromaFileError(
+                    f"could not start {sys.executable or 'Python'} to read Chroma's "
+                    f"chroma.sqlite3 ({exc}); embedded memory needs this interpreter to be "
+                    "runnable as a program: use a Chroma server or PostgreSQL otherwise"
+                ) from exc
         return self._process
 
     def _stop(self) -> None:

@@ -15,6 +15,7 @@ It ends when stdin does (the process that started it closed the pipe, or ended).
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -46,6 +47,9 @@ def _answer(connections: dict[str, sqlite3.Connection], request: dict[str, Any])
 
 
 def main() -> None:
+    # Ctrl+C in a terminal reaches the whole process group: the process that started this one
+    # decides whether to stop, and this one ends with its stdin
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     connections: dict[str, sqlite3.Connection] = {}
     for line in sys.stdin:
         try:

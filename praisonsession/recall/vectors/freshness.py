@@ -148,10 +148,6 @@ class Freshness:
         found = chroma_file.run(self._path, [(_POSITION, (name,)) for name in collections])
         return [_position_of(rows) for rows in found]
 
-    def close(self) -> None:
-        with self._lock:
-            chroma_file.forget(self._path)
-
 
 #: How far into the log a collection's metadata is: no row when the collection is gone.
 _POSITION = (
