@@ -12,7 +12,6 @@ machine. Test modules build their fixtures from these helpers::
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,7 +33,6 @@ __all__ = [
     "Reply",
     "ScriptedChatServer",
     "echo_responder",
-    "gaps",
     "http_date",
     "isolate_llm_env",
     "serving",
@@ -76,9 +74,3 @@ def isolate_llm_env(monkeypatch: pytest.MonkeyPatch) -> None:
         return send(self, request, *args, **kwargs)
 
     monkeypatch.setattr(requests.adapters.HTTPAdapter, "send", local_only)
-
-
-def gaps(requests: list[RecordedRequest]) -> list[float]:
-    """Seconds between consecutive requests, as the server saw them arrive."""
-    times = [r.received_at for r in requests]
-    return [later - earlier for earlier, later in itertools.pairwise(times)]

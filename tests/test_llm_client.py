@@ -1,18 +1,24 @@
 """The LLM client against a real chat-completions server on 127.0.0.1.
 
 Every test asserts on what the server received: the exact URL, headers and body, and how many
-attempts arrived and when. No request ever leaves the machine.
+attempts arrived; and on the waits the client asked for between them. No request ever leaves
+the machine.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any, NamedTuple
 
 import pytest
 
-from llm_server import Reply, ScriptedChatServer, gaps, http_date, serving
+from held import SAFETY
+from llm_server import Reply, ScriptedChatServer, http_date, serving
 from praisonsession import RemoteError
+from praisonsession._internal.retry import RetryPolicy
 from praisonsession.errors import InvalidValueError
 from praisonsession.llm import (
     DEFAULT_BASE_URL,
@@ -50,6 +56,41 @@ def client_for(server: ScriptedChatServer, **options) -> ChatClient:
     """A client with fast retries, so that retry tests take milliseconds."""
     fields = {"model": "test-model", "base_url": server.url, "retry_backoff": 0.01}
     return ChatClient(LLMConfig(**{**fields, **options}))
+
+
+class Pause(NamedTuple):
+    """One wait the client asked for between two attempts."""
+
+    seconds: float
+    asked_at: float  # time.time() when it asked
+    requests_before: int  # requests the server had received by then
+
+
+@pytest.fixture
+def pauses(server: ScriptedChatServer, monkeypatch: pytest.MonkeyPatch) -> list[Pause]:
+    """The waits the client asks for between attempts, recorded instead of slept.
+
+    Every client hands its pause (``time.sleep``, or ``asyncio.sleep`` on a loop) to
+    ``RetryPolicy.retrying``; this takes its place there. When the server saw the next
+    attempt would measure how busy the machine is, not what the client decided.
+    """
+    asked: list[Pause] = []
+    retrying = RetryPolicy.retrying
+
+    def recording(
+        self: RetryPolicy, retry_on: Any, *, asynchronous: bool = False, **options: Any
+    ) -> Any:
+        def pause(seconds: float) -> None:
+            asked.append(Pause(seconds, time.time(), len(server.requests)))
+
+        async def apause(seconds: float) -> None:
+            pause(seconds)
+
+        options["sleep"] = apause if asynchronous else pause
+        return retrying(self, retry_on, asynchronous=asynchronous, **options)
+
+    monkeypatch.setattr(RetryPolicy, "retrying", recording)
+    return asked
 
 
 # -- the request ---------------------------------------------------------------------------
@@ -176,22 +217,31 @@ def test_the_total_wait_is_bounded_too(server: ScriptedChatServer) -> None:
     assert "more than the retry budget" in str(err.value)
 
 
-def test_retry_after_in_seconds_is_honoured(server: ScriptedChatServer) -> None:
-    server.fail(429, retry_after=1)
+def test_retry_after_in_seconds_is_honoured(
+    server: ScriptedChatServer, pauses: list[Pause]
+) -> None:
+    server.fail(429, retry_after=7)  # not the backoff (0.01 s): the server's own figure
     server.say("ok")
     with client_for(server) as client:
-        client.complete(HELLO)
-    (gap,) = gaps(server.requests)
-    assert 1.0 <= gap < 1.5
+        assert client.complete(HELLO).content == "ok"
+    assert [(p.seconds, p.requests_before) for p in pauses] == [(7.0, 1)]  # between the two
+    assert len(server.requests) == 2
 
 
-def test_retry_after_as_an_http_date_is_honoured(server: ScriptedChatServer) -> None:
-    server.fail(429, retry_after=http_date(2))
+def test_retry_after_as_an_http_date_is_honoured(
+    server: ScriptedChatServer, pauses: list[Pause]
+) -> None:
+    date = http_date(30)  # whole seconds; far enough ahead that no backoff could match it
+    due = parsedate_to_datetime(date).timestamp()
+    server.fail(429, retry_after=date)
     server.say("ok")
+    called = time.time()
     with client_for(server) as client:
-        client.complete(HELLO)
-    (gap,) = gaps(server.requests)
-    assert 0.9 <= gap < 2.5  # an HTTP date has one-second resolution
+        assert client.complete(HELLO).content == "ok"
+    (pause,) = pauses
+    assert pause.requests_before == 1 and len(server.requests) == 2
+    # the wait ends at the date: counted from the client's clock between the call and the pause
+    assert called <= due - pause.seconds <= pause.asked_at
 
 
 def test_retry_after_longer_than_the_budget_fails_at_once(server: ScriptedChatServer) -> None:
@@ -216,8 +266,8 @@ def test_retry_after_header_forms() -> None:
 
 
 def test_a_timeout_is_retried_then_reported_as_unavailable(server: ScriptedChatServer) -> None:
-    # a client that waited for these replies would get "too late", not an error
-    server.queue(Reply.text("too late", delay=2), Reply.text("too late", delay=2))
+    # a client that waited for these replies (held back SAFETY s) would get "too late"
+    server.queue(Reply.text("too late", delay=SAFETY), Reply.text("too late", delay=SAFETY))
     client = client_for(server, timeout=0.2, max_retries=1)
     with client, pytest.raises(LLMUnavailableError) as err:
         client.complete(HELLO)
