@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import backends
+import held
 from backends import CONFORMANCE_BACKENDS, PERSISTENT, RawAccess, make_store
 from chroma_server import chroma_url  # noqa: F401 - shared fixture
 from llm_server import ScriptedChatServer, isolate_llm_env, serving
@@ -107,6 +108,13 @@ def frozen_clock() -> Iterator[clock.ManualClock]:
     (every store reads it, Redis included: the scripts take its time with each call)."""
     with clock.frozen() as now:
         yield now
+
+
+@pytest.fixture
+def hung_server() -> Iterator[held.HungServer]:
+    """A server on 127.0.0.1 that accepts connections and never answers (for SAFETY s)."""
+    with held.hung_server() as server:
+        yield server
 
 
 @pytest.fixture

@@ -11,10 +11,11 @@ than passing slowly.
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 from collections.abc import Callable, Iterator
 
-__all__ = ["SAFETY", "let_go_after_safety"]
+__all__ = ["SAFETY", "HungServer", "hung_server", "let_go_after_safety"]
 
 #: Seconds after which a test lets go of what it holds.
 SAFETY = 30.0
@@ -29,3 +30,43 @@ def let_go_after_safety(release: Callable[[], object]) -> Iterator[None]:
         yield
     finally:
         timer.cancel()
+
+
+class HungServer:
+    """A TCP server on 127.0.0.1 that lets clients connect and never says a word.
+
+    The kernel completes each client's handshake; :meth:`accept` takes a connection off the
+    queue when a test must know a client has connected. :func:`hung_server` closes it all
+    after :data:`SAFETY` seconds: a client that waited for it instead of its own timeout then
+    hears a closed connection, another error.
+    """
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=16)
+        self._listener.settimeout(SAFETY)
+        self._accepted: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self.port: int = self._listener.getsockname()[1]
+
+    def accept(self) -> None:
+        """Wait (at most :data:`SAFETY` seconds) for a client to connect; hold its connection."""
+        connection, _ = self._listener.accept()
+        with self._lock:
+            self._accepted.append(connection)
+
+    def close(self) -> None:
+        with self._lock:
+            held, self._accepted = [self._listener, *self._accepted], []
+        for sock in held:
+            sock.close()
+
+
+@contextlib.contextmanager
+def hung_server() -> Iterator[HungServer]:
+    """A :class:`HungServer` for the block, closed after :data:`SAFETY` seconds if sooner."""
+    server = HungServer()
+    try:
+        with let_go_after_safety(server.close):
+            yield server
+    finally:
+        server.close()

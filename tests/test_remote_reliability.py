@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from held import let_go_after_safety
+from held import HungServer
 from llm_server import ScriptedChatServer
 from ports import closed_port
 from praisonsession import (
@@ -369,20 +369,11 @@ def test_a_store_that_is_down_is_503_and_a_typed_error(llm: ScriptedChatServer) 
         redis.stop()
 
 
-@pytest.fixture
-def hung_port() -> Iterator[int]:
-    """A port that accepts connections and never answers for ``held.SAFETY`` seconds; then it
-    closes, and the client would hear a closed connection, not "no answer within timeout"."""
-    listener = socket.create_server(("127.0.0.1", 0), backlog=16)
-    with let_go_after_safety(listener.close):
-        yield listener.getsockname()[1]
-    listener.close()
-
-
 def test_a_server_that_never_answers_gives_a_typed_error_within_the_timeout(
-    hung_port: int,
+    hung_server: HungServer,
 ) -> None:
-    url = f"127.0.0.1:{hung_port}/agent"
+    """Closed after SAFETY, the server would give a connection error, not this one."""
+    url = f"127.0.0.1:{hung_server.port}/agent"
     with pytest.raises(RemoteConnectionError, match="no answer within timeout=2 s"):
         Session(agent_url=url, timeout=2)
 

@@ -6,7 +6,6 @@ import asyncio
 import fcntl
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from held import SAFETY, let_go_after_safety
+from held import SAFETY, HungServer, let_go_after_safety
 from llm_server import Reply
 from praisonsession import (
     AsyncSession,
@@ -227,14 +226,12 @@ def test_a_json_session_locked_by_another_process_fails_typed(tmp_path) -> None:
     assert Session("s", store=url).get_state("n") == 0  # nothing was written
 
 
-def test_a_redis_server_that_never_answers_fails_typed_within_the_timeout() -> None:
-    with socket.socket() as black_hole:  # accepts connections, never says a word
-        black_hole.bind(("127.0.0.1", 0))
-        black_hole.listen(8)
-        url = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
-        # closed after SAFETY, the connection would break: StoreUnavailableError, not this
-        with let_go_after_safety(black_hole.close):
-            error = failure(lambda: Session("s", store=url, timeout=1))
+def test_a_redis_server_that_never_answers_fails_typed_within_the_timeout(
+    hung_server: HungServer,
+) -> None:
+    url = f"redis://127.0.0.1:{hung_server.port}/0"
+    # closed after SAFETY, the connection would break: StoreUnavailableError, not this
+    error = failure(lambda: Session("s", store=url, timeout=1))
     assert isinstance(error, OperationTimeoutError) and "timeout=1 s" in str(error)
 
 
@@ -279,8 +276,8 @@ def test_memory_calls_are_bounded_by_the_timeout(tmp_path) -> None:
 def test_an_agent_waits_for_a_slow_llm_no_longer_than_the_timeout(tmp_path, server) -> None:
     session = Session("s", store=f"sqlite://{tmp_path}/s.db", timeout=1)
     agent = session.Agent("Tutor", memory=False, llm={"base_url": server.url, "model": "m"})
-    # a caller that waited for the reply instead would get it: "late", not an error
-    server.queue(Reply.text("late", delay=5), Reply.text("late again", delay=5))
+    # a caller that waited for the reply (held back SAFETY s) would get "late", not an error
+    server.queue(Reply.text("late", delay=SAFETY), Reply.text("late again", delay=SAFETY))
     error = failure(lambda: agent.chat("hello?"))
     assert isinstance(error, OperationTimeoutError) and "timeout=1 s" in str(error), error
     assert agent.history == []  # no half turn
@@ -307,7 +304,7 @@ def test_a_call_in_flight_during_shutdown_is_woken_by_it() -> None:
 
     thread = threading.Thread(target=caller)
     thread.start()
-    assert started.wait(5)
+    assert started.wait(SAFETY)
     runtime.shutdown()
     thread.join(SAFETY)
     assert not thread.is_alive()
@@ -334,60 +331,55 @@ def test_shutdown_cancels_the_loops_tasks() -> None:
     assert cancelled.is_set()
 
 
-def test_a_session_call_in_flight_during_shutdown_gets_a_typed_error() -> None:
+def test_a_session_call_in_flight_during_shutdown_gets_a_typed_error(
+    hung_server: HungServer,
+) -> None:
     """A call waiting on the loop is woken by shutdown, not by its own timeout (SAFETY, which
-    would raise OperationTimeoutError). (A Redis store given an asyncio pool runs its calls
-    there; one made from a URL runs them on the caller's thread instead: see the next test.)"""
+    would raise OperationTimeoutError) nor by the server closing after SAFETY (a connection
+    error). (A Redis store given an asyncio pool runs its calls there; one made from a URL
+    runs them on the caller's thread instead: see the next test.)"""
     import redis.asyncio
 
-    with socket.socket() as black_hole:
-        black_hole.bind(("127.0.0.1", 0))
-        black_hole.listen(8)
-        black_hole.settimeout(SAFETY)
-        url = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
-        outcome: list[BaseException] = []
+    url = f"redis://127.0.0.1:{hung_server.port}/0"
+    outcome: list[BaseException] = []
 
-        def caller() -> None:
-            try:
-                pool = redis.asyncio.ConnectionPool.from_url(url)
-                Session("s", store=RedisSession(connection_pool=pool), timeout=SAFETY)
-            except BaseException as exc:
-                outcome.append(exc)
+    def caller() -> None:
+        try:
+            pool = redis.asyncio.ConnectionPool.from_url(url)
+            Session("s", store=RedisSession(connection_pool=pool), timeout=SAFETY)
+        except BaseException as exc:
+            outcome.append(exc)
 
-        thread = threading.Thread(target=caller)
-        thread.start()
-        held, _ = black_hole.accept()  # connected: waiting for an answer that never comes
-        with held:
-            runtime.shutdown()
-            thread.join(2 * SAFETY)
+    thread = threading.Thread(target=caller)
+    thread.start()
+    hung_server.accept()  # connected: waiting for an answer that never comes
+    runtime.shutdown()
+    thread.join(2 * SAFETY)
     assert not thread.is_alive()
     assert len(outcome) == 1 and isinstance(outcome[0], RuntimeShutdownError)
 
 
-def test_an_inline_call_in_flight_during_shutdown_ends_at_its_own_timeout() -> None:
+def test_an_inline_call_in_flight_during_shutdown_ends_at_its_own_timeout(
+    hung_server: HungServer,
+) -> None:
     """Run on the caller's thread, the call does not wait on the loop: shutdown returns while
     the call is still waiting (it can end only at its timeout), and the call then ends at that
     timeout, typed (after SAFETY the server would close: another error)."""
-    with socket.socket() as black_hole:
-        black_hole.bind(("127.0.0.1", 0))
-        black_hole.listen(8)
-        black_hole.settimeout(SAFETY)
-        url = f"redis://127.0.0.1:{black_hole.getsockname()[1]}/0"
-        outcome: list[BaseException] = []
+    url = f"redis://127.0.0.1:{hung_server.port}/0"
+    outcome: list[BaseException] = []
 
-        def caller() -> None:
-            try:
-                Session("s", store=url, timeout=3)
-            except BaseException as exc:
-                outcome.append(exc)
+    def caller() -> None:
+        try:
+            Session("s", store=url, timeout=3)
+        except BaseException as exc:
+            outcome.append(exc)
 
-        thread = threading.Thread(target=caller)
-        thread.start()
-        held, _ = black_hole.accept()  # connected: waiting for an answer that never comes
-        with held, let_go_after_safety(black_hole.close):
-            runtime.shutdown()
-            assert thread.is_alive() and outcome == []  # shutdown did not wait for it
-            thread.join(SAFETY)
+    thread = threading.Thread(target=caller)
+    thread.start()
+    hung_server.accept()  # connected: waiting for an answer that never comes
+    runtime.shutdown()
+    assert thread.is_alive() and outcome == []  # shutdown did not wait for it
+    thread.join(2 * SAFETY)
     assert len(outcome) == 1 and isinstance(outcome[0], OperationTimeoutError)
     assert "timeout=3 s" in str(outcome[0])
 
@@ -467,7 +459,7 @@ class BlockedBackend(InMemoryBackend):
         self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         self.threads.append(threading.current_thread().name)
-        self.release.wait(10)
+        self.release.wait(SAFETY)
         return await super().read_record_state(key, names=names, must_exist=must_exist)
 
 
@@ -492,7 +484,7 @@ def test_the_sync_calls_setting_says_where_a_store_call_runs(sync_calls: str) ->
         finally:
             releaser.join()
     else:  # the caller gives up at its timeout; the loop's thread stays blocked
-        try:  # a caller that waited for the block would get 0 when it ends (10 s, a safety)
+        try:  # a caller that waited for the block would get 0 when it ends (after SAFETY)
             error = failure(lambda: session.get_state("n", 0))
             assert isinstance(error, OperationTimeoutError) and "get_state" in str(error)
         finally:
