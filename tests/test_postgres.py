@@ -19,6 +19,7 @@ import pytest
 from backends import postgres_schema
 from ports import closed_port
 from praisonsession import (
+    ConflictError,
     InvalidValueError,
     MessageLog,
     MissingDependencyError,
@@ -29,6 +30,8 @@ from praisonsession import (
     UnsupportedFormatError,
     open_store,
 )
+from praisonsession.stores import LogWrite, record_key
+from praisonsession.stores.backends.postgres import schema as sql
 from praisonsession.stores.backends.postgres.url import parse_url
 
 
@@ -103,9 +106,9 @@ def test_tables_live_in_the_named_schema_whose_name_is_quoted_never_spliced(
             (odd,),
         )
         assert [t for (t,) in tables] == [
-            "ps_messages", "ps_modules", "ps_schema", "ps_sessions", "ps_state",
+            "ps_logs", "ps_messages", "ps_modules", "ps_schema", "ps_sessions", "ps_state",
         ]  # fmt: skip
-        assert query(store, "SELECT version FROM {s}.ps_schema") == [(3,)]
+        assert query(store, "SELECT version FROM {s}.ps_schema") == [(4,)]
         other = open_store(schema_url(postgres_url, tmp_path))
         assert run(other.get_state("s", "u")) == {}  # another schema, another store
         run(other.close())
@@ -323,10 +326,7 @@ def test_a_schema_1_database_is_migrated_keeping_every_session_log_and_length(
 
         # the first call migrates; everything schema 1 held reads back the same
         assert run(store.get_state("chat", "u")) == {"n": 41}
-        assert query(store, "SELECT version FROM {s}.ps_schema") == [(3,)]
-        assert query(
-            store, "SELECT to_regclass(format('%%I.ps_logs', %s::text))", (store.backend.schema,)
-        ) == [(None,)]
+        assert query(store, "SELECT version FROM {s}.ps_schema") == [(4,)]
         # schema 3 indexes sessions by id, so listing every user's by a prefix seeks
         assert query(
             store,
@@ -343,13 +343,12 @@ def test_a_schema_1_database_is_migrated_keeping_every_session_log_and_length(
         assert (info.version, dict(info.metadata)) == (7, {"topic": "tea"})
         assert [i.session_id for i in run(store.list_sessions("u"))] == ["chat", "ttl"]
         assert [i.session_id for i in run(store.list_sessions("v"))] == ["chat"]
-        assert query(
-            store, "SELECT user_id, session_id, logs::text FROM {s}.ps_sessions ORDER BY 1, 2"
-        ) == [
-            ("u", "chat", '{"notes": 3, "agent.memory": 3}'),
-            ("u", "ttl", '{"notes": 1}'),
-            ("v", "chat", "{}"),
-        ]  # the length of a session that no longer existed went with the table
+        assert lengths(store) == [
+            ("u", "chat", "agent.memory", 3),
+            ("u", "chat", "notes", 3),
+            ("u", "ttl", "notes", 1),
+        ]  # through schema 2's jsonb: the length of a session that no longer existed went
+        assert not has_logs_column(store)
 
         # and the session goes on where it was: the next turn lands after the third message
         with Session("chat", "u", store=url) as session:
@@ -362,6 +361,169 @@ def test_a_schema_1_database_is_migrated_keeping_every_session_log_and_length(
             assert session.message_count("agent.memory") == 4
             assert session.append_messages("notes", [{"n": 9}]) == 4
             assert session.read_messages("notes")[2:] == [{"n": 2}, {"n": 9}]
+    finally:
+        query(store, "DROP SCHEMA {s} CASCADE")
+        run(store.close())
+
+
+def lengths(store: PostgresSession) -> list[tuple]:
+    return query(store, "SELECT * FROM {s}.ps_logs ORDER BY 1, 2, 3")
+
+
+def has_logs_column(store: PostgresSession) -> bool:
+    found = query(
+        store,
+        "SELECT count(*) FROM information_schema.columns WHERE table_schema = %s "
+        "AND table_name = 'ps_sessions' AND column_name = 'logs'",
+        (store.backend.schema,),
+    )
+    return bool(found[0][0])
+
+
+# -- schema 3, migrated -------------------------------------------------------------------
+
+# Schema 3's tables as praisonsession created them while each log's length was a key of one
+# jsonb value in its session's row (ps_increment, unchanged since, comes from today's schema).
+SCHEMA_3 = (
+    "CREATE SCHEMA {s}",
+    "CREATE TABLE {s}.ps_schema (version integer NOT NULL)",
+    f"""CREATE TABLE {{s}}.ps_sessions (
+    user_id {_KEY}, session_id {_KEY}, format integer NOT NULL,
+    created_at double precision NOT NULL, updated_at double precision NOT NULL,
+    expires_at double precision, ttl double precision, version bigint NOT NULL,
+    metadata text NOT NULL, logs jsonb NOT NULL DEFAULT '{{{{}}}}',
+    PRIMARY KEY (user_id, session_id))""",
+    "CREATE INDEX ps_sessions_expiry ON {s}.ps_sessions (expires_at) WHERE expires_at IS NOT NULL",
+    "CREATE INDEX ps_sessions_by_id ON {s}.ps_sessions (session_id, user_id)",
+    f"""CREATE TABLE {{s}}.ps_state (
+    user_id {_KEY}, session_id {_KEY}, name {_KEY}, value text NOT NULL,
+    PRIMARY KEY (user_id, session_id, name))""",
+    f"""CREATE TABLE {{s}}.ps_modules (
+    user_id {_KEY}, session_id {_KEY}, name {_KEY}, document text NOT NULL,
+    PRIMARY KEY (user_id, session_id, name))""",
+    f"""CREATE TABLE {{s}}.ps_messages (
+    user_id {_KEY}, session_id {_KEY}, log {_KEY}, seq bigint NOT NULL, message text NOT NULL,
+    PRIMARY KEY (user_id, session_id, log, seq))""",
+    *(s for s in sql.SCHEMA if s.startswith("CREATE OR REPLACE FUNCTION")),
+    "INSERT INTO {s}.ps_schema (version) VALUES (3)",
+)
+# What schema 3's code wrote: two sessions with logs (one of them cut to 2 by a truncation,
+# its third message gone), one without.
+ROWS_3 = (
+    "INSERT INTO {s}.ps_sessions VALUES "
+    "('u', 'chat', 1, %(t)s - 100, %(t)s - 10, NULL, NULL, 7, '{{}}', "
+    '\'{{"notes": 2, "agent.memory": 3}}\'), '
+    "('u', 'ttl', 1, %(t)s - 100, %(t)s - 10, %(t)s + 3590, 3600, 2, '{{}}', "
+    "'{{\"notes\": 1}}'), "
+    "('v', 'chat', 1, %(t)s - 50, %(t)s - 5, NULL, NULL, 1, '{{}}', '{{}}')",
+    "INSERT INTO {s}.ps_state VALUES ('u', 'chat', 'n', '41')",
+    "INSERT INTO {s}.ps_modules VALUES ('u', 'chat', 'agent', "
+    '\'{{"topic":"first","memory":{{}}}}\')',
+    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'agent.memory', i, "
+    'format(\'{{"role":"user","content":"m%%s"}}\', i) FROM generate_series(0, 2) i',
+    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'notes', i, "
+    "format('{{\"n\":%%s}}', i) FROM generate_series(0, 1) i",
+    "INSERT INTO {s}.ps_messages VALUES ('u', 'ttl', 'notes', 0, '{{\"n\":0}}')",
+)
+
+
+def test_a_schema_3_database_moves_its_log_lengths_into_rows_of_their_own(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    url = schema_url(postgres_url, tmp_path)
+    store = open_store(url)
+    try:
+        for statement in SCHEMA_3:
+            query(store, statement)
+        for statement in ROWS_3:
+            query(store, statement, {"t": time.time()} if "%(t)s" in statement else ())
+
+        # the first call migrates: each length of the jsonb is a row, the column is gone
+        assert run(store.get_state("chat", "u")) == {"n": 41}
+        assert query(store, "SELECT version FROM {s}.ps_schema") == [(4,)]
+        assert lengths(store) == [
+            ("u", "chat", "agent.memory", 3),
+            ("u", "chat", "notes", 2),
+            ("u", "ttl", "notes", 1),
+        ]
+        assert not has_logs_column(store)
+        assert run(store.increment("chat", "u", "n")) == 42  # ps_increment still there
+
+        # and every log goes on where it was
+        assert run(store.message_count("chat", "u", "notes")) == 2
+        tail = store.backend.read_log(
+            record_key("chat", "u"), path="agent.memory", start=-2, stop=None
+        )
+        assert run(tail) == [  # from the end: from the length in its row
+            {"role": "user", "content": "m1"},
+            {"role": "user", "content": "m2"},
+        ]
+        with pytest.raises(ConflictError, match="holds 2 messages, not 3"):
+            run(store.append_messages("chat", "u", "notes", [{"n": 9}], expected_length=3))
+        assert run(store.append_messages("chat", "u", "notes", [{"n": 2}], expected_length=2)) == 3
+        assert run(store.append_messages("ttl", "u", "notes", [{"n": 1}])) == 2
+        assert run(store.read_messages("chat", "u", "notes")) == [{"n": 0}, {"n": 1}, {"n": 2}]
+        assert run(store.read_messages("ttl", "u", "notes")) == [{"n": 0}, {"n": 1}]
+        with Session("chat", "u", store=url) as session:
+            notes = _Notes()
+            session.load_modules(agent=notes)
+            assert [m["content"] for m in notes.memory] == ["m0", "m1", "m2"]
+        run(store.delete_session("chat", "u"))
+        assert lengths(store) == [("u", "ttl", "notes", 2)]  # a session's lengths go with it
+    finally:
+        query(store, "DROP SCHEMA {s} CASCADE")
+        run(store.close())
+
+
+# -- a write's work is its own logs' --------------------------------------------------------
+
+
+def test_an_append_writes_the_rows_of_its_log_alone_however_many_logs_the_session_holds(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    """What the transaction of one append wrote (the rows whose xmin is its id): the session's
+    row, its log's length row and the message, the same rows of the same sizes in a session
+    of no other log and in one of 2,000 (schema 3 rewrote every log's length each time)."""
+    store = open_store(schema_url(postgres_url, tmp_path))
+    backend = store.backend
+    try:
+        for session, count in (("few", 0), ("lot", 2000)):
+            key = record_key(session, "u")
+            for first in range(0, count, 500):
+                writes = [
+                    LogWrite(f"other{i}.log", [{"i": i}], None) for i in range(first, first + 500)
+                ]
+                run(backend.write_modules(key, documents={}, writes=writes))
+            run(backend.append_log(key, write=LogWrite("target", [{"n": 0}], -1)))
+
+        def written_by_last_append(session: str) -> list[tuple]:
+            (xid,), *_ = query(
+                store,
+                "SELECT xmin::text FROM {s}.ps_messages WHERE session_id = %s AND log = 'target' "
+                "AND seq = (SELECT max(seq) FROM {s}.ps_messages WHERE session_id = %s "
+                "AND log = 'target')",
+                (session, session),
+            )
+            return query(
+                store,
+                " UNION ALL ".join(
+                    f"SELECT '{table}', pg_column_size(t.*) FROM {{s}}.{table} t "
+                    "WHERE t.session_id = %(s)s AND t.xmin::text = %(x)s"
+                    for table in ("ps_sessions", "ps_logs", "ps_messages", "ps_state", "ps_modules")
+                ),
+                {"s": session, "x": xid},
+            )
+
+        for n in range(1, 4):  # the first append, and later ones
+            for session in ("few", "lot"):
+                key = record_key(session, "u")
+                assert (
+                    run(backend.append_log(key, write=LogWrite("target", [{"n": n}], -1))) == n + 1
+                )
+            few, lot = written_by_last_append("few"), written_by_last_append("lot")
+            assert [table for table, _ in few] == ["ps_sessions", "ps_logs", "ps_messages"]
+            assert lot == few
+        assert run(backend.count_log(record_key("lot", "u"), path="other1999.log")) == 1
     finally:
         query(store, "DROP SCHEMA {s} CASCADE")
         run(store.close())

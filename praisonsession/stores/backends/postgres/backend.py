@@ -110,7 +110,7 @@ def _require_psycopg() -> None:
 class PostgresBackend(StoreBackend):
     """The record operations on PostgreSQL (see :class:`PostgresSession` for the options)."""
 
-    #: each log's length is kept in the session's row, moved with every append
+    #: each log's length is kept in a row of its own (``ps_logs``), moved with every append
     capabilities = Capabilities(runs_inline=True, keeps_log_lengths=True)
 
     def __init__(
@@ -655,7 +655,8 @@ class PostgresBackend(StoreBackend):
     async def write_modules(
         self, key: Key, *, documents: dict[str, Any], writes: list[LogWrite]
     ) -> dict[str, int]:
-        if all(write.start == -1 for write in writes):
+        paths = {write.path for write in writes}
+        if len(paths) == len(writes) and all(write.start == -1 for write in writes):
             lengths = await self._save_appending(key, documents, writes)
             if lengths is not None:
                 return lengths
@@ -683,7 +684,9 @@ class PostgresBackend(StoreBackend):
                 "CREATE_WITH_MODULES",
                 (
                     *_session_row(info),
-                    dumps(lengths),
+                    *key,
+                    list(lengths),
+                    list(lengths.values()),
                     *key,
                     list(documents),
                     [dumps(d) for d in documents.values()],
@@ -900,7 +903,7 @@ class PostgresBackend(StoreBackend):
             for statement in self._sql["COPY_ROWS"]:
                 yield Query(statement, (*target, *source))
             log, keep = cut if cut is not None else ("", _END)
-            yield Query(self._sql["COPY_LOGS"], (log, keep, *source, *target))
+            yield Query(self._sql["COPY_LOGS"], (*target, log, keep, *source))
             yield Query(self._sql["COPY_MESSAGES"], (*target, *source, log, keep))
             return info
 
