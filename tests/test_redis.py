@@ -158,9 +158,24 @@ def test_users_are_found_by_scan_under_the_stores_own_prefix_only(
         run(store.close())
 
 
-def test_ttl_is_set_on_every_key_of_the_session_and_slides(
+def expiries(raw: redis.Redis, keys: list) -> list[int]:
+    """Each key's PTTL, read in one script (Redis 6 reads its clock for each: milliseconds
+    apart at most, where Redis 7 reads them all at one instant)."""
+    script = "local t = {} for i, k in ipairs(KEYS) do t[i] = redis.call('PTTL', k) end return t"
+    return list(raw.eval(script, len(keys), *keys))
+
+
+def one_instant(ttls: list[int]) -> int:
+    """The PTTL of keys that expire at one instant (read by ``expiries``)."""
+    assert min(ttls) > 0 and max(ttls) - min(ttls) < 50, ttls
+    return max(ttls)
+
+
+def test_every_key_of_a_session_is_kept_until_one_instant_past_its_expiry(
     rstore: RedisSession, raw: redis.Redis, run
 ) -> None:
+    """Every key of a session with a TTL expires at one instant (``keys_until``): the session's
+    expiry plus its sliding TTL, so that a write or a read need not expire every key again."""
     agent = Agent()
     agent.memory.extend([turn(0), turn(1)])
     run(rstore.create_session("s", "u", ttl=30))
@@ -169,23 +184,58 @@ def test_ttl_is_set_on_every_key_of_the_session_and_slides(
     run(rstore.save_session_state("s", "u", agent=agent))
     keys = session_keys(raw, rstore, "s", "u")
     assert len(keys) == 7  # meta, state, modules, logs, lognames, and the two message lists
-    ttls = [raw.pttl(k) for k in keys]
-    # the expiry is rounded up to the next ms, so a PTTL read at once can exceed the TTL by 1
-    assert all(29_000 < t <= 30_001 for t in ttls) and max(ttls) - min(ttls) < 50, ttls
+    assert 59_000 < one_instant(expiries(raw, keys)) <= 60_001  # 30 s past the expiry
     expiry = rstore.backend._keys(Key("u", "s"))[5]
     assert raw.zscore(expiry, "u\0s") == pytest.approx(time.time() + 30, abs=1)
+    kept = run(rstore.get_info("s", "u")).expires_at
 
     time.sleep(0.3)
-    before = min(raw.pttl(k) for k in keys)
-    run(rstore.read_messages("s", "u", "log"))  # a read is activity: every key slides
-    after = [raw.pttl(k) for k in keys]
-    assert all(t > before for t in after) and max(after) - min(after) < 50, (before, after)
+    run(rstore.read_messages("s", "u", "log"))  # a read is activity: the session slides
+    slid = run(rstore.get_info("s", "u")).expires_at
+    assert slid > kept + 0.2
+    assert raw.zscore(expiry, "u\0s") == pytest.approx(slid, abs=1e-3)
+    # its keys stay at their instant, past the new expiry too
+    assert one_instant(expiries(raw, keys)) > (slid - time.time()) * 1000
 
     run(rstore.touch("s", "u", ttl=None))
-    assert [raw.pttl(k) for k in keys] == [-1] * len(keys)
+    assert expiries(raw, keys) == [-1] * len(keys)
     assert raw.zscore(expiry, "u\0s") is None
     run(rstore.touch("s", "u", ttl=60))
-    assert all(59_000 < raw.pttl(k) <= 60_001 for k in keys)
+    assert 119_000 < one_instant(expiries(raw, keys)) <= 120_001
+
+
+def test_an_expired_session_is_expired_for_every_script_while_its_keys_last(
+    rstore: RedisSession, raw: redis.Redis, run, frozen_clock
+) -> None:
+    """Past its expiry and before its keys' instant, the keys are there but nothing reads them
+    as the session's: every script checks the expiry in the meta hash. A write then starts a
+    new session, without the old one's logs; purge_expired frees the keys at once."""
+    run(rstore.create_session("s", "u", ttl=30))
+    run(rstore.patch_state("s", "u", {"a": 1}))
+    run(rstore.append_messages("s", "u", "log", [turn(0)]))
+    run(rstore.append_messages("s", "u", "other", [turn(1)]))
+    keys = session_keys(raw, rstore, "s", "u")
+    frozen_clock.advance(31)  # past the expiry, 29 s before the keys'
+    assert session_keys(raw, rstore, "s", "u") == keys
+    with pytest.raises(SessionExpiredError):
+        run(rstore.get_state("s", "u", must_exist=True))
+    assert run(rstore.read_messages("s", "u", "log")) == []
+    assert run(rstore.message_count("s", "u", "log")) == 0
+    assert run(rstore.get_info("s", "u")) is None
+    assert run(rstore.list_sessions("u")) == []
+    assert run(rstore.list_users()) == []
+    assert run(rstore.backend.read_record_contents(Key("u", "s"))) is None
+    assert run(rstore.append_messages("s", "u", "log", [turn(2)])) == 1  # a new session
+    assert run(rstore.get_state("s", "u")) == {}
+    assert run(rstore.message_count("s", "u", "other")) == 0
+    assert run(rstore.read_messages("s", "u", "log")) == [turn(2)]
+
+    run(rstore.create_session("t", "u", ttl=30))
+    run(rstore.append_messages("t", "u", "log", [turn(0)]))
+    frozen_clock.advance(31)
+    assert session_keys(raw, rstore, "t", "u")  # its meta, logs, lognames and log
+    assert run(rstore.purge_expired()) == 1  # "s" lives again, without a TTL
+    assert session_keys(raw, rstore, "t", "u") == []
 
 
 def test_an_expired_session_leaves_no_key_and_no_index_entry(
@@ -195,8 +245,10 @@ def test_an_expired_session_leaves_no_key_and_no_index_entry(
     run(rstore.patch_state("s", "u", {"a": 1}))
     run(rstore.append_messages("s", "u", "log", [turn(0)]))
     keys = rstore.backend._keys(Key("u", "s"))
-    time.sleep(0.35)
-    assert raw.exists(*keys[:4], keys[-1]) == 0  # Redis itself expired them, for every client
+    log = session_keys(raw, rstore, "s", "u")[0]
+    # the keys last until 0.2 s (the TTL) past the expiry, 0.4 s after the last write at most
+    time.sleep(0.6)
+    assert raw.exists(*keys[:4], keys[-1], log) == 0  # Redis itself expired them, for every client
     with pytest.raises(SessionExpiredError):
         run(rstore.get_state("s", "u", must_exist=True))
     assert run(rstore.list_sessions("u")) == []
@@ -205,6 +257,45 @@ def test_an_expired_session_leaves_no_key_and_no_index_entry(
     assert raw.zcard(keys[5]) == 0
     with pytest.raises(SessionNotFoundError):  # purged: no trace that it ever existed
         run(rstore.get_state("s", "u", must_exist=True))
+
+
+def expires_run(raw: redis.Redis, call: Any) -> int:
+    """How many PEXPIREAT the server ran for ``call()`` (its scripts' included)."""
+    raw.config_resetstat()
+    call()
+    stats = raw.info("commandstats").get("cmdstat_pexpireat", {"calls": 0})
+    return int(stats["calls"])
+
+
+def test_a_write_expires_the_keys_it_wrote_whatever_the_number_of_logs(
+    rstore: RedisSession, raw: redis.Redis, run, frozen_clock
+) -> None:
+    """A write to a session with a TTL expires a fixed set of keys (the session's own and the
+    logs it wrote), at 0 logs as at 2,000, and a read none; every key again only when the
+    session's expiry passes the keys' instant: once per sliding TTL of activity."""
+    counts: dict[str, list[int]] = {}
+    for session, logs in (("few", 0), ("lot", 2000)):
+        run(rstore.create_session(session, "u", ttl=30))
+        key = Key("u", session)
+        for first in range(0, logs, 500):
+            writes = [LogWrite(f"m{i}.log", [turn(i)], None) for i in range(first, first + 500)]
+            run(rstore.backend.write_modules(key, documents={}, writes=writes))
+
+        def append(session: str = session) -> None:
+            run(rstore.append_messages(session, "u", "log", [turn(0)]))
+
+        def read(session: str = session) -> None:
+            run(rstore.read_messages(session, "u", "log"))
+
+        counts[session] = [expires_run(raw, append), expires_run(raw, read)]
+        for _ in range(4):  # 20 s apart: the expiry passes the keys' instant every 30 s
+            frozen_clock.advance(20)
+            counts[session].append(expires_run(raw, append))
+        one_instant(expiries(raw, session_keys(raw, rstore, session, "u")))
+    written = 5  # state, modules, logs, lognames, and the log
+    assert counts["few"] == [written, 0, written, written + 1, written, written + 1]
+    assert counts["lot"] == [written, 0, written, 2005 + 1, written, 2005 + 1]
+    assert run(rstore.message_count("lot", "u", "m1999.log")) == 1
 
 
 # -- message logs -----------------------------------------------------------------------------

@@ -6,10 +6,13 @@ script, so it runs as one atomic step on the server: increments, patches, compar
 appends with an expected length, and the sliding TTL applied to every key of the session.
 Nothing is read, changed in Python and written back.
 
-A session with a TTL has the same absolute expiry (PEXPIREAT) on all of its keys, so Redis
-deletes all of it at that moment and every reader sees it gone. Times come from the server's
-clock (``TIME``), so machines with skewed clocks still agree on when a session expires. What an
-expired session leaves is one member of ``expiry`` (and of its user's index until the next
+A session with a TTL expires as a whole, for every reader at once: every script checks the
+expiry in its meta hash. Its keys share one absolute expiry (PEXPIREAT) a little past that
+(by its sliding TTL, an hour at most; none for a fixed expiry), moved only when the session's
+expiry passes it, so a write expires the keys it wrote and not one key per log; Redis frees
+them then, ``purge_expired()`` at once. Times come from the server's clock (``TIME``), so
+machines with skewed clocks still agree on when a session expires. What an expired session
+leaves after that is one member of ``expiry`` (and of its user's index until the next
 listing): call ``purge_expired()`` now and then, as with the other stores.
 
 Operational notes: run Redis with ``maxmemory-policy noeviction`` (an evicted key is lost data)

@@ -4,7 +4,9 @@ Under ``{key_prefix}ps:`` (``U``/``S``/``L``: the user id, session id and log na
 ``key_segment``, so that distinct ids never share a key and no id can act as a glob pattern)::
 
     s:U:S:meta      HASH   format, version, created_at, updated_at, ttl, expires_at, user_id,
-                           session_id, and the user metadata as "m:<name>" -> JSON
+                           session_id, keys_until and keys_for (the instant every key of the
+                           session expires at, past expires_at: ``keep_keys`` in
+                           ``lua/prelude.lua``), and the user metadata as "m:<name>" -> JSON
     s:U:S:state     HASH   state key -> JSON value
     s:U:S:modules   HASH   module name -> JSON document
     s:U:S:logs      SET    names of the session's message logs

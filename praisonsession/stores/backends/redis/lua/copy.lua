@@ -81,8 +81,9 @@ return once(function()
   local pairs_first = 13
   if status == 'live' then
     if #ARGV >= pairs_first then redis.call('HSET', K_META, unpack(ARGV, pairs_first)) end
+    m.keys_for = nil  -- the keys copied keep the source's expiry: every key expired again
     bump(m, now)
-    if not m.ttl then apply_expiry(false) end
+    if not m.ttl then keep_keys(m, nil, {}) end
   else
     local ttl = ARGV[12]
     if ARGV[11] == 'keep' then ttl = s.ttl or '' end
@@ -96,7 +97,7 @@ return once(function()
       end
     end
     if #ARGV >= pairs_first then redis.call('HSET', K_META, unpack(ARGV, pairs_first)) end
-    if m.ttl then apply_expiry(tonumber(m.expires_at)) else apply_expiry(false) end
+    keep_keys(m, nil, {})
   end
   return {'ok', redis.call('HGETALL', K_META)}
 end)

@@ -8,11 +8,13 @@ return once(function()
   if err then return err end
   local mode, ttl = ARGV[6], ARGV[7]
   local had_ttl = false
+  local before = nil
   if status ~= 'live' then
     if status == 'expired' then wipe() end
     m = fresh(now, mode == 'set' and ttl or DEFAULT_TTL)
   else
     had_ttl = m.ttl ~= nil
+    before = kept_for(m)
     local new_ttl = ttl
     if mode ~= 'set' then new_ttl = m.ttl or '' end
     if new_ttl ~= '' and mode ~= 'set' and not SLIDING then
@@ -22,7 +24,7 @@ return once(function()
     end
   end
   if #ARGV >= 8 then redis.call('HSET', K_META, unpack(ARGV, 8)) end
-  local reply = {'ok', redis.call('HGETALL', K_META)}
-  if m.ttl then apply_expiry(tonumber(m.expires_at)) elseif had_ttl then apply_expiry(false) end
+  local reply = {'ok', redis.call('HGETALL', K_META)}  -- a TTL of 0 expires it at once
+  if m.ttl or had_ttl then keep_keys(m, before, {}) end
   return reply
 end)

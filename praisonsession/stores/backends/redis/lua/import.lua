@@ -8,5 +8,5 @@ end
 local m = fresh(now, DEFAULT_TTL)
 if #ARGV >= 6 then redis.call('HSET', K_MODS, unpack(ARGV, 6)) end
 redis.call('SADD', K_IMPORTED, MEMBER)
-if m.ttl then apply_expiry(tonumber(m.expires_at)) end
+if m.ttl then keep_keys(m, nil, {}) end
 return {'ok'}

@@ -11,9 +11,10 @@ return once(function()
   end
   local ttl = ARGV[7]
   local had_ttl = m.ttl ~= nil
+  local before = kept_for(m)
   if ARGV[6] ~= 'set' then ttl = m.ttl or '' end
   set_ttl(m, now, ttl)
-  local reply = {'ok', redis.call('HGETALL', K_META)}
-  if m.ttl then apply_expiry(tonumber(m.expires_at)) elseif had_ttl then apply_expiry(false) end
+  local reply = {'ok', redis.call('HGETALL', K_META)}  -- a TTL of 0 expires it at once
+  if m.ttl or had_ttl then keep_keys(m, before, {}) end
   return reply
 end)
