@@ -11,6 +11,7 @@ import asyncio
 import gc
 import importlib.util
 import json
+import math
 import os
 import re
 import signal
@@ -296,6 +297,31 @@ def test_a_write_expires_the_keys_it_wrote_whatever_the_number_of_logs(
     assert counts["few"] == [written, 0, written, written + 1, written, written + 1]
     assert counts["lot"] == [written, 0, written, 2005 + 1, written, 2005 + 1]
     assert run(rstore.message_count("lot", "u", "m1999.log")) == 1
+
+
+def test_a_write_by_a_version_that_expired_every_key_at_the_expiry_is_noticed(
+    rstore: RedisSession, raw: redis.Redis, run, frozen_clock
+) -> None:
+    """An older version of this store wrote the session (a new version and expiry) and set
+    every key's expiry to the session's own, before this one's instant: the next write sees
+    keys_for differ and expires every key again, so none is lost at the older expiry."""
+    run(rstore.create_session("s", "u", ttl=30))
+    for n in range(3):
+        run(rstore.append_messages("s", "u", f"log{n}", [turn(n)]))
+    keys = session_keys(raw, rstore, "s", "u")
+    meta = rstore.backend._keys(Key("u", "s"))[0]
+    frozen_clock.advance(10)
+    older = frozen_clock() + 30  # what the older version's bump and apply_expiry did
+    version = int(raw.hget(meta, "version"))
+    raw.hset(meta, mapping={"version": version + 1, "expires_at": f"{older:.6f}"})
+    for key in keys:
+        raw.pexpireat(key, math.ceil(older * 1000))
+    frozen_clock.advance(10)
+    expired = expires_run(raw, lambda: run(rstore.append_messages("s", "u", "log0", [turn(9)])))
+    assert expired == 5 + 3  # the session's own keys (state and modules not there) and 3 logs
+    expiry = frozen_clock() + 30
+    assert one_instant(expiries(raw, keys)) > (expiry - time.time()) * 1000
+    assert run(rstore.message_count("s", "u", "log2")) == 1
 
 
 # -- message logs -----------------------------------------------------------------------------
