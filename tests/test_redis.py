@@ -160,49 +160,63 @@ def test_users_are_found_by_scan_under_the_stores_own_prefix_only(
 
 
 def expiries(raw: redis.Redis, keys: list) -> list[int]:
-    """Each key's PTTL, read in one script (Redis 6 reads its clock for each: milliseconds
-    apart at most, where Redis 7 reads them all at one instant)."""
+    """Each key's PTTL, read in one script (Redis 6 reads its clock for each key, Redis 7
+    once)."""
     script = "local t = {} for i, k in ipairs(KEYS) do t[i] = redis.call('PTTL', k) end return t"
     return list(raw.eval(script, len(keys), *keys))
 
 
-def one_instant(ttls: list[int]) -> int:
-    """The PTTL of keys that expire at one instant (read by ``expiries``)."""
-    assert min(ttls) > 0 and max(ttls) - min(ttls) < 50, ttls
-    return max(ttls)
+def expiring_at(raw: redis.Redis, keys: list) -> range:
+    """The instants (ms since the epoch) at which every one of ``keys`` may expire, as their
+    PTTLs tell: read between two readings of the clock (the server's is this machine's), a
+    key expiring at T shows T - t for a t between them. Empty when no one instant fits every
+    key; fails if a key has no expiry."""
+    before = math.floor(time.time() * 1000)
+    ttls = expiries(raw, keys)
+    after = math.floor(time.time() * 1000)
+    assert min(ttls) > 0, ttls
+    return range(max(ttls) + before, min(ttls) + after + 1)
+
+
+def kept_until(raw: redis.Redis, store: RedisSession, session_id: str, user_id: str) -> int:
+    """The one instant (ms since the epoch) every key of the session expires at: its meta
+    hash's ``keys_until``, checked against each key's PTTL."""
+    until = int(raw.hget(store.backend._keys(Key(user_id, session_id))[0], "keys_until"))
+    assert until in expiring_at(raw, session_keys(raw, store, session_id, user_id))
+    return until
 
 
 def test_every_key_of_a_session_is_kept_until_one_instant_past_its_expiry(
-    rstore: RedisSession, raw: redis.Redis, run
+    rstore: RedisSession, raw: redis.Redis, run, frozen_clock
 ) -> None:
     """Every key of a session with a TTL expires at one instant (``keys_until``): the session's
     expiry plus its sliding TTL, so that a write or a read need not expire every key again."""
     agent = Agent()
     agent.memory.extend([turn(0), turn(1)])
+    created = frozen_clock()
     run(rstore.create_session("s", "u", ttl=30))
     run(rstore.patch_state("s", "u", {"a": 1}))
     run(rstore.append_messages("s", "u", "log", [turn(0)]))
     run(rstore.save_session_state("s", "u", agent=agent))
     keys = session_keys(raw, rstore, "s", "u")
     assert len(keys) == 7  # meta, state, modules, logs, lognames, and the two message lists
-    assert 59_000 < one_instant(expiries(raw, keys)) <= 60_001  # 30 s past the expiry
+    kept = kept_until(raw, rstore, "s", "u")
+    assert kept == pytest.approx((created + 60) * 1000, abs=1)  # 30 s past the expiry
     expiry = rstore.backend._keys(Key("u", "s"))[5]
-    assert raw.zscore(expiry, "u\0s") == pytest.approx(time.time() + 30, abs=1)
-    kept = run(rstore.get_info("s", "u")).expires_at
+    assert raw.zscore(expiry, "u\0s") == pytest.approx(created + 30, abs=1e-6)
 
-    time.sleep(0.3)
+    frozen_clock.advance(5)
     run(rstore.read_messages("s", "u", "log"))  # a read is activity: the session slides
     slid = run(rstore.get_info("s", "u")).expires_at
-    assert slid > kept + 0.2
-    assert raw.zscore(expiry, "u\0s") == pytest.approx(slid, abs=1e-3)
-    # its keys stay at their instant, past the new expiry too
-    assert one_instant(expiries(raw, keys)) > (slid - time.time()) * 1000
+    assert slid == pytest.approx(created + 35, abs=1e-6)
+    assert raw.zscore(expiry, "u\0s") == pytest.approx(slid, abs=1e-6)
+    assert kept_until(raw, rstore, "s", "u") == kept  # its keys stay at their instant
 
     run(rstore.touch("s", "u", ttl=None))
     assert expiries(raw, keys) == [-1] * len(keys)
     assert raw.zscore(expiry, "u\0s") is None
     run(rstore.touch("s", "u", ttl=60))
-    assert 119_000 < one_instant(expiries(raw, keys)) <= 120_001
+    assert kept_until(raw, rstore, "s", "u") == pytest.approx((created + 125) * 1000, abs=1)
 
 
 def test_an_expired_session_is_expired_for_every_script_while_its_keys_last(
@@ -242,13 +256,19 @@ def test_an_expired_session_is_expired_for_every_script_while_its_keys_last(
 def test_an_expired_session_leaves_no_key_and_no_index_entry(
     rstore: RedisSession, raw: redis.Redis, run
 ) -> None:
-    run(rstore.create_session("s", "u", ttl=0.2))
+    """Redis itself frees an expired session's keys, for every client; listing then drops its
+    index entry and purge_expired its expiry entry. The session is written with no TTL and
+    given one by one call: no pause between the writes can expire it before they land."""
+    run(rstore.create_session("s", "u"))
     run(rstore.patch_state("s", "u", {"a": 1}))
     run(rstore.append_messages("s", "u", "log", [turn(0)]))
     keys = rstore.backend._keys(Key("u", "s"))
     log = session_keys(raw, rstore, "s", "u")[0]
-    # the keys last until 0.2 s (the TTL) past the expiry, 0.4 s after the last write at most
-    time.sleep(0.6)
+    run(rstore.touch("s", "u", ttl=0.2))
+    touched = time.time()
+    # every key lasts until 0.2 s (the TTL) past the expiry: 0.4 s after the touch at most
+    while (left := touched + 0.41 - time.time()) > 0:
+        time.sleep(left)
     assert raw.exists(*keys[:4], keys[-1], log) == 0  # Redis itself expired them, for every client
     with pytest.raises(SessionExpiredError):
         run(rstore.get_state("s", "u", must_exist=True))
@@ -292,7 +312,7 @@ def test_a_write_expires_the_keys_it_wrote_whatever_the_number_of_logs(
         for _ in range(4):  # 20 s apart: the expiry passes the keys' instant every 30 s
             frozen_clock.advance(20)
             counts[session].append(expires_run(raw, append))
-        one_instant(expiries(raw, session_keys(raw, rstore, session, "u")))
+        kept_until(raw, rstore, session, "u")  # still one instant for every key
     written = 5  # state, modules, logs, lognames, and the log
     assert counts["few"] == [written, 0, written, written + 1, written, written + 1]
     assert counts["lot"] == [written, 0, written, 2005 + 1, written, 2005 + 1]
@@ -319,8 +339,8 @@ def test_a_write_by_a_version_that_expired_every_key_at_the_expiry_is_noticed(
     frozen_clock.advance(10)
     expired = expires_run(raw, lambda: run(rstore.append_messages("s", "u", "log0", [turn(9)])))
     assert expired == 5 + 3  # the session's own keys (state and modules not there) and 3 logs
-    expiry = frozen_clock() + 30
-    assert one_instant(expiries(raw, keys)) > (expiry - time.time()) * 1000
+    expiry = frozen_clock() + 30  # and every key is kept past it again
+    assert kept_until(raw, rstore, "s", "u") == pytest.approx((expiry + 30) * 1000, abs=1)
     assert run(rstore.message_count("s", "u", "log2")) == 1
 
 
@@ -341,7 +361,7 @@ def scripts_ran(backend: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_tail_read_checks_the_session_in_one_small_script_and_falls_back_for_the_rest(
-    rstore: RedisSession, raw: redis.Redis, run, monkeypatch: pytest.MonkeyPatch
+    rstore: RedisSession, raw: redis.Redis, run, monkeypatch: pytest.MonkeyPatch, frozen_clock
 ) -> None:
     """read_tail.lua vouches only for a session live as it stands with no expiry (no clock,
     nothing to slide); every other session is read by read_log.lua, which says why or slides:
@@ -363,9 +383,9 @@ def test_a_tail_read_checks_the_session_in_one_small_script_and_falls_back_for_t
     run(rstore.create_session("timed", "u", ttl=30))
     run(rstore.append_messages("timed", "u", "log", [turn(0)]))
     meta = backend._meta_key(Key("u", "timed"))
-    raw.hset(meta, "expires_at", f"{time.time() + 5:.6f}")  # 5 s left: a read slides it to 30
+    raw.hset(meta, "expires_at", f"{frozen_clock() + 5:.6f}")  # 5 s left: a read slides it to 30
     assert tail("timed") == [turn(0)] and ran == ["read_tail", "read_log"]
-    assert float(raw.hget(meta, "expires_at")) > time.time() + 25
+    assert float(raw.hget(meta, "expires_at")) == pytest.approx(frozen_clock() + 30, abs=1e-6)
     assert tail("timed") == [turn(0)] and ran == ["read_log"]  # straight to the full script
 
     raw.hset(backend._meta_key(Key("u", "new")), "format", "999")  # a newer format: refused
