@@ -1166,9 +1166,11 @@ def test_session_talks_to_redis_on_the_callers_thread_when_it_runs_no_loop(
         assert len(rstore.backend._clients) == 0  # no loop asked for a client
 
 
-def test_an_injected_asyncio_client_is_always_used_through_the_loop(redis_url: str) -> None:
+def test_an_injected_asyncio_client_is_always_used_through_the_loop(
+    redis_url: str, tmp_path: Path
+) -> None:
     client = redis.asyncio.Redis.from_url(redis_url)
-    store = RedisSession(client=client, key_prefix="injected:")
+    store = RedisSession(client=client, key_prefix=redis_prefix(tmp_path))  # this run's keys
     assert not store.backend.runs_inline
     with Session("s", "u", store=store) as session:
         assert session.increment_state("n") == 1
