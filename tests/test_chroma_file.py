@@ -13,10 +13,13 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from held import let_go_after_safety
 from praisonsession.recall.vectors import chroma_file
 
 pytestmark = pytest.mark.slow
@@ -149,3 +152,52 @@ def test_a_forked_child_starts_its_own_helper(tmp_path: Path) -> None:
     assert helper not in (False, parents.pid)
     assert parents.poll() is None  # the parent's helper is untouched
     assert chroma_file.run(path, [("SELECT n FROM t", ())]) == [[(7,)]]
+
+
+def test_a_child_forked_while_a_thread_waits_for_the_helper_starts_its_own(
+    tmp_path: Path,
+) -> None:
+    """A thread is waiting for the helper's answer when the process forks. The child has no
+    such thread, so nothing of that wait may be left for it to finish (a buffered pipe's lock
+    was, and the child hung closing its copy): it starts its own helper and answers, and the
+    thread gets its answer once the file its statement waits for is let go."""
+    import sqlite3
+
+    path = make_file(tmp_path)
+    held = tmp_path / "held.sqlite3"
+    with sqlite3.connect(held) as conn:
+        conn.execute("CREATE TABLE h (n INTEGER)")
+    conn.close()
+    holder = sqlite3.connect(held, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # the helper's read of it waits until the rollback
+    answers: list[object] = []
+    waiting = [
+        ("INSERT INTO t VALUES (8, NULL)", ()),  # seen here: the helper has the request
+        ("ATTACH DATABASE ? AS held", (str(held),)),
+        ("SELECT count(*) FROM held.h", ()),  # waits for the holder
+    ]
+    thread = threading.Thread(target=lambda: answers.append(chroma_file.run(path, waiting)))
+    thread.start()
+    with sqlite3.connect(path) as watcher:
+        while not watcher.execute("SELECT count(*) FROM t WHERE n = 8").fetchone()[0]:
+            assert thread.is_alive(), answers
+            time.sleep(0.001)
+    watcher.close()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own helper's answer, through the pipe
+        try:
+            os.write(write, json.dumps(chroma_file.run(path, [("SELECT n FROM t", ())])).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe, let_go_after_safety(lambda: os.kill(pid, signal.SIGKILL)):
+        told = pipe.read()  # a child that hung is killed after SAFETY: nothing told
+    os.waitpid(pid, 0)
+    assert told, "the child hung in its fork handler"
+    assert json.loads(told) == [[[7], [8]]]
+    holder.rollback()
+    thread.join()
+    holder.close()
+    assert answers == [[[], [], [(0,)]]]
+    chroma_file.forget(path)

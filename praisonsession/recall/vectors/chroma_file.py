@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 __all__ = ["ChromaFileError", "forget", "run"]
 
@@ -62,9 +62,7 @@ class _Worker:
                 process = self._started()
                 assert process.stdin is not None and process.stdout is not None
                 try:
-                    process.stdin.write(line)
-                    process.stdin.flush()
-                    answer = process.stdout.readline()
+                    answer = _exchange(process.stdin, process.stdout, line)
                 except (BrokenPipeError, OSError):
                     answer = b""
                 if answer:
@@ -88,6 +86,7 @@ class _Worker:
                     [sys.executable, "-I", "-S", str(_WORKER)],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
+                    bufsize=0,  # raw pipes: see _exchange
                 )
             except OSError as exc:
                 raise ChromaFileError(
@@ -116,6 +115,27 @@ class _Worker:
             process.returncode = 0  # never waited for here
 
 
+def _exchange(to_helper: IO[bytes], from_helper: IO[bytes], line: bytes) -> bytes:
+    """Send one request line, read one answer line (b"" if the helper ended).
+
+    The pipes are raw (unbuffered): a buffered pipe holds a lock while a thread reads it, and a
+    child forked meanwhile inherits that lock held by a thread it does not have, so closing its
+    copy of the pipe (``abandon``) would wait forever. An answer is one line and nothing follows
+    it until the next request, so reading until a chunk ends the line reads no more than it.
+    """
+    sent = memoryview(line)
+    while sent:
+        sent = sent[to_helper.write(sent) :]
+    chunks: list[bytes] = []
+    while not chunks or not chunks[-1].endswith(b"\n"):
+        chunk = from_helper.read(_CHUNK)
+        if not chunk:
+            return b""
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_CHUNK = 1 << 16
 _worker = _Worker()
 
 
