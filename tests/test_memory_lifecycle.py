@@ -164,6 +164,7 @@ def test_a_memory_keeps_when_it_was_said_and_the_context_shows_it(open_session) 
 @pytest.mark.parametrize("memory_type", ["long", "short"])
 def test_get_update_delete_and_history(open_session, memory_type: str) -> None:
     session = open_session()
+    before = time.time()
     memory_id = session.add_memory("User lives in Oslo", memory_type, topic="home")
     got = session.get_memory(memory_id)
     assert (got["id"], got["text"], got["metadata"]["topic"]) == (
@@ -181,6 +182,7 @@ def test_get_update_delete_and_history(open_session, memory_type: str) -> None:
     assert session.search_memory("Berlin", memory_type)[0]["text"] == "User lives in Berlin"
 
     assert session.delete_memory(memory_id) is True
+    after = time.time()
     assert session.delete_memory(memory_id) is False
     assert session.get_memory(memory_id) is None
     assert session.search_memory("Berlin", memory_type) == []
@@ -191,7 +193,7 @@ def test_get_update_delete_and_history(open_session, memory_type: str) -> None:
         ("DELETE", None, "User lives in Berlin"),
     ]
     times = [c["at"] for c in history]
-    assert times == sorted(times) and abs(times[0] - time.time()) < 300
+    assert before <= times[0] <= times[1] <= times[2] <= after  # each when it was made
     with pytest.raises(MemoryNotFoundError, match="list_memories"):
         session.update_memory(memory_id, "again")
     assert session.memory_history("no-such-id") == []
