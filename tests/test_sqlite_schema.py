@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from held import SAFETY
 from praisonsession import (
     SessionCorruptedError,
     SqliteSession,
@@ -603,29 +604,31 @@ def test_on_an_event_loop_checkpoints_run_off_the_loop(tmp_path: Path) -> None:
 
     store = SqliteSession(tmp_path / "loop.db")
     ran_on: list[str] = []
+    ran = threading.Event()
     checkpoint = store.backend._checkpoint
 
     def counted() -> None:
         ran_on.append(threading.current_thread().name)
+        ran.set()
         checkpoint()
 
     beneath(store.backend)._checkpoint = counted  # type: ignore[method-assign]
     commits = sqlite_module.CHECKPOINT_EVERY * 3
+    loop_thread = threading.current_thread().name  # asyncio.run's loop runs here
 
     async def main() -> int:
-        loop_thread = threading.current_thread().name
         for i in range(commits):
             await store.increment("s", "u", "n", 1)
             if i % 50 == 0:
                 await asyncio.sleep(0.01)  # the worker thread gets its turn
-        await asyncio.sleep(0.3)
+        assert await asyncio.to_thread(ran.wait, SAFETY)  # the first checkpoint has begun
         conn = store.backend._here().conn
         assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-        assert ran_on and loop_thread not in ran_on
         return await store.increment("s", "u", "n", 0)
 
     assert asyncio.run(main()) == commits
-    assert len(ran_on) >= 2
+    # asyncio.run waited for the executor's jobs: every checkpoint called for has run
+    assert len(ran_on) >= 2 and loop_thread not in ran_on, ran_on
     asyncio.run(store.close())
     wal = tmp_path / "loop.db-wal"
     assert not wal.exists() or wal.stat().st_size < 4 * 1024 * 1024
