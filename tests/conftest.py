@@ -137,8 +137,8 @@ def no_thread_leaks() -> Iterator[None]:
         )
 
     leaked = [t for t in threading.enumerate() if t.ident not in before and not ours(t)]
-    for thread in leaked:  # give threads a test just finished with a moment to end
-        thread.join(timeout=2)
+    for thread in leaked:  # threads a test let go of end, however loaded the machine
+        thread.join(timeout=held.SAFETY)
     leaked = [t for t in leaked if t.is_alive()]
     assert not leaked, f"threads leaked: {leaked}"
 
