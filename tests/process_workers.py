@@ -101,11 +101,15 @@ def worker_command(*args: str) -> list[str]:
 def wait_at_barrier(barrier: Path, name: str) -> None:
     """Announce that this worker is ready, then wait until the parent says go."""
     (barrier / f"ready-{name}").touch()
-    go = barrier / "go"
+    wait_for(barrier / "go", name)
+
+
+def wait_for(path: Path, name: str) -> None:
+    """Wait until the parent makes ``path``."""
     deadline = time.monotonic() + BARRIER_TIMEOUT
-    while not go.exists():
+    while not path.exists():
         if time.monotonic() > deadline:
-            raise SystemExit(f"worker {name}: no go signal within {BARRIER_TIMEOUT} s")
+            raise SystemExit(f"worker {name}: no {path.name} within {BARRIER_TIMEOUT} s")
         time.sleep(0.001)
 
 
@@ -333,12 +337,17 @@ def read_session(url: str, session_id: str) -> None:
 
 
 def watch_expiry(url: str, barrier: str, name: str, session_id: str) -> None:
+    """Look at the session, say so, and look again just past the expiry the parent then
+    gives it (the file ``expiring``)."""
     store = open_store(url)
-    wait_at_barrier(Path(barrier), name)
+    folder = Path(barrier)
+    wait_at_barrier(folder, name)
     info = runtime.run(store.get_info(session_id, "u"))  # reads metadata, slides nothing
     seen: dict[str, object] = {"live_before": info is not None}
-    if info is not None:
-        time.sleep(max(0.0, info.expires_at - time.time()) + 0.3)
+    (folder / f"seen-{name}").touch()
+    wait_for(folder / "expiring", name)
+    expires_at = float((folder / "expiring").read_text())
+    time.sleep(max(0.0, expires_at - time.time()) + 0.3)
     seen["exists_after"] = runtime.run(store.exists(session_id, "u"))
     seen["state_after"] = runtime.run(store.get_state(session_id, "u"))
     listed = runtime.run(store.list_sessions("u"))

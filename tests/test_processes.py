@@ -31,6 +31,7 @@ from backends import (
     worker_name,
 )
 from backends import store_url as shared_store_url
+from held import SAFETY
 from praisonsession import Session, open_store
 from praisonsession._internal import runtime
 from praisonsession.agents.compaction import SUMMARY_PROMPT
@@ -67,11 +68,13 @@ def run_together(
     before_go: Callable[[], object] | None = None,
     *extra: str,
     processes: int = PROCESSES,
+    after_go: Callable[[Path], object] | None = None,
 ) -> dict[str, list[int]]:
     """Run ``job`` in ``processes`` workers released at the same moment; their JSON outputs.
 
-    ``before_go`` runs once every worker is ready, just before they are released; ``extra``
-    arguments follow the count on each worker's command line.
+    ``before_go`` runs once every worker is ready, just before they are released, and
+    ``after_go`` (given the barrier's folder) once they are; ``extra`` arguments follow the
+    count on each worker's command line.
     """
     barrier = tmp_path / "barrier"
     barrier.mkdir()
@@ -98,6 +101,8 @@ def run_together(
         if before_go is not None:
             before_go()
         (barrier / "go").touch()
+        if after_go is not None:
+            after_go(barrier)
         results = {}
         for name, proc in procs.items():
             out, err = proc.communicate(timeout=240)
@@ -285,16 +290,37 @@ def test_a_session_written_by_one_process_is_read_by_another(
 
 @pytest.mark.slow
 def test_ttl_expiry_is_seen_by_every_process(store_url: str, tmp_path: Path) -> None:
-    """A session with a 1.5 s TTL, created once 4 watcher processes are ready: each sees it
-    live, then, just after its expiry, gone (no state, not listed, SessionExpiredError)."""
+    """A session with a TTL that 4 watcher processes each see live is then given 1.5 s
+    (one touch), and just after that expiry each finds it gone (no state, not listed,
+    SessionExpiredError). The short TTL starts once they have all looked: no pause of theirs
+    can let it run out before."""
     store = open_store(store_url)
 
     def create() -> None:
-        runtime.run(store.create_session("ephemeral", "u", ttl=1.5))
+        runtime.run(store.create_session("ephemeral", "u", ttl=10 * SAFETY))  # outlasts pauses
         runtime.run(store.patch_state("ephemeral", "u", {"a": 1}))
 
+    def expire_once_seen(barrier: Path) -> None:
+        seen = [barrier / f"seen-w{n}" for n in range(PROCESSES)]
+        deadline = time.monotonic() + SAFETY
+        while not all(path.exists() for path in seen):
+            assert time.monotonic() < deadline, "the watchers did not all look at the session"
+            time.sleep(0.005)
+        info = runtime.run(store.touch("ephemeral", "u", ttl=1.5))
+        assert info is not None and info.expires_at is not None
+        told = barrier / "expiring.tmp"
+        told.write_text(repr(info.expires_at))
+        told.rename(barrier / "expiring")  # whole, or not there yet
+
     try:
-        results = run_together("watch-expiry", store_url, tmp_path, "ephemeral", before_go=create)
+        results = run_together(
+            "watch-expiry",
+            store_url,
+            tmp_path,
+            "ephemeral",
+            before_go=create,
+            after_go=expire_once_seen,
+        )
     finally:
         runtime.run(store.close())
     assert len(results) == PROCESSES
