@@ -294,6 +294,30 @@ SCHEMA_1 = (
     "INSERT INTO {s}.ps_schema (version) VALUES (1)",
 )
 NOW = 1_800_000_000.0
+# What the old schemas' code wrote alike: a state key, a module with its log of 3 messages,
+# and two logs "notes" (of 2 messages, of 1).
+CONTENT_ROWS = (
+    "INSERT INTO {s}.ps_state VALUES ('u', 'chat', 'n', '41')",
+    "INSERT INTO {s}.ps_modules VALUES ('u', 'chat', 'agent', "
+    '\'{{"topic":"first","memory":{{}}}}\')',
+    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'agent.memory', i, "
+    'format(\'{{"role":"user","content":"m%%s"}}\', i) FROM generate_series(0, 2) i',
+    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'notes', i, "
+    "format('{{\"n\":%%s}}', i) FROM generate_series(0, 1) i",
+    "INSERT INTO {s}.ps_messages VALUES ('u', 'ttl', 'notes', 0, '{{\"n\":0}}')",
+)
+
+
+def written_by_old_code(
+    store: PostgresSession, schema: tuple[str, ...], rows: tuple[str, ...]
+) -> None:
+    """The store's schema as an older version created it, holding what that version wrote."""
+    for statement in schema:
+        query(store, statement)
+    for statement in rows:
+        query(store, statement, {"t": time.time()} if "%(t)s" in statement else ())
+
+
 # What schema 1's code wrote for three sessions: their rows, a state key, a module, two logs
 # with their acknowledged lengths, and the length of a session deleted meanwhile.
 ROWS_1 = (
@@ -301,16 +325,10 @@ ROWS_1 = (
     "('u', 'chat', 1, %(t)s - 100, %(t)s - 10, NULL, NULL, 7, '{{\"topic\":\"tea\"}}'), "
     "('u', 'ttl', 1, %(t)s - 100, %(t)s - 10, %(t)s + 3590, 3600, 2, '{{}}'), "
     "('v', 'chat', 1, %(t)s - 50, %(t)s - 5, NULL, NULL, 1, '{{}}')",
-    "INSERT INTO {s}.ps_state VALUES ('u', 'chat', 'n', '41')",
-    "INSERT INTO {s}.ps_modules VALUES ('u', 'chat', 'agent', "
-    '\'{{"topic":"first","memory":{{}}}}\')',
+    *CONTENT_ROWS,
     "INSERT INTO {s}.ps_logs VALUES ('u', 'chat', 'agent.memory', 3), ('u', 'chat', 'notes', 3), "
     "('u', 'ttl', 'notes', 1), ('gone', 'x', 'notes', 5)",
-    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'agent.memory', i, "
-    'format(\'{{"role":"user","content":"m%%s"}}\', i) FROM generate_series(0, 2) i',
-    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'notes', i, "
-    "format('{{\"n\":%%s}}', i) FROM generate_series(0, 2) i",
-    "INSERT INTO {s}.ps_messages VALUES ('u', 'ttl', 'notes', 0, '{{\"n\":0}}')",
+    "INSERT INTO {s}.ps_messages VALUES ('u', 'chat', 'notes', 2, '{{\"n\":2}}')",
 )
 
 
@@ -320,10 +338,7 @@ def test_a_schema_1_database_is_migrated_keeping_every_session_log_and_length(
     url = schema_url(postgres_url, tmp_path)
     store = open_store(url)
     try:
-        for statement in SCHEMA_1:
-            query(store, statement)
-        for statement in ROWS_1:
-            query(store, statement, {"t": time.time()} if "%(t)s" in statement else ())
+        written_by_old_code(store, SCHEMA_1, ROWS_1)
 
         # the first call migrates; everything schema 1 held reads back the same
         assert run(store.get_state("chat", "u")) == {"n": 41}
@@ -386,25 +401,16 @@ def has_logs_column(store: PostgresSession) -> bool:
 # Schema 3's tables as praisonsession created them while each log's length was a key of one
 # jsonb value in its session's row (ps_increment, unchanged since, comes from today's schema).
 SCHEMA_3 = (
-    "CREATE SCHEMA {s}",
-    "CREATE TABLE {s}.ps_schema (version integer NOT NULL)",
-    f"""CREATE TABLE {{s}}.ps_sessions (
-    user_id {_KEY}, session_id {_KEY}, format integer NOT NULL,
-    created_at double precision NOT NULL, updated_at double precision NOT NULL,
-    expires_at double precision, ttl double precision, version bigint NOT NULL,
-    metadata text NOT NULL, logs jsonb NOT NULL DEFAULT '{{{{}}}}',
-    PRIMARY KEY (user_id, session_id))""",
-    "CREATE INDEX ps_sessions_expiry ON {s}.ps_sessions (expires_at) WHERE expires_at IS NOT NULL",
+    *(
+        # schema 2 moved ps_logs into ps_sessions.logs; schema 3 indexed sessions by id
+        table.replace(
+            "metadata text NOT NULL,",
+            "metadata text NOT NULL, logs jsonb NOT NULL DEFAULT '{{}}',",
+        )
+        for table in SCHEMA_1[:-1]
+        if "ps_logs" not in table
+    ),
     "CREATE INDEX ps_sessions_by_id ON {s}.ps_sessions (session_id, user_id)",
-    f"""CREATE TABLE {{s}}.ps_state (
-    user_id {_KEY}, session_id {_KEY}, name {_KEY}, value text NOT NULL,
-    PRIMARY KEY (user_id, session_id, name))""",
-    f"""CREATE TABLE {{s}}.ps_modules (
-    user_id {_KEY}, session_id {_KEY}, name {_KEY}, document text NOT NULL,
-    PRIMARY KEY (user_id, session_id, name))""",
-    f"""CREATE TABLE {{s}}.ps_messages (
-    user_id {_KEY}, session_id {_KEY}, log {_KEY}, seq bigint NOT NULL, message text NOT NULL,
-    PRIMARY KEY (user_id, session_id, log, seq))""",
     *(s for s in sql.SCHEMA if s.startswith("CREATE OR REPLACE FUNCTION")),
     "INSERT INTO {s}.ps_schema (version) VALUES (3)",
 )
@@ -417,14 +423,7 @@ ROWS_3 = (
     "('u', 'ttl', 1, %(t)s - 100, %(t)s - 10, %(t)s + 3590, 3600, 2, '{{}}', "
     "'{{\"notes\": 1}}'), "
     "('v', 'chat', 1, %(t)s - 50, %(t)s - 5, NULL, NULL, 1, '{{}}', '{{}}')",
-    "INSERT INTO {s}.ps_state VALUES ('u', 'chat', 'n', '41')",
-    "INSERT INTO {s}.ps_modules VALUES ('u', 'chat', 'agent', "
-    '\'{{"topic":"first","memory":{{}}}}\')',
-    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'agent.memory', i, "
-    'format(\'{{"role":"user","content":"m%%s"}}\', i) FROM generate_series(0, 2) i',
-    "INSERT INTO {s}.ps_messages SELECT 'u', 'chat', 'notes', i, "
-    "format('{{\"n\":%%s}}', i) FROM generate_series(0, 1) i",
-    "INSERT INTO {s}.ps_messages VALUES ('u', 'ttl', 'notes', 0, '{{\"n\":0}}')",
+    *CONTENT_ROWS,
 )
 
 
@@ -434,10 +433,7 @@ def test_a_schema_3_database_moves_its_log_lengths_into_rows_of_their_own(
     url = schema_url(postgres_url, tmp_path)
     store = open_store(url)
     try:
-        for statement in SCHEMA_3:
-            query(store, statement)
-        for statement in ROWS_3:
-            query(store, statement, {"t": time.time()} if "%(t)s" in statement else ())
+        written_by_old_code(store, SCHEMA_3, ROWS_3)
 
         # the first call migrates: each length of the jsonb is a row, the column is gone
         assert run(store.get_state("chat", "u")) == {"n": 41}

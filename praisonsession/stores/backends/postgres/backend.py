@@ -7,11 +7,12 @@ session take turns, writers of different sessions never wait for each other, and
 statement is one statement, sent in autocommit (one round trip):
 
 - a write of state, metadata or a module bumps the session with ``UPDATE ... RETURNING``;
-- a save that appends to message logs (a turn) bumps the session and moves each log's length
-  in its row with one ``UPDATE`` (which sees the latest row, whoever wrote it), merges the
-  module documents and inserts the messages at the positions it returns, in one statement
-  of data-modifying CTEs; a module document this store wrote last, unchanged, is
-  not touched while the session is at the version that write left;
+- a save that appends to message logs (a turn) bumps the session, then moves the length of
+  each log it writes in that log's row of ``ps_logs`` (an upsert, which sees the latest row,
+  whoever wrote it; the session's other logs are not touched), merges the module documents
+  and inserts the messages at the positions it returns, in one statement of data-modifying
+  CTEs; a module document this store wrote last, unchanged, is not touched while the session
+  is at the version that write left;
 - an increment calls ``ps_increment``, which locks the session and writes the value the client
   computed (Python's arithmetic, exact for every int and float) only if the key still holds
   what the client computed from. The store remembers the last value it saw of each key, so a
