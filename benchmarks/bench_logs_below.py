@@ -10,7 +10,7 @@ Run from the repository root, in the frameworks' environment (LangGraph's part n
 LangGraph's saver puts a checkpoint's 17th and later writes in a log below its writes
 document (``langgraph/writes/<ns>/<id>.more``), so a thread whose steps fan out to many tasks
 gains a log a checkpoint; an AgentScope or PraisonAI session gains one a module that logs.
-Two parts, on ``memory://``, ``json://``, SQLite, Redis and (``--postgres``) PostgreSQL, the
+Three parts, on ``memory://``, ``json://``, SQLite, Redis and (``--postgres``) PostgreSQL, the
 two sides of each taking turns call by call:
 
 1. ``read_modules`` of one module (a document, no log below it) in a session of 0 and of
@@ -19,12 +19,15 @@ two sides of each taking turns call by call:
    of a task to it, on two threads of 500 checkpoints each, one whose checkpoints hold 16
    writes (their documents full, no log) and one whose checkpoints hold 18 (500 logs); the
    latest checkpoint of both holds 4 writes.
+3. ``append_log`` of one message to one log, in a session with a sliding TTL (one hour) of 0
+   and of 1,000 logs (``--logs N`` for another count): a write to one log among many.
 
 Ratio = median time with many logs / median time with none; target: at most 1.2 (flat).
 The time is wall-clock per call (a server's work counts), the median of each side's calls.
-Two rows miss by design: JSON reads and writes a session's whole document each operation (so
-its every call grows with the session, logs or not), and PostgreSQL keeps every log's length
-in its session's row, which a write to a log rewrites (``put_writes`` past 16 writes).
+JSON misses by design: it reads and writes a session's whole document each operation (so its
+every call grows with the session, logs or not). Until schema 4 PostgreSQL kept every log's
+length in its session's row, which a write to a log rewrote (``put_writes`` past 16 writes,
+``append_log``), and Redis expired every key of a session with a TTL on each write and read.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from praisonsession.stores import Key, LogWrite, open_store  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 FLAT_TARGET = 1.2
+PARTS = ("read_modules", "langgraph", "append_log")
 
 
 def timed_turns(sides: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
@@ -137,6 +141,37 @@ def langgraph_part(url: str, checkpoints: int, calls: int) -> dict[str, dict[str
     return out
 
 
+# -- 3. one append among many logs ---------------------------------------------------------
+
+
+def append_part(url: str, logs: int, calls: int) -> dict[str, float]:
+    backend = open_store(url, default_ttl=3600).backend
+    loop = asyncio.new_event_loop()
+    run = loop.run_until_complete
+    keys = {0: Key("bench", "few"), logs: Key("bench", "many")}
+    try:
+        for count, key in keys.items():
+            run(backend.write_modules(key, documents={"doc": {"v": 1}}, writes=[]))
+            for first in range(0, count, 100):
+                writes = [
+                    LogWrite(f"module{i}.log", [{"role": "user", "content": f"m{i}"}], None)
+                    for i in range(first, min(count, first + 100))
+                ]
+                run(backend.write_modules(key, documents={}, writes=writes))
+            info = run(backend.read_record(key))
+            if info is None or info.ttl != 3600:
+                raise RuntimeError(f"{url}: the session has no TTL of an hour")
+
+        def appender(key: Key) -> Callable[[], Any]:
+            message = [{"role": "user", "content": "x" * 100}]
+            return lambda: run(backend.append_log(key, write=LogWrite("chat", message, -1)))
+
+        return timed_turns({str(n): appender(k) for n, k in keys.items()}, calls)
+    finally:
+        run(backend.close())
+        loop.close()
+
+
 # -- stores ---------------------------------------------------------------------------------
 
 
@@ -166,10 +201,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"load": os.getloadavg()}
     with stores(args) as urls:
         for store, url in urls.items():
-            results[store] = {
-                "read_modules": read_modules_part(url(f"rm_{store}"), args.logs, args.calls),
-                **langgraph_part(url(f"lg_{store}"), args.checkpoints, args.calls),
-            }
+            measured: dict[str, Any] = {}
+            if "read_modules" in args.parts:
+                measured["read_modules"] = read_modules_part(
+                    url(f"rm_{store}"), args.logs, args.calls
+                )
+            if "langgraph" in args.parts:
+                measured |= langgraph_part(url(f"lg_{store}"), args.checkpoints, args.calls)
+            if "append_log" in args.parts:
+                measured["append_log"] = append_part(url(f"ap_{store}"), args.logs, args.calls)
+            results[store] = measured
             print(f"{store} done", flush=True)
     results["load_after"] = os.getloadavg()
     return results
@@ -181,6 +222,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> bool:
         ("read_modules", f"read_modules, 0 / {args.logs:,} logs"),
         ("get_tuple", f"get_tuple latest, 0 / {args.checkpoints:,} logs"),
         ("put_writes", f"put_writes, 0 / {args.checkpoints:,} logs"),
+        ("append_log", f"append_log (TTL), 0 / {args.logs:,} logs"),
     ]
     ok = True
     print(f"| store | measure | none (us) | many (us) | many / none <= {FLAT_TARGET:g} |")
@@ -189,6 +231,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> bool:
         if not isinstance(measured, dict):
             continue
         for name, label in rows:
+            if name not in measured:
+                continue
             few, many = measured[name].values()
             ratio = many / few
             ok &= ratio <= FLAT_TARGET
@@ -204,8 +248,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer calls, smaller sessions")
     parser.add_argument("--postgres", action="store_true", help="PostgreSQL too (initdb)")
     parser.add_argument("--only", nargs="*", help="these stores only (memory json sqlite ...)")
+    parser.add_argument(
+        "--parts",
+        nargs="*",
+        choices=PARTS,
+        default=PARTS,
+        help="these parts only (1 read_modules, 2 langgraph, 3 append_log)",
+    )
+    parser.add_argument("--logs", type=int, help="logs of the many-logs session (1,000)")
+    parser.add_argument("--checkpoints", type=int, help="checkpoints of each thread (500)")
     args = parser.parse_args()
-    args.calls, args.logs, args.checkpoints = (50, 200, 100) if args.quick else (300, 1000, 500)
+    calls, logs, checkpoints = (50, 200, 100) if args.quick else (300, 1000, 500)
+    args.calls, args.logs = calls, args.logs or logs
+    args.checkpoints = args.checkpoints or checkpoints
     results = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -668,6 +668,7 @@ def test_the_many_logs_benchmark_runs_quickly_and_prints_every_row(tmp_path: Pat
             ("read_modules", 200),
             ("get_tuple latest", 100),
             ("put_writes", 100),
+            ("append_log (TTL)", 200),
         ]
     ]
     assert_benchmark_prints("bench_logs_below.py", rows, tmp_path, timeout=600)
