@@ -19,8 +19,9 @@ two sides of each taking turns call by call:
    of a task to it, on two threads of 500 checkpoints each, one whose checkpoints hold 16
    writes (their documents full, no log) and one whose checkpoints hold 18 (500 logs); the
    latest checkpoint of both holds 4 writes.
-3. ``append_log`` of one message to one log, in a session with a sliding TTL (one hour) of 0
-   and of 1,000 logs (``--logs N`` for another count): a write to one log among many.
+3. ``append_log`` of one message to one log, then ``read_log`` of its last message, in a
+   session with a sliding TTL (one hour) of 0 and of 1,000 logs (``--logs N`` for another
+   count): a write, and a read that slides the TTL, of one log among many.
 
 Ratio = median time with many logs / median time with none; target: at most 1.2 (flat).
 The time is wall-clock per call (a server's work counts), the median of each side's calls.
@@ -56,7 +57,7 @@ from praisonsession.stores import Key, LogWrite, open_store  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 FLAT_TARGET = 1.2
-PARTS = ("read_modules", "langgraph", "append_log")
+PARTS = ("read_modules", "langgraph", "one_log")
 
 
 def timed_turns(sides: dict[str, Callable[[], Any]], calls: int) -> dict[str, float]:
@@ -144,7 +145,7 @@ def langgraph_part(url: str, checkpoints: int, calls: int) -> dict[str, dict[str
 # -- 3. one append among many logs ---------------------------------------------------------
 
 
-def append_part(url: str, logs: int, calls: int) -> dict[str, float]:
+def append_part(url: str, logs: int, calls: int) -> dict[str, dict[str, float]]:
     backend = open_store(url, default_ttl=3600).backend
     loop = asyncio.new_event_loop()
     run = loop.run_until_complete
@@ -166,7 +167,13 @@ def append_part(url: str, logs: int, calls: int) -> dict[str, float]:
             message = [{"role": "user", "content": "x" * 100}]
             return lambda: run(backend.append_log(key, write=LogWrite("chat", message, -1)))
 
-        return timed_turns({str(n): appender(k) for n, k in keys.items()}, calls)
+        def reader(key: Key) -> Callable[[], Any]:
+            return lambda: run(backend.read_log(key, path="chat", start=-1, stop=None))
+
+        return {
+            "append_log": timed_turns({str(n): appender(k) for n, k in keys.items()}, calls),
+            "read_log": timed_turns({str(n): reader(k) for n, k in keys.items()}, calls),
+        }
     finally:
         run(backend.close())
         loop.close()
@@ -208,8 +215,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 )
             if "langgraph" in args.parts:
                 measured |= langgraph_part(url(f"lg_{store}"), args.checkpoints, args.calls)
-            if "append_log" in args.parts:
-                measured["append_log"] = append_part(url(f"ap_{store}"), args.logs, args.calls)
+            if "one_log" in args.parts:
+                measured |= append_part(url(f"ap_{store}"), args.logs, args.calls)
             results[store] = measured
             print(f"{store} done", flush=True)
     results["load_after"] = os.getloadavg()
@@ -223,6 +230,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> bool:
         ("get_tuple", f"get_tuple latest, 0 / {args.checkpoints:,} logs"),
         ("put_writes", f"put_writes, 0 / {args.checkpoints:,} logs"),
         ("append_log", f"append_log (TTL), 0 / {args.logs:,} logs"),
+        ("read_log", f"read_log of the last (TTL), 0 / {args.logs:,} logs"),
     ]
     ok = True
     print(f"| store | measure | none (us) | many (us) | many / none <= {FLAT_TARGET:g} |")
@@ -253,7 +261,7 @@ def main() -> None:
         nargs="*",
         choices=PARTS,
         default=PARTS,
-        help="these parts only (1 read_modules, 2 langgraph, 3 append_log)",
+        help="these parts only (1 read_modules, 2 langgraph, 3 one_log: append_log and read_log)",
     )
     parser.add_argument("--logs", type=int, help="logs of the many-logs session (1,000)")
     parser.add_argument("--checkpoints", type=int, help="checkpoints of each thread (500)")

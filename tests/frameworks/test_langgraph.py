@@ -669,6 +669,7 @@ def test_the_many_logs_benchmark_runs_quickly_and_prints_every_row(tmp_path: Pat
             ("get_tuple latest", 100),
             ("put_writes", 100),
             ("append_log (TTL)", 200),
+            ("read_log of the last (TTL)", 200),
         ]
     ]
     assert_benchmark_prints("bench_logs_below.py", rows, tmp_path, timeout=600)
