@@ -201,3 +201,21 @@ def test_a_child_forked_while_a_thread_waits_for_the_helper_starts_its_own(
     holder.close()
     assert answers == [[[], [], [(0,)]]]
     chroma_file.forget(path)
+
+
+def test_a_process_that_used_the_helper_exits_leaving_nothing_running(tmp_path: Path) -> None:
+    path = make_file(tmp_path)
+    code = (
+        "import sys\nfrom pathlib import Path\n"
+        "from praisonsession.recall.vectors import chroma_file\n"
+        "print(chroma_file.run(Path(sys.argv[1]), [('SELECT n FROM t', ())]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "default", "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[[(7,)]]"
+    assert "ResourceWarning" not in done.stderr  # "subprocess ... is still running", open pipes

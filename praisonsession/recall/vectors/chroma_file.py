@@ -16,6 +16,7 @@ processes, this one's Chroma included, see. A statement costs a round trip over 
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
@@ -104,6 +105,15 @@ class _Worker:
                     pipe.close()
             process.wait()
 
+    def stop_at_exit(self) -> None:
+        """At the interpreter's exit: the helper ends with its stdin, and is waited for, so no
+        process or pipe is left behind. Skipped if a thread is in a request right then."""
+        if self._lock.acquire(blocking=False):
+            try:
+                self._stop()
+            finally:
+                self._lock.release()
+
     def abandon(self) -> None:
         """In a forked child: the parent's helper is the parent's; close our copies of its
         pipes without waiting for it (it is not our child)."""
@@ -149,6 +159,11 @@ def run(path: Path, statements: Sequence[Statement]) -> list[list[tuple[Any, ...
 def forget(path: Path) -> None:
     """Close the helper's connection to ``path`` (a store closed, or its file rewritten)."""
     _worker.ask({"path": str(path), "close": True})
+
+
+@atexit.register
+def _at_exit() -> None:
+    _worker.stop_at_exit()
 
 
 def _after_fork_in_child() -> None:
