@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from held import SAFETY
 from praisonsession import Session
 
 pytestmark = pytest.mark.slow
@@ -48,6 +51,30 @@ def in_another_process(tmp_path: Path, session_id: str, code: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+#: Makes the collection ``memory_shared`` in the folder ``sys.argv[1]`` as praisonsession made
+#: one before it set ``SAVED_EVERY``: with Chroma's default saving; prints its sync_threshold.
+MADE_BEFORE = (
+    "import sys, chromadb\n"
+    "from chromadb.config import Settings\n"
+    "from praisonsession.recall.embeddings import MiniLMEmbedder, "
+    "as_chroma_embedding_function\n"
+    "model = MiniLMEmbedder()\n"
+    "client = chromadb.PersistentClient(sys.argv[1], Settings(anonymized_telemetry=False))\n"
+    "made = client.create_collection('memory_shared', configuration={'hnsw': {'space': "
+    "'cosine'}}, metadata={'embedder': model.name, 'dimension': model.dimension}, "
+    "embedding_function=as_chroma_embedding_function(model))\n"
+    "print(made.configuration_json['hnsw']['sync_threshold'])\n"
+)
+
+
+def made_before(folder: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", MADE_BEFORE, str(folder)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1000"]
 
 
 @pytest.mark.parametrize("remembered_first", [True, False], ids=["own-memory", "empty"])
@@ -196,24 +223,7 @@ def test_an_embedded_index_is_saved_every_100_entries_old_collections_too(
     from vector_entries import index_at, write
 
     folder = tmp_path / "chroma"
-    made_before = (  # as praisonsession made a collection before: Chroma's default saving
-        "import sys, chromadb\n"
-        "from chromadb.config import Settings\n"
-        "from praisonsession.recall.embeddings import MiniLMEmbedder, "
-        "as_chroma_embedding_function\n"
-        "model = MiniLMEmbedder()\n"
-        "client = chromadb.PersistentClient(sys.argv[1], Settings(anonymized_telemetry=False))\n"
-        "made = client.create_collection('memory_shared', configuration={'hnsw': {'space': "
-        "'cosine'}}, metadata={'embedder': model.name, 'dimension': model.dimension}, "
-        "embedding_function=as_chroma_embedding_function(model))\n"
-        "print(made.configuration_json['hnsw']['sync_threshold'])\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", made_before, str(folder)], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["1000"]
-
+    made_before(folder)
     index = index_at(folder)
     write(index, "a", 250, 1)
     assert index.collection.configuration_json["hnsw"]["sync_threshold"] == 100
@@ -221,3 +231,69 @@ def test_an_embedded_index_is_saved_every_100_entries_old_collections_too(
     write(fresh, "b", 1, 2)
     assert fresh.collection.configuration_json["hnsw"]["sync_threshold"] == 100
     assert entries_process(folder, "saved") == {"entries": 250, "unsaved": 50}  # saved at 200
+
+
+#: A writer at work on the SQLite file ``sys.argv[1]``: its write lock, held until a line comes.
+WRITER = (
+    "import sqlite3, sys\n"
+    "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+    "conn.execute('BEGIN IMMEDIATE')\n"
+    "print('held', flush=True)\n"
+    "sys.stdin.readline()\n"
+    "conn.execute('COMMIT')\n"
+)
+
+
+def test_an_old_collection_is_set_to_save_often_while_another_writer_holds_the_file(
+    tmp_path: Path,
+) -> None:
+    """Chroma refuses its configuration change at once ("database is locked", no wait) while
+    another writer holds ``chroma.sqlite3``: another process's, or, under load, a connection of
+    Chroma's own as it opens the store. The change is made again until the writer is done,
+    not raised from the memory call that opened the collection."""
+    from praisonsession.recall.embeddings import MiniLMEmbedder, as_chroma_embedding_function
+    from praisonsession.recall.vectors.freshness import saved_often
+    from praisonsession.recall.vectors.index import vector_store
+
+    folder = tmp_path / "chroma"
+    made_before(folder)
+    function = as_chroma_embedding_function(MiniLMEmbedder())
+    collection = vector_store(folder).get_collection("memory_shared", embedding_function=function)
+    tried: list[dict[str, Any]] = []
+
+    class Counted:
+        """The collection, each modify counted."""
+
+        configuration_json = collection.configuration_json
+
+        def modify(self, **change: Any) -> None:
+            tried.append(change)
+            collection.modify(**change)
+
+    failed: list[Exception] = []
+
+    def opening() -> None:
+        try:
+            saved_often(Counted())
+        except Exception as exc:
+            failed.append(exc)
+
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(folder / "chroma.sqlite3")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    thread = threading.Thread(target=opening)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "held\n"
+        thread.start()
+        while len(tried) < 2 and thread.is_alive():  # refused once at least, while held
+            time.sleep(0.001)
+        assert len(tried) >= 2, failed
+    finally:
+        writer.communicate("done\n", timeout=SAFETY)  # the writer commits and ends
+    thread.join()
+    assert failed == []
+    again = vector_store(folder).get_collection("memory_shared", embedding_function=function)
+    assert again.configuration_json["hnsw"]["sync_threshold"] == 100

@@ -27,6 +27,7 @@ written since it was last saved; :data:`SAVED_EVERY` keeps them few.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,33 @@ def saved_often(collection: Any) -> None:
     hnsw = (getattr(collection, "configuration_json", None) or {}).get("hnsw") or {}
     least = max(SAVED_EVERY, int(hnsw.get("batch_size", SAVED_EVERY)))
     if int(hnsw.get("sync_threshold", least)) > least:
-        collection.modify(configuration={"hnsw": {"sync_threshold": least}})
+        _modified(collection, {"hnsw": {"sync_threshold": least}})
+
+
+#: Seconds a configuration change waits for another writer of the file, as a read of ours does
+#: (``chroma_file``'s busy timeout).
+LOCKED_FOR = 30.0
+
+
+def _modified(collection: Any, configuration: dict[str, Any]) -> None:
+    """``collection.modify(configuration=...)``, run again while another writer holds the file.
+
+    Chroma's configuration change reads, then writes, in one transaction: with a writer at work
+    (another process's, or another connection of Chroma's own in this one) SQLite refuses it at
+    once, "database is locked", without waiting (a wait there could deadlock), and the answer
+    is to run the transaction again. Chroma's other writes wait for the writer instead.
+    """
+    deadline = time.monotonic() + LOCKED_FOR
+    pause = 0.005
+    while True:
+        try:
+            collection.modify(configuration=configuration)
+            return
+        except Exception as exc:  # chromadb.errors.InternalError; chromadb is imported lazily
+            if "database is locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.1)
 
 
 class Freshness:
