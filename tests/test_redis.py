@@ -219,6 +219,27 @@ def test_every_key_of_a_session_is_kept_until_one_instant_past_its_expiry(
     assert kept_until(raw, rstore, "s", "u") == pytest.approx((created + 125) * 1000, abs=1)
 
 
+def test_a_shorter_ttl_brings_the_keys_instant_in_and_a_ttl_of_0_frees_them_at_once(
+    rstore: RedisSession, raw: redis.Redis, run, frozen_clock
+) -> None:
+    """The keys are never kept longer than the session's expiry plus its sliding TTL (an hour
+    at most): a TTL made shorter moves them in with it, and a TTL of 0 deletes them then, as
+    it did before the keys outlived the expiry, not at the instant the longer TTL gave."""
+    created = frozen_clock()
+    run(rstore.create_session("s", "u", ttl=600))
+    run(rstore.append_messages("s", "u", "log", [turn(0)]))
+    assert kept_until(raw, rstore, "s", "u") == pytest.approx((created + 1200) * 1000, abs=1)
+    run(rstore.touch("s", "u", ttl=10))
+    assert kept_until(raw, rstore, "s", "u") == pytest.approx((created + 20) * 1000, abs=1)
+    run(rstore.create_session("s", "u", ttl=4))  # the same through create's TTL
+    assert kept_until(raw, rstore, "s", "u") == pytest.approx((created + 8) * 1000, abs=1)
+
+    keys = session_keys(raw, rstore, "s", "u")
+    run(rstore.touch("s", "u", ttl=0))  # the frozen clock's now is past on the server's
+    assert raw.exists(*keys) == 0
+    assert run(rstore.get_info("s", "u")) is None
+
+
 def test_an_expired_session_is_expired_for_every_script_while_its_keys_last(
     rstore: RedisSession, raw: redis.Redis, run, frozen_clock
 ) -> None:

@@ -9,7 +9,8 @@ Nothing is read, changed in Python and written back.
 A session with a TTL expires as a whole, for every reader at once: every script checks the
 expiry in its meta hash. Its keys share one absolute expiry (PEXPIREAT) a little past that
 (by its sliding TTL, an hour at most; none for a fixed expiry), moved only when the session's
-expiry passes it, so a write expires the keys it wrote and not one key per log; Redis frees
+expiry passes it or a shorter TTL brings it in (a TTL of 0 deletes them at once), so a write
+expires the keys it wrote and not one key per log; Redis frees
 them then, ``purge_expired()`` at once. Times come from the server's clock (``TIME``), so
 machines with skewed clocks still agree on when a session expires. What an expired session
 leaves after that is one member of ``expiry`` (and of its user's index until the next

@@ -73,13 +73,14 @@ end
 -- How keys outlive their session's expiry, so that a write or a read need not expire every
 -- key of the session again (as many keys as logs: 8.6x a write's time at 1,000 logs): every
 -- key of a session with an expiry is kept until one instant past it (PEXPIREAT), the meta
--- hash's 'keys_until' (ms), which each script moves only when the expiry passes it, to the
--- expiry plus a sliding TTL (at most KEPT_PAST seconds; a fixed expiry keeps no margin). Till
--- then a write expires only the keys it may have created. Every script checks the expiry in
--- the meta hash (resolve), so a key past it is never read as live; Redis frees the keys by
--- 'keys_until', purge_expired at once. 'keys_for' is the version and expiry the instant was
--- kept for: a version of this store that expired every key at the session's expiry, writing
--- or sliding it, leaves another one, and the next script then expires every key again.
+-- hash's 'keys_until' (ms), which each script moves only when the expiry passes it (or a
+-- shorter TTL brings it in), to the expiry plus a sliding TTL (at most KEPT_PAST seconds; a
+-- fixed expiry keeps no margin). Till then a write expires only the keys it may have created.
+-- Every script checks the expiry in the meta hash (resolve), so a key past it is never read as
+-- live; Redis frees the keys by 'keys_until', purge_expired at once. 'keys_for' is the
+-- version and expiry the instant was kept for: a version of this store that expired every key
+-- at the session's expiry, writing or sliding it, leaves another one, and the next script
+-- then expires every key again.
 local KEPT_PAST = 3600
 local function kept_for(m) return (m.version or '') .. ' ' .. (m.expires_at or '') end
 
@@ -96,12 +97,15 @@ local function keep_keys(m, before, written)
     return
   end
   redis.call('ZADD', K_EXPIRY, fmt_time(exp), MEMBER)
+  local past = 0
+  if SLIDING and m.ttl then past = math.min(tonumber(m.ttl), KEPT_PAST) end
+  local latest = math.ceil((exp + past) * 1000)
   local kept = tonumber(m.keys_until or '')
   local keys = written
-  if not (kept and m.keys_for == before and math.ceil(exp * 1000) <= kept) then
-    local past = 0
-    if SLIDING and m.ttl then past = math.min(tonumber(m.ttl), KEPT_PAST) end
-    kept = math.ceil((exp + past) * 1000)
+  -- moved when the expiry passes it, and when it lies past the latest instant the expiry
+  -- allows: a TTL made shorter (0: deleted at once) does not keep the keys for the longer one
+  if not (kept and m.keys_for == before and math.ceil(exp * 1000) <= kept and kept <= latest) then
+    kept = latest
     keys = session_keys()
   end
   m.keys_until, m.keys_for = string.format('%.0f', kept), kept_for(m)
