@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from backends import postgres_schema
+from held import SAFETY
 from ports import closed_port
 from praisonsession import (
     ConflictError,
@@ -467,6 +468,57 @@ def test_a_schema_3_database_moves_its_log_lengths_into_rows_of_their_own(
             assert [m["content"] for m in notes.memory] == ["m0", "m1", "m2"]
         run(store.delete_session("chat", "u"))
         assert lengths(store) == [("u", "ttl", "notes", 2)]  # a session's lengths go with it
+    finally:
+        query(store, "DROP SCHEMA {s} CASCADE")
+        run(store.close())
+
+
+def test_a_store_that_waited_while_another_migrated_sees_the_new_schema_whatever_the_isolation(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    """Two processes meet schema 3 at once: the one that waits for the advisory lock reads the
+    version the other committed, even where the database's default isolation is REPEATABLE
+    READ (whose snapshot, taken as the lock was asked for, still says 3: it migrated again and
+    failed on ps_logs, which exists). The lock's holder here migrates as another store would."""
+    import psycopg
+    from psycopg import sql as psql
+
+    url = schema_url(postgres_url, tmp_path)
+    store = open_store(url + "&options=-c%20default_transaction_isolation%3Drepeatable%5C%20read")
+    written_by_old_code(store, SCHEMA_3, ROWS_3)
+    schema = store.backend.schema
+    found: list[Any] = []
+
+    def first_call() -> None:
+        try:
+            found.append(run(store.get_state("chat", "u"), inline=True))
+        except BaseException as exc:  # reported below
+            found.append(exc)
+
+    waiting = (
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    )
+    try:
+        with psycopg.connect(store.backend._connections.conninfo) as holder:
+            holder.execute(sql.SCHEMA_LOCK, (schema,))
+            thread = threading.Thread(target=first_call)
+            thread.start()
+            deadline = time.monotonic() + SAFETY
+            while query(store, waiting) == [(0,)]:  # the store's migration waits for the lock
+                assert time.monotonic() < deadline, "the store never asked for the lock"
+                time.sleep(0.01)
+            for statement in (*sql.MIGRATIONS[3], *sql.SCHEMA_VERSION_WRITE):
+                text = psql.SQL(statement).format(s=psql.Identifier(schema))
+                holder.execute(text, (sql.SCHEMA_VERSION,) if "%s" in statement else ())
+            holder.commit()
+            thread.join()
+        assert found == [{"n": 41}]
+        assert lengths(store) == [
+            ("u", "chat", "agent.memory", 3),
+            ("u", "chat", "notes", 2),
+            ("u", "ttl", "notes", 1),
+        ]
     finally:
         query(store, "DROP SCHEMA {s} CASCADE")
         run(store.close())

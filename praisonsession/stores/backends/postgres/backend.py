@@ -234,6 +234,7 @@ class PostgresBackend(StoreBackend):
 
     def _create_schema(self) -> Plan[None]:
         """Create or migrate the tables, under an advisory lock held until commit."""
+        yield Query(sql.SCHEMA_ISOLATION)
         yield Query(sql.SCHEMA_LOCK, (self.schema,))
         (found, legacy), *_ = yield Query(sql.SCHEMA_FOUND, (self.schema, self.schema))
         version = 0
@@ -973,7 +974,7 @@ def _compile(schema: str) -> dict[str, Any]:
         value = getattr(sql, attr)
         if not attr.isupper() or attr in ("SCHEMA_VERSION", "TABLES", "CONTENT"):
             continue
-        if attr in ("SCHEMA_LOCK", "SCHEMA_FOUND"):
+        if attr in ("SCHEMA_ISOLATION", "SCHEMA_LOCK", "SCHEMA_FOUND"):
             compiled[attr] = value
         elif isinstance(value, str):
             compiled[attr] = one(value)

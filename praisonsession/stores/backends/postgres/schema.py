@@ -119,6 +119,10 @@ CONTENT = ("ps_state", "ps_modules", "ps_logs", "ps_messages")
 # Everything but the schema version takes a transaction-scoped advisory lock first: creating
 # and migrating tables is the one step no single statement can make safe against another
 # process doing the same (two CREATE TABLE IF NOT EXISTS can both fail on the catalog).
+# READ COMMITTED whatever the database's default: the version is then read once the lock is
+# held, so a process that waited sees the migration another committed meanwhile (under
+# REPEATABLE READ its snapshot, taken as it asked for the lock, runs the migration again).
+SCHEMA_ISOLATION = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtext('praisonsession:' || %s))"
 SCHEMA_FOUND = (
     "SELECT to_regclass(format('%%I.ps_schema', %s::text)) IS NOT NULL, "
