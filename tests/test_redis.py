@@ -429,6 +429,32 @@ def test_a_write_expires_the_keys_it_wrote_whatever_the_number_of_logs(
     assert run(rstore.message_count("lot", "u", "m1999.log")) == 1
 
 
+def test_sliding_and_fixed_stores_writing_one_session_keep_its_keys_instant(
+    redis_url: str, tmp_path: Path, run, frozen_clock
+) -> None:
+    """A store with a fixed expiry writing a session a sliding store kept 30 s past its expiry
+    leaves that instant (it is within the expiry plus the TTL) and expires the keys it wrote,
+    not every key of the session at each turn of the two stores."""
+    prefix = redis_prefix(tmp_path)
+    sliding = RedisSession.from_url(redis_url, key_prefix=prefix)
+    fixed = RedisSession.from_url(redis_url, key_prefix=prefix, sliding_ttl=False)
+    raw = redis.Redis.from_url(redis_url)
+    run(sliding.create_session("s", "u", ttl=30))
+    writes = [LogWrite(f"m{i}.log", [turn(i)], None) for i in range(20)]
+    run(sliding.backend.write_modules(Key("u", "s"), documents={}, writes=writes))
+    kept = kept_until(raw, sliding, "s", "u")
+    counts = []
+    for store in (fixed, sliding, fixed):
+        frozen_clock.advance(1)
+        call = store.append_messages("s", "u", "log", [turn(0)])
+        counts.append(expires_run(raw, lambda call=call: run(call)))
+    assert counts == [5, 5, 5]  # state, modules, logs, lognames, and the log
+    assert kept_until(raw, sliding, "s", "u") == kept
+    for store in (sliding, fixed):
+        run(store.close())
+    raw.close()
+
+
 def test_a_write_by_a_version_that_expired_every_key_at_the_expiry_is_noticed(
     rstore: RedisSession, raw: redis.Redis, run, frozen_clock
 ) -> None:

@@ -97,15 +97,15 @@ local function keep_keys(m, before, written)
     return
   end
   redis.call('ZADD', K_EXPIRY, fmt_time(exp), MEMBER)
-  local past = 0
-  if SLIDING and m.ttl then past = math.min(tonumber(m.ttl), KEPT_PAST) end
-  local latest = math.ceil((exp + past) * 1000)
+  local margin = math.min(tonumber(m.ttl or '') or 0, KEPT_PAST)
   local kept = tonumber(m.keys_until or '')
   local keys = written
   -- moved when the expiry passes it, and when it lies past the latest instant the expiry
   -- allows: a TTL made shorter (0: deleted at once) does not keep the keys for the longer one
-  if not (kept and m.keys_for == before and math.ceil(exp * 1000) <= kept and kept <= latest) then
-    kept = latest
+  if not (kept and m.keys_for == before and math.ceil(exp * 1000) <= kept
+          and kept <= math.ceil((exp + margin) * 1000)) then
+    if not SLIDING then margin = 0 end
+    kept = math.ceil((exp + margin) * 1000)
     keys = session_keys()
   end
   m.keys_until, m.keys_for = string.format('%.0f', kept), kept_for(m)
