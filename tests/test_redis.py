@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -557,8 +557,10 @@ def test_a_truncation_in_truncate_tail_lua_leaves_what_truncate_lua_leaves(
         tokens.clear()
         key = Key("u", session_id)
         try:
+            # beneath the key guard, whose write may first read the store's seal mark (an
+            # "info" script) when its last read is RECHECK_SECONDS old: that is the machine's pace
             outcome: Any = run(
-                rstore.backend.truncate_log(key, path="log", length=length, expected=expected)
+                backend.truncate_log(key, path="log", length=length, expected=expected)
             )
         except ConflictError as exc:
             outcome = str(exc)
@@ -1019,6 +1021,19 @@ def test_an_unreachable_server_raises_within_the_retry_bound(tmp_path: Path, run
         run(store.close())
 
 
+async def once_resumed(call: Callable[[], Awaitable[Any]]) -> Any:
+    """``call()``'s answer from a server just let go of (SIGCONT). On a loaded machine its
+    first answers may come later than the store's bound of a fraction of a second, so a call
+    that timed out is made again, until SAFETY; a wrong answer fails at once."""
+    deadline = time.monotonic() + SAFETY
+    while True:
+        try:
+            return await call()
+        except StoreUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+
+
 #: A hung server's URL options: each attempt ends at socket_timeout, and after two (0.6 s at
 #: least) retry_max_delay has passed, so no third begins: the documented bound,
 #: retry_max_delay + one socket_timeout, however long the attempts take beyond their timeout.
@@ -1035,7 +1050,7 @@ def test_a_hung_server_raises_within_max_delay_plus_one_socket_timeout(run) -> N
             run(store.get_state("s", "u"))
         assert "socket_timeout=0.3" in str(caught.value)
         assert 1 <= attempts_made(caught.value) <= 2, caught.value
-        assert run(store.get_value("s", "u", "a")) == 1  # answers again once resumed
+        assert run(once_resumed(lambda: store.get_value("s", "u", "a"))) == 1  # answers again
         run(store.close())
 
 
@@ -1053,7 +1068,8 @@ def test_on_an_event_loop_a_hung_server_raises_within_the_same_bound() -> None:
             with server.hung(), hung as caught:
                 await store.get_value("s", "u", "a")
             # the hung calls' answers come now: none of them is read as this call's
-            b, a = await store.get_value("s", "u", "b"), await store.get_value("s", "u", "a")
+            b = await once_resumed(lambda: store.get_value("s", "u", "b"))
+            a = await once_resumed(lambda: store.get_value("s", "u", "a"))
             return caught.value, b, a
 
         error, b, a = asyncio.run(main())
@@ -1085,7 +1101,7 @@ def test_on_a_loop_every_call_in_flight_is_bounded_and_a_callers_cancel_stays_it
                 except asyncio.TimeoutError:
                     own = "the caller's timeout"
             kinds = [type(e).__name__ for e in ended]
-            return kinds, own, await store.get_value("s", "u", "a")
+            return kinds, own, await once_resumed(lambda: store.get_value("s", "u", "a"))
 
         kinds, own, after = asyncio.run(main())
         assert kinds == ["StoreUnavailableError"] * 3
