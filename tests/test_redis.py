@@ -1001,6 +1001,17 @@ def most_attempts(max_delay: float) -> int:
     return made
 
 
+def retried_to_the_budget(error: BaseException, max_delay: float) -> None:
+    """A call to a server that refuses at once made as many attempts as ``max_delay`` allows
+    (most_attempts), or fewer only where the store's own count of the time ("N attempt(s) in
+    T s", to 0.1 s) says the next wait would have ended past it: a loaded machine's pace."""
+    found = re.search(r"(\d+) attempt\(s\) in ([\d.]+) s", str(error))
+    assert found is not None, error
+    made, took, most = int(found[1]), float(found[2]), most_attempts(max_delay)
+    wait = retry_policy(1_000_000, max_delay).backoff(made)
+    assert made == most or (made < most and took + 0.05 + wait > max_delay), error
+
+
 def test_an_unreachable_server_raises_within_the_retry_bound(tmp_path: Path, run) -> None:
     """Refused at once, each attempt takes no time: the waits alone (0.05, 0.1, 0.2 s) fill
     retry_max_delay, which ends the retries long before retry_attempts does."""
@@ -1014,7 +1025,7 @@ def test_an_unreachable_server_raises_within_the_retry_bound(tmp_path: Path, run
         ):
             with pytest.raises(StoreUnavailableError, match="redis-server is running") as caught:
                 run(call())
-            assert 2 <= attempts_made(caught.value) <= 4, caught.value  # retried, then bounded
+            retried_to_the_budget(caught.value, 0.5)  # retried, then bounded
             assert "ConnectionError" in str(caught.value)
         with pytest.raises(StoreUnavailableError):  # the facade never sees an empty session
             Session("s", store=f"redis://127.0.0.1:{port}/0?retry_max_delay=0.2")
@@ -1172,7 +1183,7 @@ def test_killing_the_server_mid_run_then_restarting_it_loses_no_acknowledged_wri
 
         with pytest.raises(StoreUnavailableError) as caught:  # still down: never looks empty
             session.get_state("k0")
-        assert 2 <= attempts_made(caught.value) <= most_attempts(bound), caught.value
+        retried_to_the_budget(caught.value, bound)
 
         server.start()  # same port, same directory: the append-only file comes back
         state = session.restore_state()
