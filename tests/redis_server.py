@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from held import let_go_after_safety
+from held import SAFETY, let_go_after_safety
 from ports import free_port, own_port
 
 __all__ = ["RedisServer", "find_redis_server"]
@@ -150,7 +150,9 @@ class RedisServer:
     def hung(self) -> Iterator[None]:
         """The server stopped (SIGSTOP: the kernel still accepts connections, nothing answers)
         for the block, or until ``held.SAFETY`` seconds: resumed then, it answers, so a call
-        that waited for it instead of its own bound returns rather than raising."""
+        that waited for it instead of its own bound returns rather than raising. The block
+        ends once the server answers again (a PING, within SAFETY): the test's next call, on
+        a bound of a fraction of a second, does not meet a server still waking up."""
         assert self.proc is not None, "start the server first"
         proc = self.proc
         proc.send_signal(signal.SIGSTOP)
@@ -159,6 +161,7 @@ class RedisServer:
                 yield
         finally:
             proc.send_signal(signal.SIGCONT)
+            _command(self.port or 0, "PING", self.password, timeout=SAFETY)
 
     def stop(self) -> None:
         """Shut the server down without saving, and remove its directory if it made it."""
