@@ -53,6 +53,8 @@ def owner_of(text: str) -> str:
 
 
 @pytest.mark.slow
+# 52-77 s of CPU per backend: 200-300 s at a load of 12-17 on 2 cores; the bound is for a hang
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("seed", [19])
 def test_ten_thousand_random_operations_never_cross_users(
     open_session, tmp_path: Path, seed: int
