@@ -100,9 +100,7 @@ class _Worker:
     def _stop(self) -> None:
         process, self._process = self._process, None
         if process is not None:
-            for pipe in (process.stdin, process.stdout):
-                if pipe is not None:
-                    pipe.close()
+            _close_pipes(process)
             process.wait()
 
     def stop_at_exit(self) -> None:
@@ -119,10 +117,15 @@ class _Worker:
         pipes without waiting for it (it is not our child)."""
         process, self._process = self._process, None
         if process is not None:
-            for pipe in (process.stdin, process.stdout):
-                if pipe is not None:
-                    pipe.close()
+            _close_pipes(process)
             process.returncode = 0  # never waited for here
+
+
+def _close_pipes(process: subprocess.Popen[bytes]) -> None:
+    """Our ends of the helper's pipes, closed: its stdin's end is what tells it to stop."""
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            pipe.close()
 
 
 def _exchange(to_helper: IO[bytes], from_helper: IO[bytes], line: bytes) -> bytes:
