@@ -148,6 +148,21 @@ def failure(call) -> BaseException:
     return raised.value
 
 
+def started_on_a_thread(call: Callable[[], object]) -> tuple[threading.Thread, list[BaseException]]:
+    """``call`` started on a thread of its own, and the list that receives what it raises."""
+    outcome: list[BaseException] = []
+
+    def caller() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    return thread, outcome
+
+
 @pytest.fixture
 def sqlite_lock(tmp_path) -> Iterator[tuple[str, Callable[[], None]]]:
     """A SQLite store, and a way to make another connection hold its write lock (as a stuck
@@ -289,21 +304,13 @@ def test_an_agent_waits_for_a_slow_llm_no_longer_than_the_timeout(tmp_path, serv
 
 def test_a_call_in_flight_during_shutdown_is_woken_by_it() -> None:
     """The call waits for an hour; only shutdown can end it before the join's safety."""
-    outcome: list[BaseException] = []
     started = threading.Event()
 
     async def forever() -> None:
         started.set()
         await asyncio.sleep(3600)
 
-    def caller() -> None:
-        try:
-            runtime.run(forever())
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=caller)
-    thread.start()
+    thread, outcome = started_on_a_thread(lambda: runtime.run(forever()))
     assert started.wait(SAFETY)
     runtime.shutdown()
     thread.join(SAFETY)
@@ -341,17 +348,12 @@ def test_a_session_call_in_flight_during_shutdown_gets_a_typed_error(
     import redis.asyncio
 
     url = f"redis://127.0.0.1:{hung_server.port}/0"
-    outcome: list[BaseException] = []
 
-    def caller() -> None:
-        try:
-            pool = redis.asyncio.ConnectionPool.from_url(url)
-            Session("s", store=RedisSession(connection_pool=pool), timeout=SAFETY)
-        except BaseException as exc:
-            outcome.append(exc)
+    def call() -> None:
+        pool = redis.asyncio.ConnectionPool.from_url(url)
+        Session("s", store=RedisSession(connection_pool=pool), timeout=SAFETY)
 
-    thread = threading.Thread(target=caller)
-    thread.start()
+    thread, outcome = started_on_a_thread(call)
     hung_server.accept()  # connected: waiting for an answer that never comes
     runtime.shutdown()
     thread.join(2 * SAFETY)
@@ -366,17 +368,10 @@ def test_an_inline_call_in_flight_during_shutdown_ends_at_its_own_timeout(
     the call is still waiting (it can end only at its timeout), and the call then ends at that
     timeout, typed (after SAFETY the server would close: another error)."""
     url = f"redis://127.0.0.1:{hung_server.port}/0"
-    outcome: list[BaseException] = []
-
-    def caller() -> None:
-        try:
-            # a timeout longer than any stall before the assert, shorter than the socket's
-            Session("s", store=f"{url}?socket_timeout=25", timeout=10)
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=caller)
-    thread.start()
+    # a timeout longer than any stall before the assert, shorter than the socket's
+    thread, outcome = started_on_a_thread(
+        lambda: Session("s", store=f"{url}?socket_timeout=25", timeout=10)
+    )
     hung_server.accept()  # connected: waiting for an answer that never comes
     runtime.shutdown()
     assert thread.is_alive() and outcome == []  # shutdown did not wait for it
