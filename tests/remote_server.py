@@ -6,18 +6,22 @@ benchmark.
     server.kill(); server.start()   # SIGKILL, then the same port and store again
     server.stop()            # SIGTERM (in-flight requests finish), SIGKILL if it lingers
 
+    with SessionServer(...) as server: ...   # start; stop and remove its folder at the end
+
 The first start listens on port 0: the system picks a free port as the server binds, and
 ``start`` reads it back (``ports.listening_port``), so no other process can take the port
 between the choice and the bind. A restart reuses that port, which clients already hold.
 
 The agents come from ``tests/remote_agents.py`` (the working directory of the process is a
 temporary folder; ``PYTHONPATH`` holds the worktree and ``tests/``). The server's output goes
-to a log file, whose tail is in the error if it fails to start.
+to a log file in that folder, whose tail is in the error if it fails to start. The folder
+outlives stops and restarts (the log keeps every start's output) and goes with the with-block.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,3 +173,4 @@ class SessionServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)

@@ -57,3 +57,7 @@ def test_a_session_server_binds_port_0_and_reports_the_port_it_got(tmp_path: Any
         server.kill()
         server.start()  # a restart keeps the port its clients hold
         assert server.port == listening_port(server.process.pid)
+        # and its folder, where the log holds both starts' output
+        assert [path.name for path in server.workdir.iterdir()] == ["server.log"]
+    # the with-block leaves nothing in the temporary directory
+    assert server.process.poll() is not None and not server.workdir.exists()
