@@ -45,9 +45,7 @@ from praisonsession import (
 from praisonsession.llm import ScriptedChatServer
 from praisonsession.stores import record_key
 from remote_server import SessionServer
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
+from test_examples import run_example
 
 # -- AgentScope's own objects ----------------------------------------------------------------
 
@@ -487,12 +485,7 @@ def test_export_writes_the_agentscope_file_agentscope_loads(tmp_path: Path) -> N
 
 @pytest.mark.slow
 def test_seed_003_tutorial_on_agentscopes_own_classes(tmp_path: Path) -> None:
-    script = EXAMPLES / "agentscope_003_state_tutorial" / "state_and_session_agentscope.py"
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    out = run_example("agentscope_003_state_tutorial/state_and_session_agentscope.py", tmp_path)
     assert out.startswith("State of obj_b.a:\n{'cnt': 123}\n\nState of obj_b:\n")
     initial = json.loads(out.split("Initial state of the agent:\n")[1].split("Friday:")[0])
     assert initial == {

@@ -16,20 +16,12 @@ import tempfile
 
 from praisonsession import JSONSession, SessionBase, StateModule
 
-save_dir = tempfile.mkdtemp(prefix="agentscope-000-")
-
 
 class Counter(StateModule):
     def __init__(self) -> None:
         super().__init__()
         self.turns = 0
         self.register_state("turns")
-
-
-session = JSONSession(session_id="session_2025-08-08", save_dir=save_dir)
-print("is a SessionBase:", isinstance(session, SessionBase))
-print("session_id:", session.session_id)
-print("save_path:", os.path.relpath(session.save_path, save_dir))
 
 
 async def main() -> None:
@@ -48,4 +40,9 @@ async def main() -> None:
     print("after loading a session never saved:", restored.turns)
 
 
-asyncio.run(main())
+with tempfile.TemporaryDirectory(prefix="agentscope-000-") as save_dir:  # removed at the end
+    session = JSONSession(session_id="session_2025-08-08", save_dir=save_dir)
+    print("is a SessionBase:", isinstance(session, SessionBase))
+    print("session_id:", session.session_id)
+    print("save_path:", os.path.relpath(session.save_path, save_dir))
+    asyncio.run(main())

@@ -27,19 +27,20 @@ class Notebook(StateModule):
 
 
 async def json_session() -> None:
-    session = JSONSession(save_dir=tempfile.mkdtemp(prefix="agentscope-001-"))
-    notebook = Notebook()
-    notebook.pages = ["first page"]
-    await session.save_session_state("session_1", user_id="alice", notebook=notebook)
+    with tempfile.TemporaryDirectory(prefix="agentscope-001-") as save_dir:  # removed at the end
+        session = JSONSession(save_dir=save_dir)
+        notebook = Notebook()
+        notebook.pages = ["first page"]
+        await session.save_session_state("session_1", user_id="alice", notebook=notebook)
 
-    alices, bobs = Notebook(), Notebook()
-    await session.load_session_state("session_1", user_id="alice", notebook=alices)
-    await session.load_session_state("session_1", user_id="bob", notebook=bobs)
-    print("JSONSession, alice:", alices.pages, "bob:", bobs.pages)
-    try:
-        await session.load_session_state("nothing", allow_not_exist=False, notebook=bobs)
-    except ValueError as error:  # what AgentScope raised too
-        print("allow_not_exist=False:", type(error).__name__)
+        alices, bobs = Notebook(), Notebook()
+        await session.load_session_state("session_1", user_id="alice", notebook=alices)
+        await session.load_session_state("session_1", user_id="bob", notebook=bobs)
+        print("JSONSession, alice:", alices.pages, "bob:", bobs.pages)
+        try:
+            await session.load_session_state("nothing", allow_not_exist=False, notebook=bobs)
+        except ValueError as error:  # what AgentScope raised too
+            print("allow_not_exist=False:", type(error).__name__)
 
 
 async def redis_session() -> None:

@@ -18,8 +18,8 @@ import tempfile
 from praisonsession import JSONSession, Session, SqliteSession
 from praisonsession.llm import ScriptedChatServer
 
-workdir = tempfile.mkdtemp(prefix="agentscope-002-")
-SQLITE_PATH = os.path.join(workdir, "session.db")
+workdir = tempfile.TemporaryDirectory(prefix="agentscope-002-")  # removed at the end
+SQLITE_PATH = os.path.join(workdir.name, "session.db")
 
 
 async def run_once(server: ScriptedChatServer, message: str) -> None:
@@ -44,7 +44,7 @@ async def main() -> None:
         history = [m["content"] for m in sent[:-1] if m["role"] != "system"]
         print("the second request carried the first turn:", history)
 
-    json_store = JSONSession(save_dir=os.path.join(workdir, "sessions"))
+    json_store = JSONSession(save_dir=os.path.join(workdir.name, "sessions"))
     resumed = Session("friday_app", store="memory://").Agent("Friday", memory=False)
     sqlite_store = SqliteSession(sqlite_path=SQLITE_PATH)
     await sqlite_store.load_session_state("user_session", friday_of_user=resumed)
@@ -53,4 +53,5 @@ async def main() -> None:
 
 
 asyncio.run(main())
+workdir.cleanup()
 sys.exit(0)

@@ -17,7 +17,9 @@ import tempfile
 from praisonsession import JSONSession, Session, StateModule
 from praisonsession.llm import ScriptedChatServer
 
-os.chdir(tempfile.mkdtemp(prefix="agentscope-tutorial-"))  # keep ./user-bob/ out of the way
+started_in = os.getcwd()
+workdir = tempfile.TemporaryDirectory(prefix="agentscope-tutorial-")  # removed at the end
+os.chdir(workdir.name)  # keep ./user-bob/ out of the way
 
 # -- State Module ----------------------------------------------------------------------------
 
@@ -128,3 +130,5 @@ async def example_load_session() -> None:
 asyncio.run(example_load_session())
 app.close()
 server.stop()
+os.chdir(started_in)
+workdir.cleanup()

@@ -25,7 +25,9 @@ from agentscope.tool import Toolkit
 
 from praisonsession import JSONSession
 
-os.chdir(tempfile.mkdtemp(prefix="agentscope-tutorial-"))  # keep ./user-bob/ out of the way
+started_in = os.getcwd()
+workdir = tempfile.TemporaryDirectory(prefix="agentscope-tutorial-")  # removed at the end
+os.chdir(workdir.name)  # keep ./user-bob/ out of the way
 
 # -- State Module ----------------------------------------------------------------------------
 
@@ -141,3 +143,5 @@ async def example_load_session() -> None:
 
 
 asyncio.run(example_load_session())
+os.chdir(started_in)
+workdir.cleanup()

@@ -12,7 +12,9 @@ import tempfile
 from praisonsession import Session
 from praisonsession.llm import ScriptedChatServer
 
-os.chdir(tempfile.mkdtemp(prefix="praisonai-004-"))  # the session keeps its files here
+started_in = os.getcwd()
+workdir = tempfile.TemporaryDirectory(prefix="praisonai-004-")  # removed at the end
+os.chdir(workdir.name)  # the session keeps its files here
 server = ScriptedChatServer(lambda request: "Noted: you prefer Python.").start()
 os.environ["OPENAI_BASE_URL"] = server.url  # where PraisonAI's default model would be
 
@@ -59,3 +61,5 @@ print("expires within the hour:", 3590 < remaining <= 3600)
 
 session.close()  # saves agent histories and releases resources
 server.stop()
+os.chdir(started_in)
+workdir.cleanup()
