@@ -8,6 +8,7 @@ covers every name ``praisonsession`` exports.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 import praisonsession
+from own_tmpdir import left_in, own_tmpdir
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The PraisonAI page runs here: praisonaiagents is in this environment (the interop extra), not in
@@ -60,20 +62,23 @@ def test_a_notebook_runs_twice_in_the_same_folder(notebook: Path, tmp_path: Path
 
 
 def run_notebook_twice(notebook: Path, folder: Path) -> None:
-    """Run ``notebook`` in a real kernel in ``folder``, then again over what it left there."""
+    """Run ``notebook`` in a real kernel in ``folder``, then again over what it left there;
+    each run leaves nothing in the kernel's temporary directory (``own_tmpdir``)."""
     import nbclient
     import nbformat
 
     shutil.copy2(notebook, folder / notebook.name)
+    temp = own_tmpdir(folder)
     for attempt in ("first", "second"):
         book = nbformat.read(folder / notebook.name, as_version=4)
         client = nbclient.NotebookClient(
             book, timeout=240, kernel_name="python3", resources={"metadata": {"path": folder}}
         )
         try:
-            client.execute()
+            client.execute(env={**os.environ, "TMPDIR": str(temp)})  # returns once it exited
         except nbclient.exceptions.CellExecutionError as error:
             pytest.fail(f"{attempt} run of {notebook.name}: {error}")
+        assert left_in(temp) == [], f"{attempt} run of {notebook.name}"
 
 
 def _undocumented() -> list[str]:

@@ -8,14 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from own_tmpdir import left_in, own_tmpdir
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def run_example(relative: str, tmp_path: Path, **env: str) -> str:
     """Run an example in ``tmp_path``, with a temporary directory of its own: what the example
     makes there, it removes (a reader who runs it a hundred times finds nothing left)."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
+    temp = own_tmpdir(tmp_path)
     done = subprocess.run(
         [sys.executable, str(EXAMPLES / relative)],
         capture_output=True,
@@ -25,8 +26,7 @@ def run_example(relative: str, tmp_path: Path, **env: str) -> str:
         env={**os.environ, "TMPDIR": str(temp), **env},
     )
     assert done.returncode == 0, done.stderr
-    # onnxruntime (the memory's embedder) keeps one file of its own there, always the same
-    assert sorted(path.name for path in temp.iterdir() if path.name != ".ses") == []
+    assert left_in(temp) == []
     return done.stdout
 
 
