@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import logging
+import shutil
 import statistics
 import sys
 import tempfile
@@ -138,6 +139,7 @@ def main() -> None:
                 rows.append((history, name, save, load, save / base[0], load / base[1]))
     finally:
         server.stop()
+        shutil.rmtree(root, ignore_errors=True)
     print(f"ReActAgent + InMemoryMemory, one turn saved then loaded; median of {turns} turns")
     print("| messages | session | save (ms) | load (ms) | save ratio | load ratio |")
     print("|---:|---|---:|---:|---:|---:|")

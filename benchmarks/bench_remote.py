@@ -86,8 +86,8 @@ def store_url(backend: str) -> Iterator[str]:
         finally:
             server.stop()
     else:
-        folder = Path(tempfile.mkdtemp(prefix="bench-remote-"))
-        yield f"sqlite:///{folder / 'sessions.db'}"
+        with tempfile.TemporaryDirectory(prefix="bench-remote-") as folder:
+            yield f"sqlite:///{folder}/sessions.db"
 
 
 def client_process(

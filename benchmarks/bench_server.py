@@ -424,46 +424,48 @@ def main() -> None:
     history_sizes = (10, 100, 300) if args.quick else (10, 1000, 10000)
     growth_turns = 20 if args.quick else 200
 
-    workdir = Path(tempfile.mkdtemp(prefix="bench-server-"))
-    (workdir / "bench_server_agents.py").write_text(AGENTS_MODULE)
-    (workdir / "bare.py").write_text(BARE_SCRIPT)
-    ours_url = f"sqlite:///{workdir / 'ours.db'}"
-    data_dir = workdir / "data"
-    fill_memories(ours_url, data_dir, memories, chunks)
-    for size in history_sizes:
-        fill_history(ours_url, "growth", f"h{size}", size)
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as folder:  # removed at the end
+        workdir = Path(folder)
+        (workdir / "bench_server_agents.py").write_text(AGENTS_MODULE)
+        (workdir / "bare.py").write_text(BARE_SCRIPT)
+        ours_url = f"sqlite:///{workdir / 'ours.db'}"
+        data_dir = workdir / "data"
+        fill_memories(ours_url, data_dir, memories, chunks)
+        for size in history_sizes:
+            fill_history(ours_url, "growth", f"h{size}", size)
 
-    with llm_stand_in() as llm_url:
-        env = dict(os.environ)
-        env.update(
-            BENCH_LLM_URL=llm_url,
-            NO_PROXY="127.0.0.1",
-            PRAISONSESSION_DATA_DIR=str(data_dir),
-            PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
-        )
-        env.pop("PRAISONSESSION_REMOTE_TOKEN", None)
-        ours_port, bare_port = free_port(), free_port()
-        serve = [sys.executable, "-m", "praisonsession", "serve", "--store", ours_url]
-        serve += ["--agent", "/agent=bench_server_agents:memory_off"]
-        serve += ["--agent", "/memory=bench_server_agents:memory_on"]
-        serve += ["--agent", "/full=bench_server_agents:memory_on"]
-        serve += ["--port", str(ours_port), "--log-level", "warning"]
-        bare = [sys.executable, "bare.py", str(bare_port), str(workdir / "bare.db"), llm_url]
-        bare.append(str(2 * WINDOW_TURNS))
-        with (
-            process(serve, ours_port, workdir, env, "ours") as ours,
-            process(bare, bare_port, workdir, env, "bare") as plain,
-        ):
-            results = measure(args, ours_port, ours.pid, bare_port, plain.pid, workdir)
-            results["growth_server"] = server_growth(ours_port, history_sizes, growth_turns)
-            results["full_one_client_us"] = per_request_us(
-                ours_port,
-                [post("/full", chat_body("what colour is box 7?", "one", "full"))] * growth_turns,
-                expect("session_id", "one"),
+        with llm_stand_in() as llm_url:
+            env = dict(os.environ)
+            env.update(
+                BENCH_LLM_URL=llm_url,
+                NO_PROXY="127.0.0.1",
+                PRAISONSESSION_DATA_DIR=str(data_dir),
+                PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]),
             )
-            results["client"] = client_side(ours_port, 100 if not args.quick else 20)
-        results["growth_agent"] = agent_growth(workdir, llm_url, history_sizes, growth_turns)
-        results["stages"] = stages(ours_url, data_dir, llm_url, 5 if args.quick else 50)
+            env.pop("PRAISONSESSION_REMOTE_TOKEN", None)
+            ours_port, bare_port = free_port(), free_port()
+            serve = [sys.executable, "-m", "praisonsession", "serve", "--store", ours_url]
+            serve += ["--agent", "/agent=bench_server_agents:memory_off"]
+            serve += ["--agent", "/memory=bench_server_agents:memory_on"]
+            serve += ["--agent", "/full=bench_server_agents:memory_on"]
+            serve += ["--port", str(ours_port), "--log-level", "warning"]
+            bare = [sys.executable, "bare.py", str(bare_port), str(workdir / "bare.db"), llm_url]
+            bare.append(str(2 * WINDOW_TURNS))
+            with (
+                process(serve, ours_port, workdir, env, "ours") as ours,
+                process(bare, bare_port, workdir, env, "bare") as plain,
+            ):
+                results = measure(args, ours_port, ours.pid, bare_port, plain.pid, workdir)
+                results["growth_server"] = server_growth(ours_port, history_sizes, growth_turns)
+                results["full_one_client_us"] = per_request_us(
+                    ours_port,
+                    [post("/full", chat_body("what colour is box 7?", "one", "full"))]
+                    * growth_turns,
+                    expect("session_id", "one"),
+                )
+                results["client"] = client_side(ours_port, 100 if not args.quick else 20)
+            results["growth_agent"] = agent_growth(workdir, llm_url, history_sizes, growth_turns)
+            results["stages"] = stages(ours_url, data_dir, llm_url, 5 if args.quick else 50)
     report(results, args, memories, chunks)
 
 

@@ -58,7 +58,12 @@ def main() -> int:
     if not Path(PYTHON).exists():
         print(f"AgentScope is not installed at {PYTHON}; see benchmarks/README.md.")
         return 2
-    save_dir = tempfile.mkdtemp(prefix="interop-")
+    with tempfile.TemporaryDirectory(prefix="interop-") as save_dir:
+        return both_ways(save_dir)
+
+
+def both_ways(save_dir: str) -> int:
+    """Each side writes a file in ``save_dir`` and reads the other's."""
     ours = Agent()
     ours.name = "Written by praisonsession"
     ours.memory.messages = [{"role": "user", "content": "from praisonsession \ud800 日本"}]

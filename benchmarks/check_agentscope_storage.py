@@ -73,7 +73,7 @@ def _ours():
     from praisonsession.integrations.agentscope import PraisonStorage
 
     kind, n = os.environ["AS2_STORE"], next(_count)
-    folder = tempfile.mkdtemp(prefix="as2-")
+    folder = tempfile.mkdtemp(prefix="as2-", dir=os.environ["AS2_FOLDERS"])
     settings = None
     if kind == "memory":
         url = "memory://"
@@ -122,7 +122,11 @@ def read_tests(checkout: Path, folder: Path) -> None:
 
 
 def run(folder: Path, store: str) -> tuple[int, int, set[str]]:
-    env = {**os.environ, "AS2_STORE": store, "PS_TESTS": str(TESTS)}
+    # the stores' folders go in the suite's folder, removed with it (not TMPDIR: a PostgreSQL
+    # server, run as nobody when we are root, needs its directory where nobody reaches it)
+    stores = folder / f"stores-{store}"
+    stores.mkdir(exist_ok=True)
+    env = {**os.environ, "AS2_STORE": store, "PS_TESTS": str(TESTS), "AS2_FOLDERS": str(stores)}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf", *FILES],
         cwd=folder,

@@ -65,8 +65,10 @@ def peer(*args: str) -> dict[str, Any]:
 
 
 def their_client_our_server(llm: ScriptedChatServer) -> bool:
-    store = Path(tempfile.mkdtemp(prefix="interop-")) / "sessions.db"
-    with SessionServer(f"sqlite:///{store}", llm_url=llm.url) as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="interop-") as folder,
+        SessionServer(f"sqlite:///{folder}/sessions.db", llm_url=llm.url) as server,
+    ):
         result = peer("client", server.agent_url, json.dumps(TURNS))
         replies = result["replies"]
         print(f"PraisonAI {result['version']} client -> praisonsession serve:")
@@ -137,7 +139,11 @@ def main() -> int:
     if not Path(PYTHON).exists():
         print(f"PraisonAI is not installed at {PYTHON}; see benchmarks/README.md.")
         return 2
-    with ScriptedChatServer(seen) as llm:
+    with (
+        ScriptedChatServer(seen) as llm,
+        tempfile.TemporaryDirectory(prefix="praison-remote-") as home,
+    ):
+        os.environ["PRAISON_PEER_HOME"] = home  # the peers' (a killed one removes nothing)
         first = their_client_our_server(llm)
         second = our_client_their_server(llm)
     return 0 if first and second else 1

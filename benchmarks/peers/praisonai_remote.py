@@ -10,7 +10,8 @@ Runs in PraisonAI's virtualenv, never in the project's (``benchmarks/README.md``
 pair of TURNS_JSON, and prints ``{"version", "replies"}`` as JSON. ``server`` runs
 ``Agent(...).launch(path="/agent", port=PORT)`` (needs fastapi and uvicorn in that
 virtualenv) with its LLM at LLM_BASE_URL, until killed. Network beyond loopback is refused;
-PraisonAI's home directory is a temporary one.
+PraisonAI's home directory is a temporary one: ``$PRAISON_PEER_HOME`` if the caller gives one
+(and removes it: a killed server removes nothing), else one of its own, removed as it exits.
 """
 
 from __future__ import annotations
@@ -28,9 +29,15 @@ from typing import Any
 LOOPBACK = ("127.", "::1", "localhost")
 
 
-def _offline() -> None:
-    """Telemetry off, a throw-away home, and no connection beyond this machine."""
-    os.environ["HOME"] = tempfile.mkdtemp(prefix="praison-remote-")
+def _offline() -> tempfile.TemporaryDirectory[str] | None:
+    """Telemetry off, a throw-away home, and no connection beyond this machine. Returns the
+    home it made, if the caller gave none: to keep until the process exits."""
+    made = None
+    home = os.environ.get("PRAISON_PEER_HOME")
+    if not home:
+        made = tempfile.TemporaryDirectory(prefix="praison-remote-")
+        home = made.name
+    os.environ["HOME"] = home
     os.environ.update(
         DO_NOT_TRACK="true",
         PRAISONAI_TELEMETRY_DISABLED="true",
@@ -45,6 +52,7 @@ def _offline() -> None:
         return real_connect(self, address)
 
     socket.socket.connect = connect  # type: ignore[method-assign]
+    return made
 
 
 def client(agent_url: str, turns_json: str) -> None:
@@ -69,6 +77,6 @@ def server(llm_base_url: str, port: str) -> None:
 
 
 if __name__ == "__main__":
-    _offline()
+    home = _offline()
     mode, *arguments = sys.argv[1:]
     {"client": client, "server": server}[mode](*arguments)

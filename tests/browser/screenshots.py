@@ -37,11 +37,16 @@ SHOTS = {
 
 
 def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="praisonsession-shots-") as folder:
+        take_shots(seeded(Path(folder) / "sessions.db"))
+
+
+def take_shots(url: str) -> None:
+    """The screenshots of the store at ``url``, seeded (memories beside it), into ``OUT``."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    OUT.mkdir(parents=True, exist_ok=True)
-    url = seeded(Path(tempfile.mkdtemp(prefix="praisonsession-shots-")) / "sessions.db")
     server = UIServer(url, data_dir=data_dir_for(url))
     with server, chromium(width=1200, height=760) as browser:
         for name, (where, drawn, press) in SHOTS.items():
