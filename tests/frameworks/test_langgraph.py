@@ -654,6 +654,8 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
         "async methods vs AsyncSqliteSaver",
         "PraisonSaver (sync): WAL, synchronous=FULL",
         "AsyncSqliteSaver: WAL, synchronous=FULL",
+        "Where a sync put's time goes",
+        "| raw engine |",
     ]
     assert_benchmark_prints("bench_langgraph.py", rows, tmp_path, timeout=600)
 
