@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from own_tmpdir import own_tmpdir
 from page_envs import InstallLine, environment, environment_variables, install_line
 from test_docs import examples, run_block
 
@@ -316,7 +317,9 @@ def test_an_example_runs_twice_from_its_page_install_line_alone(
     code = examples(page)[n - 1]
     shows = SHOWS.get(f"{page.name}:{n}", {})
     comments = _comments(code)
-    variables = environment_variables()
+    # a temporary directory of its own: an example that leaves a folder there (stores.md's
+    # mkdtemp) leaves it in tmp_path, not in the system's
+    variables = {**environment_variables(), "TMPDIR": str(own_tmpdir(tmp_path))}
     for attempt in ("first", "again"):
         done = run_block(code, tmp_path, python, env=variables, timeout=300)
         assert done.returncode == 0, f"{attempt} run, after {line}:\n{done.stderr[-3000:]}"
