@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one small size, correctness only")
     quick = parser.parse_args().quick
     sizes = [2_000] if quick else [10_000, 100_000]
-    with PostgresServer() as server:
+    with PostgresServer(max_wal_size="1GB") as server:  # a server's WAL, not a test's
         import psycopg
 
         with psycopg.connect(server.url) as conn:

@@ -198,7 +198,7 @@ def stores(args: argparse.Namespace) -> Iterator[dict[str, Callable[[str], str]]
         if args.postgres:
             from postgres_server import PostgresServer
 
-            pg = PostgresServer().start()
+            pg = PostgresServer(max_wal_size="1GB").start()  # a server's, not a test's
             stack.callback(pg.stop)
             made["postgres"] = lambda name: f"{pg.url}?schema={name}"
         yield {k: v for k, v in made.items() if not args.only or k in args.only}

@@ -356,7 +356,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             5_000, 5, [10, 10_000], 200, 8, 500, [10_000, 100_000], 100,
         )  # fmt: skip
     results: dict[str, Any] = {"quick": args.quick}
-    postgres = PostgresServer(durable=args.durable).start()
+    postgres = PostgresServer(durable=args.durable, max_wal_size="1GB").start()  # a server's
     redis = RedisServer().start()
     try:
         import psycopg

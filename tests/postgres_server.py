@@ -18,6 +18,11 @@ once to a directory of ``/tmp`` that it can read, and reused from there.
 With ``durable=False`` (the default) the server does not fsync: a crash of the server process
 still loses nothing it acknowledged (the operating system keeps the writes), a power loss
 could. ``durable=True`` keeps PostgreSQL's own defaults.
+
+Its write-ahead log stays small: a checkpoint comes once about ``max_wal_size`` / 2 of WAL is
+written (64 MB by default, not PostgreSQL's 1 GB), and removes the segments before it
+(``wal_recycle=off``), so a server that lives through a whole test session keeps a pg_wal of a
+few segments. A benchmark measuring PostgreSQL passes ``max_wal_size="1GB"``: what a server has.
 """
 
 from __future__ import annotations
@@ -119,11 +124,13 @@ class PostgresServer:
         bin_dir: str | os.PathLike[str] | None = None,
         max_connections: int = 300,
         shared_buffers: str = "32MB",
+        max_wal_size: str = "64MB",
     ) -> None:
         self.bin = Path(bin_dir) if bin_dir else find_postgres_bin()
         self.durable = durable
         self.max_connections = max_connections
         self.shared_buffers = shared_buffers  # a benchmark at scale gives it what a server has
+        self.max_wal_size = max_wal_size  # see the module
         self.dir = Path(tempfile.mkdtemp(prefix="praisonsession-postgres-"))
         self.data = self.dir / "data"
         self.port: int | None = None
@@ -181,6 +188,8 @@ class PostgresServer:
                 # what erasure needs to leave no bytes (docs/pages/hierarchy.md): old WAL
                 # segments are removed at a checkpoint, not renamed for reuse with their bytes
                 "-c", "wal_recycle=off",
+                "-c", f"max_wal_size={self.max_wal_size}",
+                "-c", "min_wal_size=32MB",  # the least allowed: two 16 MB segments
             ]  # fmt: skip
             if not self.durable:
                 args += ["-c", "fsync=off", "-c", "full_page_writes=off"]
