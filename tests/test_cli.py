@@ -695,6 +695,9 @@ def test_ctrl_c_exits_130(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=tmp_path,
+        # the Ctrl-C can land as the child makes its temporary file, in Python's first look at
+        # the temporary directory, whose probe file it then leaves there: let that be tmp_path
+        env={**os.environ, "TMPDIR": str(tmp_path)},
         text=True,
     )
     try:
