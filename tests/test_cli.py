@@ -695,8 +695,7 @@ def test_ctrl_c_exits_130(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=tmp_path,
-        # the Ctrl-C can land as the child makes its temporary file, in Python's first look at
-        # the temporary directory, whose probe file it then leaves there: let that be tmp_path
+        # the child's copy of stdin (a temporary file, made before its message) goes here
         env={**os.environ, "TMPDIR": str(tmp_path)},
         text=True,
     )

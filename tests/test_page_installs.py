@@ -317,8 +317,7 @@ def test_an_example_runs_twice_from_its_page_install_line_alone(
     code = examples(page)[n - 1]
     shows = SHOWS.get(f"{page.name}:{n}", {})
     comments = _comments(code)
-    # a temporary directory of its own: an example that leaves a folder there (stores.md's
-    # mkdtemp) leaves it in tmp_path, not in the system's
+    # a temporary directory of its own: what an example leaves there stays in tmp_path
     variables = {**environment_variables(), "TMPDIR": str(own_tmpdir(tmp_path))}
     for attempt in ("first", "again"):
         done = run_block(code, tmp_path, python, env=variables, timeout=300)

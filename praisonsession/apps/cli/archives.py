@@ -205,9 +205,11 @@ async def _import(
 
 def _stdin_copy() -> IO[bytes]:
     """stdin, copied into a temporary file: an import reads the archive twice (it checks the
-    whole of it before writing anything)."""
-    click.echo("Reading the archive from stdin...", err=True)
+    whole of it before writing anything). The file is made before the message: a Ctrl+C
+    after it never meets Python's first look at the temporary directory, which leaves its
+    probe file behind when interrupted."""
     copy = tempfile.TemporaryFile()  # noqa: SIM115 - the import reads it; gone at exit
+    click.echo("Reading the archive from stdin...", err=True)
     with click.open_file("-", "rb") as stdin:
         shutil.copyfileobj(stdin, copy)
     return copy
