@@ -35,7 +35,8 @@ Three parts:
    ``synchronous=NORMAL`` (no fsync at commit: the CPU) and at ``synchronous=FULL`` (the
    durability of parts 2 and 3), taking turns call by call, each WAL first grown past its
    automatic checkpoint as the other parts' files are. FULL less NORMAL is the commit's fsync;
-   the report says how near 1.1x of ``SqliteSaver``'s put the raw engine's put comes.
+   the report says how near 1.1x of ``SqliteSaver``'s put the raw engine's put comes, and what
+   the fsync costs when the raw engine writes the row into 2 and 4 tables (a page each).
 
 Durability, the same on both sides and read back with ``PRAGMA`` from each side's own
 connection (the run stops if not): WAL with ``synchronous=FULL`` (the WAL fsynced at every
@@ -593,30 +594,34 @@ def frames(folder: Path, sizes: list[int], n: int) -> dict[str, Any]:
 
 class RawPut:
     """The raw engine's put: the checkpoint and metadata serialized by LangGraph's serde, one
-    ``INSERT`` into a one-table file and a commit. No saver does less."""
+    ``INSERT`` into a one-table file and a commit. No saver does less. With ``tables`` > 1
+    the same row goes into each of that many tables in the one commit: a page more each."""
 
-    def __init__(self, path: Path, synchronous: str) -> None:
+    def __init__(self, path: Path, synchronous: str, tables: int = 1) -> None:
         self.serde = JsonPlusSerializer()
         self.conn = sqlite3.connect(path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute(f"PRAGMA synchronous={synchronous}")
-        self.conn.execute("CREATE TABLE puts (id TEXT PRIMARY KEY, checkpoint BLOB, meta BLOB)")
+        self.inserts = [f"INSERT INTO puts{n} VALUES (?,?,?)" for n in range(tables)]
+        for n in range(tables):
+            self.conn.execute(f"CREATE TABLE puts{n} (id TEXT PRIMARY KEY, checkpoint, meta)")
 
     def get_next_version(self, current: Any, channel: Any) -> Any:
         return SqliteSaver.get_next_version(self, current, channel)
 
     def put(self, config: Any, made: Any, metadata: Any, versions: Any) -> Any:
+        row = (made["id"], self.serde.dumps_typed(made)[1], self.serde.dumps_typed(metadata)[1])
         self.conn.execute("BEGIN IMMEDIATE")
-        self.conn.execute(
-            "INSERT INTO puts VALUES (?,?,?)",
-            (made["id"], self.serde.dumps_typed(made)[1], self.serde.dumps_typed(metadata)[1]),
-        )
+        for insert in self.inserts:
+            self.conn.execute(insert, row)
         self.conn.execute("COMMIT")
         return config
 
 
+#: Part 4's raw engines, by the tables (so pages) each put writes in its one commit.
+RAW_TABLES = {"raw engine": 1, "raw engine, 2 tables": 2, "raw engine, 4 tables": 4}
 #: The file names of part 4's writers.
-WHO = {OURS: "ours", "SqliteSaver": "lg", "raw engine": "raw"}
+WHO = {OURS: "ours", "SqliteSaver": "lg", **{name: f"raw{n}" for name, n in RAW_TABLES.items()}}
 #: Part 4's puts at most before its timed ones, whatever the WAL's size.
 WARM_PUTS = 5_000
 
@@ -633,8 +638,11 @@ def put_costs(folder: Path, args: argparse.Namespace) -> dict[str, dict[str, lis
         with SqliteSaver.from_conn_string(str(folder / f"cost-lg-{synchronous}.db")) as theirs:
             theirs.setup()
             theirs.conn.execute(f"PRAGMA synchronous={synchronous}")
-            raw = RawPut(folder / f"cost-raw-{synchronous}.db", synchronous)
-            writers = {OURS: ours, "SqliteSaver": theirs, "raw engine": raw}
+            raws = {
+                name: RawPut(folder / f"cost-{WHO[name]}-{synchronous}.db", synchronous, tables)
+                for name, tables in RAW_TABLES.items()
+            }
+            writers = {OURS: ours, "SqliteSaver": theirs, **raws}
             threads = {name: Thread(saver, "cost") for name, saver in writers.items()}
             for _ in range(args.sizes[0]):
                 for thread in threads.values():
@@ -652,7 +660,8 @@ def put_costs(folder: Path, args: argparse.Namespace) -> dict[str, dict[str, lis
                                args.calls)  # fmt: skip
                 for name, speed in speeds.items():
                     costs.setdefault(name, {}).setdefault(synchronous, []).append(1e6 / speed)
-            raw.conn.close()
+            for raw in raws.values():
+                raw.conn.close()
         ours.close()
     return costs
 
@@ -812,6 +821,11 @@ def costs(results: dict[str, Any]) -> None:
         f"beside it ours {ours['NORMAL']:.0f} µs, SqliteSaver's {theirs['NORMAL']:.0f}, the raw "
         f"engine's {raw['NORMAL']:.0f}."
     )
+    fsyncs = ", ".join(
+        f"{median[name]['FULL'] - median[name]['NORMAL']:.0f} µs with {tables}"
+        for name, tables in RAW_TABLES.items()
+    )
+    print(f"  The raw engine's fsync by the tables (a page each) one commit writes: {fsyncs}.")
 
 
 def main() -> None:
