@@ -597,7 +597,7 @@ class RawPut:
     ``INSERT`` into a one-table file and a commit. No saver does less. With ``tables`` > 1
     the same row goes into each of that many tables in the one commit: a page more each."""
 
-    def __init__(self, path: Path, synchronous: str, tables: int = 1) -> None:
+    def __init__(self, path: Path, synchronous: str, tables: int) -> None:
         self.serde = JsonPlusSerializer()
         self.conn = sqlite3.connect(path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode=WAL")
@@ -629,18 +629,20 @@ WARM_PUTS = 5_000
 def put_costs(folder: Path, args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
     """Microseconds per ``put`` on a thread of ``sizes[0]``, per writer and ``synchronous``,
     one list per round; the writers taking turns call by call. Each WAL is first grown past
-    SQLite's automatic checkpoint (1,000 pages), as in parts 2 and 3's files: a commit that
-    grows the WAL costs a costlier fsync (the file's size) than one that reuses it."""
+    SQLite's automatic checkpoint (1,000 pages), as in part 2's files: a commit that grows
+    the WAL costs a costlier fsync (the file's size) than one that reuses it."""
     costs: dict[str, dict[str, list[float]]] = {}
     for synchronous, durability in (("NORMAL", "process"), ("FULL", "power")):
-        ours = PraisonSaver(f"sqlite://{folder / f'cost-ours-{synchronous}.db'}"
-                            f"?durability={durability}")  # fmt: skip
-        with SqliteSaver.from_conn_string(str(folder / f"cost-lg-{synchronous}.db")) as theirs:
+
+        def file(name: str, synchronous: str = synchronous) -> Path:
+            return folder / f"cost-{WHO[name]}-{synchronous}.db"
+
+        ours = PraisonSaver(f"sqlite://{file(OURS)}?durability={durability}")
+        with SqliteSaver.from_conn_string(str(file("SqliteSaver"))) as theirs:
             theirs.setup()
             theirs.conn.execute(f"PRAGMA synchronous={synchronous}")
             raws = {
-                name: RawPut(folder / f"cost-{WHO[name]}-{synchronous}.db", synchronous, tables)
-                for name, tables in RAW_TABLES.items()
+                name: RawPut(file(name), synchronous, tables) for name, tables in RAW_TABLES.items()
             }
             writers = {OURS: ours, "SqliteSaver": theirs, **raws}
             threads = {name: Thread(saver, "cost") for name, saver in writers.items()}
@@ -648,7 +650,7 @@ def put_costs(folder: Path, args: argparse.Namespace) -> dict[str, dict[str, lis
                 for thread in threads.values():
                     thread.put()
             for name, thread in threads.items():  # each WAL past its first checkpoint
-                wal = folder / f"cost-{WHO[name]}-{synchronous}.db-wal"
+                wal = Path(f"{file(name)}-wal")
                 for _ in range(WARM_PUTS):
                     thread.put()
                     if wal.stat().st_size >= args.warm_wal:
