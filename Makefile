@@ -21,7 +21,7 @@ DOCS_PY := $(DOCS_VENV)/bin/python
 DOCS_STAMP := $(DOCS_VENV)/.installed
 LINTED := praisonsession tests benchmarks examples notebooks
 
-.PHONY: demo test check lint bench docs clean
+.PHONY: demo test check lint bench bench-adapters docs clean
 
 # The suites run on this many processes (pytest-xdist): CI's two cores (`make test WORKERS=4`
 # where there are more).
@@ -117,6 +117,16 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_tracing.py
 	$(PY) benchmarks/bench_long_conversations.py
 	$(PY) benchmarks/bench_encryption.py
+
+# The framework adapters beside each framework's own backend (LangGraph's SqliteSaver, the
+# OpenAI Agents SDK's sessions, ADK's services, AgentScope 2.0's storage), at the same
+# durability: in the frameworks' environment, which `make bench`'s does not hold.
+bench-adapters: $(FW_STAMP)
+	$(FW_PY) benchmarks/bench_langgraph.py
+	$(FW_PY) benchmarks/bench_openai_agents.py
+	$(FW_PY) benchmarks/bench_adk.py
+	$(FW_PY) benchmarks/bench_group_commit.py
+	$(FW_PY) benchmarks/bench_agentscope_storage.py
 
 $(DOCS_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(DOCS_VENV)
