@@ -20,6 +20,8 @@ How the SDK's operations map onto the store's record operations (``StoreBackend`
   twice, whatever the number of processes.
 - ``clear_session``: the log emptied in one step; the session (its metadata, state and
   snapshots) stays.
+- ``ping`` (the readiness check of the SDK's network sessions): one ``read_record``, False
+  when the store cannot be reached.
 
 The SDK's contract, exactly: ``get_items(limit=N)`` is the raw tail, the last N items as
 stored, what the SDK's ``SQLiteSession`` returns; the SDK's Runner drops a tool output whose
@@ -50,9 +52,11 @@ from ..errors import (
     InvalidIdError,
     InvalidValueError,
     MissingDependencyError,
+    OperationTimeoutError,
     PraisonSessionError,
     SessionExpiredError,
     SessionNotFoundError,
+    StoreUnavailableError,
     install_line,
 )
 from ..stores import LogWrite, SessionBase
@@ -203,6 +207,22 @@ class PraisonSession(HeldStore, SessionABC):
         """Remove every item; the session itself (metadata, state, snapshots) stays."""
         self._check_open()
         await _to_the_end(self._clear())
+
+    async def ping(self) -> bool:
+        """Whether the store answers: True, or False when it cannot be reached or does not
+        answer within its bounds (a stopped server, a refused connection). The SDK's network
+        sessions (``RedisSession``, ``MongoDBSession``, ``DaprSession``) offer the same
+        readiness check, so code written for them runs unchanged. It reads the session's
+        record and writes nothing. Any other error (a damaged record, a missing key) is
+        raised: the store answered, and something else is wrong. A closed session raises
+        ``SessionClosedError``, as theirs raise ``RuntimeError``."""
+        self._check_open()
+        try:
+            await self._backend.read_record(self._key)
+        except (StoreUnavailableError, OperationTimeoutError) as exc:
+            logging.getLogger("praisonsession").debug("ping: %s", exc)
+            return False
+        return True
 
     def close(self) -> None:
         """Release the store's connections (a store passed in as an instance is its owner's

@@ -2,7 +2,8 @@
 
 What the SDK's protocol promises (latest N in order, pop on empty is None, clear, settings
 checked as the SDK checks them, one instance on several threads each with its own loop, a
-method replaced on an instance, the raw tail as ``SQLiteSession`` returns it), what we
+method replaced on an instance, the raw tail as ``SQLiteSession`` returns it, ``ping`` as
+its network sessions answer it), what we
 promise beyond it when asked (``orphan_free``: a tool output never stored or returned without
 its call; items equal to what was added), a real ``Runner`` continued in
 another process, the conversation seen and erased as one of our sessions, many processes at
@@ -289,6 +290,7 @@ def test_a_closed_session_refuses_everything_and_the_items_stay(store: Any) -> N
         session.get_items(),
         session.pop_item(),
         session.clear_session(),
+        session.ping(),
     ):
         with pytest.raises(SessionClosedError, match="PraisonSession is closed"):
             run(operation)
@@ -375,6 +377,47 @@ def test_a_cancelled_pop_is_applied_once_before_the_cancellation_is_raised(store
         return left, task.cancelling()
 
     assert run(work()) == ([say("one"), say("two")], 2)
+
+
+def test_ping_is_true_while_the_store_answers_and_writes_nothing(store: Any) -> None:
+    """The readiness check of the SDK's network sessions (``RedisSession.ping``): True on
+    every store; it only reads, so a conversation pinged before its first item is not made."""
+
+    async def work() -> tuple[bool, Any, bool, list[Any]]:
+        session = PraisonSession("pinged", user_id="bob", store=store)
+        answered = await session.ping()
+        made = await session.store.get_info("pinged", "bob")
+        await session.add_items([say("hello")])
+        again = await session.ping()
+        items = await session.get_items()
+        await session.aclose()
+        return answered, made, again, items
+
+    assert run(work()) == (True, None, True, [say("hello")])
+
+
+def test_ping_is_false_while_the_redis_server_is_down_and_true_once_it_is_back() -> None:
+    """A server that is gone is False, not an error (within the store's retry bound); the
+    same session answers True again once a server is back on its port."""
+    from redis_server import RedisServer
+
+    with RedisServer() as server:
+        url = f"{server.url}?socket_timeout=0.3&socket_connect_timeout=0.3&retry_max_delay=0.2"
+
+        async def work() -> tuple[bool, bool, bool]:
+            session = PraisonSession("chat", store=url)
+            await session.add_items([say("one")])
+            before = await session.ping()
+            server.kill()
+            try:
+                down = await session.ping()
+            finally:
+                server.start()
+            back = await session.ping()
+            await session.aclose()
+            return before, down, back
+
+        assert run(work()) == (True, False, True)
 
 
 async def pop_on_a_hung_server(session: PraisonSession, server: Any) -> str:
