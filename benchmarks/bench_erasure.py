@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))  # the server helpers of the test suite
 
-from postgres_server import PostgresServer  # noqa: E402
+from postgres_server import SERVER_WAL, PostgresServer  # noqa: E402
 from praisonsession import Session, erase_user, open_store  # noqa: E402
 from praisonsession._internal import runtime  # noqa: E402
 from praisonsession.stores.backends.postgres.schema import TABLES  # noqa: E402  (the tables the store has today)
@@ -136,7 +136,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one small size, correctness only")
     quick = parser.parse_args().quick
     sizes = [2_000] if quick else [10_000, 100_000]
-    with PostgresServer(max_wal_size="1GB") as server:  # a server's WAL, not a test's
+    with PostgresServer(max_wal_size=SERVER_WAL) as server:
         import psycopg
 
         with psycopg.connect(server.url) as conn:

@@ -196,9 +196,9 @@ def stores(args: argparse.Namespace) -> Iterator[dict[str, Callable[[str], str]]
         stack.callback(server.stop)
         made["redis"] = lambda name: f"{server.url}?key_prefix={name}"
         if args.postgres:
-            from postgres_server import PostgresServer
+            from postgres_server import SERVER_WAL, PostgresServer
 
-            pg = PostgresServer(max_wal_size="1GB").start()  # a server's, not a test's
+            pg = PostgresServer(max_wal_size=SERVER_WAL).start()
             stack.callback(pg.stop)
             made["postgres"] = lambda name: f"{pg.url}?schema={name}"
         yield {k: v for k, v in made.items() if not args.only or k in args.only}

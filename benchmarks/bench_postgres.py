@@ -50,7 +50,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))  # the server helpers of the test
 
 from bench_foundation import BenchAgent, make_message, percentile  # noqa: E402
 
-from postgres_server import PostgresServer  # noqa: E402
+from postgres_server import SERVER_WAL, PostgresServer  # noqa: E402
 from praisonsession import Session, open_store  # noqa: E402
 from praisonsession._internal import runtime  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
@@ -356,7 +356,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             5_000, 5, [10, 10_000], 200, 8, 500, [10_000, 100_000], 100,
         )  # fmt: skip
     results: dict[str, Any] = {"quick": args.quick}
-    postgres = PostgresServer(durable=args.durable, max_wal_size="1GB").start()  # a server's
+    postgres = PostgresServer(durable=args.durable, max_wal_size=SERVER_WAL).start()
     redis = RedisServer().start()
     try:
         import psycopg

@@ -36,11 +36,11 @@ def vector_store(kind: str) -> Iterator[dict[str, str]]:
         server = ChromaServer().start()
         url = server.url
     elif kind == "pgvector":
-        from postgres_server import PostgresServer
+        from postgres_server import SERVER_WAL, PostgresServer
 
         # as a server holding memory is run: its indexes in its own cache (the tests' 32MB
         # would hold a tenth of an HNSW index of 100,000 memories)
-        server = PostgresServer(durable=True, shared_buffers="1GB", max_wal_size="1GB").start()
+        server = PostgresServer(durable=True, shared_buffers="1GB", max_wal_size=SERVER_WAL).start()
         url = f"{server.url}?schema=bench"
     else:
         raise SystemExit(f"unknown vector store {kind!r}: one of {', '.join(STORES)}")

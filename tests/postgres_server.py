@@ -22,7 +22,7 @@ could. ``durable=True`` keeps PostgreSQL's own defaults.
 Its write-ahead log stays small: a checkpoint comes once about ``max_wal_size`` / 2 of WAL is
 written (64 MB by default, not PostgreSQL's 1 GB), and removes the segments before it
 (``wal_recycle=off``), so a server that lives through a whole test session keeps a pg_wal of a
-few segments. A benchmark measuring PostgreSQL passes ``max_wal_size="1GB"``: what a server has.
+few segments. A benchmark measuring PostgreSQL passes ``max_wal_size=SERVER_WAL``, a server's.
 """
 
 from __future__ import annotations
@@ -44,7 +44,10 @@ from typing import Any
 
 from ports import free_port, own_port
 
-__all__ = ["PostgresServer", "find_postgres_bin"]
+__all__ = ["SERVER_WAL", "PostgresServer", "find_postgres_bin"]
+
+#: PostgreSQL's own ``max_wal_size``: what a server that a benchmark measures runs with.
+SERVER_WAL = "1GB"
 
 _UNPRIVILEGED = "nobody"
 
