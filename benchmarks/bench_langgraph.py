@@ -60,7 +60,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "frameworks"))  # the graphs of the tests
@@ -81,6 +81,7 @@ FLAT_TARGET = 1.2
 GROWTH_TARGET = 2.3
 SYNC_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 SYNCHRONOUS = "FULL"
+K = TypeVar("K")  # what names each call taking turns
 
 
 def compact_size(path: Path) -> int:
@@ -205,10 +206,10 @@ def check_held(found: Any, tasks: int, args: argparse.Namespace, name: str) -> N
 
 
 def turns(
-    calls: dict[str, Callable[[int], Any]],
+    calls: dict[K, Callable[[int], Any]],
     n: int,
-    prepare: dict[str, Callable[[int], Any]] | None = None,
-) -> dict[str, float]:
+    prepare: dict[K, Callable[[int], Any]] | None = None,
+) -> dict[K, float]:
     """Ops/s of each call, ``n`` calls each taking turns one by one: the machine's state at
     any moment (other work, the disk's flushes) touches every saver alike. ``prepare`` (not
     timed) readies each saver's call ``i`` just before it (a checkpoint to write to, a thread
@@ -225,10 +226,10 @@ def turns(
 
 
 async def aturns(
-    calls: dict[str, Callable[[int], Awaitable[Any]]],
+    calls: dict[K, Callable[[int], Awaitable[Any]]],
     n: int,
-    prepare: dict[str, Callable[[int], Awaitable[Any]]] | None = None,
-) -> dict[str, float]:
+    prepare: dict[K, Callable[[int], Awaitable[Any]]] | None = None,
+) -> dict[K, float]:
     """:func:`turns` for coroutines."""
     spent = dict.fromkeys(calls, 0.0)
     for i in range(n):
@@ -249,6 +250,24 @@ def record(rounds: Rounds, measure: str, ops: dict[str, float]) -> None:
         rounds.setdefault(measure, {}).setdefault(name, []).append(value)
 
 
+def step_threads(
+    savers: dict[str, Any], sizes: list[int], number: int
+) -> dict[tuple[int, str], Thread]:
+    """A fresh thread per history size and saver, keyed (size, saver): the step at every size
+    is timed in one run of turns, so what the machine does meanwhile (other work, the load
+    moving) reaches each size alike, and ours at 10 and at 1,000 compare fairly (flatness)."""
+    return {
+        (size, name): Thread(saver, f"step-{number}-{size}")
+        for size in sizes
+        for name, saver in savers.items()
+    }
+
+
+def record_steps(rounds: Rounds, ops: dict[tuple[int, str], float]) -> None:
+    for (size, name), value in ops.items():
+        record(rounds, f"step_{size}", {name: value})
+
+
 def sync_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Rounds:
     """Each round: a step (``put`` + ``get_tuple`` of the latest) on fresh threads of each
     history size, ``list(limit=10)`` of a long thread, then each op alone; the savers taking
@@ -263,26 +282,21 @@ def sync_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Rounds:
         for thread in older.values():
             thread.put()
     for number in range(args.rounds):
-        for size in args.sizes:
-            threads = {
-                name: Thread(saver, f"step-{number}-{size}") for name, saver in savers.items()
-            }
+        sized = step_threads(savers, args.sizes, number)
+        for (size, _), thread in sized.items():
             for _ in range(size):
-                for thread in threads.values():
-                    thread.put()
+                thread.put()
 
-            def step(thread: Thread) -> Callable[[int], Any]:
-                def one(_: int) -> None:
-                    thread.put()
-                    thread.saver.get_tuple(thread.latest())
+        def step(thread: Thread) -> Callable[[int], Any]:
+            def one(_: int) -> None:
+                thread.put()
+                thread.saver.get_tuple(thread.latest())
 
-                return one
+            return one
 
-            record(
-                rounds, f"step_{size}", turns({n: step(t) for n, t in threads.items()}, args.calls)
-            )
-            for name, thread in threads.items():
-                thread.check(thread.saver.get_tuple(thread.latest()), name)
+        record_steps(rounds, turns({k: step(t) for k, t in sized.items()}, args.calls))
+        for (_, name), thread in sized.items():
+            thread.check(thread.saver.get_tuple(thread.latest()), name)
 
         def lister(thread: Thread) -> Callable[[int], Any]:
             return lambda _: list(thread.saver.list(thread.latest(), limit=10))
@@ -393,25 +407,21 @@ async def async_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Roun
         for thread in older.values():
             await thread.aput()
     for number in range(args.rounds):
-        for size in args.sizes:
-            threads = {
-                name: Thread(saver, f"step-{number}-{size}") for name, saver in savers.items()
-            }
+        sized = step_threads(savers, args.sizes, number)
+        for (size, _), thread in sized.items():
             for _ in range(size):
-                for thread in threads.values():
-                    await thread.aput()
+                await thread.aput()
 
-            def step(thread: Thread) -> Callable[[int], Awaitable[Any]]:
-                async def one(_: int) -> None:
-                    await thread.aput()
-                    await thread.saver.aget_tuple(thread.latest())
+        def step(thread: Thread) -> Callable[[int], Awaitable[Any]]:
+            async def one(_: int) -> None:
+                await thread.aput()
+                await thread.saver.aget_tuple(thread.latest())
 
-                return one
+            return one
 
-            calls = {n: step(t) for n, t in threads.items()}
-            record(rounds, f"step_{size}", await aturns(calls, args.calls))
-            for name, thread in threads.items():
-                thread.check(await thread.saver.aget_tuple(thread.latest()), name)
+        record_steps(rounds, await aturns({k: step(t) for k, t in sized.items()}, args.calls))
+        for (_, name), thread in sized.items():
+            thread.check(await thread.saver.aget_tuple(thread.latest()), name)
 
         def lister(thread: Thread) -> Callable[[int], Awaitable[Any]]:
             async def listing(_: int) -> list[Any]:
