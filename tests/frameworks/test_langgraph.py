@@ -656,6 +656,7 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
         "AsyncSqliteSaver: WAL, synchronous=FULL",
         "Where a sync put's time goes",
         "| raw engine |",
+        "| our store's append alone |",
     ]
     assert_benchmark_prints("bench_langgraph.py", rows, tmp_path, timeout=600)
 
