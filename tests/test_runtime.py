@@ -338,6 +338,35 @@ def test_shutdown_cancels_the_loops_tasks() -> None:
     assert cancelled.is_set()
 
 
+def test_shutdown_cancels_again_a_task_whose_cancel_was_lost() -> None:
+    """A cancel can be lost: Python 3.11's ``wait_for`` returns the result of a future that
+    finished as the cancel came (redis-py sends each command through it), and the task goes
+    on to its next wait. Shutdown cancels a task still running again, so it ends with the
+    loop instead of being destroyed pending when it is collected."""
+    cancels: list[str] = []
+    ended = threading.Event()
+
+    async def worker() -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancels.append("lost")  # as wait_for loses it: the task carries on
+        try:
+            await asyncio.sleep(3600)  # the answer of a hung server
+        except asyncio.CancelledError:
+            cancels.append("ended")
+            ended.set()
+            raise
+
+    async def spawn() -> None:
+        asyncio.get_running_loop().create_task(worker())
+        await asyncio.sleep(0)
+
+    runtime.run(spawn())
+    runtime.shutdown()
+    assert ended.is_set() and cancels == ["lost", "ended"]
+
+
 def test_a_session_call_in_flight_during_shutdown_gets_a_typed_error(
     hung_server: HungServer,
 ) -> None:

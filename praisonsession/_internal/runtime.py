@@ -207,6 +207,8 @@ def drive(coro: Coroutine[Any, Any, T]) -> T:
 BACKSTOP_GRACE = 1.0
 #: Seconds the loop gives cancelled tasks to finish when it shuts down.
 CANCEL_GRACE = 2.0
+#: Seconds between the cancels of a task that goes on running at shutdown.
+CANCEL_AGAIN = 0.1
 
 
 class _Loop:
@@ -264,12 +266,7 @@ def _serve(loop: asyncio.AbstractEventLoop, executor: Any, ready: threading.Even
     try:
         loop.run_forever()
     finally:
-        tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            ending = asyncio.gather(*tasks, return_exceptions=True)
-            loop.run_until_complete(asyncio.wait([ending], timeout=CANCEL_GRACE))
+        _end_tasks(loop)
         loop.run_until_complete(loop.shutdown_asyncgens())
         executor.shutdown(wait=False, cancel_futures=True)
         loop.close()
@@ -344,6 +341,33 @@ def _settle(waiter: Future[T], done: Future[T], what: str) -> None:
 def is_running() -> bool:
     current = _current
     return current is not None and current.pid == os.getpid() and current.thread.is_alive()
+
+
+def _end_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the loop's tasks and run it until they end, for at most :data:`CANCEL_GRACE`.
+
+    A task still running is cancelled again every :data:`CANCEL_AGAIN` seconds: a cancel can
+    be lost. Python 3.11's ``asyncio.wait_for`` returns the result of the future it waits on
+    when that future finished as the cancel came, and the task goes on to its next wait
+    (redis-py sends each command through ``wait_for``, then waits for the answer: from a hung
+    server, for ever). Left pending, such a task outlives its closed loop, and Python reports
+    it destroyed when it is collected."""
+    import asyncio
+
+    ends = time.monotonic() + CANCEL_GRACE
+    seen: set[asyncio.Task[Any]] = set()
+    while True:
+        running = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        left = ends - time.monotonic()
+        if not running or left <= 0:
+            break
+        seen.update(running)
+        for task in running:
+            task.cancel()
+        loop.run_until_complete(asyncio.wait(running, timeout=min(CANCEL_AGAIN, left)))
+    for task in seen:  # what they raised is read: no "exception never retrieved" at exit
+        if task.done() and not task.cancelled():
+            task.exception()
 
 
 def shutdown(timeout: float = 5.0) -> None:
