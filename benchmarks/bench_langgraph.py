@@ -74,12 +74,20 @@ from lg_graphs import chat_graph, chat_input  # noqa: E402
 from praisonsession._internal import runtime  # noqa: E402
 from praisonsession._internal.identifiers import DEFAULT_USER  # noqa: E402
 from praisonsession.integrations.langgraph import PraisonSaver  # noqa: E402
-from praisonsession.integrations.langgraph_threads import CHECKPOINTS, pack  # noqa: E402
+from praisonsession.integrations.langgraph_threads import (  # noqa: E402
+    CHECKPOINTS,
+    pack,
+    writes_name,
+)
 from praisonsession.stores import Key  # noqa: E402
 from praisonsession.stores.backend import LogWrite  # noqa: E402
 from praisonsession.stores.guard import beneath  # noqa: E402
 
 OURS = "PraisonSaver"
+#: Part 4's writer that is our store's write alone (:class:`StorePut`).
+STORE_ALONE = "our store's append alone"
+#: The reader beside the sync savers' get_tuple by id that is our store's read alone.
+STORE_READ = "our store's read alone"
 BEST_TARGET = 1.0
 MEDIAN_TARGET = 1.1
 FLAT_TARGET = 1.2
@@ -194,6 +202,29 @@ def check_listed(listed: list[Any], count: int, name: str) -> None:
 def check_found(found: Any, step: int, name: str) -> None:
     if found is None or found.checkpoint["channel_values"]["step"] != step:
         raise RuntimeError(f"{name}: get_tuple by checkpoint_id did not return checkpoint {step}")
+
+
+def store_read(thread: Thread, picks: list[int]) -> Callable[[int], None]:
+    """Our store's read alone for ``get_tuple`` by id: the record at its position (known) and
+    its writes document, in the one transaction our saver reads them in. Nothing is unpacked
+    or deserialized: about the least any read of a checkpoint from our store costs (a
+    transaction, the session's liveness, the rows)."""
+    backend = thread.saver.store.backend
+    key = Key(DEFAULT_USER, thread.config["configurable"]["thread_id"])
+
+    def read(i: int) -> None:
+        at, wanted = picks[i], thread.ids[picks[i]]
+        names = [writes_name("", wanted)]
+        found, _ = runtime.run(
+            backend.read_log_and_modules(
+                key, path=CHECKPOINTS, start=at, stop=at + 1, names=lambda _: names
+            ),
+            inline=True,  # as ours runs
+        )
+        if len(found) != 1 or found[0].get("id") != wanted:
+            raise RuntimeError(f"{STORE_READ}: no checkpoint {at} at its position")
+
+    return read
 
 
 def check_writes(found: Any, name: str) -> None:
@@ -373,7 +404,9 @@ def sync_ops(
     def by_id(name: str, thread: Thread) -> Callable[[int], None]:
         return lambda i: check_found(thread.saver.get_tuple(thread.at(picks[i])), picks[i], name)
 
-    record(rounds, "by_id", turns({n: by_id(n, t) for n, t in older.items()}, args.calls))
+    reads = {n: by_id(n, t) for n, t in older.items()}
+    reads[STORE_READ] = store_read(older[OURS], picks)
+    record(rounds, "by_id", turns(reads, args.calls))
 
     doomed: dict[str, Thread] = {}
 
@@ -672,8 +705,6 @@ class StorePut:
 
 #: Part 4's raw engines, by the tables (so pages) each put writes in its one commit.
 RAW_TABLES = {"raw engine": 1, "raw engine, 2 tables": 2, "raw engine, 4 tables": 4}
-#: Part 4's writer that is our store's write alone.
-STORE_ALONE = "our store's append alone"
 #: The file names of part 4's writers.
 WHO = {
     OURS: "ours",
@@ -838,6 +869,15 @@ def report(results: dict[str, Any]) -> bool:
                              best >= BEST_TARGET))  # fmt: skip
             verdicts.append((f"{mode}: {label}, median >= {MEDIAN_TARGET:g}", f"{middle:.2f}x",
                              middle >= MEDIAN_TARGET))  # fmt: skip
+        alone = rounds["by_id"].get(STORE_READ)
+        if alone:
+            their = statistics.median(rounds["by_id"][theirs])
+            print(
+                f"  Our store's read alone for a get_tuple by id (the record at its known "
+                f"position and its writes document, one transaction, nothing deserialized): "
+                f"{statistics.median(alone):,.0f} ops/s, "
+                f"{statistics.median(alone) / their:.2f}x {theirs}'s whole get_tuple."
+            )
         low = statistics.median(rounds[f"step_{sizes[0]}"][OURS])
         high = statistics.median(rounds[f"step_{sizes[-1]}"][OURS])
         verdicts.append(
