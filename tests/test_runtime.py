@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
@@ -319,6 +319,16 @@ def test_a_call_in_flight_during_shutdown_is_woken_by_it() -> None:
     assert runtime.run(where()) == "praisonsession-loop"  # and it starts again on demand
 
 
+def left_running_on_the_loop(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """``work()`` started as a task of the runtime's loop, and left running there."""
+
+    async def spawn() -> None:
+        asyncio.get_running_loop().create_task(work())
+        await asyncio.sleep(0)
+
+    runtime.run(spawn())
+
+
 def test_shutdown_cancels_the_loops_tasks() -> None:
     cancelled = threading.Event()
 
@@ -329,11 +339,7 @@ def test_shutdown_cancels_the_loops_tasks() -> None:
             cancelled.set()
             raise
 
-    async def spawn() -> None:
-        asyncio.get_running_loop().create_task(worker())
-        await asyncio.sleep(0)
-
-    runtime.run(spawn())
+    left_running_on_the_loop(worker)
     runtime.shutdown()
     assert cancelled.is_set()
 
@@ -358,11 +364,7 @@ def test_shutdown_cancels_again_a_task_whose_cancel_was_lost() -> None:
             ended.set()
             raise
 
-    async def spawn() -> None:
-        asyncio.get_running_loop().create_task(worker())
-        await asyncio.sleep(0)
-
-    runtime.run(spawn())
+    left_running_on_the_loop(worker)
     runtime.shutdown()
     assert ended.is_set() and cancels == ["lost", "ended"]
 
