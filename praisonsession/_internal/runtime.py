@@ -207,8 +207,9 @@ def drive(coro: Coroutine[Any, Any, T]) -> T:
 BACKSTOP_GRACE = 1.0
 #: Seconds the loop gives cancelled tasks to finish when it shuts down.
 CANCEL_GRACE = 2.0
-#: Seconds between the cancels of a task that goes on running at shutdown.
-CANCEL_AGAIN = 0.1
+#: Seconds between the cancels of a task that goes on running at shutdown: time enough for a
+#: cancelled task's own cleanup (a connection closed), which a second cancel would cut short.
+CANCEL_AGAIN = 0.5
 
 
 class _Loop:
