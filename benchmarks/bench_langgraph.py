@@ -72,7 +72,6 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
 
 from lg_graphs import chat_graph, chat_input  # noqa: E402
 from praisonsession._internal import runtime  # noqa: E402
-from praisonsession._internal.identifiers import DEFAULT_USER  # noqa: E402
 from praisonsession.integrations.langgraph import PraisonSaver  # noqa: E402
 from praisonsession.integrations.langgraph_threads import (  # noqa: E402
     CHECKPOINTS,
@@ -210,7 +209,7 @@ def store_read(thread: Thread, picks: list[int]) -> Callable[[int], None]:
     or deserialized: about the least any read of a checkpoint from our store costs (a
     transaction, the session's liveness, the rows)."""
     backend = thread.saver.store.backend
-    key = Key(DEFAULT_USER, thread.config["configurable"]["thread_id"])
+    key = thread.saver._thread_key(thread.config["configurable"]["thread_id"])
 
     def read(i: int) -> None:
         at, wanted = picks[i], thread.ids[picks[i]]
@@ -685,7 +684,7 @@ class StorePut:
 
     def put(self, config: Any, made: Any, metadata: Any, versions: Any) -> Any:
         if self.key is None:  # the thread made by the saver itself, as its first checkpoint
-            self.key = Key(DEFAULT_USER, config["configurable"]["thread_id"])
+            self.key = self.saver._thread_key(config["configurable"]["thread_id"])
             self.length = 1
             return self.saver.put(config, made, metadata, versions)
         saved = dict(made)
@@ -871,12 +870,12 @@ def report(results: dict[str, Any]) -> bool:
                              middle >= MEDIAN_TARGET))  # fmt: skip
         alone = rounds["by_id"].get(STORE_READ)
         if alone:
-            their = statistics.median(rounds["by_id"][theirs])
+            by_id = statistics.median(rounds["by_id"][theirs])
             print(
                 f"  Our store's read alone for a get_tuple by id (the record at its known "
                 f"position and its writes document, one transaction, nothing deserialized): "
                 f"{statistics.median(alone):,.0f} ops/s, "
-                f"{statistics.median(alone) / their:.2f}x {theirs}'s whole get_tuple."
+                f"{statistics.median(alone) / by_id:.2f}x {theirs}'s whole get_tuple."
             )
         low = statistics.median(rounds[f"step_{sizes[0]}"][OURS])
         high = statistics.median(rounds[f"step_{sizes[-1]}"][OURS])
