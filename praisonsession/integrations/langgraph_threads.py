@@ -67,6 +67,7 @@ from typing import Any, NamedTuple
 
 from .._internal.identifiers import MAX_KEY_LENGTH
 from .._internal.runtime import pause
+from .._internal.turns import Turns
 from ..errors import ConflictError, SessionCorruptedError, SessionNotFoundError
 from ..stores import UNSET, Branches, Key, LogWrite, SessionInfo, StoreBackend
 from ..stores.backend import Stamped, StoredModules
@@ -473,6 +474,7 @@ class Threads:
     def __init__(self, backend: StoreBackend) -> None:
         self.backend = backend
         self._lock = threading.Lock()  # guards the dicts below; never held across an await
+        self._writing = Turns("put_writes of this thread")  # one put_writes a thread at a time
         # CHECKPOINTS as last written or read here: its length, the (at, ns, id) of its
         # records since the last indexed block, and of its last record
         self._tails: dict[Key, _Tail] = {}
@@ -1157,7 +1159,21 @@ class Threads:
         marker), so a thread whose :data:`WRITES` was empty when this object first wrote to it
         holds only the writes documents written here since, as long as its length is still
         the one expected: the writes of a checkpoint not among them are none, with no read (a
-        checkpoint just put, the common case)."""
+        checkpoint just put, the common case).
+
+        The writes of one thread are stored one call at a time in this process (``Turns``):
+        LangGraph saves a step's writes in the background while the next step runs, and a
+        call that overlapped another would be refused by the length that one moved, and read
+        everything again."""
+        await self._writing.take(key)
+        try:
+            await self._put_writes(key, ns, checkpoint_id, writes)
+        finally:
+            self._writing.give(key)
+
+    async def _put_writes(
+        self, key: Key, ns: str, checkpoint_id: str, writes: Sequence[Write]
+    ) -> None:
         name = writes_name(ns, checkpoint_id)
         content = f"{writes[0].task_id} wrote " + ", ".join(w.channel for w in writes)
         for _ in range(_ATTEMPTS):

@@ -1,5 +1,6 @@
 """Small LangGraph graphs the LangGraph tests run on every saver: an approval flow that stops
-at an interrupt, and a chat that appends one message per step (plain or as a DeltaChannel).
+at an interrupt, a chat that appends one message per step (plain or as a DeltaChannel), and a
+chat turn of two nodes per run (``turn_graph``).
 
 A module of its own so that a second process (``python -m lg_graphs ...``) builds the same
 graph over the same store and carries on where the first one stopped."""
@@ -81,6 +82,38 @@ def chat_graph(saver: Any, steps: int, *, delta: bool = False) -> Any:
 
 def chat_input() -> dict[str, Any]:
     return {"messages": [HumanMessage(content="hi", id="h0")]}
+
+
+class Turn(TypedDict):
+    messages: Annotated[list[Any], add_messages]
+    notes: Annotated[list[str], operator.add]
+
+
+def turn_graph(saver: Any) -> Any:
+    """One turn of a chat per run: the person's message in (:func:`turn_input`), a node that
+    notes what it looked up, then one that replies. LangGraph saves each step's checkpoint
+    and each task's writes in the background while the next step runs, so the saves of one
+    thread overlap."""
+
+    def look_up(state: dict[str, Any]) -> dict[str, Any]:
+        return {"notes": [f"looked up {len(state['messages'])}"]}
+
+    def reply(state: dict[str, Any]) -> dict[str, Any]:
+        n = len(state["messages"])
+        return {"messages": [AIMessage(content=f"reply {n}", id=f"a{n}")]}
+
+    builder = StateGraph(Turn)
+    builder.add_node("look_up", look_up)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "look_up")
+    builder.add_edge("look_up", "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
+
+
+def turn_input(n: int) -> dict[str, Any]:
+    """The person's ``n``-th message."""
+    return {"messages": [HumanMessage(content=f"question {n}", id=f"q{n}")]}
 
 
 def summary(graph: Any, config: dict[str, Any]) -> dict[str, Any]:

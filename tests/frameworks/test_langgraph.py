@@ -25,7 +25,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 
 from backends import ENCRYPTION_KEY, SERVERS, STORE_BACKENDS, store_url
-from lg_graphs import approval_graph, chat_graph, chat_input, summary
+from lg_graphs import approval_graph, chat_graph, chat_input, summary, turn_graph, turn_input
 from praisonsession import Session, erase_user, open_store
 from praisonsession.errors import (
     ConflictError,
@@ -330,6 +330,66 @@ def test_concurrent_writes_of_parallel_tasks_are_all_kept(url: str) -> None:
         writes = saver.get_tuple(stored).pending_writes
         assert [value for _, channel, value in writes if channel == "out"] == list(range(80))
         assert len(writes) == 160
+
+
+def refusals(saver: PraisonSaver, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The writes of ``saver``'s pending writes the store refused (ConflictError), as they come."""
+    refused: list[str] = []
+    backend = saver._threads.backend
+    write_modules = backend.write_modules
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await write_modules(*args, **kwargs)
+        except ConflictError as exc:
+            refused.append(str(exc))
+            raise
+
+    monkeypatch.setattr(backend, "write_modules", counted)
+    return refused
+
+
+TURNS = 12
+
+
+def test_a_graphs_background_saves_of_one_thread_are_never_refused(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangGraph saves a step's writes on a worker thread while the next step runs: the
+    saves of one thread overlap in one process, and take turns there instead of refusing
+    each other (a refused write reads everything again and writes twice)."""
+    with PraisonSaver(url) as saver:
+        refused = refusals(saver, monkeypatch)
+        graph = turn_graph(saver)
+        thread = {"configurable": {"thread_id": "chat"}}
+        for n in range(TURNS):
+            graph.invoke(turn_input(n), thread)
+        values = graph.get_state(thread).values
+        assert len(values["messages"]) == 2 * TURNS
+        assert values["notes"][-1] == f"looked up {2 * TURNS - 1}"
+        assert refused == []
+
+
+def test_an_async_graphs_saves_of_one_thread_are_never_refused(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for ``ainvoke``: the saves are tasks of the graph's loop."""
+
+    async def chat(saver: PraisonSaver) -> dict[str, Any]:
+        graph = turn_graph(saver)
+        thread = {"configurable": {"thread_id": "chat"}}
+        for n in range(TURNS):
+            await graph.ainvoke(turn_input(n), thread)
+        return (await graph.aget_state(thread)).values
+
+    with PraisonSaver(url) as saver:
+        refused = refusals(saver, monkeypatch)
+        values = asyncio.run(chat(saver))
+        assert [m.content for m in values["messages"][-2:]] == [
+            f"question {TURNS - 1}",
+            f"reply {2 * TURNS - 1}",
+        ]
+        assert refused == []
 
 
 def test_writes_to_a_new_checkpoint_read_nothing_first_and_keep_another_savers(
