@@ -15,12 +15,15 @@ Three parts:
 2. **Speed**, the sync methods against ``SqliteSaver`` and the async ones against
    ``AsyncSqliteSaver``, in 3 rounds, the two savers taking turns call by call on one thread:
    one step (``put`` of a checkpoint, then ``get_tuple`` of the thread's latest) on a fresh
-   thread of 10 and of 1,000 checkpoints each round, and ``list(config, limit=10)`` of a
-   thread of 2,000; then each op alone: ``put`` on a thread of 10, ``put_writes`` (a task's
-   two writes to the latest checkpoint, a checkpoint put before each call, not timed),
-   ``get_tuple`` of a given (older) ``checkpoint_id`` in a thread of 1,000, and
-   ``delete_thread`` of a thread of 20 checkpoints (60 calls, each thread written before its
-   call, not timed); and ``put_writes`` of a new task to a checkpoint already holding the
+   thread of 10 and of 1,000 checkpoints each round, ``list(config, limit=10)`` of a thread of
+   2,000, and a turn of a chat graph (``invoke``/``ainvoke`` of ``lg_graphs.turn_graph``, two
+   nodes, a conversation's first 100 turns on a new thread each round; LangGraph saves each
+   step's checkpoint and each task's writes in the background while the next step runs, so the
+   saves of one thread overlap); then each op alone: ``put`` on a thread of 10,
+   ``put_writes`` (a task's two writes to the latest checkpoint, a checkpoint put before each
+   call, not timed), ``get_tuple`` of a given (older) ``checkpoint_id`` in a thread of 1,000,
+   and ``delete_thread`` of a thread of 20 checkpoints (60 calls, each thread written before
+   its call, not timed); and ``put_writes`` of a new task to a checkpoint already holding the
    writes of 1 and of 1,000 tasks (a map-reduce step's ``Send``s: for 1, a checkpoint put and
    written once before each call, not timed; for 1,000, one checkpoint filled before the
    round, which gains the round's tasks too). Ratio = our ops/s / theirs in each round;
@@ -70,7 +73,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
 
-from lg_graphs import chat_graph, chat_input  # noqa: E402
+from lg_graphs import chat_graph, chat_input, turn_graph, turn_input  # noqa: E402
 from praisonsession._internal import runtime  # noqa: E402
 from praisonsession.integrations.langgraph import PraisonSaver  # noqa: E402
 from praisonsession.integrations.langgraph_threads import (  # noqa: E402
@@ -190,6 +193,29 @@ class Thread:
     def check(self, found: Any, name: str) -> None:
         if found is None or found.checkpoint["channel_values"]["step"] != self.steps - 1:
             raise RuntimeError(f"{name}: get_tuple did not return the last checkpoint put")
+
+
+class Chat:
+    """A chat graph of one saver (``lg_graphs.turn_graph``: two nodes a turn) on a new thread,
+    a turn a call: what a user's graph does with the saver, LangGraph saving each step's
+    checkpoint and each task's writes in the background while the next step runs."""
+
+    def __init__(self, saver: Any, thread_id: str) -> None:
+        self.graph = turn_graph(saver)
+        self.config = {"configurable": {"thread_id": thread_id}}
+        self.turns = 0
+
+    def turn(self, _: int) -> None:
+        self.graph.invoke(turn_input(self.turns), self.config)
+        self.turns += 1
+
+    async def aturn(self, _: int) -> None:
+        await self.graph.ainvoke(turn_input(self.turns), self.config)
+        self.turns += 1
+
+    def check(self, values: dict[str, Any], name: str) -> None:
+        if len(values["messages"]) != 2 * self.turns or len(values["notes"]) != self.turns:
+            raise RuntimeError(f"{name}: the chat graph's thread lost a turn")
 
 
 def check_listed(listed: list[Any], count: int, name: str) -> None:
@@ -337,6 +363,10 @@ def sync_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Rounds:
             return lambda _: list(thread.saver.list(thread.latest(), limit=10))
 
         record(rounds, "list", turns({n: lister(t) for n, t in listed.items()}, args.calls))
+        chats = {name: Chat(saver, f"chat-{number}") for name, saver in savers.items()}
+        record(rounds, "graph", turns({n: c.turn for n, c in chats.items()}, args.graph_turns))
+        for name, chat in chats.items():
+            chat.check(chat.graph.get_state(chat.config).values, name)
         sync_ops(rounds, savers, older, number, args)
     for name, thread in listed.items():
         check_listed(list(thread.saver.list(thread.latest(), limit=10)), args.listed, name)
@@ -467,6 +497,12 @@ async def async_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Roun
             return listing
 
         record(rounds, "list", await aturns({n: lister(t) for n, t in listed.items()}, args.calls))
+        chats = {name: Chat(saver, f"chat-{number}") for name, saver in savers.items()}
+        record(
+            rounds, "graph", await aturns({n: c.aturn for n, c in chats.items()}, args.graph_turns)
+        )
+        for name, chat in chats.items():
+            chat.check((await chat.graph.aget_state(chat.config)).values, name)
         await async_ops(rounds, savers, older, number, args)
     for name, thread in listed.items():
         check_listed([t async for t in thread.saver.alist(thread.latest(), limit=10)],
@@ -763,6 +799,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"sizes": args.sizes, "listed": args.listed, "bytes": {}}
     results.update(calls=args.calls, rounds=args.rounds, frame_puts=args.frame_puts)
     results.update(deletes=args.deletes, deleted=args.deleted, tasks=args.tasks)
+    results.update(graph_turns=args.graph_turns)
     folder = Path(tempfile.mkdtemp(prefix="ps-bench-lg-"))
     try:
         for steps in args.steps:
@@ -838,6 +875,8 @@ def report(results: dict[str, Any]) -> bool:
     sizes, listed = results["sizes"], results["listed"]
     measures = [(f"put + get_tuple @{s:,} checkpoints", f"step_{s}") for s in sizes]
     measures.append((f"list(limit=10) @{listed:,} checkpoints", "list"))
+    turns_label = f"a chat graph's turn (2 nodes), a thread's first {results['graph_turns']:,}"
+    measures.append((turns_label, "graph"))
     measures.append((f"put alone @{sizes[0]:,} checkpoints", "put"))
     measures.append(("put_writes (a task's 2 writes) to the latest", "put_writes"))
     tasks = results["tasks"]
@@ -848,7 +887,8 @@ def report(results: dict[str, Any]) -> bool:
     measures.append((f"delete_thread of {results['deleted']:,} checkpoints", "delete"))
     print(
         f"\nSpeed: {results['rounds']} rounds of {results['calls']} calls per saver and measure, "
-        f"({results['deletes']} of delete_thread), the savers taking turns call by call; "
+        f"({results['deletes']} of delete_thread, {results['graph_turns']} of the chat graph's "
+        "turn), the savers taking turns call by call; "
         "ratio = our ops/s / theirs, per round"
     )
     for mode in ("sync", "async"):
@@ -947,6 +987,7 @@ def main() -> None:
     parser.add_argument("--deletes", type=int, default=60, help="timed delete_thread calls")
     parser.add_argument("--deleted", type=int, default=20, help="checkpoints a deleted thread has")
     parser.add_argument("--tasks", default="1,1000", help="tasks' writes held (first,last)")
+    parser.add_argument("--graph-turns", type=int, default=100, help="a chat graph's turns")
     parser.add_argument("--warm-wal", type=int, default=1001 * 4096, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="a short run (for the tests)")
     parser.add_argument("--no-bytes", action="store_true", help="skip the bytes part")
@@ -956,6 +997,7 @@ def main() -> None:
     if args.quick:
         args.calls, args.sizes, args.listed, args.frame_puts = 10, "10,100", 200, 20
         args.deletes, args.deleted, args.tasks, args.warm_wal = 5, 5, "1,100", 0
+        args.graph_turns = 5
         args.steps = [] if args.no_bytes else [20, 40]
     args.sizes = [int(s) for s in args.sizes.split(",")]
     args.tasks = [int(t) for t in args.tasks.split(",")]
