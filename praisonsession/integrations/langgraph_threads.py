@@ -68,7 +68,12 @@ from typing import Any, NamedTuple
 from .._internal.identifiers import MAX_KEY_LENGTH
 from .._internal.runtime import pause
 from .._internal.turns import Turns
-from ..errors import ConflictError, SessionCorruptedError, SessionNotFoundError
+from ..errors import (
+    ConflictError,
+    OperationTimeoutError,
+    SessionCorruptedError,
+    SessionNotFoundError,
+)
 from ..stores import UNSET, Branches, Key, LogWrite, SessionInfo, StoreBackend
 from ..stores.backend import Stamped, StoredModules
 
@@ -129,6 +134,24 @@ class Write(NamedTuple):
     channel: str
     value: Blob
     task_path: str
+
+
+class _Call:
+    """One ``put_writes`` call: its checkpoint's writes document, what it writes, and whether
+    it was stored (by its own turn or another call's) or its caller has gone."""
+
+    __slots__ = ("abandoned", "checkpoint_id", "content", "done", "name", "ns", "writes")
+
+    def __init__(self, ns: str, checkpoint_id: str, writes: Sequence[Write]) -> None:
+        self.ns, self.checkpoint_id, self.writes = ns, checkpoint_id, writes
+        self.name = writes_name(ns, checkpoint_id)
+        self.content = f"{writes[0].task_id} wrote " + ", ".join(w.channel for w in writes)
+        self.done = self.abandoned = False
+
+    def entry(self) -> dict[str, Any]:
+        """Its entry of :data:`WRITES`, for a call that changed its writes document."""
+        return {"role": "writes", "content": self.content, "ns": self.ns,
+                "id": self.checkpoint_id, "task": self.writes[0].task_id}  # fmt: skip
 
 
 class Loaded(NamedTuple):
@@ -475,6 +498,7 @@ class Threads:
         self.backend = backend
         self._lock = threading.Lock()  # guards the dicts below; never held across an await
         self._writing = Turns("put_writes of this thread")  # one put_writes a thread at a time
+        self._queued: dict[Key, list[_Call]] = {}  # put_writes waiting for their thread's turn
         # CHECKPOINTS as last written or read here: its length, the (at, ns, id) of its
         # records since the last indexed block, and of its last record
         self._tails: dict[Key, _Tail] = {}
@@ -1161,21 +1185,64 @@ class Threads:
         the one expected: the writes of a checkpoint not among them are none, with no read (a
         checkpoint just put, the common case).
 
-        The writes of one thread are stored one call at a time in this process (``Turns``):
-        LangGraph saves a step's writes in the background while the next step runs, and a
-        call that overlapped another would be refused by the length that one moved, and read
-        everything again."""
-        await self._writing.take(key)
+        In this process the calls for one thread take turns (``Turns``), and the calls that
+        queued while another wrote are stored together by the next of them, in one write:
+        LangGraph saves a step's writes in the background while the next step runs, and
+        the tasks of a step finish at once, so such calls overlap as a rule. Without turns,
+        each would be refused by the length another one moved and read everything again;
+        together, they share one commit (one fsync at ``synchronous=FULL``). A call returns
+        once its writes are stored; a write of several calls that fails is made again by
+        each of them alone, so each gets the outcome of its own writes."""
+        call = _Call(ns, checkpoint_id, writes)
+        with self._lock:
+            self._queued.setdefault(key, []).append(call)
         try:
-            await self._put_writes(key, ns, checkpoint_id, writes)
+            await self._writing.take(key)
+        except BaseException as exc:
+            with self._lock:  # its caller is gone: not written later by another call
+                call.abandoned = True
+                queued = self._queued.get(key, [])
+                if call in queued:
+                    queued.remove(call)
+                    if not queued:
+                        del self._queued[key]
+            if call.done and isinstance(exc, OperationTimeoutError):
+                return  # another call's write stored it before the deadline
+            raise
+        try:
+            with self._lock:
+                if call.done:  # stored by the call that had the turn before
+                    return
+                calls = self._queued.pop(key, [])
+            if call not in calls:  # never so: a call is queued until it is stored
+                calls.insert(0, call)
+            await self._write_calls(key, call, calls)
         finally:
             self._writing.give(key)
 
-    async def _put_writes(
-        self, key: Key, ns: str, checkpoint_id: str, writes: Sequence[Write]
-    ) -> None:
-        name = writes_name(ns, checkpoint_id)
-        content = f"{writes[0].task_id} wrote " + ", ".join(w.channel for w in writes)
+    async def _write_calls(self, key: Key, mine: _Call, calls: list[_Call]) -> None:
+        """Store ``calls`` (``mine`` among them) in one write; if that fails, ``mine`` alone,
+        the others queued again for their own callers' turns."""
+        try:
+            await self._put_writes(key, calls)
+        except BaseException as exc:
+            with self._lock:
+                others = [c for c in calls if c is not mine and not c.abandoned]
+                if others:
+                    self._queued[key] = others + self._queued.get(key, [])
+            if len(calls) == 1 or not isinstance(exc, Exception):
+                raise  # its own outcome, or a cancellation
+        else:
+            for call in calls:
+                call.done = True
+            return
+        await self._put_writes(key, [mine])
+        mine.done = True
+
+    async def _put_writes(self, key: Key, calls: Sequence[_Call]) -> None:
+        """The writes of ``calls`` merged in order into their documents (or appended to the
+        logs below them), in one write, as if each call had written alone one after another:
+        each call that changes a document adds its entry to :data:`WRITES`."""
         for _ in range(_ATTEMPTS):
             with self._lock:
                 journal = self._journals.get(key)
@@ -1185,33 +1252,42 @@ class Threads:
                 every: set[str] | None = set() if length == 0 else None
             else:
                 length, known, every = journal
-            doc = known.get(name)
-            if doc is None and every is not None and name not in every:
-                doc = {}  # every writes document is one written here: none for it yet
-            elif doc is None:
-                stored = await self.backend.read_modules(key, names=[name])
-                doc = (None if stored is None else _document(stored.documents, name, key)) or {}
+            docs: dict[str, dict[str, Any]] = {}
+            unread: list[str] = []
+            for name in dict.fromkeys(call.name for call in calls):
+                doc = known.get(name)
+                if doc is None and every is not None and name not in every:
+                    doc = {}  # every writes document is one written here: none for it yet
+                if doc is None:
+                    unread.append(name)
+                else:
+                    docs[name] = doc
+            if unread:
+                stored = await self.backend.read_modules(key, names=unread)
+                for name in unread:
+                    found = None if stored is None else _document(stored.documents, name, key)
+                    docs[name] = found or {}
             documents: dict[str, Any] = {}
-            if doc.get("more"):  # WRITES checked, not moved: no prune, no delete since
-                logged = [LogWrite(WRITES, [], length)]
-                logged.append(LogWrite(name + _MORE, [_more(content, writes)], -1))
-            else:
-                held = list(doc.get("w", []))
-                merged = _merged(held, writes)
+            entries: list[dict[str, Any]] = []
+            below: dict[str, list[dict[str, Any]]] = {}
+            for call in calls:
+                doc = docs[call.name]
+                if doc.get("more"):  # WRITES checked, not moved: no prune, no delete since
+                    below.setdefault(call.name, []).append(_more(call.content, call.writes))
+                    continue
+                held = doc.get("w", [])
+                merged = _merged(held, call.writes)
                 if merged == held:
-                    return  # nothing new: a repeat of writes stored already
+                    continue  # nothing new: a repeat of writes stored already
                 doc = {"w": merged}
-                if _full(merged) and _overflows(name):
+                if _full(merged) and _overflows(call.name):
                     doc["more"] = True  # the writes after these go to the log below it
-                documents[name] = doc
-                entry = {
-                    "role": "writes",
-                    "content": content,
-                    "ns": ns,
-                    "id": checkpoint_id,
-                    "task": writes[0].task_id,
-                }
-                logged = [LogWrite(WRITES, [entry], length)]
+                docs[call.name] = documents[call.name] = doc
+                entries.append(call.entry())
+            if not documents and not below:
+                return
+            logged = [LogWrite(WRITES, entries, length)]
+            logged.extend(LogWrite(name + _MORE, messages, -1) for name, messages in below.items())
             try:
                 await self.backend.write_modules(key, documents=documents, writes=logged)
             except ConflictError:
@@ -1219,7 +1295,7 @@ class Threads:
                     self._journals.pop(key, None)
                 await pause(0)
                 continue
-            self._journaled(key, journal, every, name, doc, length + bool(documents))
+            self._journaled(key, journal, every, docs, length + len(entries))
             return
         raise ConflictError(
             f"Thread {key.session_id!r}: {_ATTEMPTS} other writers stored writes while this "
@@ -1231,13 +1307,12 @@ class Threads:
         key: Key,
         journal: _Journal | None,
         every: set[str] | None,
-        name: str,
-        doc: dict[str, Any],
+        docs: dict[str, dict[str, Any]],
         length: int,
     ) -> None:
-        """Remember a writes document as written (or found marked ``more``) and the length of
-        :data:`WRITES` after it; ``every`` is what the write started from when the thread had
-        no journal here."""
+        """Remember writes documents as written (or found marked ``more``) and the length of
+        :data:`WRITES` after them; ``every`` is what the write started from when the thread
+        had no journal here."""
         with self._lock:
             current = self._journals.get(key)
             kept: dict[str, dict[str, Any]] = {}
@@ -1246,12 +1321,13 @@ class Threads:
             elif journal is not None:  # forgotten meanwhile: what else it holds is unknown
                 every = None
             known = dict(kept)  # a new dict: readers hold the one they took, unchanged
-            known.pop(name, None)
-            while len(known) >= 8:  # the few checkpoints being written
+            for name in docs:
+                known.pop(name, None)
+            while known and len(known) + len(docs) > 8:  # the few checkpoints being written
                 del known[next(iter(known))]
-            known[name] = doc
-            if every is not None and len(every) < _REMEMBERED:
-                every.add(name)
+            known.update(docs)
+            if every is not None and len(every) + len(docs) <= _REMEMBERED:
+                every.update(docs)
             else:
                 every = None
             self._journals[key] = (length, known, every)

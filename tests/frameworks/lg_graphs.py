@@ -1,6 +1,7 @@
 """Small LangGraph graphs the LangGraph tests run on every saver: an approval flow that stops
-at an interrupt, a chat that appends one message per step (plain or as a DeltaChannel), and a
-chat turn of two nodes per run (``turn_graph``).
+at an interrupt, a chat that appends one message per step (plain or as a DeltaChannel), a
+chat turn of two nodes per run (``turn_graph``) and a map step of tasks run at once
+(``fan_out_graph``).
 
 A module of its own so that a second process (``python -m lg_graphs ...``) builds the same
 graph over the same store and carries on where the first one stopped."""
@@ -17,7 +18,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.channels import DeltaChannel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
-from langgraph.types import Command, interrupt
+from langgraph.types import Command, Send, interrupt
 
 
 class Approval(TypedDict):
@@ -108,6 +109,28 @@ def turn_graph(saver: Any) -> Any:
     builder.add_edge(START, "look_up")
     builder.add_edge("look_up", "reply")
     builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
+
+
+class Fanned(TypedDict):
+    results: Annotated[list[str], operator.add]
+    part: int
+
+
+def fan_out_graph(saver: Any, parts: int) -> Any:
+    """A map step: ``parts`` tasks (``Send``) run at once, each adding its result; their
+    writes reach the saver together."""
+
+    def fan(state: dict[str, Any]) -> list[Send]:
+        return [Send("work", {"results": [], "part": n}) for n in range(parts)]
+
+    def work(state: dict[str, Any]) -> dict[str, Any]:
+        return {"results": [f"part {state['part']}"]}
+
+    builder = StateGraph(Fanned)
+    builder.add_node("work", work)
+    builder.add_conditional_edges(START, fan)
+    builder.add_edge("work", END)
     return builder.compile(checkpointer=saver)
 
 

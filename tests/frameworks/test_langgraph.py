@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,24 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 
 from backends import ENCRYPTION_KEY, SERVERS, STORE_BACKENDS, store_url
-from lg_graphs import approval_graph, chat_graph, chat_input, summary, turn_graph, turn_input
+from lg_graphs import (
+    approval_graph,
+    chat_graph,
+    chat_input,
+    fan_out_graph,
+    summary,
+    turn_graph,
+    turn_input,
+)
 from praisonsession import Session, erase_user, open_store
+from praisonsession._internal import runtime
 from praisonsession.errors import (
     ConflictError,
     InvalidIdError,
     InvalidValueError,
     KeyRequiredError,
     SessionCorruptedError,
+    StoreUnavailableError,
 )
 from praisonsession.integrations.langgraph import PraisonSaver
 from praisonsession.integrations.langgraph_threads import CHECKPOINTS, WRITES
@@ -370,6 +381,27 @@ def test_a_graphs_background_saves_of_one_thread_are_never_refused(
         assert refused == []
 
 
+def test_a_map_steps_tasks_writes_are_all_kept_and_never_refused(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8 tasks of one step finish at once, sync and async: every result kept, no write
+    refused (the writes queued while one was stored go together in the next write)."""
+    parts = [f"part {n}" for n in range(8)]
+
+    async def mapped(saver: PraisonSaver) -> list[str]:
+        return (await fan_out_graph(saver, 8).ainvoke({"results": []}, config("a")))["results"]
+
+    with PraisonSaver(url) as saver:
+        refused = refusals(saver, monkeypatch)
+        ran = fan_out_graph(saver, 8).invoke({"results": []}, config("s"))["results"]
+        assert sorted(ran) == parts
+        assert sorted(asyncio.run(mapped(saver))) == parts
+        for thread in ("s", "a"):
+            pending = saver.get_tuple(config(thread)).pending_writes
+            assert pending == []  # the step completed: its writes went into the checkpoint
+        assert refused == []
+
+
 def test_an_async_graphs_saves_of_one_thread_are_never_refused(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -390,6 +422,93 @@ def test_an_async_graphs_saves_of_one_thread_are_never_refused(
             f"reply {2 * TURNS - 1}",
         ]
         assert refused == []
+
+
+class HeldWrites:
+    """The saver's store writes, recorded; the first one held until ``let_go`` is set, so
+    that other ``put_writes`` calls queue behind it."""
+
+    def __init__(self, saver: PraisonSaver, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.saver, self.written = saver, []
+        self.first_in, self.let_go = threading.Event(), threading.Event()
+        self.refuse: str | None = None  # a task whose writes the store refuses
+        backend = saver._threads.backend
+        write_modules = backend.write_modules
+
+        async def held(*args: Any, **kwargs: Any) -> Any:
+            tasks = [m["task"] for m in kwargs["writes"][0].messages]
+            self.written.append(tasks)
+            if len(self.written) == 1:
+                self.first_in.set()
+                while not self.let_go.is_set():
+                    await runtime.pause(0.001)
+            if self.refuse in tasks:
+                raise StoreUnavailableError(f"refused: a write holding {self.refuse}'s")
+            return await write_modules(*args, **kwargs)
+
+        monkeypatch.setattr(backend, "write_modules", held)
+
+    def queue(self, stored: dict[str, Any], tasks: list[str]) -> dict[str, type | None]:
+        """``put_writes`` of each task on a thread of its own, the first one's write held
+        until the others are queued behind it; what each call raised, by task."""
+        errors: dict[str, type | None] = {}
+
+        def call(task: str) -> None:
+            try:
+                self.saver.put_writes(stored, [("out", task)], task)
+                errors[task] = None
+            except Exception as exc:
+                errors[task] = type(exc)
+
+        threads = [threading.Thread(target=call, args=(task,)) for task in tasks]
+        threads[0].start()
+        assert self.first_in.wait(5)
+        for thread in threads[1:]:
+            thread.start()
+        key = self.saver._thread_key(stored["configurable"]["thread_id"])
+        deadline = time.monotonic() + 10
+        while len(self.saver._threads._queued.get(key, [])) < len(tasks) - 1:
+            assert time.monotonic() < deadline, "the calls did not queue"
+            time.sleep(0.001)
+        self.let_go.set()
+        for thread in threads:
+            thread.join(10)
+        return errors
+
+
+def test_writes_queued_behind_another_are_stored_together_in_one_write(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tasks of a step finishing at once: the calls that queued while one wrote are
+    stored by the next in one write (one commit), each call's entry in it, every write kept."""
+    with PraisonSaver(url) as saver:
+        stored = put(saver, "t", {"a": 1})
+        held = HeldWrites(saver, monkeypatch)
+        errors = held.queue(stored, [f"task-{n}" for n in range(6)])
+        assert errors == {f"task-{n}": None for n in range(6)}
+        assert held.written[0] == ["task-0"]
+        assert sorted(held.written[1]) == [f"task-{n}" for n in range(1, 6)]
+        assert len(held.written) == 2
+        writes = saver.get_tuple(stored).pending_writes
+        assert writes[0][2] == "task-0"
+        assert sorted(value for _, _, value in writes) == [f"task-{n}" for n in range(6)]
+
+
+def test_a_failed_write_of_several_calls_is_made_again_by_each_alone(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each caller gets the outcome of its own writes: when the write that carried several
+    calls fails, each makes its own again, and only the call whose write fails alone gets
+    the error; the others are stored."""
+    with PraisonSaver(url) as saver:
+        stored = put(saver, "t", {"a": 1})
+        held = HeldWrites(saver, monkeypatch)
+        held.refuse = "task-3"
+        errors = held.queue(stored, [f"task-{n}" for n in range(6)])
+        assert errors == {**{f"task-{n}": None for n in range(6)}, "task-3": StoreUnavailableError}
+        assert ["task-3"] in held.written  # tried alone before its caller got the error
+        writes = saver.get_tuple(stored).pending_writes
+        assert sorted(value for _, _, value in writes) == [f"task-{n}" for n in (0, 1, 2, 4, 5)]
 
 
 def test_writes_to_a_new_checkpoint_read_nothing_first_and_keep_another_savers(
