@@ -16,17 +16,19 @@ Three parts:
    ``AsyncSqliteSaver``, in 3 rounds, the two savers taking turns call by call on one thread:
    one step (``put`` of a checkpoint, then ``get_tuple`` of the thread's latest) on a fresh
    thread of 10 and of 1,000 checkpoints each round, ``list(config, limit=10)`` of a thread of
-   2,000, and a turn of a chat graph (``invoke``/``ainvoke`` of ``lg_graphs.turn_graph``, two
+   2,000, a turn of a chat graph (``invoke``/``ainvoke`` of ``lg_graphs.turn_graph``, two
    nodes, a conversation's first 100 turns on a new thread each round; LangGraph saves each
    step's checkpoint and each task's writes in the background while the next step runs, so the
-   saves of one thread overlap); then each op alone: ``put`` on a thread of 10,
-   ``put_writes`` (a task's two writes to the latest checkpoint, a checkpoint put before each
-   call, not timed), ``get_tuple`` of a given (older) ``checkpoint_id`` in a thread of 1,000,
-   and ``delete_thread`` of a thread of 20 checkpoints (60 calls, each thread written before
-   its call, not timed); and ``put_writes`` of a new task to a checkpoint already holding the
-   writes of 1 and of 1,000 tasks (a map-reduce step's ``Send``s: for 1, a checkpoint put and
-   written once before each call, not timed; for 1,000, one checkpoint filled before the
-   round, which gains the round's tasks too). Ratio = our ops/s / theirs in each round;
+   saves of one thread overlap) and a map step (``lg_graphs.fan_out_graph``: 8 tasks at once,
+   their writes reaching the saver together; 100 runs, a new thread each); then each op
+   alone: ``put`` on a thread of 10, ``put_writes`` (a task's two writes to the latest
+   checkpoint, a checkpoint put before each call, not timed), ``get_tuple`` of a given
+   (older) ``checkpoint_id`` in a thread of 1,000, and ``delete_thread`` of a thread of 20
+   checkpoints (60 calls, each thread written before its call, not timed); and ``put_writes``
+   of a new task to a checkpoint already holding the writes of 1 and of 1,000 tasks (a
+   map-reduce step's ``Send``s: for 1, a checkpoint put and written once before each call, not
+   timed; for 1,000, one checkpoint filled before the round, which gains the round's tasks
+   too). Ratio = our ops/s / theirs in each round;
    targets: the best round at least 1.0 and the median at least 1.1, and ours flat (a step's
    ops/s at 10 checkpoints within 1.2x of 1,000, put_writes' at 1 task within 1.2x of 1,000).
 3. **WAL frames per put**, each side: the write-ahead log's growth over 200 puts while a
@@ -73,7 +75,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
 
-from lg_graphs import chat_graph, chat_input, turn_graph, turn_input  # noqa: E402
+from lg_graphs import chat_graph, chat_input, fan_out_graph, turn_graph, turn_input  # noqa: E402
 from praisonsession._internal import runtime  # noqa: E402
 from praisonsession.integrations.langgraph import PraisonSaver  # noqa: E402
 from praisonsession.integrations.langgraph_threads import (  # noqa: E402
@@ -216,6 +218,33 @@ class Chat:
     def check(self, values: dict[str, Any], name: str) -> None:
         if len(values["messages"]) != 2 * self.turns or len(values["notes"]) != self.turns:
             raise RuntimeError(f"{name}: the chat graph's thread lost a turn")
+
+
+class MapStep:
+    """A map step of one saver (``lg_graphs.fan_out_graph``): :data:`PARTS` tasks run at
+    once, their writes reaching the saver together; a new thread a call."""
+
+    def __init__(self, saver: Any, number: int) -> None:
+        self.graph = fan_out_graph(saver, PARTS)
+        self.number = number
+
+    def config(self, i: int) -> dict[str, Any]:
+        return {"configurable": {"thread_id": f"map-{self.number}-{i}"}}
+
+    def run(self, i: int) -> None:
+        check_parts(self.graph.invoke({"results": []}, self.config(i))["results"])
+
+    async def arun(self, i: int) -> None:
+        check_parts((await self.graph.ainvoke({"results": []}, self.config(i)))["results"])
+
+
+#: The tasks of a map step.
+PARTS = 8
+
+
+def check_parts(results: list[str]) -> None:
+    if sorted(results) != sorted(f"part {n}" for n in range(PARTS)):
+        raise RuntimeError(f"a map step lost a task's result: {results}")
 
 
 def check_listed(listed: list[Any], count: int, name: str) -> None:
@@ -367,6 +396,8 @@ def sync_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Rounds:
         record(rounds, "graph", turns({n: c.turn for n, c in chats.items()}, args.graph_turns))
         for name, chat in chats.items():
             chat.check(chat.graph.get_state(chat.config).values, name)
+        maps = {name: MapStep(saver, number) for name, saver in savers.items()}
+        record(rounds, "map", turns({n: m.run for n, m in maps.items()}, args.graph_turns))
         sync_ops(rounds, savers, older, number, args)
     for name, thread in listed.items():
         check_listed(list(thread.saver.list(thread.latest(), limit=10)), args.listed, name)
@@ -503,6 +534,8 @@ async def async_rounds(savers: dict[str, Any], args: argparse.Namespace) -> Roun
         )
         for name, chat in chats.items():
             chat.check((await chat.graph.aget_state(chat.config)).values, name)
+        maps = {name: MapStep(saver, number) for name, saver in savers.items()}
+        record(rounds, "map", await aturns({n: m.arun for n, m in maps.items()}, args.graph_turns))
         await async_ops(rounds, savers, older, number, args)
     for name, thread in listed.items():
         check_listed([t async for t in thread.saver.alist(thread.latest(), limit=10)],
@@ -877,6 +910,7 @@ def report(results: dict[str, Any]) -> bool:
     measures.append((f"list(limit=10) @{listed:,} checkpoints", "list"))
     turns_label = f"a chat graph's turn (2 nodes), a thread's first {results['graph_turns']:,}"
     measures.append((turns_label, "graph"))
+    measures.append((f"a map step of {PARTS} tasks at once (invoke, a new thread)", "map"))
     measures.append((f"put alone @{sizes[0]:,} checkpoints", "put"))
     measures.append(("put_writes (a task's 2 writes) to the latest", "put_writes"))
     tasks = results["tasks"]
@@ -887,8 +921,8 @@ def report(results: dict[str, Any]) -> bool:
     measures.append((f"delete_thread of {results['deleted']:,} checkpoints", "delete"))
     print(
         f"\nSpeed: {results['rounds']} rounds of {results['calls']} calls per saver and measure, "
-        f"({results['deletes']} of delete_thread, {results['graph_turns']} of the chat graph's "
-        "turn), the savers taking turns call by call; "
+        f"({results['deletes']} of delete_thread, {results['graph_turns']} of each graph), the "
+        "savers taking turns call by call; "
         "ratio = our ops/s / theirs, per round"
     )
     for mode in ("sync", "async"):

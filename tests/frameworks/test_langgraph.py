@@ -823,6 +823,7 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
         "| put + get_tuple @10 checkpoints |",
         "| list(limit=10) @200 checkpoints |",
         "| a chat graph's turn (2 nodes), a thread's first 5 |",
+        "| a map step of 8 tasks at once (invoke, a new thread) |",
         "| put alone @10 checkpoints |",
         "| put_writes (a task's 2 writes) to the latest |",
         "| put_writes to a checkpoint holding 1 task's writes |",
