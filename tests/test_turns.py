@@ -52,6 +52,27 @@ def test_a_thread_waits_for_the_key_another_thread_holds() -> None:
     assert order == ["first gives it", "second took it"]
 
 
+def test_waiting_threads_are_handed_the_key_in_the_order_they_asked() -> None:
+    """First come, first served: a key given back goes to the longest waiter alone."""
+    turns, order = Turns("write"), []
+    release, holder = held_by_a_thread(turns, "k")
+
+    def waiter(name: str) -> None:
+        drive(turns.take("k"))
+        order.append(name)
+        turns.give("k")
+
+    waiters = []
+    for name in ("first", "second", "third"):
+        waiters.append(threading.Thread(target=waiter, args=(name,)))
+        waiters[-1].start()
+        time.sleep(SETTLE)  # each waits before the next asks
+    release.set()
+    for thread in (holder, *waiters):
+        thread.join(5)
+    assert order == ["first", "second", "third"]
+
+
 def test_other_keys_are_not_waited_for() -> None:
     turns = Turns("write")
     release, holder = held_by_a_thread(turns, "k")
