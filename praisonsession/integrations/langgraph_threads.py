@@ -510,14 +510,20 @@ class Threads:
         # next one (no walk over every slot kept), and the old slots age out unread.
         self._generations: dict[Key, int] = {}
         self._generation = 0
-        # (thread, generation, ns, id) -> (position, record without its values)
-        self._records: OrderedDict[tuple[Key, int, str, str], tuple[int, Record]] = OrderedDict()
-        self._runs: set[tuple[Key, int, str]] = set()
-        # (thread, generation, ns, id) -> position: more of them than records, a checkpoint
-        # named by id is then read with its writes in one read (a hint, checked there)
-        self._positions: OrderedDict[tuple[Key, int, str, str], int] = OrderedDict()
-        # (thread, generation, ns, channel, version) -> the value's typed bytes (unpacked once)
-        self._values: OrderedDict[tuple[Key, int, str, str, str], Blob] = OrderedDict()
+        # The slots' thread is its user and session id, not the Key: a tuple of plain str and
+        # int is left out of the garbage collector's walks (a named tuple never is), and
+        # these hold thousands of slots.
+        # (user, session, generation, ns, id) -> (position, record without its values)
+        self._records: OrderedDict[tuple[str, str, int, str, str], tuple[int, Record]] = (
+            OrderedDict()
+        )
+        self._runs: set[tuple[str, str, int, str]] = set()
+        # (user, session, generation, ns, id) -> position: more of them than records, a
+        # checkpoint named by id is then read with its writes in one read (a hint, checked)
+        self._positions: OrderedDict[tuple[str, str, int, str, str], int] = OrderedDict()
+        # (user, session, generation, ns, channel, version) -> the value's typed bytes
+        # (unpacked once)
+        self._values: OrderedDict[tuple[str, str, int, str, str, str], Blob] = OrderedDict()
         self._value_bytes = 0
         # each thread's view (_View), when its backend stamps what it reads and writes, and
         # the threads whose newest was read since their last put (_note_read)
@@ -565,9 +571,9 @@ class Threads:
         light["values"] = dict.fromkeys(own, True)
         with self._lock:
             generation = self._generations.get(key, 0)
-            slot = (key, generation, ns, record["id"])
+            slot = (*key, generation, ns, record["id"])
             for channel, packed in own.items():
-                held = (key, generation, ns, channel, str(versions.get(channel)))
+                held = (*key, generation, ns, channel, str(versions.get(channel)))
                 if held in self._values:
                     self._values.move_to_end(held)
                 elif blobs is not None:
@@ -585,9 +591,9 @@ class Threads:
 
     def _known(self, key: Key, ns: str, checkpoint_id: str) -> tuple[int, Record] | None:
         with self._lock:
-            return self._records.get((key, self._generations.get(key, 0), ns, checkpoint_id))
+            return self._records.get((*key, self._generations.get(key, 0), ns, checkpoint_id))
 
-    def _keep_value(self, slot: tuple[Key, int, str, str, str], value: Blob) -> None:
+    def _keep_value(self, slot: tuple[str, str, int, str, str, str], value: Blob) -> None:
         """Keep a value not kept yet (called holding the lock)."""
         size = len(value[1])
         if size > _VALUE_BUDGET // 8:
@@ -604,7 +610,7 @@ class Threads:
             return {
                 channel: found
                 for channel, version in versions.items()
-                if (found := values.get((key, generation, ns, channel, str(version)))) is not None
+                if (found := values.get((*key, generation, ns, channel, str(version)))) is not None
             }
 
     def _note_read(self, key: Key) -> None:
@@ -695,10 +701,10 @@ class Threads:
                 parent = (
                     None
                     if parent_id is None
-                    else self._records.get((key, generation, ns, parent_id))
+                    else self._records.get((*key, generation, ns, parent_id))
                 )
                 tail = self._tails.get(key)
-                run = (key, generation, run_id or "")
+                run = (*key, generation, run_id or "")
                 new_run = run_id if run_id is not None and run not in self._runs else None
             if parent is None and parent_id is not None:
                 parent = await self._find(key, ns, parent_id)
@@ -906,7 +912,7 @@ class Threads:
         with the record at that position unless it is remembered here (``read_modules_and_log``:
         one transaction on SQLite); one not indexed yet is found in the log's tail."""
         with self._lock:
-            slot = (key, self._generations.get(key, 0), ns, checkpoint_id)
+            slot = (*key, self._generations.get(key, 0), ns, checkpoint_id)
             remembered = slot in self._records
             at = None if remembered else self._positions.get(slot)
         if at is not None:

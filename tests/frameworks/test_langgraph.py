@@ -7,6 +7,7 @@ and continued in another."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sqlite3
@@ -245,6 +246,31 @@ def test_a_saver_with_no_memory_of_a_thread_finds_every_checkpoint(url: str) -> 
                 )
     assert len(steps_of(PraisonSaver(store).list(config("t", "")))) == len(made[""])
     asyncio.run(store.close())
+
+
+def test_what_a_saver_remembers_of_its_threads_is_mostly_left_out_of_gc_walks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saver remembers thousands of positions and values by (thread, namespace, id): kept
+    as tuples of plain str and int, which Python's garbage collector stops walking, so a
+    full collection in a process holding a busy saver does not grow with them. Only the
+    records it keeps (a few containers each) stay in its walks."""
+    from praisonsession.integrations import langgraph_threads
+
+    monkeypatch.setattr(langgraph_threads, "_REMEMBERED", 64)  # 64 records, 512 positions
+    with PraisonSaver(f"sqlite://{tmp_path}/gc.db") as saver:
+        parent = put(saver, "t", {"step": 0, "note": "n0"})
+        gc.collect()
+        before = len(gc.get_objects())
+        for step in range(1, 1025):
+            checkpoint = empty_checkpoint()
+            versions = {"step": str(step), "note": str(step)}
+            checkpoint["channel_values"] = {"step": step, "note": f"n{step}"}
+            checkpoint["channel_versions"] = versions
+            parent = saver.put(parent, checkpoint, {"source": "loop", "step": step}, versions)
+        gc.collect()
+        grown = len(gc.get_objects()) - before
+    assert grown < 64 * 12  # the records' containers; 512 positions and 512 values add none
 
 
 def test_a_checkpoint_at_a_remembered_position_is_checked_against_the_store(
