@@ -27,7 +27,7 @@ from typing import Any
 
 from .runtime import expired, loop_running_here, remaining
 
-__all__ = ["Turns"]
+__all__ = ["Turns", "wake"]
 
 
 class Turns:
@@ -110,19 +110,26 @@ class _Waiter:
 
     def wake(self) -> bool:
         """False when it cannot be woken (its loop has closed)."""
-        if self.future is None:
-            self.lock.release()
-            return True
-        try:
-            self.loop.call_soon_threadsafe(_wake, self.future)
-        except RuntimeError:
-            return False
-        return True
+        return wake(self.lock, self.loop, self.future)
 
 
 _FOREVER = float("inf")
 
 
-def _wake(future: Any) -> None:
+def wake(lock: Any, loop: Any, future: Any) -> bool:
+    """Wake one wait from any thread: release the held ``lock`` a thread with no loop waits
+    on, or else resolve ``future`` on its ``loop``; False when that loop has closed (nobody
+    waits there any more). Turns and the SQLite commit group wake their waiters so."""
+    if future is None:
+        lock.release()
+        return True
+    try:
+        loop.call_soon_threadsafe(_resolve, future)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _resolve(future: Any) -> None:
     if not future.done():
         future.set_result(None)

@@ -73,6 +73,7 @@ from threading import get_ident
 from typing import Any
 
 from ...._internal.runtime import cancelled_by_deadline, drive
+from ...._internal.turns import wake
 
 #: The most writers one transaction carries: a leader's wait is bounded, and a queue longer
 #: than this commits in several transactions.
@@ -155,14 +156,7 @@ class Writer:
 
     def _signal(self) -> bool:
         """Wake the writer; False when it cannot be (its loop has closed)."""
-        if self.future is None:
-            self.wake.release()
-            return True
-        try:
-            self.loop.call_soon_threadsafe(_resolve, self.future)
-        except RuntimeError:  # the loop is closed: nobody waits there any more
-            return False
-        return True
+        return wake(self.wake, self.loop, self.future)
 
 
 def idle(loop: Any) -> bool:
@@ -244,11 +238,6 @@ def known_despite(exc: BaseException) -> bool:
     write was not made, and a caller that gets it tries again, so a write that is committed
     returns; any other cancel is the caller's own, raised after the outcome is in."""
     return cancelled(exc) and cancelled_by_deadline()
-
-
-def _resolve(future: Any) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 class CommitGroup:
