@@ -66,7 +66,10 @@ def test_waiting_threads_are_handed_the_key_in_the_order_they_asked() -> None:
     for name in ("first", "second", "third"):
         waiters.append(threading.Thread(target=waiter, args=(name,)))
         waiters[-1].start()
-        time.sleep(SETTLE)  # each waits before the next asks
+        deadline = time.monotonic() + 5
+        while len(turns._held["k"]) < len(waiters):  # each waits before the next asks
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
     release.set()
     for thread in (holder, *waiters):
         thread.join(5)
