@@ -1021,7 +1021,7 @@ def main() -> None:
     parser.add_argument("--deletes", type=int, default=60, help="timed delete_thread calls")
     parser.add_argument("--deleted", type=int, default=20, help="checkpoints a deleted thread has")
     parser.add_argument("--tasks", default="1,1000", help="tasks' writes held (first,last)")
-    parser.add_argument("--graph-turns", type=int, default=100, help="a chat graph's turns")
+    parser.add_argument("--graph-turns", type=int, default=100, help="runs of each graph a round")
     parser.add_argument("--warm-wal", type=int, default=1001 * 4096, help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="a short run (for the tests)")
     parser.add_argument("--no-bytes", action="store_true", help="skip the bytes part")

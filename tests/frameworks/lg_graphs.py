@@ -112,6 +112,11 @@ def turn_graph(saver: Any) -> Any:
     return builder.compile(checkpointer=saver)
 
 
+def turn_input(n: int) -> dict[str, Any]:
+    """The person's ``n``-th message."""
+    return {"messages": [HumanMessage(content=f"question {n}", id=f"q{n}")]}
+
+
 class Fanned(TypedDict):
     results: Annotated[list[str], operator.add]
     part: int
@@ -132,11 +137,6 @@ def fan_out_graph(saver: Any, parts: int) -> Any:
     builder.add_conditional_edges(START, fan)
     builder.add_edge("work", END)
     return builder.compile(checkpointer=saver)
-
-
-def turn_input(n: int) -> dict[str, Any]:
-    """The person's ``n``-th message."""
-    return {"messages": [HumanMessage(content=f"question {n}", id=f"q{n}")]}
 
 
 def summary(graph: Any, config: dict[str, Any]) -> dict[str, Any]:
