@@ -23,6 +23,7 @@ from backends import ENCRYPTION_KEY
 from praisonsession import erase_user, open_store
 from praisonsession.integrations.langgraph import PraisonSaver
 from praisonsession.integrations.langgraph_threads import Threads
+from praisonsession.stores import guard
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -142,6 +143,20 @@ def test_the_newest_checkpoint_put_or_read_is_served_from_the_view(url: str) -> 
         found.metadata["step"] = "changed"
         found.checkpoint["channel_versions"].clear()
         assert answers(saver, "t") == first
+
+
+def test_a_put_that_first_rechecks_the_stores_encryption_still_leaves_a_view(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before a write, the store's guard looks again whether the store was encrypted since
+    (every half second: here every write). That look is a read inside the put: the view the
+    put leaves is of what it wrote, not of that read (which the write then moved on)."""
+    monkeypatch.setattr(guard, "RECHECK_SECONDS", 0.0)
+    with PraisonSaver(url) as saver:
+        put(saver, "t", 1)
+        put(saver, "t", 2)  # a read of the newest, then a put: viewed
+        assert viewed(saver, "t")
+        assert answers(saver, "t") == fresh(url, "t")
 
 
 def test_only_a_put_after_a_read_of_the_newest_pays_for_a_view(url: str) -> None:

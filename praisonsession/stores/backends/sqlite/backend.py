@@ -278,7 +278,7 @@ class SqliteBackend(StoreBackend):
         next transaction, anything else in one of its own (stamped inside ``stamped``)."""
         slot = _STAMPING.get()
         if slot is not None and slot.backend is self:
-            work = slot.around(work)
+            work = slot.around(work, write)
         if write and self._group is not None:
             return self._grouped(work, self._group)
         return self._attempts(work, write)
@@ -1317,11 +1317,12 @@ class SqliteBackend(StoreBackend):
     async def stamped(
         self, key: Key, operation: Callable[[], Awaitable[T]], names: Sequence[str] = ()
     ) -> Stamped:
-        """The stamp is taken inside the operation's first transaction, after its statements
-        (``_Slot``): this connection's ``data_version`` (SQLite moves it when any other
-        connection, of any process, commits) and ``total_changes`` (every row this connection
-        changed, for every store of the process sharing it), with the session found live
-        with no expiry and no TTL. Taken inside, it names exactly the state the operation
+        """The stamp is taken inside the operation's first transaction (or its first write
+        transaction, when reads came first), after its statements (``_Slot``): this
+        connection's ``data_version`` (SQLite moves it when any other connection, of any
+        process, commits) and ``total_changes`` (every row this connection changed, for every
+        store of the process sharing it), with the session found live with no expiry and no
+        TTL. Taken inside, it names exactly the state the operation
         read or left, even when a commit group ran other writers' work in the same
         transaction (theirs after it move ``total_changes`` on)."""
         slot = _Slot(self, key, tuple(names))
@@ -1482,23 +1483,32 @@ class _Stamp(NamedTuple):
 
 
 class _Slot:
-    """One ``stamped`` call: the stamp of its first transaction's work (``around``)."""
+    """One ``stamped`` call: the stamp of its first transaction's work, or of its first write
+    (``around``)."""
 
-    __slots__ = ("backend", "documents", "key", "names", "stamp", "taken")
+    __slots__ = ("backend", "documents", "key", "names", "stamp", "taken", "written")
 
     def __init__(self, backend: SqliteBackend, key: Key, names: tuple[str, ...]) -> None:
         self.backend = backend
         self.key = key
         self.names = names
         self.taken = False
+        self.written = False  # stamped by a write transaction
         self.stamp: _Stamp | None = None
         self.documents: dict[str, Any] = {}
 
-    def around(self, work: Callable[[sqlite3.Connection], T]) -> Callable[[sqlite3.Connection], T]:
+    def around(
+        self, work: Callable[[sqlite3.Connection], T], write: bool
+    ) -> Callable[[sqlite3.Connection], T]:
         def stamping(conn: sqlite3.Connection) -> T:
             result = work(conn)
-            if not self.taken:  # the first: what later ones read is certified only with it
+            # The first: what later reads read is certified only with it. A write after
+            # reads (the guard's look for an encryption mark, before a store's first write)
+            # changes rows, so a stamp of those reads would never be certified: it takes
+            # the stamp of what it left instead.
+            if not self.taken or (write and not self.written):
                 self.taken = True
+                self.written = write
                 self.stamp, self.documents = self.backend._stamp(conn, self.key, self.names)
             return result
 
