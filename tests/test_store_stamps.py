@@ -126,6 +126,23 @@ def test_a_write_is_stamped_after_its_statements_with_the_documents_asked_for(
     assert backend.unchanged_since(done.stamp)  # taken after its own statements
 
 
+def test_a_stamped_read_of_a_missing_record_reads_its_row_once_then_the_full_way(
+    path: Path,
+) -> None:
+    """The stamp's statement reads the record's row as the liveness check does: when it finds
+    none, the read goes the full way at once (which tells missing from damaged), not through
+    the liveness check first. A graph's first run on a new thread makes this read."""
+    backend = sqlite_backend(path)
+    append(backend, "one")  # the file, and this thread's connection to it
+    statements: list[str] = []
+    backend._opened().conn.set_trace_callback(statements.append)
+    found = stamped_read(backend, Key("alice", "missing"))
+    assert found.stamp is None and not found.value
+    reads = [s for s in statements if s.lstrip().upper().startswith("SELECT")]
+    assert len(reads) == 2, reads  # the stamp's row, then the record's info
+    assert "pragma_data_version" in reads[0]
+
+
 def test_a_record_that_time_can_expire_or_slide_gets_no_stamp(path: Path, tmp_path: Path) -> None:
     backend = sqlite_backend(path)
     append(backend, "one")

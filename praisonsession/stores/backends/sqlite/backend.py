@@ -781,6 +781,10 @@ class SqliteBackend(StoreBackend):
                 slot.stamp, slot.documents = self._stamp_of(conn, row, slot.names, at)
                 if row is not None and _live_as_read(row[1], row[2], row[3], at):
                     return row[3], work(conn)
+                # LIVENESS would read the same row again: the full way at once, which says
+                # why not (missing, expired, newer, damaged)
+                info = self._live_info(conn, key, at, must_exist)
+                return (None, None) if info is None else (info.ttl, work(conn))
             live, ttl = self._live_ttl(conn, key, at, must_exist)
             return ttl, (work(conn) if live else None)
 
