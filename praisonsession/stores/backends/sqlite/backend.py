@@ -1326,9 +1326,9 @@ class SqliteBackend(StoreBackend):
         connection's ``data_version`` (SQLite moves it when any other connection, of any
         process, commits) and ``total_changes`` (every row this connection changed, for every
         store of the process sharing it), with the session found live with no expiry and no
-        TTL. Taken inside, it names exactly the state the operation
-        read or left, even when a commit group ran other writers' work in the same
-        transaction (theirs after it move ``total_changes`` on)."""
+        TTL. Taken inside, it names exactly the state the operation read or left, even when a
+        commit group ran other writers' work in the same transaction (theirs after it move
+        ``total_changes`` on)."""
         slot = _Slot(self, key, tuple(names))
         token = _STAMPING.set(slot)
         try:
@@ -1507,9 +1507,9 @@ class _Slot:
         def stamping(conn: sqlite3.Connection) -> T:
             result = work(conn)
             # The first: what later reads read is certified only with it. A write after
-            # reads (the guard's look for an encryption mark, before a store's first write)
-            # changes rows, so a stamp of those reads would never be certified: it takes
-            # the stamp of what it left instead.
+            # reads (the key guard's look for an encryption mark, made before a write every
+            # half second) changes rows, so a stamp of those reads would never be certified:
+            # it takes the stamp of what it left instead.
             if not self.taken or (write and not self.written):
                 self.taken = True
                 self.written = write
