@@ -613,6 +613,17 @@ class SqliteBackend(StoreBackend):
         says why, or raises with ``must_exist``.
         """
         row = self._cursor().execute(LIVENESS, (key.user_id, key.session_id)).fetchone()
+        return self._live_as_found(conn, key, at, must_exist, row)
+
+    def _live_as_found(
+        self,
+        conn: sqlite3.Connection,
+        key: Key,
+        at: float,
+        must_exist: bool,
+        row: tuple[Any, ...] | None,
+    ) -> tuple[bool, float | None]:
+        """:meth:`_live_ttl` from LIVENESS's columns (format, expiry, TTL) read already."""
         if row is not None and _live_as_read(row[0], row[1], row[2], at):
             return True, row[2]
         live = self._live_info(conn, key, at, must_exist)
@@ -775,17 +786,14 @@ class SqliteBackend(StoreBackend):
 
         def read(conn: sqlite3.Connection) -> tuple[float | None, T | None]:
             at = now()
-            if slot is not None:  # the stamp's one statement says whether it is live too
+            if slot is not None:  # the stamp's one statement reads LIVENESS's row too
                 row = self._stamp_row(conn, key, slot.names)
                 slot.taken = True
                 slot.stamp, slot.documents = self._stamp_of(conn, row, slot.names, at)
-                if row is not None and _live_as_read(row[1], row[2], row[3], at):
-                    return row[3], work(conn)
-                # LIVENESS would read the same row again: the full way at once, which says
-                # why not (missing, expired, newer, damaged)
-                info = self._live_info(conn, key, at, must_exist)
-                return (None, None) if info is None else (info.ttl, work(conn))
-            live, ttl = self._live_ttl(conn, key, at, must_exist)
+                found = None if row is None else row[1:4]
+                live, ttl = self._live_as_found(conn, key, at, must_exist, found)
+            else:
+                live, ttl = self._live_ttl(conn, key, at, must_exist)
             return ttl, (work(conn) if live else None)
 
         ttl, result = await self._transaction(read, write=False)
