@@ -41,6 +41,7 @@ from praisonsession import (
     open_store,
 )
 from praisonsession._internal import runtime
+from praisonsession._internal.json_data import check_json_data, detach
 from praisonsession.llm import LLMNotConfiguredError, LLMUnavailableError, resolve_llm
 from praisonsession.settings import Settings
 
@@ -739,3 +740,60 @@ def test_no_secret_when_a_chroma_server_with_a_password_is_down(tmp_path: Path) 
 def test_store_base_class_refuses_an_unbound_load_too(tmp_path: Path) -> None:
     store: SessionBase = SqliteSession(tmp_path / "s.db")
     raised_by(lambda: runtime.run(store.load_session_state(notes=Notes())), InvalidIdError)
+
+
+class Text(str):
+    pass
+
+
+class Fields(dict):  # type: ignore[type-arg]
+    pass
+
+
+#: Values every copying entry point (state, metadata, messages, modules) takes or refuses.
+DETACHED = {
+    "plain message": {"role": "user", "content": "hi ☀", "n": 3, "x": 0.5, "on": True, "no": None},
+    "nested lists": {"a": [1, "b", [2.5, {"c": [None, False]}]], "d": {}},
+    "a str subclass": {"s": Text("kept")},
+    "a dict subclass": Fields(a=[1]),
+    "an int of 3,999 digits": {"n": 10**3998},
+    "an int of 4,001 digits": {"n": 10**4000},
+    "a lone surrogate": {"s": "\ud800"},
+    "NaN": {"x": [math.nan]},
+    "infinity": {"x": -math.inf},
+    "an int key": {1: "a"},
+    "a tuple": {"t": (1, 2)},
+    "itself": {"c": circular()},
+    "199 levels": deep(199),
+    "200 levels": deep(200),
+    "a set deep down": {"a": [{"b": {1, 2}}]},
+}
+
+
+@pytest.mark.parametrize("value", DETACHED.values(), ids=DETACHED.keys())
+def test_a_value_is_copied_or_refused_exactly_as_the_full_check_says(value: Any) -> None:
+    """``detach`` copies the plain values callers pass in one walk and leaves the rest to the
+    full check: what it takes, refuses and says is the full check's, whichever way it went."""
+    try:
+        check_json_data(value, "value")
+    except InvalidValueError as exc:
+        with pytest.raises(InvalidValueError) as caught:
+            detach(value, "value")
+        assert str(caught.value) == str(exc)
+        return
+    copy = detach(value, "value")
+    assert copy == value
+    shared = containers(value) & containers(copy)
+    assert not shared, "the copy shares a list or dict with the caller's value"
+
+
+def containers(value: Any) -> set[int]:
+    """The ids of every list and dict in ``value``."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, dict)):
+            found.add(id(item))
+            stack.extend(item.values() if isinstance(item, dict) else item)
+    return found

@@ -102,9 +102,48 @@ def add_numbers(current: Any, amount: int | float, key: str) -> int | float:
 
 
 def detach(value: Any, what: str) -> Any:
-    """A validated deep copy of JSON data, sharing nothing with the caller's objects."""
-    check_json_data(value, what)
-    return copy_json(value)
+    """A validated deep copy of JSON data, sharing nothing with the caller's objects.
+
+    One walk checks and copies the plain values nearly every caller passes; anything it does
+    not take at a glance (a subclass, a huge int, a cycle or deep nesting, a bad value) is
+    walked again by :func:`check_json_data`, which names where and why or lets it through."""
+    try:
+        return _plain_copy(value, 0)
+    except _NotAtAGlance:
+        check_json_data(value, what)
+        return copy_json(value)
+
+
+class _NotAtAGlance(Exception):
+    """A value :func:`_plain_copy` leaves to the full check."""
+
+
+def _plain_copy(value: Any, depth: int) -> Any:
+    """A deep copy of exactly-typed JSON data within the depth limit, else _NotAtAGlance."""
+    kind = type(value)
+    if kind is str or value is None or kind is bool:
+        return value
+    if kind is int:
+        if value.bit_length() > _INT_CHECK_BITS:
+            raise _NotAtAGlance
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            raise _NotAtAGlance
+        return value
+    if depth >= _MAX_DEPTH:  # a cycle ends here too
+        raise _NotAtAGlance
+    if kind is dict:
+        copy = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotAtAGlance
+            # a string, the common value, without a call
+            copy[key] = item if type(item) is str else _plain_copy(item, depth + 1)
+        return copy
+    if kind is list:
+        return [item if type(item) is str else _plain_copy(item, depth + 1) for item in value]
+    raise _NotAtAGlance
 
 
 def copy_json(value: JSONValue) -> JSONValue:
