@@ -1,6 +1,6 @@
 """Google ADK's sessions on praisonsession stores: :class:`PraisonSessionService`.
 
-``Runner(agent=..., app_name="shop", session_service=PraisonSessionService("sqlite:///adk.db"))``
+``Runner(agent=..., app_name="shop", session_service=PraisonSessionService("sqlite://adk.db"))``
 keeps every ADK session as one of our sessions, ``(user_id, session_id)``: ADK's ``user_id`` is
 ours, so ``erase_user`` reaches all a user stored, and ``Session(...)``, ``praisonsession
 show/export/fork/erase-user``, the browser, TTL and encryption at rest work on it as on any
@@ -202,7 +202,7 @@ class PraisonSessionService(HeldStore, BaseSessionService):
     """ADK's ``BaseSessionService`` over a praisonsession store.
 
     ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
-    ``sqlite:///file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None
+    ``sqlite://file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None
     for the default store (SQLite under ``./.praisonsession/``). ``settings`` are
     praisonsession's (``Settings`` or a dict: ``default_ttl``, ``durability``,
     ``encryption_key``...).

@@ -1,6 +1,6 @@
 """Google ADK's memory on praisonsession's memory layer: :class:`PraisonMemoryService`.
 
-``Runner(..., memory_service=PraisonMemoryService("sqlite:///adk.db"))`` keeps what ADK
+``Runner(..., memory_service=PraisonMemoryService("sqlite://adk.db"))`` keeps what ADK
 remembers as the user's long-term memories (semantic search with the offline embedder, no
 key), one memory per event with text, tagged with its app, session, event and author. What
 ADK's own memory services lack (adk #7109): a memory deleted by id, every memory of a

@@ -140,7 +140,7 @@ class PraisonStorage(HeldStore, StorageBase):
     """AgentScope 2.0's ``StorageBase`` over a praisonsession store.
 
     ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
-    ``sqlite:///file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None
+    ``sqlite://file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None
     for the default store. ``settings`` are praisonsession's (``Settings`` or a dict:
     ``default_ttl``, ``durability``, ``encryption_key``...). Nothing to open: use it as it is
     or as ``async with PraisonStorage(...) as storage``.

@@ -1,6 +1,6 @@
 """LangGraph's checkpointer on praisonsession stores: :class:`PraisonSaver`.
 
-``graph = builder.compile(checkpointer=PraisonSaver("sqlite:///graphs.db"))`` keeps every thread
+``graph = builder.compile(checkpointer=PraisonSaver("sqlite://graphs.db"))`` keeps every thread
 as one of our sessions, ``(user_id, thread_id)``: ``Session(...)`` lists it, and ``praisonsession
 show/export/fork/erase-user``, the browser, TTL (``default_ttl``), ``praisonsession purge``,
 encryption at rest (``encryption_key``) and archives work on it as on any session. How a
@@ -86,7 +86,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
     """LangGraph's ``BaseCheckpointSaver`` over a praisonsession store.
 
     ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
-    ``sqlite:///file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None
+    ``sqlite://file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None
     for the default store (SQLite under ``./.praisonsession/``). ``user_id`` binds the saver to
     one user (a config naming another is refused); unbound, each config's
     ``configurable["user_id"]`` is the user, else the default user. ``settings`` are

@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK's sessions on praisonsession stores: :class:`PraisonSession`.
 
-``Runner.run(agent, "hi", session=PraisonSession("chat_1", store="sqlite:///chat.db"))`` keeps
+``Runner.run(agent, "hi", session=PraisonSession("chat_1", store="sqlite://chat.db"))`` keeps
 the conversation as one of our sessions, ``(user_id, session_id)``. Its items are the
 append-only message log :data:`LOG_NAME` (``openai.items``), one message per item, each the
 JSON the SDK handed over; so ``Session(...)`` lists it, and ``praisonsession
@@ -114,7 +114,7 @@ class PraisonSession(HeldStore, SessionABC):
     """The SDK's ``Session`` protocol (``agents.memory.SessionABC``) over a praisonsession store.
 
     ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
-    ``sqlite:///file.db`` or ``sqlite://relative.db``, ``redis://...``, ``postgresql://...``),
+    ``sqlite:///abs/path.db`` or ``sqlite://relative.db``, ``redis://...``, ``postgresql://...``),
     a store instance, or None for the default store (SQLite under ``./.praisonsession/``).
     ``session_settings`` is the SDK's ``SessionSettings`` (or a dict of its fields): its
     ``limit`` is what ``get_items()`` reads when given none. ``settings`` is praisonsession's
@@ -140,7 +140,7 @@ class PraisonSession(HeldStore, SessionABC):
         if not isinstance(session_id, str):
             raise InvalidIdError(
                 f"PraisonSession needs a session_id (a str), got {session_id!r}; e.g. "
-                "PraisonSession('chat_123', store='sqlite:///chat.db')."
+                "PraisonSession('chat_123', store='sqlite://chat.db')."
             )
         # before the store is opened; None is the default user, as for Session
         self._key = checked_key(session_id, DEFAULT_USER if user_id is None else user_id)

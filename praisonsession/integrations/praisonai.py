@@ -1,6 +1,6 @@
 """PraisonAI's agent persistence on praisonsession stores: :class:`PraisonDb`.
 
-``Agent(..., memory=MemoryConfig(db=PraisonDb("sqlite:///chat.db"), session_id="s1",
+``Agent(..., memory=MemoryConfig(db=PraisonDb("sqlite://chat.db"), session_id="s1",
 user_id="alice"))`` keeps the agent's conversation as one of our sessions, ``(user_id,
 session_id)``, so ``Session("s1", "alice")``, ``praisonsession show/export/fork/erase-user``,
 the browser, TTL and encryption at rest work on it as on any session. PraisonDb is PraisonAI's
@@ -122,7 +122,7 @@ class PraisonDb(SyncClose):
     store.
 
     ``store`` is what ``Session(store=...)`` takes: a URL (``memory://``, ``json:///dir``,
-    ``sqlite:///file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None for
+    ``sqlite://file.db``, ``redis://...``, ``postgresql://...``), a store instance, or None for
     the default store (SQLite under ``./.praisonsession/``). ``settings`` are praisonsession's
     (``Settings`` or a dict: ``default_ttl``, ``durability``, ``encryption_key``...).
 

@@ -74,7 +74,7 @@ class AsyncSession:
     The same constructor and operations as :class:`~praisonsession.Session`, as coroutines.
     ``AsyncSession()`` with no arguments works offline with zero setup (SQLite under
     ``./.praisonsession/``); ``store=`` takes a store instance or a URL (``memory://``,
-    ``json:///dir``, ``sqlite:///file.db``, ``redis://host:6379/0``,
+    ``json:///dir``, ``sqlite://file.db``, ``redis://host:6379/0``,
     ``postgresql://user@host/db``); ``settings=`` a
     :class:`~praisonsession.settings.Settings` or a dict of its fields. ``timeout`` (seconds)
     bounds each operation (None: the settings' ``timeout``, 30 s unless set); when it runs out

@@ -44,7 +44,7 @@ class Session:
 
     ``Session()`` with no arguments works offline with zero setup: it stores everything in
     SQLite under ``./.praisonsession/``. ``store=`` takes a store instance or a URL
-    (``memory://``, ``json:///dir``, ``sqlite:///file.db``, ``redis://host:6379/0``,
+    (``memory://``, ``json:///dir``, ``sqlite://file.db``, ``redis://host:6379/0``,
     ``postgresql://user@host/db``); ``settings=`` a
     :class:`~praisonsession.settings.Settings` or a dict of its fields.
     ``timeout`` (seconds) bounds each call (None: the settings' ``timeout``, 30 s unless set).

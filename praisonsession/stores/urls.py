@@ -41,7 +41,7 @@ SCHEMES = (
 
 
 def open_store(url: str, **options: Any) -> SessionBase:
-    """A store for ``memory://``, ``json:///dir``, ``sqlite:///file.db``, ``redis://...`` or
+    """A store for ``memory://``, ``json:///dir``, ``sqlite://file.db``, ``redis://...`` or
     ``postgresql://...``.
 
     Relative paths are written with two slashes (``sqlite://sessions.db``) and absolute ones
@@ -50,7 +50,7 @@ def open_store(url: str, **options: Any) -> SessionBase:
     PostgreSQL URLs are ``postgresql://[user[:password]@]host[:port]/db[?schema=app]``
     (``postgres://`` too; other query parameters, such as ``sslmode``, go to libpq).
     Options go to the backend's constructor; the file stores also take some in the URL's query
-    (``sqlite:///s.db?durability=power``, see :data:`FILE_OPTIONS`), which win over them.
+    (``sqlite://s.db?durability=power``, see :data:`FILE_OPTIONS`), which win over them.
     """
     if not isinstance(url, str) or "://" not in url:
         raise InvalidValueError(

@@ -455,7 +455,9 @@ class SqliteBackend(StoreBackend):
             except OSError as exc:  # the directory cannot be made or used
                 raise StoreUnavailableError(
                     f"Cannot open the SQLite file {self.path}: {exc.strerror or exc}. Choose a "
-                    "path in a directory you can write to (store='sqlite:///path/to/file.db')."
+                    "path in a directory you can write to: store='sqlite:///path/to/file.db' "
+                    "(three slashes: an absolute path) or 'sqlite://file.db' (two: relative to "
+                    "the working directory)."
                 ) from None
 
     def _create_schema(self, conn: sqlite3.Connection) -> None:
