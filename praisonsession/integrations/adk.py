@@ -359,6 +359,49 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         committed: Event = self._commit_event_to_session(session, event)
         return committed
 
+    # -- for synchronous code ----------------------------------------------------------------
+    # ADK's InMemorySessionService has these four (deprecated there); code written against it
+    # runs unchanged on this service, from a script or a notebook whose loop is running.
+
+    def create_session_sync(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """:meth:`create_session`, for synchronous code."""
+        made = self.create_session(
+            app_name=app_name, user_id=user_id, state=state, session_id=session_id
+        )
+        return self._run(made, "create_session")
+
+    def get_session_sync(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """:meth:`get_session`, for synchronous code."""
+        read = self.get_session(
+            app_name=app_name, user_id=user_id, session_id=session_id, config=config
+        )
+        return self._run(read, "get_session")
+
+    def list_sessions_sync(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        """:meth:`list_sessions`, for synchronous code."""
+        return self._run(self.list_sessions(app_name=app_name, user_id=user_id), "list_sessions")
+
+    def delete_session_sync(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """:meth:`delete_session`, for synchronous code."""
+        deleted = self.delete_session(app_name=app_name, user_id=user_id, session_id=session_id)
+        self._run(deleted, "delete_session")
+
     # -- the work behind them --------------------------------------------------------------
 
     def _key(self, app_name: str, user_id: str, session_id: str) -> Key:

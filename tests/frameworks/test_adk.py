@@ -122,6 +122,36 @@ def test_sessions_are_made_read_listed_and_deleted(store: Any) -> None:
     run(work())
 
 
+def test_code_written_for_the_in_memory_services_sync_calls_runs_unchanged(store: Any) -> None:
+    service = PraisonSessionService(store)
+    made = service.create_session_sync(app_name="shop", user_id="ada", state={"cart": [1]})
+    padded = service.create_session_sync(app_name="shop", user_id="ada", session_id=" s1 ")
+    assert padded.id == "s1" and made.state == {"cart": [1]}
+    with pytest.raises(AlreadyExistsError):
+        service.create_session_sync(app_name="shop", user_id="ada", session_id="s1")
+    run(service.append_event(made, said("hello")))
+    got = service.get_session_sync(app_name="shop", user_id="ada", session_id=made.id)
+    assert got is not None and [e.content for e in got.events] == [said("hello").content]
+    recent = GetSessionConfig(num_recent_events=0)
+    none = service.get_session_sync(
+        app_name="shop", user_id="ada", session_id=made.id, config=recent
+    )
+    assert none is not None and none.events == []
+    listed = service.list_sessions_sync(app_name="shop", user_id="ada")
+    assert sorted(s.id for s in listed.sessions) == sorted([made.id, "s1"])
+    service.delete_session_sync(app_name="shop", user_id="ada", session_id=" s1 ")
+    service.delete_session_sync(app_name="shop", user_id="ada", session_id="s1")  # again: no-op
+    everyone = service.list_sessions_sync(app_name="shop")
+    assert [s.id for s in everyone.sessions] == [made.id]
+
+    async def in_a_notebook() -> AdkSession | None:  # a running loop: the calls go elsewhere
+        return service.get_session_sync(app_name="shop", user_id="ada", session_id=made.id)
+
+    seen = run(in_a_notebook())
+    assert seen is not None and seen.id == made.id and len(seen.events) == 1
+    run(service.close())
+
+
 def test_events_come_back_equal_oldest_first_with_exact_times(store: Any) -> None:
     rich = Event(
         invocation_id="inv-1",
