@@ -625,6 +625,33 @@ def test_a_script_that_leaves_its_loop_unclosed_exits_without_pending_tasks(
     assert "Task was destroyed" not in done.stderr and done.stderr == ""
 
 
+def test_asyncio_run_of_concurrent_writes_ends_though_the_store_is_never_closed(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Two writes at once grow a loop's pool by a connection made in the background; when
+    ``asyncio.run`` ended while it was being made, the pool's worker took the cancel for a
+    failed attempt and waited on, and ``asyncio.run`` never returned (within 20 runs, here).
+    Each run here is a new loop that ends as soon as its writes are done; the script must end,
+    quietly."""
+    code = (
+        "import asyncio\n"
+        "from praisonsession.stores import open_store, record_key\n"
+        f"backend = open_store({schema_url(postgres_url, tmp_path)!r}).backend\n"
+        "async def two(n):\n"
+        "    made = [record_key('u', f'{side}{n}') for side in 'ab']\n"
+        "    await asyncio.gather(\n"
+        "        *(backend.create_record(key, ttl=None, metadata={}) for key in made)\n"
+        "    )\n"
+        "    return n\n"
+        "print(sum(asyncio.run(two(n)) for n in range(150)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=SAFETY
+    )
+    assert (done.returncode, done.stdout) == (0, f"{sum(range(150))}\n"), done.stderr
+    assert done.stderr == ""  # no warning of a connection attempt the loop's end cancelled
+
+
 # -- installation -----------------------------------------------------------------------------
 
 

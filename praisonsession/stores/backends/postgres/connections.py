@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
+import logging
 import os
 import threading
 import weakref
 from collections.abc import Callable, Generator
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 from ...._internal.runtime import loop_running_here, remaining
 
@@ -156,9 +158,7 @@ class Connections:
         loop = asyncio.get_running_loop()
         pool = self._pools.get(loop)
         if pool is None:
-            from psycopg_pool import AsyncConnectionPool
-
-            pool = made = AsyncConnectionPool(
+            pool = made = _pool_class()(
                 self.conninfo,
                 min_size=1,
                 max_size=self.pool_size,
@@ -249,6 +249,60 @@ async def _feed_async(conn: Any, plan: Plan[T]) -> T:
     finally:
         plan.close()
         await cursor.close()
+
+
+@functools.cache  # one class, and one filter of psycopg_pool's log
+def _pool_class() -> Any:
+    """psycopg_pool's ``AsyncConnectionPool``, whose workers end when their loop ends.
+
+    ``asyncio.run`` ends by cancelling every task of its loop and waiting for them. A
+    psycopg_pool worker takes a cancel that lands while it makes a connection (the pool
+    growing for a second caller in the background) for a failed attempt: it schedules
+    another and waits for its next job, so ``asyncio.run`` never returned. Here a worker
+    reads its jobs through :class:`_UntilCancelled`, so one that was cancelled stops instead.
+    """
+    from psycopg_pool import AsyncConnectionPool
+
+    class EndingPool(AsyncConnectionPool):
+        @classmethod
+        async def worker(cls, q: Any) -> None:
+            await super().worker(cast(Any, _UntilCancelled(q)))
+
+    logging.getLogger("psycopg.pool").addFilter(_not_the_loops_end)
+    return EndingPool
+
+
+def _cancelled() -> bool:
+    """Whether the running task was cancelled (and may have taken the cancel for a failure)."""
+    import asyncio
+
+    with contextlib.suppress(RuntimeError):  # no running loop: not a task
+        cancelling = getattr(asyncio.current_task(), "cancelling", None)  # Python 3.11+
+        return cancelling is not None and cancelling() > 0
+    return False
+
+
+def _not_the_loops_end(record: logging.LogRecord) -> bool:
+    """psycopg_pool's warning of a connection attempt, left out where the attempt was
+    cancelled by its loop's end (nothing failed: the worker stops)."""
+    message = record.msg
+    attempt = isinstance(message, str) and message.startswith("error connecting")
+    return not (attempt and _cancelled())
+
+
+class _UntilCancelled:
+    """A pool worker's queue of jobs, which raises ``CancelledError`` to a worker that was
+    cancelled (and took the cancel for a failed job) rather than give it the next job."""
+
+    def __init__(self, jobs: Any) -> None:
+        self._jobs = jobs
+
+    async def get(self) -> Any:
+        import asyncio
+
+        if _cancelled():
+            raise asyncio.CancelledError
+        return await self._jobs.get()
 
 
 def _close_pools_of_idle_loops() -> None:
