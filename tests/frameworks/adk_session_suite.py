@@ -25,8 +25,6 @@ It prints pytest's summary and exits with pytest's status.
 from __future__ import annotations
 
 import inspect
-import os
-import subprocess
 import sys
 import types
 from collections.abc import AsyncIterator, Callable
@@ -34,11 +32,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
+from own_suites import keep_only, main
 
 #: ADK's test file of the session-service protocol, and the registry of backends its newer
 #: versions run each contract test on (``_conformance``).
 FILES = ["tests/unittests/sessions/test_session_service.py"]
 REGISTRY = "tests.unittests.sessions._conformance"
+#: pytest's options for ADK's suite (its own configuration sets them).
+OPTIONS = ("-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function")
 
 #: Tests of one service's machinery rather than the protocol: they patch SQLAlchemy's engine,
 #: write SQLite tables by hand or read a service's private attributes.
@@ -155,28 +156,12 @@ def _ours(item: Any) -> bool:
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    kept = [item for item in items if _ours(item)]
-    for item in kept:
+    keep_only(config, items, _ours)
+    for item in items:
         reason = DIVERGENCES.get(item.name)
         if reason is not None:
             item.add_marker(pytest.mark.xfail(strict=True, reason=reason))
-    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
-    items[:] = kept
-
-
-def main(checkout: str) -> int:
-    here = Path(__file__).resolve().parent
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(here), str(here.parents[1]), env.get("PYTHONPATH", "")]
-    )
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    command += ["-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function"]
-    command += ["-p", "adk_session_suite", *FILES]
-    return subprocess.run(command, cwd=checkout, env=env, check=False).returncode
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1]))
+    main("adk_session_suite", FILES, __doc__ or "", *OPTIONS)

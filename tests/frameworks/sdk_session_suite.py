@@ -15,11 +15,10 @@ It prints pytest's summary and exits with pytest's status.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from own_suites import keep_only, main
 
 #: The SDK's test files of the session protocol.
 FILES = ["tests/memory/test_session.py", "tests/memory/test_session_limit.py"]
@@ -61,7 +60,7 @@ def _install() -> None:
             session_settings: Any = None,
         ) -> None:
             path = str(db_path)
-            store = "memory://" if path == ":memory:" else f"sqlite:///{path}"
+            store = "memory://" if path == ":memory:" else f"sqlite://{path}"  # as written
             super().__init__(session_id, store=store, session_settings=session_settings)
 
     agents.SQLiteSession = SQLiteSessionOnPraison  # type: ignore[misc,assignment]
@@ -73,23 +72,8 @@ def pytest_configure(config: Any) -> None:
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    kept = [item for item in items if item.originalname not in INTERNALS]
-    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
-    items[:] = kept
-
-
-def main(checkout: str) -> int:
-    here = Path(__file__).resolve().parent
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(here), str(here.parents[1]), env.get("PYTHONPATH", "")]
-    )
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    command += ["-p", "sdk_session_suite", *FILES]
-    return subprocess.run(command, cwd=checkout, env=env, check=False).returncode
+    keep_only(config, items, lambda item: item.originalname not in INTERNALS)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    sys.exit(main(sys.argv[1]))
+    main("sdk_session_suite", FILES, __doc__ or "")
