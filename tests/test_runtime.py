@@ -557,3 +557,29 @@ def test_a_cancel_is_told_apart_as_the_deadlines_alone_or_not() -> None:
     assert asyncio.run(seen(other_cancel=False)) is True
     assert asyncio.run(seen(other_cancel=True)) is False
     assert asyncio.run(unbounded()) is False
+
+
+def test_a_bounded_call_left_pending_on_a_closed_loop_closes_quietly_later() -> None:
+    """A task left pending when its loop is closed is closed later, wherever the garbage
+    collector or its holder happens to be: the deadline it set belongs to the task's own
+    context, and closing it elsewhere neither raises nor leaves a deadline behind here."""
+
+    async def begin() -> Any:
+        began = asyncio.Event()
+
+        async def waiting() -> None:
+            began.set()
+            await asyncio.sleep(3600)
+
+        task = asyncio.get_running_loop().create_task(runtime.bounded(waiting(), 30, "waiting"))
+        await began.wait()
+        return task
+
+    loop = asyncio.new_event_loop()
+    task = loop.run_until_complete(begin())
+    coroutine = task.get_coro()
+    loop.close()  # the task is still pending: nothing cancelled it
+    task._log_destroy_pending = False  # what asyncio would print: not what is tested here
+    coroutine.close()  # raised ValueError ("created in a different Context") before
+    assert coroutine.cr_frame is None  # closed
+    assert runtime.remaining(5.0) == 5.0  # no deadline was left in this context

@@ -9,6 +9,7 @@ real threads, real processes: each way a record can change must void the stamp.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
@@ -184,3 +185,33 @@ def test_backends_that_cannot_certify_offer_no_stamp(tmp_path: Path) -> None:
         assert [m["content"] for m in found.value] == ["one"]
         assert found.stamp is None
         assert not backend.unchanged_since(found.stamp)
+
+
+def test_a_stamped_operation_left_pending_on_a_closed_loop_closes_quietly_later(
+    path: Path,
+) -> None:
+    """The operation's stamping slot belongs to its task's context: a task left pending when
+    its loop is closed, closed later elsewhere, raises nothing, and nothing is stamped
+    after it in this context."""
+    backend = sqlite_backend(path)
+    append(backend, "one")
+
+    async def begin() -> Any:
+        began = asyncio.Event()
+
+        async def waiting() -> None:
+            began.set()
+            await asyncio.sleep(3600)
+
+        task = asyncio.get_running_loop().create_task(backend.stamped(KEY, waiting))
+        await began.wait()
+        return task
+
+    loop = asyncio.new_event_loop()
+    task = loop.run_until_complete(begin())
+    coroutine = task.get_coro()
+    loop.close()
+    task._log_destroy_pending = False
+    coroutine.close()  # raised ValueError ("created in a different Context") before
+    assert coroutine.cr_frame is None
+    assert stamped_read(backend).stamp is not None  # a stamp as ever, taken afresh

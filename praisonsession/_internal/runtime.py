@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import OperationTimeoutError, RuntimeShutdownError
@@ -55,6 +55,7 @@ __all__ = [
     "offload",
     "pause",
     "remaining",
+    "restore",
     "run",
     "shutdown",
 ]
@@ -117,6 +118,18 @@ def expired(what: str) -> OperationTimeoutError:
     return OperationTimeoutError(f"{_describe(bound[2])} ({what})", bound[1])
 
 
+def restore(var: ContextVar[Any], token: Token[Any]) -> None:
+    """``var.reset(token)``, or nothing where the token is another context's: a coroutine
+    closed outside the context it ran in (a task left pending on a loop that was closed,
+    collected later) set ``var`` in that context, which nothing reads any more. Resetting
+    there raised ``ValueError`` from the coroutine's ``finally``, printed as an exception
+    ignored in the coroutine, or raised to whoever closed it."""
+    try:  # noqa: SIM105 - every store call ends here: no context manager made for it
+        var.reset(token)
+    except ValueError:
+        pass
+
+
 def _describe(what: Any) -> str:
     """``what`` is text, or (operation, session_id) formatted only when an error needs it."""
     if isinstance(what, tuple):
@@ -141,7 +154,7 @@ async def bounded(work: Awaitable[T], seconds: float | None, what: Any) -> T:
             return await work
         return await _within(work, seconds, what)
     finally:
-        _deadline.reset(token)
+        restore(_deadline, token)
 
 
 async def _within(work: Awaitable[T], seconds: float, what: Any) -> T:
@@ -159,7 +172,7 @@ async def _within(work: Awaitable[T], seconds: float, what: Any) -> T:
                 raise OperationTimeoutError(_describe(what), seconds) from None
             raise
         finally:
-            _scopes.reset(token)
+            restore(_scopes, token)
     try:  # pragma: no cover - Python 3.10
         return await asyncio.wait_for(_as_coroutine(work), seconds)
     except asyncio.TimeoutError:  # pragma: no cover - Python 3.10

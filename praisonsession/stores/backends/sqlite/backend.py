@@ -45,7 +45,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 from ...._internal.checks import check_flag, check_seconds
 from ...._internal.identifiers import DEFAULT_USER
 from ...._internal.json_data import add_numbers, dumps, loads, loads_each, loads_joined
-from ...._internal.runtime import expired, loop_running_here, pause, remaining
+from ...._internal.runtime import expired, loop_running_here, pause, remaining, restore
 from ....errors import (
     ConflictError,
     InvalidValueError,
@@ -1344,7 +1344,7 @@ class SqliteBackend(StoreBackend):
         try:
             value = await operation()
         finally:
-            _STAMPING.reset(token)
+            restore(_STAMPING, token)
         return Stamped(value, slot.stamp, slot.documents if slot.stamp is not None else None)
 
     def unchanged_since(self, stamp: Any) -> bool:
