@@ -32,7 +32,16 @@ from __future__ import annotations
 import builtins
 import random
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any, TypeVar
 
 from .._internal import runtime
@@ -236,9 +245,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         """:meth:`alist`'s checkpoints a page at a time: one call of the runtime per page."""
         if filter is not None and not isinstance(filter, Mapping):
             raise InvalidValueError(f"list: filter must be a dict, got {filter!r}.")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-            raise InvalidValueError(f"list: limit must be an int or None, got {limit!r}.")
-        left = limit
+        left = _limit(limit)
         if left is not None and left <= 0:
             return
         before_id, before_ns = None, None
@@ -309,6 +316,11 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
             raise InvalidValueError(
                 f"put takes a LangGraph Checkpoint (a dict with an id), got {checkpoint!r}."
             )
+        if type(metadata) is not dict and not isinstance(metadata, Mapping):
+            raise InvalidValueError(
+                f"put takes the checkpoint's metadata as a dict (LangGraph's "
+                f"CheckpointMetadata, e.g. {{'source': 'loop', 'step': 0}}), got {metadata!r}."
+            )
         saved = dict(checkpoint)
         values = saved.pop("channel_values", None) or {}
         versions = _versions(saved.pop("channel_versions", None) or {}, "channel_versions")
@@ -316,13 +328,18 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         full_metadata = get_checkpoint_metadata(
             config if type(config) is dict else dict(config), metadata
         )
-        stored = {
-            channel: (
-                self.serde.dumps_typed(values[channel]) if channel in values else ("empty", b"")
-            )
-            for channel, version in changed.items()
-            if versions.get(channel) == version  # a version the checkpoint does not hold: none
-        }
+        dumps = self.serde.dumps_typed
+        try:  # nothing is written before every value is serialized
+            stored = {
+                channel: dumps(values[channel]) if channel in values else ("empty", b"")
+                for channel, version in changed.items()
+                if versions.get(channel) == version  # a version the checkpoint does not hold
+            }
+            packed = pack(dumps(saved)), pack(dumps(full_metadata))
+        except (TypeError, ValueError) as exc:
+            raise _unserializable(
+                "put", exc, dumps, {**values, "checkpoint": saved, "metadata": full_metadata}
+            ) from exc
         record: dict[str, Any] = {
             "role": "checkpoint",
             "content": _summary(full_metadata, where.ns),
@@ -330,8 +347,8 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
             "id": checkpoint["id"],
             "parent": where.checkpoint_id,
             "versions": versions,
-            "checkpoint": pack(self.serde.dumps_typed(saved)),
-            "metadata": pack(self.serde.dumps_typed(full_metadata)),
+            "checkpoint": packed[0],
+            "metadata": packed[1],
         }
         run_id = full_metadata.get("run_id")
         if isinstance(run_id, str) and run_id:
@@ -359,16 +376,23 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
             raise InvalidValueError(
                 f"put_writes: task_id and task_path are str, got {task_id!r}, {task_path!r}."
             )
-        items = [
-            Write(
-                task_id,
-                WRITES_IDX_MAP.get(channel, idx),
-                _channel(channel),
-                self.serde.dumps_typed(value),
-                task_path,
-            )
-            for idx, (channel, value) in enumerate(writes)
-        ]
+        pairs = _pairs(writes)
+        dumps = self.serde.dumps_typed
+        try:  # nothing is written before every value is serialized
+            items = [
+                Write(
+                    task_id,
+                    WRITES_IDX_MAP.get(_channel(channel), idx),  # a str checked first
+                    channel,
+                    dumps(value),
+                    task_path,
+                )
+                for idx, (channel, value) in enumerate(pairs)
+            ]
+        except InvalidValueError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise _unserializable("put_writes", exc, dumps, dict(pairs)) from exc
         if items:
             await self._threads.put_writes(where.key, where.ns, where.checkpoint_id, items)
 
@@ -442,7 +466,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         """Checkpoints newest first: of one thread (one namespace if the config names one, all
         of them otherwise), or of every thread for ``config=None``; only those whose metadata
         holds ``filter``, put before the checkpoint ``before`` names, at most ``limit``."""
-        pages = self._list(config, filter=filter, before=before, limit=limit)
+        pages = self._list(config, filter=filter, before=before, limit=_limit(limit))
         if limit is not None and limit <= _AT_ONCE:
             for item in await self._bounded(_drained(pages), "list"):
                 yield item
@@ -526,7 +550,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         limit: int | None = None,
     ) -> Iterator[Any]:
         """:meth:`alist`, for synchronous code: read a page at a time as it is iterated."""
-        pages = self._list(config, filter=filter, before=before, limit=limit)
+        pages = self._list(config, filter=filter, before=before, limit=_limit(limit))
         if limit is not None and limit <= _AT_ONCE:
             yield from self._run(_drained(pages), "list")
             return
@@ -590,14 +614,20 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         a thread (a run resumed from an earlier checkpoint) never name different values alike.
         The random part is ``random``'s, as LangGraph's own savers take it: no system call per
         version (``secrets`` reads ``os.urandom``), and a forked child reseeds it."""
-        if current is None:
-            number = 0
-        elif type(current) is str:
-            number = int(current.split(".", 1)[0])
-        elif isinstance(current, (int, float)):
-            number = int(current)
-        else:
-            number = int(str(current).split(".")[0])
+        try:
+            if current is None:
+                number = 0
+            elif type(current) is str:
+                number = int(current.split(".", 1)[0])
+            elif isinstance(current, (int, float)):
+                number = int(current)
+            else:
+                number = int(str(current).split(".")[0])
+        except (TypeError, ValueError, OverflowError):
+            raise InvalidValueError(
+                "get_next_version: a channel's version is None, a number or a str that starts "
+                f"with one (as '0000000000000002.5f1c...'), got {current!r}."
+            ) from None
         return f"{number + 1:016d}.{random.getrandbits(32):08x}"
 
 
@@ -637,6 +667,53 @@ def _thread_id(thread_id: Any) -> str:
             f"choose another thread id than {thread_id!r}."
         )
     return check_session_id(thread_id)
+
+
+def _limit(limit: Any) -> int | None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise InvalidValueError(f"list: limit must be an int or None, got {limit!r}.")
+    return limit
+
+
+def _pairs(writes: Any) -> Sequence[tuple[Any, Any]]:
+    """``put_writes``' writes: (channel, value) pairs, in a list or tuple (taken once)."""
+    if type(writes) is not list and type(writes) is not tuple:
+        if isinstance(writes, str | bytes | Mapping) or not isinstance(writes, Iterable):
+            raise InvalidValueError(
+                f"put_writes takes writes as a list of (channel, value) pairs, got {writes!r}."
+            )
+        writes = builtins.list(writes)
+    for write in writes:
+        if type(write) is not tuple and (
+            isinstance(write, str | bytes) or not isinstance(write, Sequence)
+        ):
+            raise InvalidValueError(
+                f"put_writes takes writes as (channel, value) pairs; {write!r} is not one."
+            )
+        if len(write) != 2:
+            raise InvalidValueError(
+                f"put_writes takes writes as (channel, value) pairs; {write!r} is not one."
+            )
+    pairs: Sequence[tuple[Any, Any]] = writes
+    return pairs
+
+
+def _unserializable(
+    what: str, exc: Exception, dumps: Callable[[Any], Any], values: Mapping[str, Any]
+) -> InvalidValueError:
+    """The serde's refusal of a value, naming the channel (or part) whose value it was."""
+    named = ""
+    for name, value in values.items():
+        try:
+            dumps(value)
+        except (TypeError, ValueError):
+            named = f" {name!r}"
+            break
+    return InvalidValueError(
+        f"{what}: the value of{named or ' a channel'} cannot be serialized by this saver's "
+        f"serde ({type(exc).__name__}: {exc}); nothing was stored. Keep values LangGraph's "
+        "serde can serialize, or give PraisonSaver a serde (serde=...) that can."
+    )
 
 
 def _channel(channel: Any) -> str:

@@ -676,6 +676,40 @@ def test_input_is_checked_with_typed_errors(saver: PraisonSaver) -> None:
         saver.get_tuple("not a config")  # type: ignore[arg-type]
 
 
+def test_bad_input_to_put_put_writes_and_list_is_refused_typed_and_stores_nothing(
+    saver: PraisonSaver,
+) -> None:
+    """What LangGraph's serde cannot serialize, metadata that is no dict, writes that are no
+    (channel, value) pairs, a limit that is no int, a version that is no number: each is
+    refused with InvalidValueError (a TypeError and a ValueError, as LangGraph's own savers
+    raise) naming what was wrong, and the thread holds what it held before."""
+    stored = put(saver, "t", {"x": 1})
+    saver.put_writes(stored, [("x", 2)], "task")
+    unserializable = empty_checkpoint()
+    unserializable["channel_values"] = {"x": 1, "handle": object()}
+    unserializable["channel_versions"] = {"x": "2.0", "handle": "1.0"}
+    with pytest.raises(InvalidValueError, match="'handle' cannot be serialized") as refused:
+        saver.put(stored, unserializable, {"source": "loop", "step": 2}, {"handle": "1.0"})
+    assert isinstance(refused.value, TypeError)
+    with pytest.raises(InvalidValueError, match="metadata as a dict"):
+        saver.put(stored, empty_checkpoint(), None, {})  # type: ignore[arg-type]
+    with pytest.raises(InvalidValueError, match="'y' cannot be serialized"):
+        saver.put_writes(stored, [("x", 3), ("y", object())], "task")
+    with pytest.raises(InvalidValueError, match="list of \\(channel, value\\) pairs"):
+        saver.put_writes(stored, None, "task")  # type: ignore[arg-type]
+    with pytest.raises(InvalidValueError, match="1 is not one"):
+        saver.put_writes(stored, [1], "task")  # type: ignore[list-item]
+    with pytest.raises(InvalidValueError, match="limit must be an int"):
+        list(saver.list(config("t"), limit="3"))  # type: ignore[arg-type]
+    with pytest.raises(InvalidValueError, match="a channel's version") as refused:
+        saver.get_next_version("latest", None)  # type: ignore[arg-type]
+    assert isinstance(refused.value, ValueError)
+    held = [(t.checkpoint["id"], t.pending_writes) for t in saver.list(config("t"))]
+    assert held == [(stored["configurable"]["checkpoint_id"], [("task", "x", 2)])]
+    saver.put_writes(stored, iter([("x", 4)]), "other")  # any iterable of pairs is taken
+    assert ("other", "x", 4) in saver.get_tuple(stored).pending_writes
+
+
 # -- encryption at rest -------------------------------------------------------------------------
 
 
