@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from typing import Any, TypeGuard, TypeVar
 
 from .._internal import runtime
+from .._internal.json_data import detach
 from ..clock import now
 from ..errors import (
     InvalidIdError,
@@ -115,12 +116,12 @@ class PraisonStore(SyncClose, BaseStore):
 
     def batch(self, ops: Iterable[Any]) -> list[Any]:
         """Run the operations in order; one result each (``abatch`` for synchronous code)."""
-        work = list(ops)
+        work = _ops(ops)
         return runtime.run(self._batch(work), timeout=None, inline=self._runs_inline(work))
 
     async def abatch(self, ops: Iterable[Any]) -> list[Any]:
         """Run the operations in order, on the caller's event loop; one result each."""
-        return await self._batch(list(ops))
+        return await self._batch(_ops(ops))
 
     def _runs_inline(self, ops: list[Any]) -> bool:
         """Whether the batch may run on the caller's thread: memory (indexing, queries) runs
@@ -196,18 +197,18 @@ class PraisonStore(SyncClose, BaseStore):
         namespace = _namespace(op.namespace, "put", writing=True)
         key = _place(namespace)
         name = _item_key(op.key)
+        # every part checked before anything changes: a refused put leaves the item as it was
+        value = None if op.value is None else _value(op.value, name)
+        ttl = _minutes(op.ttl)
+        fields = self._fields if op.index is None else _fields(op.index)
         state = await self._backend.read_record_state(key, names=[name], must_exist=False)
         held = state.get(name)
         if held is not None and held.get("memories"):
             await self._forget_memories(key, held["memories"])
-        if op.value is None:
+        if value is None:
             await self._delete_item(key, name)
             return
-        if not isinstance(op.value, Mapping):
-            raise InvalidValueError(f"put takes a dict as the value, got {op.value!r}.")
-        value = dict(op.value)
         at = now()
-        ttl = _minutes(op.ttl)
         item: dict[str, Any] = {
             "value": value,
             "created_at": held["created_at"] if _live(held) else at,
@@ -216,7 +217,6 @@ class PraisonStore(SyncClose, BaseStore):
             "expires_at": None if ttl is None else at + ttl * 60,
         }
         await self._mark(key)
-        fields = self._fields if op.index is None else _fields(op.index)
         if fields:
             memories = await self._remember(key, namespace, name, value, fields)
             if memories:
@@ -258,10 +258,8 @@ class PraisonStore(SyncClose, BaseStore):
 
     async def _search(self, op: Any) -> list[Any]:
         prefix = _namespace(op.namespace_prefix, "search", empty=True)
-        if isinstance(op.limit, bool) or not isinstance(op.limit, int) or op.limit < 0:
-            raise InvalidValueError(f"search: limit is an int >= 0, got {op.limit!r}.")
-        if isinstance(op.offset, bool) or not isinstance(op.offset, int) or op.offset < 0:
-            raise InvalidValueError(f"search: offset is an int >= 0, got {op.offset!r}.")
+        _count(op.limit, "search: limit")
+        _count(op.offset, "search: offset")
         wanted = op.offset + op.limit
         if op.query and self._fields:
             found = await self._by_meaning(prefix, op.query, op.filter, wanted)
@@ -341,6 +339,10 @@ class PraisonStore(SyncClose, BaseStore):
         return found
 
     async def _list_namespaces(self, op: Any) -> list[tuple[str, ...]]:
+        _count(op.limit, "list_namespaces: limit")
+        _count(op.offset, "list_namespaces: offset")
+        if op.max_depth is not None:
+            _count(op.max_depth, "list_namespaces: max_depth")
         conditions = list(op.match_conditions or ())
         for condition in conditions:
             if condition.match_type not in ("prefix", "suffix"):
@@ -508,6 +510,27 @@ def _item_key(key: Any) -> str:
     if not isinstance(key, str) or not key:
         raise InvalidIdError(f"An item key is a non-empty str, got {key!r}.")
     return key
+
+
+def _ops(ops: Any) -> list[Any]:
+    if isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Iterable):
+        raise InvalidValueError(
+            f"batch takes a list of GetOp, PutOp, SearchOp and ListNamespacesOp; got {ops!r}."
+        )
+    return list(ops)
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidValueError(f"{what} is an int >= 0, got {value!r}.")
+    return value
+
+
+def _value(value: Any, name: str) -> dict[str, Any]:
+    """An item's value: a dict of JSON data (what every LangGraph store can keep), copied."""
+    if not isinstance(value, Mapping):
+        raise InvalidValueError(f"put takes a dict as the value, got {value!r}.")
+    return dict(detach(dict(value), f"the value of item {name!r}"))
 
 
 def _minutes(ttl: Any) -> float | None:

@@ -168,6 +168,12 @@ def test_bad_input_gets_typed_errors_and_changes_nothing(store: PraisonStore) ->
         store.put(("kim", "notes"), "k", {"v": 3}, ttl=-1)
     with pytest.raises(InvalidIdError, match="item key"):
         store.put(("kim", "notes"), "", {"v": 4})
+    with pytest.raises(InvalidValueError, match="value of item 'k'"):
+        store.put(("kim", "notes"), "k", {"v": object()})  # no JSON: refused before anything
+    with pytest.raises(InvalidValueError, match="max_depth is an int >= 0"):
+        store.list_namespaces(max_depth="2")  # type: ignore[arg-type]
+    with pytest.raises(InvalidValueError, match="batch takes a list"):
+        store.batch(None)  # type: ignore[arg-type]
     found = store.get(("kim", "notes"), "k")
     assert found is not None and found.value == {"v": 1}
 
@@ -181,6 +187,8 @@ def test_search_by_meaning_finds_the_item_and_forgets_it_once_deleted(tmp_path: 
         store.put(("lee", "memories"), "job", {"text": "I work as a nurse at night", "tag": "a"})
         store.put(("may", "memories"), "pet", {"text": "My cat is called Biscuit", "tag": "a"})
 
+        with pytest.raises(InvalidValueError):  # refused before its memory is forgotten
+            store.put(("lee", "memories"), "pet", ["My dog is called Rex"])  # type: ignore[arg-type]
         hits = store.search(("lee", "memories"), query="what is my dog's name?", limit=2)
         assert hits[0].key == "pet" and hits[0].namespace == ("lee", "memories")
         assert hits[0].score is not None and hits[0].score >= hits[1].score
