@@ -269,6 +269,11 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
+        if config is not None and not isinstance(config, GetSessionConfig):
+            raise InvalidValueError(
+                "get_session: config is an ADK GetSessionConfig (num_recent_events, "
+                f"after_timestamp) or None, got {config!r}."
+            )
         session_id = _stripped(session_id)
         key = self._key(app_name, user_id, session_id)
         stored = await self._backend.read_modules(key, names=_DOCS)
@@ -342,6 +347,12 @@ class PraisonSessionService(HeldStore, BaseSessionService):
         return await self._user_state(app_name, _user(user_id))
 
     async def append_event(self, session: Session, event: Event) -> Event:
+        if not isinstance(session, Session) or not isinstance(event, Event):
+            raise InvalidValueError(
+                "append_event takes the ADK Session the event belongs to (as get_session or "
+                "create_session returned it) and an ADK Event; got "
+                f"{type(session).__name__} and {type(event).__name__}."
+            )
         if event.partial or _delivered(session, event):
             return event
         key = self._key(session.app_name, session.user_id, session.id)

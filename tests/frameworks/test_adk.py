@@ -486,6 +486,17 @@ def test_an_event_no_store_holds_changes_nothing_and_leaves_the_session_usable(
                     session, said("bad", actions=EventActions(state_delta=bad))
                 )
             assert session.events == [] and session.state == {"n": 1, "app:a": 1, "user:b": 1}
+        with pytest.raises(InvalidValueError, match="an ADK Event; got Session and dict"):
+            await service.append_event(session, {"author": "user"})  # type: ignore[arg-type]
+        with pytest.raises(InvalidValueError, match="got NoneType and Event"):
+            await service.append_event(None, said("lost"))  # type: ignore[arg-type]
+        with pytest.raises(InvalidValueError, match="GetSessionConfig"):
+            await service.get_session(
+                app_name="shop",
+                user_id="u",
+                session_id=session.id,
+                config={"num_recent_events": 1},  # type: ignore[arg-type]
+            )
         stored = await service.get_session(app_name="shop", user_id="u", session_id=session.id)
         assert stored is not None and stored.events == []
         assert stored.state == {"n": 1, "app:a": 1, "user:b": 1}
