@@ -127,6 +127,18 @@ def _dump(record: BaseModel) -> dict[str, Any]:
     return data
 
 
+M = TypeVar("M")
+
+
+def _model(value: Any, model: type[M], name: str) -> M:
+    """``value`` if it is the AgentScope model the call takes, else InvalidValueError."""
+    if not isinstance(value, model):
+        raise InvalidValueError(
+            f"{name} must be an agentscope {model.__name__}, got {type(value).__name__}."
+        )
+    return value
+
+
 def _limit(limit: Any) -> int:
     if type(limit) is not int or limit < 0:
         raise InvalidValueError(
@@ -245,6 +257,7 @@ class PraisonStorage(HeldStore, StorageBase):
     # -- credentials ----------------------------------------------------------------------
 
     async def upsert_credential(self, user_id: str, credential_data: CredentialBase) -> str:
+        _model(credential_data, CredentialBase, "credential_data")
         key = self._key(user_id, "credential", credential_data.id)
         if not credential_data.name:
             credential_data.name = await self._credential_name(user_id, credential_data)
@@ -302,7 +315,7 @@ class PraisonStorage(HeldStore, StorageBase):
         return None
 
     async def upsert_mcp(self, user_id: str, mcp_record: MCPRecord) -> str:
-        return await self._upsert_named(user_id, "mcp", mcp_record)
+        return await self._upsert_named(user_id, "mcp", _model(mcp_record, MCPRecord, "mcp_record"))
 
     async def list_mcps(self, user_id: str) -> list[MCPRecord]:
         return await self._list(user_id, "mcp", MCPRecord)
@@ -317,7 +330,8 @@ class PraisonStorage(HeldStore, StorageBase):
         return await self._delete(self._key(user_id, "mcp", mcp_id))
 
     async def upsert_skill(self, user_id: str, skill_record: SkillRecord) -> str:
-        return await self._upsert_named(user_id, "skill", skill_record)
+        record = _model(skill_record, SkillRecord, "skill_record")
+        return await self._upsert_named(user_id, "skill", record)
 
     async def list_skills(self, user_id: str) -> list[SkillRecord]:
         return await self._list(user_id, "skill", SkillRecord)
@@ -334,6 +348,7 @@ class PraisonStorage(HeldStore, StorageBase):
     # -- agents -----------------------------------------------------------------------------
 
     async def upsert_agent(self, user_id: str, agent_record: AgentRecord) -> str:
+        _model(agent_record, AgentRecord, "agent_record")
         await self._put(self._key(user_id, "agent", agent_record.id), agent_record)
         return str(agent_record.id)
 
@@ -510,6 +525,7 @@ class PraisonStorage(HeldStore, StorageBase):
     # -- schedules --------------------------------------------------------------------------
 
     async def upsert_schedule(self, user_id: str, record: ScheduleRecord) -> str:
+        _model(record, ScheduleRecord, "record")
         await self._put(self._key(user_id, "schedule", record.id), record)
         return str(record.id)
 
@@ -534,6 +550,7 @@ class PraisonStorage(HeldStore, StorageBase):
     # -- channels: kept with their owner, found by id across users --------------------------
 
     async def upsert_channel(self, record: ChannelRecord, platform_bot_id: str) -> str:
+        _model(record, ChannelRecord, "record")
         holder = await self.get_channel_id_by_platform_bot_id(platform_bot_id)
         if holder is not None and holder != record.id:
             raise ValueError(f"Bot {platform_bot_id!r} already drives channel {holder!r}.")
@@ -596,8 +613,7 @@ class PraisonStorage(HeldStore, StorageBase):
 
     async def upsert_message(self, user_id: str, session_id: str, msg: Msg) -> None:
         """Replace the message with the same id in place, or append it."""
-        if not isinstance(msg, Msg):
-            raise InvalidValueError(f"msg must be an agentscope Msg, got {type(msg).__name__}.")
+        _model(msg, Msg, "msg")
         key = self._key(user_id, "messages", session_id)
         data = msg.model_dump(mode="json")
         index = f"i:{msg.id}"
@@ -668,6 +684,7 @@ class PraisonStorage(HeldStore, StorageBase):
     # -- SOPs and their runs ----------------------------------------------------------------
 
     async def upsert_sop(self, user_id: str, record: SOPRecord) -> SOPRecord:
+        _model(record, SOPRecord, "record")
         result: SOPRecord = await self._put(self._key(user_id, "sop", record.id), record)
         return result
 
@@ -687,6 +704,7 @@ class PraisonStorage(HeldStore, StorageBase):
         return await self._delete(key)
 
     async def upsert_sop_run(self, user_id: str, record: SOPRunRecord) -> SOPRunRecord:
+        _model(record, SOPRunRecord, "record")
         result: SOPRunRecord = await self._put(self._key(user_id, "soprun", record.id), record)
         return result
 
@@ -712,6 +730,8 @@ class PraisonStorage(HeldStore, StorageBase):
         state: SOPRunState,
         sessions: dict[str, str] | None = None,
     ) -> None:
+        _model(state, SOPRunState, "state")
+
         def change(stored: dict[str, Any]) -> tuple[dict[str, Any], list[str], None]:
             if stored.get("r") is None:
                 raise KeyError(f"SOP run {sop_run_id!r} not found.")
@@ -736,6 +756,7 @@ class PraisonStorage(HeldStore, StorageBase):
     # -- teams ------------------------------------------------------------------------------
 
     async def upsert_team(self, user_id: str, record: TeamRecord) -> TeamRecord:
+        _model(record, TeamRecord, "record")
         result: TeamRecord = await self._put(self._key(user_id, "team", record.id), record)
         return result
 
@@ -779,6 +800,7 @@ class PraisonStorage(HeldStore, StorageBase):
     async def upsert_knowledge_base(
         self, user_id: str, record: KnowledgeBaseRecord
     ) -> KnowledgeBaseRecord:
+        _model(record, KnowledgeBaseRecord, "record")
         if record.user_id != user_id:
             raise ValueError("record.user_id does not match the given user_id.")
         result: KnowledgeBaseRecord = await self._put(self._key(user_id, "kb", record.id), record)
@@ -807,6 +829,7 @@ class PraisonStorage(HeldStore, StorageBase):
     async def upsert_knowledge_document(
         self, user_id: str, record: KnowledgeDocumentRecord
     ) -> KnowledgeDocumentRecord:
+        _model(record, KnowledgeDocumentRecord, "record")
         if record.user_id != user_id:
             raise ValueError("record.user_id does not match the given user_id.")
         key = self._document_key(user_id, record.knowledge_base_id, record.id)
@@ -945,6 +968,10 @@ class PraisonStorage(HeldStore, StorageBase):
     async def list_knowledge_documents_pending_since(
         self, threshold: datetime
     ) -> list[KnowledgeDocumentRecord]:
+        if not isinstance(threshold, datetime):
+            raise InvalidValueError(
+                f"threshold must be a datetime (documents pending since then), got {threshold!r}."
+            )
         moment = _naive_utc(threshold)
         return [
             document

@@ -550,6 +550,26 @@ def test_bad_input_is_refused_typed_and_writes_nothing(tmp_path: Path) -> None:
             await storage.update_session_state("ada", "a1", "s", {"context": []})  # type: ignore[arg-type]
         with pytest.raises(InvalidValueError, match="Msg"):
             await storage.upsert_message("ada", "s", {"content": "x"})  # type: ignore[arg-type]
+        refused = {  # a record of another kind, or none: said so, not an AttributeError
+            "agent_record must be an agentscope AgentRecord, got dict": lambda: (
+                storage.upsert_agent("ada", {"id": "a1"})  # type: ignore[arg-type]
+            ),
+            "record must be an agentscope ScheduleRecord, got Msg": lambda: storage.upsert_schedule(
+                "ada", UserMsg(name="ada", content="x")
+            ),  # type: ignore[arg-type]
+            "credential_data must be an agentscope CredentialBase, got NoneType": lambda: (
+                storage.upsert_credential("ada", None)  # type: ignore[arg-type]
+            ),
+            "record must be an agentscope TeamRecord, got NoneType": lambda: storage.upsert_team(
+                "ada", None
+            ),  # type: ignore[arg-type]
+            "threshold must be a datetime": lambda: storage.list_knowledge_documents_pending_since(
+                "yesterday"
+            ),  # type: ignore[arg-type]
+        }
+        for message, call in refused.items():
+            with pytest.raises(InvalidValueError, match=message):
+                await call()
         assert await storage.store.list_users() == []
         await storage.aclose()
 
