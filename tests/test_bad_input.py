@@ -225,6 +225,12 @@ SESSION_CASES = [
     ),
     Case("search_memory: unknown type", InvalidValueError, lambda s: s.search_memory("q", "x")),
     Case("search_knowledge: empty query", InvalidValueError, lambda s: s.search_knowledge("")),
+    Case("index_turns: before None", InvalidValueError, lambda s: s.index_turns("log", None)),
+    Case("index_turns: log not a str", InvalidValueError, lambda s: s.index_turns(5, 2)),
+    Case(
+        "recall_turns: before a str", InvalidValueError, lambda s: s.recall_turns("log", "q", "2")
+    ),
+    Case("recall_turns: limit -1", InvalidValueError, lambda s: s.recall_turns("log", "q", 2, -1)),
     Case("get_context: max_items 0", InvalidValueError, lambda s: s.get_context("q", 0)),
     Case("clear_memory: unknown type", InvalidValueError, lambda s: s.clear_memory("sometimes")),
     Case("Agent: unknown option", InvalidValueError, lambda s: agent(s, foo=1)),

@@ -762,6 +762,7 @@ class AsyncSession:
         """Embed the turns of ``log`` before message ``before`` for :meth:`recall_turns`
         (batched; each turn once); how many turns are indexed."""
         self._local_only("index_turns()")
+        log, before = _check_text(log, "log"), check_count(before, "before")
         return await self._recalling("index_turns", lambda recall: recall.index_turns(log, before))
 
     async def recall_turns(
@@ -771,7 +772,8 @@ class AsyncSession:
         first, as ``(index of the turn's first message, its messages)``: what an agent puts
         back into its request from the part of its history that left the window."""
         self._local_only("recall_turns()")
-        query = _check_text(query, "query")
+        log, query = _check_text(log, "log"), _check_text(query, "query")
+        before, limit = check_count(before, "before"), check_count(limit, "limit", high=1000)
         return await self._recalling(
             "recall_turns", lambda recall: recall.recall_turns(log, query, before, limit)
         )
