@@ -356,6 +356,21 @@ GLOBAL_CASES = [
         KeyRequiredError,
         without_the_key(lambda store: store.get_state("vault", "owner")),
     ),
+    Case(
+        "store: state updates that are no dict",
+        InvalidValueError,
+        without_the_key(lambda store: store.patch_state("vault", "owner", "secret")),
+    ),
+    Case(
+        "store: keys to delete given as one str",
+        InvalidValueError,
+        without_the_key(lambda store: store.patch_state("vault", "owner", delete="secret")),
+    ),
+    Case(
+        "store: replace not a bool",
+        InvalidValueError,
+        without_the_key(lambda store: store.patch_state("vault", "owner", {}, replace="yes")),
+    ),
     Case("Session: empty session_id", InvalidIdError, lambda r: Session("", store="memory://")),
     Case("Session: session_id an int", InvalidIdError, lambda r: Session(123, store="memory://")),
     Case(
@@ -694,6 +709,19 @@ def test_a_dot_env_file_that_is_not_utf8_is_named_without_its_content(
 def test_a_misspelt_setting_suggests_the_right_name() -> None:
     error = raised_by(lambda: Session("s", settings={"store_ur": "memory://"}), InvalidSettingError)
     assert "'store_url'" in str(error)
+
+
+def test_keys_to_delete_given_as_one_str_are_refused_not_taken_for_its_letters() -> None:
+    """``patch_state(..., delete="name")`` deleted the keys "n", "a", "m" and "e" and kept
+    "name": a str is refused, and every key stays."""
+    store = open_store("memory://")
+    state = {"name": "Ada", "n": 1, "a": 2, "m": 3, "e": 4}
+    runtime.run(store.patch_state("s", "u", state))
+    with pytest.raises(InvalidValueError, match="delete=\\['name'\\]"):
+        runtime.run(store.patch_state("s", "u", delete="name"))  # type: ignore[arg-type]
+    assert runtime.run(store.get_state("s", "u")) == state
+    runtime.run(store.patch_state("s", "u", delete=(k for k in ("n", "a"))))  # any iterable
+    assert runtime.run(store.get_state("s", "u")) == {"name": "Ada", "m": 3, "e": 4}
 
 
 def test_the_catalogue_is_as_large_as_promised() -> None:

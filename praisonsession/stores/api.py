@@ -14,10 +14,10 @@ the same backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .._internal.checks import check_count
+from .._internal.checks import check_count, check_flag
 from .._internal.identifiers import DEFAULT_USER, check_key, check_session_id, check_user_id
 from .._internal.json_data import JSONValue, check_json_data, detach
 from ..errors import InvalidIdError, InvalidValueError
@@ -295,11 +295,20 @@ class SessionBase:
         change happens only if the session is still at that version, else ConflictError.
         """
         key = record_key(session_id, user_id)
+        if updates is not None and not isinstance(updates, Mapping):
+            raise InvalidValueError(
+                f"The state's updates must be a dict of keys to JSON values, got {updates!r:.80}."
+            )
         updates = dict(updates or {})
         for name in updates:
             check_key(name)
         check_json_data(updates, "state")
+        if isinstance(delete, str | bytes | Mapping) or not isinstance(delete, Iterable):
+            raise InvalidValueError(  # a str would be taken for its letters, each a key
+                f"delete must be a list of state keys, got {delete!r:.80}; e.g. delete=['name']."
+            )
         deletes = [check_key(name) for name in delete]
+        check_flag(replace, "replace")
         if expected_version is not None:
             check_count(expected_version, "expected_version", low=None)
         return await self.backend.patch_record_state(
