@@ -289,7 +289,9 @@ class SessionBase:
         expected_version: int | None = None,
         must_exist: bool = False,
     ) -> int:
-        """Set (and delete) keys in one atomic step; returns the session's new version.
+        """Set the keys of ``updates`` (a dict) and delete those of ``delete`` (a list of keys;
+        one str is refused, not taken for its letters) in one atomic step; returns the
+        session's new version.
 
         ``replace=True`` drops every key not in ``updates``. With ``expected_version`` the
         change happens only if the session is still at that version, else ConflictError.
