@@ -85,6 +85,10 @@ class PraisonMemoryService(HeldStore, BaseMemoryService):
     # -- ADK's protocol -------------------------------------------------------------------
 
     async def add_session_to_memory(self, session: Session) -> None:
+        if not isinstance(session, Session):
+            raise InvalidValueError(
+                f"add_session_to_memory takes an ADK Session, got {type(session).__name__}."
+            )
         await self._add(session.app_name, session.user_id, session.id, session.events, {})
 
     async def add_events_to_memory(
@@ -97,6 +101,7 @@ class PraisonMemoryService(HeldStore, BaseMemoryService):
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
         extra = _scalars(custom_metadata)
+        events = _all_of(events, Event, "add_events_to_memory: events")
         await self._add(app_name, user_id, session_id or _UNKNOWN_SESSION, events, extra)
 
     async def add_memory(
@@ -107,6 +112,7 @@ class PraisonMemoryService(HeldStore, BaseMemoryService):
         memories: Sequence[MemoryEntry],
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
+        memories = _all_of(memories, MemoryEntry, "add_memory: memories")
         handle = self._handle(app_name, user_id)
         extra = _scalars(custom_metadata)
         for entry in memories:
@@ -242,6 +248,19 @@ def _text(content: Any) -> str:
 
 def _iso(timestamp: float) -> str:
     return datetime.datetime.fromtimestamp(timestamp, tz=datetime.timezone.utc).isoformat()
+
+
+def _all_of(values: Any, model: type[Any], what: str) -> list[Any]:
+    """``values`` as a list, each an ADK ``model``: checked before anything is stored."""
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise InvalidValueError(f"{what} must be a list of {model.__name__}, got {values!r:.80}.")
+    found = list(values)
+    for value in found:
+        if not isinstance(value, model):
+            raise InvalidValueError(
+                f"{what} must be a list of {model.__name__}; one is a {type(value).__name__}."
+            )
+    return found
 
 
 def _scalars(metadata: Mapping[str, object] | None) -> dict[str, Any]:

@@ -831,6 +831,16 @@ def test_memory_is_searched_deleted_and_forgotten(memory_kind: str, tmp_path: Pa
         for text in ("My cat is called Miso.", "I drink green tea every morning."):
             await sessions.append_event(trip, said(text))
         await sessions.append_event(trip, Event(invocation_id="i", author="user"))  # no text
+        with pytest.raises(InvalidValueError, match="takes an ADK Session, got dict"):
+            await memory.add_session_to_memory({"id": "trip"})  # type: ignore[arg-type]
+        with pytest.raises(InvalidValueError, match="one is a str"):  # and none was added
+            await memory.add_events_to_memory(
+                app_name="shop",
+                user_id="ada",
+                events=[said("I live in Oslo."), "Oslo"],  # type: ignore[list-item]
+            )
+        with pytest.raises(InvalidValueError, match="list of MemoryEntry, got None"):
+            await memory.add_memory(app_name="shop", user_id="ada", memories=None)  # type: ignore[arg-type]
         await memory.add_session_to_memory(trip)
         await memory.add_session_to_memory(trip)  # again: nothing doubled
         await memory.add_events_to_memory(
