@@ -4,6 +4,8 @@
   editors) and the tuple of its words (for the check and its message), written once.
 - **Counts**: whole numbers a caller passes (limits, windows, retries). ``True`` is an ``int``
   to Python and never a count here, so every check refuses ``bool``.
+- **Items**: a list a caller passes (keys, writes, events): any iterable but a str, bytes or
+  dict, whose letters or keys would otherwise be taken for the items.
 - **Seconds**: a duration (a TTL, a timeout, a lock wait): a finite number, never NaN or a bool.
 - **Flags**: True or False, never a truthy 1 or "yes".
 - **Moments**: a point in time a caller gives (when a memory was said): a ``datetime``, an ISO
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, TypeGuard, get_args
 
 from ..errors import InvalidValueError
@@ -33,6 +35,7 @@ __all__ = [
     "check_choice",
     "check_count",
     "check_flag",
+    "check_items",
     "check_moment",
     "check_seconds",
     "is_int",
@@ -111,6 +114,14 @@ def check_count(
     else:
         wanted = "an int"
     raise InvalidValueError(f"{label} must be {wanted}, got {value!r}.")
+
+
+def check_items(values: Any, label: str, kind: str = "") -> list[Any]:
+    """``values`` as a new list, else ``InvalidValueError``: ``"{label} must be a list{kind}"``
+    (``kind`` says of what, e.g. ``" of state keys"``)."""
+    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
+        raise InvalidValueError(f"{label} must be a list{kind}, got {values!r:.80}.")
+    return list(values)
 
 
 def is_seconds(value: Any, *, positive: bool = False) -> bool:

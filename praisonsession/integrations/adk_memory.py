@@ -21,6 +21,7 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .._internal.checks import check_items
 from ..errors import InvalidValueError, MissingDependencyError, install_line
 from ..session.core import AsyncSession
 from ..settings import Settings
@@ -252,9 +253,7 @@ def _iso(timestamp: float) -> str:
 
 def _all_of(values: Any, model: type[Any], what: str) -> list[Any]:
     """``values`` as a list, each an ADK ``model``: checked before anything is stored."""
-    if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable):
-        raise InvalidValueError(f"{what} must be a list of {model.__name__}, got {values!r:.80}.")
-    found = list(values)
+    found = check_items(values, what, f" of {model.__name__}")
     for value in found:
         if not isinstance(value, model):
             raise InvalidValueError(

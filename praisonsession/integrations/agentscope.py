@@ -127,10 +127,7 @@ def _dump(record: BaseModel) -> dict[str, Any]:
     return data
 
 
-M = TypeVar("M")
-
-
-def _model(value: Any, model: type[M], name: str) -> M:
+def _model(value: Any, model: type[R], name: str) -> R:
     """``value`` if it is the AgentScope model the call takes, else InvalidValueError."""
     if not isinstance(value, model):
         raise InvalidValueError(

@@ -37,7 +37,6 @@ from collections.abc import (
     AsyncIterator,
     Callable,
     Coroutine,
-    Iterable,
     Iterator,
     Mapping,
     Sequence,
@@ -45,6 +44,7 @@ from collections.abc import (
 from typing import Any, TypeVar
 
 from .._internal import runtime
+from .._internal.checks import check_count, check_items
 from .._internal.identifiers import DEFAULT_USER, check_session_id
 from ..errors import InvalidIdError, InvalidValueError, MissingDependencyError, install_line
 from ..settings import Settings
@@ -245,7 +245,7 @@ class PraisonSaver(SyncClose, BaseCheckpointSaver[str]):
         """:meth:`alist`'s checkpoints a page at a time: one call of the runtime per page."""
         if filter is not None and not isinstance(filter, Mapping):
             raise InvalidValueError(f"list: filter must be a dict, got {filter!r}.")
-        left = _limit(limit)
+        left = limit  # checked by list / alist, the two callers
         if left is not None and left <= 0:
             return
         before_id, before_ns = None, None
@@ -670,31 +670,20 @@ def _thread_id(thread_id: Any) -> str:
 
 
 def _limit(limit: Any) -> int | None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-        raise InvalidValueError(f"list: limit must be an int or None, got {limit!r}.")
-    return limit
+    return None if limit is None else check_count(limit, "list: limit", low=None, high=None)
 
 
 def _pairs(writes: Any) -> Sequence[tuple[Any, Any]]:
-    """``put_writes``' writes: (channel, value) pairs, in a list or tuple (taken once)."""
-    if type(writes) is not list and type(writes) is not tuple:
-        if isinstance(writes, str | bytes | Mapping) or not isinstance(writes, Iterable):
-            raise InvalidValueError(
-                f"put_writes takes writes as a list of (channel, value) pairs, got {writes!r}."
-            )
-        writes = builtins.list(writes)
-    for write in writes:
-        if type(write) is not tuple and (
-            isinstance(write, str | bytes) or not isinstance(write, Sequence)
-        ):
+    """``put_writes``' writes: (channel, value) pairs (any iterable of them, taken once)."""
+    pairs = check_items(writes, "put_writes: writes", " of (channel, value) pairs")
+    for write in pairs:
+        sequence = type(write) is tuple or (
+            isinstance(write, Sequence) and not isinstance(write, str | bytes)
+        )
+        if not sequence or len(write) != 2:
             raise InvalidValueError(
                 f"put_writes takes writes as (channel, value) pairs; {write!r} is not one."
             )
-        if len(write) != 2:
-            raise InvalidValueError(
-                f"put_writes takes writes as (channel, value) pairs; {write!r} is not one."
-            )
-    pairs: Sequence[tuple[Any, Any]] = writes
     return pairs
 
 

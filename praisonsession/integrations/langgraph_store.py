@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from typing import Any, TypeGuard, TypeVar
 
 from .._internal import runtime
+from .._internal.checks import check_count, check_items
 from .._internal.json_data import detach
 from ..clock import now
 from ..errors import (
@@ -258,8 +259,8 @@ class PraisonStore(SyncClose, BaseStore):
 
     async def _search(self, op: Any) -> list[Any]:
         prefix = _namespace(op.namespace_prefix, "search", empty=True)
-        _count(op.limit, "search: limit")
-        _count(op.offset, "search: offset")
+        check_count(op.limit, "search: limit")
+        check_count(op.offset, "search: offset")
         wanted = op.offset + op.limit
         if op.query and self._fields:
             found = await self._by_meaning(prefix, op.query, op.filter, wanted)
@@ -339,10 +340,10 @@ class PraisonStore(SyncClose, BaseStore):
         return found
 
     async def _list_namespaces(self, op: Any) -> list[tuple[str, ...]]:
-        _count(op.limit, "list_namespaces: limit")
-        _count(op.offset, "list_namespaces: offset")
+        check_count(op.limit, "list_namespaces: limit")
+        check_count(op.offset, "list_namespaces: offset")
         if op.max_depth is not None:
-            _count(op.max_depth, "list_namespaces: max_depth")
+            check_count(op.max_depth, "list_namespaces: max_depth")
         conditions = list(op.match_conditions or ())
         for condition in conditions:
             if condition.match_type not in ("prefix", "suffix"):
@@ -513,24 +514,15 @@ def _item_key(key: Any) -> str:
 
 
 def _ops(ops: Any) -> list[Any]:
-    if isinstance(ops, str | bytes | Mapping) or not isinstance(ops, Iterable):
-        raise InvalidValueError(
-            f"batch takes a list of GetOp, PutOp, SearchOp and ListNamespacesOp; got {ops!r}."
-        )
-    return list(ops)
-
-
-def _count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidValueError(f"{what} is an int >= 0, got {value!r}.")
-    return value
+    return check_items(ops, "batch: ops", " of GetOp, PutOp, SearchOp and ListNamespacesOp")
 
 
 def _value(value: Any, name: str) -> dict[str, Any]:
     """An item's value: a dict of JSON data (what every LangGraph store can keep), copied."""
     if not isinstance(value, Mapping):
         raise InvalidValueError(f"put takes a dict as the value, got {value!r}.")
-    return dict(detach(dict(value), f"the value of item {name!r}"))
+    copied: dict[str, Any] = detach(dict(value), f"the value of item {name!r}")
+    return copied
 
 
 def _minutes(ttl: Any) -> float | None:

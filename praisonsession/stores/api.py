@@ -14,10 +14,10 @@ the same backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._internal.checks import check_count, check_flag
+from .._internal.checks import check_count, check_flag, check_items
 from .._internal.identifiers import DEFAULT_USER, check_key, check_session_id, check_user_id
 from .._internal.json_data import JSONValue, check_json_data, detach
 from ..errors import InvalidIdError, InvalidValueError
@@ -305,11 +305,8 @@ class SessionBase:
         for name in updates:
             check_key(name)
         check_json_data(updates, "state")
-        if isinstance(delete, str | bytes | Mapping) or not isinstance(delete, Iterable):
-            raise InvalidValueError(  # a str would be taken for its letters, each a key
-                f"delete must be a list of state keys, got {delete!r:.80}; e.g. delete=['name']."
-            )
-        deletes = [check_key(name) for name in delete]
+        keys = check_items(delete, "delete", " of state keys (e.g. delete=['name'])")
+        deletes = [check_key(name) for name in keys]
         check_flag(replace, "replace")
         if expected_version is not None:
             check_count(expected_version, "expected_version", low=None)

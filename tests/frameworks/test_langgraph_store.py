@@ -170,9 +170,9 @@ def test_bad_input_gets_typed_errors_and_changes_nothing(store: PraisonStore) ->
         store.put(("kim", "notes"), "", {"v": 4})
     with pytest.raises(InvalidValueError, match="value of item 'k'"):
         store.put(("kim", "notes"), "k", {"v": object()})  # no JSON: refused before anything
-    with pytest.raises(InvalidValueError, match="max_depth is an int >= 0"):
+    with pytest.raises(InvalidValueError, match="list_namespaces: max_depth must be an int >= 0"):
         store.list_namespaces(max_depth="2")  # type: ignore[arg-type]
-    with pytest.raises(InvalidValueError, match="batch takes a list"):
+    with pytest.raises(InvalidValueError, match="batch: ops must be a list"):
         store.batch(None)  # type: ignore[arg-type]
     found = store.get(("kim", "notes"), "k")
     assert found is not None and found.value == {"v": 1}
