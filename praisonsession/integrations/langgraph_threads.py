@@ -33,9 +33,11 @@ indexed yet is found among the log's last records, which say where they are); a 
 newest is the log's last record when that is of the namespace, and its head document is
 written when another namespace's record follows its last one. On SQLite a put then changes
 the session's version row and the record's page, not a page of documents as well (WAL frames
-per put 5.1 -> 4.1 in ``bench_langgraph.py``'s thread). Threads written by earlier versions
-(every position and head as a document) are read and continued alike; an earlier version
-reading a thread written here could take a stale head document for the newest.
+per put 5.1 -> 4.1 in ``bench_langgraph.py``'s thread). A thread's first checkpoint makes its
+session, marked, in the same step; writes never make or mark a thread. Threads written by
+earlier versions (every position and head as a document) are read and continued alike; an
+earlier version reading a thread written here could take a stale head document for the
+newest.
 
 What a ``Threads`` read or wrote of a thread last (each namespace's newest checkpoint, a
 listing's first page, the checkpoints named by id that were asked for before, with their
@@ -675,13 +677,12 @@ class Threads:
                 view = self._views[key] = _View(stamp)
             return view
 
-    async def _open(self, key: Key, log: str) -> int:
-        """The length of ``log`` of a thread, creating the thread (with its mark) if it holds
-        nothing yet."""
-        length = await self.backend.count_log(key, path=log)
-        if length == 0:
+    async def _mark(self, key: Key) -> None:
+        """Make sure the thread's live session is marked as a thread (a read, and a write only
+        where the mark is missing: a session another writer made, or one not made here)."""
+        info = await self.backend.read_record(key)
+        if info is None or not is_thread(info):
             await self.backend.create_record(key, ttl=UNSET, metadata=dict(THREAD_MARK))
-        return length
 
     # -- checkpoints ----------------------------------------------------------------------------
 
@@ -695,6 +696,7 @@ class Threads:
         record["values"] = {channel: pack(value) for channel, value in blobs.items()}
         run_id: str | None = record.get("run")
         parent_id: str | None = record.get("parent")
+        create = True  # a thread with no checkpoint is created with its first one, in one step
         for _ in range(_ATTEMPTS):
             with self._lock:  # what is remembered of the thread, read at once
                 generation = self._generations.get(key, 0)
@@ -709,9 +711,15 @@ class Threads:
             if parent is None and parent_id is not None:
                 parent = await self._find(key, ns, parent_id)
             record["src"] = _sources(record["versions"], changed, parent)
+            new_thread = False
             if tail is None:
                 try:
-                    tail = await self._read_tail(key, await self._open(key, CHECKPOINTS))
+                    length = await self.backend.count_log(key, path=CHECKPOINTS)
+                    if length == 0 and create:
+                        new_thread = True
+                    elif length == 0:  # its session was live, made by another writer
+                        await self._mark(key)
+                    tail = await self._read_tail(key, length)
                 except ConflictError:
                     await pause(0)
                     continue
@@ -735,26 +743,42 @@ class Threads:
                 self._read_after_put.discard(key)
             done: Stamped | None = None
             try:
-                if read:
+                if read or new_thread:
                     writes_of = writes_name(ns, checkpoint_id)
                     stored: Callable[[], Awaitable[Any]]
-                    if documents:
+                    if new_thread:  # the session, its mark and the record: one commit
+                        stored = partial(
+                            self.backend.create_record_with_modules,
+                            key,
+                            metadata=dict(THREAD_MARK),
+                            documents=documents,
+                            writes=[write],
+                        )
+                    elif documents:
                         stored = partial(
                             self.backend.write_modules, key, documents=documents, writes=[write]
                         )
                     else:
                         stored = partial(self.backend.append_log, key, write=write)
-                    done = await self.backend.stamped(key, stored, [writes_of])
+                    if read:
+                        done = await self.backend.stamped(key, stored, [writes_of])
+                    else:
+                        await stored()
                 elif documents:
                     await self.backend.write_modules(key, documents=documents, writes=[write])
                 else:  # most puts: the record alone
                     await self.backend.append_log(key, write=write)
             except ConflictError:
-                self.forget(key)  # another writer moved the thread: positions are re-read
+                # another writer moved the thread, or made its session first (then it is
+                # marked and written to as any): positions are read again
+                create = create and not new_thread
+                self.forget(key)
                 await pause(0)
                 continue
             with self._lock:
                 self._tails[key] = (length + 1, block, (length, ns, checkpoint_id))
+                if new_thread:  # made here, with no writes: its first put_writes reads nothing
+                    self._journals.setdefault(key, (0, {}, set()))
                 if new_run is not None:
                     self._runs.add(run)
                     if len(self._runs) > _REMEMBERED:
@@ -1252,8 +1276,8 @@ class Threads:
         for _ in range(_ATTEMPTS):
             with self._lock:
                 journal = self._journals.get(key)
-            if journal is None:
-                length = await self._open(key, WRITES)
+            if journal is None:  # writes need no mark: a thread is marked by its checkpoints
+                length = await self.backend.count_log(key, path=WRITES)
                 known: dict[str, dict[str, Any]] = {}
                 every: set[str] | None = set() if length == 0 else None
             else:

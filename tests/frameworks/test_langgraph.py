@@ -576,6 +576,93 @@ def test_writes_to_a_new_checkpoint_read_nothing_first_and_keep_another_savers(
         assert outs(third) == [("task-5", 5)]
 
 
+class StoreCalls:
+    """The record operations a saver's threads make on their backend, by name, in order."""
+
+    NAMES = (
+        "count_log",
+        "read_record",
+        "read_modules",
+        "create_record",
+        "create_record_with_modules",
+        "write_modules",
+        "append_log",
+    )
+
+    def __init__(self, saver: PraisonSaver, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.made: list[str] = []
+        backend = saver._threads.backend
+        for name in self.NAMES:
+            monkeypatch.setattr(backend, name, self._recording(name, getattr(backend, name)))
+
+    def _recording(self, name: str, operation: Any) -> Any:
+        async def recorded(*args: Any, **kwargs: Any) -> Any:
+            self.made.append(name)
+            return await operation(*args, **kwargs)
+
+        return recorded
+
+    def taken(self) -> list[str]:
+        made, self.made = self.made, []
+        return made
+
+
+def test_a_new_thread_is_made_with_its_first_checkpoint_in_one_write(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread's session, its mark and its first checkpoint are one write (one commit on
+    SQLite), after one count; its first writes are one write, with nothing read first."""
+    with PraisonSaver(url) as saver:
+        calls = StoreCalls(saver, monkeypatch)
+        first = put(saver, "new", {"a": 1})
+        assert calls.taken() == ["count_log", "create_record_with_modules"]
+        saver.put_writes(first, [("out", 1)], "task-1")
+        assert calls.taken() == ["write_modules"]
+        second = put(saver, "new", {"a": 2}, parent=first)  # reads its parent's versions
+        assert [made for made in calls.taken() if made != "read_modules"] == ["append_log"]
+        assert saver.get_tuple(first).pending_writes == [("task-1", "out", 1)]
+        assert saver.get_tuple(config("new")).config == second
+        listed = list(saver.list(None))  # every thread: found by its mark
+        assert [t.config["configurable"]["checkpoint_id"] for t in listed] == [
+            second["configurable"]["checkpoint_id"],
+            first["configurable"]["checkpoint_id"],
+        ]
+        assert Session("new", store=saver.store).get_info().metadata == {"langgraph": "thread"}
+
+
+def test_a_thread_whose_session_exists_is_marked_and_keeps_what_it_held(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread id naming a live session with no checkpoint (one of ours, or one whose
+    writes another process stored first, as a graph's first task may): the one-step create
+    is refused, the session is marked and the checkpoint appended, and nothing it held is
+    lost."""
+    store = open_store(url)
+    with Session("ours", store=store) as session:
+        session.set_state("topic", "kept")
+    with PraisonSaver(store) as saver:
+        other = PraisonSaver(store)  # another process: its writes before the first checkpoint
+        checkpoint_id = str(uuid.uuid4())
+        other.put_writes(config("early", checkpoint_id=checkpoint_id), [("out", 0)], "task-0")
+        calls = StoreCalls(saver, monkeypatch)
+        put(saver, "ours", {"a": 1})
+        made = calls.taken()
+        assert made[:2] == ["count_log", "create_record_with_modules"]  # refused: it is live
+        assert "create_record" in made  # the mark, merged into its metadata
+        assert made[-1] == "append_log"
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = checkpoint_id
+        saver.put(config("early"), checkpoint, {"source": "input", "step": -1}, {})
+        assert saver.get_tuple(config("early")).pending_writes == [("task-0", "out", 0)]
+        threads = {t.config["configurable"]["thread_id"] for t in saver.list(None)}
+        assert threads == {"ours", "early"}
+        with Session("ours", store=store) as session:
+            assert session.get_state("topic") == "kept"
+            assert session.get_info().metadata["langgraph"] == "thread"
+        other.close()
+    asyncio.run(store.close())
+
+
 def test_sync_methods_work_from_a_thread_running_an_event_loop(url: str) -> None:
     async def cell() -> Any:  # what a Jupyter cell does: sync calls while a loop runs
         with PraisonSaver(url) as saver:
