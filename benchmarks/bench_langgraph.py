@@ -927,21 +927,7 @@ def report(results: dict[str, Any]) -> bool:
     )
     for mode in ("sync", "async"):
         rounds = results[mode]
-        theirs = next(name for name in rounds["list"] if name != OURS)
-        print(f"\n{mode} methods vs {theirs}")
-        print(f"  | measure | ours ops/s | {theirs} ops/s | ratio per round | best | median |")
-        print("  |---|---|---|---|---|---|")
-        for label, field in measures:
-            ours, their = rounds[field][OURS], rounds[field][theirs]
-            ratios = [a / b for a, b in zip(ours, their, strict=True)]
-            best, middle = max(ratios), statistics.median(ratios)
-            each = ", ".join(f"{r:.2f}" for r in ratios)
-            speeds = f"{statistics.median(ours):,.0f} | {statistics.median(their):,.0f}"
-            print(f"  | {label} | {speeds} | {each} | {best:.2f}x | {middle:.2f}x |")
-            verdicts.append((f"{mode}: {label}, best >= {BEST_TARGET:g}", f"{best:.2f}x",
-                             best >= BEST_TARGET))  # fmt: skip
-            verdicts.append((f"{mode}: {label}, median >= {MEDIAN_TARGET:g}", f"{middle:.2f}x",
-                             middle >= MEDIAN_TARGET))  # fmt: skip
+        theirs = speed_rows(rounds, measures, mode, OURS, verdicts)
         alone = rounds["by_id"].get(STORE_READ)
         if alone:
             by_id = statistics.median(rounds["by_id"][theirs])
@@ -968,6 +954,33 @@ def report(results: dict[str, Any]) -> bool:
     for label, value, passed in verdicts:
         print(f"  {label:80} {value:>7}  {'PASS' if passed else 'MISS'}")
     return all(passed for _, _, passed in verdicts)
+
+
+def speed_rows(
+    rounds: Rounds,
+    measures: list[tuple[str, str]],
+    mode: str,
+    ours_name: str,
+    verdicts: list[tuple[str, str, bool]],
+) -> str:
+    """The table of one mode's measures (label, field), ours against the other side of
+    ``rounds``, with a best-round and a median-round verdict each; the other side's name."""
+    theirs = next(name for name in rounds[measures[0][1]] if name != ours_name)
+    print(f"\n{mode} methods vs {theirs}")
+    print(f"  | measure | ours ops/s | {theirs} ops/s | ratio per round | best | median |")
+    print("  |---|---|---|---|---|---|")
+    for label, field in measures:
+        ours, their = rounds[field][ours_name], rounds[field][theirs]
+        ratios = [a / b for a, b in zip(ours, their, strict=True)]
+        best, middle = max(ratios), statistics.median(ratios)
+        each = ", ".join(f"{r:.2f}" for r in ratios)
+        speeds = f"{statistics.median(ours):,.0f} | {statistics.median(their):,.0f}"
+        print(f"  | {label} | {speeds} | {each} | {best:.2f}x | {middle:.2f}x |")
+        verdicts.append((f"{mode}: {label}, best >= {BEST_TARGET:g}", f"{best:.2f}x",
+                         best >= BEST_TARGET))  # fmt: skip
+        verdicts.append((f"{mode}: {label}, median >= {MEDIAN_TARGET:g}", f"{middle:.2f}x",
+                         middle >= MEDIAN_TARGET))  # fmt: skip
+    return theirs
 
 
 def costs(results: dict[str, Any]) -> None:

@@ -188,14 +188,17 @@ def loads(text: str | bytes, what: str) -> JSONValue:
         raise SessionCorruptedError(what, f"{type(exc).__name__}: {exc}") from None
 
 
-def loads_joined(joined: str | bytes, count: int, what: str = "") -> list[JSONValue] | None:
+def loads_joined(
+    joined: str | bytes, count: int, what: str = "", *, objects: bool = True
+) -> list[JSONValue] | None:
     """``count`` stored JSON objects written one after another with ``,`` between them (the
     messages of a log), decoded in one parse: a third of the time of a parse each, which is
     most of the cost of reading a conversation's tail. None when the parse does not give
     ``count`` objects (a damaged one among them): the caller then decodes them one by one with
     :func:`loads`, which names the damaged one. Damage that a joint parse could take for other
     objects, of the same number, would have to be written on purpose, and whoever can write
-    to the store can write valid JSON just as well."""
+    to the store can write valid JSON just as well. ``objects=False`` takes any JSON values
+    (a session's state), their number still checked."""
     if count == 0:
         return []
     try:
@@ -205,7 +208,7 @@ def loads_joined(joined: str | bytes, count: int, what: str = "") -> list[JSONVa
             found = json.loads("[" + joined + "]")
     except (ValueError, RecursionError):
         return None
-    if len(found) != count or not all(type(value) is dict for value in found):
+    if len(found) != count or (objects and not all(type(value) is dict for value in found)):
         return None
     return found  # type: ignore[no-any-return]
 

@@ -25,7 +25,7 @@ Needs the ``langgraph`` extra; only this module and ``langgraph.py`` import Lang
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, TypeGuard, TypeVar
 
@@ -226,12 +226,11 @@ class PraisonStore(SyncClose, BaseStore):
 
     async def _delete_item(self, key: Key, name: str) -> None:
         """Remove an item; a namespace left empty goes too, as LangGraph lists only the
-        namespaces that hold items."""
+        namespaces that hold items (unless an item was put meanwhile: it stays with it)."""
         await self._backend.patch_record_state(
             key, updates={}, deletes=[name], replace=False, expected_version=None, must_exist=False
         )
-        if not await self._backend.read_record_state(key, names=None, must_exist=False):
-            await self._backend.delete_record(key)
+        if await self._backend.delete_record_without_state(key):
             self._opened.discard(key)
 
     async def _remember(
@@ -283,15 +282,17 @@ class PraisonStore(SyncClose, BaseStore):
         self, prefix: tuple[str, ...], wanted_filter: Any, wanted: int
     ) -> list[_Hit]:
         """Items under the prefix whose value matches the filter, newest update first."""
+        matches = _matcher(wanted_filter)
         found: list[_Hit] = []
         for info in await self._namespaces_under(prefix):
             key = Key(info.user_id, info.session_id)
             namespace = _namespace_of(info)
             state = await self._backend.read_record_state(key, names=None, must_exist=False)
+            at = now()
             found += [
                 (namespace, name, None, item)
                 for name, item in state.items()
-                if _live(item) and _matches(item["value"], wanted_filter)
+                if _live(item, at) and matches(item["value"])
             ]
         found.sort(key=lambda hit: (-hit[3]["updated_at"], hit[0], hit[1]))
         return found
@@ -324,6 +325,7 @@ class PraisonStore(SyncClose, BaseStore):
                 score = float(hit["score"] or 0.0)
                 if score > scored.get(slot, -2.0):
                     scored[slot] = score
+        matches = _matcher(wanted_filter)
         found: list[_Hit] = []
         by_namespace: dict[tuple[str, ...], list[str]] = {}
         for namespace, name in scored:
@@ -334,7 +336,7 @@ class PraisonStore(SyncClose, BaseStore):
             )
             for name in names:
                 item = state.get(name)
-                if _live(item) and _matches(item["value"], wanted_filter):
+                if _live(item) and matches(item["value"]):
                     found.append((namespace, name, scored[namespace, name], item))
         found.sort(key=lambda hit: -(hit[2] or 0.0))
         return found
@@ -533,11 +535,12 @@ def _minutes(ttl: Any) -> float | None:
     return float(ttl)
 
 
-def _live(item: Any) -> TypeGuard[dict[str, Any]]:
-    if not isinstance(item, dict) or "value" not in item:
+def _live(item: Any, at: float | None = None) -> TypeGuard[dict[str, Any]]:
+    """Whether a stored item is one that has not expired (at ``at``, else now)."""
+    if type(item) is not dict or "value" not in item:
         return False
     expires = item.get("expires_at")
-    return expires is None or expires > now()
+    return expires is None or expires > (now() if at is None else at)
 
 
 def _fields(index: Any) -> list[str]:
@@ -581,20 +584,31 @@ def _as_item(
     )
 
 
-def _matches(value: Any, wanted: Any) -> bool:
-    """LangGraph's filter: each field equal to the value given, or holding the comparisons
-    given (``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``); nested dicts field by
-    field."""
+def _matcher(wanted: Any) -> Callable[[Any], bool]:
+    """LangGraph's filter, checked once, as a test of an item's value: each field equal to
+    the value given, or holding the comparisons given (``$eq``, ``$ne``, ``$gt``, ``$gte``,
+    ``$lt``, ``$lte``); nested dicts field by field."""
     if not wanted:
-        return True
+        return _any_value
     if not isinstance(wanted, Mapping):
         raise InvalidValueError(f"search: filter is a dict, got {wanted!r}.")
-    return isinstance(value, Mapping) and all(
-        _compare(value.get(name), expected) for name, expected in wanted.items()
-    )
+    fields = list(wanted.items())
+
+    def matches(value: Any) -> bool:
+        if type(value) is not dict and not isinstance(value, Mapping):
+            return False
+        return all(_compare(value.get(name), expected) for name, expected in fields)
+
+    return matches
+
+
+def _any_value(value: Any) -> bool:
+    return True
 
 
 def _compare(value: Any, expected: Any) -> bool:
+    if type(expected) in _PLAIN:  # the common filter: a field equal to a value
+        return bool(value == expected)
     if isinstance(expected, Mapping):
         if any(str(name).startswith("$") for name in expected):
             return all(_operator(value, name, operand) for name, operand in expected.items())
@@ -602,6 +616,10 @@ def _compare(value: Any, expected: Any) -> bool:
             _compare(value.get(name), inner) for name, inner in expected.items()
         )
     return bool(value == expected)
+
+
+#: JSON values compared by equality alone (no Mapping check for them).
+_PLAIN = frozenset({str, int, float, bool, type(None), list})
 
 
 def _operator(value: Any, name: str, operand: Any) -> bool:

@@ -191,6 +191,17 @@ class StoreBackend(ABC):
     async def delete_record(self, key: Key) -> bool:
         """Remove the record and all it holds; True if it was live."""
 
+    async def delete_record_without_state(self, key: Key) -> bool:
+        """Remove the live record if its state holds no key; True if it went. What a record
+        kept as state alone (a LangGraph store's namespace) needs when its last key went,
+        whatever another writer adds meanwhile: a key written before the removal keeps the
+        record. The default reads the whole state, then deletes, two steps (a key written
+        between them goes with the record); SQLite makes it one transaction that reads no
+        value."""
+        if await self.read_record_state(key, names=None, must_exist=False):
+            return False
+        return await self.delete_record(key)
+
     @abstractmethod
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         """Restart the live record's TTL (``ttl`` replaces it unless ``UNSET``; 0 ends the
@@ -520,6 +531,9 @@ class ForwardingBackend(StoreBackend):
 
     async def delete_record(self, key: Key) -> bool:
         return await self._inner.delete_record(key)
+
+    async def delete_record_without_state(self, key: Key) -> bool:
+        return await self._inner.delete_record_without_state(key)
 
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         return await self._inner.touch_record(key, ttl=ttl)

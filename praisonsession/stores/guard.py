@@ -275,6 +275,10 @@ class KeyGuard(ForwardingBackend):
         return await self._destroy(self._inner.delete_record, key)
 
     @_adopting
+    async def delete_record_without_state(self, key: Key) -> bool:
+        return await self._destroy(self._inner.delete_record_without_state, key)
+
+    @_adopting
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         return await self._destroy(self._inner.touch_record, key, ttl=ttl)
 

@@ -1037,6 +1037,23 @@ class StoreConformance:
         assert run(store.read_messages("s", "u", "agent.memory")) == []
         assert not run(store.exists("s", "u"))
 
+    def test_a_record_without_state_is_deleted_and_one_with_state_kept(
+        self, store: SessionBase
+    ) -> None:
+        """``delete_record_without_state``: a record whose state holds a key stays whole;
+        once its last key went, it is removed, once."""
+        backend, key = store.backend, record_key("s", "u")
+        assert run(backend.delete_record_without_state(key)) is False  # none
+        run(store.patch_state("s", "u", {"a": 1, "b": 2}))
+        run(store.patch_state("s", "u", {}, delete=["a"]))
+        assert run(backend.delete_record_without_state(key)) is False
+        assert run(store.get_state("s", "u")) == {"b": 2}
+        run(store.patch_state("s", "u", {}, delete=["b"]))
+        assert run(store.exists("s", "u"))  # empty, still there
+        assert run(backend.delete_record_without_state(key)) is True
+        assert not run(store.exists("s", "u"))
+        assert run(backend.delete_record_without_state(key)) is False
+
     def test_metadata_and_timestamps(self, store: SessionBase) -> None:
         before = time.time()
         info = run(store.create_session("s", "u", metadata={"title": "first chat"}))

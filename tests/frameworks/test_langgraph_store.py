@@ -5,16 +5,19 @@ through the memory layer's offline embedder, and a graph's node writing to it.""
 
 from __future__ import annotations
 
+import asyncio
 import operator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from adapter_packaging import assert_benchmark_prints
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, InvalidNamespaceError
+from langgraph.store.memory import InMemoryStore
 
 from backends import SERVERS, STORE_BACKENDS, store_url
-from praisonsession import Session, clock, erase_user
+from praisonsession import Session, clock, erase_user, open_store
 from praisonsession.errors import InvalidIdError, InvalidValueError
 from praisonsession.integrations.langgraph import PraisonSaver
 from praisonsession.integrations.langgraph_store import (
@@ -93,6 +96,45 @@ def test_search_filters_pages_and_keeps_to_the_prefix(store: PraisonStore) -> No
     assert all(item.score is None for item in everything)  # no query: not ranked by meaning
 
 
+FILTERED = [
+    {"n": 1, "colour": "red", "tags": ["a", "b"], "meta": {"lang": "en", "level": 2}, "ok": True},
+    {"n": 2, "colour": "blue", "tags": ["b"], "meta": {"lang": "fr", "level": 3}, "ok": False},
+    {"n": 3, "colour": "red", "meta": {"lang": "en", "level": 1}, "ok": True, "none": 0},
+    {"n": 4.5, "colour": None, "tags": [], "meta": {"level": 5}, "ok": 1},
+]
+FILTERS = [
+    {"colour": "red"},
+    {"n": 1},
+    {"n": 1.0},
+    {"ok": True},
+    {"ok": 1},
+    {"none": None},
+    {"missing": None},
+    {"tags": ["b"]},
+    {"meta": {"lang": "en"}},
+    {"meta": {"level": {"$gt": 2}}},
+    {"n": {"$gte": 1, "$lt": 3}},
+    {"n": {"$lte": 4.5}},
+    {"colour": {"$ne": "red"}},
+    {"colour": {"$eq": None}},
+    {"colour": "red", "ok": True},
+    {"meta.lang": "en"},
+]
+
+
+@pytest.mark.parametrize("wanted", FILTERS, ids=[repr(f) for f in FILTERS])
+def test_a_filter_finds_what_langgraphs_in_memory_store_finds(
+    store: PraisonStore, wanted: dict[str, Any]
+) -> None:
+    theirs = InMemoryStore()
+    for n, value in enumerate(FILTERED):
+        for each in (store, theirs):
+            each.put(("fay", "notes"), f"k{n}", value)
+    found = [item.key for item in store.search(("fay",), filter=wanted, limit=10)]
+    expected = [item.key for item in theirs.search(("fay",), filter=wanted, limit=10)]
+    assert sorted(found) == sorted(expected)
+
+
 def test_namespaces_are_listed_by_prefix_suffix_and_depth(store: PraisonStore) -> None:
     for namespace in [
         ("fay", "memories"),
@@ -115,6 +157,34 @@ def test_namespaces_are_listed_by_prefix_suffix_and_depth(store: PraisonStore) -
         ("fay", "memories", "travel"),
         ("fay", "profile"),
     ]
+
+
+def test_a_namespace_emptied_goes_unless_an_item_is_put_meanwhile(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deleting a namespace's last item removes the namespace; an item another writer puts
+    after that item went and before the namespace goes keeps the namespace, with it."""
+    shared = open_store(url)  # one store below both writers (memory:// is one a URL)
+    with PraisonStore(shared, index=False) as store, PraisonStore(shared, index=False) as other:
+        store.put(("gus", "notes"), "only", {"n": 1})
+        store.delete(("gus", "notes"), "only")
+        assert store.list_namespaces(prefix=("gus",)) == []
+        store.put(("gus", "notes"), "only", {"n": 1})
+        backend = store._backend
+
+        def meanwhile(removing: Any) -> Any:
+            async def removed(key: Any) -> Any:
+                await other.aput(("gus", "notes"), "late", {"n": 2})
+                return await removing(key)
+
+            return removed
+
+        for name in ("delete_record", "delete_record_without_state"):
+            monkeypatch.setattr(backend, name, meanwhile(getattr(backend, name)))
+        store.delete(("gus", "notes"), "only")
+        assert store.list_namespaces(prefix=("gus",)) == [("gus", "notes")]
+        assert [item.key for item in store.search(("gus", "notes"))] == ["late"]
+    asyncio.run(shared.close())
 
 
 def test_a_whole_namespace_is_deleted_with_everything_below_it(store: PraisonStore) -> None:
@@ -233,3 +303,22 @@ def test_a_node_writes_to_the_store_and_another_thread_reads_it(store: PraisonSt
         assert len(list(saver.list(None))) >= 2  # the threads' checkpoints, beside the items
     count = store.get(("ned", "visits"), "count")
     assert count is not None and count.value == {"n": 2}
+
+
+def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None:
+    """Every op compared with LangGraph's own SQLite stores, sync and async, at the same
+    durability, each answer checked by the benchmark itself."""
+    rows = [
+        "sync methods vs SqliteStore",
+        "async methods vs AsyncSqliteStore",
+        "PraisonStore: WAL, synchronous=FULL",
+        "AsyncSqliteStore: WAL, synchronous=FULL",
+        "| put of a new item |",
+        "| put of an item that exists (an update) |",
+        "| get of an item |",
+        "| search(filter=...) of a namespace of 20, 1 match |",
+        "| search() of a namespace of 20, the 10 newest |",
+        "| list_namespaces(prefix=(user,)), 2 a user |",
+        "| delete of an item |",
+    ]
+    assert_benchmark_prints("bench_langgraph_store.py", rows, tmp_path, timeout=600)

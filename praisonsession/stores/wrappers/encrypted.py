@@ -322,6 +322,10 @@ class EncryptedBackend(ForwardingBackend):
         self._origins.pop(key, None)
         return await self.inner.delete_record(key)
 
+    async def delete_record_without_state(self, key: Key) -> bool:
+        self._origins.pop(key, None)
+        return await self.inner.delete_record_without_state(key)
+
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         info = await self.inner.touch_record(key, ttl=ttl)
         return None if info is None else self._open_info(info)

@@ -168,6 +168,8 @@ UPSERT_MODULE = (
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document=excluded.document"
 )
 GET_VALUE = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
+# Whether a session's state holds a key (its head row, name '', aside).
+ANY_STATE = "SELECT 1 FROM ps_state WHERE user_id=? AND session_id=? AND name>'' LIMIT 1"
 UPSERT_STATE = (
     "INSERT INTO ps_state (user_id, session_id, name, value) VALUES (?,?,?,?) "
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET value=excluded.value"
