@@ -177,8 +177,7 @@ class PraisonStore(SyncClose, BaseStore):
     # -- operations -----------------------------------------------------------------------------
 
     async def _get(self, op: Any) -> Any:
-        namespace = _namespace(op.namespace, "get")
-        key = _place(namespace)
+        namespace, key = _item_place(op.namespace, "get")
         state = await self._backend.read_record_state(
             key, names=[_item_key(op.key)], must_exist=False
         )
@@ -195,8 +194,7 @@ class PraisonStore(SyncClose, BaseStore):
         return fresh
 
     async def _put(self, op: Any) -> None:
-        namespace = _namespace(op.namespace, "put", writing=True)
-        key = _place(namespace)
+        namespace, key = _item_place(op.namespace, "put", writing=True)
         name = _item_key(op.key)
         # every part checked before anything changes: a refused put leaves the item as it was
         value = None if op.value is None else _value(op.value, name)
@@ -459,7 +457,21 @@ def _namespace(
     empty: bool = False,
     wildcards: bool = False,
 ) -> tuple[str, ...]:
-    """A namespace checked as LangGraph checks it (labels: non-empty text without ``.``)."""
+    """A namespace checked as LangGraph checks it (labels: non-empty text without ``.``), and
+    as one we can store."""
+    labels = _checked_labels(namespace, what, writing=writing, empty=empty)
+    if labels and not (wildcards and labels[0] == "*"):
+        _stored_at(labels, what)
+    return labels
+
+
+def _item_place(namespace: Any, what: str, writing: bool = False) -> tuple[tuple[str, ...], Key]:
+    """An item's namespace, checked, and the session it is stored in (made once)."""
+    labels = _checked_labels(namespace, what, writing=writing, empty=False)
+    return labels, _stored_at(labels, what)
+
+
+def _checked_labels(namespace: Any, what: str, *, writing: bool, empty: bool) -> tuple[str, ...]:
     if not isinstance(namespace, tuple):
         raise NamespaceError(f"{what}: a namespace is a tuple of str, got {namespace!r}.")
     if not namespace and not empty:
@@ -472,12 +484,15 @@ def _namespace(
             )
     if writing and namespace[0] == "langgraph":
         raise NamespaceError(f'{what}: the root label of a namespace cannot be "langgraph".')
-    if namespace and not (wildcards and namespace[0] == "*"):
-        try:
-            _place(namespace)
-        except PraisonSessionError as exc:
-            raise NamespaceError(f"{what}: {namespace!r} cannot be stored: {exc}") from None
     return namespace
+
+
+def _stored_at(namespace: tuple[str, ...], what: str) -> Key:
+    """The session a namespace is stored as; ``NamespaceError`` for one it cannot be."""
+    try:
+        return _place(namespace)
+    except PraisonSessionError as exc:
+        raise NamespaceError(f"{what}: {namespace!r} cannot be stored: {exc}") from None
 
 
 def _place(namespace: tuple[str, ...]) -> Key:
