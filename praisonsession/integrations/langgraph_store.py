@@ -38,6 +38,8 @@ from ..errors import (
     InvalidValueError,
     MissingDependencyError,
     PraisonSessionError,
+    SessionExpiredError,
+    SessionNotFoundError,
     install_line,
 )
 from ..session.core import AsyncSession
@@ -167,7 +169,8 @@ class PraisonStore(SyncClose, BaseStore):
         return session
 
     async def _mark(self, key: Key) -> None:
-        """Create the namespace's session with its mark, once per process."""
+        """Create the namespace's session with its mark, once per process while this process
+        finds it there (a put that finds it gone, deleted anywhere, makes it again)."""
         if key not in self._opened:
             await self._backend.create_record(key, ttl=UNSET, metadata=dict(STORE_MARK))
             if len(self._opened) > 4096:
@@ -200,7 +203,14 @@ class PraisonStore(SyncClose, BaseStore):
         value = None if op.value is None else _value(op.value, name)
         ttl = _minutes(op.ttl)
         fields = self._fields if op.index is None else _fields(op.index)
-        state = await self._backend.read_record_state(key, names=[name], must_exist=False)
+        try:
+            state = await self._backend.read_record_state(key, names=[name], must_exist=True)
+        except (SessionNotFoundError, SessionExpiredError):
+            # no namespace (never made, or deleted, by any process): the put makes it marked
+            self._opened.discard(key)
+            if value is None:
+                return  # nothing to delete
+            state = {}
         held = state.get(name)
         if held is not None and held.get("memories"):
             await self._forget_memories(key, held["memories"])

@@ -187,6 +187,22 @@ def test_a_namespace_emptied_goes_unless_an_item_is_put_meanwhile(
     asyncio.run(shared.close())
 
 
+def test_a_namespace_another_writer_emptied_is_made_again_and_listed(url: str) -> None:
+    """A namespace deleted by another writer (its last item gone) and written here again is
+    made again as a namespace: listed and searched, not only read by key."""
+    shared = open_store(url)
+    with PraisonStore(shared, index=False) as store, PraisonStore(shared, index=False) as other:
+        store.put(("hal", "notes"), "first", {"n": 1})
+        other.delete(("hal", "notes"), "first")
+        assert other.list_namespaces(prefix=("hal",)) == []
+        store.put(("hal", "notes"), "again", {"n": 2})
+        assert store.list_namespaces(prefix=("hal",)) == [("hal", "notes")]
+        assert [item.key for item in other.search(("hal",))] == ["again"]
+        store.delete(("hal", "gone"), "never")  # no namespace: nothing made, nothing listed
+        assert store.list_namespaces(prefix=("hal",)) == [("hal", "notes")]
+    asyncio.run(shared.close())
+
+
 def test_a_whole_namespace_is_deleted_with_everything_below_it(store: PraisonStore) -> None:
     store.put(("hal", "memories"), "a", {"v": 1})
     store.put(("hal", "memories", "old"), "b", {"v": 2})
