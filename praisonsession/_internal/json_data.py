@@ -213,11 +213,12 @@ def loads_joined(
     return found  # type: ignore[no-any-return]
 
 
-def loads_each(texts: list[Any], what: str) -> list[JSONValue]:
-    """Stored JSON objects (a log's messages), in one parse when they are whole
-    (:func:`loads_joined`), else one by one, naming a damaged one."""
+def loads_each(texts: list[Any], what: str, *, objects: bool = True) -> list[JSONValue]:
+    """Stored JSON objects (a log's messages; any JSON values, a session's state, with
+    ``objects=False``), in one parse when they are whole (:func:`loads_joined`), else one by
+    one, naming a damaged one."""
     if len(texts) > 1 and all(type(text) is str for text in texts):
-        found = loads_joined(",".join(texts), len(texts), what)
+        found = loads_joined(",".join(texts), len(texts), what, objects=objects)
         if found is not None:
             return found
     return [loads(text, what) for text in texts]

@@ -1002,13 +1002,11 @@ class SqliteBackend(StoreBackend):
     def _state_of(self, rows: list[tuple[str, str]], key: Key) -> dict[str, Any]:
         """State rows decoded, many in one parse (a parse each was most of the time of
         reading a state of a hundred keys); a damaged one is named by its own."""
-        if len(rows) > 1:
-            texts = [text for _, text in rows]
-            if all(type(text) is str for text in texts):
-                values = loads_joined(",".join(texts), len(texts), objects=False)
-                if values is not None:
-                    return {name: value for (name, _), value in zip(rows, values, strict=True)}
-        return {name: self._decode(value, key, name) for name, value in rows}
+        try:
+            values = loads_each([text for _, text in rows], "", objects=False)
+        except SessionCorruptedError:  # decoded again, row by row, to say which one it is
+            return {name: self._decode(value, key, name) for name, value in rows}
+        return {name: value for (name, _), value in zip(rows, values, strict=True)}
 
     def _decode(self, value: str, key: Key, name: str) -> Any:
         try:
