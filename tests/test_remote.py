@@ -496,6 +496,59 @@ def test_a_session_is_created_with_its_modules_in_one_request(
         create("older", {"v": 2})
 
 
+def test_an_emptied_session_is_removed_in_one_request(
+    served: SessionServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``delete_record_without_state`` (a LangGraph store's emptied namespace) is one request,
+    checked and removed in one step of the server's store; a server older than the route
+    (404) gets the protocol's default, a read and then a delete."""
+    backend = remote(served).store.backend
+    sent: list[str] = []
+    call = RemoteBackend._call
+
+    async def counted(self: RemoteBackend, operation: str, body: Any, **how: Any) -> Any:
+        sent.append(operation)
+        return await call(self, operation, body, **how)
+
+    monkeypatch.setattr(RemoteBackend, "_call", counted)
+    key = record_key("emptied", "carol")
+
+    def remove() -> bool:
+        return asyncio.run(backend.delete_record_without_state(key))
+
+    def fill(state: dict[str, Any]) -> None:
+        asyncio.run(
+            backend.patch_record_state(
+                key, updates=state, deletes=[], replace=True, expected_version=None,
+                must_exist=False,
+            )
+        )  # fmt: skip
+
+    fill({"kept": 1})
+    sent.clear()
+    assert remove() is False  # it holds a key: kept
+    assert asyncio.run(backend.read_record_state(key, names=None, must_exist=True)) == {"kept": 1}
+    fill({})
+    sent.clear()
+    assert remove() is True
+    assert [op for op in sent if op != "info"] == ["delete_without_state"]  # info: the guard's
+    assert asyncio.run(backend.read_record(key)) is None
+    assert remove() is False  # gone already
+
+    async def older(self: RemoteBackend, operation: str, body: Any, **how: Any) -> Any:
+        sent.append(operation)
+        if operation == "delete_without_state":
+            raise RemoteRequestError("Nothing at that path.", status=404)
+        return await call(self, operation, body, **how)
+
+    monkeypatch.setattr(RemoteBackend, "_call", older)
+    fill({})
+    sent.clear()
+    assert remove() is True
+    assert [op for op in sent if op != "info"] == ["delete_without_state", "get_state", "delete"]
+    assert asyncio.run(backend.read_record(key)) is None
+
+
 def test_a_lone_surrogate_round_trips_as_it_does_on_a_local_store(served: SessionServer) -> None:
     session = remote(served, "surrogates")
     text = "half a pair: \ud800, and a whole one: \U0001f600"

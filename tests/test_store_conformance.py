@@ -10,6 +10,8 @@ own files and keys, and one backend's internals.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,11 +27,12 @@ from praisonsession import (
     UnsupportedFormatError,
 )
 from praisonsession._internal.identifiers import DEFAULT_USER
-from praisonsession.stores import StoreBackend, record_key
+from praisonsession.stores import SessionBase, StoreBackend, record_key
 from praisonsession.stores.backends.memory import InMemoryBackend
 from praisonsession.stores.testing import Planner, StoreConformance
 
 _memory_backends: dict[Path, InMemoryBackend] = {}
+ROUNDS = 300  # removals racing a put, per backend
 
 
 def _ttl_of(ttl: dict[str, Any]) -> tuple[float | None, bool]:
@@ -227,3 +230,47 @@ def test_a_hand_edited_sqlite_row_is_corruption_not_a_crash(tmp_path, run) -> No
     with pytest.raises(SessionCorruptedError, match="expires_at"):
         run(store.get_state("s", "u"))
     run(store.close())
+
+
+# -- one step where the protocol's default takes two ---------------------------------------------
+
+
+def test_a_key_put_while_an_emptied_record_is_removed_is_never_lost(
+    store: SessionBase, run
+) -> None:
+    """``delete_record_without_state`` checks for keys and removes the record in one step on
+    every backend of ours (the protocol's default reads, then deletes: a key put between the
+    two went with the record). Whichever of a removal and a put runs first, the put's key
+    is there afterwards: in the record the removal kept, or in the one the put made anew."""
+    backend, key = store.backend, record_key("s", "u")
+    for i in range(ROUNDS):
+        run(store.patch_state("s", "u", {"x": i}))
+        run(store.patch_state("s", "u", {}, delete=["x"]))  # live, and its state empty
+        together(
+            lambda: run(backend.delete_record_without_state(key)),
+            lambda i=i: run(store.patch_state("s", "u", {"k": i})),
+        )
+        assert run(store.get_state("s", "u")) == {"k": i}, f"round {i}"
+        run(store.patch_state("s", "u", {}, delete=["k"]))
+
+
+def together(*calls: Callable[[], Any]) -> None:
+    """Each call on a thread of its own, all let go at once; back when all are done, raising
+    the first error any of them raised."""
+    start = threading.Barrier(len(calls))
+    errors: list[BaseException] = []
+
+    def go(call: Callable[[], Any]) -> None:
+        start.wait()
+        try:
+            call()
+        except BaseException as exc:  # raised again on the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go, args=(call,)) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]

@@ -65,6 +65,16 @@ class RemoteBackend(StoreBackend):
     async def delete_record(self, key: Key) -> bool:
         return bool(await self._call("delete", _key(key)))
 
+    async def delete_record_without_state(self, key: Key) -> bool:
+        """One request, one step of the server's store; a server older than the route (404)
+        gets the protocol's two steps."""
+        try:
+            return bool(await self._call("delete_without_state", _key(key)))
+        except RemoteRequestError as missing:
+            if missing.status != 404:
+                raise
+            return await super().delete_record_without_state(key)
+
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         body = _key(key)
         if ttl is not UNSET:

@@ -196,8 +196,7 @@ class StoreBackend(ABC):
         kept as state alone (a LangGraph store's namespace) needs when its last key went,
         whatever another writer adds meanwhile: a key written before the removal keeps the
         record. The default reads the whole state, then deletes, two steps (a key written
-        between them goes with the record); SQLite makes it one transaction that reads no
-        value."""
+        between them goes with the record); each of our backends makes it one step."""
         if await self.read_record_state(key, names=None, must_exist=False):
             return False
         return await self.delete_record(key)

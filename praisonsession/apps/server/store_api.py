@@ -138,6 +138,10 @@ async def _delete(store: SessionBase, body: Body) -> Any:
     return await store.delete_session(key.session_id, key.user_id)
 
 
+async def _delete_without_state(store: SessionBase, body: Body) -> Any:
+    return await _backend(store).delete_record_without_state(_key(body))
+
+
 async def _touch(store: SessionBase, body: Body) -> Any:
     key = _key(body)
     return _info(await store.touch(key.session_id, key.user_id, ttl=_ttl(body)))
@@ -269,6 +273,11 @@ OPERATIONS: dict[str, tuple[Operation, str]] = {
     "set_metadata": (_set_metadata, "Merge `metadata` (an object) into the session's."),
     "list": (_list, "One page of the user's sessions: `limit`, `after` (no session_id)."),
     "delete": (_delete, "Delete the session; true if there was something to delete."),
+    "delete_without_state": (
+        _delete_without_state,
+        "Delete the live session only if its state holds no key, checked and deleted in one "
+        "step; true if it went.",
+    ),
     "touch": (_touch, "Restart the TTL (`ttl`: a new one, or null for none)."),
     "purge": (_purge, "Remove every expired session of the store; how many went."),
     "get_state": (_get_state, "The key-value state (`names`: only these), `must_exist`."),

@@ -144,6 +144,14 @@ class InMemoryBackend(StoreBackend):
             self._drop(key)
             return live
 
+    async def delete_record_without_state(self, key: Key) -> bool:
+        with self._lock:  # the check and the removal under one lock: no write between them
+            doc = self._live(key, now())
+            if doc is None or doc.state:
+                return False
+            self._drop(key)
+            return True
+
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         with self._lock:
             at = now()

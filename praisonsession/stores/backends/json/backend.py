@@ -382,6 +382,15 @@ class JSONBackend(StoreBackend):
 
         return await self._run(key, work)
 
+    async def delete_record_without_state(self, key: Key) -> bool:
+        def work(doc: SessionDocument | None, at: float) -> tuple[bool, None]:
+            if doc is None or doc.state:
+                return False, None
+            self._remove(key)  # under the session file's lock: no write between check and removal
+            return True, None
+
+        return await self._run(key, work)
+
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         def work(
             doc: SessionDocument | None, at: float

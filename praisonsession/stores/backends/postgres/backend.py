@@ -446,6 +446,19 @@ class PostgresBackend(StoreBackend):
 
         return await self._write(plan)
 
+    async def delete_record_without_state(self, key: Key) -> bool:
+        def plan() -> Plan[bool]:
+            # the session's row locked first: a writer of its state waits for this transaction,
+            # and one that committed before it is seen by the check that follows
+            if (yield from self._live_info(key, now(), purge=True)) is None:
+                return False
+            if (yield Query(self._sql["ANY_STATE"], key)):
+                return False  # written to meanwhile: kept, with what it holds
+            yield from self._delete_rows(key)
+            return True
+
+        return await self._write(plan)
+
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         def plan() -> Plan[SessionInfo | None]:
             at = now()

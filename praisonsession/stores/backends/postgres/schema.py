@@ -355,6 +355,7 @@ DELETE_STATE = (
     "DELETE FROM {s}.ps_state WHERE user_id=%s AND session_id=%s AND name = ANY(%s::text[])"
 )
 DELETE_ALL_STATE = "DELETE FROM {s}.ps_state WHERE user_id=%s AND session_id=%s"
+ANY_STATE = "SELECT 1 FROM {s}.ps_state WHERE user_id=%s AND session_id=%s LIMIT 1"
 UPSERT_MODULES = (
     "INSERT INTO {s}.ps_modules (user_id, session_id, name, document) "
     "SELECT %s, %s, n, d FROM unnest(%s::text[], %s::text[]) AS m(n, d) "

@@ -557,7 +557,11 @@ class RedisBackend(StoreBackend):
                 return
 
     async def delete_record(self, key: Key) -> bool:
-        reply = await self._session("delete", key, [])
+        reply = await self._session("delete", key, ["0"])
+        return as_text(reply[1]) == "1"
+
+    async def delete_record_without_state(self, key: Key) -> bool:
+        reply = await self._session("delete", key, ["1"])  # checked and deleted in one script
         return as_text(reply[1]) == "1"
 
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
