@@ -34,6 +34,7 @@ from .._internal.checks import check_count, check_items
 from .._internal.json_data import detach
 from ..clock import now
 from ..errors import (
+    ConflictError,
     InvalidIdError,
     InvalidValueError,
     MissingDependencyError,
@@ -78,6 +79,7 @@ _Hit = tuple[tuple[str, ...], str, float | None, dict[str, Any]]
 STORE_MARK = {"langgraph": "store"}
 _SEARCH_MAX = 1000  # memories looked at for one query (the memory layer's limit)
 _PAGE = 1000
+_ATTEMPTS = 8  # times a put marks again a namespace removed under it, before it gives up
 _MEMORY_FIELDS = ("lg_store", "lg_key", "lg_ns")
 
 
@@ -193,7 +195,12 @@ class PraisonStore(SyncClose, BaseStore):
 
     async def _refreshed(self, key: Key, name: str, item: dict[str, Any]) -> dict[str, Any]:
         fresh = {**item, "expires_at": now() + item["ttl"] * 60}
-        await self._store.patch_state(key.session_id, key.user_id, {name: fresh})
+        try:  # a namespace another writer emptied and removed meanwhile is not made again
+            await self._store.patch_state(
+                key.session_id, key.user_id, {name: fresh}, must_exist=True
+            )
+        except (SessionNotFoundError, SessionExpiredError):
+            self._opened.discard(key)
         return fresh
 
     async def _put(self, op: Any) -> None:
@@ -230,7 +237,25 @@ class PraisonStore(SyncClose, BaseStore):
             memories = await self._remember(key, namespace, name, value, fields)
             if memories:
                 item["memories"] = memories
-        await self._store.patch_state(key.session_id, key.user_id, {name: item})
+        await self._write_item(key, name, item)
+
+    async def _write_item(self, key: Key, name: str, item: dict[str, Any]) -> None:
+        """Write the item into its namespace's session, which must be there: one another
+        writer emptied and removed since this put marked it is marked again first, so that
+        no put makes a namespace that is never listed or searched."""
+        for _ in range(_ATTEMPTS):
+            try:
+                await self._store.patch_state(
+                    key.session_id, key.user_id, {name: item}, must_exist=True
+                )
+                return
+            except (SessionNotFoundError, SessionExpiredError):
+                self._opened.discard(key)
+                await self._mark(key)
+        raise ConflictError(
+            f"put: namespace {key.session_id!r} was removed by other writers each time it was "
+            f"made again ({_ATTEMPTS} times); nothing was written. Try the put again."
+        )
 
     async def _delete_item(self, key: Key, name: str) -> None:
         """Remove an item; a namespace left empty goes too, as LangGraph lists only the

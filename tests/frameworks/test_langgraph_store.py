@@ -203,6 +203,34 @@ def test_a_namespace_another_writer_emptied_is_made_again_and_listed(url: str) -
     asyncio.run(shared.close())
 
 
+def test_a_namespace_removed_between_a_puts_read_and_write_is_marked_again(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A put reads the item, then writes it; another writer that deletes the namespace's last
+    item in between removes the namespace. The put's write then finds no session: it marks
+    the namespace again before writing, so the item is listed and searched, not only read by
+    key."""
+    shared = open_store(url)
+    with PraisonStore(shared, index=False) as store, PraisonStore(shared, index=False) as other:
+        store.put(("ned", "notes"), "only", {"n": 1})
+        backend = store._backend  # the one both writers share
+        reading = backend.read_record_state
+
+        async def then_emptied(key: Any, **how: Any) -> Any:
+            monkeypatch.setattr(backend, "read_record_state", reading)  # once
+            state = await reading(key, **how)
+            await other.adelete(("ned", "notes"), "only")
+            return state
+
+        monkeypatch.setattr(backend, "read_record_state", then_emptied)
+        store.put(("ned", "notes"), "second", {"n": 2})
+        assert backend.read_record_state is reading  # the window was taken
+        assert other.list_namespaces(prefix=("ned",)) == [("ned", "notes")]
+        assert [item.key for item in other.search(("ned",))] == ["second"]
+        assert store.get(("ned", "notes"), "only") is None
+    asyncio.run(shared.close())
+
+
 def test_a_whole_namespace_is_deleted_with_everything_below_it(store: PraisonStore) -> None:
     store.put(("hal", "memories"), "a", {"v": 1})
     store.put(("hal", "memories", "old"), "b", {"v": 2})
