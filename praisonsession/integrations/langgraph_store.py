@@ -191,17 +191,41 @@ class PraisonStore(SyncClose, BaseStore):
             return None
         if op.refresh_ttl and item.get("ttl") is not None:
             item = await self._refreshed(key, op.key, item)
+            if item is None:
+                return None
         return _as_item(Item, namespace, op.key, item)
 
-    async def _refreshed(self, key: Key, name: str, item: dict[str, Any]) -> dict[str, Any]:
-        fresh = {**item, "expires_at": now() + item["ttl"] * 60}
-        try:  # a namespace another writer emptied and removed meanwhile is not made again
-            await self._store.patch_state(
-                key.session_id, key.user_id, {name: fresh}, must_exist=True
-            )
-        except (SessionNotFoundError, SessionExpiredError):
-            self._opened.discard(key)
-        return fresh
+    async def _refreshed(self, key: Key, name: str, item: dict[str, Any]) -> dict[str, Any] | None:
+        """The item with its TTL restarted, as LangGraph's stores refresh it on a read: only
+        its expiry moves. It is read again after the namespace's version and written back
+        only at that version, so a refresh never puts back an item another writer changed or
+        deleted since (nor makes again a namespace it removed); a namespace changed
+        meanwhile is read again. None if the item is gone by then."""
+        for _ in range(_ATTEMPTS):
+            info = await self._backend.read_record(key)
+            if info is None:  # removed meanwhile, with the item
+                self._opened.discard(key)
+                return None
+            state = await self._backend.read_record_state(key, names=[name], must_exist=False)
+            held = state.get(name)
+            if not _live(held):
+                return None
+            if held.get("ttl") is None:
+                return held  # put again without a TTL meanwhile: nothing to refresh
+            fresh = {**held, "expires_at": now() + held["ttl"] * 60}
+            try:
+                await self._store.patch_state(
+                    key.session_id,
+                    key.user_id,
+                    {name: fresh},
+                    expected_version=info.version,
+                    must_exist=True,
+                )
+            except (ConflictError, SessionNotFoundError, SessionExpiredError):
+                await runtime.pause(0)
+                continue
+            return fresh
+        return item  # the namespace kept changing: read, not refreshed
 
     async def _put(self, op: Any) -> None:
         namespace, key = _item_place(op.namespace, "put", writing=True)
@@ -300,12 +324,14 @@ class PraisonStore(SyncClose, BaseStore):
             found = await self._by_filter(prefix, op.filter, wanted)
         chosen = found[op.offset : wanted]
         if op.refresh_ttl:
-            chosen = [
-                (namespace, name, score, await self._refreshed(_place(namespace), name, item))
-                if item.get("ttl") is not None
-                else (namespace, name, score, item)
-                for namespace, name, score, item in chosen
-            ]
+            refreshed = []
+            for namespace, name, score, item in chosen:
+                kept: dict[str, Any] | None = item
+                if item.get("ttl") is not None:
+                    kept = await self._refreshed(_place(namespace), name, item)
+                if kept is not None:  # else deleted meanwhile
+                    refreshed.append((namespace, name, score, kept))
+            chosen = refreshed
         return [
             _as_item(SearchItem, namespace, name, item, score)
             for namespace, name, score, item in chosen

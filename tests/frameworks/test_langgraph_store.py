@@ -267,6 +267,44 @@ def test_reading_refreshes_a_ttl_as_langgraph_does_by_default(
     assert store.get(("jo", "cache"), "k", refresh_ttl=False) is None
 
 
+@pytest.mark.parametrize("meanwhile", ["changed", "deleted", "changed after the version"])
+def test_a_refresh_never_puts_back_an_item_another_writer_changed(
+    url: str, monkeypatch: pytest.MonkeyPatch, meanwhile: str
+) -> None:
+    """A read refreshes an item's TTL by writing it back with a new expiry. Another writer
+    that changes or deletes the item after the read (or after the refresh has read the
+    namespace's version) keeps its write: the refresh reads again, and a deleted item is
+    not returned."""
+    shared = open_store(url)
+    with PraisonStore(shared, index=False) as store, PraisonStore(shared, index=False) as other:
+        where = ("lou", "cache")
+        store.put(where, "k", {"v": 1}, ttl=5)
+        store.put(where, "other", {"v": 0})  # the namespace outlives the item
+        backend = store._backend  # the one both writers share
+        step = "read_record" if meanwhile == "changed after the version" else "read_record_state"
+        reading = getattr(backend, step)
+
+        async def then_written(*args: Any, **how: Any) -> Any:
+            monkeypatch.setattr(backend, step, reading)  # once
+            found = await reading(*args, **how)
+            if meanwhile == "deleted":
+                await other.adelete(where, "k")
+            else:
+                await other.aput(where, "k", {"v": 2}, ttl=5)
+            return found
+
+        monkeypatch.setattr(backend, step, then_written)
+        got = store.get(where, "k")  # refresh_ttl: LangGraph's default
+        assert getattr(backend, step) is reading  # the window was taken
+        if meanwhile == "deleted":
+            assert got is None
+            assert other.get(where, "k", refresh_ttl=False) is None
+        else:
+            assert got is not None and got.value == {"v": 2}
+            assert other.get(where, "k", refresh_ttl=False).value == {"v": 2}
+    asyncio.run(shared.close())
+
+
 def test_bad_input_gets_typed_errors_and_changes_nothing(store: PraisonStore) -> None:
     store.put(("kim", "notes"), "k", {"v": 1})
     for namespace in [(), ("kim", ""), ("kim", "a.b"), ("langgraph", "x")]:
