@@ -99,6 +99,9 @@ from .schema import (
     INFO,
     INFO_COLUMNS,
     INSERT_HEAD,
+    LIVE_DOCUMENTS,
+    LIVE_STATE,
+    LIVE_VALUE,
     LIVENESS,
     LOG_COUNTS,
     LOG_END,
@@ -164,6 +167,7 @@ _DELETES = tuple(f"DELETE FROM {table} WHERE user_id=? AND session_id=?" for tab
 #: ``MODULE_DOCUMENTS`` for a number of names, kept for the first few numbers.
 _DOCUMENT_QUERIES: dict[int, str] = {}
 _QUERIES_KEPT = 64
+_LIVE_QUERIES: dict[int, str] = {}  # LIVE_DOCUMENTS for so many names
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
@@ -775,6 +779,32 @@ class SqliteBackend(StoreBackend):
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> Coroutine[Any, Any, T]:
         return self._transaction(work, write=True)  # the coroutine itself: one frame less
 
+    def _read_at_once(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+        """The rows of a read made by one statement (``LIVE_*`` in ``schema.py``: each row
+        leads with LIVENESS's columns), outside any transaction, when the session is plainly
+        live: a format this version reads, no expiry passed, no sliding TTL to move. None
+        sends the caller down the full path, a transaction that says why a session is not
+        live (or adopts AgentScope's), slides its TTL, retries a busy file, takes a stamp.
+        A store whose sessions slide a default TTL goes the full way at once."""
+        if self.sliding_ttl and self.default_ttl is not None:
+            return None
+        slot = _STAMPING.get()
+        if slot is not None and slot.backend is self:
+            return None
+        here = self._threads.get(get_ident())
+        if here is None or not self._schema_ready or here.conn.in_transaction:
+            return None
+        try:
+            rows: list[tuple[Any, ...]] = here.cursor.execute(query, params).fetchall()
+        except sqlite3.Error:
+            return None  # busy, or damaged: the full path retries, or says what is wrong
+        if not rows:
+            return None
+        fmt, expires, ttl = rows[0][:3]
+        if (ttl is not None and self.sliding_ttl) or not _live_as_read(fmt, expires, ttl, now()):
+            return None
+        return rows
+
     async def _read_then_slide(
         self, key: Key, work: Callable[[sqlite3.Connection], T], must_exist: bool = False
     ) -> T | None:
@@ -997,6 +1027,15 @@ class SqliteBackend(StoreBackend):
                 ).fetchall()
             return self._state_of(rows, key)
 
+        if names is None:
+            rows = self._read_at_once(LIVE_STATE, (key.user_id, key.session_id))
+            if rows is not None:
+                return self._state_of([(row[3], row[4]) for row in rows if row[3] is not None], key)
+        elif len(names) == 1:
+            rows = self._read_at_once(LIVE_VALUE, (key.user_id, key.session_id, names[0]))
+            if rows is not None:
+                value = rows[0][3]
+                return {} if value is None else {names[0]: self._decode(value, key, names[0])}
         return await self._read_then_slide(key, work, must_exist) or {}
 
     def _state_of(self, rows: list[tuple[str, str]], key: Key) -> dict[str, Any]:
@@ -1234,6 +1273,20 @@ class SqliteBackend(StoreBackend):
         return {write.path: self._write_log(conn, key, write) for write in writes}
 
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
+        if 0 < len(names) <= _QUERIES_KEPT:
+            query = _LIVE_QUERIES.get(len(names))
+            if query is None:
+                query = LIVE_DOCUMENTS.replace("{names}", ",".join("?" * len(names)))
+                _LIVE_QUERIES[len(names)] = query
+            rows = self._read_at_once(query, (key.user_id, key.session_id, *names))
+            if rows is not None and not any(row[5] for row in rows):  # no log below any
+                documents = {}
+                for _, _, _, name, text, _ in rows:
+                    if name is not None:
+                        documents[name] = loads(
+                            text, f"module {name!r} of session {key.session_id!r}"
+                        )
+                return StoredModules(documents, {})
         return await self._read_then_slide(key, lambda conn: self._modules(conn, key, names))
 
     def _modules(self, conn: sqlite3.Connection, key: Key, names: list[str]) -> StoredModules:

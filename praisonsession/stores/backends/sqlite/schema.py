@@ -188,6 +188,32 @@ LIVENESS = (
     "SELECT s.format, h.expires_at, s.ttl FROM ps_state h, ps_sessions s "
     "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
 )
+# Reads made by one statement, outside a transaction (a statement reads one snapshot): each
+# row leads with LIVENESS's columns, so a session plainly live is answered without BEGIN,
+# a LIVENESS query of its own and COMMIT. A state key's value (?3), or NULL:
+LIVE_VALUE = (
+    "SELECT s.format, h.expires_at, s.ttl, (SELECT v.value FROM ps_state v WHERE "
+    "v.user_id=?1 AND v.session_id=?2 AND v.name=?3) FROM ps_state h, ps_sessions s "
+    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
+)
+# Every key of the state and its value, a row each (one row of NULLs past LIVENESS's columns
+# when the state holds none):
+LIVE_STATE = (
+    "SELECT s.format, h.expires_at, s.ttl, v.name, v.value "
+    "FROM ps_state h JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
+    "LEFT JOIN ps_state v ON v.user_id=?1 AND v.session_id=?2 AND v.name>'' "
+    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
+)
+# Module documents named ({names}: ?3...), a row each (one row of NULLs past LIVENESS's
+# columns when none is held), each saying whether a log lies below it, as MODULE_DOCUMENTS:
+LIVE_DOCUMENTS = (
+    "SELECT s.format, h.expires_at, s.ttl, m.name, m.document, m.name IS NOT NULL AND EXISTS "
+    "(SELECT 1 FROM ps_logs l WHERE l.user_id=?1 AND l.session_id=?2 AND l.log>=m.name "
+    "AND l.log<m.name||'/' AND (l.log=m.name OR l.log>=m.name||'.')) "
+    "FROM ps_state h JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
+    "LEFT JOIN ps_modules m ON m.user_id=?1 AND m.session_id=?2 AND m.name IN ({names}) "
+    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
+)
 # What ``SqliteBackend.stamped`` certifies, read inside an operation's transaction: the
 # connection's data_version (it moves when another connection commits) and LIVENESS's columns
 # (the session must be live with no expiry and no TTL, so that time alone changes nothing),

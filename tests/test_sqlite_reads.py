@@ -1,0 +1,148 @@
+"""SQLite reads made by one statement: a session plainly live is read without a transaction.
+
+A read needs the session's liveness (its format, expiry and TTL) and what it asks for, from
+one snapshot. SQLite reads one snapshot per statement, so a state key, the whole state or
+module documents come with the liveness columns in one ``SELECT``, with no ``BEGIN`` and
+``COMMIT`` around it. Anything else goes the full way, a transaction that says why a session
+is not live, slides a TTL, adopts AgentScope's data or takes a stamp, and both ways answer
+alike.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from praisonsession import SessionCorruptedError, SessionExpiredError, clock, open_store
+from praisonsession._internal import runtime
+from praisonsession.stores import Key, LogWrite, SessionBase
+from praisonsession.stores.backends.sqlite.backend import SqliteBackend
+from praisonsession.stores.guard import beneath
+
+KEY = Key("alice", "chat")
+
+
+def run(work: Any) -> Any:
+    return runtime.run(work, inline=True)  # on this thread, as the sync facade runs a store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SessionBase]:
+    opened = open_store(f"sqlite://{tmp_path / 'reads.db'}")
+    yield opened
+    run(opened.close())
+
+
+def statements_of(store: SessionBase, read: Any) -> tuple[Any, list[str]]:
+    """What ``read`` returned, and the statements it ran on this thread's connection."""
+    seen: list[str] = []
+    conn = beneath(store.backend)._opened().conn  # type: ignore[attr-defined]
+    conn.set_trace_callback(seen.append)
+    try:
+        return run(read), seen
+    finally:
+        conn.set_trace_callback(None)
+
+
+def fill(store: SessionBase) -> None:
+    run(store.patch_state("chat", "alice", {"name": "Ada", "score": 3}))
+    backend = store.backend
+    run(backend.write_modules(KEY, documents={"agent": {"n": 1}, "plan": {"step": 2}}, writes=[]))
+    run(backend.write_modules(KEY, documents={"logged": {"m": 1}}, writes=[]))
+    run(backend.append_log(KEY, write=LogWrite("logged.memory", [{"content": "hi"}], -1)))
+
+
+def reads(backend: Any) -> dict[str, Any]:
+    """Every read that has a one-statement way, and what each returns."""
+    return {
+        "one key": run(backend.read_record_state(KEY, names=["name"], must_exist=False)),
+        "a key not held": run(backend.read_record_state(KEY, names=["nope"], must_exist=False)),
+        "every key": run(backend.read_record_state(KEY, names=None, must_exist=False)),
+        "documents": run(backend.read_modules(KEY, names=["agent", "plan", "nope"])),
+        "no document held": run(backend.read_modules(KEY, names=["nope"])),
+        "a document with a log below": run(backend.read_modules(KEY, names=["logged"])),
+    }
+
+
+def test_a_plainly_live_sessions_read_is_one_select_without_a_transaction(
+    store: SessionBase,
+) -> None:
+    fill(store)
+    backend = store.backend
+    for read in (
+        backend.read_record_state(KEY, names=["name"], must_exist=True),
+        backend.read_record_state(KEY, names=None, must_exist=True),
+        backend.read_modules(KEY, names=["agent", "plan"]),
+    ):
+        found, statements = statements_of(store, read)
+        assert found
+        assert len(statements) == 1 and statements[0].startswith("SELECT"), statements
+
+
+def test_both_ways_answer_alike(store: SessionBase, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same reads with the one-statement way turned off answer the same: values,
+    documents, a key or document not held, and the logs below a document (which the full
+    way reads)."""
+    fill(store)
+    at_once = reads(store.backend)
+    assert at_once["one key"] == {"name": "Ada"}
+    assert at_once["every key"] == {"name": "Ada", "score": 3}
+    assert at_once["documents"].documents == {"agent": {"n": 1}, "plan": {"step": 2}}
+    assert at_once["a document with a log below"].logs == {"logged.memory": [{"content": "hi"}]}
+    monkeypatch.setattr(SqliteBackend, "_read_at_once", lambda *_: None)
+    assert reads(store.backend) == at_once
+
+
+def test_a_session_that_time_can_move_or_end_is_read_the_full_way(
+    tmp_path: Path, frozen_clock: clock.ManualClock
+) -> None:
+    """A sliding TTL moves on every read: the read is a transaction that writes the new
+    expiry (at once in a store with a default TTL; after the one statement found the TTL in
+    one without). An expired session is not read at all: gone, or an error with
+    ``must_exist``."""
+    store = open_store(f"sqlite://{tmp_path / 'ttl.db'}", default_ttl=60)
+    run(store.patch_state("chat", "alice", {"name": "Ada"}))
+    frozen_clock.advance(50)
+    found, statements = statements_of(
+        store, store.backend.read_record_state(KEY, names=["name"], must_exist=True)
+    )
+    assert found == {"name": "Ada"}
+    assert statements[0] == "BEGIN" and any(s.startswith("UPDATE") for s in statements)
+    plain = open_store(f"sqlite://{tmp_path / 'plain.db'}")
+    run(plain.patch_state("chat", "alice", {"name": "Ada"}))
+    run(plain.touch("chat", "alice", ttl=60))
+    found, statements = statements_of(
+        plain, plain.backend.read_record_state(KEY, names=["name"], must_exist=True)
+    )
+    assert found == {"name": "Ada"}
+    assert statements[1] == "BEGIN" and any(s.startswith("UPDATE") for s in statements)
+    run(plain.close())
+    frozen_clock.advance(50)  # 100 s after the write, 50 after the read that slid it
+    assert run(store.get_state("chat", "alice")) == {"name": "Ada"}
+    frozen_clock.advance(61)
+    assert run(store.backend.read_record_state(KEY, names=["name"], must_exist=False)) == {}
+    with pytest.raises(SessionExpiredError):
+        run(store.backend.read_record_state(KEY, names=None, must_exist=True))
+    run(store.close())
+
+
+def test_a_damaged_value_or_document_read_at_once_is_named(
+    store: SessionBase, tmp_path: Path
+) -> None:
+    fill(store)
+    with sqlite3.connect(tmp_path / "reads.db") as db:
+        db.execute("UPDATE ps_state SET value='{broken' WHERE name='score'")
+        db.execute("UPDATE ps_modules SET document='[1,' WHERE name='plan'")
+    db.close()
+    backend = store.backend
+    assert run(backend.read_record_state(KEY, names=["name"], must_exist=True)) == {"name": "Ada"}
+    with pytest.raises(SessionCorruptedError, match="score"):
+        run(backend.read_record_state(KEY, names=["score"], must_exist=True))
+    with pytest.raises(SessionCorruptedError, match="score"):
+        run(backend.read_record_state(KEY, names=None, must_exist=True))
+    with pytest.raises(SessionCorruptedError, match="plan"):
+        run(backend.read_modules(KEY, names=["agent", "plan"]))
