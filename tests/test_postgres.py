@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from praisonsession import (
 from praisonsession.stores import LogWrite, record_key
 from praisonsession.stores.backends.postgres import schema as sql
 from praisonsession.stores.backends.postgres.url import parse_url
+from together import together
 
 
 def schema_url(postgres_url: str, tmp_path: Path, schema: str | None = None) -> str:
@@ -152,21 +154,12 @@ def test_many_stores_creating_one_schema_at_once_create_it_once(
     """The advisory lock: eight threads, each with a store of its own, meet a schema that
     does not exist yet; every one of them works, and the schema is made once."""
     url = schema_url(postgres_url, tmp_path)
-    errors: list[BaseException] = []
     stores = [open_store(url) for _ in range(8)]
 
     def first_call(store: PostgresSession) -> None:
-        try:
-            run(store.increment("s", "u", "n"), inline=True)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+        run(store.increment("s", "u", "n"), inline=True)
 
-    threads = [threading.Thread(target=first_call, args=(s,)) for s in stores]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    together(*(partial(first_call, store) for store in stores))  # raises what one raised
     assert run(stores[0].get_value("s", "u", "n")) == 8
     assert query(stores[0], "SELECT count(*) FROM {s}.ps_schema") == [(1,)]
     for store in stores:

@@ -446,13 +446,8 @@ def test_a_server_without_the_key_hands_out_no_ciphertext_and_writes_nothing(
     local.close()
 
 
-def test_a_session_is_created_with_its_modules_in_one_request(
-    served: SessionServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``create_record_with_modules`` (ADK's create_session) is one request, one step of the
-    server's store: a second is a ConflictError that changes nothing. A server older than the
-    route (404) gets the protocol's default, the same record in three requests."""
-    backend = remote(served).store.backend
+def operations_sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The store operations a remote backend sends from now on, in order."""
     sent: list[str] = []
     call = RemoteBackend._call
 
@@ -461,6 +456,18 @@ def test_a_session_is_created_with_its_modules_in_one_request(
         return await call(self, operation, body, **how)
 
     monkeypatch.setattr(RemoteBackend, "_call", counted)
+    return sent
+
+
+def test_a_session_is_created_with_its_modules_in_one_request(
+    served: SessionServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``create_record_with_modules`` (ADK's create_session) is one request, one step of the
+    server's store: a second is a ConflictError that changes nothing. A server older than the
+    route (404) gets the protocol's default, the same record in three requests."""
+    backend = remote(served).store.backend
+    call = RemoteBackend._call
+    sent = operations_sent(monkeypatch)
 
     def create(session_id: str, doc: Any) -> dict[str, int]:
         return asyncio.run(
@@ -503,14 +510,8 @@ def test_an_emptied_session_is_removed_in_one_request(
     checked and removed in one step of the server's store; a server older than the route
     (404) gets the protocol's default, a read and then a delete."""
     backend = remote(served).store.backend
-    sent: list[str] = []
     call = RemoteBackend._call
-
-    async def counted(self: RemoteBackend, operation: str, body: Any, **how: Any) -> Any:
-        sent.append(operation)
-        return await call(self, operation, body, **how)
-
-    monkeypatch.setattr(RemoteBackend, "_call", counted)
+    sent = operations_sent(monkeypatch)
     key = record_key("emptied", "carol")
 
     def remove() -> bool:

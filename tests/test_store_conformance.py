@@ -10,8 +10,6 @@ own files and keys, and one backend's internals.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,6 +28,7 @@ from praisonsession._internal.identifiers import DEFAULT_USER
 from praisonsession.stores import SessionBase, StoreBackend, record_key
 from praisonsession.stores.backends.memory import InMemoryBackend
 from praisonsession.stores.testing import Planner, StoreConformance
+from together import together
 
 _memory_backends: dict[Path, InMemoryBackend] = {}
 ROUNDS = 300  # removals racing a put, per backend
@@ -252,25 +251,3 @@ def test_a_key_put_while_an_emptied_record_is_removed_is_never_lost(
         )
         assert run(store.get_state("s", "u")) == {"k": i}, f"round {i}"
         run(store.patch_state("s", "u", {}, delete=["k"]))
-
-
-def together(*calls: Callable[[], Any]) -> None:
-    """Each call on a thread of its own, all let go at once; back when all are done, raising
-    the first error any of them raised."""
-    start = threading.Barrier(len(calls))
-    errors: list[BaseException] = []
-
-    def go(call: Callable[[], Any]) -> None:
-        start.wait()
-        try:
-            call()
-        except BaseException as exc:  # raised again on the test's thread
-            errors.append(exc)
-
-    threads = [threading.Thread(target=go, args=(call,)) for call in calls]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
