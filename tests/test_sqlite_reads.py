@@ -2,7 +2,8 @@
 
 A read needs the session's liveness (its format, expiry and TTL) and what it asks for, from
 one snapshot. SQLite reads one snapshot per statement, so a state key, the whole state or
-module documents come with the liveness columns in one ``SELECT``, with no ``BEGIN`` and
+module documents come with the liveness columns in one ``SELECT`` (and a record's info is
+one ``SELECT`` already), with no ``BEGIN`` and
 ``COMMIT`` around it. Anything else goes the full way, a transaction that says why a session
 is not live, slides a TTL, adopts AgentScope's data or takes a stamp, and both ways answer
 alike.
@@ -65,6 +66,8 @@ def reads(backend: Any) -> dict[str, Any]:
         "documents": run(backend.read_modules(KEY, names=["agent", "plan", "nope"])),
         "no document held": run(backend.read_modules(KEY, names=["nope"])),
         "a document with a log below": run(backend.read_modules(KEY, names=["logged"])),
+        "the record": run(backend.read_record(KEY)),
+        "a record not held": run(backend.read_record(Key("alice", "nope"))),
     }
 
 
@@ -77,6 +80,7 @@ def test_a_plainly_live_sessions_read_is_one_select_without_a_transaction(
         backend.read_record_state(KEY, names=["name"], must_exist=True),
         backend.read_record_state(KEY, names=None, must_exist=True),
         backend.read_modules(KEY, names=["agent", "plan"]),
+        backend.read_record(KEY),
     ):
         found, statements = statements_of(store, read)
         assert found
@@ -93,6 +97,7 @@ def test_both_ways_answer_alike(store: SessionBase, monkeypatch: pytest.MonkeyPa
     assert at_once["every key"] == {"name": "Ada", "score": 3}
     assert at_once["documents"].documents == {"agent": {"n": 1}, "plan": {"step": 2}}
     assert at_once["a document with a log below"].logs == {"logged.memory": [{"content": "hi"}]}
+    assert at_once["the record"].version > 1 and at_once["a record not held"] is None
     monkeypatch.setattr(SqliteBackend, "_read_at_once", lambda *_: None)
     assert reads(store.backend) == at_once
 

@@ -788,6 +788,18 @@ class SqliteBackend(StoreBackend):
         A store whose sessions slide a default TTL goes the full way at once."""
         if self.sliding_ttl and self.default_ttl is not None:
             return None
+        rows = self._rows_at_once(query, params)
+        if not rows:
+            return None
+        fmt, expires, ttl = rows[0][:3]
+        if (ttl is not None and self.sliding_ttl) or not _live_as_read(fmt, expires, ttl, now()):
+            return None
+        return rows
+
+    def _rows_at_once(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+        """``query``'s rows, read outside a transaction on this thread's connection; None when
+        it must run in one (no connection or schema yet, a transaction open, a stamp being
+        taken) or failed (busy, damaged: the full path retries, or says what is wrong)."""
         slot = _STAMPING.get()
         if slot is not None and slot.backend is self:
             return None
@@ -797,11 +809,6 @@ class SqliteBackend(StoreBackend):
         try:
             rows: list[tuple[Any, ...]] = here.cursor.execute(query, params).fetchall()
         except sqlite3.Error:
-            return None  # busy, or damaged: the full path retries, or says what is wrong
-        if not rows:
-            return None
-        fmt, expires, ttl = rows[0][:3]
-        if (ttl is not None and self.sliding_ttl) or not _live_as_read(fmt, expires, ttl, now()):
             return None
         return rows
 
@@ -864,6 +871,11 @@ class SqliteBackend(StoreBackend):
         return await self._write(work)
 
     async def read_record(self, key: Key) -> SessionInfo | None:
+        rows = self._rows_at_once(INFO, (key.user_id, key.session_id))  # one statement
+        if rows is not None:
+            info = self._info_from_row(key.user_id, rows[0]) if rows else None
+            return resolve_info(info, key.user_id, key.session_id, now(), False)
+
         def work(conn: sqlite3.Connection) -> SessionInfo | None:
             return self._live_info(conn, key, now())
 
