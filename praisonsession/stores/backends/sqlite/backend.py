@@ -164,10 +164,10 @@ _SEEN_REMEMBERED = 4096
 _NAMES_AT_ONCE = 500
 #: What ``_delete_rows`` runs after the session's messages, one statement per table.
 _DELETES = tuple(f"DELETE FROM {table} WHERE user_id=? AND session_id=?" for table in TABLES)
-#: ``MODULE_DOCUMENTS`` for a number of names, kept for the first few numbers.
-_DOCUMENT_QUERIES: dict[int, str] = {}
+#: A query naming documents (``MODULE_DOCUMENTS``, ``LIVE_DOCUMENTS``) for a number of names,
+#: kept for the first few numbers.
+_NAMED_QUERIES: dict[tuple[str, int], str] = {}
 _QUERIES_KEPT = 64
-_LIVE_QUERIES: dict[int, str] = {}  # LIVE_DOCUMENTS for so many names
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
@@ -1286,18 +1286,14 @@ class SqliteBackend(StoreBackend):
 
     async def read_modules(self, key: Key, *, names: list[str]) -> StoredModules | None:
         if 0 < len(names) <= _QUERIES_KEPT:
-            query = _LIVE_QUERIES.get(len(names))
-            if query is None:
-                query = LIVE_DOCUMENTS.replace("{names}", ",".join("?" * len(names)))
-                _LIVE_QUERIES[len(names)] = query
+            query = _for_names(LIVE_DOCUMENTS, len(names))
             rows = self._read_at_once(query, (key.user_id, key.session_id, *names))
             if rows is not None and not any(row[5] for row in rows):  # no log below any
-                documents = {}
-                for _, _, _, name, text, _ in rows:
-                    if name is not None:
-                        documents[name] = loads(
-                            text, f"module {name!r} of session {key.session_id!r}"
-                        )
+                documents = {
+                    name: _document(text, name, key)
+                    for _, _, _, name, text, _ in rows
+                    if name is not None
+                }
                 return StoredModules(documents, {})
         return await self._read_then_slide(key, lambda conn: self._modules(conn, key, names))
 
@@ -1308,17 +1304,13 @@ class SqliteBackend(StoreBackend):
         cursor = self._cursor()
         for at in range(0, len(names), _NAMES_AT_ONCE):  # the documents held, in one query
             chunk = names[at : at + _NAMES_AT_ONCE]
-            query = _DOCUMENT_QUERIES.get(len(chunk))
-            if query is None:
-                query = MODULE_DOCUMENTS.replace("{names}", ",".join("?" * len(chunk)))
-                if len(chunk) <= _QUERIES_KEPT:
-                    _DOCUMENT_QUERIES[len(chunk)] = query
+            query = _for_names(MODULE_DOCUMENTS, len(chunk))
             for name, text, below in cursor.execute(query, (key.user_id, key.session_id, *chunk)):
                 found[name] = (text, below)
         for name in names:
             held = found.get(name)
             if held is not None and name not in documents:
-                documents[name] = loads(held[0], f"module {name!r} of session {key.session_id!r}")
+                documents[name] = _document(held[0], name, key)
         for name in outermost(documents):  # a name below another: its logs are in that range
             if not found[name][1]:
                 continue  # no log lies below it (most documents)
@@ -1560,6 +1552,21 @@ class SqliteBackend(StoreBackend):
             return SessionContents(info, state, modules, counts)
 
         return await self._transaction(work, write=False)
+
+
+def _for_names(template: str, count: int) -> str:
+    """``template`` with ``count`` placeholders in place of ``{names}``."""
+    query = _NAMED_QUERIES.get((template, count))
+    if query is None:
+        query = template.replace("{names}", ",".join("?" * count))
+        if count <= _QUERIES_KEPT:
+            _NAMED_QUERIES[(template, count)] = query
+    return query
+
+
+def _document(text: str, name: str, key: Key) -> Any:
+    """A module's stored document, decoded (a damaged one named)."""
+    return loads(text, f"module {name!r} of session {key.session_id!r}")
 
 
 def _live_as_read(fmt: Any, expires: Any, ttl: Any, at: float) -> bool:
