@@ -44,6 +44,7 @@ from praisonsession._internal import runtime
 from praisonsession._internal.json_data import check_json_data, detach
 from praisonsession.llm import LLMNotConfiguredError, LLMUnavailableError, resolve_llm
 from praisonsession.settings import Settings
+from praisonsession.stores import Key
 
 PASSWORD = "hunter2-planted-password"
 API_KEY = "sk-planted-api-key-0123456789"
@@ -355,6 +356,15 @@ GLOBAL_CASES = [
         "store: a read of an encrypted session without the key (no ciphertext as a value)",
         KeyRequiredError,
         without_the_key(lambda store: store.get_state("vault", "owner")),
+    ),
+    Case(
+        "store: a read of an encrypted session narrowed by a field, without the key",
+        KeyRequiredError,
+        without_the_key(
+            lambda store: store.backend.read_record_state_matching(
+                Key("owner", "vault"), fields=[(("value", "n"), 1)], must_exist=False
+            )
+        ),
     ),
     Case(
         "store: state updates that are no dict",

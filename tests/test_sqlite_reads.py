@@ -151,3 +151,41 @@ def test_a_damaged_value_or_document_read_at_once_is_named(
         run(backend.read_record_state(KEY, names=None, must_exist=True))
     with pytest.raises(SessionCorruptedError, match="plan"):
         run(backend.read_modules(KEY, names=["agent", "plan"]))
+
+
+def test_a_state_narrowed_by_fields_is_narrowed_in_one_select(
+    store: SessionBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite tests the fields itself (``json_extract``), so only the values that hold them
+    come back to be decoded: besides those, only a value that is no object (which it
+    cannot test), and both ways answer alike."""
+    items = {f"k{n}": {"value": {"n": n % 10, "text": f"note {n}"}} for n in range(100)}
+    run(store.patch_state("chat", "alice", {**items, "plain": "text"}))
+    backend = store.backend
+    fields = [(("value", "n"), 7), (("value", "text"), "note 17")]
+    found, statements = statements_of(
+        store, backend.read_record_state_matching(KEY, fields=fields, must_exist=True)
+    )
+    assert found == {"k17": items["k17"], "plain": "text"}
+    assert len(statements) == 1 and statements[0].startswith("SELECT"), statements
+    everything = run(backend.read_record_state_matching(KEY, fields=[], must_exist=True))
+    assert len(everything) == 101
+    monkeypatch.setattr(SqliteBackend, "_read_at_once", lambda *_: None)
+    assert run(backend.read_record_state_matching(KEY, fields=fields, must_exist=True)) == found
+
+
+def test_a_damaged_value_read_narrowed_is_named(
+    store: SessionBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A value that is not JSON stops SQLite's test of it; the read then goes the plain
+    way, which says which key is damaged: read at once or in a transaction."""
+    fill(store)
+    with sqlite3.connect(tmp_path / "reads.db") as db:
+        db.execute("UPDATE ps_state SET value='{broken' WHERE name='score'")
+    db.close()
+    narrowed = store.backend.read_record_state_matching
+    with pytest.raises(SessionCorruptedError, match="score"):
+        run(narrowed(KEY, fields=[(("n",), 1)], must_exist=True))
+    monkeypatch.setattr(SqliteBackend, "_read_at_once", lambda *_: None)
+    with pytest.raises(SessionCorruptedError, match="score"):
+        run(narrowed(KEY, fields=[(("n",), 1)], must_exist=True))

@@ -342,11 +342,17 @@ class PraisonStore(SyncClose, BaseStore):
     ) -> list[_Hit]:
         """Items under the prefix whose value matches the filter, newest update first."""
         matches = _matcher(wanted_filter)
+        fields = _equalities(wanted_filter, ("value",))
         found: list[_Hit] = []
         for info in await self._namespaces_under(prefix):
             key = Key(info.user_id, info.session_id)
             namespace = _namespace_of(info)
-            state = await self._backend.read_record_state(key, names=None, must_exist=False)
+            if fields:  # the store narrows what it can; every item left is tested here
+                state = await self._backend.read_record_state_matching(
+                    key, fields=fields, must_exist=False
+                )
+            else:
+                state = await self._backend.read_record_state(key, names=None, must_exist=False)
             at = now()
             found += [
                 (namespace, name, None, item)
@@ -676,6 +682,24 @@ def _matcher(wanted: Any) -> Callable[[Any], bool]:
         return all(_compare(value.get(name), expected) for name, expected in fields)
 
     return matches
+
+
+def _equalities(wanted: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+    """The fields a filter (checked by ``_matcher``) wants equal to a value, as paths into
+    a stored item: what a store may narrow a namespace to before each item is tested."""
+    found: list[tuple[tuple[str, ...], Any]] = []
+    for name, expected in wanted.items() if isinstance(wanted, Mapping) else ():
+        if not isinstance(name, str):
+            continue
+        if type(expected) in (str, int, float, bool):
+            found.append(((*path, name), expected))
+        elif isinstance(expected, Mapping):
+            if any(str(label).startswith("$") for label in expected):
+                if "$eq" in expected and type(expected["$eq"]) in (str, int, float, bool):
+                    found.append(((*path, name), expected["$eq"]))
+            else:
+                found += _equalities(expected, (*path, name))
+    return found
 
 
 def _any_value(value: Any) -> bool:

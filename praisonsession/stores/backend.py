@@ -261,6 +261,17 @@ class StoreBackend(ABC):
         """The state (only ``names`` if given); {} for a record that is not live, unless
         ``must_exist`` (``SessionNotFoundError`` / ``SessionExpiredError``)."""
 
+    async def read_record_state_matching(
+        self, key: Key, *, fields: Sequence[tuple[tuple[str, ...], Any]], must_exist: bool
+    ) -> dict[str, Any]:
+        """The state, narrowed where the backend can to the keys whose value holds each of
+        ``fields`` (a path of object keys and a str, int, float or bool found there): never
+        fewer keys than those, perhaps more, so a caller tests each value it gets. A search by
+        a field (a LangGraph store's filter) then decodes what may match, not a whole state.
+        A value the backend cannot look into (sealed) always comes back; the default
+        narrows nothing. {} and ``must_exist`` as :meth:`read_record_state`."""
+        return await self.read_record_state(key, names=None, must_exist=must_exist)
+
     @abstractmethod
     async def patch_record_state(
         self,
@@ -544,6 +555,13 @@ class ForwardingBackend(StoreBackend):
         self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         return await self._inner.read_record_state(key, names=names, must_exist=must_exist)
+
+    async def read_record_state_matching(
+        self, key: Key, *, fields: Sequence[tuple[tuple[str, ...], Any]], must_exist: bool
+    ) -> dict[str, Any]:
+        return await self._inner.read_record_state_matching(
+            key, fields=fields, must_exist=must_exist
+        )
 
     async def patch_record_state(
         self,

@@ -301,6 +301,16 @@ class KeyGuard(ForwardingBackend):
         return state
 
     @_adopting
+    async def read_record_state_matching(
+        self, key: Key, *, fields: Sequence[tuple[tuple[str, ...], Any]], must_exist: bool
+    ) -> dict[str, Any]:
+        state = await self._inner.read_record_state_matching(
+            key, fields=fields, must_exist=must_exist
+        )
+        await self._read(key, state.values())  # sealed values are never narrowed away
+        return state
+
+    @_adopting
     def patch_record_state(
         self,
         key: Key,

@@ -855,6 +855,51 @@ class StoreConformance:
         assert run(store.get_value("s", "u", "text")) == bad
         assert run(store.read_messages("s", "u", "log")) == [{"content": bad}]
 
+    def test_a_state_narrowed_by_fields_keeps_every_value_that_holds_them(
+        self, store: SessionBase
+    ) -> None:
+        """``read_record_state_matching`` may leave out values that miss a field, never one
+        that holds them all, and hands each value back as stored. Python's equality decides
+        (``1 == 1.0 == True``); a value that is no object, or a field it cannot test, is kept."""
+        key, backend = record_key("s", "u"), store.backend
+        state = {
+            "int": {"value": {"n": 1, "tag": "é x"}},
+            "float": {"value": {"n": 1.0, "tag": "é x"}},
+            "true": {"value": {"n": True, "tag": "é x", "deep": {"k": "v"}}},
+            "other n": {"value": {"n": 2, "tag": "é x"}},
+            "other tag": {"value": {"n": 1, "tag": "é y"}},
+            "text n": {"value": {"n": "1", "tag": "é x"}},
+            "no n": {"value": {"tag": "é x"}},
+            "surrogate": {"value": {"n": 1, "tag": "é x", "odd": "\udc80"}},
+            "not an object": "plain",
+            "a list": [1, 2],
+        }
+        run(store.patch_state("s", "u", state))
+        holding = {"int", "float", "true", "surrogate"}
+
+        def narrowed(*fields: tuple[tuple[str, ...], Any]) -> dict[str, Any]:
+            return run(backend.read_record_state_matching(key, fields=fields, must_exist=True))
+
+        for fields in (
+            ((("value", "n"), 1), (("value", "tag"), "é x")),
+            ((("value", "n"), True), (("value", "tag"), "é x")),
+            ((("value", "n"), 1.0),),
+        ):
+            found = narrowed(*fields)
+            assert holding <= set(found), fields
+            assert {"not an object", "a list"} <= set(found)
+            assert all(found[name] == state[name] for name in found)
+        found = narrowed((("value", "deep", "k"), "v"), (("value", "big"), 2**70))
+        assert "true" in found and all(found[name] == state[name] for name in found)
+        assert narrowed() == state  # no field: the whole state
+        missing = record_key("missing", "u")
+        assert (
+            run(backend.read_record_state_matching(missing, fields=[(("n",), 1)], must_exist=False))
+            == {}
+        )
+        with pytest.raises(SessionNotFoundError):
+            run(backend.read_record_state_matching(missing, fields=[(("n",), 1)], must_exist=True))
+
     def test_increment_adds_and_returns_the_new_value(self, store: SessionBase) -> None:
         run(store.patch_state("s", "u", {"score": 10}))
         assert run(store.increment("s", "u", "score", 5)) == 15

@@ -101,6 +101,7 @@ FILTERED = [
     {"n": 2, "colour": "blue", "tags": ["b"], "meta": {"lang": "fr", "level": 3}, "ok": False},
     {"n": 3, "colour": "red", "meta": {"lang": "en", "level": 1}, "ok": True, "none": 0},
     {"n": 4.5, "colour": None, "tags": [], "meta": {"level": 5}, "ok": 1},
+    {"n": 2.0, "colour": "vért ☀", "meta": {"lang": "en", "level": "2"}, "ok": 1.0},
 ]
 FILTERS = [
     {"colour": "red"},
@@ -119,6 +120,11 @@ FILTERS = [
     {"colour": {"$eq": None}},
     {"colour": "red", "ok": True},
     {"meta.lang": "en"},
+    {"colour": "vért ☀"},
+    {"n": {"$eq": 2}},
+    {"ok": 1.0},
+    {"meta": {"lang": "en"}, "n": 2},
+    {"meta": {"level": 2}},
 ]
 
 

@@ -345,6 +345,12 @@ class EncryptedBackend(ForwardingBackend):
         origin = await self._origin(key)
         return {name: self._open(origin, "state", name, value) for name, value in found.items()}
 
+    async def read_record_state_matching(
+        self, key: Key, *, fields: Sequence[tuple[tuple[str, ...], Any]], must_exist: bool
+    ) -> dict[str, Any]:
+        """Ciphertext cannot be narrowed: the whole state, opened (callers test each value)."""
+        return await self.read_record_state(key, names=None, must_exist=must_exist)
+
     async def patch_record_state(
         self,
         key: Key,

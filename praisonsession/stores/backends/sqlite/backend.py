@@ -101,6 +101,7 @@ from .schema import (
     INSERT_HEAD,
     LIVE_DOCUMENTS,
     LIVE_STATE,
+    LIVE_STATE_MATCHING,
     LIVE_VALUE,
     LIVENESS,
     LOG_COUNTS,
@@ -122,10 +123,12 @@ from .schema import (
     SPAN,
     STAMP,
     STAMP_DOCUMENT,
+    STATE_MATCHING,
     TABLES,
     UPSERT_MODULE,
     UPSERT_STATE,
     VERSION,
+    matching,
 )
 from .shared import (
     DONE,
@@ -897,16 +900,12 @@ class SqliteBackend(StoreBackend):
     async def list_records(
         self, user_id: str, *, limit: int, after: str | None
     ) -> list[SessionInfo]:
-        def work(conn: sqlite3.Connection) -> list[SessionInfo]:
-            rows = conn.execute(
-                f"SELECT {INFO_COLUMNS}, s.user_id {SESSION_AND_HEAD} WHERE s.user_id=? "
-                "AND s.session_id>? AND (h.expires_at IS NULL OR h.expires_at>?) "
-                "ORDER BY s.session_id LIMIT ?",
-                (user_id, after or "", now(), limit),
-            ).fetchall()
-            return self._infos_from_rows(rows)
-
-        return await self._transaction(work, write=False)
+        return await self._listed(
+            f"SELECT {INFO_COLUMNS}, s.user_id {SESSION_AND_HEAD} WHERE s.user_id=? "
+            "AND s.session_id>? AND (h.expires_at IS NULL OR h.expires_at>?) "
+            "ORDER BY s.session_id LIMIT ?",
+            (user_id, after or "", now(), limit),
+        )
 
     async def list_records_by_prefix(
         self, prefix: str, *, limit: int, after: tuple[str, str] | None
@@ -916,15 +915,23 @@ class SqliteBackend(StoreBackend):
         start_id, start_user = after if after is not None and after[0] >= prefix else (prefix, "")
         upper = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else chr(0x10FFFF) * 2
 
-        def work(conn: sqlite3.Connection) -> list[SessionInfo]:
-            rows = conn.execute(
-                f"SELECT {INFO_COLUMNS}, s.user_id {SESSION_AND_HEAD} "
-                "WHERE (s.session_id, s.user_id) > (?1, ?2) AND s.session_id < ?3 "
-                "AND s.user_id != ?4 AND (h.expires_at IS NULL OR h.expires_at > ?5) "
-                "ORDER BY s.session_id, s.user_id LIMIT ?6",
-                (start_id, start_user, upper, SNAPSHOT_OWNER, now(), limit),
-            ).fetchall()
+        return await self._listed(
+            f"SELECT {INFO_COLUMNS}, s.user_id {SESSION_AND_HEAD} "
+            "WHERE (s.session_id, s.user_id) > (?1, ?2) AND s.session_id < ?3 "
+            "AND s.user_id != ?4 AND (h.expires_at IS NULL OR h.expires_at > ?5) "
+            "ORDER BY s.session_id, s.user_id LIMIT ?6",
+            (start_id, start_user, upper, SNAPSHOT_OWNER, now(), limit),
+        )
+
+    async def _listed(self, query: str, params: tuple[Any, ...]) -> list[SessionInfo]:
+        """The records a listing ``query`` selects: one statement reads one snapshot, so it
+        runs outside a transaction when it can (else in one, which retries a busy file)."""
+        rows = self._rows_at_once(query, params)
+        if rows is not None:
             return self._infos_from_rows(rows)
+
+        def work(conn: sqlite3.Connection) -> list[SessionInfo]:
+            return self._infos_from_rows(conn.execute(query, params).fetchall())
 
         return await self._transaction(work, write=False)
 
@@ -1049,6 +1056,33 @@ class SqliteBackend(StoreBackend):
                 value = rows[0][3]
                 return {} if value is None else {names[0]: self._decode(value, key, names[0])}
         return await self._read_then_slide(key, work, must_exist) or {}
+
+    async def read_record_state_matching(
+        self, key: Key, *, fields: Sequence[tuple[tuple[str, ...], Any]], must_exist: bool
+    ) -> dict[str, Any]:
+        """SQLite narrows in its own code (``json_extract``), so only the values that may
+        match are decoded here; a damaged value is read the plain way, which names it."""
+        narrowed = matching(fields)
+        if narrowed is None:
+            return await self.read_record_state(key, names=None, must_exist=must_exist)
+        condition, tests = narrowed
+        ids = (key.user_id, key.session_id)
+        rows = self._read_at_once(LIVE_STATE_MATCHING.format(condition=condition), (*ids, *tests))
+        if rows is not None:
+            return self._state_of([(row[3], row[4]) for row in rows if row[3] is not None], key)
+        query = STATE_MATCHING.format(condition=condition)
+
+        def work(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            try:
+                found = conn.execute(query, (*ids, *tests)).fetchall()
+            except sqlite3.OperationalError:  # a value that is not JSON
+                return None
+            return self._state_of(found, key)
+
+        state = await self._read_then_slide(key, work, must_exist)
+        if state is None:  # not live (then {} as below), or a damaged value to name
+            return await self.read_record_state(key, names=None, must_exist=must_exist)
+        return state
 
     def _state_of(self, rows: list[tuple[str, str]], key: Key) -> dict[str, Any]:
         """State rows decoded, many in one parse (a parse each was most of the time of

@@ -18,6 +18,10 @@ checkpoint wrote about three pages of messages where it now writes one and a bit
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from typing import Any
+
 from ...record import FORMAT_VERSION
 
 SCHEMA_VERSION = 4
@@ -204,6 +208,13 @@ LIVE_STATE = (
     "LEFT JOIN ps_state v ON v.user_id=?1 AND v.session_id=?2 AND v.name>'' "
     "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
 )
+# The state narrowed to the values holding given fields (``matching``): LIVE_STATE's rows, and
+# the same in a transaction, {condition} in place.
+LIVE_STATE_MATCHING = LIVE_STATE.replace("v.name>''", "v.name>'' AND {condition}")
+STATE_MATCHING = (
+    "SELECT v.name, v.value FROM ps_state v WHERE v.user_id=?1 AND v.session_id=?2 "
+    "AND v.name>'' AND {condition}"
+)
 # Module documents named ({names}: ?3...), a row each (one row of NULLs past LIVENESS's
 # columns when none is held), each saying whether a log lies below it, as MODULE_DOCUMENTS:
 LIVE_DOCUMENTS = (
@@ -282,3 +293,63 @@ COPY_ROWS = (  # the state without the head (the target gets its own)
     "SELECT ?, ?, name, document FROM ps_modules WHERE user_id=? AND session_id=?",
 )
 CONTENT_TABLES = ("ps_state", "ps_modules", "ps_logs")  # beside ps_sessions; entries first
+
+
+def matching(fields: Sequence[tuple[tuple[str, ...], Any]]) -> tuple[str, tuple[Any, ...]] | None:
+    """The condition of ``*_MATCHING`` narrowing a state to the values that hold each field
+    SQL can test exactly (``json_extract``: a path of plain labels, a str, bool, 64-bit int or
+    finite float), with its parameters from ``?3``; None when it can test none. A value that
+    is not an object, or may be sealed, always passes: the narrowing never hides what a
+    caller must see (ciphertext the key guard refuses)."""
+    tests: list[str] = []
+    params: list[Any] = []
+    for path, value in fields:
+        where = _json_path(path)
+        if where is None or not _comparable(value):
+            continue  # left to the caller's test
+        number = 3 + len(params)
+        tests.append(f"json_extract(v.value,?{number})=?{number + 1}")
+        params += [where, value]
+    if not tests:
+        return None
+    condition = (
+        "(substr(v.value,1,1)<>'{' OR instr(v.value,'\"sealed\"')>0 OR ("
+        + " AND ".join(tests)
+        + "))"
+    )
+    return condition, tuple(params)
+
+
+def _json_path(path: tuple[str, ...]) -> str | None:
+    """``$."a"."b"`` for a path of printable ASCII labels that JSON writes as they are."""
+    if not path:
+        return None
+    for label in path:
+        if (
+            type(label) is not str
+            or not label
+            or not label.isascii()
+            or not label.isprintable()
+            or '"' in label
+            or "\\" in label
+        ):
+            return None
+    return "$" + "".join(f'."{label}"' for label in path)
+
+
+def _comparable(value: Any) -> bool:
+    """Whether SQLite compares ``value`` as Python does (``1 == True == 1.0`` alike)."""
+    kind = type(value)
+    if kind is bool:
+        return True
+    if kind is int:
+        return bool(-(2**63) <= value < 2**63)
+    if kind is float:
+        return math.isfinite(value)
+    if kind is str:
+        try:
+            value.encode("utf-8")  # a lone surrogate cannot be bound
+        except UnicodeEncodeError:
+            return False
+        return True
+    return False
