@@ -81,6 +81,7 @@ _SEARCH_MAX = 1000  # memories looked at for one query (the memory layer's limit
 _PAGE = 1000
 _ATTEMPTS = 8  # times a put marks again a namespace removed under it, before it gives up
 _MEMORY_FIELDS = ("lg_store", "lg_key", "lg_ns")
+_UPDATED = ("updated_at",)  # where a stored item says when it was last put
 
 
 class NamespaceError(InvalidIdError, InvalidNamespaceError):
@@ -346,21 +347,28 @@ class PraisonStore(SyncClose, BaseStore):
         found: list[_Hit] = []
         for info in await self._namespaces_under(prefix):
             key = Key(info.user_id, info.session_id)
-            namespace = _namespace_of(info)
-            if fields:  # the store narrows what it can; every item left is tested here
-                state = await self._backend.read_record_state_matching(
-                    key, fields=fields, must_exist=False
-                )
-            else:
-                state = await self._backend.read_record_state(key, names=None, must_exist=False)
-            at = now()
-            found += [
-                (namespace, name, None, item)
-                for name, item in state.items()
-                if _live(item, at) and matches(item["value"])
-            ]
+            found += await self._matching(key, _namespace_of(info), fields, matches, wanted)
         found.sort(key=lambda hit: (-hit[3]["updated_at"], hit[0], hit[1]))
         return found
+
+    async def _matching(
+        self,
+        key: Key,
+        namespace: tuple[str, ...],
+        fields: list[tuple[tuple[str, ...], Any]],
+        matches: Callable[[Any], bool],
+        wanted: int,
+    ) -> list[_Hit]:
+        """A namespace's items that match, its ``wanted`` newest among them: the store
+        narrows to what it can (fields equal, the newest updates) and each item it hands
+        back is tested here; when the tests leave fewer than ``wanted`` of what it chose,
+        items it left out may match, and the namespace is read again, not narrowed by age."""
+        read = self._backend.read_record_state_matching
+        state = await read(key, fields=fields, must_exist=False, newest=(_UPDATED, wanted))
+        hits = _hits(namespace, state, matches)
+        if len(hits) < wanted <= len(state):
+            hits = _hits(namespace, await read(key, fields=fields, must_exist=False), matches)
+        return hits
 
     async def _by_meaning(
         self, prefix: tuple[str, ...], query: str, wanted_filter: Any, wanted: int
@@ -682,6 +690,18 @@ def _matcher(wanted: Any) -> Callable[[Any], bool]:
         return all(_compare(value.get(name), expected) for name, expected in fields)
 
     return matches
+
+
+def _hits(
+    namespace: tuple[str, ...], state: dict[str, Any], matches: Callable[[Any], bool]
+) -> list[_Hit]:
+    """The live items of a namespace's state whose value ``matches``."""
+    at = now()
+    return [
+        (namespace, name, None, item)
+        for name, item in state.items()
+        if _live(item, at) and matches(item["value"])
+    ]
 
 
 def _equalities(wanted: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:

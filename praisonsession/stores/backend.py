@@ -262,14 +262,22 @@ class StoreBackend(ABC):
         ``must_exist`` (``SessionNotFoundError`` / ``SessionExpiredError``)."""
 
     async def read_record_state_matching(
-        self, key: Key, *, fields: Sequence[tuple[tuple[str, ...], Any]], must_exist: bool
+        self,
+        key: Key,
+        *,
+        fields: Sequence[tuple[tuple[str, ...], Any]],
+        must_exist: bool,
+        newest: tuple[tuple[str, ...], int] | None = None,
     ) -> dict[str, Any]:
         """The state, narrowed where the backend can to the keys whose value holds each of
         ``fields`` (a path of object keys and a str, int, float or bool found there): never
         fewer keys than those, perhaps more, so a caller tests each value it gets. A search by
         a field (a LangGraph store's filter) then decodes what may match, not a whole state.
-        A value the backend cannot look into (sealed) always comes back; the default
-        narrows nothing. {} and ``must_exist`` as :meth:`read_record_state`."""
+        With ``newest`` (a path and a count), perhaps further to the ``count`` of those values
+        greatest at the path (a number; ties by key, ascending): a caller whose tests leave
+        fewer than ``count`` of what it got reads again without it. A value the backend
+        cannot look into (sealed) always comes back; the default narrows nothing. {} and
+        ``must_exist`` as :meth:`read_record_state`."""
         return await self.read_record_state(key, names=None, must_exist=must_exist)
 
     @abstractmethod
@@ -557,10 +565,15 @@ class ForwardingBackend(StoreBackend):
         return await self._inner.read_record_state(key, names=names, must_exist=must_exist)
 
     async def read_record_state_matching(
-        self, key: Key, *, fields: Sequence[tuple[tuple[str, ...], Any]], must_exist: bool
+        self,
+        key: Key,
+        *,
+        fields: Sequence[tuple[tuple[str, ...], Any]],
+        must_exist: bool,
+        newest: tuple[tuple[str, ...], int] | None = None,
     ) -> dict[str, Any]:
         return await self._inner.read_record_state_matching(
-            key, fields=fields, must_exist=must_exist
+            key, fields=fields, must_exist=must_exist, newest=newest
         )
 
     async def patch_record_state(

@@ -302,10 +302,15 @@ class KeyGuard(ForwardingBackend):
 
     @_adopting
     async def read_record_state_matching(
-        self, key: Key, *, fields: Sequence[tuple[tuple[str, ...], Any]], must_exist: bool
+        self,
+        key: Key,
+        *,
+        fields: Sequence[tuple[tuple[str, ...], Any]],
+        must_exist: bool,
+        newest: tuple[tuple[str, ...], int] | None = None,
     ) -> dict[str, Any]:
         state = await self._inner.read_record_state_matching(
-            key, fields=fields, must_exist=must_exist
+            key, fields=fields, must_exist=must_exist, newest=newest
         )
         await self._read(key, state.values())  # sealed values are never narrowed away
         return state

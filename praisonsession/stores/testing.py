@@ -900,6 +900,41 @@ class StoreConformance:
         with pytest.raises(SessionNotFoundError):
             run(backend.read_record_state_matching(missing, fields=[(("n",), 1)], must_exist=True))
 
+    def test_a_state_narrowed_to_the_newest_keeps_the_greatest_of_those_matching(
+        self, store: SessionBase
+    ) -> None:
+        """With ``newest=(path, count)`` a backend may also leave out all but the ``count``
+        values greatest at the path among those holding the fields (ties by key), never one
+        of those, and never a value that is no object."""
+        key, backend = record_key("s", "u"), store.backend
+        state = {
+            "a": {"at": 5, "kind": "x"},
+            "b": {"at": 9, "kind": "y"},
+            "c": {"at": 9, "kind": "x"},
+            "d": {"at": 1.5, "kind": "x"},
+            "e": {"at": 7, "kind": "x"},
+            "plain": "text",
+        }
+        run(store.patch_state("s", "u", state))
+
+        def newest(count: int, *fields: tuple[tuple[str, ...], Any]) -> dict[str, Any]:
+            return run(
+                backend.read_record_state_matching(
+                    key, fields=fields, must_exist=False, newest=(("at",), count)
+                )
+            )
+
+        for count, fields, greatest in (
+            (3, (), {"b", "c", "e"}),
+            (1, (), {"b"}),  # b and c tie: the first key
+            (2, ((("kind",), "x"),), {"c", "e"}),
+            (9, ((("kind",), "x"),), {"a", "c", "d", "e"}),
+            (0, (), set()),
+        ):
+            found = newest(count, *fields)
+            assert greatest | {"plain"} <= set(found), (count, fields)
+            assert all(found[name] == state[name] for name in found)
+
     def test_increment_adds_and_returns_the_new_value(self, store: SessionBase) -> None:
         run(store.patch_state("s", "u", {"score": 10}))
         assert run(store.increment("s", "u", "score", 5)) == 15

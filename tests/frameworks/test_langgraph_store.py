@@ -247,6 +247,25 @@ def test_a_whole_namespace_is_deleted_with_everything_below_it(store: PraisonSto
     assert store.list_namespaces(prefix=("hal",)) == [("hal", "profile")]
 
 
+def test_a_search_finds_the_newest_live_items_when_the_newest_have_expired(
+    store: PraisonStore, frozen_clock: clock.ManualClock
+) -> None:
+    """A store may hand back only the newest items of a namespace; expired ones among them
+    leave fewer than asked, and the namespace is then read whole: the answer is the same."""
+    for n in range(12):
+        frozen_clock.advance(1)
+        store.put(("lou", "notes"), f"k{n:02}", {"n": n, "even": n % 2 == 0})
+    for n in range(12, 16):  # the newest four expire
+        frozen_clock.advance(1)
+        store.put(("lou", "notes"), f"k{n:02}", {"n": n, "even": n % 2 == 0}, ttl=1)
+    frozen_clock.advance(61)
+    found = store.search(("lou",), limit=5, refresh_ttl=False)
+    assert [item.key for item in found] == ["k11", "k10", "k09", "k08", "k07"]
+    found = store.search(("lou",), filter={"even": True}, limit=3, offset=1, refresh_ttl=False)
+    assert [item.key for item in found] == ["k08", "k06", "k04"]
+    assert [item.key for item in store.search(("lou",), limit=3, offset=10)] == ["k01", "k00"]
+
+
 def test_an_item_expires_after_its_ttl_in_minutes(
     store: PraisonStore, frozen_clock: clock.ManualClock
 ) -> None:

@@ -1058,11 +1058,16 @@ class SqliteBackend(StoreBackend):
         return await self._read_then_slide(key, work, must_exist) or {}
 
     async def read_record_state_matching(
-        self, key: Key, *, fields: Sequence[tuple[tuple[str, ...], Any]], must_exist: bool
+        self,
+        key: Key,
+        *,
+        fields: Sequence[tuple[tuple[str, ...], Any]],
+        must_exist: bool,
+        newest: tuple[tuple[str, ...], int] | None = None,
     ) -> dict[str, Any]:
         """SQLite narrows in its own code (``json_extract``), so only the values that may
         match are decoded here; a damaged value is read the plain way, which names it."""
-        narrowed = matching(fields)
+        narrowed = matching(fields, newest)
         if narrowed is None:
             return await self.read_record_state(key, names=None, must_exist=must_exist)
         condition, tests = narrowed
