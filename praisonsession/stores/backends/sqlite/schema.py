@@ -301,10 +301,11 @@ def matching(
 ) -> tuple[str, tuple[Any, ...]] | None:
     """The condition of ``*_MATCHING`` narrowing a state to the values that hold each field
     SQL can test exactly (``json_extract``: a path of plain labels, a str, bool, 64-bit int or
-    finite float), and with ``newest`` to the ``count`` of those greatest at its path (ties
-    by name), with its parameters from ``?3``; None when it can narrow nothing. A value
-    that is not an object, or may be sealed, always passes: the narrowing never hides what
-    a caller must see (ciphertext the key guard refuses)."""
+    finite float), else, with ``newest``, to the ``count`` values greatest at its path (ties
+    by name: a filter narrows more than an order, and each costs a parse of every value),
+    with its parameters from ``?3``; None when it can narrow nothing. A value that is not an
+    object, or may be sealed, always passes: the narrowing never hides what a caller must
+    see (ciphertext the key guard refuses)."""
     tests: list[str] = []
     params: list[Any] = []
     for path, value in fields:
@@ -312,20 +313,17 @@ def matching(
         if where is None or not _comparable(value):
             continue  # left to the caller's test
         number = 3 + len(params)
-        tests.append(f"json_extract(w.value,?{number})=?{number + 1}")
+        tests.append(f"json_extract(v.value,?{number})=?{number + 1}")
         params += [where, value]
-    order = None if newest is None else _json_path(newest[0])
-    if order is not None and newest is not None and newest[1] >= 0:
-        number = 3 + len(params)
+    order = None if newest is None or newest[1] < 0 else _json_path(newest[0])
+    if tests:
+        chosen = "(" + " AND ".join(tests) + ")"
+    elif order is not None and newest is not None:
         chosen = (
             "v.name IN (SELECT w.name FROM ps_state w WHERE w.user_id=?1 AND w.session_id=?2 "
-            "AND w.name>'' AND substr(w.value,1,1)='{' AND instr(w.value,'\"sealed\"')=0"
-            + "".join(f" AND {test}" for test in tests)
-            + f" ORDER BY json_extract(w.value,?{number}) DESC, w.name LIMIT ?{number + 1})"
+            "AND w.name>'' ORDER BY json_extract(w.value,?3) DESC, w.name LIMIT ?4)"
         )
         params += [order, newest[1]]
-    elif tests:
-        chosen = "(" + " AND ".join(tests).replace("w.value", "v.value") + ")"
     else:
         return None
     condition = f"(substr(v.value,1,1)<>'{{' OR instr(v.value,'\"sealed\"')>0 OR {chosen})"
