@@ -251,3 +251,18 @@ def test_a_key_put_while_an_emptied_record_is_removed_is_never_lost(
         )
         assert run(store.get_state("s", "u")) == {"k": i}, f"round {i}"
         run(store.patch_state("s", "u", {}, delete=["k"]))
+
+
+def test_a_key_put_while_the_last_key_is_dropped_is_never_lost(store: SessionBase, run) -> None:
+    """``drop_record_state`` (a LangGraph store's delete) against a put of another key:
+    whichever runs first, the put's key is there afterwards and the dropped one is not (SQLite
+    drops and removes in one step; the others patch, then remove only a record left empty)."""
+    backend, key = store.backend, record_key("s", "u")
+    for i in range(ROUNDS):
+        run(store.patch_state("s", "u", {"x": i}))
+        together(
+            lambda: run(backend.drop_record_state(key, names=["x"])),
+            lambda i=i: run(store.patch_state("s", "u", {"k": i})),
+        )
+        assert run(store.get_state("s", "u")) == {"k": i}, f"round {i}"
+        run(store.patch_state("s", "u", {}, delete=["k"]))

@@ -33,14 +33,15 @@ REQUIRED = {
 }
 #: Derived from the required ones by default (a module write with no modules; a compare-and-set;
 #: a read of a log, then of the modules its messages name; a read of modules, then of the
-#: messages their documents name; a read of the whole state, then a delete; the whole state
-#: for a narrowed read).
+#: messages their documents name; a read of the whole state, then a delete; a patch, then
+#: that; the whole state for a narrowed read).
 DERIVED = {
     "append_log",
     "increment_record_value",
     "read_log_and_modules",
     "read_modules_and_log",
     "delete_record_without_state",
+    "drop_record_state",
     "read_record_state_matching",
 }
 OPTIONAL = DERIVED | {

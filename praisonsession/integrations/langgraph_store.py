@@ -285,10 +285,7 @@ class PraisonStore(SyncClose, BaseStore):
     async def _delete_item(self, key: Key, name: str) -> None:
         """Remove an item; a namespace left empty goes too, as LangGraph lists only the
         namespaces that hold items (unless an item was put meanwhile: it stays with it)."""
-        await self._backend.patch_record_state(
-            key, updates={}, deletes=[name], replace=False, expected_version=None, must_exist=False
-        )
-        if await self._backend.delete_record_without_state(key):
+        if await self._backend.drop_record_state(key, names=[name]):
             self._opened.discard(key)
 
     async def _remember(

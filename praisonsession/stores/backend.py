@@ -21,7 +21,13 @@ from typing import Any, NamedTuple, TypeVar
 
 from .._internal.json_data import add_numbers
 from .._internal.runtime import pause
-from ..errors import ConflictError, PraisonSessionError, UnsupportedOperationError
+from ..errors import (
+    ConflictError,
+    PraisonSessionError,
+    SessionExpiredError,
+    SessionNotFoundError,
+    UnsupportedOperationError,
+)
 from .record import SNAPSHOT_OWNER, TTL, UNSET, Key, SessionContents, SessionInfo, Unset, check_ttl
 
 __all__ = [
@@ -200,6 +206,25 @@ class StoreBackend(ABC):
         if await self.read_record_state(key, names=None, must_exist=False):
             return False
         return await self.delete_record(key)
+
+    async def drop_record_state(self, key: Key, *, names: list[str]) -> bool:
+        """Drop the keys ``names`` from the live record's state, and the record with them
+        when no key is left; True if the record went (False for one not live, left as it
+        is). What deleting a LangGraph store's item needs. The default is a patch, then
+        :meth:`delete_record_without_state`: two steps (a key written between them keeps
+        the record); SQLite makes it one."""
+        try:
+            await self.patch_record_state(
+                key,
+                updates={},
+                deletes=names,
+                replace=False,
+                expected_version=None,
+                must_exist=True,
+            )
+        except (SessionNotFoundError, SessionExpiredError):
+            return False
+        return await self.delete_record_without_state(key)
 
     @abstractmethod
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
@@ -552,6 +577,9 @@ class ForwardingBackend(StoreBackend):
 
     async def delete_record_without_state(self, key: Key) -> bool:
         return await self._inner.delete_record_without_state(key)
+
+    async def drop_record_state(self, key: Key, *, names: list[str]) -> bool:
+        return await self._inner.drop_record_state(key, names=names)
 
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         return await self._inner.touch_record(key, ttl=ttl)

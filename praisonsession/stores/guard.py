@@ -279,6 +279,11 @@ class KeyGuard(ForwardingBackend):
         return await self._destroy(self._inner.delete_record_without_state, key)
 
     @_adopting
+    async def drop_record_state(self, key: Key, *, names: list[str]) -> bool:
+        _check_names(names, "state key")
+        return await self._destroy(self._inner.drop_record_state, key, names=names)
+
+    @_adopting
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         return await self._destroy(self._inner.touch_record, key, ttl=ttl)
 

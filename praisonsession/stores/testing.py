@@ -1134,6 +1134,20 @@ class StoreConformance:
         assert not run(store.exists("s", "u"))
         assert run(backend.delete_record_without_state(key)) is False
 
+    def test_dropping_the_last_keys_of_a_state_removes_the_record(self, store: SessionBase) -> None:
+        """``drop_record_state``: the keys go; the record goes with the last of them, and
+        stays (its version moved on) while its state holds another."""
+        backend, key = store.backend, record_key("s", "u")
+        run(store.patch_state("s", "u", {"a": 1, "b": 2, "c": 3}))
+        version = live(run(backend.read_record(key))).version
+        assert run(backend.drop_record_state(key, names=["a", "never"])) is False
+        assert run(store.get_state("s", "u")) == {"b": 2, "c": 3}
+        assert live(run(backend.read_record(key))).version > version
+        assert run(backend.drop_record_state(key, names=["b", "c"])) is True
+        assert not run(store.exists("s", "u"))
+        assert run(backend.drop_record_state(key, names=["b"])) is False
+        assert not run(store.exists("s", "u"))  # a missing record is not made
+
     def test_metadata_and_timestamps(self, store: SessionBase) -> None:
         before = time.time()
         info = run(store.create_session("s", "u", metadata={"title": "first chat"}))

@@ -168,8 +168,9 @@ def test_namespaces_are_listed_by_prefix_suffix_and_depth(store: PraisonStore) -
 def test_a_namespace_emptied_goes_unless_an_item_is_put_meanwhile(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Deleting a namespace's last item removes the namespace; an item another writer puts
-    after that item went and before the namespace goes keeps the namespace, with it."""
+    """Deleting a namespace's last item removes the namespace, in the step that removes the
+    item; an item another writer puts before that step keeps the namespace, with it, and
+    one put after it makes the namespace again."""
     shared = open_store(url)  # one store below both writers (memory:// is one a URL)
     with PraisonStore(shared, index=False) as store, PraisonStore(shared, index=False) as other:
         store.put(("gus", "notes"), "only", {"n": 1})
@@ -177,19 +178,21 @@ def test_a_namespace_emptied_goes_unless_an_item_is_put_meanwhile(
         assert store.list_namespaces(prefix=("gus",)) == []
         store.put(("gus", "notes"), "only", {"n": 1})
         backend = store._backend
+        dropping = backend.drop_record_state
 
-        def meanwhile(removing: Any) -> Any:
-            async def removed(key: Any) -> Any:
-                await other.aput(("gus", "notes"), "late", {"n": 2})
-                return await removing(key)
+        async def put_first(key: Any, **how: Any) -> Any:
+            await other.aput(("gus", "notes"), "late", {"n": 2})
+            return await dropping(key, **how)
 
-            return removed
-
-        for name in ("delete_record", "delete_record_without_state"):
-            monkeypatch.setattr(backend, name, meanwhile(getattr(backend, name)))
+        monkeypatch.setattr(backend, "drop_record_state", put_first)
         store.delete(("gus", "notes"), "only")
         assert store.list_namespaces(prefix=("gus",)) == [("gus", "notes")]
         assert [item.key for item in store.search(("gus", "notes"))] == ["late"]
+        monkeypatch.undo()
+        other.delete(("gus", "notes"), "late")
+        assert store.list_namespaces(prefix=("gus",)) == []
+        other.put(("gus", "notes"), "after", {"n": 3})
+        assert store.list_namespaces(prefix=("gus",)) == [("gus", "notes")]
     asyncio.run(shared.close())
 
 

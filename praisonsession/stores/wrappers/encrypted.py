@@ -326,6 +326,10 @@ class EncryptedBackend(ForwardingBackend):
         self._origins.pop(key, None)
         return await self.inner.delete_record_without_state(key)
 
+    async def drop_record_state(self, key: Key, *, names: list[str]) -> bool:
+        self._origins.pop(key, None)  # names and deletes are never sealed: passed through
+        return await self.inner.drop_record_state(key, names=names)
+
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         info = await self.inner.touch_record(key, ttl=ttl)
         return None if info is None else self._open_info(info)

@@ -965,6 +965,27 @@ class SqliteBackend(StoreBackend):
 
         return await self._write(work)  # one transaction: no write slips in before the delete
 
+    async def drop_record_state(self, key: Key, *, names: list[str]) -> bool:
+        ids = (key.user_id, key.session_id)
+
+        def work(conn: sqlite3.Connection) -> bool:
+            at = now()  # the version bumped as a patch bumps it; a record not live is left
+            if self._cursor().execute(BUMP_LIVE, (at, self.sliding_ttl, *ids)).rowcount != 1:
+                info = self._live_info(conn, key, at, False, purge=True)
+                if info is None:
+                    return False
+                self._bump(conn, key, info, at)
+            conn.executemany(
+                "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
+                [(*ids, name) for name in names],
+            )
+            if conn.execute(ANY_STATE, ids).fetchone() is not None:
+                return False
+            self._delete_rows(conn, key)
+            return True
+
+        return await self._write(work)  # one transaction, one commit
+
     async def touch_record(self, key: Key, *, ttl: TTL) -> SessionInfo | None:
         def work(conn: sqlite3.Connection) -> SessionInfo | None:
             at = now()
