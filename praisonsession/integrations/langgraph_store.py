@@ -269,9 +269,14 @@ class PraisonStore(SyncClose, BaseStore):
         writer emptied and removed since this put marked it is marked again first, so that
         no put makes a namespace that is never listed or searched."""
         for _ in range(_ATTEMPTS):
-            try:
-                await self._store.patch_state(
-                    key.session_id, key.user_id, {name: item}, must_exist=True
+            try:  # the value was checked and copied by _value: to the backend as it is
+                await self._backend.patch_record_state(
+                    key,
+                    updates={name: item},
+                    deletes=[],
+                    replace=False,
+                    expected_version=None,
+                    must_exist=True,
                 )
                 return
             except (SessionNotFoundError, SessionExpiredError):
