@@ -34,12 +34,14 @@ __all__ = [
     "TTL",
     "UNSET",
     "Capabilities",
+    "Fields",
     "ForeignSessions",
     "ForwardingBackend",
     "Key",
     "LogSpan",
     "LogWrite",
     "ModuleNames",
+    "Newest",
     "Stamped",
     "StoreBackend",
     "StoredModules",
@@ -53,6 +55,11 @@ __all__ = [
 
 _MAX_CAS_ROUNDS = 1000
 T = TypeVar("T")
+#: What a narrowed read of a state tests (``read_record_state_matching``): each a path of
+#: object keys and the str, int, float or bool found there.
+Fields = Sequence[tuple[tuple[str, ...], Any]]
+#: The newest values a narrowed read may cut a state to: a path of object keys, and how many.
+Newest = tuple[tuple[str, ...], int]
 
 
 class Capabilities(NamedTuple):
@@ -287,12 +294,7 @@ class StoreBackend(ABC):
         ``must_exist`` (``SessionNotFoundError`` / ``SessionExpiredError``)."""
 
     async def read_record_state_matching(
-        self,
-        key: Key,
-        *,
-        fields: Sequence[tuple[tuple[str, ...], Any]],
-        must_exist: bool,
-        newest: tuple[tuple[str, ...], int] | None = None,
+        self, key: Key, *, fields: Fields, must_exist: bool, newest: Newest | None = None
     ) -> dict[str, Any]:
         """The state, narrowed where the backend can to the keys whose value holds each of
         ``fields`` (a path of object keys and a str, int, float or bool found there): never
@@ -593,12 +595,7 @@ class ForwardingBackend(StoreBackend):
         return await self._inner.read_record_state(key, names=names, must_exist=must_exist)
 
     async def read_record_state_matching(
-        self,
-        key: Key,
-        *,
-        fields: Sequence[tuple[tuple[str, ...], Any]],
-        must_exist: bool,
-        newest: tuple[tuple[str, ...], int] | None = None,
+        self, key: Key, *, fields: Fields, must_exist: bool, newest: Newest | None = None
     ) -> dict[str, Any]:
         return await self._inner.read_record_state_matching(
             key, fields=fields, must_exist=must_exist, newest=newest

@@ -38,11 +38,13 @@ from .._internal.identifiers import check_key
 from ..errors import DecryptionError, KeyRequiredError
 from .backend import (
     TTL,
+    Fields,
     ForeignSessions,
     ForwardingBackend,
     LogSpan,
     LogWrite,
     ModuleNames,
+    Newest,
     Stamped,
     StoreBackend,
     StoredModules,
@@ -307,12 +309,7 @@ class KeyGuard(ForwardingBackend):
 
     @_adopting
     async def read_record_state_matching(
-        self,
-        key: Key,
-        *,
-        fields: Sequence[tuple[tuple[str, ...], Any]],
-        must_exist: bool,
-        newest: tuple[tuple[str, ...], int] | None = None,
+        self, key: Key, *, fields: Fields, must_exist: bool, newest: Newest | None = None
     ) -> dict[str, Any]:
         state = await self._inner.read_record_state_matching(
             key, fields=fields, must_exist=must_exist, newest=newest

@@ -36,8 +36,10 @@ from ..api import SessionBase
 from ..backend import (
     TTL,
     UNSET,
+    Fields,
     ForwardingBackend,
     LogWrite,
+    Newest,
     Stamped,
     StoreBackend,
     StoredModules,
@@ -350,12 +352,7 @@ class EncryptedBackend(ForwardingBackend):
         return {name: self._open(origin, "state", name, value) for name, value in found.items()}
 
     async def read_record_state_matching(
-        self,
-        key: Key,
-        *,
-        fields: Sequence[tuple[tuple[str, ...], Any]],
-        must_exist: bool,
-        newest: tuple[tuple[str, ...], int] | None = None,
+        self, key: Key, *, fields: Fields, must_exist: bool, newest: Newest | None = None
     ) -> dict[str, Any]:
         """Ciphertext cannot be narrowed: the whole state, opened (callers test each value)."""
         return await self.read_record_state(key, names=None, must_exist=must_exist)

@@ -58,11 +58,13 @@ from ...backend import (
     TTL,
     UNSET,
     Capabilities,
+    Fields,
     ForeignSessions,
     Key,
     LogSpan,
     LogWrite,
     ModuleNames,
+    Newest,
     Stamped,
     StoreBackend,
     StoredModules,
@@ -1079,12 +1081,7 @@ class SqliteBackend(StoreBackend):
         return await self._read_then_slide(key, work, must_exist) or {}
 
     async def read_record_state_matching(
-        self,
-        key: Key,
-        *,
-        fields: Sequence[tuple[tuple[str, ...], Any]],
-        must_exist: bool,
-        newest: tuple[tuple[str, ...], int] | None = None,
+        self, key: Key, *, fields: Fields, must_exist: bool, newest: Newest | None = None
     ) -> dict[str, Any]:
         """SQLite narrows in its own code (``json_extract``), so only the values that may
         match are decoded here; a damaged value is read the plain way, which names it."""

@@ -19,9 +19,9 @@ checkpoint wrote about three pages of messages where it now writes one and a bit
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
+from ...backend import Fields, Newest
 from ...record import FORMAT_VERSION
 
 SCHEMA_VERSION = 4
@@ -295,10 +295,7 @@ COPY_ROWS = (  # the state without the head (the target gets its own)
 CONTENT_TABLES = ("ps_state", "ps_modules", "ps_logs")  # beside ps_sessions; entries first
 
 
-def matching(
-    fields: Sequence[tuple[tuple[str, ...], Any]],
-    newest: tuple[tuple[str, ...], int] | None = None,
-) -> tuple[str, tuple[Any, ...]] | None:
+def matching(fields: Fields, newest: Newest | None = None) -> tuple[str, tuple[Any, ...]] | None:
     """The condition of ``*_MATCHING`` narrowing a state to the values that hold each field
     SQL can test exactly (``json_extract``: a path of plain labels, a str, bool, 64-bit int or
     finite float), else, with ``newest``, to the ``count`` values greatest at its path (ties
