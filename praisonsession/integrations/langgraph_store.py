@@ -24,6 +24,7 @@ Needs the ``langgraph`` extra; only this module and ``langgraph.py`` import Lang
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -572,6 +573,7 @@ def _stored_at(namespace: tuple[str, ...], what: str) -> Key:
         raise NamespaceError(f"{what}: {namespace!r} cannot be stored: {exc}") from None
 
 
+@functools.lru_cache(maxsize=4096)  # every op of a graph's node names its namespace again
 def _place(namespace: tuple[str, ...]) -> Key:
     """The session of a namespace: its first label is the user, the rest names the session."""
     if not namespace:
