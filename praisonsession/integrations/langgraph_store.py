@@ -364,12 +364,13 @@ class PraisonStore(SyncClose, BaseStore):
     ) -> list[_Hit]:
         """A namespace's items that match, its ``wanted`` newest among them: the store
         narrows to what it can (fields equal, the newest updates) and each item it hands
-        back is tested here; when the tests leave fewer than ``wanted`` of what it chose,
-        items it left out may match, and the namespace is read again, not narrowed by age."""
+        back is tested here. A store that cut to the newest hands back ``wanted`` items
+        exactly; when the tests leave fewer of those, items it left out may match, and the
+        namespace is read again, not cut (a store that did not cut is not asked twice)."""
         read = self._backend.read_record_state_matching
         state = await read(key, fields=fields, must_exist=False, newest=(_UPDATED, wanted))
         hits = _hits(namespace, state, matches)
-        if len(hits) < wanted <= len(state):
+        if len(hits) < wanted == sum(type(item) is dict for item in state.values()):
             hits = _hits(namespace, await read(key, fields=fields, must_exist=False), matches)
         return hits
 

@@ -269,6 +269,29 @@ def test_a_search_finds_the_newest_live_items_when_the_newest_have_expired(
     assert [item.key for item in store.search(("lou",), limit=3, offset=10)] == ["k01", "k00"]
 
 
+def test_a_search_reads_each_namespace_once_when_nothing_it_wanted_was_left_out(
+    store: PraisonStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that narrows hands back what may match; one that does not hands back the
+    whole namespace. Either way a search whose items are live reads each namespace once,
+    however few of them match."""
+    for n in range(30):
+        store.put(("max", "notes"), f"k{n:02}", {"n": n})
+    backend = store._backend
+    reads: list[Any] = []
+    reading = backend.read_record_state_matching
+
+    async def counted(key: Any, **how: Any) -> Any:
+        reads.append(how.get("newest"))
+        return await reading(key, **how)
+
+    monkeypatch.setattr(backend, "read_record_state_matching", counted)
+    assert [item.key for item in store.search(("max",), filter={"n": 7})] == ["k07"]
+    assert len(store.search(("max",), filter={"n": {"$gt": 3}}, limit=10)) == 10
+    assert [item.key for item in store.search(("max",), limit=3)] == ["k29", "k28", "k27"]
+    assert len(reads) == 3
+
+
 def test_an_item_expires_after_its_ttl_in_minutes(
     store: PraisonStore, frozen_clock: clock.ManualClock
 ) -> None:
