@@ -716,11 +716,11 @@ def _equalities(wanted: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...
     for name, expected in wanted.items() if isinstance(wanted, Mapping) else ():
         if not isinstance(name, str):
             continue
-        if type(expected) in (str, int, float, bool):
+        if type(expected) in _SCALARS:
             found.append(((*path, name), expected))
         elif isinstance(expected, Mapping):
             if any(str(label).startswith("$") for label in expected):
-                if "$eq" in expected and type(expected["$eq"]) in (str, int, float, bool):
+                if "$eq" in expected and type(expected["$eq"]) in _SCALARS:
                     found.append(((*path, name), expected["$eq"]))
             else:
                 found += _equalities(expected, (*path, name))
@@ -745,6 +745,8 @@ def _compare(value: Any, expected: Any) -> bool:
 
 #: JSON values compared by equality alone (no Mapping check for them).
 _PLAIN = frozenset({str, int, float, bool, type(None), list})
+#: Those of them a store may narrow a search by (``_equalities``).
+_SCALARS = frozenset({str, int, float, bool})
 
 
 def _operator(value: Any, name: str, operand: Any) -> bool:

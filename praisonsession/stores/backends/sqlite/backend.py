@@ -94,6 +94,7 @@ from .schema import (
     COPY_ROWS,
     CUT,
     DATA_VERSION,
+    DELETE_KEY,
     ENTRIES,
     GET_VALUE,
     INCREMENT_READ,
@@ -977,10 +978,7 @@ class SqliteBackend(StoreBackend):
                 if info is None:
                     return False
                 self._bump(conn, key, info, at)
-            conn.executemany(
-                "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
-                [(*ids, name) for name in names],
-            )
+            conn.executemany(DELETE_KEY, [(*ids, name) for name in names])
             if conn.execute(ANY_STATE, ids).fetchone() is not None:
                 return False
             self._delete_rows(conn, key)
@@ -1145,8 +1143,7 @@ class SqliteBackend(StoreBackend):
                 )
             if deletes:
                 conn.executemany(
-                    "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name=?",
-                    [(key.user_id, key.session_id, name) for name in deletes],
+                    DELETE_KEY, [(key.user_id, key.session_id, name) for name in deletes]
                 )
             rows = [(key.user_id, key.session_id, n, dumps(v)) for n, v in updates.items()]
             if len(rows) == 1:

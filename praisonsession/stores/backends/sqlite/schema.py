@@ -208,6 +208,8 @@ LIVE_STATE = (
     "LEFT JOIN ps_state v ON v.user_id=?1 AND v.session_id=?2 AND v.name>'' "
     "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
 )
+# One key of a session's state, removed (a patch's deletes, a drop's).
+DELETE_KEY = "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
 # The state narrowed to the values holding given fields (``matching``): LIVE_STATE's rows, and
 # the same in a transaction, {condition} in place.
 LIVE_STATE_MATCHING = LIVE_STATE.replace("v.name>''", "v.name>'' AND {condition}")
@@ -312,10 +314,9 @@ def matching(fields: Fields, newest: Newest | None = None) -> tuple[str, tuple[A
         number = 3 + len(params)
         tests.append(f"json_extract(v.value,?{number})=?{number + 1}")
         params += [where, value]
-    order = None if newest is None or newest[1] < 0 else _json_path(newest[0])
     if tests:
         chosen = "(" + " AND ".join(tests) + ")"
-    elif order is not None and newest is not None:
+    elif newest is not None and newest[1] >= 0 and (order := _json_path(newest[0])) is not None:
         chosen = (
             "v.name IN (SELECT w.name FROM ps_state w WHERE w.user_id=?1 AND w.session_id=?2 "
             "AND w.name>'' ORDER BY json_extract(w.value,?3) DESC, w.name LIMIT ?4)"
