@@ -819,6 +819,7 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
     rows = [
         "| add_items, one turn (4 items) |",
         "| get_items(limit=20) @10 |",
+        "| get_items(limit=20) @100 |",
         "| get_items(limit=20) @1,000 |",
         "| get_items() @100 |",
         "| pop_item @100 |",
