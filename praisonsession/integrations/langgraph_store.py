@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, TypeGuard, TypeVar
 
@@ -53,6 +53,7 @@ from .langgraph import STORE_PREFIX
 
 try:
     from langgraph.store.base import (
+        NOT_PROVIDED,
         BaseStore,
         GetOp,
         InvalidNamespaceError,
@@ -141,22 +142,81 @@ class PraisonStore(SyncClose, BaseStore):
         )
 
     async def _batch(self, ops: list[Any]) -> list[Any]:
-        results: list[Any] = []
-        for op in ops:
-            if isinstance(op, GetOp):
-                work: Any = self._get(op)
-            elif isinstance(op, PutOp):
-                work = self._put(op)
-            elif isinstance(op, SearchOp):
-                work = self._search(op)
-            elif isinstance(op, ListNamespacesOp):
-                work = self._list_namespaces(op)
-            else:
-                raise InvalidValueError(
-                    f"PraisonStore runs GetOp, PutOp, SearchOp and ListNamespacesOp; got {op!r}."
-                )
-            results.append(await runtime.bounded(work, self._settings.timeout, type(op).__name__))
-        return results
+        return [await self._op(op) for op in ops]
+
+    def _op(self, op: Any) -> Coroutine[Any, Any, Any]:
+        """One operation's work, bounded by the settings' timeout."""
+        if isinstance(op, GetOp):
+            work: Any = self._get(op)
+        elif isinstance(op, PutOp):
+            work = self._put(op)
+        elif isinstance(op, SearchOp):
+            work = self._search(op)
+        elif isinstance(op, ListNamespacesOp):
+            work = self._list_namespaces(op)
+        else:
+            raise InvalidValueError(
+                f"PraisonStore runs GetOp, PutOp, SearchOp and ListNamespacesOp; got {op!r}."
+            )
+        return runtime.bounded(work, self._settings.timeout, type(op).__name__)
+
+    # -- one operation: what a graph's nodes call, run as ``batch`` runs it, without the batch --
+
+    def get(
+        self, namespace: tuple[str, ...], key: str, *, refresh_ttl: bool | None = None
+    ) -> Item | None:
+        """The item at ``key`` of ``namespace``, or None (``refresh_ttl``: None restarts an
+        item's TTL as ``ttl``'s ``refresh_on_read`` says, True by default)."""
+        found: Item | None = self._one(GetOp(namespace, str(key), self._refreshes(refresh_ttl)))
+        return found
+
+    def put(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: Mapping[str, Any],
+        index: Any = None,
+        *,
+        ttl: Any = NOT_PROVIDED,
+    ) -> None:
+        """Store ``value`` at ``key`` of ``namespace`` (``index``: None the store's fields,
+        False none, or a list of paths; ``ttl``: minutes, None for none, left out for
+        ``ttl``'s ``default_ttl``)."""
+        if ttl is NOT_PROVIDED:
+            ttl = None if self.ttl_config is None else self.ttl_config.get("default_ttl")
+        self._one(PutOp(namespace, str(key), value, index=index, ttl=ttl))
+
+    def delete(self, namespace: tuple[str, ...], key: str) -> None:
+        """Remove the item at ``key`` of ``namespace`` (nothing if there is none)."""
+        self._one(PutOp(namespace, str(key), None, ttl=None))
+
+    def search(
+        self,
+        namespace_prefix: tuple[str, ...],
+        /,
+        *,
+        query: str | None = None,
+        filter: dict[str, Any] | None = None,
+        limit: int = 10,
+        offset: int = 0,
+        refresh_ttl: bool | None = None,
+    ) -> list[SearchItem]:
+        """Items under ``namespace_prefix`` matching ``filter`` (and, with an index, nearest
+        in meaning to ``query``), newest update first; ``limit`` of them after ``offset``."""
+        op = SearchOp(namespace_prefix, filter, limit, offset, query, self._refreshes(refresh_ttl))
+        found: list[SearchItem] = self._one(op)
+        return found
+
+    def _one(self, op: Any) -> Any:
+        return runtime.run(self._op(op), timeout=None, inline=self._runs_inline([op]))
+
+    def _refreshes(self, refresh_ttl: bool | None) -> bool:
+        """Whether a read restarts the TTLs of the items it returns."""
+        if refresh_ttl is not None:
+            return refresh_ttl
+        return (
+            True if self.ttl_config is None else bool(self.ttl_config.get("refresh_on_read", True))
+        )
 
     # -- namespaces as sessions -----------------------------------------------------------------
 

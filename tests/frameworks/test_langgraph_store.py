@@ -318,6 +318,27 @@ def test_reading_refreshes_a_ttl_as_langgraph_does_by_default(
     assert store.get(("jo", "cache"), "k", refresh_ttl=False) is None
 
 
+def test_the_ttl_config_gives_puts_their_ttl_and_says_whether_reads_refresh_it(
+    url: str, frozen_clock: clock.ManualClock
+) -> None:
+    """``ttl={"default_ttl": minutes, "refresh_on_read": False}``, as LangGraph's stores take
+    it: a put that names no TTL gets the default one, ``ttl=None`` none, and reads leave
+    TTLs alone unless asked; the sync calls and the async ones alike."""
+    config = {"default_ttl": 1, "refresh_on_read": False}
+    with PraisonStore(url, index=False, ttl=config) as store:
+        store.put(("uma", "cache"), "default", {"v": 1})
+        asyncio.run(store.aput(("uma", "cache"), "async default", {"v": 2}))
+        store.put(("uma", "cache"), "forever", {"v": 3}, ttl=None)
+        frozen_clock.advance(50)
+        assert store.get(("uma", "cache"), "default") is not None  # not refreshed
+        assert len(store.search(("uma",))) == 3  # nor these
+        assert store.get(("uma", "cache"), "async default", refresh_ttl=True) is not None
+        frozen_clock.advance(11)  # 61 s after the puts, 11 s after the refresh asked for
+        assert store.get(("uma", "cache"), "default") is None
+        kept = [item.key for item in asyncio.run(store.asearch(("uma",)))]
+        assert sorted(kept) == ["async default", "forever"]
+
+
 @pytest.mark.parametrize("meanwhile", ["changed", "deleted", "changed after the version"])
 def test_a_refresh_never_puts_back_an_item_another_writer_changed(
     url: str, monkeypatch: pytest.MonkeyPatch, meanwhile: str
