@@ -28,6 +28,7 @@ from praisonsession import (
     MissingDependencyError,
     PostgresSession,
     Session,
+    SessionCorruptedError,
     StateModule,
     StoreUnavailableError,
     UnsupportedFormatError,
@@ -572,6 +573,56 @@ def test_an_append_writes_the_rows_of_its_log_alone_however_many_logs_the_sessio
 
 
 # -- a server that is not there ----------------------------------------------------------
+
+
+# -- a state narrowed in the server ---------------------------------------------------------
+
+
+def test_a_state_narrowed_by_fields_comes_back_with_every_value_python_finds_equal(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    """PostgreSQL tests the fields itself (each value read as ``json``), so what comes back is
+    the values holding them, in every spelling Python finds equal (``1``, ``1.0``, ``true``;
+    ``0`` and ``-0.0``), a number written as the str wanted (the caller tests again), and the
+    values it cannot look into: no object, a \\u escape, not JSON at all (whose decode
+    names it)."""
+    store = open_store(schema_url(postgres_url, tmp_path))
+    items = {f"k{n:02}": {"value": {"n": n % 10, "text": f'note {n} "é"'}} for n in range(40)}
+    others = {
+        "float": {"value": {"n": 7.0}},
+        "true": {"value": {"n": True}},
+        "minus zero": {"value": {"n": -0.0}},
+        "text 7": {"value": {"n": "7"}},
+        "escaped": {"value": {"n": 3, "text": "a\x01b"}},
+        "plain": "text",
+    }
+    run(store.patch_state("chat", "alice", {**items, **others}), inline=True)
+    key = record_key("chat", "alice")
+
+    def narrowed(*fields: tuple[tuple[str, ...], Any]) -> set[str]:
+        found = run(
+            store.backend.read_record_state_matching(key, fields=fields, must_exist=True),
+            inline=True,
+        )
+        assert all(found[name] == {**items, **others}[name] for name in found)
+        return set(found)
+
+    looked_past = {"escaped", "plain"}
+    assert narrowed((("value", "n"), 7)) == {"k07", "k17", "k27", "k37", "float", "text 7"} | (
+        looked_past
+    )
+    assert narrowed((("value", "n"), True)) == {"k01", "k11", "k21", "k31", "true"} | looked_past
+    assert narrowed((("value", "n"), 0)) == {"k00", "k10", "k20", "k30", "minus zero"} | (
+        looked_past
+    )
+    assert narrowed((("value", "n"), 7), (("value", "text"), 'note 17 "é"')) == {"k17"} | (
+        looked_past
+    )
+    assert narrowed((("value", "n"), 2**70)) == looked_past
+    query(store, "UPDATE {s}.ps_state SET value = '{{broken' WHERE name = 'k05'")
+    with pytest.raises(SessionCorruptedError, match="k05"):
+        narrowed((("value", "n"), 7))
+    run(store.close(), inline=True)
 
 
 def test_a_server_that_is_down_raises_a_typed_error() -> None:

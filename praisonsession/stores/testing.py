@@ -889,8 +889,12 @@ class StoreConformance:
             assert holding <= set(found), fields
             assert {"not an object", "a list"} <= set(found)
             assert all(found[name] == state[name] for name in found)
-        found = narrowed((("value", "deep", "k"), "v"), (("value", "big"), 2**70))
+        # a lone surrogate can be bound as text by no SQL driver: that field narrows nothing
+        found = narrowed((("value", "deep", "k"), "v"), (("value", "odd"), "\udc80"))
         assert "true" in found and all(found[name] == state[name] for name in found)
+        found = narrowed((("value", "n"), 2**70), (("value", "n"), 1))  # no value holds both
+        assert {"not an object", "a list"} <= set(found)
+        assert all(found[name] == state[name] for name in found)
         assert narrowed() == state  # no field: the whole state
         missing = record_key("missing", "u")
         assert (

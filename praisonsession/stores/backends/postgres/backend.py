@@ -50,7 +50,17 @@ from ....errors import (
     UnsupportedFormatError,
     install_line,
 )
-from ...backend import TTL, UNSET, Capabilities, Key, LogWrite, StoreBackend, StoredModules
+from ...backend import (
+    TTL,
+    UNSET,
+    Capabilities,
+    Fields,
+    Key,
+    LogWrite,
+    Newest,
+    StoreBackend,
+    StoredModules,
+)
 from ...durability import check_durability
 from ...record import (
     FORMAT_VERSION,
@@ -147,6 +157,7 @@ class PostgresBackend(StoreBackend):
         )
         self._sql = _compile(schema)
         self._schema_ready = False
+        self._narrows = False  # the server narrows a state (16 and later): set with the schema
         self._values: dict[tuple[Key, str], str | None] = {}
         self._heads: dict[Key, tuple[int, float]] = {}
         # per session: the version and creation time our last one-log save left, and the
@@ -236,7 +247,8 @@ class PostgresBackend(StoreBackend):
         """Create or migrate the tables, under an advisory lock held until commit."""
         yield Query(sql.SCHEMA_ISOLATION)
         yield Query(sql.SCHEMA_LOCK, (self.schema,))
-        (found, legacy), *_ = yield Query(sql.SCHEMA_FOUND, (self.schema, self.schema))
+        (found, legacy, narrows), *_ = yield Query(sql.SCHEMA_FOUND, (self.schema, self.schema))
+        self._narrows = bool(narrows)
         version = 0
         if found:
             (version,), *_ = yield Query(self._sql["SCHEMA_VERSION_READ"])
@@ -506,17 +518,39 @@ class PostgresBackend(StoreBackend):
     async def read_record_state(
         self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
-        params = {**self._bump_params(key, now()), "names": names}
+        if names is not None and len(names) == 1:
+            return await self._read_state(key, "", {"name": names[0]}, must_exist)
+        statement = self._sql["GET_ALL_STATE" if names is None else "GET_STATE"]
+        return await self._read_state(key, statement, {"names": names}, must_exist)
+
+    async def read_record_state_matching(
+        self, key: Key, *, fields: Fields, must_exist: bool, newest: Newest | None = None
+    ) -> dict[str, Any]:
+        """PostgreSQL 16 and later test the fields in the server (``GET_STATE_MATCHING``), so
+        only what may match is sent and decoded; an older server, or a read by ``newest``
+        alone, gets the whole state (a cut to the newest parses every value in the server:
+        slower than sending them at 100 items, a fifth to a quarter faster at 1,000 to 5,000)."""
+        narrowed = sql.matching(fields) if self._narrows else None
+        if narrowed is None:
+            return await self.read_record_state(key, names=None, must_exist=must_exist)
+        tests, params = narrowed
+        statement = self._sql["GET_STATE_MATCHING"].replace("{tests}", tests)
+        return await self._read_state(key, statement, params, must_exist)
+
+    async def _read_state(
+        self, key: Key, statement: str, more: dict[str, Any], must_exist: bool
+    ) -> dict[str, Any]:
+        """A read of the state by one statement: of ``more["name"]`` alone (``GET_VALUE``)
+        when ``statement`` is empty, else one whose third column is its (name, value) pairs."""
+        params = {**self._bump_params(key, now()), **more}
 
         def plan() -> Plan[dict[str, Any]]:
-            if names is not None and len(names) == 1:
-                params["name"] = names[0]
+            if not statement:
                 rows = yield Query(self._sql["GET_VALUE"], params)
                 found = rows[0][2] if rows else None
-                pairs = None if found is None else [[names[0], found]]
+                pairs = None if found is None else [[params["name"], found]]
             else:
-                statement = "GET_ALL_STATE" if names is None else "GET_STATE"
-                rows = yield Query(self._sql[statement], params)
+                rows = yield Query(statement, params)
                 pairs = rows[0][2] if rows else None
             if not rows:
                 yield from self._live_info(key, params["now"], must_exist)
