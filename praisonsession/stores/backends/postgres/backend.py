@@ -519,7 +519,8 @@ class PostgresBackend(StoreBackend):
         self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         if names is not None and len(names) == 1:
-            return await self._read_state(key, "", {"name": names[0]}, must_exist)
+            value_of = self._sql["GET_VALUE"]
+            return await self._read_state(key, value_of, {"name": names[0]}, must_exist, names[0])
         statement = self._sql["GET_ALL_STATE" if names is None else "GET_STATE"]
         return await self._read_state(key, statement, {"names": names}, must_exist)
 
@@ -538,20 +539,21 @@ class PostgresBackend(StoreBackend):
         return await self._read_state(key, statement, params, must_exist)
 
     async def _read_state(
-        self, key: Key, statement: str, more: dict[str, Any], must_exist: bool
+        self,
+        key: Key,
+        statement: str,
+        more: dict[str, Any],
+        must_exist: bool,
+        one: str | None = None,
     ) -> dict[str, Any]:
-        """A read of the state by one statement: of ``more["name"]`` alone (``GET_VALUE``)
-        when ``statement`` is empty, else one whose third column is its (name, value) pairs."""
+        """A read of the state by one statement of ``READ_HEAD``'s: its third column is the
+        (name, value) pairs read, or the value of the key ``one`` alone (``GET_VALUE``)."""
         params = {**self._bump_params(key, now()), **more}
 
         def plan() -> Plan[dict[str, Any]]:
-            if not statement:
-                rows = yield Query(self._sql["GET_VALUE"], params)
-                found = rows[0][2] if rows else None
-                pairs = None if found is None else [[params["name"], found]]
-            else:
-                rows = yield Query(statement, params)
-                pairs = rows[0][2] if rows else None
+            rows = yield Query(statement, params)
+            found = rows[0][2] if rows else None
+            pairs = found if one is None or found is None else [[one, found]]
             if not rows:
                 yield from self._live_info(key, params["now"], must_exist)
                 return {}
