@@ -6,6 +6,7 @@ through the memory layer's offline embedder, and a graph's node writing to it.""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import operator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -316,6 +317,19 @@ def test_reading_refreshes_a_ttl_as_langgraph_does_by_default(
     assert store.get(("jo", "cache"), "k", refresh_ttl=False) is not None
     frozen_clock.advance(11)
     assert store.get(("jo", "cache"), "k", refresh_ttl=False) is None
+
+
+@pytest.mark.parametrize("method", ["get", "put", "delete", "search"])
+def test_the_one_op_methods_take_what_langgraphs_own_take(method: str) -> None:
+    """``get``, ``put``, ``delete`` and ``search`` run their op without ``BaseStore``'s
+    batch around it: they take the same parameters, in the same places, with the same
+    defaults, so a LangGraph release that changes them fails here, not in a graph."""
+
+    def parameters(owner: Any) -> list[tuple[str, Any, Any]]:
+        found = inspect.signature(getattr(owner, method)).parameters.values()
+        return [(p.name, p.kind, p.default) for p in found]
+
+    assert parameters(PraisonStore) == parameters(BaseStore)
 
 
 def test_the_ttl_config_gives_puts_their_ttl_and_says_whether_reads_refresh_it(
