@@ -164,12 +164,19 @@ def dumps(value: JSONValue) -> str:
     if type(value) is int:  # what json writes for an int (the encoders' fast path, inlined)
         return int.__repr__(value)
     text = _COMPACT.encode(value)
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = _COMPACT_ASCII.encode(value)
+    if not text.isascii() and not utf8_encodable(text):
+        text = _COMPACT_ASCII.encode(value)
     return text
+
+
+def utf8_encodable(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 as it is: no lone surrogate, which no file, database
+    or Redis string can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def loads(text: str | bytes, what: str) -> JSONValue:

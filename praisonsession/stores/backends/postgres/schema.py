@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...._internal.json_data import utf8_encodable
 from ...backend import Fields
 from ...record import FORMAT_VERSION
 
@@ -530,10 +531,4 @@ def _spellings(value: Any) -> list[str]:
 
 def _bindable(text: Any) -> bool:
     """Whether a str can be sent as text: no NUL, no lone surrogate."""
-    if type(text) is not str or "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return type(text) is str and "\x00" not in text and utf8_encodable(text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...._internal.json_data import dumps
+from ...._internal.json_data import dumps, utf8_encodable
 from ...backend import TTL, UNSET
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "pack_command",
     "seconds",
     "ttl_args",
-    "valid_text",
 ]
 
 
@@ -44,21 +43,12 @@ def ttl_args(ttl: TTL) -> list[str]:
     return ["set", seconds(ttl)]
 
 
-def valid_text(text: str) -> bool:
-    """Whether ``text`` can be a Redis string as it is (no lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def metadata_args(metadata: dict[str, Any]) -> list[str]:
     """Fields of the meta hash: "m:<name>", or "j:<name as JSON>" for a name that is not
     valid text, each with the value's JSON."""
     args = []
     for name, value in metadata.items():
-        field = "m:" + name if valid_text(name) else "j:" + dumps(name)
+        field = "m:" + name if utf8_encodable(name) else "j:" + dumps(name)
         args += [field, dumps(value)]
     return args
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from .... import clock
 from ...._internal.checks import check_count, check_seconds
-from ...._internal.json_data import add_numbers, decode, dumps, loads_joined
+from ...._internal.json_data import add_numbers, decode, dumps, loads_joined, utf8_encodable
 from ...._internal.runtime import loop_running_here
 from ....errors import (
     ConflictError,
@@ -36,7 +36,7 @@ from ...backend import (
 from ...durability import check_durability
 from ...record import SNAPSHOT_OWNER, SessionContents, SessionInfo, copy_conflict, create_conflict
 from ...reserved import user_digest
-from .arguments import flag, json_number, metadata_args, seconds, ttl_args, valid_text
+from .arguments import flag, json_number, metadata_args, seconds, ttl_args
 from .clients import LoopClients
 from .inline import InlineClient
 from .keys import KeyLayout, sole_agentscope_key, user_of_segment
@@ -402,7 +402,7 @@ class RedisBackend(StoreBackend):
         if not isinstance(modules, dict):
             raise SessionCorruptedError(what, "not a JSON object")
         for name in modules:
-            if not valid_text(name):
+            if not utf8_encodable(name):
                 raise SessionCorruptedError(what, f"the module name {name!r} is not valid text")
         return modules
 

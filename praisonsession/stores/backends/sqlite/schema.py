@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...._internal.json_data import utf8_encodable
 from ...backend import Fields, Newest
 from ...record import FORMAT_VERSION
 
@@ -355,9 +356,5 @@ def _comparable(value: Any) -> bool:
     if kind is float:
         return math.isfinite(value)
     if kind is str:
-        try:
-            value.encode("utf-8")  # a lone surrogate cannot be bound
-        except UnicodeEncodeError:
-            return False
-        return True
+        return utf8_encodable(value)  # a lone surrogate cannot be bound
     return False
