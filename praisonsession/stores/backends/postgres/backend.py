@@ -519,8 +519,7 @@ class PostgresBackend(StoreBackend):
         self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
         if names is not None and len(names) == 1:
-            value_of = self._sql["GET_VALUE"]
-            return await self._read_state(key, value_of, {"name": names[0]}, must_exist, names[0])
+            return await self._read_state(key, self._sql["GET_VALUE"], {}, must_exist, names[0])
         statement = self._sql["GET_ALL_STATE" if names is None else "GET_STATE"]
         return await self._read_state(key, statement, {"names": names}, must_exist)
 
@@ -549,6 +548,8 @@ class PostgresBackend(StoreBackend):
         """A read of the state by one statement of ``READ_HEAD``'s: its third column is the
         (name, value) pairs read, or the value of the key ``one`` alone (``GET_VALUE``)."""
         params = {**self._bump_params(key, now()), **more}
+        if one is not None:
+            params["name"] = one
 
         def plan() -> Plan[dict[str, Any]]:
             rows = yield Query(statement, params)

@@ -518,10 +518,10 @@ def _spellings(value: Any) -> list[str]:
         if kind is not float or value.is_integer():
             found.add(int.__repr__(int(value)))  # as json writes an int
         as_float = float(value)
-        if as_float == value:  # 0.0 and -0.0 alike
-            found.update(
-                {float.__repr__(as_float), float.__repr__(-as_float if value == 0 else as_float)}
-            )
+        if as_float == value:
+            found.add(float.__repr__(as_float))
+            if value == 0:  # -0.0 == 0.0
+                found.add(float.__repr__(-as_float))
     except (OverflowError, ValueError):  # no float this large; an int too long to write
         return []
     if value in (0, 1):
