@@ -11,6 +11,7 @@ alike.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -151,6 +152,41 @@ def test_a_damaged_value_or_document_read_at_once_is_named(
         run(backend.read_record_state(KEY, names=None, must_exist=True))
     with pytest.raises(SessionCorruptedError, match="plan"):
         run(backend.read_modules(KEY, names=["agent", "plan"]))
+
+
+def test_a_value_written_by_hand_reads_as_json_reads_it(
+    store: SessionBase, tmp_path: Path
+) -> None:
+    """A stored value is read by JSON's scanner alone when it is one value edge to edge;
+    whitespace around it (another writer's JSON) still reads, and what JSON refuses (data
+    after the value, a byte-order mark, no value at all) is a damaged value, named, alone
+    or in a whole state's read."""
+    fill(store)
+    written = {"name": ' \n"Ada" ', "score": "[1, 2]\t"}
+    damaged = {"name": '"Ada" 3', "score": '\ufeff{"a": 1}', "agent": ""}
+    backend = store.backend
+    for values, readable in ((written, True), (damaged, False)):
+        with sqlite3.connect(tmp_path / "reads.db") as db:
+            for name, value in values.items():
+                db.execute(
+                    "INSERT OR REPLACE INTO ps_state (user_id, session_id, name, value) "
+                    "VALUES ('alice', 'chat', ?, ?)",
+                    (name, value),
+                )
+        db.close()
+        for name in values:
+            read = backend.read_record_state(KEY, names=[name], must_exist=True)
+            if readable:
+                assert run(read) == {name: json.loads(values[name])}
+            else:
+                with pytest.raises(SessionCorruptedError, match=name):
+                    run(read)
+        if readable:
+            whole = run(backend.read_record_state(KEY, names=None, must_exist=True))
+            assert whole == {"name": "Ada", "score": [1, 2]}
+        else:
+            with pytest.raises(SessionCorruptedError):
+                run(backend.read_record_state(KEY, names=None, must_exist=True))
 
 
 def test_a_state_narrowed_by_fields_is_narrowed_in_one_select(
