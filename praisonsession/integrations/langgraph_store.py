@@ -125,21 +125,19 @@ class PraisonStore(SyncClose, BaseStore):
     def batch(self, ops: Iterable[Any]) -> list[Any]:
         """Run the operations in order; one result each (``abatch`` for synchronous code)."""
         work = _ops(ops)
-        return runtime.run(self._batch(work), timeout=None, inline=self._runs_inline(work))
+        inline = self._inline and all(self._inline_op(op) for op in work)
+        return runtime.run(self._batch(work), timeout=None, inline=inline)
 
     async def abatch(self, ops: Iterable[Any]) -> list[Any]:
         """Run the operations in order, on the caller's event loop; one result each."""
         return await self._batch(_ops(ops))
 
-    def _runs_inline(self, ops: list[Any]) -> bool:
-        """Whether the batch may run on the caller's thread: memory (indexing, queries) runs
-        on an event loop, so only batches that need none of it."""
-        if not self._inline:
-            return False
-        return not any(
-            (isinstance(op, PutOp) and self._fields) or (isinstance(op, SearchOp) and op.query)
-            for op in ops
-        )
+    def _inline_op(self, op: Any) -> bool:
+        """Whether ``op`` may run on the caller's thread where the store allows it: memory
+        (indexing, queries) runs on an event loop, so only an op that needs none of it."""
+        if isinstance(op, PutOp):
+            return not self._fields
+        return not (isinstance(op, SearchOp) and op.query)
 
     async def _batch(self, ops: list[Any]) -> list[Any]:
         return [await self._op(op) for op in ops]
@@ -208,7 +206,8 @@ class PraisonStore(SyncClose, BaseStore):
         return found
 
     def _one(self, op: Any) -> Any:
-        return runtime.run(self._op(op), timeout=None, inline=self._runs_inline([op]))
+        inline = self._inline and self._inline_op(op)
+        return runtime.run(self._op(op), timeout=None, inline=inline)
 
     def _refreshes(self, refresh_ttl: bool | None) -> bool:
         """Whether a read restarts the TTLs of the items it returns."""

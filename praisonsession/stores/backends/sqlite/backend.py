@@ -1049,24 +1049,6 @@ class SqliteBackend(StoreBackend):
     async def read_record_state(
         self, key: Key, *, names: list[str] | None, must_exist: bool
     ) -> dict[str, Any]:
-        def work(conn: sqlite3.Connection) -> dict[str, Any]:
-            if names is None:
-                rows = conn.execute(
-                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
-                    "AND name>''",  # every key but the head
-                    (key.user_id, key.session_id),
-                ).fetchall()
-            elif len(names) == 1:
-                ids = (key.user_id, key.session_id, names[0])
-                rows = self._cursor().execute(GET_VALUE, ids).fetchall()
-            else:
-                rows = conn.execute(
-                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
-                    f"AND name IN ({','.join('?' * len(names))})",
-                    (key.user_id, key.session_id, *names),
-                ).fetchall()
-            return self._state_of(rows, key)
-
         if names is None:
             rows = self._read_at_once(LIVE_STATE, (key.user_id, key.session_id))
             if rows is not None:
@@ -1076,7 +1058,29 @@ class SqliteBackend(StoreBackend):
             if rows is not None:
                 value = rows[0][3]
                 return {} if value is None else {names[0]: self._decode(value, key, names[0])}
-        return await self._read_then_slide(key, work, must_exist) or {}
+        read = partial(self._state_in_transaction, key, names)
+        return await self._read_then_slide(key, read, must_exist) or {}
+
+    def _state_in_transaction(
+        self, key: Key, names: list[str] | None, conn: sqlite3.Connection
+    ) -> dict[str, Any]:
+        """The state's keys ``names`` (None: every key), read in a transaction."""
+        if names is None:
+            rows = conn.execute(
+                "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
+                "AND name>''",  # every key but the head
+                (key.user_id, key.session_id),
+            ).fetchall()
+        elif len(names) == 1:
+            ids = (key.user_id, key.session_id, names[0])
+            rows = self._cursor().execute(GET_VALUE, ids).fetchall()
+        else:
+            rows = conn.execute(
+                "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
+                f"AND name IN ({','.join('?' * len(names))})",
+                (key.user_id, key.session_id, *names),
+            ).fetchall()
+        return self._state_of(rows, key)
 
     async def read_record_state_matching(
         self, key: Key, *, fields: Fields, must_exist: bool, newest: Newest | None = None
