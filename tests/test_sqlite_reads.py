@@ -154,9 +154,7 @@ def test_a_damaged_value_or_document_read_at_once_is_named(
         run(backend.read_modules(KEY, names=["agent", "plan"]))
 
 
-def test_a_value_written_by_hand_reads_as_json_reads_it(
-    store: SessionBase, tmp_path: Path
-) -> None:
+def test_a_value_written_by_hand_reads_as_json_reads_it(store: SessionBase, tmp_path: Path) -> None:
     """A stored value is read by JSON's scanner alone when it is one value edge to edge;
     whitespace around it (another writer's JSON) still reads, and what JSON refuses (data
     after the value, a byte-order mark, no value at all) is a damaged value, named, alone
