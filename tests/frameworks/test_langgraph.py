@@ -985,6 +985,8 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
         "Where a sync put's time goes",
         "| raw engine |",
         "| our store's append alone |",
+        "| raw engine, our rows |",
+        "Our rows written by the raw engine",
         "Our store's read alone for a get_tuple by id",
     ]
     assert_benchmark_prints("bench_langgraph.py", rows, tmp_path, timeout=600)
