@@ -414,6 +414,33 @@ def test_app_user_and_temp_state_live_where_adk_says(store: Any) -> None:
     run(work())
 
 
+def test_the_state_a_caller_is_handed_is_its_own_copy(store: Any) -> None:
+    """Changing what get_user_state or get_session returned, nested values too, changes nothing
+    stored: the next read and a later session of the user see what was stored (as ADK's
+    in-memory service does by default, on every store)."""
+
+    async def work() -> None:
+        service = PraisonSessionService(store)
+        state = {"user:profile": {"name": "Alice"}, "own": {"n": 1}}
+        await service.create_session(app_name="shop", user_id="u", session_id="s1", state=state)
+        handed = await service.get_user_state(app_name="shop", user_id="u")
+        handed["profile"]["name"] = "Mallory"
+        handed["added"] = 1
+        session = await service.get_session(app_name="shop", user_id="u", session_id="s1")
+        assert session is not None
+        session.state["own"]["n"] = 2
+        session.state["user:profile"]["name"] = "Eve"
+        assert await service.get_user_state(app_name="shop", user_id="u") == {
+            "profile": {"name": "Alice"}
+        }
+        again = await service.get_session(app_name="shop", user_id="u", session_id="s1")
+        assert again is not None and again.state == state
+        later = await service.create_session(app_name="shop", user_id="u", session_id="s2")
+        assert later.state == {"user:profile": {"name": "Alice"}}
+
+    run(work())
+
+
 def test_partial_events_are_not_stored(store: Any) -> None:
     async def work() -> None:
         service = PraisonSessionService(store)
