@@ -741,6 +741,21 @@ class RawPut:
         return config
 
 
+def saver_record(serde: Any, made: Any, metadata: Any, at: int) -> dict[str, Any]:
+    """The record our saver appends for a put at position ``at`` (checkpoint, metadata and
+    values serialized by ``serde`` and packed as the saver packs them): what part 4's writers
+    below it write without the saver."""
+    saved = dict(made)
+    values = saved.pop("channel_values")
+    return {
+        "role": "checkpoint", "content": "", "ns": "", "id": made["id"], "parent": None,
+        "versions": saved["channel_versions"], "at": at,
+        "checkpoint": pack(serde.dumps_typed(saved)),
+        "metadata": pack(serde.dumps_typed(metadata)),
+        "values": {name: pack(serde.dumps_typed(v)) for name, v in values.items()},
+    }  # fmt: skip
+
+
 class StorePut:
     """Our store's write alone: the record our saver would append (checkpoint, metadata and
     values serialized by LangGraph's serde and packed as the saver packs them), appended to
@@ -763,15 +778,7 @@ class StorePut:
             self.key = self.saver._thread_key(config["configurable"]["thread_id"])
             self.length = 1
             return self.saver.put(config, made, metadata, versions)
-        saved = dict(made)
-        values = saved.pop("channel_values")
-        record = {
-            "role": "checkpoint", "content": "", "ns": "", "id": made["id"], "parent": None,
-            "versions": saved["channel_versions"], "at": self.length,
-            "checkpoint": pack(self.serde.dumps_typed(saved)),
-            "metadata": pack(self.serde.dumps_typed(metadata)),
-            "values": {name: pack(self.serde.dumps_typed(v)) for name, v in values.items()},
-        }  # fmt: skip
+        record = saver_record(self.serde, made, metadata, self.length)
         write = LogWrite(CHECKPOINTS, [record], self.length)
         runtime.run(self.backend.append_log(self.key, write=write), inline=True)  # as ours runs
         self.length += 1
@@ -806,15 +813,7 @@ class OurRowsRaw:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute(f"PRAGMA synchronous={self.synchronous}")
             return config
-        saved = dict(made)
-        values = saved.pop("channel_values")
-        record = {
-            "role": "checkpoint", "content": "", "ns": "", "id": made["id"], "parent": None,
-            "versions": saved["channel_versions"], "at": self.length,
-            "checkpoint": pack(self.serde.dumps_typed(saved)),
-            "metadata": pack(self.serde.dumps_typed(metadata)),
-            "values": {name: pack(self.serde.dumps_typed(v)) for name, v in values.items()},
-        }  # fmt: skip
+        record = saver_record(self.serde, made, metadata, self.length)
         text = dumps(record)
         self.conn.execute("BEGIN IMMEDIATE")
         self.conn.execute(BUMP_LIVE, (time.time(), 0, *self.ids[:2]))
