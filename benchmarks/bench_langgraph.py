@@ -715,6 +715,15 @@ def frames(folder: Path, sizes: list[int], n: int) -> dict[str, Any]:
     return found
 
 
+def raw_connection(path: Path, synchronous: str) -> sqlite3.Connection:
+    """A plain ``sqlite3`` connection of part 4's raw writers: WAL, ``synchronous`` as asked,
+    each transaction begun and committed by the writer itself."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={synchronous}")
+    return conn
+
+
 class RawPut:
     """The raw engine's put: the checkpoint and metadata serialized by LangGraph's serde, one
     ``INSERT`` into a one-table file and a commit. No saver does less. With ``tables`` > 1
@@ -722,9 +731,7 @@ class RawPut:
 
     def __init__(self, path: Path, synchronous: str, tables: int) -> None:
         self.serde = JsonPlusSerializer()
-        self.conn = sqlite3.connect(path, isolation_level=None)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute(f"PRAGMA synchronous={synchronous}")
+        self.conn = raw_connection(path, synchronous)
         self.inserts = [f"INSERT INTO puts{n} VALUES (?,?,?)" for n in range(tables)]
         for n in range(tables):
             self.conn.execute(f"CREATE TABLE puts{n} (id TEXT PRIMARY KEY, checkpoint, meta)")
@@ -809,9 +816,7 @@ class OurRowsRaw:
             self.length = 1
             config = self.saver.put(config, made, metadata, versions)
             self.saver.close()
-            self.conn = sqlite3.connect(self.path, isolation_level=None)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            self.conn = raw_connection(self.path, self.synchronous)
             return config
         record = saver_record(self.serde, made, metadata, self.length)
         text = dumps(record)
