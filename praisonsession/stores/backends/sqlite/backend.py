@@ -126,6 +126,7 @@ from .schema import (
     SPAN,
     STAMP,
     STAMP_DOCUMENT,
+    STATE_KEYS,
     STATE_MATCHING,
     TABLES,
     UPSERT_MODULE,
@@ -1066,11 +1067,7 @@ class SqliteBackend(StoreBackend):
     ) -> dict[str, Any]:
         """The state's keys ``names`` (None: every key), read in a transaction."""
         if names is None:
-            rows = conn.execute(
-                "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? "
-                "AND name>''",  # every key but the head
-                (key.user_id, key.session_id),
-            ).fetchall()
+            rows = conn.execute(STATE_KEYS, (key.user_id, key.session_id)).fetchall()
         elif len(names) == 1:
             ids = (key.user_id, key.session_id, names[0])
             rows = self._cursor().execute(GET_VALUE, ids).fetchall()
@@ -1595,10 +1592,7 @@ class SqliteBackend(StoreBackend):
             what = f"session {key.session_id!r} of user {key.user_id!r}"
             state = {
                 name: loads(value, f"state key {name!r} of {what}")
-                for name, value in conn.execute(
-                    "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name>''",
-                    ids,
-                )
+                for name, value in conn.execute(STATE_KEYS, ids)
             }
             modules = {
                 name: loads(document, f"module {name!r} of {what}")

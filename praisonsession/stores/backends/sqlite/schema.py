@@ -173,6 +173,8 @@ UPSERT_MODULE = (
     "ON CONFLICT (user_id, session_id, name) DO UPDATE SET document=excluded.document"
 )
 GET_VALUE = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
+# Every key of a session's state (its head row, name '', aside).
+STATE_KEYS = "SELECT name, value FROM ps_state WHERE user_id=? AND session_id=? AND name>''"
 # Whether a session's state holds a key (its head row, name '', aside).
 ANY_STATE = "SELECT 1 FROM ps_state WHERE user_id=? AND session_id=? AND name>'' LIMIT 1"
 UPSERT_STATE = (
