@@ -74,24 +74,26 @@ def _scrub(conn: Any, schema: str, tables: Sequence[str], statistics: bool = Fal
     ).fetchone()
     had_statistics = bool(row and row[0])
     left: list[str] = []
+    options = "FULL, VERBOSE, ANALYZE" if had_statistics else "FULL, VERBOSE"
     for table in tables:
-        left += _rewrite(conn, notices, schema, table, had_statistics)
+        left += _vacuum(conn, notices, schema, table, options)
     if had_statistics or statistics:  # the old statistics rows are dead versions now
         left += _vacuum(conn, notices, "pg_catalog", "pg_statistic", "FULL, VERBOSE")
     left += _retire_wal(conn)
     return left
 
 
-def _rewrite(conn: Any, notices: Notices, schema: str, table: str, analyze: bool) -> list[str]:
-    options = "FULL, VERBOSE, ANALYZE" if analyze else "FULL, VERBOSE"
-    left = _vacuum(conn, notices, schema, table, options)
+def _vacuum(conn: Any, notices: Notices, schema: str, table: str, options: str) -> list[str]:
+    """``VACUUM (options)`` of one table, made once more after a pause when only another
+    transaction's snapshot kept rows (one that was ending); what it could not do."""
+    left = _vacuum_once(conn, notices, schema, table, options)
     if left and all("cannot be removed yet" in found for found in left):
-        time.sleep(_RETRY_AFTER)  # a snapshot that was ending: once more
-        left = _vacuum(conn, notices, schema, table, options)
+        time.sleep(_RETRY_AFTER)
+        left = _vacuum_once(conn, notices, schema, table, options)
     return left
 
 
-def _vacuum(conn: Any, notices: Notices, schema: str, table: str, options: str) -> list[str]:
+def _vacuum_once(conn: Any, notices: Notices, schema: str, table: str, options: str) -> list[str]:
     """``VACUUM (options)`` of one table; what it could not do, from its errors and notices."""
     from psycopg import errors, sql
 
