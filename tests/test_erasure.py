@@ -542,27 +542,30 @@ def test_postgres_scrub_tries_once_more_when_a_snapshot_kept_the_rows(
     """Every table the scrub rewrites, the planner's statistics as the store's own, is
     rewritten once more after a pause when only another transaction's snapshot kept its
     deleted rows. Here the snapshot outlives the table's two tries, which is reported with the
-    rows it kept, and ends during the pause before the statistics' second: they are clean."""
+    rows it kept, and ends during the pause before the statistics' second: they are clean.
+    (In a database of its own, with autovacuum off for its table: the server's other
+    databases' snapshots, the other tests' and autovacuum's, keep no row of it.)"""
     import types
 
     import psycopg
 
     from praisonsession.stores.backends.postgres import scrub
 
-    request.getfixturevalue("postgres_url")
-    schema = postgres_schema(tmp_path)
-    table = f'"{schema}".t'
-    _postgres(
-        f'CREATE SCHEMA "{schema}"',
-        f"CREATE TABLE {table} (n int)",
-        f"INSERT INTO {table} SELECT n FROM generate_series(1, 50) n",
-        f"ANALYZE {table}",  # statistics the scrub replaces: their old rows are dead then
-    )
+    server = request.getfixturevalue("postgres_url")
+    name = postgres_schema(tmp_path)
+    _postgres(f'CREATE DATABASE "{name}"')
+    url = server.rsplit("/", 1)[0] + f"/{name}"
     try:
-        with psycopg.connect(backends.POSTGRES_URL) as reader:
+        _postgres(
+            "CREATE TABLE t (n int) WITH (autovacuum_enabled = false)",
+            "INSERT INTO t SELECT n FROM generate_series(1, 50) n",
+            "ANALYZE t",  # statistics the scrub replaces: their old rows are dead then
+            url=url,
+        )
+        with psycopg.connect(url) as reader:
             reader.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             reader.execute("SELECT 1")  # its snapshot still sees every row changed below
-            _postgres(f"DELETE FROM {table} WHERE n > 10")
+            _postgres("DELETE FROM t WHERE n > 10", url=url)
             paused: list[float] = []
 
             def pause(seconds: float) -> None:
@@ -571,12 +574,12 @@ def test_postgres_scrub_tries_once_more_when_a_snapshot_kept_the_rows(
                     reader.rollback()
 
             monkeypatch.setattr(scrub, "time", types.SimpleNamespace(sleep=pause))
-            left = scrub.scrub_after_erasure(backends.POSTGRES_URL, 10, schema, ["t"])
+            left = scrub.scrub_after_erasure(url, 10, "public", ["t"])
         assert paused == [scrub._RETRY_AFTER, scrub._RETRY_AFTER]
         assert len(left) == 1, left
-        assert left[0].startswith(f"{schema}.t: 40 erased row versions cannot be removed yet")
+        assert left[0].startswith("public.t: 40 erased row versions cannot be removed yet")
     finally:
-        _postgres(f'DROP SCHEMA "{schema}" CASCADE')
+        _postgres(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.mark.slow
