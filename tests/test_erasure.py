@@ -536,15 +536,21 @@ def test_postgres_erasure_under_an_open_snapshot_says_so_and_a_second_one_scrubs
     runtime.run(store.close())
 
 
-def test_postgres_scrub_tries_once_more_when_a_snapshot_kept_the_rows(
-    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("snapshot_ends", ["during the statistics' pause", "never"])
+def test_postgres_scrub_tries_again_while_a_snapshot_keeps_the_rows(
+    snapshot_ends: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every table the scrub rewrites, the planner's statistics as the store's own, is
-    rewritten once more after a pause when only another transaction's snapshot kept its
-    deleted rows. Here the snapshot outlives the table's two tries, which is reported with the
-    rows it kept, and ends during the pause before the statistics' second: they are clean.
-    (In a database of its own, with autovacuum off for its table: the server's other
-    databases' snapshots, the other tests' and autovacuum's, keep no row of it.)"""
+    rewritten again after growing pauses while only another transaction's snapshot kept its
+    deleted rows, within the scrub's patience (seconds in all). Here the snapshot outlives
+    every try of the table, which is reported with the rows it kept; ending during the pause
+    before the statistics' second try, it leaves them clean; never ending, the statistics are
+    tried until the patience is spent, and reported too. (In a database of its own, with
+    autovacuum off for its table: the server's other databases' snapshots, the other tests'
+    and autovacuum's, keep no row of it.)"""
     import types
 
     import psycopg
@@ -555,6 +561,7 @@ def test_postgres_scrub_tries_once_more_when_a_snapshot_kept_the_rows(
     name = postgres_schema(tmp_path)
     _postgres(f'CREATE DATABASE "{name}"')
     url = server.rsplit("/", 1)[0] + f"/{name}"
+    ends = len(scrub._PAUSES) + 1 if snapshot_ends != "never" else None
     try:
         _postgres(
             "CREATE TABLE t (n int) WITH (autovacuum_enabled = false)",
@@ -570,14 +577,21 @@ def test_postgres_scrub_tries_once_more_when_a_snapshot_kept_the_rows(
 
             def pause(seconds: float) -> None:
                 paused.append(seconds)
-                if len(paused) == 2:  # before the statistics' second try
+                if len(paused) == ends:
                     reader.rollback()
 
             monkeypatch.setattr(scrub, "time", types.SimpleNamespace(sleep=pause))
             left = scrub.scrub_after_erasure(url, 10, "public", ["t"])
-        assert paused == [scrub._RETRY_AFTER, scrub._RETRY_AFTER]
-        assert len(left) == 1, left
+        assert paused[: len(scrub._PAUSES)] == list(scrub._PAUSES)  # the table's, all of them
         assert left[0].startswith("public.t: 40 erased row versions cannot be removed yet")
+        if ends is not None:
+            assert paused == [*scrub._PAUSES, scrub._PAUSES[0]]
+            assert len(left) == 1, left
+        else:
+            assert sum(paused) == pytest.approx(scrub._PATIENCE)  # and no longer
+            assert len(left) == 2, left
+            assert left[1].startswith("pg_catalog.pg_statistic: ")
+            assert "cannot be removed yet" in left[1]
     finally:
         _postgres(f'DROP DATABASE "{name}" WITH (FORCE)')
 

@@ -27,7 +27,26 @@ LOCK_WAIT = "3s"
 Notices = list[tuple[str, str, str]]  # severity, message, detail
 
 # Another transaction's snapshot may still see the deleted rows: the rewrite must keep them.
-_RETRY_AFTER = 0.5
+# It is tried again after each of these pauses while only a snapshot kept rows (one that was
+# ending: another client's transaction, an ANALYZE), within _PATIENCE seconds a scrub in all.
+_PAUSES = (0.25, 0.5, 1.0, 2.0)
+_PATIENCE = 5.0
+
+
+class _Patience:
+    """The pauses a scrub may still take before it tries a rewrite again."""
+
+    def __init__(self, seconds: float) -> None:
+        self.left = seconds
+
+    def paused(self, attempt: int) -> bool:
+        """The ``attempt``-th pause, taken if the scrub has time left; whether it was."""
+        if attempt >= len(_PAUSES) or self.left <= 0:
+            return False
+        pause = min(_PAUSES[attempt], self.left)
+        self.left -= pause
+        time.sleep(pause)
+        return True
 
 
 def scrub_after_erasure(
@@ -75,20 +94,26 @@ def _scrub(conn: Any, schema: str, tables: Sequence[str], statistics: bool = Fal
     had_statistics = bool(row and row[0])
     left: list[str] = []
     options = "FULL, VERBOSE, ANALYZE" if had_statistics else "FULL, VERBOSE"
+    patience = _Patience(_PATIENCE)
     for table in tables:
-        left += _vacuum(conn, notices, schema, table, options)
+        left += _vacuum(conn, notices, schema, table, options, patience)
     if had_statistics or statistics:  # the old statistics rows are dead versions now
-        left += _vacuum(conn, notices, "pg_catalog", "pg_statistic", "FULL, VERBOSE")
+        left += _vacuum(conn, notices, "pg_catalog", "pg_statistic", "FULL, VERBOSE", patience)
     left += _retire_wal(conn)
     return left
 
 
-def _vacuum(conn: Any, notices: Notices, schema: str, table: str, options: str) -> list[str]:
-    """``VACUUM (options)`` of one table, made once more after a pause when only another
+def _vacuum(
+    conn: Any, notices: Notices, schema: str, table: str, options: str, patience: _Patience
+) -> list[str]:
+    """``VACUUM (options)`` of one table, made again after growing pauses while only another
     transaction's snapshot kept rows (one that was ending); what it could not do."""
     left = _vacuum_once(conn, notices, schema, table, options)
-    if left and all("cannot be removed yet" in found for found in left):
-        time.sleep(_RETRY_AFTER)
+    attempt = 0
+    while left and all("cannot be removed yet" in found for found in left):
+        if not patience.paused(attempt):
+            break
+        attempt += 1
         left = _vacuum_once(conn, notices, schema, table, options)
     return left
 
