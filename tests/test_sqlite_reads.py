@@ -1,12 +1,11 @@
 """SQLite reads made by one statement: a session plainly live is read without a transaction.
 
 A read needs the session's liveness (its format, expiry and TTL) and what it asks for, from
-one snapshot. SQLite reads one snapshot per statement, so a state key, the whole state or
-module documents come with the liveness columns in one ``SELECT`` (and a record's info is
-one ``SELECT`` already), with no ``BEGIN`` and
-``COMMIT`` around it. Anything else goes the full way, a transaction that says why a session
-is not live, slides a TTL, adopts AgentScope's data or takes a stamp, and both ways answer
-alike.
+one snapshot. SQLite reads one snapshot per statement, so a state key, the whole state,
+module documents, a log's tail, range or length come with the liveness columns in one
+``SELECT`` (and a record's info is one ``SELECT`` already), with no ``BEGIN`` and ``COMMIT``
+around it. Anything else goes the full way, a transaction that says why a session is not
+live, slides a TTL, adopts AgentScope's data or takes a stamp, and both ways answer alike.
 """
 
 from __future__ import annotations
@@ -56,6 +55,8 @@ def fill(store: SessionBase) -> None:
     run(backend.write_modules(KEY, documents={"agent": {"n": 1}, "plan": {"step": 2}}, writes=[]))
     run(backend.write_modules(KEY, documents={"logged": {"m": 1}}, writes=[]))
     run(backend.append_log(KEY, write=LogWrite("logged.memory", [{"content": "hi"}], -1)))
+    turns = [{"role": "user", "content": f"turn {n}"} for n in range(5)]
+    run(backend.append_log(KEY, write=LogWrite("chat", turns, None)))
 
 
 def reads(backend: Any) -> dict[str, Any]:
@@ -69,6 +70,16 @@ def reads(backend: Any) -> dict[str, Any]:
         "a document with a log below": run(backend.read_modules(KEY, names=["logged"])),
         "the record": run(backend.read_record(KEY)),
         "a record not held": run(backend.read_record(Key("alice", "nope"))),
+        "a log's tail": run(backend.read_log(KEY, path="chat", start=-2, stop=None)),
+        "a log's range": run(backend.read_log(KEY, path="chat", start=1, stop=3)),
+        "a log from a start": run(backend.read_log(KEY, path="chat", start=3, stop=None)),
+        "a range past the end": run(backend.read_log(KEY, path="chat", start=9, stop=12)),
+        "a log not held": run(backend.read_log(KEY, path="nope", start=-2, stop=None)),
+        "a log's length": run(backend.count_log(KEY, path="chat")),
+        "the length of a log not held": run(backend.count_log(KEY, path="nope")),
+        "a log of no session": run(
+            backend.read_log(Key("alice", "nope"), path="chat", start=0, stop=None)
+        ),
     }
 
 
@@ -82,6 +93,9 @@ def test_a_plainly_live_sessions_read_is_one_select_without_a_transaction(
         backend.read_record_state(KEY, names=None, must_exist=True),
         backend.read_modules(KEY, names=["agent", "plan"]),
         backend.read_record(KEY),
+        backend.read_log(KEY, path="chat", start=-2, stop=None),
+        backend.read_log(KEY, path="chat", start=1, stop=3),
+        backend.count_log(KEY, path="chat"),
     ):
         found, statements = statements_of(store, read)
         assert found
@@ -99,6 +113,13 @@ def test_both_ways_answer_alike(store: SessionBase, monkeypatch: pytest.MonkeyPa
     assert at_once["documents"].documents == {"agent": {"n": 1}, "plan": {"step": 2}}
     assert at_once["a document with a log below"].logs == {"logged.memory": [{"content": "hi"}]}
     assert at_once["the record"].version > 1 and at_once["a record not held"] is None
+    turns = [{"role": "user", "content": f"turn {n}"} for n in range(5)]
+    assert at_once["a log's tail"] == turns[-2:]
+    assert at_once["a log's range"] == turns[1:3]
+    assert at_once["a log from a start"] == turns[3:]
+    assert at_once["a range past the end"] == at_once["a log not held"] == []
+    assert at_once["a log of no session"] == []
+    assert (at_once["a log's length"], at_once["the length of a log not held"]) == (5, 0)
     monkeypatch.setattr(SqliteBackend, "_read_at_once", lambda *_: None)
     assert reads(store.backend) == at_once
 
@@ -152,6 +173,12 @@ def test_a_damaged_value_or_document_read_at_once_is_named(
         run(backend.read_record_state(KEY, names=None, must_exist=True))
     with pytest.raises(SessionCorruptedError, match="plan"):
         run(backend.read_modules(KEY, names=["agent", "plan"]))
+    with sqlite3.connect(tmp_path / "reads.db") as db:
+        db.execute("UPDATE ps_entries SET message='{cut' WHERE message LIKE '%turn 4%'")
+    db.close()
+    assert run(backend.read_log(KEY, path="chat", start=0, stop=2))[1]["content"] == "turn 1"
+    with pytest.raises(SessionCorruptedError, match="'chat'"):
+        run(backend.read_log(KEY, path="chat", start=-1, stop=None))
 
 
 def test_a_value_written_by_hand_reads_as_json_reads_it(store: SessionBase, tmp_path: Path) -> None:

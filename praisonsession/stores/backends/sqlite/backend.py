@@ -103,6 +103,9 @@ from .schema import (
     INFO_COLUMNS,
     INSERT_HEAD,
     LIVE_DOCUMENTS,
+    LIVE_LOG_END,
+    LIVE_LOG_RANGE,
+    LIVE_LOG_TAIL,
     LIVE_STATE,
     LIVE_STATE_MATCHING,
     LIVE_VALUE,
@@ -1388,6 +1391,18 @@ class SqliteBackend(StoreBackend):
     async def read_log(
         self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
+        rows = None  # a tail, or a range from a known start: one statement when plainly live
+        if start < 0 and stop is None:
+            rows = self._read_at_once(LIVE_LOG_TAIL, (key.user_id, key.session_id, path, -start))
+            if rows is not None:
+                rows.reverse()
+        elif start >= 0:
+            last = SPAN if stop is None else min(stop, SPAN)
+            ids = (key.user_id, key.session_id, path)
+            rows = self._read_at_once(LIVE_LOG_RANGE, (*ids, min(start, SPAN), last))
+        if rows is not None:
+            what = f"message log {path!r} of session {key.session_id!r}"
+            return loads_each([row[3] for row in rows if row[3] is not None], what)
         found = await self._read_then_slide(
             key, lambda conn: self._messages(conn, key, path, start, stop)
         )
@@ -1452,6 +1467,11 @@ class SqliteBackend(StoreBackend):
         return await self._write(work)
 
     async def count_log(self, key: Key, *, path: str) -> int:
+        rows = self._read_at_once(LIVE_LOG_END, (key.user_id, key.session_id, path))
+        if rows is not None:  # one statement: the session plainly live
+            log_id, last = rows[0][3:]
+            return 0 if log_id is None or last is None else last - log_id * SPAN + 1
+
         def work(conn: sqlite3.Connection) -> int:
             if not self._live_ttl(conn, key, now())[0]:
                 return 0

@@ -230,6 +230,30 @@ LIVE_DOCUMENTS = (
     "LEFT JOIN ps_modules m ON m.user_id=?1 AND m.session_id=?2 AND m.name IN ({names}) "
     "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
 )
+# A log's messages seq ?4 <= seq < ?5 (LOG_RANGE's) and its last ?4 (LOG_TAIL's, newest first),
+# a row each after LIVENESS's columns (one row of NULLs past them when the log holds none):
+LIVE_LOG_RANGE = (
+    "SELECT s.format, h.expires_at, s.ttl, e.message FROM ps_state h "
+    "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
+    "LEFT JOIN ps_logs l ON l.user_id=?1 AND l.session_id=?2 AND l.log=?3 "
+    f"LEFT JOIN ps_entries e ON e.id>=l.id*{SPAN}+?4 AND e.id<l.id*{SPAN}+?5 "
+    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' ORDER BY e.id"
+)
+LIVE_LOG_TAIL = (
+    "SELECT s.format, h.expires_at, s.ttl, e.message FROM ps_state h "
+    "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
+    "LEFT JOIN ps_logs l ON l.user_id=?1 AND l.session_id=?2 AND l.log=?3 "
+    f"LEFT JOIN ps_entries e ON {IN_LOG} "
+    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' ORDER BY e.id DESC LIMIT ?4"
+)
+# LOG_END's two columns after LIVENESS's (NULL when the log was never written): a length.
+LIVE_LOG_END = (
+    "SELECT s.format, h.expires_at, s.ttl, l.id, (SELECT e.id FROM ps_entries e WHERE "
+    f"{IN_LOG} ORDER BY e.id DESC LIMIT 1) FROM ps_state h "
+    "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
+    "LEFT JOIN ps_logs l ON l.user_id=?1 AND l.session_id=?2 AND l.log=?3 "
+    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
+)
 # What ``SqliteBackend.stamped`` certifies, read inside an operation's transaction: the
 # connection's data_version (it moves when another connection commits) and LIVENESS's columns
 # (the session must be live with no expiry and no TTL, so that time alone changes nothing),
