@@ -195,21 +195,31 @@ LIVENESS = (
     "SELECT s.format, h.expires_at, s.ttl FROM ps_state h, ps_sessions s "
     "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
 )
+
+
 # Reads made by one statement, outside a transaction (a statement reads one snapshot): each
 # row leads with LIVENESS's columns, so a session plainly live is answered without BEGIN,
-# a LIVENESS query of its own and COMMIT. A state key's value (?3), or NULL:
-LIVE_VALUE = (
-    "SELECT s.format, h.expires_at, s.ttl, (SELECT v.value FROM ps_state v WHERE "
-    "v.user_id=?1 AND v.session_id=?2 AND v.name=?3) FROM ps_state h, ps_sessions s "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
+# a LIVENESS query of its own and COMMIT.
+
+
+def _live(columns: str, joins: str = "", after: str = "") -> str:
+    """LIVENESS's columns, then ``columns`` from the tables ``joins`` adds (LEFT JOINs: a
+    live session gives a row even when they hold nothing), then ``after`` (an order)."""
+    return (
+        f"SELECT s.format, h.expires_at, s.ttl, {columns} FROM ps_state h "
+        f"JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 {joins} "
+        f"WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''{after}"
+    )
+
+
+# A state key's value (?3), or NULL:
+LIVE_VALUE = _live(
+    "(SELECT v.value FROM ps_state v WHERE v.user_id=?1 AND v.session_id=?2 AND v.name=?3)"
 )
 # Every key of the state and its value, a row each (one row of NULLs past LIVENESS's columns
 # when the state holds none):
-LIVE_STATE = (
-    "SELECT s.format, h.expires_at, s.ttl, v.name, v.value "
-    "FROM ps_state h JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
-    "LEFT JOIN ps_state v ON v.user_id=?1 AND v.session_id=?2 AND v.name>'' "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
+LIVE_STATE = _live(
+    "v.name, v.value", "LEFT JOIN ps_state v ON v.user_id=?1 AND v.session_id=?2 AND v.name>''"
 )
 # One key of a session's state, removed (a patch's deletes, a drop's).
 DELETE_KEY = "DELETE FROM ps_state WHERE user_id=? AND session_id=? AND name=?"
@@ -222,37 +232,26 @@ STATE_MATCHING = (
 )
 # Module documents named ({names}: ?3...), a row each (one row of NULLs past LIVENESS's
 # columns when none is held), each saying whether a log lies below it, as MODULE_DOCUMENTS:
-LIVE_DOCUMENTS = (
-    "SELECT s.format, h.expires_at, s.ttl, m.name, m.document, m.name IS NOT NULL AND EXISTS "
+LIVE_DOCUMENTS = _live(
+    "m.name, m.document, m.name IS NOT NULL AND EXISTS "
     "(SELECT 1 FROM ps_logs l WHERE l.user_id=?1 AND l.session_id=?2 AND l.log>=m.name "
-    "AND l.log<m.name||'/' AND (l.log=m.name OR l.log>=m.name||'.')) "
-    "FROM ps_state h JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
-    "LEFT JOIN ps_modules m ON m.user_id=?1 AND m.session_id=?2 AND m.name IN ({names}) "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
+    "AND l.log<m.name||'/' AND (l.log=m.name OR l.log>=m.name||'.'))",
+    "LEFT JOIN ps_modules m ON m.user_id=?1 AND m.session_id=?2 AND m.name IN ({names})",
 )
 # A log's messages seq ?4 <= seq < ?5 (LOG_RANGE's) and its last ?4 (LOG_TAIL's, newest first),
 # a row each after LIVENESS's columns (one row of NULLs past them when the log holds none):
-LIVE_LOG_RANGE = (
-    "SELECT s.format, h.expires_at, s.ttl, e.message FROM ps_state h "
-    "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
-    "LEFT JOIN ps_logs l ON l.user_id=?1 AND l.session_id=?2 AND l.log=?3 "
-    f"LEFT JOIN ps_entries e ON e.id>=l.id*{SPAN}+?4 AND e.id<l.id*{SPAN}+?5 "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' ORDER BY e.id"
+_THE_LOG = "LEFT JOIN ps_logs l ON l.user_id=?1 AND l.session_id=?2 AND l.log=?3"
+LIVE_LOG_RANGE = _live(
+    "e.message",
+    f"{_THE_LOG} LEFT JOIN ps_entries e ON e.id>=l.id*{SPAN}+?4 AND e.id<l.id*{SPAN}+?5",
+    " ORDER BY e.id",
 )
-LIVE_LOG_TAIL = (
-    "SELECT s.format, h.expires_at, s.ttl, e.message FROM ps_state h "
-    "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
-    "LEFT JOIN ps_logs l ON l.user_id=?1 AND l.session_id=?2 AND l.log=?3 "
-    f"LEFT JOIN ps_entries e ON {IN_LOG} "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' ORDER BY e.id DESC LIMIT ?4"
+LIVE_LOG_TAIL = _live(
+    "e.message", f"{_THE_LOG} LEFT JOIN ps_entries e ON {IN_LOG}", " ORDER BY e.id DESC LIMIT ?4"
 )
 # LOG_END's two columns after LIVENESS's (NULL when the log was never written): a length.
-LIVE_LOG_END = (
-    "SELECT s.format, h.expires_at, s.ttl, l.id, (SELECT e.id FROM ps_entries e WHERE "
-    f"{IN_LOG} ORDER BY e.id DESC LIMIT 1) FROM ps_state h "
-    "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
-    "LEFT JOIN ps_logs l ON l.user_id=?1 AND l.session_id=?2 AND l.log=?3 "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
+LIVE_LOG_END = _live(
+    f"l.id, (SELECT e.id FROM ps_entries e WHERE {IN_LOG} ORDER BY e.id DESC LIMIT 1)", _THE_LOG
 )
 # What ``SqliteBackend.stamped`` certifies, read inside an operation's transaction: the
 # connection's data_version (it moves when another connection commits) and LIVENESS's columns
