@@ -1245,10 +1245,7 @@ class SqliteBackend(StoreBackend):
     def _log_end(self, key: Key, path: str) -> tuple[int | None, int]:
         """A log's first row in ``ps_entries`` (None if it was never written) and its length."""
         row = self._cursor().execute(LOG_END, (key.user_id, key.session_id, path)).fetchone()
-        if row is None:
-            return None, 0
-        base: int = row[0] * SPAN
-        return base, 0 if row[1] is None else row[1] - base + 1
+        return (None, 0) if row is None else _end_of(*row)
 
     def _log_length(self, conn: sqlite3.Connection, key: Key, path: str) -> int:
         return self._log_end(key, path)[1]
@@ -1376,9 +1373,7 @@ class SqliteBackend(StoreBackend):
                 MODULE_LOGS, (key.user_id, key.session_id, name, name + "/", name + ".")
             ).fetchall()
             for path, message in rows:
-                logs.setdefault(path, []).append(
-                    loads(message, f"message log {path!r} of session {key.session_id!r}")
-                )
+                logs.setdefault(path, []).append(loads(message, _log_named(key, path)))
         return StoredModules(documents, logs)
 
     async def append_log(self, key: Key, *, write: LogWrite) -> int:
@@ -1391,18 +1386,14 @@ class SqliteBackend(StoreBackend):
     async def read_log(
         self, key: Key, *, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
-        rows = None  # a tail, or a range from a known start: one statement when plainly live
-        if start < 0 and stop is None:
-            rows = self._read_at_once(LIVE_LOG_TAIL, (key.user_id, key.session_id, path, -start))
+        if start >= 0 or stop is None:  # no count first: one statement when plainly live
+            tail, params = _window((key.user_id, key.session_id, path), start, stop)
+            rows = self._read_at_once(LIVE_LOG_TAIL if tail else LIVE_LOG_RANGE, params)
             if rows is not None:
-                rows.reverse()
-        elif start >= 0:
-            last = SPAN if stop is None else min(stop, SPAN)
-            ids = (key.user_id, key.session_id, path)
-            rows = self._read_at_once(LIVE_LOG_RANGE, (*ids, min(start, SPAN), last))
-        if rows is not None:
-            what = f"message log {path!r} of session {key.session_id!r}"
-            return loads_each([row[3] for row in rows if row[3] is not None], what)
+                if tail:
+                    rows.reverse()
+                messages = [row[3] for row in rows if row[3] is not None]
+                return loads_each(messages, _log_named(key, path))
         found = await self._read_then_slide(
             key, lambda conn: self._messages(conn, key, path, start, stop)
         )
@@ -1411,16 +1402,13 @@ class SqliteBackend(StoreBackend):
     def _messages(
         self, conn: sqlite3.Connection, key: Key, path: str, start: int, stop: int | None
     ) -> list[dict[str, Any]]:
-        ids = (key.user_id, key.session_id, path)
-        if start < 0 and stop is None:  # a tail: one walk back from the end, no count
-            rows = conn.execute(LOG_TAIL, (*ids, -start)).fetchall()
+        if start < 0 and stop is not None:  # a range from the end: the log's length first
+            start = max(0, self._log_length(conn, key, path) + start)
+        tail, params = _window((key.user_id, key.session_id, path), start, stop)
+        rows = conn.execute(LOG_TAIL if tail else LOG_RANGE, params).fetchall()
+        if tail:
             rows.reverse()
-        else:
-            first = start if start >= 0 else max(0, self._log_length(conn, key, path) + start)
-            last = SPAN if stop is None else min(stop, SPAN)
-            rows = conn.execute(LOG_RANGE, (*ids, min(first, SPAN), last)).fetchall()
-        what = f"message log {path!r} of session {key.session_id!r}"
-        return loads_each([m for (m,) in rows], what)
+        return loads_each([m for (m,) in rows], _log_named(key, path))
 
     async def read_log_and_modules(
         self, key: Key, *, path: str, start: int, stop: int | None, names: ModuleNames
@@ -1459,7 +1447,7 @@ class SqliteBackend(StoreBackend):
             if base is None or length >= held:
                 return []
             cut = (base + max(length, 0), base + SPAN)  # never into the log numbered before
-            what = f"message log {path!r} of session {key.session_id!r}"
+            what = _log_named(key, path)
             removed = [loads(message, what) for (message,) in conn.execute(ENTRIES, cut)]
             conn.execute(CUT, cut)
             return removed
@@ -1469,8 +1457,7 @@ class SqliteBackend(StoreBackend):
     async def count_log(self, key: Key, *, path: str) -> int:
         rows = self._read_at_once(LIVE_LOG_END, (key.user_id, key.session_id, path))
         if rows is not None:  # one statement: the session plainly live
-            log_id, last = rows[0][3:]
-            return 0 if log_id is None or last is None else last - log_id * SPAN + 1
+            return _end_of(*rows[0][3:])[1]
 
         def work(conn: sqlite3.Connection) -> int:
             if not self._live_ttl(conn, key, now())[0]:
@@ -1634,6 +1621,31 @@ def _for_names(template: str, count: int) -> str:
         if count <= _QUERIES_KEPT:
             _NAMED_QUERIES[(template, count)] = query
     return query
+
+
+def _window(
+    ids: tuple[str, str, str], start: int, stop: int | None
+) -> tuple[bool, tuple[Any, ...]]:
+    """How a log's messages ``start:stop`` are read (``start`` counted from the end only with
+    no ``stop``): whether as a tail (newest first), and the parameters of ``LOG_TAIL`` or
+    ``LOG_RANGE`` (and of their ``LIVE_`` twins)."""
+    if start < 0:
+        return True, (*ids, -start)
+    return False, (*ids, min(start, SPAN), SPAN if stop is None else min(stop, SPAN))
+
+
+def _end_of(log_id: int | None, last: int | None) -> tuple[int | None, int]:
+    """A log's first row in ``ps_entries`` (None if it was never written) and its length,
+    from its id in ``ps_logs`` and its last row's id (as ``LOG_END`` reads them)."""
+    if log_id is None:
+        return None, 0
+    base = log_id * SPAN
+    return base, 0 if last is None else last - base + 1
+
+
+def _log_named(key: Key, path: str) -> str:
+    """A log, as an error about a message of it names it."""
+    return f"message log {path!r} of session {key.session_id!r}"
 
 
 def _document(text: str, name: str, key: Key) -> Any:
