@@ -190,11 +190,24 @@ INFO_COLUMNS = (
     "s.format, h.version, s.created_at, h.updated_at, h.expires_at, s.ttl, s.metadata, s.session_id"
 )
 INFO = f"SELECT {INFO_COLUMNS} {SESSION_AND_HEAD} WHERE s.user_id=?1 AND s.session_id=?2"
+
+
+def _head(columns: str, joins: str = "", after: str = "") -> str:
+    """``columns`` of a session's head row (``h``, ?1 user_id, ?2 session_id) and its row of
+    ps_sessions (``s``), and of the tables ``joins`` adds (LEFT JOINs: a session gives a row
+    even when they hold nothing), then ``after`` (an order): no row when the session is not
+    held."""
+    joined = f" {joins}" if joins else ""
+    return (
+        f"SELECT {columns} FROM ps_state h "
+        f"JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2{joined} "
+        f"WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''{after}"
+    )
+
+
 # What a read needs to know the session is live, metadata not decoded.
-LIVENESS = (
-    "SELECT s.format, h.expires_at, s.ttl FROM ps_state h, ps_sessions s "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
-)
+_LIVENESS_COLUMNS = "s.format, h.expires_at, s.ttl"
+LIVENESS = _head(_LIVENESS_COLUMNS)
 
 
 # Reads made by one statement, outside a transaction (a statement reads one snapshot): each
@@ -203,13 +216,8 @@ LIVENESS = (
 
 
 def _live(columns: str, joins: str = "", after: str = "") -> str:
-    """LIVENESS's columns, then ``columns`` from the tables ``joins`` adds (LEFT JOINs: a
-    live session gives a row even when they hold nothing), then ``after`` (an order)."""
-    return (
-        f"SELECT s.format, h.expires_at, s.ttl, {columns} FROM ps_state h "
-        f"JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 {joins} "
-        f"WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''{after}"
-    )
+    """LIVENESS's columns, then ``columns`` (see ``_head``)."""
+    return _head(f"{_LIVENESS_COLUMNS}, {columns}", joins, after)
 
 
 # A state key's value (?3), or NULL:
@@ -257,22 +265,16 @@ LIVE_LOG_END = _live(
 # connection's data_version (it moves when another connection commits) and LIVENESS's columns
 # (the session must be live with no expiry and no TTL, so that time alone changes nothing),
 # then a column per module document named (?3...; NULL when absent).
-STAMP = (
-    "SELECT (SELECT data_version FROM pragma_data_version), s.format, h.expires_at, s.ttl"
-    "{documents} FROM ps_state h, ps_sessions s WHERE h.user_id=?1 AND h.session_id=?2 "
-    "AND h.name='' AND s.user_id=?1 AND s.session_id=?2"
-)
+STAMP = _head(f"(SELECT data_version FROM pragma_data_version), {_LIVENESS_COLUMNS}{{documents}}")
 STAMP_DOCUMENT = (
     ", (SELECT document FROM ps_modules WHERE user_id=?1 AND session_id=?2 AND name=?{number})"
 )
 DATA_VERSION = "PRAGMA data_version"
 # What an increment needs, under the write lock: the head, the format and TTL of the session,
 # and the value (?3 the key; NULL when the key is not set).
-INCREMENT_READ = (
-    "SELECT h.version, h.expires_at, s.format, s.ttl, k.value FROM ps_state h "
-    "JOIN ps_sessions s ON s.user_id=?1 AND s.session_id=?2 "
-    "LEFT JOIN ps_state k ON k.user_id=?1 AND k.session_id=?2 AND k.name=?3 "
-    "WHERE h.user_id=?1 AND h.session_id=?2 AND h.name=''"
+INCREMENT_READ = _head(
+    "h.version, h.expires_at, s.format, s.ttl, k.value",
+    "LEFT JOIN ps_state k ON k.user_id=?1 AND k.session_id=?2 AND k.name=?3",
 )
 # A write's new version, updated_at and expires_at (?3, ?4, ?5) on the head.
 BUMP = (
