@@ -22,7 +22,9 @@ Three parts:
    saves of one thread overlap) and a map step (``lg_graphs.fan_out_graph``: 8 tasks at once,
    their writes reaching the saver together; 100 runs, a new thread each); then each op
    alone: ``put`` on a thread of 10, ``put_writes`` (a task's two writes to the latest
-   checkpoint, a checkpoint put before each call, not timed), ``get_tuple`` of a given
+   checkpoint, a checkpoint put before each call, not timed), the same on a thread another
+   saver object wrote first (10 checkpoints with writes: another process, an earlier run),
+   timed from a second after the saver's first writes there, ``get_tuple`` of a given
    (older) ``checkpoint_id`` in a thread of 1,000, and ``delete_thread`` of a thread of 20
    checkpoints (60 calls, each thread written before its call, not timed); and ``put_writes``
    of a new task to a checkpoint already holding the writes of 1 and of 1,000 tasks (a
@@ -347,6 +349,21 @@ def record(rounds: Rounds, measure: str, ops: dict[str, float]) -> None:
         rounds.setdefault(measure, {}).setdefault(name, []).append(value)
 
 
+#: Seconds a saver resuming a thread waits before its timed writes: a checkpoint whose id was
+#: minted later than this after its first writes there holds none it has not seen
+#: (``langgraph_threads._MINTED_MARGIN``), so its writes read nothing first.
+RESUMED_AFTER = 1.1
+
+
+def other_savers(savers: dict[str, Any]) -> dict[str, Any]:
+    """Another saver object per saver, on the same store (another process, an earlier run):
+    what it writes, the saver finds there as a thread it did not write."""
+    return {
+        name: PraisonSaver(saver.store) if name == OURS else type(saver)(saver.conn)
+        for name, saver in savers.items()
+    }
+
+
 def step_threads(
     savers: dict[str, Any], sizes: list[int], number: int
 ) -> dict[tuple[int, str], Thread]:
@@ -418,8 +435,8 @@ def sync_ops(
     number: int,
     args: argparse.Namespace,
 ) -> None:
-    """One round of each op alone: ``put``, ``put_writes``, ``get_tuple`` by id and
-    ``delete_thread``."""
+    """One round of each op alone: ``put``, ``put_writes`` (on a thread of this saver's, and
+    on one another saver wrote first), ``get_tuple`` by id and ``delete_thread``."""
     puts = {name: Thread(saver, f"put-{number}") for name, saver in savers.items()}
     for _ in range(args.sizes[0]):
         for thread in puts.values():
@@ -437,6 +454,28 @@ def sync_ops(
         ),
     )
     for name, thread in written.items():
+        check_writes(thread.saver.get_tuple(thread.latest()), name)
+
+    resumed = {n: Thread(other, f"resumed-{number}") for n, other in other_savers(savers).items()}
+    for _ in range(args.sizes[0]):
+        for thread in resumed.values():
+            thread.put()
+            thread.saver.put_writes(*thread.writes(0))
+    for name, thread in resumed.items():  # the saver resumes the thread: its first writes there
+        thread.saver = savers[name]
+        thread.put()
+        thread.saver.put_writes(*thread.writes(0))
+    time.sleep(RESUMED_AFTER)
+    record(
+        rounds,
+        "resumed",
+        turns(
+            {n: (lambda i, t=t: t.saver.put_writes(*t.writes(i))) for n, t in resumed.items()},
+            args.calls,
+            prepare={n: (lambda _, t=t: t.put()) for n, t in resumed.items()},
+        ),
+    )
+    for name, thread in resumed.items():
         check_writes(thread.saver.get_tuple(thread.latest()), name)
 
     for tasks in args.tasks:
@@ -579,6 +618,28 @@ async def async_ops(
         ),
     )
     for name, thread in written.items():
+        check_writes(await thread.saver.aget_tuple(thread.latest()), name)
+
+    resumed = {n: Thread(other, f"resumed-{number}") for n, other in other_savers(savers).items()}
+    for _ in range(args.sizes[0]):
+        for thread in resumed.values():
+            await thread.aput()
+            await thread.saver.aput_writes(*thread.writes(0))
+    for name, thread in resumed.items():  # the saver resumes the thread: its first writes there
+        thread.saver = savers[name]
+        await thread.aput()
+        await thread.saver.aput_writes(*thread.writes(0))
+    await asyncio.sleep(RESUMED_AFTER)
+    record(
+        rounds,
+        "resumed",
+        await aturns(
+            {n: (lambda i, t=t: t.saver.aput_writes(*t.writes(i))) for n, t in resumed.items()},
+            args.calls,
+            prepare={n: (lambda _, t=t: t.aput()) for n, t in resumed.items()},
+        ),
+    )
+    for name, thread in resumed.items():
         check_writes(await thread.saver.aget_tuple(thread.latest()), name)
 
     for tasks in args.tasks:
@@ -982,6 +1043,7 @@ def report(results: dict[str, Any]) -> bool:
     measures.append((f"a map step of {PARTS} tasks at once (invoke, a new thread)", "map"))
     measures.append((f"put alone @{sizes[0]:,} checkpoints", "put"))
     measures.append(("put_writes (a task's 2 writes) to the latest", "put_writes"))
+    measures.append(("put_writes to the latest, a thread another saver wrote first", "resumed"))
     tasks = results["tasks"]
     for t in tasks:
         whose = "task's" if t == 1 else "tasks'"

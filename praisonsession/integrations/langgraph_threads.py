@@ -61,6 +61,8 @@ import base64
 import binascii
 import sys
 import threading
+import time
+import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -116,12 +118,33 @@ _BACKOFF = 16  # by one read in this many, until a view serves a read again
 _MERGED_UP_TO = 16  # writes (or _MERGED_BYTES of their text) a writes document holds merged;
 _MERGED_BYTES = 16 << 10  # more go to the log below it (see put_writes)
 _MORE = ".more"  # the log below a writes document: writes_name + _MORE
+_FRESH = 16  # checkpoints put here a journal holds as fresh (see _Journal), the newest
+_MINTED_MARGIN = 10_000_000  # 1 s in 100 ns: a checkpoint id minted this much after a journal's
+# start is fresh (a clock stepped back, or LangGraph's ids minted faster than its 100 ns ticks,
+# may date an id up to this much late)
 
 
-#: WRITES as known here: its length, the writes documents written or read last (by name), and
-#: the names of every writes document of the thread when this object wrote all of them (None
-#: when it did not: the thread had writes before, or it forgot them).
-_Journal = tuple[int, dict[str, dict[str, Any]], set[str] | None]
+class _Journal(NamedTuple):
+    """WRITES as known here (see ``Threads.put_writes``)."""
+
+    #: the length of WRITES: a write of writes expects it
+    length: int
+    #: the writes documents written or read last, by name
+    known: dict[str, dict[str, Any]]
+    #: the names of every writes document of the thread when this object wrote all of them
+    #: (None when it did not: the thread had writes before, or it forgot them)
+    every: set[str] | None
+    #: when the length was first read, as LangGraph's checkpoint ids tell time (100 ns since
+    #: 1582); None when not known
+    since: int | None
+    #: the writes names of checkpoints put here whose ids were minted after ``since`` and
+    #: which were not written to since (oldest first): none of them has a writes document,
+    #: since whoever wrote one after ``since`` moved the length (see ``Threads._fresh``)
+    fresh: dict[str, None]
+    #: the latest id time among them: a checkpoint put again is never fresh again
+    top: int
+
+
 #: CHECKPOINTS as known here: its length, the (position, ns, id) of each record of the block
 #: not indexed yet, and of the last record (None for an empty log).
 _Tail = tuple[int, list[tuple[int, str, str]], tuple[int, str, str] | None]
@@ -229,6 +252,30 @@ def writes_name(ns: str, checkpoint_id: str) -> str:
 
 def run_name(run_id: str) -> str:
     return f"langgraph/run/{_part(run_id)}"
+
+
+#: 1970 in 100 ns since 1582, the epoch of a version 6 UUID's time.
+_UUID_EPOCH = 0x01B21DD213814000
+
+
+def _now_as_minted() -> int:
+    """The time now as a checkpoint id minted now would tell it."""
+    return time.time_ns() // 100 + _UUID_EPOCH
+
+
+def _minted(checkpoint_id: str) -> int | None:
+    """When a checkpoint id was minted (100 ns since 1582), if it is a version 6 UUID, as
+    LangGraph mints them; None for any other id."""
+    if len(checkpoint_id) != 36:
+        return None
+    try:
+        number = uuid.UUID(checkpoint_id).int
+    except ValueError:
+        return None
+    high = number >> 64  # time's 48 high bits, the version (4 bits), its 12 low bits
+    if (high >> 12) & 0xF != 6:
+        return None
+    return (high >> 16) << 12 | high & 0x0FFF
 
 
 def pack(blob: Blob) -> list[str]:
@@ -742,6 +789,7 @@ class Threads:
                 read = key in self._read_after_put and self._wasted < _WASTED
                 self._read_after_put.discard(key)
             done: Stamped | None = None
+            began = _now_as_minted() if new_thread else 0  # a new thread's journal starts here
             try:
                 if read or new_thread:
                     writes_of = writes_name(ns, checkpoint_id)
@@ -778,7 +826,9 @@ class Threads:
             with self._lock:
                 self._tails[key] = (length + 1, block, (length, ns, checkpoint_id))
                 if new_thread:  # made here, with no writes: its first put_writes reads nothing
-                    self._journals.setdefault(key, (0, {}, set()))
+                    self._journals.setdefault(key, _Journal(0, {}, set(), began, {}, 0))
+                else:
+                    self._fresh(key, ns, checkpoint_id)
                 if new_run is not None:
                     self._runs.add(run)
                     if len(self._runs) > _REMEMBERED:
@@ -1276,18 +1326,23 @@ class Threads:
         for _ in range(_ATTEMPTS):
             with self._lock:
                 journal = self._journals.get(key)
+            since = None
             if journal is None:  # writes need no mark: a thread is marked by its checkpoints
+                since = _now_as_minted()
                 length = await self.backend.count_log(key, path=WRITES)
                 known: dict[str, dict[str, Any]] = {}
                 every: set[str] | None = set() if length == 0 else None
+                fresh: dict[str, None] = {}
             else:
-                length, known, every = journal
+                length, known, every, _, fresh, _ = journal
             docs: dict[str, dict[str, Any]] = {}
             unread: list[str] = []
             for name in dict.fromkeys(call.name for call in calls):
                 doc = known.get(name)
-                if doc is None and every is not None and name not in every:
-                    doc = {}  # every writes document is one written here: none for it yet
+                if doc is None and (
+                    (every is not None and name not in every) or name in fresh
+                ):  # every writes document is one written here, or it was put since: none yet
+                    doc = {}
                 if doc is None:
                     unread.append(name)
                 else:
@@ -1325,12 +1380,35 @@ class Threads:
                     self._journals.pop(key, None)
                 await pause(0)
                 continue
-            self._journaled(key, journal, every, docs, length + len(entries))
+            self._journaled(key, journal, every, docs, length + len(entries), since)
             return
         raise ConflictError(
             f"Thread {key.session_id!r}: {_ATTEMPTS} other writers stored writes while this "
             "one tried to; try again."
         )
+
+    def _fresh(self, key: Key, ns: str, checkpoint_id: str) -> None:
+        """A checkpoint put here: fresh in the thread's journal (called holding the lock)
+        when its id was minted after the journal's start, later than any fresh before it.
+
+        Nobody could write writes for a checkpoint before its id was minted, and whoever
+        wrote some after the journal's start moved the length of WRITES: the next write of
+        writes, expecting the journal's length, is refused and reads again. So a checkpoint
+        fresh here has no writes document, and its first ``put_writes`` reads nothing, on a
+        thread with writes stored before this object knew it (resumed by another process, or
+        past the :data:`_REMEMBERED` names ``every`` holds). An id put again, or minted
+        before the journal's start, is not fresh: its writes are read."""
+        journal = self._journals.get(key)
+        if journal is None or journal.since is None:
+            return
+        minted = _minted(checkpoint_id)
+        if minted is None or minted <= max(journal.since + _MINTED_MARGIN, journal.top):
+            return
+        fresh = dict(journal.fresh)  # a new dict: readers hold the one they took, unchanged
+        fresh[writes_name(ns, checkpoint_id)] = None
+        if len(fresh) > _FRESH:
+            del fresh[next(iter(fresh))]
+        self._journals[key] = journal._replace(fresh=fresh, top=minted)
 
     def _journaled(
         self,
@@ -1339,17 +1417,22 @@ class Threads:
         every: set[str] | None,
         docs: dict[str, dict[str, Any]],
         length: int,
+        since: int | None,
     ) -> None:
         """Remember writes documents as written (or found marked ``more``) and the length of
         :data:`WRITES` after them; ``every`` is what the write started from when the thread
-        had no journal here."""
+        had no journal here, ``since`` when it read the length."""
         with self._lock:
             current = self._journals.get(key)
             kept: dict[str, dict[str, Any]] = {}
+            fresh: dict[str, None] = {}
+            top = 0
             if current is not None:
-                _, kept, every = current
+                kept, every, since, fresh, top = current[1:]
             elif journal is not None:  # forgotten meanwhile: what else it holds is unknown
-                every = None
+                every = since = None
+            if any(name in fresh for name in docs):  # written: never fresh again
+                fresh = {name: None for name in fresh if name not in docs}
             known = dict(kept)  # a new dict: readers hold the one they took, unchanged
             for name in docs:
                 known.pop(name, None)
@@ -1360,7 +1443,7 @@ class Threads:
                 every.update(docs)
             else:
                 every = None
-            self._journals[key] = (length, known, every)
+            self._journals[key] = _Journal(length, known, every, since, fresh, top)
 
     # -- delta channels -------------------------------------------------------------------------
 

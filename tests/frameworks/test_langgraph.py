@@ -46,6 +46,7 @@ from praisonsession.errors import (
     SessionCorruptedError,
     StoreUnavailableError,
 )
+from praisonsession.integrations import langgraph_threads
 from praisonsession.integrations.langgraph import PraisonSaver
 from praisonsession.integrations.langgraph_threads import CHECKPOINTS, WRITES
 
@@ -576,6 +577,68 @@ def test_writes_to_a_new_checkpoint_read_nothing_first_and_keep_another_savers(
         assert outs(third) == [("task-5", 5)]
 
 
+def test_writes_to_checkpoints_put_since_a_resumed_threads_first_writes_read_nothing(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread with writes stored before this saver knew it (an earlier run's, another
+    process's): once its first writes are stored here, a checkpoint put here whose id was
+    minted since holds none, and its writes are stored with nothing read first. A checkpoint
+    minted before, one put again, and one another saver wrote to meanwhile are read: nothing
+    is lost."""
+    monkeypatch.setattr(langgraph_threads, "_MINTED_MARGIN", 0)  # no clock steps back here
+    store = open_store(url)
+    with PraisonSaver(store) as earlier:
+        first = put(earlier, "t", {"a": 1})
+        earlier.put_writes(first, [("out", 1)], "task-1")
+    with PraisonSaver(store) as saver:
+        reads: list[list[str]] = []
+        read_modules = saver._threads.backend.read_modules
+
+        async def counted(key: Any, *, names: list[str]) -> Any:
+            reads.append(names)
+            return await read_modules(key, names=names)
+
+        def name(stored: dict[str, Any]) -> str:
+            return f"langgraph/writes//{stored['configurable']['checkpoint_id']}"
+
+        def outs(stored: dict[str, Any]) -> set[tuple[str, Any]]:
+            return {(task, value) for task, _, value in saver.get_tuple(stored).pending_writes}
+
+        minted_early = empty_checkpoint()  # its id minted before this saver's first writes
+        second = put(saver, "t", {"a": 2}, parent=first)
+        monkeypatch.setattr(saver._threads.backend, "read_modules", counted)
+        saver.put_writes(second, [("out", 2)], "task-2")
+        assert reads == [[name(second)]]  # the thread had writes before: read
+        latest = second
+        for step in range(3, 13):  # more than the few writes documents kept by name
+            latest = put(saver, "t", {"a": step}, parent=latest)
+            reads.clear()
+            saver.put_writes(latest, [("out", step)], f"task-{step}")
+            assert reads == []  # put since: nothing to read
+            if step == 3:
+                third = latest
+        early = saver.put(
+            {"configurable": {**latest["configurable"]}}, minted_early, {"step": 13}, {}
+        )
+        saver.put_writes(early, [("out", 13)], "task-13")
+        assert reads == [[name(early)]]
+        again = empty_checkpoint()
+        again["id"] = third["configurable"]["checkpoint_id"]
+        saver.put(early, again, {"step": 14}, {})  # put again: its writes are kept
+        reads.clear()
+        saver.put_writes(third, [("out", 14)], "task-14")
+        assert reads == [[name(third)]]
+        assert outs(third) == {("task-3", 3), ("task-14", 14)}
+        fourth = put(saver, "t", {"a": 15}, parent=early)
+        PraisonSaver(saver.store).put_writes(fourth, [("out", 15)], "task-15")
+        reads.clear()
+        saver.put_writes(fourth, [("out", 16)], "task-16")  # refused: read, made again
+        assert reads == [[name(fourth)]]
+        assert outs(fourth) == {("task-15", 15), ("task-16", 16)}
+        assert outs(first) == {("task-1", 1)}
+        assert outs(second) == {("task-2", 2)}
+
+
 class StoreCalls:
     """The record operations a saver's threads make on their backend, by name, in order."""
 
@@ -973,6 +1036,7 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
         "| a map step of 8 tasks at once (invoke, a new thread) |",
         "| put alone @10 checkpoints |",
         "| put_writes (a task's 2 writes) to the latest |",
+        "| put_writes to the latest, a thread another saver wrote first |",
         "| put_writes to a checkpoint holding 1 task's writes |",
         "| put_writes to a checkpoint holding 100 tasks' writes |",
         "our put_writes flat, @1 / @100 tasks <= 1.2",
