@@ -1397,9 +1397,10 @@ class Threads:
         fresh here has no writes document, and its first ``put_writes`` reads nothing, on a
         thread with writes stored before this object knew it (resumed by another process, or
         past the :data:`_REMEMBERED` names ``every`` holds). An id put again, or minted
-        before the journal's start, is not fresh: its writes are read."""
+        before the journal's start, is not fresh: its writes are read. While ``every`` lists
+        the thread's writes documents, it says as much, with nothing to do here."""
         journal = self._journals.get(key)
-        if journal is None or journal.since is None:
+        if journal is None or journal.since is None or journal.every is not None:
             return
         minted = _minted(checkpoint_id)
         if minted is None or minted <= max(journal.since + _MINTED_MARGIN, journal.top):
