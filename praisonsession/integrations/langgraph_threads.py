@@ -1263,7 +1263,9 @@ class Threads:
         marker), so a thread whose :data:`WRITES` was empty when this object first wrote to it
         holds only the writes documents written here since, as long as its length is still
         the one expected: the writes of a checkpoint not among them are none, with no read (a
-        checkpoint just put, the common case).
+        checkpoint just put, the common case). On a thread that held writes before, a
+        checkpoint put here with an id minted after this object read that length holds none
+        either (``_fresh``).
 
         In this process the calls for one thread take turns (``Turns``), and the calls that
         queued while another wrote are stored together by the next of them, in one write:
