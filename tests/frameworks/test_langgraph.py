@@ -639,6 +639,33 @@ def test_writes_to_checkpoints_put_since_a_resumed_threads_first_writes_read_not
         assert outs(second) == {("task-2", 2)}
 
 
+def test_writes_past_the_names_a_saver_lists_still_read_nothing_first(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A saver lists the writes documents of a thread it wrote all of, up to a bound; past it,
+    the checkpoints it puts are still known to hold no writes, and their writes are stored
+    with nothing read first."""
+    monkeypatch.setattr(langgraph_threads, "_MINTED_MARGIN", 0)
+    monkeypatch.setattr(langgraph_threads, "_REMEMBERED", 4)  # the bound, made small
+    with PraisonSaver(f"sqlite://{tmp_path / 'bound.db'}") as saver:
+        reads: list[list[str]] = []
+        read_modules = saver._threads.backend.read_modules
+
+        async def counted(key: Any, *, names: list[str]) -> Any:
+            reads.append(names)
+            return await read_modules(key, names=names)
+
+        monkeypatch.setattr(saver._threads.backend, "read_modules", counted)
+        latest = None
+        for step in range(10):
+            latest = put(saver, "t", {"a": step}, parent=latest)
+            reads.clear()
+            saver.put_writes(latest, [("out", step)], f"task-{step}")
+            assert reads == [], step
+        tasks = [task for task, _, _ in saver.get_tuple(latest).pending_writes]
+        assert tasks == ["task-9"]
+
+
 class StoreCalls:
     """The record operations a saver's threads make on their backend, by name, in order."""
 
