@@ -364,6 +364,41 @@ def other_savers(savers: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def writes_to_latest(
+    rounds: Rounds, measure: str, threads: dict[str, Thread], args: argparse.Namespace
+) -> None:
+    """``measure``: a task's writes to each thread's latest checkpoint, a checkpoint put
+    before each call (not timed); every thread's writes read back after."""
+    record(
+        rounds,
+        measure,
+        turns(
+            {n: (lambda i, t=t: t.saver.put_writes(*t.writes(i))) for n, t in threads.items()},
+            args.calls,
+            prepare={n: (lambda _, t=t: t.put()) for n, t in threads.items()},
+        ),
+    )
+    for name, thread in threads.items():
+        check_writes(thread.saver.get_tuple(thread.latest()), name)
+
+
+async def awrites_to_latest(
+    rounds: Rounds, measure: str, threads: dict[str, Thread], args: argparse.Namespace
+) -> None:
+    """:func:`writes_to_latest` through the async methods."""
+    record(
+        rounds,
+        measure,
+        await aturns(
+            {n: (lambda i, t=t: t.saver.aput_writes(*t.writes(i))) for n, t in threads.items()},
+            args.calls,
+            prepare={n: (lambda _, t=t: t.aput()) for n, t in threads.items()},
+        ),
+    )
+    for name, thread in threads.items():
+        check_writes(await thread.saver.aget_tuple(thread.latest()), name)
+
+
 def step_threads(
     savers: dict[str, Any], sizes: list[int], number: int
 ) -> dict[tuple[int, str], Thread]:
@@ -444,17 +479,7 @@ def sync_ops(
     record(rounds, "put", turns({n: (lambda _, t=t: t.put()) for n, t in puts.items()}, args.calls))
 
     written = {name: Thread(saver, f"writes-{number}") for name, saver in savers.items()}
-    record(
-        rounds,
-        "put_writes",
-        turns(
-            {n: (lambda i, t=t: t.saver.put_writes(*t.writes(i))) for n, t in written.items()},
-            args.calls,
-            prepare={n: (lambda _, t=t: t.put()) for n, t in written.items()},
-        ),
-    )
-    for name, thread in written.items():
-        check_writes(thread.saver.get_tuple(thread.latest()), name)
+    writes_to_latest(rounds, "put_writes", written, args)
 
     resumed = {n: Thread(other, f"resumed-{number}") for n, other in other_savers(savers).items()}
     for _ in range(args.sizes[0]):
@@ -466,17 +491,7 @@ def sync_ops(
         thread.put()
         thread.saver.put_writes(*thread.writes(0))
     time.sleep(RESUMED_AFTER)
-    record(
-        rounds,
-        "resumed",
-        turns(
-            {n: (lambda i, t=t: t.saver.put_writes(*t.writes(i))) for n, t in resumed.items()},
-            args.calls,
-            prepare={n: (lambda _, t=t: t.put()) for n, t in resumed.items()},
-        ),
-    )
-    for name, thread in resumed.items():
-        check_writes(thread.saver.get_tuple(thread.latest()), name)
+    writes_to_latest(rounds, "resumed", resumed, args)
 
     for tasks in args.tasks:
         held = {name: Thread(saver, f"held-{number}-{tasks}") for name, saver in savers.items()}
@@ -608,17 +623,7 @@ async def async_ops(
     )
 
     written = {name: Thread(saver, f"writes-{number}") for name, saver in savers.items()}
-    record(
-        rounds,
-        "put_writes",
-        await aturns(
-            {n: (lambda i, t=t: t.saver.aput_writes(*t.writes(i))) for n, t in written.items()},
-            args.calls,
-            prepare={n: (lambda _, t=t: t.aput()) for n, t in written.items()},
-        ),
-    )
-    for name, thread in written.items():
-        check_writes(await thread.saver.aget_tuple(thread.latest()), name)
+    await awrites_to_latest(rounds, "put_writes", written, args)
 
     resumed = {n: Thread(other, f"resumed-{number}") for n, other in other_savers(savers).items()}
     for _ in range(args.sizes[0]):
@@ -630,17 +635,7 @@ async def async_ops(
         await thread.aput()
         await thread.saver.aput_writes(*thread.writes(0))
     await asyncio.sleep(RESUMED_AFTER)
-    record(
-        rounds,
-        "resumed",
-        await aturns(
-            {n: (lambda i, t=t: t.saver.aput_writes(*t.writes(i))) for n, t in resumed.items()},
-            args.calls,
-            prepare={n: (lambda _, t=t: t.aput()) for n, t in resumed.items()},
-        ),
-    )
-    for name, thread in resumed.items():
-        check_writes(await thread.saver.aget_tuple(thread.latest()), name)
+    await awrites_to_latest(rounds, "resumed", resumed, args)
 
     for tasks in args.tasks:
         held = {name: Thread(saver, f"held-{number}-{tasks}") for name, saver in savers.items()}
