@@ -48,7 +48,7 @@ from praisonsession.errors import (
 )
 from praisonsession.integrations import langgraph_threads
 from praisonsession.integrations.langgraph import PraisonSaver
-from praisonsession.integrations.langgraph_threads import CHECKPOINTS, WRITES
+from praisonsession.integrations.langgraph_threads import CHECKPOINTS, WRITES, writes_name
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -538,6 +538,29 @@ def test_a_failed_write_of_several_calls_is_made_again_by_each_alone(
         assert sorted(value for _, _, value in writes) == [f"task-{n}" for n in (0, 1, 2, 4, 5)]
 
 
+def module_reads(saver: PraisonSaver, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The names of each ``read_modules`` the saver's threads make from now on, in order."""
+    reads: list[list[str]] = []
+    read_modules = saver._threads.backend.read_modules
+
+    async def counted(key: Any, *, names: list[str]) -> Any:
+        reads.append(names)
+        return await read_modules(key, names=names)
+
+    monkeypatch.setattr(saver._threads.backend, "read_modules", counted)
+    return reads
+
+
+def writes_of(stored: dict[str, Any]) -> str:
+    """The name of the writes document of the checkpoint a config names."""
+    return writes_name("", stored["configurable"]["checkpoint_id"])
+
+
+def outs(saver: PraisonSaver, stored: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The (task, value) of each pending write of a checkpoint, in the saver's order."""
+    return [(task, value) for task, _, value in saver.get_tuple(stored).pending_writes]
+
+
 def test_writes_to_a_new_checkpoint_read_nothing_first_and_keep_another_savers(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -549,14 +572,7 @@ def test_writes_to_a_new_checkpoint_read_nothing_first_and_keep_another_savers(
         first = put(saver, "t", {"a": 1})
         saver.put_writes(first, [("out", 1)], "task-1")
         second = put(saver, "t", {"a": 2}, parent=first)
-        reads: list[Any] = []
-        read_modules = saver._threads.backend.read_modules
-
-        async def counted(key: Any, *, names: list[str]) -> Any:
-            reads.append(names)
-            return await read_modules(key, names=names)
-
-        monkeypatch.setattr(saver._threads.backend, "read_modules", counted)
+        reads = module_reads(saver, monkeypatch)
         third = put(saver, "t", {"a": 3}, parent=second)  # reads its parent's versions
         reads.clear()
         saver.put_writes(third, [("out", 5)], "task-5")
@@ -564,17 +580,12 @@ def test_writes_to_a_new_checkpoint_read_nothing_first_and_keep_another_savers(
         PraisonSaver(saver.store).put_writes(second, [("out", 2)], "task-2")
         saver.put_writes(second, [("out", 3)], "task-3")
         saver.put_writes(first, [("out", 4)], "task-4")
-        names = [f"langgraph/writes//{c['configurable']['checkpoint_id']}" for c in (second, first)]
         # the other saver's read (one store below both), then this one's after its refused write
         # (the other moved the writes log), and of a checkpoint the thread may hold writes of
-        assert reads == [[names[0]], [names[0]], [names[1]]]
-
-        def outs(stored: dict[str, Any]) -> list[tuple[str, Any]]:
-            return [(task, value) for task, _, value in saver.get_tuple(stored).pending_writes]
-
-        assert outs(first) == [("task-1", 1), ("task-4", 4)]
-        assert outs(second) == [("task-2", 2), ("task-3", 3)]
-        assert outs(third) == [("task-5", 5)]
+        assert reads == [[writes_of(second)], [writes_of(second)], [writes_of(first)]]
+        assert outs(saver, first) == [("task-1", 1), ("task-4", 4)]
+        assert outs(saver, second) == [("task-2", 2), ("task-3", 3)]
+        assert outs(saver, third) == [("task-5", 5)]
 
 
 def test_writes_to_checkpoints_put_since_a_resumed_threads_first_writes_read_nothing(
@@ -591,24 +602,11 @@ def test_writes_to_checkpoints_put_since_a_resumed_threads_first_writes_read_not
         first = put(earlier, "t", {"a": 1})
         earlier.put_writes(first, [("out", 1)], "task-1")
     with PraisonSaver(store) as saver:
-        reads: list[list[str]] = []
-        read_modules = saver._threads.backend.read_modules
-
-        async def counted(key: Any, *, names: list[str]) -> Any:
-            reads.append(names)
-            return await read_modules(key, names=names)
-
-        def name(stored: dict[str, Any]) -> str:
-            return f"langgraph/writes//{stored['configurable']['checkpoint_id']}"
-
-        def outs(stored: dict[str, Any]) -> set[tuple[str, Any]]:
-            return {(task, value) for task, _, value in saver.get_tuple(stored).pending_writes}
-
         minted_early = empty_checkpoint()  # its id minted before this saver's first writes
         second = put(saver, "t", {"a": 2}, parent=first)
-        monkeypatch.setattr(saver._threads.backend, "read_modules", counted)
+        reads = module_reads(saver, monkeypatch)
         saver.put_writes(second, [("out", 2)], "task-2")
-        assert reads == [[name(second)]]  # the thread had writes before: read
+        assert reads == [[writes_of(second)]]  # the thread had writes before: read
         latest = second
         for step in range(3, 13):  # more than the few writes documents kept by name
             latest = put(saver, "t", {"a": step}, parent=latest)
@@ -621,22 +619,22 @@ def test_writes_to_checkpoints_put_since_a_resumed_threads_first_writes_read_not
             {"configurable": {**latest["configurable"]}}, minted_early, {"step": 13}, {}
         )
         saver.put_writes(early, [("out", 13)], "task-13")
-        assert reads == [[name(early)]]
+        assert reads == [[writes_of(early)]]
         again = empty_checkpoint()
         again["id"] = third["configurable"]["checkpoint_id"]
         saver.put(early, again, {"step": 14}, {})  # put again: its writes are kept
         reads.clear()
         saver.put_writes(third, [("out", 14)], "task-14")
-        assert reads == [[name(third)]]
-        assert outs(third) == {("task-3", 3), ("task-14", 14)}
+        assert reads == [[writes_of(third)]]
+        assert sorted(outs(saver, third)) == [("task-14", 14), ("task-3", 3)]
         fourth = put(saver, "t", {"a": 15}, parent=early)
         PraisonSaver(saver.store).put_writes(fourth, [("out", 15)], "task-15")
         reads.clear()
         saver.put_writes(fourth, [("out", 16)], "task-16")  # refused: read, made again
-        assert reads == [[name(fourth)]]
-        assert outs(fourth) == {("task-15", 15), ("task-16", 16)}
-        assert outs(first) == {("task-1", 1)}
-        assert outs(second) == {("task-2", 2)}
+        assert reads == [[writes_of(fourth)]]
+        assert sorted(outs(saver, fourth)) == [("task-15", 15), ("task-16", 16)]
+        assert outs(saver, first) == [("task-1", 1)]
+        assert outs(saver, second) == [("task-2", 2)]
 
 
 def test_writes_past_the_names_a_saver_lists_still_read_nothing_first(
@@ -648,22 +646,14 @@ def test_writes_past_the_names_a_saver_lists_still_read_nothing_first(
     monkeypatch.setattr(langgraph_threads, "_MINTED_MARGIN", 0)
     monkeypatch.setattr(langgraph_threads, "_REMEMBERED", 4)  # the bound, made small
     with PraisonSaver(f"sqlite://{tmp_path / 'bound.db'}") as saver:
-        reads: list[list[str]] = []
-        read_modules = saver._threads.backend.read_modules
-
-        async def counted(key: Any, *, names: list[str]) -> Any:
-            reads.append(names)
-            return await read_modules(key, names=names)
-
-        monkeypatch.setattr(saver._threads.backend, "read_modules", counted)
+        reads = module_reads(saver, monkeypatch)
         latest = None
         for step in range(10):
             latest = put(saver, "t", {"a": step}, parent=latest)
             reads.clear()
             saver.put_writes(latest, [("out", step)], f"task-{step}")
             assert reads == [], step
-        tasks = [task for task, _, _ in saver.get_tuple(latest).pending_writes]
-        assert tasks == ["task-9"]
+        assert outs(saver, latest) == [("task-9", 9)]
 
 
 class StoreCalls:
