@@ -269,12 +269,12 @@ def _minted(checkpoint_id: str) -> int | None:
     if len(checkpoint_id) != 36:
         return None
     try:
-        number = uuid.UUID(checkpoint_id).int
+        value = uuid.UUID(checkpoint_id)
     except ValueError:
         return None
-    high = number >> 64  # time's 48 high bits, the version (4 bits), its 12 low bits
-    if (high >> 12) & 0xF != 6:
+    if value.version != 6:
         return None
+    high = value.int >> 64  # time's 48 high bits, the version (4 bits), its 12 low bits
     return (high >> 16) << 12 | high & 0x0FFF
 
 
