@@ -740,6 +740,35 @@ def test_a_lock_wait_bounded_on_the_server_fails_typed_and_applies_nothing(
         run(opened.close(), inline=True)
 
 
+def test_a_purge_takes_the_expired_sessions_nobody_holds_and_waits_for_none(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    """A purge that waited for a held row could meet another purge (or a copy, which locks two
+    rows) holding what it needs next: a deadlock. Its lock waits are bounded here, so a purge
+    that waits fails instead of passing."""
+    import psycopg
+
+    url = schema_url(postgres_url, tmp_path)
+    store = open_store(url)
+    for session in ("held", "free1", "free2"):
+        run(store.patch_state(session, "u", {"a": 1}), inline=True)
+        assert run(store.expire(session, "u"), inline=True) is True
+    impatient = open_store(url + "&options=-c%20lock_timeout%3D500ms")
+    with psycopg.connect(store.backend._connections.conninfo) as holder:  # a writer of "held"
+        holder.execute(
+            f'SELECT 1 FROM "{store.backend.schema}".ps_sessions WHERE session_id = %s FOR UPDATE',
+            ("held",),
+        )
+        assert run(impatient.purge_expired(), inline=True) == 2
+        left = query(store, "SELECT session_id FROM {s}.ps_sessions")
+        assert left == [("held",)]
+        holder.rollback()
+    assert run(impatient.purge_expired(), inline=True) == 1
+    assert query(store, "SELECT count(*) FROM {s}.ps_sessions") == [(0,)]
+    for opened in (store, impatient):
+        run(opened.close(), inline=True)
+
+
 def test_a_server_that_refuses_the_connection_is_reported_at_once(
     postgres_url: str, run, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -449,7 +449,14 @@ USERS = (
 DELETE_SESSION = (
     "DELETE FROM {s}.ps_sessions WHERE user_id=%s AND session_id=%s RETURNING format, expires_at"
 )
-PURGE_SESSIONS = "DELETE FROM {s}.ps_sessions WHERE expires_at <= %s RETURNING user_id, session_id"
+# A purge takes the expired rows nobody holds, and waits for none: a writer holding one purges
+# it itself (``_live_info``), and two purges, or a purge and a copy (two rows, in key order),
+# never wait on each other in opposite orders, which PostgreSQL would break as a deadlock.
+PURGE_SESSIONS = (
+    "DELETE FROM {s}.ps_sessions WHERE (user_id, session_id) IN (SELECT user_id, session_id "
+    "FROM {s}.ps_sessions WHERE expires_at <= %s FOR UPDATE SKIP LOCKED) "
+    "RETURNING user_id, session_id"
+)
 DELETE_CONTENT = (
     "WITH k AS (SELECT * FROM unnest(%(users)s::text[], %(sessions)s::text[]) AS k(uid, sid)), "
     + ", ".join(
