@@ -12,6 +12,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,21 @@ def query(store: PostgresSession, text: str, params: tuple = ()) -> list[tuple]:
     with psycopg.connect(store.backend._connections.conninfo, autocommit=True) as conn:
         cursor = conn.execute(statement, params)
         return cursor.fetchall() if cursor.description else []
+
+
+@contextmanager
+def row_held(store: PostgresSession, session_id: str) -> Iterator[None]:
+    """Another connection's open transaction holding the session's row, as a writer of it
+    does; released (rolled back) on leaving."""
+    import psycopg
+
+    with psycopg.connect(store.backend._connections.conninfo) as holder:
+        holder.execute(
+            f'SELECT 1 FROM "{store.backend.schema}".ps_sessions WHERE session_id = %s FOR UPDATE',
+            (session_id,),
+        )
+        yield
+        holder.rollback()
 
 
 # -- URLs -----------------------------------------------------------------------------------
@@ -721,20 +738,15 @@ def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.Monk
 def test_a_lock_wait_bounded_on_the_server_fails_typed_and_applies_nothing(
     postgres_url: str, tmp_path: Path, run
 ) -> None:
-    import psycopg
-
     url = schema_url(postgres_url, tmp_path)
     store = open_store(url)
     run(store.increment("s", "u", "n"), inline=True)
     impatient = open_store(url + "&options=-c%20lock_timeout%3D200ms")
-    with psycopg.connect(store.backend._connections.conninfo) as holder:  # a transaction left open
-        holder.execute(
-            f'SELECT 1 FROM "{store.backend.schema}".ps_sessions WHERE session_id = %s FOR UPDATE',
-            ("s",),
-        )
-        with pytest.raises(StoreUnavailableError, match="nothing of the call was applied"):
-            run(impatient.increment("s", "u", "n"), inline=True)
-        holder.rollback()
+    with (
+        row_held(store, "s"),  # a transaction left open
+        pytest.raises(StoreUnavailableError, match="nothing of the call was applied"),
+    ):
+        run(impatient.increment("s", "u", "n"), inline=True)
     assert run(store.get_value("s", "u", "n"), inline=True) == 1
     for opened in (store, impatient):
         run(opened.close(), inline=True)
@@ -746,23 +758,15 @@ def test_a_purge_takes_the_expired_sessions_nobody_holds_and_waits_for_none(
     """A purge that waited for a held row could meet another purge (or a copy, which locks two
     rows) holding what it needs next: a deadlock. Its lock waits are bounded here, so a purge
     that waits fails instead of passing."""
-    import psycopg
-
     url = schema_url(postgres_url, tmp_path)
     store = open_store(url)
     for session in ("held", "free1", "free2"):
         run(store.patch_state(session, "u", {"a": 1}), inline=True)
         assert run(store.expire(session, "u"), inline=True) is True
     impatient = open_store(url + "&options=-c%20lock_timeout%3D500ms")
-    with psycopg.connect(store.backend._connections.conninfo) as holder:  # a writer of "held"
-        holder.execute(
-            f'SELECT 1 FROM "{store.backend.schema}".ps_sessions WHERE session_id = %s FOR UPDATE',
-            ("held",),
-        )
+    with row_held(store, "held"):  # a writer of "held"
         assert run(impatient.purge_expired(), inline=True) == 2
-        left = query(store, "SELECT session_id FROM {s}.ps_sessions")
-        assert left == [("held",)]
-        holder.rollback()
+        assert query(store, "SELECT session_id FROM {s}.ps_sessions") == [("held",)]
     assert run(impatient.purge_expired(), inline=True) == 1
     assert query(store, "SELECT count(*) FROM {s}.ps_sessions") == [(0,)]
     for opened in (store, impatient):
