@@ -60,6 +60,9 @@ program sharing a store would. Jobs:
     the fork's two steps: ``before-copy`` once its memories are staged, as
     the session copy begins; ``after-copy`` once the session is copied, before its memories
     are adopted.
+``read-and-die URL SESSION_ID``
+    Read the state of session SESSION_ID of user ``u`` (which slides a sliding TTL), print it
+    as JSON, and SIGKILL itself without closing the store.
 
 The barrier is a directory: each worker creates ``ready-NAME`` once it is set up and then
 waits for the parent to create ``go``, so all workers start their loops together.
@@ -445,6 +448,17 @@ class _DyingFile(io.RawIOBase):
         return len(data)
 
 
+def read_and_die(url: str, session_id: str) -> None:
+    """Read the session (a read of a sliding TTL moves its expiry), print what was read,
+    then SIGKILL this process: no close, nothing flushed on the way out."""
+    import signal
+
+    store = open_store(url)
+    state = runtime.run(store.get_state(session_id, "u"))
+    os.write(1, (json.dumps(state) + "\n").encode())  # one write(2): it survives SIGKILL
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def die_mid_archive(url: str, kind: str, archive: str, line: str) -> None:
     if kind == "export":
         Session("s", "u", store=url).export(_DyingFile(b"", int(line)))
@@ -471,6 +485,7 @@ JOBS = {
     "restore-loop": restore_loop,
     "die-mid-archive": die_mid_archive,
     "fork-dies": fork_dies,
+    "read-and-die": read_and_die,
 }
 
 if __name__ == "__main__":

@@ -7,8 +7,12 @@ store's ``fsync`` calls, the Redis server's ``appendonly`` / ``appendfsync``.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,7 @@ from praisonsession import (
     SqliteSession,
     open_store,
 )
+from process_workers import worker_command
 from redis_server import RedisServer
 
 NORMAL, FULL = 1, 2  # what PRAGMA synchronous reads back
@@ -55,6 +60,56 @@ def test_sqlite_synchronous_still_works_and_wins_over_durability(tmp_path: Path,
         run(store.close())
     with pytest.raises(InvalidValueError, match="synchronous"):
         SqliteSession(tmp_path / "c.db", synchronous="SOMETIMES")
+
+
+def test_at_power_a_reads_slide_of_its_ttl_commits_without_an_fsync_and_a_write_with_one(
+    tmp_path: Path, run, frozen_clock
+) -> None:
+    """A read acknowledges no write: the new expiry a sliding TTL gets from it commits at
+    ``synchronous=NORMAL`` (no fsync of its own), the connection back at FULL at once, so a
+    read of a session with a TTL costs no disk flush. A write still commits at FULL."""
+    store = SqliteSession(tmp_path / "ttl.db", durability="power", default_ttl=60)
+    run(store.patch_state("s", "u", {"a": 1}))
+    conn = store.backend._connection()  # this thread's, which the calls below run on
+    frozen_clock.advance(40)
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        assert run(store.get_state("s", "u"), inline=True) == {"a": 1}
+        read = list(seen)
+        seen.clear()
+        run(store.patch_state("s", "u", {"b": 2}), inline=True)
+        written = list(seen)
+    finally:
+        conn.set_trace_callback(None)
+    unflushed, flushed = "PRAGMA synchronous=NORMAL", "PRAGMA synchronous=FULL"
+    assert read.count(unflushed) == read.count(flushed) == 1
+    slide = read[read.index(unflushed) + 1 : read.index(flushed)]
+    assert slide[0] == "BEGIN IMMEDIATE" and slide[-1] == "COMMIT"
+    assert any(statement.startswith("UPDATE ps_state SET expires_at") for statement in slide)
+    assert not any(statement.startswith("PRAGMA synchronous") for statement in written)
+    assert synchronous(store) == FULL
+    assert run(store.get_info("s", "u")).expires_at == pytest.approx(frozen_clock() + 60, abs=1)
+    frozen_clock.advance(40)  # 80 s after the write, 40 after the read that slid the TTL
+    assert run(store.get_state("s", "u")) == {"a": 1, "b": 2}
+    run(store.close())
+
+
+def test_a_reads_slide_outlives_the_process_that_made_it(tmp_path: Path, run) -> None:
+    """The slide is committed, only not flushed at once: it is in the file for every other
+    process, even when the reader is killed right after its read, without a close."""
+    url = f"sqlite://{tmp_path / 'slid.db'}?durability=power"
+    store = open_store(url, default_ttl=600)
+    run(store.patch_state("s", "u", {"a": 1}))
+    before = run(store.get_info("s", "u")).expires_at
+    time.sleep(0.05)  # the read comes later: its slide moves the expiry
+    reader = subprocess.run(
+        worker_command("read-and-die", url, "s"), capture_output=True, text=True, timeout=60
+    )
+    assert reader.returncode == -signal.SIGKILL, reader.stderr
+    assert json.loads(reader.stdout) == {"a": 1}
+    assert run(store.get_info("s", "u")).expires_at >= before + 0.05
+    run(store.close())
 
 
 @pytest.mark.parametrize("bad", ["Power", "disk", "", None, 1])

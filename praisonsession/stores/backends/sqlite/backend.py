@@ -9,7 +9,8 @@ same however big the session is. A forked child never uses its parent's connecti
 
 Durability is SQLite's own ``synchronous``: ``durability="process"`` is ``NORMAL`` (a commit
 survives a crash of the process; the WAL is fsynced at checkpoints), ``"power"`` is ``FULL``
-(the WAL is fsynced at every commit, so it survives a power loss too).
+(the WAL is fsynced at every commit, so it survives a power loss too), but for the commit of a
+read's sliding TTL, which acknowledges no write: ``NORMAL``, flushed by the next commit that is.
 
 Each session has a *head*: the row of ``ps_state`` named ``''`` (no state key can be empty)
 holding what every write moves: its ``version``, ``updated_at`` and ``expires_at``. The rest
@@ -181,6 +182,8 @@ _QUERIES_KEPT = 64
 #: ``durability`` -> ``PRAGMA synchronous``, and back.
 SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
+#: The settings whose commits fsync the WAL.
+_FLUSHED = ("FULL", "EXTRA")
 
 
 class SqliteBackend(StoreBackend):
@@ -287,16 +290,17 @@ class SqliteBackend(StoreBackend):
         return self._opened().cursor
 
     def _transaction(
-        self, work: Callable[[sqlite3.Connection], T], write: bool
+        self, work: Callable[[sqlite3.Connection], T], write: bool, *, flush: bool = True
     ) -> Coroutine[Any, Any, T]:
         """Run ``work`` in one transaction: a write of a grouped store in the commit group's
-        next transaction, anything else in one of its own (stamped inside ``stamped``)."""
+        next transaction, anything else (a write not ``flush``ed: a commit with no fsync to
+        share) in one of its own (stamped inside ``stamped``)."""
         slot = _STAMPING.get()
         if slot is not None and slot.backend is self:
             work = slot.around(work, write)
-        if write and self._group is not None:
+        if write and flush and self._group is not None:
             return self._grouped(work, self._group)
-        return self._attempts(work, write)
+        return self._attempts(work, write, flush=flush)
 
     async def _grouped(self, work: Callable[[sqlite3.Connection], T], group: CommitGroup) -> T:
         """A write in the commit group (``shared.py``): queue; lead when nobody does, or when
@@ -415,10 +419,17 @@ class SqliteBackend(StoreBackend):
         return exc
 
     async def _attempts(
-        self, work: Callable[[sqlite3.Connection], T], write: bool, patient: bool = True
+        self,
+        work: Callable[[sqlite3.Connection], T],
+        write: bool,
+        patient: bool = True,
+        *,
+        flush: bool = True,
     ) -> T:
         """Run ``work`` in one transaction, retrying cooperatively while the file is busy;
-        not ``patient``, a busy file returns ``_BUSY`` at once (nothing applied)."""
+        not ``patient``, a busy file returns ``_BUSY`` at once (nothing applied). Without
+        ``flush`` a write commits at ``synchronous=NORMAL`` whatever the store's own setting
+        (see ``_read_then_slide``)."""
         started = patience = 0.0  # set when the file is first found busy
         delay = 0.0002
         if write and self._file.checkpointing:
@@ -431,17 +442,24 @@ class SqliteBackend(StoreBackend):
                     if not self._schema_ready:
                         self._create_schema(here.conn)
                 conn, cursor = here.conn, here.cursor
-                cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                unflushed = not flush and self._synchronous in _FLUSHED
+                if unflushed:  # set back below, before anything awaits: one connection a thread
+                    cursor.execute("PRAGMA synchronous=NORMAL")
                 try:
-                    result = work(conn)
-                    cursor.execute("COMMIT")
-                    if write and here.on_loop:
-                        self._after_commit()
-                    return result
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
+                    cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                    try:
+                        result = work(conn)
+                        cursor.execute("COMMIT")
+                    except BaseException:
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                        raise
+                finally:
+                    if unflushed:
+                        cursor.execute(f"PRAGMA synchronous={self._synchronous}")
+                if write and here.on_loop:
+                    self._after_commit()
+                return result
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc):
                     raise StoreUnavailableError(f"SQLite error on {self.path}: {exc}") from exc
@@ -855,7 +873,10 @@ class SqliteBackend(StoreBackend):
                 if live is not None:
                     self._slide(conn, key, live, at)
 
-            await self._write(slide)
+            # A read acknowledges no write: its slide commits without an fsync of its own
+            # (durable once any later commit's fsync takes the WAL with it), so a read of a
+            # session with a TTL costs no disk flush at durability "power" either.
+            await self._transaction(slide, write=True, flush=False)
         return result
 
     # -- sessions -------------------------------------------------------------------------
