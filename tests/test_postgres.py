@@ -39,6 +39,7 @@ from praisonsession import (
 from praisonsession.stores import LogWrite, record_key
 from praisonsession.stores.backends.postgres import schema as sql
 from praisonsession.stores.backends.postgres.url import parse_url
+from praisonsession.stores.guard import beneath
 from together import together
 
 
@@ -771,6 +772,70 @@ def test_a_purge_takes_the_expired_sessions_nobody_holds_and_waits_for_none(
     assert query(store, "SELECT count(*) FROM {s}.ps_sessions") == [(0,)]
     for opened in (store, impatient):
         run(opened.close(), inline=True)
+
+
+#: The statements that read a session and slide its TTL (``READ_HEAD``'s).
+SLIDING_READS = {
+    "READ_HEAD", "GET_ALL_STATE", "GET_STATE", "GET_STATE_MATCHING", "GET_VALUE", "LIVE_HEAD",
+    "READ_LOG",
+}  # fmt: skip
+
+
+def test_a_reads_slide_commits_without_waiting_for_a_wal_flush_and_a_write_waits(
+    postgres_url: str, tmp_path: Path, run
+) -> None:
+    """A read acknowledges no write: the transaction of a read that slides a TTL commits with
+    ``synchronous_commit`` off (set for it alone), so it does not wait for the server's WAL
+    flush; a read that slides nothing leaves the server's setting, and no write turns it off."""
+    import psycopg
+
+    store = open_store(schema_url(postgres_url, tmp_path), default_ttl=60)
+    run(store.patch_state("timed", "u", {"a": 1}), inline=True)
+    run(store.patch_state("plain", "u", {"a": 1}), inline=True)
+    run(store.touch("plain", "u", ttl=None), inline=True)
+    backend = beneath(store.backend)  # the PostgreSQL backend, below the key guard
+    turning_off = {
+        name
+        for name, text in backend._sql.items()
+        if isinstance(text, str) and "set_config('synchronous_commit'" in text
+    }
+    assert turning_off == SLIDING_READS  # the reads: no write plan runs one of them
+
+    def setting_after(session_id: str) -> str:
+        params = {"now": time.time(), "sliding": True, "u": "u", "s": session_id}
+        with psycopg.connect(backend._connections.conninfo) as conn:  # one open transaction
+            found = conn.execute(backend._sql["GET_ALL_STATE"], params).fetchone()
+            assert found is not None and found[2] == [["a", "1"]]
+            (setting,) = conn.execute("SHOW synchronous_commit").fetchone() or ("",)
+            conn.rollback()
+        return str(setting)
+
+    assert setting_after("timed") == "off"  # slid: this transaction alone commits unflushed
+    assert setting_after("plain") == "on"  # no TTL, no slide: the server's own
+
+    written: list[str] = []
+    write = backend._write
+
+    def watched(make: Any) -> Any:
+        def plan() -> Any:
+            steps = make()
+            rows = None
+            while True:
+                try:
+                    step = steps.send(rows)
+                except StopIteration as done:
+                    return done.value
+                written.append(step.sql)
+                rows = yield step
+
+        return write(plan)
+
+    backend._write = watched
+    assert run(store.expire("timed", "u"), inline=True) is True
+    assert run(store.increment("timed", "u", "n"), inline=True) == 1  # the full way: a new one
+    assert written and not {backend._sql[name] for name in SLIDING_READS} & set(written)
+    assert run(store.get_state("timed", "u"), inline=True) == {"n": 1}
+    run(store.close(), inline=True)
 
 
 def test_a_server_that_refuses_the_connection_is_reported_at_once(

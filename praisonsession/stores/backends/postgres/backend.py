@@ -17,7 +17,8 @@ statement is one statement, sent in autocommit (one round trip):
   computed (Python's arithmetic, exact for every int and float) only if the key still holds
   what the client computed from. The store remembers the last value it saw of each key, so a
   counter this process drives costs one round trip; another writer's change costs one more;
-- a read checks the session is live and restarts its sliding TTL in the same statement.
+- a read checks the session is live and restarts its sliding TTL in the same statement,
+  which then commits without waiting for a flush of the WAL: a read acknowledges no write.
 
 A session that is not live as it is (missing, expired, of a newer format, damaged) takes the
 full path: one transaction that reads its whole row, says why, purges or creates it, and then
@@ -649,8 +650,8 @@ class PostgresBackend(StoreBackend):
         def plan() -> Plan[tuple[int | float, str]]:
             at = now()
             info = yield from self._writable(key, at, must_exist)
-            rows = yield Query(self._sql["GET_VALUE"], {**self._bump_params(key, at), "name": name})
-            stored = rows[0][2] if rows else None
+            rows = yield Query(self._sql["HELD_VALUE"], (*key, name))
+            stored = rows[0][0] if rows else None
             current = default if stored is None else self._decode(stored, key, name)
             value = add_numbers(current, amount, name)
             yield from self._bump(key, info, at)

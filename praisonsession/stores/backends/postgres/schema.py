@@ -149,6 +149,9 @@ INFO = f"SELECT {INFO_COLUMNS} FROM {{s}}.ps_sessions WHERE user_id=%s AND sessi
 INFO_LOCKED = INFO + " FOR UPDATE"
 # What a read needs: the session's liveness (metadata not decoded), and its sliding TTL
 # restarted in the same statement when it is live. %(now)s, %(sliding)s, %(u)s, %(s)s.
+# A read acknowledges no write: the transaction of a read that slides commits without waiting
+# for its WAL to be flushed (``synchronous_commit`` off for that transaction alone, set only
+# when the slide happens). A write never runs these: what it reads, it reads with HELD_VALUE.
 _LIVE = (
     f"format >= 0 AND format <= {FORMAT_VERSION} AND (expires_at IS NULL OR expires_at > %(now)s)"
 )
@@ -158,7 +161,7 @@ READ_HEAD = (
     "WHERE user_id=%(u)s AND session_id=%(s)s), "
     "slide AS (UPDATE {s}.ps_sessions SET expires_at = %(now)s + ttl "
     f"WHERE user_id=%(u)s AND session_id=%(s)s AND %(sliding)s AND ttl IS NOT NULL AND {_LIVE} "
-    "RETURNING 1) "
+    "RETURNING set_config('synchronous_commit', 'off', true)) "
 )
 LIVE_HEAD = READ_HEAD + "SELECT h.format, h.expires_at, (SELECT count(*) FROM slide) FROM h"
 # A read of several statements sees one snapshot (a save between them is all in or all out);
@@ -169,6 +172,8 @@ GET_VALUE = (
     "WHERE user_id=%(u)s AND session_id=%(s)s AND name=%(name)s), (SELECT count(*) FROM slide) "
     "FROM h"
 )
+# A value of the state, read by a write that holds the session's row.
+HELD_VALUE = "SELECT value FROM {s}.ps_state WHERE user_id=%s AND session_id=%s AND name=%s"
 _PAIRS = (
     "(SELECT array_agg(ARRAY[name, value]) FROM {s}.ps_state "
     "WHERE user_id=%(u)s AND session_id=%(s)s"
