@@ -109,6 +109,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_redis.py
 	$(PY) benchmarks/bench_postgres.py
 	$(PY) benchmarks/bench_erasure.py
+	$(PY) benchmarks/bench_ttl_reads.py
 	$(PY) benchmarks/bench_limits.py
 	$(PY) benchmarks/bench_remote.py
 	$(PY) benchmarks/bench_server.py

@@ -157,6 +157,19 @@ def test_bench_postgres_prints_ours_beside_bare_psycopg_and_listing_on_every_sto
         assert f"- {store}: first page x" in out
 
 
+def test_bench_ttl_reads_prints_each_store_beside_the_raw_engine_flushed_and_not(
+    tmp_path: Path,
+) -> None:
+    out = run_benchmark("bench_ttl_reads.py", "--quick", cwd=tmp_path)
+    for store in ('SQLite, durability "process"', 'SQLite, durability "power"', "PostgreSQL"):
+        assert f"\n{store}" in out
+    assert out.count("| ours, TTL slides |") == 3 and out.count("| ours, no TTL |") == 3
+    assert out.count("| raw engine, slide at NORMAL |") == 2
+    assert out.count("| raw engine, slide at FULL |") == 2
+    assert "| raw engine, synchronous_commit=off |" in out
+    assert "| raw engine, synchronous_commit=on |" in out
+
+
 @pytest.mark.slow
 def test_bench_erasure_scrubs_postgres_and_prints_its_cost_beside_the_bare_statements(
     tmp_path: Path,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,21 +125,26 @@ def test_both_ways_answer_alike(store: SessionBase, monkeypatch: pytest.MonkeyPa
     assert reads(store.backend) == at_once
 
 
-def test_a_session_that_time_can_move_or_end_is_read_the_full_way(
+def test_a_sliding_ttl_moves_by_one_more_statement_and_an_expired_session_is_not_read(
     tmp_path: Path, frozen_clock: clock.ManualClock
 ) -> None:
-    """A sliding TTL moves on every read: the read is a transaction that writes the new
-    expiry (at once in a store with a default TTL; after the one statement found the TTL in
-    one without). An expired session is not read at all: gone, or an error with
-    ``must_exist``."""
+    """A read of a session whose TTL slides is the one statement, then one ``UPDATE`` of its
+    expiry, outside a transaction: no ``BEGIN``, the version and update time left as they
+    were (a read changes nothing). A session expired is not read at all: gone, or an error
+    with ``must_exist``."""
     store = open_store(f"sqlite://{tmp_path / 'ttl.db'}", default_ttl=60)
     run(store.patch_state("chat", "alice", {"name": "Ada"}))
+    written = run(store.get_info("chat", "alice"))
     frozen_clock.advance(50)
     found, statements = statements_of(
         store, store.backend.read_record_state(KEY, names=["name"], must_exist=True)
     )
     assert found == {"name": "Ada"}
-    assert statements[0] == "BEGIN" and any(s.startswith("UPDATE") for s in statements)
+    assert len(statements) == 2 and "BEGIN" not in statements
+    assert statements[0].startswith("SELECT") and statements[1].startswith("UPDATE ps_state")
+    slid = run(store.get_info("chat", "alice"))
+    assert slid.expires_at == pytest.approx(frozen_clock() + 60)
+    assert (slid.version, slid.updated_at) == (written.version, written.updated_at)
     plain = open_store(f"sqlite://{tmp_path / 'plain.db'}")
     run(plain.patch_state("chat", "alice", {"name": "Ada"}))
     run(plain.touch("chat", "alice", ttl=60))
@@ -146,7 +152,7 @@ def test_a_session_that_time_can_move_or_end_is_read_the_full_way(
         plain, plain.backend.read_record_state(KEY, names=["name"], must_exist=True)
     )
     assert found == {"name": "Ada"}
-    assert statements[1] == "BEGIN" and any(s.startswith("UPDATE") for s in statements)
+    assert len(statements) == 2 and statements[1].startswith("UPDATE ps_state")
     run(plain.close())
     frozen_clock.advance(50)  # 100 s after the write, 50 after the read that slid it
     assert run(store.get_state("chat", "alice")) == {"name": "Ada"}
@@ -154,6 +160,33 @@ def test_a_session_that_time_can_move_or_end_is_read_the_full_way(
     assert run(store.backend.read_record_state(KEY, names=["name"], must_exist=False)) == {}
     with pytest.raises(SessionExpiredError):
         run(store.backend.read_record_state(KEY, names=None, must_exist=True))
+    run(store.close())
+
+
+def test_a_slide_the_file_does_not_take_at_once_is_made_the_full_way(
+    tmp_path: Path, frozen_clock: clock.ManualClock
+) -> None:
+    """Another connection holding the write lock: the read's ``UPDATE`` finds the file busy,
+    and the read goes the full way (a transaction that waits for the lock, then slides)."""
+    path = tmp_path / "busy.db"
+    store = open_store(f"sqlite://{path}", default_ttl=60)
+    run(store.patch_state("chat", "alice", {"name": "Ada"}))
+    frozen_clock.advance(30)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    timer = threading.Timer(0.2, holder.execute, ("ROLLBACK",))
+    timer.start()
+    try:
+        found, statements = statements_of(
+            store, store.backend.read_record_state(KEY, names=["name"], must_exist=True)
+        )
+    finally:
+        timer.join()
+        holder.close()
+    assert found == {"name": "Ada"}
+    assert statements[1].startswith("UPDATE ps_state")  # busy: the full way after it
+    assert "BEGIN" in statements and "BEGIN IMMEDIATE" in statements
+    assert run(store.get_info("chat", "alice")).expires_at == pytest.approx(frozen_clock() + 60)
     run(store.close())
 
 

@@ -127,6 +127,7 @@ from .schema import (
     SESSION_ENTRIES,
     SET_EXPIRY,
     SET_IF_HELD,
+    SLIDE_LIVE,
     SPAN,
     STAMP,
     STAMP_DOCUMENT,
@@ -809,20 +810,44 @@ class SqliteBackend(StoreBackend):
 
     def _read_at_once(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
         """The rows of a read made by one statement (``LIVE_*`` in ``schema.py``: each row
-        leads with LIVENESS's columns), outside any transaction, when the session is plainly
-        live: a format this version reads, no expiry passed, no sliding TTL to move. None
+        leads with LIVENESS's columns; ``params`` lead with the user and session ids), outside
+        any transaction, when the session is plainly live: a format this version reads, no
+        expiry passed. A sliding TTL is moved by one more statement (``_slid_at_once``). None
         sends the caller down the full path, a transaction that says why a session is not
-        live (or adopts AgentScope's), slides its TTL, retries a busy file, takes a stamp.
-        A store whose sessions slide a default TTL goes the full way at once."""
-        if self.sliding_ttl and self.default_ttl is not None:
-            return None
+        live (or adopts AgentScope's), retries a busy file, takes a stamp."""
         rows = self._rows_at_once(query, params)
         if not rows:
             return None
         fmt, expires, ttl = rows[0][:3]
-        if (ttl is not None and self.sliding_ttl) or not _live_as_read(fmt, expires, ttl, now()):
+        at = now()
+        if not _live_as_read(fmt, expires, ttl, at):
+            return None
+        if ttl is not None and self.sliding_ttl and not self._slid_at_once(params[:2], at):
             return None
         return rows
+
+    def _slid_at_once(self, ids: tuple[Any, ...], at: float) -> bool:
+        """A read's slide of its session's TTL (``SLIDE_LIVE``), one statement committing on
+        its own, unflushed as every read's slide is (see ``_read_then_slide``); False when
+        the full path must do it: the file busy or being checkpointed, the session no longer
+        live as it was read."""
+        here = self._threads.get(get_ident())
+        if here is None or self._file.checkpointing:
+            return False
+        cursor, unflushed = here.cursor, self._synchronous in _FLUSHED
+        try:
+            if unflushed:  # set back below, before anything awaits: one connection a thread
+                cursor.execute("PRAGMA synchronous=NORMAL")
+            try:
+                slid = cursor.execute(SLIDE_LIVE, (at, *ids)).rowcount == 1
+            finally:
+                if unflushed:
+                    cursor.execute(f"PRAGMA synchronous={self._synchronous}")
+        except sqlite3.Error:
+            return False
+        if slid and here.on_loop:
+            self._after_commit()
+        return slid
 
     def _rows_at_once(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
         """``query``'s rows, read outside a transaction on this thread's connection; None when

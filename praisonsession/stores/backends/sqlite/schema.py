@@ -313,6 +313,16 @@ INSERT_HEAD = (
     " expires_at) VALUES (?,?,'','',?,?,?)"
 )
 SET_EXPIRY = "UPDATE ps_state SET expires_at=? WHERE user_id=? AND session_id=? AND name=''"
+# A read's slide in one statement (outside a transaction), done only if the session is live
+# at ?1 with a TTL: its expiry restarts from ?1; version and updated_at stay (no change).
+SLIDE_LIVE = (
+    "UPDATE ps_state SET expires_at=?1+(SELECT ttl FROM ps_sessions WHERE user_id=?2 "
+    "AND session_id=?3) WHERE user_id=?2 AND session_id=?3 AND name='' "
+    "AND typeof(expires_at)='real' AND expires_at>?1 "
+    "AND EXISTS (SELECT 1 FROM ps_sessions WHERE user_id=?2 AND session_id=?3 "
+    f"AND typeof(format)='integer' AND format>=0 AND format<={FORMAT_VERSION} "
+    "AND typeof(ttl)='real')"
+)
 
 #: A copy (fork, snapshot, restore): the source's rows under the target's key, inside one
 #: write transaction, never read into Python. The target's head is its own, never copied.
