@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,18 @@ from praisonsession import Session  # noqa: E402
 TTL = 3600.0
 
 
-def facade_reads(session: Session, n: int) -> float:
-    """µs per ``get_state("a")`` of ``session``, which holds ``a == 1``."""
+def per_read(n: int, read: Callable[[], Any], expected: Any, who: str) -> float:
+    """µs per call of ``read``, ``n`` in a row, each checked to return ``expected``."""
     start = time.perf_counter()
     for _ in range(n):
-        if session.get_state("a") != 1:
-            raise RuntimeError(f"{session.session_id}: get_state did not read a == 1")
+        if read() != expected:
+            raise RuntimeError(f"{who}: the read did not find a == 1")
     return (time.perf_counter() - start) / n * 1e6
+
+
+def facade_reads(session: Session, n: int) -> float:
+    """µs per ``get_state("a")`` of ``session``, which holds ``a == 1``."""
+    return per_read(n, partial(session.get_state, "a"), 1, session.session_id)
 
 
 def sqlite_floor(path: Path, synchronous: str) -> Callable[[int], float]:
@@ -64,18 +70,14 @@ def sqlite_floor(path: Path, synchronous: str) -> Callable[[int], float]:
     conn.execute("CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v TEXT, expires REAL)")
     conn.execute("INSERT OR REPLACE INTO kv VALUES ('a', '1', 0)")
 
-    def reads(n: int) -> float:
-        start = time.perf_counter()
-        for _ in range(n):
-            (value,) = conn.execute("SELECT v FROM kv WHERE k='a'").fetchone()
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("UPDATE kv SET expires=? WHERE k='a'", (time.time() + TTL,))
-            conn.execute("COMMIT")
-            if value != "1":
-                raise RuntimeError("the raw SQLite read did not read a == 1")
-        return (time.perf_counter() - start) / n * 1e6
+    def read() -> Any:
+        (value,) = conn.execute("SELECT v FROM kv WHERE k='a'").fetchone()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("UPDATE kv SET expires=? WHERE k='a'", (time.time() + TTL,))
+        conn.execute("COMMIT")
+        return value
 
-    return reads
+    return lambda n: per_read(n, read, "1", f"raw SQLite at {synchronous}")
 
 
 def postgres_floor(url: str, synchronous_commit: str) -> Callable[[int], float]:
@@ -87,17 +89,11 @@ def postgres_floor(url: str, synchronous_commit: str) -> Callable[[int], float]:
     conn.execute("CREATE TABLE IF NOT EXISTS kv (k text PRIMARY KEY, v text, expires float8)")
     conn.execute("INSERT INTO kv VALUES ('a', '1', 0) ON CONFLICT (k) DO NOTHING")
 
-    def reads(n: int) -> float:
-        start = time.perf_counter()
-        for _ in range(n):
-            row = conn.execute(
-                "UPDATE kv SET expires = %s WHERE k = 'a' RETURNING v", (time.time() + TTL,)
-            ).fetchone()
-            if row != ("1",):
-                raise RuntimeError("the raw PostgreSQL read did not read a == 1")
-        return (time.perf_counter() - start) / n * 1e6
+    def read() -> Any:
+        slide = "UPDATE kv SET expires = %s WHERE k = 'a' RETURNING v"
+        return conn.execute(slide, (time.time() + TTL,)).fetchone()
 
-    return reads
+    return lambda n: per_read(n, read, ("1",), f"raw PostgreSQL, {synchronous_commit}")
 
 
 def sessions(url: str) -> dict[str, Session]:
