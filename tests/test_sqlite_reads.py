@@ -163,6 +163,29 @@ def test_a_sliding_ttl_moves_by_one_more_statement_and_an_expired_session_is_not
     run(store.close())
 
 
+def test_a_read_made_in_a_transaction_slides_by_one_statement_after_it(
+    tmp_path: Path, frozen_clock: clock.ManualClock
+) -> None:
+    """A read with no one-statement way (a log's tail and documents together) is a read
+    transaction; the slide after it is the same one ``UPDATE``, not a transaction of its own."""
+    store = open_store(f"sqlite://{tmp_path / 'both.db'}", default_ttl=60)
+    fill(store)
+    frozen_clock.advance(30)
+    (tail, stored), statements = statements_of(
+        store,
+        store.backend.read_log_and_modules(
+            KEY, path="chat", start=-2, stop=None, names=lambda _: ["agent"]
+        ),
+    )
+    assert [m["content"] for m in tail] == ["turn 3", "turn 4"]
+    assert stored is not None and stored.documents == {"agent": {"n": 1}}
+    assert statements[0] == "BEGIN" and statements.count("COMMIT") == 1
+    after = statements[statements.index("COMMIT") + 1 :]
+    assert len(after) == 1 and after[0].startswith("UPDATE ps_state SET expires_at")
+    assert run(store.get_info("chat", "alice")).expires_at == pytest.approx(frozen_clock() + 60)
+    run(store.close())
+
+
 def test_a_slide_the_file_does_not_take_at_once_is_made_the_full_way(
     tmp_path: Path, frozen_clock: clock.ManualClock
 ) -> None:

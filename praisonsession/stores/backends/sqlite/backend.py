@@ -832,7 +832,7 @@ class SqliteBackend(StoreBackend):
         the full path must do it: the file busy or being checkpointed, the session no longer
         live as it was read."""
         here = self._threads.get(get_ident())
-        if here is None or self._file.checkpointing:
+        if here is None or here.conn.in_transaction or self._file.checkpointing:
             return False
         cursor, unflushed = here.cursor, self._synchronous in _FLUSHED
         try:
@@ -891,6 +891,9 @@ class SqliteBackend(StoreBackend):
 
         ttl, result = await self._transaction(read, write=False)
         if ttl is not None and self.sliding_ttl:
+            ids = (key.user_id, key.session_id)
+            if slot is None and _STAMPING.get() is None and self._slid_at_once(ids, now()):
+                return result  # one statement; else (a stamp under way, a busy file) as below
 
             def slide(conn: sqlite3.Connection) -> None:
                 at = now()
