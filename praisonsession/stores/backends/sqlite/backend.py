@@ -36,7 +36,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextvars import ContextVar
 from functools import partial
 from pathlib import Path
@@ -185,6 +185,8 @@ SYNCHRONOUS = {"process": "NORMAL", "power": "FULL"}
 _DURABILITY_OF = {"OFF": "process", "NORMAL": "process", "FULL": "power", "EXTRA": "power"}
 #: The settings whose commits fsync the WAL.
 _FLUSHED = ("FULL", "EXTRA")
+#: A transaction's commit at the store's own ``synchronous`` (see ``_unflushed``).
+_AS_SET = contextlib.nullcontext()
 
 
 class SqliteBackend(StoreBackend):
@@ -443,10 +445,7 @@ class SqliteBackend(StoreBackend):
                     if not self._schema_ready:
                         self._create_schema(here.conn)
                 conn, cursor = here.conn, here.cursor
-                unflushed = not flush and self._synchronous in _FLUSHED
-                if unflushed:  # set back below, before anything awaits: one connection a thread
-                    cursor.execute("PRAGMA synchronous=NORMAL")
-                try:
+                with _AS_SET if flush else self._unflushed(cursor):
                     cursor.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                     try:
                         result = work(conn)
@@ -455,9 +454,6 @@ class SqliteBackend(StoreBackend):
                         if conn.in_transaction:
                             conn.execute("ROLLBACK")
                         raise
-                finally:
-                    if unflushed:
-                        cursor.execute(f"PRAGMA synchronous={self._synchronous}")
                 if write and here.on_loop:
                     self._after_commit()
                 return result
@@ -834,20 +830,28 @@ class SqliteBackend(StoreBackend):
         here = self._threads.get(get_ident())
         if here is None or here.conn.in_transaction or self._file.checkpointing:
             return False
-        cursor, unflushed = here.cursor, self._synchronous in _FLUSHED
         try:
-            if unflushed:  # set back below, before anything awaits: one connection a thread
-                cursor.execute("PRAGMA synchronous=NORMAL")
-            try:
-                slid = cursor.execute(SLIDE_LIVE, (at, *ids)).rowcount == 1
-            finally:
-                if unflushed:
-                    cursor.execute(f"PRAGMA synchronous={self._synchronous}")
+            with self._unflushed(here.cursor):
+                slid = here.cursor.execute(SLIDE_LIVE, (at, *ids)).rowcount == 1
         except sqlite3.Error:
             return False
         if slid and here.on_loop:
             self._after_commit()
         return slid
+
+    @contextlib.contextmanager
+    def _unflushed(self, cursor: sqlite3.Cursor) -> Iterator[None]:
+        """Commits made in the block, on this thread's connection, at ``synchronous=NORMAL``
+        (a read's slide: no write acknowledged), the store's own setting back at its end. The
+        block never awaits, so nothing else runs on the connection meanwhile."""
+        if self._synchronous not in _FLUSHED:
+            yield
+            return
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        try:
+            yield
+        finally:
+            cursor.execute(f"PRAGMA synchronous={self._synchronous}")
 
     def _rows_at_once(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
         """``query``'s rows, read outside a transaction on this thread's connection; None when
