@@ -186,6 +186,32 @@ def test_a_read_made_in_a_transaction_slides_by_one_statement_after_it(
     run(store.close())
 
 
+def test_a_read_inside_a_stamp_slides_in_a_transaction_the_stamp_sees(
+    tmp_path: Path, frozen_clock: clock.ManualClock
+) -> None:
+    """A stamp's bookkeeping sees every transaction of its operation, so a read made inside
+    one slides in a transaction of its own rather than by the one statement; a record whose
+    TTL slides gets no stamp."""
+    store = open_store(f"sqlite://{tmp_path / 'stamped.db'}", default_ttl=60)
+    fill(store)
+    frozen_clock.advance(30)
+    backend = beneath(store.backend)
+
+    def read() -> Any:
+        return backend.read_log_and_modules(
+            KEY, path="chat", start=-1, stop=None, names=lambda _: ["agent"]
+        )
+
+    done, statements = statements_of(store, backend.stamped(KEY, read))
+    (tail, _) = done.value
+    assert [m["content"] for m in tail] == ["turn 4"] and done.stamp is None
+    slide = statements[statements.index("BEGIN IMMEDIATE") :]
+    assert slide[-1] == "COMMIT"
+    assert any(statement.startswith("UPDATE ps_state SET expires_at") for statement in slide)
+    assert run(store.get_info("chat", "alice")).expires_at == pytest.approx(frozen_clock() + 60)
+    run(store.close())
+
+
 def test_a_slide_the_file_does_not_take_at_once_is_made_the_full_way(
     tmp_path: Path, frozen_clock: clock.ManualClock
 ) -> None:

@@ -825,8 +825,12 @@ class SqliteBackend(StoreBackend):
     def _slid_at_once(self, ids: tuple[Any, ...], at: float) -> bool:
         """A read's slide of its session's TTL (``SLIDE_LIVE``), one statement committing on
         its own, unflushed as every read's slide is (see ``_read_then_slide``); False when
-        the full path must do it: the file busy or being checkpointed, the session no longer
-        live as it was read."""
+        the full path must do it: a stamp of this store under way (its bookkeeping sees
+        every write), the file busy or being checkpointed, the session no longer live as it
+        was read."""
+        slot = _STAMPING.get()
+        if slot is not None and slot.backend is self:
+            return False
         here = self._threads.get(get_ident())
         if here is None or here.conn.in_transaction or self._file.checkpointing:
             return False
@@ -895,8 +899,7 @@ class SqliteBackend(StoreBackend):
 
         ttl, result = await self._transaction(read, write=False)
         if ttl is not None and self.sliding_ttl:
-            ids = (key.user_id, key.session_id)
-            if slot is None and _STAMPING.get() is None and self._slid_at_once(ids, now()):
+            if self._slid_at_once((key.user_id, key.session_id), now()):
                 return result  # one statement; else (a stamp under way, a busy file) as below
 
             def slide(conn: sqlite3.Connection) -> None:
