@@ -4,7 +4,7 @@ Run from the repository root, in the frameworks' environment (``make test`` buil
 
     .venv-frameworks/bin/python benchmarks/bench_langgraph.py [--json results.json] [--quick]
 
-Three parts:
+Four parts:
 
 1. **Bytes stored**: a graph that appends one message per step (``tests/frameworks/lg_graphs.py``)
    runs 50, 100 and 200 steps on a fresh SQLite file per saver; the file is compacted
@@ -46,7 +46,9 @@ Three parts:
    the fsync costs when the raw engine writes the row into 2 and 4 tables (a page each). Two
    more writers bound what a saver on our layout can reach: our store's append alone (the
    record appended through our store, none of the saver's work) and the raw engine writing
-   our rows (that record and the store's two statements, no praisonsession code at all).
+   our rows (that record and the store's two statements, no praisonsession code at all). And
+   the ceiling of a saver that writes one row a step: the raw engine's step (its put, then
+   ``get_tuple`` of the newest answered from memory) beside ``SqliteSaver``'s.
 
 Durability, the same on both sides and read back with ``PRAGMA`` from each side's own
 connection (the run stops if not): WAL with ``synchronous=FULL`` (the WAL fsynced at every
@@ -69,13 +71,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "frameworks"))  # the graphs of the tests
 
-from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
+from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint  # noqa: E402
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer  # noqa: E402
 from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
@@ -91,7 +94,11 @@ from praisonsession.integrations.langgraph_threads import (  # noqa: E402
 )
 from praisonsession.stores import Key  # noqa: E402
 from praisonsession.stores.backend import LogWrite  # noqa: E402
-from praisonsession.stores.backends.sqlite.schema import APPEND_AT, BUMP_LIVE  # noqa: E402
+from praisonsession.stores.backends.sqlite.schema import (  # noqa: E402
+    APPEND_AT,
+    BUMP_LIVE,
+    DATA_VERSION,
+)
 from praisonsession.stores.guard import beneath  # noqa: E402
 
 OURS = "PraisonSaver"
@@ -789,6 +796,7 @@ class RawPut:
         self.serde = JsonPlusSerializer()
         self.conn = raw_connection(path, synchronous)
         self.inserts = [f"INSERT INTO puts{n} VALUES (?,?,?)" for n in range(tables)]
+        self.newest: tuple[int, Any] = (-1, None)
         for n in range(tables):
             self.conn.execute(f"CREATE TABLE puts{n} (id TEXT PRIMARY KEY, checkpoint, meta)")
 
@@ -801,7 +809,17 @@ class RawPut:
         for insert in self.inserts:
             self.conn.execute(insert, row)
         self.conn.execute("COMMIT")
+        (version,) = self.conn.execute(DATA_VERSION).fetchone()
+        self.newest = (version, CheckpointTuple(config, made, metadata))
         return config
+
+    def get_tuple(self, config: Any) -> Any:
+        """The newest checkpoint put, from memory while ``PRAGMA data_version`` says no
+        other connection has committed since: the least the read of a step costs."""
+        (version,) = self.conn.execute(DATA_VERSION).fetchone()
+        if version != self.newest[0]:
+            raise RuntimeError("raw engine: another connection wrote its file")
+        return self.newest[1]
 
 
 def saver_record(serde: Any, made: Any, metadata: Any, at: int) -> dict[str, Any]:
@@ -900,11 +918,23 @@ WHO = {
 WARM_PUTS = 5_000
 
 
+#: Part 4's writers whose step (a put, then ``get_tuple`` of the newest) is timed too.
+STEPPED = ("raw engine", "SqliteSaver")
+
+
+def checked_step(_: int, thread: Thread, name: str) -> None:
+    """A step of part 4's writer: a put, then ``get_tuple`` of the newest, checked."""
+    thread.put()
+    thread.check(thread.saver.get_tuple(thread.latest()), name)
+
+
 def put_costs(folder: Path, args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
     """Microseconds per ``put`` on a thread of ``sizes[0]``, per writer and ``synchronous``,
     one list per round; the writers taking turns call by call. Each WAL is first grown past
     SQLite's automatic checkpoint (1,000 pages), as in part 2's files: a commit that grows
-    the WAL costs a costlier fsync (the file's size) than one that reuses it."""
+    the WAL costs a costlier fsync (the file's size) than one that reuses it. Then the step
+    of the :data:`STEPPED` writers, as ``step: <writer>``: the raw engine's is the ceiling of
+    a saver that writes one row a step and answers the newest from memory."""
     costs: dict[str, dict[str, list[float]]] = {}
     for synchronous, durability in (("NORMAL", "process"), ("FULL", "power")):
 
@@ -944,6 +974,12 @@ def put_costs(folder: Path, args: argparse.Namespace) -> dict[str, dict[str, lis
                                args.calls)  # fmt: skip
                 for name, speed in speeds.items():
                     costs.setdefault(name, {}).setdefault(synchronous, []).append(1e6 / speed)
+            for _ in range(args.rounds):
+                steps = {n: partial(checked_step, thread=threads[n], name=n) for n in STEPPED}
+                speeds = turns(steps, args.calls)
+                for name, speed in speeds.items():
+                    each = costs.setdefault(f"step: {name}", {})
+                    each.setdefault(synchronous, []).append(1e6 / speed)
             for raw in raws.values():
                 raw.conn.close()
             if rows.conn is not None:
@@ -1124,6 +1160,8 @@ def costs(results: dict[str, Any]) -> None:
         for name, found in results["costs"].items()
     }
     for name, each in median.items():
+        if name.startswith("step: "):
+            continue
         normal, full = each["NORMAL"], each["FULL"]
         print(f"  | {name} | {normal:.0f} | {full:.0f} | {full - normal:.0f} |")
     ours, theirs, raw = median[OURS], median["SqliteSaver"], median["raw engine"]
@@ -1161,6 +1199,17 @@ def costs(results: dict[str, Any]) -> None:
         for name, tables in RAW_TABLES.items()
     )
     print(f"  The raw engine's fsync by the tables (a page each) one commit writes: {fsyncs}.")
+    one_row, their_step = median["step: raw engine"], median["step: SqliteSaver"]
+    print(
+        f"  A step (put, then get_tuple of the newest) of the raw engine writing one row, its read "
+        f"answered from memory after one PRAGMA data_version, the ceiling of a saver of one row a "
+        f"step: {one_row['FULL']:.0f} µs at FULL against SqliteSaver's {their_step['FULL']:.0f} "
+        f"({their_step['FULL'] / one_row['FULL']:.2f}x its speed), {one_row['NORMAL']:.0f} against "
+        f"{their_step['NORMAL']:.0f} at NORMAL ({their_step['NORMAL'] / one_row['NORMAL']:.2f}x). "
+        f"At {MEDIAN_TARGET:g}x such a saver has "
+        f"{their_step['FULL'] / MEDIAN_TARGET - one_row['FULL']:.0f} µs a step at FULL for "
+        f"everything else it does."
+    )
 
 
 def main() -> None:

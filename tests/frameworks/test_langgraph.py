@@ -1068,6 +1068,7 @@ def test_the_benchmark_runs_quickly_and_prints_every_row(tmp_path: Path) -> None
         "| our store's append alone |",
         "| raw engine, our rows |",
         "Our rows written by the raw engine",
+        "A step (put, then get_tuple of the newest) of the raw engine writing one row",
         "Our store's read alone for a get_tuple by id",
     ]
     assert_benchmark_prints("bench_langgraph.py", rows, tmp_path, timeout=600)
