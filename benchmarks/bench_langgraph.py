@@ -796,9 +796,11 @@ class RawPut:
         self.serde = JsonPlusSerializer()
         self.conn = raw_connection(path, synchronous)
         self.inserts = [f"INSERT INTO puts{n} VALUES (?,?,?)" for n in range(tables)]
-        self.newest: tuple[int, Any] = (-1, None)
         for n in range(tables):
             self.conn.execute(f"CREATE TABLE puts{n} (id TEXT PRIMARY KEY, checkpoint, meta)")
+        # SQLite moves it only for other connections' commits: read once, not in each put
+        (self.version,) = self.conn.execute(DATA_VERSION).fetchone()
+        self.newest: Any = None
 
     def get_next_version(self, current: Any, channel: Any) -> Any:
         return SqliteSaver.get_next_version(self, current, channel)
@@ -809,17 +811,16 @@ class RawPut:
         for insert in self.inserts:
             self.conn.execute(insert, row)
         self.conn.execute("COMMIT")
-        (version,) = self.conn.execute(DATA_VERSION).fetchone()
-        self.newest = (version, CheckpointTuple(config, made, metadata))
+        self.newest = CheckpointTuple(config, made, metadata)
         return config
 
     def get_tuple(self, config: Any) -> Any:
         """The newest checkpoint put, from memory while ``PRAGMA data_version`` says no
         other connection has committed since: the least the read of a step costs."""
         (version,) = self.conn.execute(DATA_VERSION).fetchone()
-        if version != self.newest[0]:
+        if version != self.version:
             raise RuntimeError("raw engine: another connection wrote its file")
-        return self.newest[1]
+        return self.newest
 
 
 def saver_record(serde: Any, made: Any, metadata: Any, at: int) -> dict[str, Any]:
@@ -928,14 +929,28 @@ def checked_step(_: int, thread: Thread, name: str) -> None:
     thread.check(thread.saver.get_tuple(thread.latest()), name)
 
 
-def put_costs(folder: Path, args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
+#: Microseconds per call, by writer and ``synchronous``, one figure per round.
+Costs = dict[str, dict[str, list[float]]]
+
+
+def cost_rounds(
+    costs: Costs, calls: dict[str, Callable[[int], Any]], synchronous: str, args: argparse.Namespace
+) -> None:
+    """``args.rounds`` rounds of ``calls`` taking turns call by call, into ``costs``."""
+    for _ in range(args.rounds):
+        for name, speed in turns(calls, args.calls).items():
+            costs.setdefault(name, {}).setdefault(synchronous, []).append(1e6 / speed)
+
+
+def put_costs(folder: Path, args: argparse.Namespace) -> tuple[Costs, Costs]:
     """Microseconds per ``put`` on a thread of ``sizes[0]``, per writer and ``synchronous``,
     one list per round; the writers taking turns call by call. Each WAL is first grown past
     SQLite's automatic checkpoint (1,000 pages), as in part 2's files: a commit that grows
-    the WAL costs a costlier fsync (the file's size) than one that reuses it. Then the step
-    of the :data:`STEPPED` writers, as ``step: <writer>``: the raw engine's is the ceiling of
-    a saver that writes one row a step and answers the newest from memory."""
-    costs: dict[str, dict[str, list[float]]] = {}
+    the WAL costs a costlier fsync (the file's size) than one that reuses it. Then, the same
+    way, per step of the :data:`STEPPED` writers: the raw engine's is the ceiling of a saver
+    that writes one row a step and answers the newest from memory."""
+    costs: Costs = {}
+    steps: Costs = {}
     for synchronous, durability in (("NORMAL", "process"), ("FULL", "power")):
 
         def file(name: str, synchronous: str = synchronous) -> Path:
@@ -969,24 +984,17 @@ def put_costs(folder: Path, args: argparse.Namespace) -> dict[str, dict[str, lis
                         break
                 for _ in range(args.sizes[0]):  # the checkpoint made, the WAL restarted
                     thread.put()
-            for _ in range(args.rounds):
-                speeds = turns({n: (lambda _, t=t: t.put()) for n, t in threads.items()},
-                               args.calls)  # fmt: skip
-                for name, speed in speeds.items():
-                    costs.setdefault(name, {}).setdefault(synchronous, []).append(1e6 / speed)
-            for _ in range(args.rounds):
-                steps = {n: partial(checked_step, thread=threads[n], name=n) for n in STEPPED}
-                speeds = turns(steps, args.calls)
-                for name, speed in speeds.items():
-                    each = costs.setdefault(f"step: {name}", {})
-                    each.setdefault(synchronous, []).append(1e6 / speed)
+            puts = {n: (lambda _, t=t: t.put()) for n, t in threads.items()}
+            cost_rounds(costs, puts, synchronous, args)
+            stepped = {n: partial(checked_step, thread=threads[n], name=n) for n in STEPPED}
+            cost_rounds(steps, stepped, synchronous, args)
             for raw in raws.values():
                 raw.conn.close()
             if rows.conn is not None:
                 rows.conn.close()
         ours.close()
         alone.saver.close()
-    return costs
+    return costs, steps
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -1007,7 +1015,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["sync"] = sync_rounds({OURS: ours, "SqliteSaver": theirs}, args)
         ours.close()
         results["frames"] = frames(folder, args.sizes, args.frame_puts)
-        results["costs"] = put_costs(folder, args)
+        results["costs"], results["steps"] = put_costs(folder, args)
 
         async def asynchronous() -> dict[str, Any]:
             mine = PraisonSaver(ours_url(folder / "async-ours.db"))
@@ -1155,13 +1163,15 @@ def costs(results: dict[str, Any]) -> None:
     )
     print("  | writer | µs a put at NORMAL (no fsync: CPU) | at FULL | FULL - NORMAL (fsync) |")
     print("  |---|---|---|---|")
-    median = {
-        name: {sync: statistics.median(each) for sync, each in found.items()}
-        for name, found in results["costs"].items()
-    }
+
+    def medians(part: str) -> dict[str, dict[str, float]]:
+        return {
+            name: {sync: statistics.median(each) for sync, each in found.items()}
+            for name, found in results[part].items()
+        }
+
+    median, stepped = medians("costs"), medians("steps")
     for name, each in median.items():
-        if name.startswith("step: "):
-            continue
         normal, full = each["NORMAL"], each["FULL"]
         print(f"  | {name} | {normal:.0f} | {full:.0f} | {full - normal:.0f} |")
     ours, theirs, raw = median[OURS], median["SqliteSaver"], median["raw engine"]
@@ -1199,7 +1209,7 @@ def costs(results: dict[str, Any]) -> None:
         for name, tables in RAW_TABLES.items()
     )
     print(f"  The raw engine's fsync by the tables (a page each) one commit writes: {fsyncs}.")
-    one_row, their_step = median["step: raw engine"], median["step: SqliteSaver"]
+    one_row, their_step = stepped["raw engine"], stepped["SqliteSaver"]
     print(
         f"  A step (put, then get_tuple of the newest) of the raw engine writing one row, its read "
         f"answered from memory after one PRAGMA data_version, the ceiling of a saver of one row a "
